@@ -1,0 +1,93 @@
+// Proves the test harness against a real Consul agent: sessions and locks through the raw HTTP
+// API (the library's own client is tested in its own files), and that agents never outlive the
+// processes that started them.
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { after, before, describe, it } from 'node:test'
+import { processGone, sharedAgent, startCluster, uniquePrefix } from '../support/consul-agent.js'
+
+interface RawEntry {
+  Key: string
+  Session?: string
+  LockIndex: number
+}
+
+describe('the test harness', () => {
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+  before(async () => {
+    consul = await sharedAgent()
+  })
+  after(() => consul.close())
+
+  it('runs a real agent where a TTL session can take a lock, and destroying it releases the lock', async () => {
+    const key = `${uniquePrefix('harness')}/leader`
+    const created = await fetch(`${consul.url}/v1/session/create`, {
+      method: 'PUT',
+      body: JSON.stringify({
+        Name: 'harness-test',
+        TTL: '15s',
+        Behavior: 'release',
+        LockDelay: '0s',
+      }),
+    })
+    assert.equal(created.status, 200)
+    const { ID: session } = (await created.json()) as { ID: string }
+    assert.match(session, /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
+
+    const acquired = await fetch(`${consul.url}/v1/kv/${key}?acquire=${session}`, {
+      method: 'PUT',
+      body: 'node-a',
+    })
+    assert.equal((await acquired.text()).trim(), 'true')
+
+    const held = (await (await fetch(`${consul.url}/v1/kv/${key}`)).json()) as RawEntry[]
+    assert.equal(held[0]?.Session, session)
+    assert.equal(held[0]?.LockIndex, 1)
+
+    const destroyed = await fetch(`${consul.url}/v1/session/destroy/${session}`, { method: 'PUT' })
+    assert.equal((await destroyed.text()).trim(), 'true')
+
+    const released = (await (await fetch(`${consul.url}/v1/kv/${key}`)).json()) as RawEntry[]
+    assert.equal(released[0]?.Session, undefined, 'the lock is released with its session')
+    await fetch(`${consul.url}/v1/kv/${key}`, { method: 'DELETE' })
+  })
+
+  it('kills the agents a test process started when that process exits', async () => {
+    // A child process starts its own agent, prints its pid, and exits without stopping it.
+    const script = `
+      import { startAgent } from './test/support/consul-agent.ts'
+      const agent = await startAgent()
+      console.log(agent.pid)
+      process.exit(3)
+    `
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    )
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    const code = await new Promise<number | null>((done) => child.once('exit', done))
+    assert.equal(code, 3)
+    const pid = Number(out.trim())
+    assert.ok(pid > 0, `child printed no pid: ${out}`)
+    assert.ok(await processGone(pid), `consul pid ${pid} outlived its test process`)
+  })
+
+  it('starts a 3-server cluster on loopback that elects a leader, and stops it', async () => {
+    const cluster = await startCluster(3)
+    try {
+      const leader = await cluster.leader()
+      assert.ok(cluster.servers.includes(leader))
+      const peers = (await (await fetch(`${leader.url}/v1/status/peers`)).json()) as string[]
+      assert.equal(peers.length, 3)
+    } finally {
+      await cluster.stop()
+    }
+    for (const s of cluster.servers) {
+      assert.ok(s.pid !== undefined && (await processGone(s.pid)), `server ${s.node} still runs`)
+    }
+  })
+})

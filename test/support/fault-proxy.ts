@@ -1,0 +1,384 @@
+// An HTTP proxy that sits between the client under test and a real Consul agent and misbehaves
+// on demand. Tests never mock Consul: they provoke failures (errors, resets, silence, latency,
+// malformed or oversized answers) here, while every request that does pass reaches the agent.
+import {
+  Agent,
+  createServer,
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http'
+import type { Socket } from 'node:net'
+
+/**
+ * How the proxy treats a request. It is read when a request arrives, except `blackhole`, which
+ * also swallows answers that arrive from the agent while it is the current mode.
+ */
+export type FaultMode =
+  /** Forward faithfully: method, path and query, headers, body; stream the answer back. */
+  | 'pass'
+  /** Answer 500 `fault proxy: injected error` without contacting the agent. */
+  | 'error500'
+  /** Destroy the client's socket at once, with no answer. */
+  | 'close'
+  /** Accept and never answer; answers from the agent to requests in flight are dropped too. */
+  | 'blackhole'
+  /** Wait this long, then forward. */
+  | { readonly latencyMs: number }
+  /** Answer 200 application/json with this body without contacting the agent. */
+  | { readonly garbage: string }
+  /** Answer 200 application/json with a valid JSON array of exactly this many bytes (min 2). */
+  | { readonly oversized: number }
+  /** Answer this status and body (text/plain) without contacting the agent. */
+  | { readonly status: number; readonly body: string }
+  /**
+   * Per request: with probability `error500` answer 500, else with probability `close` destroy
+   * the socket, else with probability `latencyP` wait a random 0..`latencyMs`, else pass.
+   */
+  | {
+      readonly random: {
+        readonly error500?: number
+        readonly close?: number
+        readonly latencyMs?: number
+        readonly latencyP?: number
+      }
+    }
+
+/** One request as the proxy saw it, whatever the mode did with it. */
+export interface SeenRequest {
+  readonly method: string
+  /** The path without the query string, as sent (not decoded). */
+  readonly path: string
+  /** The query string without its `?`; empty when there is none. */
+  readonly query: string
+  /** `Date.now()` when the request arrived. */
+  readonly at: number
+}
+
+/** A running fault proxy; see {@link startFaultProxy}. */
+export interface FaultProxy {
+  /** `127.0.0.1:<port>`, the form of CONSUL_HTTP_ADDR. */
+  readonly addr: string
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string
+  /** Applies to the next request at once, and (for `blackhole`) to answers still in flight. */
+  setMode(mode: FaultMode): void
+  /** The current mode. */
+  mode(): FaultMode
+  /** Requests seen since start or {@link FaultProxy.resetCounts}, keyed `${METHOD} ${path}`. */
+  counts(): ReadonlyMap<string, number>
+  /** Every request seen since start or {@link FaultProxy.resetCounts}, oldest first. */
+  requests(): readonly SeenRequest[]
+  /** Forgets the counts and the request log. */
+  resetCounts(): void
+  /** Client-side TCP connections open right now. */
+  openConnections(): number
+  /** Requests forwarded to the agent whose answer has not arrived yet. */
+  inFlight(): number
+  /** Answers from the agent that `blackhole` swallowed, since start. */
+  droppedAnswers(): number
+  /**
+   * Closes the listener and destroys every client and upstream socket and pending timer, so the
+   * process can exit. Idempotent.
+   */
+  close(): Promise<void>
+}
+
+/** Options for {@link startFaultProxy}. */
+export interface FaultProxyOptions {
+  /** Source of randomness in [0, 1) for `random` mode; default `Math.random`. */
+  readonly random?: () => number
+}
+
+// Headers that describe one connection, not the message: they must not cross the proxy.
+// Transfer-Encoding stays: Node frames the body itself when it sees the header.
+const hopByHop = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'te'])
+
+function endToEnd(rawHeaders: readonly string[], host?: string): string[] {
+  const out: string[] = []
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] ?? ''
+    const lower = name.toLowerCase()
+    if (hopByHop.has(lower) || (host !== undefined && lower === 'host')) continue
+    out.push(name, rawHeaders[i + 1] ?? '')
+  }
+  if (host !== undefined) out.push('Host', host)
+  return out
+}
+
+/** What one request gets: the random mode resolved to a plain one. */
+type Action =
+  | { readonly kind: 'pass'; readonly delayMs: number }
+  | { readonly kind: 'close' }
+  | { readonly kind: 'blackhole' }
+  | {
+      readonly kind: 'answer'
+      readonly status: number
+      readonly type: string
+      readonly body: string
+    }
+  | { readonly kind: 'oversized'; readonly bytes: number }
+
+function actionFor(mode: FaultMode, random: () => number): Action {
+  if (mode === 'pass') return { kind: 'pass', delayMs: 0 }
+  if (mode === 'error500') return injected500
+  if (mode === 'close') return { kind: 'close' }
+  if (mode === 'blackhole') return { kind: 'blackhole' }
+  if ('latencyMs' in mode) return { kind: 'pass', delayMs: mode.latencyMs }
+  if ('garbage' in mode)
+    return { kind: 'answer', status: 200, type: 'application/json', body: mode.garbage }
+  if ('oversized' in mode) return { kind: 'oversized', bytes: mode.oversized }
+  if ('status' in mode)
+    return { kind: 'answer', status: mode.status, type: 'text/plain', body: mode.body }
+  const { error500 = 0, close = 0, latencyMs = 0, latencyP = 0 } = mode.random
+  if (random() < error500) return injected500
+  if (random() < close) return { kind: 'close' }
+  if (random() < latencyP) return { kind: 'pass', delayMs: random() * latencyMs }
+  return { kind: 'pass', delayMs: 0 }
+}
+
+const injected500: Action = {
+  kind: 'answer',
+  status: 500,
+  type: 'text/plain',
+  body: 'fault proxy: injected error',
+}
+
+const oversizedItem = `"${'x'.repeat(1000)}"`
+
+/**
+ * Writes a JSON array of exactly `bytes` bytes (at least `[]`) in pieces, waiting for the client
+ * to drain, so a multi-megabyte answer never sits in memory whole.
+ */
+function writeOversized(res: ServerResponse, bytes: number): void {
+  const total = Math.max(2, Math.floor(bytes))
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(total) })
+  let left = total - 2 // inside the brackets
+  let first = true
+  res.write('[')
+  const more = (): void => {
+    while (!res.destroyed) {
+      const pieces: string[] = []
+      let size = 0
+      while (size < 64 * 1024) {
+        const item = first ? oversizedItem : `,${oversizedItem}`
+        if (item.length > left) break
+        pieces.push(item)
+        size += item.length
+        left -= item.length
+        first = false
+      }
+      if (size === 0) {
+        // Whitespace is valid JSON and makes the length exact.
+        res.end(`${' '.repeat(left)}]`)
+        return
+      }
+      if (!res.write(pieces.join(''))) {
+        res.once('drain', more)
+        return
+      }
+    }
+  }
+  more()
+}
+
+/**
+ * Starts a fault proxy on 127.0.0.1 (a free port) in front of the agent at `target`
+ * (`host:port`), in `pass` mode.
+ *
+ * Long polls pass through with no proxy-side timeout; client keep-alive works; every request is
+ * counted, also those a fault answers. An agent that cannot be reached in `pass` mode gets the
+ * client a 502 whose body says so.
+ *
+ * @example
+ * ```ts
+ * const proxy = await startFaultProxy(consul.addr)
+ * proxy.setMode('blackhole')
+ * // ... the client under test, pointed at proxy.addr, now sees silence
+ * await proxy.close()
+ * ```
+ * @param target - `host:port` of the Consul agent's HTTP API.
+ * @param options - Randomness for `random` mode.
+ * @returns The running proxy.
+ */
+export async function startFaultProxy(
+  target: string,
+  options: FaultProxyOptions = {},
+): Promise<FaultProxy> {
+  const random = options.random ?? Math.random
+  const [targetHost, targetPort] = splitHostPort(target)
+  // No socket limit: a long poll holding a connection must not queue the requests behind it.
+  const upstreamAgent = new Agent({ keepAlive: true, maxSockets: Infinity })
+  let mode: FaultMode = 'pass'
+  let counts = new Map<string, number>()
+  let seen: SeenRequest[] = []
+  let dropped = 0
+  const clientSockets = new Set<Socket>()
+  const upstreamRequests = new Set<ClientRequest>()
+  const timers = new Set<NodeJS.Timeout>()
+  let closing: Promise<void> | undefined
+
+  const forward = (req: IncomingMessage, res: ServerResponse): void => {
+    const upstream = httpRequest({
+      agent: upstreamAgent,
+      host: targetHost,
+      port: targetPort,
+      method: req.method,
+      path: req.url,
+      headers: endToEnd(req.rawHeaders, target),
+    })
+    upstreamRequests.add(upstream)
+    const settled = (): boolean => upstreamRequests.delete(upstream)
+    // The client left (or the proxy closed): stop the agent's work for it, e.g. a long poll.
+    res.once('close', () => {
+      if (settled()) upstream.destroy()
+    })
+    upstream.once('response', (answer: IncomingMessage) => {
+      settled()
+      answer.on('error', () => res.destroy())
+      // A client gone mid-answer: free the upstream socket rather than leave it paused.
+      res.once('close', () => {
+        if (!answer.complete) answer.destroy()
+      })
+      if (mode === 'blackhole') {
+        dropped++
+        answer.resume()
+        return
+      }
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders))
+      answer.pipe(res)
+    })
+    upstream.on('error', (error: Error) => {
+      if (!settled() || closing || res.destroyed) return
+      if (mode === 'blackhole') {
+        dropped++
+        return
+      }
+      if (res.headersSent) {
+        res.destroy()
+        return
+      }
+      respond(res, {
+        kind: 'answer',
+        status: 502,
+        type: 'text/plain',
+        body: `fault proxy: upstream ${target} failed: ${error.message}`,
+      })
+    })
+    req.pipe(upstream)
+  }
+
+  const respond = (res: ServerResponse, action: Action & { kind: 'answer' }): void => {
+    res.writeHead(action.status, {
+      'Content-Type': action.type,
+      'Content-Length': String(Buffer.byteLength(action.body)),
+    })
+    res.end(action.body)
+  }
+
+  const server = createServer(
+    // Long polls and blackholed requests may legitimately last minutes.
+    { requestTimeout: 0, keepAlive: true },
+    (req, res) => {
+      req.on('error', () => {})
+      res.on('error', () => {})
+      const url = req.url ?? '/'
+      const q = url.indexOf('?')
+      const path = q < 0 ? url : url.slice(0, q)
+      const method = req.method ?? 'GET'
+      const key = `${method} ${path}`
+      counts.set(key, (counts.get(key) ?? 0) + 1)
+      seen.push({ method, path, query: q < 0 ? '' : url.slice(q + 1), at: Date.now() })
+
+      const action = actionFor(mode, random)
+      switch (action.kind) {
+        case 'close':
+          req.socket.destroy()
+          return
+        case 'blackhole':
+          // Read the body so the client is not stuck sending it; then say nothing.
+          req.resume()
+          return
+        case 'answer':
+          req.resume()
+          respond(res, action)
+          return
+        case 'oversized':
+          req.resume()
+          writeOversized(res, action.bytes)
+          return
+        case 'pass':
+          if (action.delayMs <= 0) {
+            forward(req, res)
+            return
+          }
+          {
+            const timer = setTimeout(() => {
+              timers.delete(timer)
+              if (!res.destroyed) forward(req, res)
+            }, action.delayMs)
+            timers.add(timer)
+            res.once('close', () => {
+              clearTimeout(timer)
+              timers.delete(timer)
+            })
+          }
+      }
+    },
+  )
+  server.on('connection', (socket: Socket) => {
+    clientSockets.add(socket)
+    socket.on('error', () => {})
+    socket.once('close', () => clientSockets.delete(socket))
+  })
+  server.on('error', () => {})
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const address = server.address()
+  if (address === null || typeof address === 'string') throw new Error('fault proxy: no port')
+  const addr = `127.0.0.1:${address.port}`
+
+  return {
+    addr,
+    url: `http://${addr}`,
+    setMode(next) {
+      mode = next
+    },
+    mode: () => mode,
+    counts: () => new Map(counts),
+    requests: () => [...seen],
+    resetCounts() {
+      counts = new Map()
+      seen = []
+    },
+    openConnections: () => clientSockets.size,
+    inFlight: () => upstreamRequests.size,
+    droppedAnswers: () => dropped,
+    close() {
+      closing ??= new Promise<void>((resolve) => {
+        server.close(() => resolve())
+        for (const timer of timers) clearTimeout(timer)
+        timers.clear()
+        for (const upstream of upstreamRequests) upstream.destroy()
+        upstreamRequests.clear()
+        for (const socket of clientSockets) socket.destroy()
+        upstreamAgent.destroy()
+      })
+      return closing
+    },
+  }
+}
+
+function splitHostPort(target: string): [host: string, port: number] {
+  const colon = target.lastIndexOf(':')
+  if (colon < 0) return [target, 80]
+  // '[::1]:8500' names an IPv6 host; http.request wants it without brackets.
+  return [target.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), Number(target.slice(colon + 1))]
+}

@@ -101,4 +101,15 @@ export type ContenderEvent =
 
 /** Why `holding` last changed. */
 export type TransitionReason =
-  'acquired' | 'removed' | 'session-invalidated' | 'watch-failed' | 'lease-expired' | 'released'
+  /** A CAS added this session to `.lock`, or a first snapshot listed it: a new tenure. */
+  | 'acquired'
+  /**
+   * Holding came back with no new CAS, same tenure and fencing token: after a watch failure or a
+   * lapsed lease, a snapshot (or a late renewal) shows this session still listed and live.
+   */
+  | 'restored'
+  | 'removed'
+  | 'session-invalidated'
+  | 'watch-failed'
+  | 'lease-expired'
+  | 'released'

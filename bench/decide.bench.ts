@@ -1,0 +1,67 @@
+// Times `decide` on snapshots of 100 / 1,000 / 10,000 contender keys, to show it grows linearly
+// (µs per key roughly flat). Not a test: `npx tsx bench/decide.bench.ts`.
+import { performance } from 'node:perf_hooks'
+import { SEMAPHORE_FLAGS } from '../src/consul/flags.js'
+import type { KVEntry, KVSnapshot } from '../src/consul/types.js'
+import { decide } from '../src/core/decide.js'
+
+const prefix = 'bench/sem'
+const limit = 10
+
+function snapshotOf(contenders: number): KVSnapshot {
+  const entries: KVEntry[] = []
+  const holders: Record<string, true> = {}
+  for (let i = 0; i < contenders; i++) {
+    const session = `00000000-0000-0000-0000-${i.toString(16).padStart(12, '0')}`
+    // Shuffled CreateIndex, so the ranking has real sorting to do.
+    const createIndex = BigInt(((i * 7919) % contenders) + 1)
+    entries.push({
+      key: `${prefix}/${session}`,
+      value: null,
+      flags: SEMAPHORE_FLAGS,
+      session,
+      lockIndex: 1n,
+      createIndex,
+      modifyIndex: createIndex,
+    })
+    if (i < limit - 1) holders[session] = true
+  }
+  holders['dead-holder'] = true
+  entries.push({
+    key: `${prefix}/.lock`,
+    value: new TextEncoder().encode(JSON.stringify({ Limit: limit, Holders: holders })),
+    flags: SEMAPHORE_FLAGS,
+    lockIndex: 0n,
+    createIndex: 1n,
+    modifyIndex: BigInt(contenders + 1),
+  })
+  entries.sort((a, b) => (a.key < b.key ? -1 : 1))
+  return { index: BigInt(contenders + 1), entries }
+}
+
+function time(snapshot: KVSnapshot, session: string, iterations: number): number {
+  const options = { prefix, session, limit }
+  for (let i = 0; i < Math.max(5, iterations / 10); i++) decide(snapshot, options) // warm-up
+  const start = performance.now()
+  for (let i = 0; i < iterations; i++) decide(snapshot, options)
+  return ((performance.now() - start) * 1000) / iterations
+}
+
+console.log('contender keys | iterations | µs per snapshot | µs per key | decision')
+for (const [contenders, iterations] of [
+  [100, 20_000],
+  [1_000, 2_000],
+  [10_000, 200],
+] as const) {
+  const snapshot = snapshotOf(contenders)
+  // The last-created contender: it waits, the most work (full ranking, no early exit).
+  const last = snapshot.entries.reduce((a, b) =>
+    b.createIndex > a.createIndex && b.session !== undefined ? b : a,
+  )
+  const session = last.session ?? ''
+  const us = time(snapshot, session, iterations)
+  const type = decide(snapshot, { prefix, session, limit }).type
+  console.log(
+    `${String(contenders).padStart(14)} | ${String(iterations).padStart(10)} | ${us.toFixed(1).padStart(15)} | ${(us / contenders).toFixed(3).padStart(10)} | ${type}`,
+  )
+}

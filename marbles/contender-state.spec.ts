@@ -1,0 +1,359 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
+import { TestScheduler } from 'rxjs/testing'
+import { LOCK_FLAGS } from '../src/consul/flags.js'
+import { initialContenderState, type ContenderState } from '../src/core/contender-state-model.js'
+import { contenderState } from '../src/core/contender-state.js'
+import {
+  casFailed,
+  casOk,
+  created,
+  disconnected,
+  releaseRequested,
+  seen,
+} from './support/events.js'
+import { listed, listedLater, me, prefix, unlisted, waiting } from './support/scenario.js'
+import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
+
+const testScheduler = (): TestScheduler =>
+  new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
+
+const options = { prefix, limit: 1 }
+/** Unsubscribes before the 900 ms lease deadline of `c`, which is not what these tests are about. */
+const watchFor50ms = '^ 50ms !'
+
+/** One field of the states, each change once. */
+const field =
+  <T>(pick: (state: ContenderState) => T): OperatorFunction<ContenderState, T> =>
+  (s) =>
+    s.pipe(map(pick), distinctUntilChanged())
+
+/** The type of `next`, each new action object once. */
+const nextAction: OperatorFunction<ContenderState, string> = (s) =>
+  s.pipe(
+    map((state) => state.next),
+    distinctUntilChanged(),
+    map((next) => next?.type ?? 'none'),
+  )
+const actions = { u: 'none', T: 'TryAcquire', N: 'NotContending' }
+
+const events = {
+  c: created('me', 1000, 0),
+  w: seen(waiting),
+  l: seen(listed),
+  L: seen(listedLater),
+  u: seen(unlisted),
+  k: casOk(['me'], 21n),
+  F: casFailed,
+  d: disconnected,
+  r: releaseRequested,
+}
+
+/** Two waiters a (rank 0) and b (rank 1) for limit 1, `.lock` not there yet: one free slot. */
+const queue = snapshotOf([contenderEntry(prefix, 'a', 10n), contenderEntry(prefix, 'b', 11n)])
+
+describe('contenderState', () => {
+  it('should emit the initial state for a source that never emits', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('-', events)
+      const subs = '       ^'
+      const expected = '   a'
+      expectObservable(source.pipe(contenderState(options))).toBe(expected, {
+        a: initialContenderState,
+      })
+      expectSubscriptions(source.subscriptions).toBe(subs)
+    })
+  })
+
+  it('should emit the initial state and complete for an empty source', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('|', events)
+      const expected = '   (a|)'
+      expectObservable(source.pipe(contenderState(options))).toBe(expected, {
+        a: initialContenderState,
+      })
+    })
+  })
+
+  it('should pass an error of the events on', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('-#', events, new Error('boom'))
+      const expected = '   a#'
+      expectObservable(source.pipe(contenderState(options))).toBe(
+        expected,
+        { a: initialContenderState },
+        new Error('boom'),
+      )
+    })
+  })
+
+  it('should unsubscribe from the events and drop its timers when unsubscribed early', () => {
+    testScheduler().run(({ hot, expectObservable, expectSubscriptions }) => {
+      const source = hot('-c-w-----', events)
+      const unsub = '     ^------!'
+      const subs = '      ^------!'
+      const expected = '  u--T'
+      expectObservable(source.pipe(contenderState(options), nextAction), unsub).toBe(
+        expected,
+        actions,
+      )
+      expectSubscriptions(source.subscriptions).toBe(subs)
+    })
+  })
+
+  it('should complete when the events complete, without waiting for its timers', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-s|', { c: created('b', 1000, 0), s: seen(queue) })
+      const expected = '   u--|'
+      expectObservable(source.pipe(contenderState(options), nextAction)).toBe(expected, actions)
+    })
+  })
+
+  it('should throw at once when the limit is not a positive integer', () => {
+    assert.throws(() => contenderState({ prefix, limit: 1.5 }), RangeError)
+  })
+
+  it('should ask to create the contender key when the snapshot lacks it', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-e', { ...events, e: seen(snapshotOf([])) })
+      const expected = '   u-N'
+      expectObservable(source.pipe(contenderState(options), nextAction), watchFor50ms).toBe(
+        expected,
+        actions,
+      )
+    })
+  })
+
+  it('should ask for the CAS once while .lock and the body stay the same', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const joined = seen(snapshotOf([me, contenderEntry(prefix, 'z', 9n, { key: 'svc/lock/z' })]))
+      const source = cold('c-w-j', { ...events, j: joined })
+      const expected = '   u-T'
+      expectObservable(
+        source.pipe(contenderState({ prefix, limit: 2 }), nextAction),
+        watchFor50ms,
+      ).toBe(expected, actions)
+    })
+  })
+
+  it('should clear the action when the CAS answers', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-w-k', events)
+      const expected = '   u-T-u'
+      expectObservable(source.pipe(contenderState(options), nextAction), watchFor50ms).toBe(
+        expected,
+        actions,
+      )
+    })
+  })
+
+  it('should ask again on the next snapshot after a failed CAS', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-w-F-w', events)
+      const expected = '   u-T-u-T'
+      expectObservable(source.pipe(contenderState(options), nextAction), watchFor50ms).toBe(
+        expected,
+        actions,
+      )
+    })
+  })
+
+  it('should take the fencing token from the CAS result', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-w-k-l', events)
+      const expected = '   u---t'
+      expectObservable(
+        source.pipe(
+          contenderState(options),
+          field((s) => s.fencingToken),
+        ),
+        watchFor50ms,
+      ).toBe(expected, { u: undefined, t: 21n })
+    })
+  })
+
+  it('should take the fencing token from the first snapshot listing it, and keep it', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l-L', events)
+      const expected = '   u-t'
+      expectObservable(
+        source.pipe(
+          contenderState(options),
+          field((s) => s.fencingToken),
+        ),
+        watchFor50ms,
+      ).toBe(expected, { u: undefined, t: 20n })
+    })
+  })
+
+  it('should restore holding after a watch failure with no new CAS and the same token', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l-d-l', events)
+      const expected = '   0-1-2-3'
+      const summary = (s: ContenderState): string =>
+        `${s.holding} ${s.reason} ${s.next?.type} ${s.fencingToken}`
+      expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
+        expected,
+        {
+          0: 'false undefined undefined undefined',
+          1: 'true acquired undefined 20',
+          2: 'false watch-failed undefined 20',
+          3: 'true restored undefined 20',
+        },
+      )
+    })
+  })
+
+  it('should say why holding dropped when an operator removes it from .lock', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l-u', events)
+      const expected = '   u-a-r'
+      expectObservable(
+        source.pipe(
+          contenderState(options),
+          field((s) => s.reason),
+        ),
+        watchFor50ms,
+      ).toBe(expected, { u: undefined, a: 'acquired', r: 'removed' })
+    })
+  })
+
+  it('should ignore a snapshot older than its own CAS', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-w-k-w', events)
+      const expected = '   f---t'
+      expectObservable(
+        source.pipe(
+          contenderState(options),
+          field((s) => s.holding),
+        ),
+        watchFor50ms,
+      ).toBe(expected, { f: false, t: true })
+    })
+  })
+
+  it('should ask for nothing after release-requested', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-w-r-w', events)
+      const expected = '   u-T-u'
+      expectObservable(source.pipe(contenderState(options), nextAction), watchFor50ms).toBe(
+        expected,
+        actions,
+      )
+    })
+  })
+
+  it('should report a Conflict and ask for nothing', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const taken = seen(snapshotOf([lockEntry(prefix, 'x', 40n, { flags: LOCK_FLAGS }), me]))
+      const source = cold('c-x', { ...events, x: taken })
+      const expected = '   0-1'
+      const summary = (s: ContenderState): string => `${s.problem?.type} ${s.next?.type}`
+      expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
+        expected,
+        { 0: 'undefined undefined', 1: 'Conflict undefined' },
+      )
+    })
+  })
+
+  it('should report a LimitConflict and ask for nothing', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const other = seen(snapshotOf([lockEntry(prefix, '{"Limit":3,"Holders":[]}', 40n), me]))
+      const source = cold('c-x', { ...events, x: other })
+      const expected = '   0-1'
+      const summary = (s: ContenderState): string => `${s.problem?.type} ${s.next?.type}`
+      expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
+        expected,
+        { 0: 'undefined undefined', 1: 'LimitConflict undefined' },
+      )
+    })
+  })
+
+  describe('fairness', () => {
+    const asB = { ...events, c: created('b', 1_000_000, 0), s: seen(queue) }
+
+    it('should keep the second of two waiters for one slot waiting while the first may try', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('c-s', asB)
+        const expected = '   0-1'
+        const summary = (s: ContenderState): string =>
+          s.decision?.type === 'Wait' ? `Wait rank ${s.decision.rank}` : `${s.decision?.type}`
+        expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
+          expected,
+          { 0: 'undefined', 1: 'Wait rank 1' },
+        )
+      })
+    })
+
+    it('should let a waiter held back by rank try after the grace when the slot stays free', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('c-s', asB)
+        const expected = '   u 2001ms T'
+        expectObservable(source.pipe(contenderState(options), nextAction), '^ 3000ms !').toBe(
+          expected,
+          actions,
+        )
+      })
+    })
+
+    it('should restart the grace when .lock changes', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const rewritten = seen(
+          snapshotOf([lockEntry(prefix, '{"Limit":1,"Holders":[]}', 40n), ...queue.entries]),
+        )
+        const source = cold('c-s 999ms z', { ...asB, z: rewritten })
+        const expected = '   u 3001ms T'
+        expectObservable(source.pipe(contenderState(options), nextAction), '^ 4000ms !').toBe(
+          expected,
+          actions,
+        )
+      })
+    })
+
+    it('should wait one more grace per rank behind the free slots', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const three = snapshotOf([...queue.entries, contenderEntry(prefix, 'c', 12n)])
+        const source = cold('c-s', { ...asB, c: created('c', 1_000_000, 0), s: seen(three) })
+        const expected = '   u 4001ms T'
+        expectObservable(source.pipe(contenderState(options), nextAction), '^ 5000ms !').toBe(
+          expected,
+          actions,
+        )
+      })
+    })
+
+    it('should use the configured grace', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('c-s', asB)
+        const expected = '   u 101ms T'
+        expectObservable(
+          source.pipe(contenderState({ ...options, fairnessGraceMs: 100 }), nextAction),
+          '^ 3000ms !',
+        ).toBe(expected, actions)
+      })
+    })
+
+    it('should restart the grace after a watch failure', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('c-s 997ms d 499ms s', { ...asB, d: disconnected })
+        const expected = '   u 3499ms T'
+        expectObservable(source.pipe(contenderState(options), nextAction), '^ 5000ms !').toBe(
+          expected,
+          actions,
+        )
+      })
+    })
+
+    it('should let every waiter try at once when fairness is off', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('c-s', asB)
+        const expected = '   u-T'
+        expectObservable(
+          source.pipe(contenderState({ ...options, fairness: false }), nextAction),
+          watchFor50ms,
+        ).toBe(expected, actions)
+      })
+    })
+  })
+})

@@ -1,0 +1,206 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { TestScheduler } from 'rxjs/testing'
+import { holding } from '../src/core/holding.js'
+import {
+  casOk,
+  created,
+  disconnected,
+  releaseRequested,
+  renewed,
+  seen,
+  sessionGone,
+} from './support/events.js'
+import { keyGone, listed, prefix, unlisted, waiting } from './support/scenario.js'
+
+const testScheduler = (): TestScheduler =>
+  new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
+
+const options = { prefix, limit: 1 }
+const flags = { t: true, f: false }
+/** Events: c created (ttl 1000, lease until 900), C created (ttl 100, lease until 90). */
+const events = {
+  c: created('me', 1000, 0),
+  C: created('me', 100, 0),
+  w: seen(waiting),
+  l: seen(listed),
+  u: seen(unlisted),
+  g: seen(keyGone),
+  k: casOk(['me'], 21n),
+  d: disconnected,
+  x: sessionGone,
+  r: releaseRequested,
+}
+
+/** Unsubscribes before the 900 ms lease deadline of `c`, which is not what these tests are about. */
+const watchFor50ms = '^ 50ms !'
+
+describe('holding', () => {
+  it('should emit false first, and nothing more for a source that never emits', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const source = cold('-', events)
+      const subs = '       ^'
+      const expected = '   f'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectSubscriptions(source.subscriptions).toBe(subs)
+    })
+  })
+
+  it('should emit false and complete for an empty source', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('|', events)
+      const expected = '   (f|)'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+    })
+  })
+
+  it('should pass an error on after the first false', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('--#', events, new Error('watch broke'))
+      const expected = '   f-#'
+      expectObservable(source.pipe(holding(options))).toBe(
+        expected,
+        flags,
+        new Error('watch broke'),
+      )
+    })
+  })
+
+  it('should unsubscribe from the events when unsubscribed early', () => {
+    testScheduler().run(({ hot, expectObservable, expectSubscriptions }) => {
+      const source = hot('-c-l-----', events)
+      const unsub = '     ^----!'
+      const subs = '      ^----!'
+      const expected = '  f--t'
+      expectObservable(source.pipe(holding(options)), unsub).toBe(expected, flags)
+      expectSubscriptions(source.subscriptions).toBe(subs)
+    })
+  })
+
+  it('should throw at once when the limit is not a positive integer', () => {
+    assert.throws(() => holding({ prefix, limit: 0 }), RangeError)
+  })
+
+  it('should become true after a CAS result that adds this session', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-w-k', events)
+      const expected = '   f---t'
+      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+    })
+  })
+
+  it('should become true when a snapshot lists this session', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l', events)
+      const expected = '   f-t'
+      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+    })
+  })
+
+  it('should never emit the same value twice in a row', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l-l-k-l', events)
+      const expected = '   f-t'
+      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+    })
+  })
+
+  it('should stay false while no session was created', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('-l-l', events)
+      const expected = '   f'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+    })
+  })
+
+  it('should drop at once when an operator removes it from .lock', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l-u', events)
+      const expected = '   f-t-f'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+    })
+  })
+
+  it('should drop at once when its contender key disappears and it is pruned', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l-g', events)
+      const expected = '   f-t-f'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+    })
+  })
+
+  it('should drop at once when the session is invalidated, and stay false', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l-x-l', events)
+      const expected = '   f-t-f'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+    })
+  })
+
+  it('should drop at once on release-requested, and stay false', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l-r-l', events)
+      const expected = '   f-t-f'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+    })
+  })
+
+  it('should drop when the watch fails and come back when the next snapshot still lists it', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l-d-l', events)
+      const expected = '   f-t-f-t'
+      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+    })
+  })
+
+  it('should not become true on a CAS result while the watch is disconnected', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-w-d-k-l', events)
+      const expected = '   f-------t'
+      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+    })
+  })
+
+  it('should drop at exactly the lease deadline with no further event', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('C-l', events)
+      const expected = '   f-t 87ms f'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+    })
+  })
+
+  it('should stay true when a renewal arrives just before the deadline', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('C-l 86ms n', { ...events, n: renewed(100, 89) })
+      const expected = '   f-t 176ms f'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+    })
+  })
+
+  it('should drop at the deadline of a configured lease margin', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('C-l', events)
+      const expected = '   f-t 47ms f'
+      expectObservable(source.pipe(holding({ ...options, leaseMarginMs: 50 }))).toBe(
+        expected,
+        flags,
+      )
+    })
+  })
+
+  it('should come back when a late renewal revives a lapsed lease', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('C-l 92ms n', { ...events, n: renewed(100, 94) })
+      const expected = '   f-t 87ms f 4ms t 88ms f'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+    })
+  })
+
+  it('should emit false before completing when the events complete while holding', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-l-|', events)
+      const expected = '   f-t-(f|)'
+      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+    })
+  })
+})

@@ -1,0 +1,23 @@
+/** Holders split into the living and the dead, both in listed order. */
+export interface PrunedHolders {
+  readonly liveHolders: readonly string[]
+  readonly deadHolders: readonly string[]
+}
+
+/**
+ * Splits the holders listed in `.lock` into live ones (their session still locks a key of the
+ * prefix) and dead ones, which are left out of the next write (seed 000: "Any of the Holders that
+ * are not in that set are pruned").
+ *
+ * @example
+ * pruneHolders(['a', 'b'], new Set(['a'])) // { liveHolders: ['a'], deadHolders: ['b'] }
+ * @param holders - The holders listed in `.lock`, in order.
+ * @param live - The live sessions of the listing (`liveSessions`).
+ * @returns The live and dead holders, in listed order.
+ */
+export function pruneHolders(holders: readonly string[], live: ReadonlySet<string>): PrunedHolders {
+  const liveHolders: string[] = []
+  const deadHolders: string[] = []
+  for (const holder of holders) (live.has(holder) ? liveHolders : deadHolders).push(holder)
+  return { liveHolders, deadHolders }
+}

@@ -1,0 +1,25 @@
+import { applyContenderInput } from './apply-contender-input.js'
+import type { ContenderInput } from './contender-input.js'
+import type { ContenderState, ContenderStateOptions } from './contender-state-model.js'
+import { settleContender } from './settle-contender.js'
+
+/**
+ * The contender state machine as a pure reducer: one input and the scheduler time in, the next
+ * state out. `contenderState` runs it with `scan` and fires the timers it asks for (`wakeAt`).
+ *
+ * @example
+ * const next = reduceContender(state, { type: 'release-requested' }, scheduler.now(), options)
+ * @param state - The state before the input.
+ * @param input - An event of the effects layer, or the operator's `wake`/`end`.
+ * @param now - Scheduler time of the input.
+ * @param options - The contender's options.
+ * @returns The state after the input.
+ */
+export function reduceContender(
+  state: ContenderState,
+  input: ContenderInput,
+  now: number,
+  options: ContenderStateOptions,
+): ContenderState {
+  return settleContender(state, applyContenderInput(state, input, now, options), input, now)
+}

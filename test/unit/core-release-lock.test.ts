@@ -1,0 +1,30 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { LOCK_FLAGS } from '../../src/consul/flags.js'
+import { releaseLock } from '../../src/core/release-lock.js'
+import { contenderEntry, lockEntry, snapshotOf, text } from '../../marbles/support/snapshot.js'
+
+const prefix = 'svc/lock'
+const options = { prefix, session: 'me', limit: 3 }
+
+describe('releaseLock', () => {
+  it('should remove only this session, keep the shape and CAS on the ModifyIndex', () => {
+    const lock = lockEntry(prefix, '{"limit":3,"holders":["a","me","dead"]}', 40n)
+    const release = releaseLock(snapshotOf([lock, contenderEntry(prefix, 'a', 1n)]), options)
+    assert.equal(release.type, 'WriteRelease')
+    assert.ok(release.type === 'WriteRelease')
+    assert.equal(text(release.body), '{"limit":3,"holders":["a","dead"]}')
+    assert.equal(release.cas, 40n)
+  })
+
+  it('should write nothing when .lock does not list this session or does not exist', () => {
+    const lock = lockEntry(prefix, '{"Limit":3,"Holders":{"a":true}}', 40n)
+    assert.deepEqual(releaseLock(snapshotOf([lock]), options), { type: 'NotListed' })
+    assert.deepEqual(releaseLock(snapshotOf([]), options), { type: 'NotListed' })
+  })
+
+  it('should never write over a .lock of another tool', () => {
+    const lock = lockEntry(prefix, '{"Limit":3,"Holders":{"me":true}}', 40n, { flags: LOCK_FLAGS })
+    assert.equal(releaseLock(snapshotOf([lock]), options).type, 'Conflict')
+  })
+})

@@ -7,3 +7,58 @@ export { SEMAPHORE_FLAGS, LOCK_FLAGS } from './consul/flags.js'
 export type { KVEntry, KVSnapshot, WatchEvent } from './consul/types.js'
 export type { ConsulError } from './consul/errors.js'
 export { isTransient } from './consul/errors.js'
+export { createConsulClient, type ConsulHttpClient } from './consul/client.js'
+export type { ConsulClientConfig, ConsulTlsOptions, Consistency } from './consul/config.js'
+export { ConsulConfigError } from './consul/config-error.js'
+export { watchPrefix } from './consul/watch-prefix.js'
+export type {
+  ConsulClient,
+  CallOptions,
+  ReadOptions,
+  ListOptions,
+  PutOptions,
+  DeleteOptions,
+  SessionCreateOptions,
+  SessionInfo,
+  TxnOp,
+  TxnResult,
+  WatchOptions,
+} from './consul/client-api.js'
+export type {
+  Unreachable,
+  Timeout,
+  PermissionDenied,
+  NotFound,
+  ServerError,
+  BadRequest,
+  DecodeError,
+  Aborted,
+} from './consul/errors.js'
+export type {
+  ContenderEvent,
+  Decision,
+  LockShape,
+  PrefixProblem,
+  RankedContender,
+  SemaphoreView,
+  TransitionReason,
+} from './core/events.js'
+export { decide, type DecideOptions } from './core/decide.js'
+export { lockKey } from './core/lock-key.js'
+export { contenderKey } from './core/contender-key.js'
+export { decodeLock } from './core/decode-lock.js'
+export { encodeLock } from './core/encode-lock.js'
+export type { LockRecord } from './core/lock-record.js'
+export { isPrefixProblem } from './core/is-prefix-problem.js'
+export { leaseDeadline, type LeaseMargin } from './core/lease-deadline.js'
+export {
+  initialContenderState,
+  type ContenderAction,
+  type ContenderState,
+  type ContenderStateOptions,
+} from './core/contender-state-model.js'
+export { contenderState } from './core/contender-state.js'
+export { holding } from './core/holding.js'
+export { reduceContender } from './core/reduce-contender.js'
+export type { ContenderInput } from './core/contender-input.js'
+export { releaseLock, type ReleaseDecision } from './core/release-lock.js'

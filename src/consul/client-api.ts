@@ -15,6 +15,19 @@ export interface CallOptions {
   readonly signal?: AbortSignal | undefined
 }
 
+/** Options of reads: the consistency mode overrides the client's. */
+export interface ReadOptions extends CallOptions {
+  readonly consistency?: 'default' | 'consistent' | 'stale'
+}
+
+/** Options of a prefix list; `index` (never 0) with `waitMs` makes it a blocking query. */
+export interface ListOptions extends ReadOptions {
+  /** Block until the prefix index exceeds this (sent as `index=`); must be at least 1. */
+  readonly index?: bigint
+  /** Longest block in ms (sent as `wait=<n>ms`); only with `index`. */
+  readonly waitMs?: number
+}
+
 export interface SessionCreateOptions {
   readonly name?: string
   /** Go duration string ('15s') or milliseconds; Consul allows 10 s to 24 h. */
@@ -95,14 +108,21 @@ export interface WatchOptions {
   /** Capped exponential backoff with jitter for transient failures. */
   readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number }
   readonly scheduler?: import('rxjs').SchedulerLike
+  /**
+   * Least time between the starts of two requests of one watch, in ms (default 50): a server
+   * that answers at once with an unchanged index cannot make the loop spin.
+   */
+  readonly minIntervalMs?: number
+  /** Source of the backoff jitter, in [0, 1); default Math.random. */
+  readonly random?: () => number
 }
 
 export interface ConsulClient {
   readonly kv: {
     /** One key; `null` when it does not exist (404 is data). */
-    get(key: string, options?: CallOptions): TE.TaskEither<ConsulError, KVEntry | null>
+    get(key: string, options?: ReadOptions): TE.TaskEither<ConsulError, KVEntry | null>
     /** Everything under a prefix (`?recurse`), with the answer's index; empty entries on 404. */
-    list(prefix: string, options?: CallOptions): TE.TaskEither<ConsulError, KVSnapshot>
+    list(prefix: string, options?: ListOptions): TE.TaskEither<ConsulError, KVSnapshot>
     /** Consul's `true`/`false` answer as a boolean (false is not an error). */
     put(
       key: string,
@@ -118,7 +138,7 @@ export interface ConsulClient {
     renew(id: string, options?: CallOptions): TE.TaskEither<ConsulError, SessionInfo | null>
     destroy(id: string, options?: CallOptions): TE.TaskEither<ConsulError, boolean>
     /** `null` when the session does not exist. */
-    info(id: string, options?: CallOptions): TE.TaskEither<ConsulError, SessionInfo | null>
+    info(id: string, options?: ReadOptions): TE.TaskEither<ConsulError, SessionInfo | null>
   }
   /**
    * The blocking-query watch of a prefix: cold, one long-poll loop per subscription, emitting a

@@ -38,11 +38,18 @@ export interface ServerError extends ErrorBase {
   readonly status: number
   readonly body: string
 }
-/** 4xx other than 403/404/429: the request was wrong. Not worth a retry. */
+/**
+ * 4xx other than 403/404/429: the request was wrong. Not worth a retry.
+ *
+ * Also used for a request the client refuses to send (a key with a leading `/`, a session TTL
+ * outside 10 s..24 h, conflicting options): then `status` is 0, `body` is '' and
+ * `rejectedBeforeSending` is true.
+ */
 export interface BadRequest extends ErrorBase {
   readonly _tag: 'BadRequest'
   readonly status: number
   readonly body: string
+  readonly rejectedBeforeSending?: boolean | undefined
 }
 /** The answer did not have the shape Consul documents; `path` names the bad field. */
 export interface DecodeError extends ErrorBase {
@@ -67,4 +74,16 @@ export type ConsulError =
 /** Transient failures are retried by watches and renewals; the others are permanent. */
 export function isTransient(error: ConsulError): boolean {
   return error._tag === 'Unreachable' || error._tag === 'Timeout' || error._tag === 'ServerError'
+}
+
+/** The BadRequest for a request the client refuses to send; nothing reaches Consul. */
+export function rejectedBeforeSending(request: string, message: string): BadRequest {
+  return {
+    _tag: 'BadRequest',
+    status: 0,
+    body: '',
+    request,
+    rejectedBeforeSending: true,
+    message: `${request}: not sent: ${message}`,
+  }
 }

@@ -1,0 +1,43 @@
+/**
+ * `createConsulClient`: the ConsulClient on undici against a real agent.
+ */
+import type { ConsulClient, WatchOptions } from './client-api.js'
+import { resolveConfig, type ConsulClientConfig, type ResolvedConfig } from './config.js'
+import { createTransport } from './http.js'
+import { createKv } from './kv.js'
+import { createSessions } from './sessions.js'
+import { createTxn } from './txn.js'
+import { watchPrefix } from './watch-prefix.js'
+
+/** A ConsulClient with the configuration it resolved (the token is never logged from it). */
+export interface ConsulHttpClient extends ConsulClient {
+  readonly config: Omit<ResolvedConfig, 'token' | 'basicAuth' | 'tls'>
+}
+
+/**
+ * Creates a client for one Consul agent. Unset options fall back to Consul's environment
+ * variables (CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE, ...), then to
+ * 127.0.0.1:8500. Throws a ConsulConfigError when the configuration is invalid; never after.
+ *
+ * @example
+ * ```ts
+ * const consul = createConsulClient({ address: '127.0.0.1:8500' })
+ * const entry = await consul.kv.get('service/web/leader')()
+ * if (E.isRight(entry) && entry.right !== null) console.log(entry.right.modifyIndex)
+ * await consul.close()
+ * ```
+ */
+export function createConsulClient(config: ConsulClientConfig = {}): ConsulHttpClient {
+  const resolved = resolveConfig(config)
+  const transport = createTransport(resolved)
+  const kv = { ...createKv(transport), txn: createTxn(transport) }
+  const { token: _token, basicAuth: _basicAuth, tls: _tls, ...visible } = resolved
+  const client: ConsulHttpClient = {
+    config: visible,
+    kv,
+    session: createSessions(transport),
+    watchPrefix: (prefix: string, options?: WatchOptions) => watchPrefix(client, prefix, options),
+    close: () => transport.close(),
+  }
+  return client
+}

@@ -1,0 +1,140 @@
+/**
+ * io-ts codecs for the JSON answers of Consul's KV, session and txn endpoints, and the decoder
+ * that turns a failure into a DecodeError naming the bad field's path and the request.
+ *
+ * uint64 members arrive as decimal strings (quoted by `parseConsulJson`) and become `bigint`.
+ */
+import * as E from 'fp-ts/Either'
+import { pipe } from 'fp-ts/function'
+import * as t from 'io-ts'
+import type { DecodeError } from './errors.js'
+import type { KVEntry } from './types.js'
+import { parseConsulJson, parseUint64 } from './uint64-json.js'
+
+/** A uint64 carried as a decimal string (see uint64-json.ts), decoded to an exact `bigint`. */
+export const Uint64 = new t.Type<bigint, string, unknown>(
+  'uint64 decimal',
+  (u): u is bigint => typeof u === 'bigint',
+  (u, c) => {
+    const value = typeof u === 'string' ? parseUint64(u) : undefined
+    return value === undefined ? t.failure(u, c) : t.success(value)
+  },
+  (value) => value.toString(),
+)
+
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/
+
+/** Standard base64 with padding (Go's `[]byte` encoding), decoded to bytes. */
+export const Base64Bytes = new t.Type<Uint8Array, string, unknown>(
+  'base64',
+  (u): u is Uint8Array => u instanceof Uint8Array,
+  (u, c) =>
+    typeof u === 'string' && BASE64.test(u)
+      ? t.success(new Uint8Array(Buffer.from(u, 'base64')))
+      : t.failure(u, c),
+  (bytes) => Buffer.from(bytes).toString('base64'),
+)
+
+/** One KV entry (`DirEntry`); `Session` is only present while the key is locked. */
+export const KVEntryJson = t.type({
+  Key: t.string,
+  Value: t.union([Base64Bytes, t.null]),
+  Flags: Uint64,
+  Session: t.union([t.string, t.undefined]),
+  LockIndex: Uint64,
+  CreateIndex: Uint64,
+  ModifyIndex: Uint64,
+})
+export type KVEntryJson = t.TypeOf<typeof KVEntryJson>
+
+/** `GET /v1/kv/<key>` and `?recurse` answers: an array of entries. */
+export const KVEntriesJson = t.array(KVEntryJson)
+
+/** `PUT /v1/session/create`: `{"ID": "<uuid>"}`. */
+export const SessionCreatedJson = t.type({ ID: t.string })
+
+/** One session as info and renew return it; `LockDelay` is int64 nanoseconds. */
+export const SessionJson = t.type({
+  ID: t.string,
+  Name: t.string,
+  Node: t.string,
+  LockDelay: t.number,
+  Behavior: t.union([t.literal('release'), t.literal('delete')]),
+  TTL: t.string,
+  CreateIndex: Uint64,
+})
+export type SessionJson = t.TypeOf<typeof SessionJson>
+
+/** `GET /v1/session/info/<id>` and `PUT /v1/session/renew/<id>`: an array (empty when gone). */
+export const SessionsJson = t.array(SessionJson)
+
+/** `PUT /v1/txn` (200 or 409): KV results and/or the errors of the failed operations. */
+export const TxnAnswerJson = t.type({
+  Results: t.union([t.array(t.type({ KV: KVEntryJson })), t.null, t.undefined]),
+  Errors: t.union([t.array(t.type({ OpIndex: t.number, What: t.string })), t.null, t.undefined]),
+})
+
+/** The library's KVEntry from the decoded JSON. */
+export function toKVEntry(json: KVEntryJson): KVEntry {
+  return {
+    key: json.Key,
+    value: json.Value,
+    flags: json.Flags,
+    session: json.Session,
+    lockIndex: json.LockIndex,
+    createIndex: json.CreateIndex,
+    modifyIndex: json.ModifyIndex,
+  }
+}
+
+function describeValue(value: unknown): string {
+  if (value === undefined) return 'nothing'
+  if (typeof value === 'bigint') return value.toString()
+  const text = JSON.stringify(value) ?? typeof value
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text
+}
+
+/** `[0].Flags: expected uint64 decimal, got "abc"` for one io-ts validation error. */
+function describeError(error: t.ValidationError): string {
+  let path = ''
+  let expected = error.context[0]?.type.name ?? 'a value'
+  error.context.forEach((entry, i) => {
+    const parent = error.context[i - 1]?.type
+    if (parent === undefined) return
+    // A union member is not a field: report the union ("base64 | null") at the field's path.
+    if (parent instanceof t.UnionType) return
+    path += parent instanceof t.ArrayType ? `[${entry.key}]` : `.${entry.key}`
+    expected = entry.type.name
+  })
+  const where = path === '' ? '(root)' : path.replace(/^\./, '')
+  return `${where}: expected ${expected}, got ${describeValue(error.value)}`
+}
+
+/** A DecodeError for `request` (e.g. `GET /v1/kv/p?recurse`) with one line per problem. */
+export function decodeError(request: string, problems: readonly string[]): DecodeError {
+  return {
+    _tag: 'DecodeError',
+    message: `${request}: ${problems.join('; ')}`,
+    request: request.replace(/\?.*$/, ''),
+    errors: problems,
+  }
+}
+
+/** Parses Consul's JSON (uint64 exact) and decodes it with `codec`, errors naming the path. */
+export function decodeJson<A>(
+  codec: t.Decoder<unknown, A>,
+  body: string,
+  request: string,
+): E.Either<DecodeError, A> {
+  let parsed: unknown
+  try {
+    parsed = parseConsulJson(body)
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error)
+    return E.left(decodeError(request, [`invalid JSON (${reason}): ${describeValue(body)}`]))
+  }
+  return pipe(
+    codec.decode(parsed),
+    E.mapLeft((errors) => decodeError(request, [...new Set(errors.map(describeError))])),
+  )
+}

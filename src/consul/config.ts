@@ -1,0 +1,285 @@
+/**
+ * Client configuration the way Consul users already write it: an options object, with defaults
+ * from the environment variables Consul's Go client and CLI read (`api/api.go`, DefaultConfig).
+ * Everything is checked when the client is constructed; a bad value throws a ConsulConfigError
+ * naming the variable or option, so a typo never turns into a puzzling network error later.
+ */
+import { readFileSync } from 'node:fs'
+import { ConsulConfigError } from './config-error.js'
+
+export type Consistency = 'default' | 'consistent' | 'stale'
+
+/** TLS settings; paths are read when the client is constructed. */
+export interface ConsulTlsOptions {
+  /** PEM of the CA to trust, or `caFile` (CONSUL_CACERT). */
+  readonly ca?: string | Buffer
+  readonly caFile?: string
+  /** Client certificate and key, PEM or files (CONSUL_CLIENT_CERT / CONSUL_CLIENT_KEY). */
+  readonly cert?: string | Buffer
+  readonly certFile?: string
+  readonly key?: string | Buffer
+  readonly keyFile?: string
+  /** SNI and certificate name to verify (CONSUL_TLS_SERVER_NAME). */
+  readonly serverName?: string
+  /** false skips certificate verification (CONSUL_HTTP_SSL_VERIFY=false); warns once. */
+  readonly verify?: boolean
+}
+
+/**
+ * Options of `createConsulClient`. Each unset option falls back to its environment variable,
+ * then to Consul's default.
+ *
+ * @example
+ * ```ts
+ * const consul = createConsulClient({ address: '127.0.0.1:8500', token: process.env.MY_TOKEN })
+ * ```
+ */
+export interface ConsulClientConfig {
+  /** `host:port`, `http://…`, `https://…` or `unix:///path.sock` (CONSUL_HTTP_ADDR); default 127.0.0.1:8500. */
+  readonly address?: string
+  /** Use https for a `host:port` address (CONSUL_HTTP_SSL). */
+  readonly ssl?: boolean
+  /** ACL token, sent only in the X-Consul-Token header (CONSUL_HTTP_TOKEN). */
+  readonly token?: string
+  /** File holding the ACL token; wins over `token` (CONSUL_HTTP_TOKEN_FILE). */
+  readonly tokenFile?: string
+  /** HTTP basic auth, `user:pass` (CONSUL_HTTP_AUTH). */
+  readonly auth?: string
+  readonly tls?: ConsulTlsOptions
+  /** Enterprise namespace, sent as `ns` (CONSUL_NAMESPACE). */
+  readonly namespace?: string
+  /** Datacenter, sent as `dc`; default the agent's. */
+  readonly datacenter?: string
+  /** Consistency mode of reads; default 'default' (served by the leader). */
+  readonly consistency?: Consistency
+  /** Most connections the client opens to the agent; default 16 (see semantics §9 trap 15). */
+  readonly connections?: number
+  /** Timeout of a non-blocking request in ms; default 10000. */
+  readonly requestTimeoutMs?: number
+  /** Where the environment variables are read; default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>
+}
+
+/** The checked configuration the transport runs on. */
+export interface ResolvedConfig {
+  /** Origin for undici (`http://localhost` for a unix socket). */
+  readonly origin: string
+  readonly socketPath: string | undefined
+  readonly tls:
+    | {
+        readonly ca: string | Buffer | undefined
+        readonly cert: string | Buffer | undefined
+        readonly key: string | Buffer | undefined
+        readonly servername: string | undefined
+        readonly rejectUnauthorized: boolean
+      }
+    | undefined
+  readonly token: string | undefined
+  readonly basicAuth: { readonly user: string; readonly password: string } | undefined
+  readonly namespace: string | undefined
+  readonly datacenter: string | undefined
+  readonly consistency: Consistency
+  readonly connections: number
+  readonly requestTimeoutMs: number
+}
+
+interface Setting<A> {
+  readonly value: A
+  /** The name a person would look for: `CONSUL_HTTP_ADDR` or `options.address`. */
+  readonly name: string
+}
+
+type Env = Readonly<Record<string, string | undefined>>
+
+function pick<A>(
+  option: A | undefined,
+  optionName: string,
+  env: Env,
+  variable: string,
+  fromEnv: (text: string, name: string) => A,
+): Setting<A> | undefined {
+  if (option !== undefined) return { value: option, name: `options.${optionName}` }
+  const text = env[variable]
+  // Like the Go client, an empty variable counts as unset.
+  if (text === undefined || text === '') return undefined
+  return { value: fromEnv(text, variable), name: variable }
+}
+
+const asText = (text: string): string => text
+
+/** Go's strconv.ParseBool, which is what Consul's tools accept for CONSUL_HTTP_SSL(_VERIFY). */
+function parseBool(text: string, name: string): boolean {
+  if (['1', 't', 'T', 'TRUE', 'true', 'True'].includes(text)) return true
+  if (['0', 'f', 'F', 'FALSE', 'false', 'False'].includes(text)) return false
+  throw new ConsulConfigError(name, `"${text}" is not a boolean; use true or false`)
+}
+
+function readSecretFile(path: string, name: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8')
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    throw new ConsulConfigError(
+      name,
+      `cannot read the ${what} file ${JSON.stringify(path)} (${String(code ?? error)}); fix the path or unset it`,
+    )
+  }
+}
+
+interface Address {
+  readonly origin: string
+  readonly socketPath: string | undefined
+  readonly https: boolean | undefined
+}
+
+function parseAddress(text: string, name: string): Address {
+  const fail = (why: string): never => {
+    throw new ConsulConfigError(
+      name,
+      `${why} in ${JSON.stringify(text)}; use host:port, http://host:port, https://host:port or unix:///path/to/consul.sock`,
+    )
+  }
+  if (text.startsWith('unix://')) {
+    const socketPath = text.slice('unix://'.length)
+    if (!socketPath.startsWith('/')) fail('the unix socket path is not absolute')
+    return { origin: 'http://localhost', socketPath, https: undefined }
+  }
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(text)?.[1]?.toLowerCase()
+  if (scheme !== undefined && scheme !== 'http' && scheme !== 'https') {
+    fail(`unsupported scheme "${scheme}"`)
+  }
+  let url: URL
+  try {
+    url = new URL(scheme === undefined ? `http://${text}` : text)
+  } catch {
+    return fail('not a valid address')
+  }
+  if (url.hostname === '') fail('no host')
+  if (url.username !== '' || url.password !== '') {
+    fail('credentials in the address (use CONSUL_HTTP_AUTH or options.auth)')
+  }
+  if (url.pathname !== '/' || url.search !== '' || url.hash !== '') fail('a path or query')
+  if (scheme === undefined && url.port === '' && !/:\d+$/.test(text)) {
+    // Consul users always give a port; a bare host would silently mean port 80.
+    fail('no port')
+  }
+  return {
+    origin: `${scheme ?? 'http'}://${url.host}`,
+    socketPath: undefined,
+    https: scheme === undefined ? undefined : scheme === 'https',
+  }
+}
+
+function positiveInteger(value: number, name: string, what: string): number {
+  if (!Number.isInteger(value) || value <= 0) {
+    throw new ConsulConfigError(name, `${what} must be a positive integer, got ${value}`)
+  }
+  return value
+}
+
+let verifyWarningEmitted = false
+function warnVerifyDisabled(name: string): void {
+  if (verifyWarningEmitted) return
+  verifyWarningEmitted = true
+  process.emitWarning(
+    `${name} disables TLS certificate verification of the Consul agent; anyone on the path can read the ACL token`,
+    { code: 'RXSEM_CONSUL_TLS_VERIFY_DISABLED' },
+  )
+}
+
+function pemOrFile(
+  pem: string | Buffer | undefined,
+  file: Setting<string> | undefined,
+  what: string,
+): string | Buffer | undefined {
+  if (pem !== undefined) return pem
+  return file === undefined ? undefined : readSecretFile(file.value, file.name, what)
+}
+
+/** Checks `options` against the environment; throws ConsulConfigError on the first bad value. */
+export function resolveConfig(options: ConsulClientConfig = {}): ResolvedConfig {
+  const env: Env = options.env ?? process.env
+  const address = pick(options.address, 'address', env, 'CONSUL_HTTP_ADDR', asText)
+  const parsed = parseAddress(address?.value ?? '127.0.0.1:8500', address?.name ?? 'default')
+  const ssl = pick(options.ssl, 'ssl', env, 'CONSUL_HTTP_SSL', parseBool)
+  // An explicit scheme in the address wins over CONSUL_HTTP_SSL, as in the Go client.
+  const https = parsed.socketPath === undefined && (parsed.https ?? ssl?.value ?? false)
+  const origin = https ? parsed.origin.replace(/^http:/, 'https:') : parsed.origin
+
+  const tokenFile = pick(options.tokenFile, 'tokenFile', env, 'CONSUL_HTTP_TOKEN_FILE', asText)
+  const tokenSetting = pick(options.token, 'token', env, 'CONSUL_HTTP_TOKEN', asText)
+  // The token file wins over the token (Go client); an empty file is ignored, as there.
+  const fileToken = tokenFile && readSecretFile(tokenFile.value, tokenFile.name, 'token').trim()
+  const token = fileToken || tokenSetting?.value || undefined
+  if (token !== undefined && /[\r\n]/.test(token)) {
+    throw new ConsulConfigError(
+      tokenFile && fileToken ? tokenFile.name : (tokenSetting?.name ?? 'token'),
+      'the ACL token contains a line break; remove it',
+    )
+  }
+
+  const auth = pick(options.auth, 'auth', env, 'CONSUL_HTTP_AUTH', asText)
+  const colon = auth?.value.indexOf(':') ?? -1
+  const basicAuth =
+    auth === undefined
+      ? undefined
+      : colon < 0
+        ? { user: auth.value, password: '' }
+        : { user: auth.value.slice(0, colon), password: auth.value.slice(colon + 1) }
+
+  const t = options.tls ?? {}
+  const caFile = pick(t.caFile, 'tls.caFile', env, 'CONSUL_CACERT', asText)
+  const certFile = pick(t.certFile, 'tls.certFile', env, 'CONSUL_CLIENT_CERT', asText)
+  const keyFile = pick(t.keyFile, 'tls.keyFile', env, 'CONSUL_CLIENT_KEY', asText)
+  const hasCert = t.cert !== undefined || certFile !== undefined
+  const hasKey = t.key !== undefined || keyFile !== undefined
+  if (hasCert !== hasKey) {
+    throw new ConsulConfigError(
+      hasCert ? 'CONSUL_CLIENT_KEY' : 'CONSUL_CLIENT_CERT',
+      `a client certificate needs both CONSUL_CLIENT_CERT and CONSUL_CLIENT_KEY (or tls.cert/tls.certFile and tls.key/tls.keyFile); set the missing one`,
+    )
+  }
+  const serverName = pick(t.serverName, 'tls.serverName', env, 'CONSUL_TLS_SERVER_NAME', asText)
+  const verify = pick(t.verify, 'tls.verify', env, 'CONSUL_HTTP_SSL_VERIFY', parseBool)
+  if (https && verify?.value === false) warnVerifyDisabled(verify.name)
+
+  const namespace = pick(options.namespace, 'namespace', env, 'CONSUL_NAMESPACE', asText)
+  const consistency = options.consistency ?? 'default'
+  if (!['default', 'consistent', 'stale'].includes(consistency)) {
+    throw new ConsulConfigError(
+      'options.consistency',
+      `"${String(consistency)}" is not a consistency mode; use default, consistent or stale`,
+    )
+  }
+  if (options.datacenter !== undefined && !/^[A-Za-z0-9_.-]+$/.test(options.datacenter)) {
+    throw new ConsulConfigError(
+      'options.datacenter',
+      `${JSON.stringify(options.datacenter)} is not a datacenter name; use letters, digits, - _ .`,
+    )
+  }
+
+  return {
+    origin,
+    socketPath: parsed.socketPath,
+    tls: https
+      ? {
+          ca: pemOrFile(t.ca, caFile, 'CA certificate'),
+          cert: pemOrFile(t.cert, certFile, 'client certificate'),
+          key: pemOrFile(t.key, keyFile, 'client key'),
+          servername: serverName?.value,
+          rejectUnauthorized: verify?.value ?? true,
+        }
+      : undefined,
+    token,
+    basicAuth,
+    namespace: namespace?.value,
+    datacenter: options.datacenter,
+    consistency,
+    connections: positiveInteger(options.connections ?? 16, 'options.connections', 'connections'),
+    requestTimeoutMs: positiveInteger(
+      options.requestTimeoutMs ?? 10_000,
+      'options.requestTimeoutMs',
+      'the request timeout',
+    ),
+  }
+}

@@ -1,0 +1,274 @@
+/**
+ * The HTTP transport of the Consul layer, on undici: one bounded connection pool per client,
+ * a timeout and an AbortSignal on every request, bodies always read, and every failure turned
+ * into a typed ConsulError with the ACL token redacted. Nothing here throws or rejects.
+ */
+import type { IncomingHttpHeaders } from 'node:http'
+import * as E from 'fp-ts/Either'
+import type * as TE from 'fp-ts/TaskEither'
+import { Pool } from 'undici'
+import type { Consistency, ResolvedConfig } from './config.js'
+import type { ConsulError } from './errors.js'
+
+export interface HttpRequest {
+  readonly method: 'GET' | 'PUT' | 'DELETE'
+  /** Already-encoded path, starting with `/v1/`. */
+  readonly path: string
+  /** `true` sends a bare flag (`?recurse`); undefined members are left out. */
+  readonly query?: Readonly<Record<string, string | true | undefined>>
+  readonly body?: Uint8Array | string
+  readonly contentType?: string
+  readonly signal?: AbortSignal | undefined
+  /** Overrides the client's request timeout (blocking queries need more). */
+  readonly timeoutMs?: number
+  /** Read consistency; applied to GETs only. */
+  readonly consistency?: Consistency | undefined
+}
+
+export interface HttpAnswer {
+  readonly status: number
+  readonly headers: IncomingHttpHeaders
+  readonly body: string
+  /** `GET /v1/kv/p?recurse`: for messages (the query never carries the token). */
+  readonly label: string
+}
+
+export interface Transport {
+  readonly config: ResolvedConfig
+  /** Sends `request` and interprets the answer; every failure is a redacted ConsulError. */
+  call<A>(
+    request: HttpRequest,
+    interpret: (answer: HttpAnswer) => E.Either<ConsulError, A>,
+  ): TE.TaskEither<ConsulError, A>
+  /** Aborts in-flight requests (they fail with Aborted) and closes the connections. */
+  close(): Promise<void>
+}
+
+/** The ConsulError for a status the caller did not expect (403, 404, 429/5xx, other 4xx). */
+export function statusError(answer: HttpAnswer): ConsulError {
+  const { status, label } = answer
+  const body = answer.body.trim().slice(0, 500)
+  const request = label.replace(/\?.*$/, '')
+  const said = `${status}${body === '' ? '' : `: ${body}`}`
+  if (status === 403) {
+    return {
+      _tag: 'PermissionDenied',
+      status,
+      body,
+      request,
+      message: `${label}: permission denied (${said}); give the ACL token a policy that allows this`,
+    }
+  }
+  if (status === 404) {
+    return { _tag: 'NotFound', status, body, request, message: `${label}: not found (${said})` }
+  }
+  if (status === 429 || status >= 500) {
+    return {
+      _tag: 'ServerError',
+      status,
+      body,
+      request,
+      message: `${label}: the Consul server failed (${said}); retry later`,
+    }
+  }
+  return {
+    _tag: 'BadRequest',
+    status,
+    body,
+    request,
+    message: `${label}: Consul refused the request (${said})`,
+  }
+}
+
+interface CauseSummary {
+  readonly name: string
+  readonly code: string | undefined
+  readonly message: string
+}
+
+function summarise(error: unknown): CauseSummary {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code
+    return {
+      name: error.name,
+      code: typeof code === 'string' ? code : undefined,
+      message: error.message,
+    }
+  }
+  return { name: typeof error, code: undefined, message: String(error) }
+}
+
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+])
+
+function replaceAll(text: string, secrets: readonly string[]): string {
+  return secrets.reduce((acc, secret) => acc.split(secret).join('<redacted>'), text)
+}
+
+/** A copy of `error` with every occurrence of a secret replaced, in every string it carries. */
+function redact(error: ConsulError, secrets: readonly string[]): ConsulError {
+  if (secrets.length === 0) return error
+  const clean = (value: unknown): unknown =>
+    typeof value === 'string'
+      ? replaceAll(value, secrets)
+      : Array.isArray(value)
+        ? value.map(clean)
+        : value !== null && typeof value === 'object'
+          ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, clean(v)]))
+          : value
+  return clean(error) as ConsulError
+}
+
+function queryString(query: HttpRequest['query']): string {
+  const parts = Object.entries(query ?? {}).flatMap(([name, value]) =>
+    value === undefined ? [] : [value === true ? name : `${name}=${encodeURIComponent(value)}`],
+  )
+  return parts.length === 0 ? '' : `?${parts.join('&')}`
+}
+
+/** The transport for one client: one undici Pool, bounded, kept alive. */
+export function createTransport(config: ResolvedConfig): Transport {
+  const pool = new Pool(config.origin, {
+    connections: config.connections,
+    // Reuse connections between polls; a blocking query holds its own for up to its wait.
+    keepAliveTimeout: 10_000,
+    keepAliveMaxTimeout: 60_000,
+    ...(config.socketPath === undefined ? {} : { socketPath: config.socketPath }),
+    ...(config.tls === undefined ? {} : { connect: config.tls }),
+  })
+  const secrets = [
+    config.token,
+    config.basicAuth && config.basicAuth.password !== '' ? config.basicAuth.password : undefined,
+  ].filter((s): s is string => s !== undefined && s !== '')
+  const headers: Record<string, string> = {}
+  if (config.token !== undefined) headers['X-Consul-Token'] = config.token
+  if (config.basicAuth !== undefined) {
+    const { user, password } = config.basicAuth
+    headers['Authorization'] = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
+  }
+  const where = config.socketPath === undefined ? config.origin : `unix://${config.socketPath}`
+  const inFlight = new Set<AbortController>()
+  let closing: Promise<void> | undefined
+
+  const send = async (request: HttpRequest): Promise<E.Either<ConsulError, HttpAnswer>> => {
+    const query = queryString({
+      ...request.query,
+      dc: config.datacenter,
+      ns: config.namespace,
+      ...(request.method === 'GET' && request.consistency === 'consistent'
+        ? { consistent: true as const }
+        : {}),
+      ...(request.method === 'GET' && request.consistency === 'stale'
+        ? { stale: true as const }
+        : {}),
+    })
+    const label = `${request.method} ${request.path}${query}`
+    const bare = `${request.method} ${request.path}`
+    const timeoutMs = request.timeoutMs ?? config.requestTimeoutMs
+    if (closing !== undefined) {
+      return E.left({ _tag: 'Aborted', request: bare, message: `${label}: the client is closed` })
+    }
+    if (request.signal?.aborted) {
+      return E.left({ _tag: 'Aborted', request: bare, message: `${label}: aborted by the caller` })
+    }
+    const controller = new AbortController()
+    let why: 'caller' | 'timeout' | 'closed' | undefined
+    const onCallerAbort = (): void => {
+      why ??= 'caller'
+      controller.abort()
+    }
+    request.signal?.addEventListener('abort', onCallerAbort, { once: true })
+    const timer = setTimeout(() => {
+      why ??= 'timeout'
+      controller.abort()
+    }, timeoutMs)
+    inFlight.add(controller)
+    try {
+      const response = await pool.request({
+        method: request.method,
+        path: `${request.path}${query}`,
+        headers:
+          request.body === undefined
+            ? headers
+            : { ...headers, 'Content-Type': request.contentType ?? 'application/octet-stream' },
+        body: request.body,
+        signal: controller.signal,
+        // Backstops only: the timer above fires first and is reported as Timeout.
+        headersTimeout: timeoutMs + 1000,
+        bodyTimeout: timeoutMs + 1000,
+      })
+      // Always read the body, also for errors: an unread body keeps its connection busy.
+      const body = await response.body.text()
+      return E.right({ status: response.statusCode, headers: response.headers, body, label })
+    } catch (error) {
+      const cause = summarise(error)
+      if (why === 'timeout' || (cause.code !== undefined && TIMEOUT_CODES.has(cause.code))) {
+        return E.left({
+          _tag: 'Timeout',
+          timeoutMs,
+          request: bare,
+          message: `${label}: no answer from ${where} within ${timeoutMs} ms`,
+        })
+      }
+      if (
+        // Aborted by close() (which sets no reason of its own), by the caller, or by undici.
+        controller.signal.aborted ||
+        cause.code === 'UND_ERR_ABORTED' ||
+        cause.code === 'UND_ERR_DESTROYED' ||
+        cause.code === 'UND_ERR_CLOSED'
+      ) {
+        return E.left({
+          _tag: 'Aborted',
+          request: bare,
+          message: `${label}: ${why === 'caller' ? 'aborted by the caller' : 'the client is closed'}`,
+        })
+      }
+      return E.left({
+        _tag: 'Unreachable',
+        request: bare,
+        cause,
+        message: `${label}: cannot reach the Consul agent at ${where} (${cause.code ?? cause.name}: ${cause.message}); check CONSUL_HTTP_ADDR and that the agent runs`,
+      })
+    } finally {
+      clearTimeout(timer)
+      inFlight.delete(controller)
+      request.signal?.removeEventListener('abort', onCallerAbort)
+    }
+  }
+
+  return {
+    config,
+    call: (request, interpret) => async () => {
+      try {
+        const answer = await send(request)
+        const result = E.isLeft(answer) ? answer : interpret(answer.right)
+        return E.isLeft(result) ? E.left(redact(result.left, secrets)) : result
+      } catch (error) {
+        // Only a bug in an interpreter gets here; it is still a value, never a rejection.
+        const cause = summarise(error)
+        return E.left(
+          redact(
+            {
+              _tag: 'DecodeError',
+              request: `${request.method} ${request.path}`,
+              errors: [cause.message],
+              message: `${request.method} ${request.path}: could not interpret the answer (${cause.message})`,
+            },
+            secrets,
+          ),
+        )
+      }
+    },
+    close: () => {
+      closing ??= (async () => {
+        for (const controller of inFlight) controller.abort()
+        await pool.destroy()
+      })()
+      return closing
+    },
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * KV transactions (`PUT /v1/txn`): all operations commit together (200) or none do (409, with
+ * the failed operations and Consul's reasons). uint64 flags and indexes are written as exact
+ * bare integers, which `JSON.stringify` cannot do for a bigint.
+ */
+import * as E from 'fp-ts/Either'
+import { pipe } from 'fp-ts/function'
+import * as TE from 'fp-ts/TaskEither'
+import type { CallOptions, TxnOp, TxnResult } from './client-api.js'
+import { decodeJson, toKVEntry, TxnAnswerJson } from './codecs.js'
+import { rejectedBeforeSending, type ConsulError } from './errors.js'
+import { statusError, type Transport } from './http.js'
+import { keyProblem } from './keys.js'
+import { jsonObjectWithUint64, UINT64_MAX } from './uint64-json.js'
+
+const VERB: Readonly<Record<TxnOp['verb'], string>> = {
+  set: 'set',
+  cas: 'cas',
+  lock: 'lock',
+  unlock: 'unlock',
+  get: 'get',
+  delete: 'delete',
+  'delete-cas': 'delete-cas',
+  'check-index': 'check-index',
+  'check-session': 'check-session',
+}
+
+/** `{"KV":{...}}` for one operation, or why it cannot be sent. */
+function opJson(op: TxnOp, position: number): E.Either<string, string> {
+  const problem = keyProblem(op.key, false)
+  if (problem !== undefined) return E.left(`operation ${position}: ${problem}`)
+  const flags = 'flags' in op ? op.flags : undefined
+  const index = 'index' in op ? op.index : undefined
+  for (const [name, n] of [
+    ['flags', flags],
+    ['index', index],
+  ] as const) {
+    if (n !== undefined && (n < 0n || n > UINT64_MAX)) {
+      return E.left(`operation ${position}: ${name} ${n} is not a uint64`)
+    }
+  }
+  const value = 'value' in op ? op.value : undefined
+  const kv = jsonObjectWithUint64([
+    ['Verb', VERB[op.verb]],
+    ['Key', op.key],
+    [
+      'Value',
+      value === undefined
+        ? undefined
+        : value === null
+          ? null
+          : Buffer.from(value).toString('base64'),
+    ],
+    ['Flags', flags],
+    ['Index', index],
+    ['Session', 'session' in op ? op.session : undefined],
+  ])
+  return E.right(`{"KV":${kv}}`)
+}
+
+/** The `txn` call of a ConsulClient's KV part. */
+export function createTxn(transport: Transport) {
+  return (
+    ops: readonly TxnOp[],
+    options: CallOptions = {},
+  ): TE.TaskEither<ConsulError, TxnResult> => {
+    const encoded = pipe(
+      ops.map(opJson),
+      E.sequenceArray,
+      E.filterOrElse(
+        (all) => all.length > 0,
+        () => 'a transaction needs at least one operation',
+      ),
+      E.mapLeft((why) => rejectedBeforeSending('PUT /v1/txn', why)),
+    )
+    return pipe(
+      TE.fromEither(encoded),
+      TE.flatMap((parts) =>
+        transport.call(
+          {
+            method: 'PUT',
+            path: '/v1/txn',
+            body: `[${parts.join(',')}]`,
+            contentType: 'application/json',
+            signal: options.signal,
+          },
+          (answer): E.Either<ConsulError, TxnResult> => {
+            if (answer.status !== 200 && answer.status !== 409) return E.left(statusError(answer))
+            return pipe(
+              decodeJson(TxnAnswerJson, answer.body, answer.label),
+              E.map((decoded): TxnResult =>
+                answer.status === 200
+                  ? {
+                      committed: true,
+                      results: (decoded.Results ?? []).map((r) => toKVEntry(r.KV)),
+                    }
+                  : {
+                      committed: false,
+                      errors: (decoded.Errors ?? []).map((e) => ({
+                        opIndex: e.OpIndex,
+                        what: e.What,
+                      })),
+                    },
+              ),
+            )
+          },
+        ),
+      ),
+    )
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * `watchPrefix`: a KV prefix as a stream of snapshots, from a blocking-query long-poll loop
+ * (consul-http-semantics §4). Transient failures are reported at once as `disconnected` events
+ * and retried with capped, fully jittered exponential backoff; permanent ones end the stream.
+ */
+import { asyncScheduler, Observable, timer, type Subscription } from 'rxjs'
+import type * as E from 'fp-ts/Either'
+import type { ConsulClient, WatchOptions } from './client-api.js'
+import { isTransient, rejectedBeforeSending, type ConsulError } from './errors.js'
+import type { KVSnapshot, WatchEvent } from './types.js'
+
+/**
+ * 30 s: an idle watch costs two requests a minute, and a connection that silently stopped
+ * answering (dropped by a firewall or NAT, no RST) is noticed within about 30 s + 30/16 s + the
+ * request timeout, which is what a semaphore holder can afford to sit on a stale view. Longer
+ * waits (Consul's default is 5 min) would hide such a dead connection for minutes.
+ */
+export const DEFAULT_WAIT_MS = 30_000
+export const DEFAULT_BACKOFF_INITIAL_MS = 250
+export const DEFAULT_BACKOFF_MAX_MS = 10_000
+export const DEFAULT_MIN_INTERVAL_MS = 50
+
+/**
+ * Watches every key under `prefix` with blocking queries.
+ *
+ * ```
+ * writes:      ----a-------b----------(agent down)------(back)--c---
+ * watchPrefix: s0--s1------s2---------d1----d2----------s2'----s3--
+ *              s = snapshot (index changed), d = disconnected (attempt n, retryInMs)
+ * ```
+ *
+ * Cold: each subscription runs its own loop; unsubscribing aborts the request in flight and
+ * cancels any pending timer. The first read does not block; each next one blocks on the index of
+ * the previous answer. A snapshot is emitted when the index changes, on the first answer, on the
+ * first answer after a `disconnected` (even with an unchanged index: the consumer dropped its
+ * state), and after the index went backwards (agent restart, snapshot restore: the loop resets
+ * to a non-blocking read and emits what it reads).
+ *
+ * @example
+ * ```ts
+ * watchPrefix(consul, 'service/web/lock').subscribe((event) => {
+ *   if (event.type === 'snapshot') console.log(event.snapshot.index, event.snapshot.entries.length)
+ *   else console.warn(`disconnected (${event.error._tag}), retry in ${event.retryInMs} ms`)
+ * })
+ * ```
+ *
+ * @param client - A client (only its `kv.list` is used).
+ * @param prefix - The KV prefix, listed with `?recurse` (a plain string prefix).
+ * @param options - Wait, consistency, backoff, rate limit, scheduler.
+ * @returns A cold Observable of snapshots and disconnects; it errors with a permanent ConsulError
+ *   (PermissionDenied, BadRequest, DecodeError, or Aborted when the client is closed).
+ */
+export function watchPrefix(
+  client: Pick<ConsulClient, 'kv'>,
+  prefix: string,
+  options: WatchOptions = {},
+): Observable<WatchEvent> {
+  const waitMs = options.waitMs ?? DEFAULT_WAIT_MS
+  const initialMs = options.backoff?.initialMs ?? DEFAULT_BACKOFF_INITIAL_MS
+  const maxMs = options.backoff?.maxMs ?? DEFAULT_BACKOFF_MAX_MS
+  const minIntervalMs = options.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS
+  const scheduler = options.scheduler ?? asyncScheduler
+  const random = options.random ?? Math.random
+
+  return new Observable<WatchEvent>((subscriber) => {
+    const invalid = (
+      [
+        ['waitMs', waitMs, 1],
+        ['backoff.initialMs', initialMs, 0],
+        ['backoff.maxMs', maxMs, 0],
+        ['minIntervalMs', minIntervalMs, 0],
+      ] as const
+    ).find(([, n, least]) => typeof n !== 'number' || !Number.isFinite(n) || n < least)
+    if (invalid !== undefined) {
+      const [name, value] = invalid
+      subscriber.error(
+        rejectedBeforeSending('GET /v1/kv/', `watch option ${name} = ${String(value)} is invalid`),
+      )
+      return
+    }
+
+    const abort = new AbortController()
+    let pending: Subscription | undefined
+    /** Index of the last emitted snapshot. */
+    let emittedIndex: bigint | undefined
+    /** Emit the next answer whatever its index (first read, after a disconnect or a reset). */
+    let mustEmit = true
+    /** Index to block on; undefined means the next read does not block (never index=0). */
+    let blockOn: bigint | undefined
+    let failuresInRow = 0
+    let lastStart = Number.NEGATIVE_INFINITY
+
+    const schedule = (delayMs: number): void => {
+      if (subscriber.closed) return
+      pending = timer(delayMs, scheduler).subscribe(poll)
+    }
+    /** Rate limit: a server answering at once with the same index cannot make the loop spin. */
+    const untilNextStart = (): number => Math.max(0, lastStart + minIntervalMs - scheduler.now())
+
+    const onFailure = (error: ConsulError): void => {
+      if (!isTransient(error)) {
+        subscriber.error(error)
+        return
+      }
+      failuresInRow += 1
+      const ceiling = Math.min(maxMs, initialMs * 2 ** (failuresInRow - 1))
+      const retryInMs = Math.max(Math.floor(random() * ceiling), untilNextStart())
+      // The next answer is a non-blocking read that is emitted even if its index did not move.
+      mustEmit = true
+      blockOn = undefined
+      subscriber.next({ type: 'disconnected', error, attempt: failuresInRow, retryInMs })
+      schedule(retryInMs)
+    }
+
+    const onSnapshot = (snapshot: KVSnapshot): void => {
+      failuresInRow = 0
+      if (blockOn !== undefined && snapshot.index < blockOn) {
+        // The index went backwards (restart, restore, tombstone reaping): start over.
+        blockOn = undefined
+        mustEmit = true
+        schedule(untilNextStart())
+        return
+      }
+      if (mustEmit || snapshot.index !== emittedIndex) {
+        emittedIndex = snapshot.index
+        mustEmit = false
+        subscriber.next({ type: 'snapshot', snapshot })
+      }
+      blockOn = snapshot.index < 1n ? 1n : snapshot.index
+      schedule(untilNextStart())
+    }
+
+    const onAnswer = (answer: E.Either<ConsulError, KVSnapshot>): void => {
+      if (subscriber.closed) return
+      if (answer._tag === 'Left') onFailure(answer.left)
+      else onSnapshot(answer.right)
+    }
+
+    function poll(): void {
+      pending = undefined
+      if (subscriber.closed) return
+      lastStart = scheduler.now()
+      const request = client.kv.list(prefix, {
+        signal: abort.signal,
+        consistency: options.consistency,
+        ...(blockOn === undefined ? {} : { index: blockOn, waitMs }),
+      })
+      // The TaskEither never rejects; the catch only guards against a bug in this file.
+      request()
+        .then(onAnswer)
+        .catch((error: unknown) => subscriber.error(error))
+    }
+
+    poll()
+    return () => {
+      abort.abort()
+      pending?.unsubscribe()
+      pending = undefined
+    }
+  })
+}

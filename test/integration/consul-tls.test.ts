@@ -1,0 +1,116 @@
+// https with a real agent: its CA from CONSUL_CACERT, a client certificate (the agent requires
+// one), CONSUL_TLS_SERVER_NAME, CONSUL_HTTP_SSL and CONSUL_HTTP_SSL_VERIFY=false. The certificates
+// are made by `consul tls` for this run.
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { createConsulClient } from '../../src/consul/client.js'
+import {
+  consulBin,
+  freePort,
+  startAgent,
+  uniquePrefix,
+  type ConsulAgent,
+} from '../support/consul-agent.js'
+import { failure, ok } from './consul-test-kit.js'
+
+describe('Consul client over https', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rxsem-tls-'))
+  const file = (name: string): string => join(dir, name)
+  let agent: ConsulAgent
+  let httpsPort: number
+  const prefix = uniquePrefix('consul-tls')
+
+  const tlsEnv = (extra: Record<string, string> = {}): Record<string, string> => ({
+    CONSUL_HTTP_ADDR: `https://127.0.0.1:${httpsPort}`,
+    CONSUL_CACERT: file('consul-agent-ca.pem'),
+    CONSUL_CLIENT_CERT: file('dc1-client-consul-0.pem'),
+    CONSUL_CLIENT_KEY: file('dc1-client-consul-0-key.pem'),
+    ...extra,
+  })
+
+  before(async () => {
+    for (const args of [
+      ['ca', 'create'],
+      ['cert', 'create', '-server'],
+      ['cert', 'create', '-client'],
+    ]) {
+      execFileSync(consulBin(), ['tls', ...args], { cwd: dir, stdio: 'ignore' })
+    }
+    httpsPort = await freePort()
+    agent = await startAgent({
+      hcl: [
+        `ca_file = "${file('consul-agent-ca.pem')}"`,
+        `cert_file = "${file('dc1-server-consul-0.pem')}"`,
+        `key_file = "${file('dc1-server-consul-0-key.pem')}"`,
+        'verify_incoming_https = true',
+        `ports { https = ${httpsPort} }`,
+      ],
+    })
+  })
+  after(async () => {
+    await agent.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('talks https with the CA, a client certificate and the server name from the environment', async () => {
+    const consul = createConsulClient({
+      env: tlsEnv({ CONSUL_TLS_SERVER_NAME: 'server.dc1.consul' }),
+    })
+    try {
+      assert.equal(consul.config.origin, `https://127.0.0.1:${httpsPort}`)
+      assert.equal(await ok(consul.kv.put(`${prefix}/k`, 'tls')), true)
+      assert.equal((await ok(consul.kv.get(`${prefix}/k`)))?.key, `${prefix}/k`)
+      assert.equal(await ok(consul.kv.delete(prefix, { recurse: true })), true)
+    } finally {
+      await consul.close()
+    }
+  })
+
+  it('turns https on for a host:port address with CONSUL_HTTP_SSL=true', async () => {
+    const consul = createConsulClient({
+      env: tlsEnv({ CONSUL_HTTP_ADDR: `127.0.0.1:${httpsPort}`, CONSUL_HTTP_SSL: 'true' }),
+    })
+    try {
+      assert.equal(await ok(consul.kv.get(`${prefix}/missing`)), null)
+    } finally {
+      await consul.close()
+    }
+  })
+
+  it('refuses an agent whose certificate it cannot verify, as Unreachable', async () => {
+    const { CONSUL_CACERT: _ca, ...withoutCa } = tlsEnv()
+    const consul = createConsulClient({ env: withoutCa })
+    try {
+      const error = await failure(consul.kv.get(`${prefix}/k`))
+      assert.equal(error._tag, 'Unreachable')
+      assert.match(error.message, /certificate/i)
+    } finally {
+      await consul.close()
+    }
+  })
+
+  it('skips verification with CONSUL_HTTP_SSL_VERIFY=false', async () => {
+    const { CONSUL_CACERT: _ca, ...withoutCa } = tlsEnv({ CONSUL_HTTP_SSL_VERIFY: 'false' })
+    const consul = createConsulClient({ env: withoutCa })
+    try {
+      assert.equal(await ok(consul.kv.get(`${prefix}/missing`)), null)
+    } finally {
+      await consul.close()
+    }
+  })
+
+  it('fails as Unreachable without the client certificate the agent requires', async () => {
+    const { CONSUL_CLIENT_CERT: _c, CONSUL_CLIENT_KEY: _k, ...withoutCert } = tlsEnv()
+    const consul = createConsulClient({ env: withoutCert })
+    try {
+      const error = await failure(consul.kv.get(`${prefix}/k`))
+      assert.equal(error._tag, 'Unreachable', error.message)
+    } finally {
+      await consul.close()
+    }
+  })
+})

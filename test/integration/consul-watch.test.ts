@@ -1,0 +1,292 @@
+// watchPrefix against a real agent, through the fault proxy where a failure is needed: snapshots
+// on change only, no busy loop, disconnects with backoff, recovery snapshots, permanent errors,
+// and a clean teardown (no socket, no timer) on unsubscribe.
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { after, before, describe, it } from 'node:test'
+import { createConsulClient, type ConsulHttpClient } from '../../src/consul/client.js'
+import { watchPrefix } from '../../src/consul/watch-prefix.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
+import { keysOf, ok, record, until } from './consul-test-kit.js'
+
+const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms))
+
+describe('watchPrefix', () => {
+  let agent: Awaited<ReturnType<typeof sharedAgent>>
+  let proxy: FaultProxy
+  /** Writes go straight to the agent; the watch under test goes through the proxy. */
+  let direct: ConsulHttpClient
+  let proxied: ConsulHttpClient
+  const root = uniquePrefix('consul-watch')
+  let n = 0
+  const nextPrefix = (): string => `${root}/${++n}`
+  /**
+   * A prefix with one key in it. The index of an empty prefix is the global KV index, which
+   * other test files running meanwhile move; a key makes it the prefix's own.
+   */
+  const seededPrefix = async (): Promise<string> => {
+    const prefix = nextPrefix()
+    await ok(direct.kv.put(`${prefix}/seed`, 'x'))
+    return prefix
+  }
+
+  before(async () => {
+    agent = await sharedAgent()
+    proxy = await startFaultProxy(agent.addr)
+    direct = createConsulClient({ address: agent.addr, env: {} })
+    proxied = createConsulClient({ address: proxy.addr, env: {}, requestTimeoutMs: 300 })
+  })
+  after(async () => {
+    await ok(direct.kv.delete(root, { recurse: true }))
+    await proxied.close()
+    await direct.close()
+    await proxy.close()
+    await agent.close()
+  })
+
+  it('emits the current snapshot at once, then one snapshot per change', async () => {
+    const prefix = nextPrefix()
+    await ok(direct.kv.put(`${prefix}/a`, '1'))
+    const watch = record(watchPrefix(proxied, `${prefix}/`, { waitMs: 5000 }))
+    try {
+      await until(() => watch.snapshots().length === 1, 'the first snapshot')
+      assert.deepEqual(keysOf(watch.snapshots()[0]), [`${prefix}/a`])
+      await ok(direct.kv.put(`${prefix}/b`, '2'))
+      await until(() => watch.snapshots().length === 2, 'the snapshot after a put')
+      const second = watch.snapshots()[1]
+      assert.deepEqual(keysOf(second), [`${prefix}/a`, `${prefix}/b`])
+      assert.ok((second?.index ?? 0n) > (watch.snapshots()[0]?.index ?? 0n))
+      await ok(direct.kv.delete(`${prefix}/a`))
+      await until(() => watch.snapshots().length === 3, 'the snapshot after a delete')
+      assert.deepEqual(keysOf(watch.snapshots()[2]), [`${prefix}/b`])
+      assert.deepEqual(watch.disconnects(), [])
+    } finally {
+      watch.subscription.unsubscribe()
+    }
+  })
+
+  it('reads first without an index, then blocks on the last index with wait in ms', async () => {
+    const prefix = await seededPrefix()
+    proxy.resetCounts()
+    const watch = record(proxied.watchPrefix(`${prefix}/`, { waitMs: 250 }))
+    try {
+      await until(() => proxy.requests().length >= 3, 'three polls')
+      const [first, second, third] = proxy.requests()
+      assert.equal(first?.query, 'recurse')
+      const index = watch.snapshots()[0]?.index.toString() ?? 'none'
+      assert.equal(second?.query, `recurse&index=${index}&wait=250ms`)
+      assert.equal(third?.query, `recurse&index=${index}&wait=250ms`)
+    } finally {
+      watch.subscription.unsubscribe()
+    }
+  })
+
+  it('emits nothing when a wait times out with the same index', async () => {
+    const prefix = nextPrefix()
+    await ok(direct.kv.put(`${prefix}/a`, '1'))
+    proxy.resetCounts()
+    const watch = record(proxied.watchPrefix(`${prefix}/`, { waitMs: 200 }))
+    try {
+      await sleep(1200)
+      assert.ok(proxy.requests().length >= 4, `${proxy.requests().length} polls`)
+      assert.equal(watch.events.length, 1, JSON.stringify(watch.events.map((e) => e.type)))
+    } finally {
+      watch.subscription.unsubscribe()
+    }
+  })
+
+  it('does not busy-loop when the server answers at once with an unchanged index', async () => {
+    const prefix = await seededPrefix()
+    proxy.resetCounts()
+    // wait=1ms: every blocking query comes back at once with the same index.
+    const watch = record(proxied.watchPrefix(`${prefix}/`, { waitMs: 1, minIntervalMs: 100 }))
+    try {
+      await sleep(1000)
+      const polls = proxy.requests().length
+      assert.ok(polls >= 5 && polls <= 12, `${polls} polls in 1 s with a 100 ms minimum interval`)
+      assert.equal(watch.snapshots().length, 1)
+    } finally {
+      watch.subscription.unsubscribe()
+    }
+  })
+
+  it('reports each transient failure at once with capped jittered backoff, then re-emits the unchanged snapshot', async () => {
+    const prefix = nextPrefix()
+    await ok(direct.kv.put(`${prefix}/a`, '1'))
+    const watch = record(
+      proxied.watchPrefix(`${prefix}/`, {
+        waitMs: 100,
+        backoff: { initialMs: 40, maxMs: 160 },
+        minIntervalMs: 0,
+        random: () => 0.999,
+      }),
+    )
+    try {
+      await until(() => watch.snapshots().length === 1, 'the first snapshot')
+      const before = watch.snapshots()[0]
+      proxy.setMode('error500')
+      await until(() => watch.disconnects().length >= 5, 'five disconnects')
+      proxy.resetCounts()
+      proxy.setMode('pass')
+      await until(() => watch.snapshots().length === 2, 'the recovery snapshot')
+      const disconnects = watch.disconnects().slice(0, 5)
+      assert.deepEqual(
+        disconnects.map((d) => [d.attempt, d.retryInMs, d.error._tag]),
+        [
+          [1, 39, 'ServerError'],
+          [2, 79, 'ServerError'],
+          [3, 159, 'ServerError'],
+          [4, 159, 'ServerError'],
+          [5, 159, 'ServerError'],
+        ],
+      )
+      const after = watch.snapshots()[1]
+      assert.equal(after?.index, before?.index, 'same index, emitted anyway after a disconnect')
+      assert.deepEqual(keysOf(after), keysOf(before))
+      assert.equal(proxy.requests()[0]?.query, 'recurse', 're-read without blocking')
+      assert.equal(watch.error(), undefined)
+    } finally {
+      proxy.setMode('pass')
+      watch.subscription.unsubscribe()
+    }
+  })
+
+  it('treats a timeout and a closed socket as transient, and starts the attempts over after a success', async () => {
+    const prefix = await seededPrefix()
+    const watch = record(
+      proxied.watchPrefix(`${prefix}/`, { waitMs: 100, backoff: { initialMs: 10, maxMs: 20 } }),
+    )
+    try {
+      await until(() => watch.snapshots().length === 1, 'the first snapshot')
+      proxy.setMode('blackhole')
+      await until(() => watch.disconnects().length >= 1, 'a timeout', 3000)
+      proxy.setMode('close')
+      await until(() => watch.disconnects().some((d) => d.error._tag === 'Unreachable'), 'a reset')
+      proxy.setMode('pass')
+      await until(() => watch.snapshots().length === 2, 'recovery')
+      proxy.setMode('close')
+      const count = watch.disconnects().length
+      await until(() => watch.disconnects().length > count, 'the next failure')
+      proxy.setMode('pass')
+      assert.equal(watch.disconnects()[0]?.error._tag, 'Timeout')
+      assert.equal(watch.disconnects()[count]?.attempt, 1, 'attempts count failures in a row')
+      await until(() => watch.snapshots().length === 3, 'recovery again')
+    } finally {
+      proxy.setMode('pass')
+      watch.subscription.unsubscribe()
+    }
+  })
+
+  it('ends with the typed error on a permanent failure (403, 400, undecodable answer)', async () => {
+    const prefix = await seededPrefix()
+    const cases = [
+      [{ status: 403, body: 'Permission denied' }, 'PermissionDenied'],
+      [{ status: 400, body: 'Invalid wait time' }, 'BadRequest'],
+      [{ garbage: '[{"Key": 1}]' }, 'DecodeError'],
+    ] as const
+    for (const [mode, tag] of cases) {
+      const watch = record(proxied.watchPrefix(`${prefix}/`, { waitMs: 100 }))
+      await until(() => watch.snapshots().length === 1, 'the first snapshot')
+      proxy.setMode(mode)
+      await until(() => watch.error() !== undefined, `the ${tag}`)
+      proxy.setMode('pass')
+      assert.equal((watch.error() as { _tag: string })._tag, tag)
+      assert.equal(watch.disconnects().length, 0)
+      assert.ok(watch.subscription.closed)
+    }
+  })
+
+  it('sends the consistency mode with every poll', async () => {
+    const prefix = await seededPrefix()
+    for (const consistency of ['consistent', 'stale'] as const) {
+      proxy.resetCounts()
+      const watch = record(proxied.watchPrefix(`${prefix}/`, { waitMs: 100, consistency }))
+      await until(() => proxy.requests().length >= 2, 'two polls')
+      watch.subscription.unsubscribe()
+      for (const r of proxy.requests())
+        assert.match(r.query, new RegExp(`(^|&)${consistency}($|&)`))
+    }
+  })
+
+  it('aborts the poll in flight on unsubscribe: the proxy sees the client leave at once', async () => {
+    const prefix = nextPrefix()
+    const own = createConsulClient({ address: proxy.addr, env: {} })
+    try {
+      await until(() => proxy.inFlight() === 0, 'polls of earlier tests to end')
+      const watch = record(own.watchPrefix(`${prefix}/`, { waitMs: 30_000 }))
+      await until(
+        () => watch.snapshots().length === 1 && proxy.inFlight() === 1,
+        'a blocking poll in flight',
+      )
+      proxy.resetCounts()
+      const unsubscribedAt = Date.now()
+      watch.subscription.unsubscribe()
+      // The proxy drops its upstream request when the client's socket closes.
+      await until(() => proxy.inFlight() === 0, 'the poll to be aborted', 1000)
+      assert.ok(Date.now() - unsubscribedAt < 500)
+      await sleep(200)
+      assert.equal(proxy.requests().length, 0, 'no poll after unsubscribe')
+      assert.equal(watch.error(), undefined)
+    } finally {
+      await own.close()
+    }
+  })
+
+  /** Runs a child process that watches, unsubscribes on the first `on` event, closes the client. */
+  const childExits = async (on: 'snapshot' | 'disconnected'): Promise<void> => {
+    const prefix = nextPrefix()
+    const script = `
+      import { createConsulClient } from './src/consul/client.ts'
+      const consul = createConsulClient({ address: ${JSON.stringify(proxy.addr)}, env: {} })
+      const subscription = consul
+        .watchPrefix(${JSON.stringify(`${prefix}/`)}, {
+          waitMs: 60000,
+          backoff: { initialMs: 60000, maxMs: 60000 },
+          random: () => 0.99,
+        })
+        .subscribe((event) => {
+          if (event.type !== ${JSON.stringify(on)}) return
+          // By then a 60 s blocking poll (after a snapshot) or a 60 s backoff timer (after a
+          // disconnect) is pending.
+          setTimeout(async () => {
+            subscription.unsubscribe()
+            await consul.close()
+            console.log('closed')
+          }, 300)
+        })
+    `
+    const started = Date.now()
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    )
+    let out = ''
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    const code = await new Promise<number | null>((done) => {
+      const guard = setTimeout(() => child.kill('SIGKILL'), 20_000)
+      child.once('exit', (c) => {
+        clearTimeout(guard)
+        done(c)
+      })
+    })
+    const elapsed = Date.now() - started
+    assert.equal(out.trim(), 'closed')
+    assert.equal(code, 0)
+    assert.ok(elapsed < 8000, `exited after ${elapsed} ms; the poll or backoff lasts 60 s`)
+  }
+
+  it('leaves no socket and no timer behind: a process that unsubscribes mid-poll and closes the client exits by itself', async () => {
+    await childExits('snapshot')
+  })
+
+  it('leaves no backoff timer behind: a process that unsubscribes while waiting to retry exits by itself', async () => {
+    proxy.setMode('error500')
+    try {
+      await childExits('disconnected')
+    } finally {
+      proxy.setMode('pass')
+    }
+  })
+})

@@ -1,0 +1,72 @@
+// Decoding Consul's answers: errors name the request and the path of the bad field.
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import * as E from 'fp-ts/Either'
+import { decodeJson, KVEntriesJson, SessionsJson, TxnAnswerJson } from '../../src/consul/codecs.js'
+
+const entry = (fields: Record<string, string>): string =>
+  `{"LockIndex":0,"Key":"p/a","Flags":0,"Value":"aGk=","CreateIndex":1,"ModifyIndex":2${Object.entries(
+    fields,
+  )
+    .map(([k, v]) => `,"${k}":${v}`)
+    .join('')}}`
+
+describe('Consul codecs', () => {
+  it('report a bad Flags with the request and the field path', () => {
+    const body = `[${entry({ Flags: '"abc"' })}]`.replace('"Flags":0,', '')
+    const decoded = decodeJson(KVEntriesJson, body, 'GET /v1/kv/p?recurse')
+    assert.ok(E.isLeft(decoded))
+    assert.equal(decoded.left._tag, 'DecodeError')
+    assert.equal(
+      decoded.left.message,
+      'GET /v1/kv/p?recurse: [0].Flags: expected uint64 decimal, got "abc"',
+    )
+    assert.equal(decoded.left.request, 'GET /v1/kv/p')
+  })
+
+  it('decode a value from base64 to bytes, and null to null', () => {
+    const decoded = decodeJson(
+      KVEntriesJson,
+      `[${entry({})},${entry({ Key: '"p/b"' }).replace('"aGk="', 'null')}]`,
+      'GET /v1/kv/p?recurse',
+    )
+    assert.ok(E.isRight(decoded))
+    assert.deepEqual(decoded.right[0]?.Value, new Uint8Array([0x68, 0x69]))
+    assert.equal(decoded.right[1]?.Value, null)
+  })
+
+  it('name a union field once, with both accepted shapes', () => {
+    const body = `[${entry({}).replace('"aGk="', '"not base64!"')}]`
+    const decoded = decodeJson(KVEntriesJson, body, 'GET /v1/kv/p/a')
+    assert.ok(E.isLeft(decoded))
+    assert.deepEqual(decoded.left.errors, [
+      '[0].Value: expected (base64 | null), got "not base64!"',
+    ])
+  })
+
+  it('reject a negative index and a missing field', () => {
+    const body = `[${entry({}).replace('"ModifyIndex":2', '"ModifyIndex":-2').replace('"Key":"p/a",', '')}]`
+    const decoded = decodeJson(KVEntriesJson, body, 'GET /v1/kv/p/a')
+    assert.ok(E.isLeft(decoded))
+    assert.deepEqual(decoded.left.errors, [
+      '[0].Key: expected string, got nothing',
+      '[0].ModifyIndex: expected uint64 decimal, got -2',
+    ])
+  })
+
+  it('report invalid JSON as a DecodeError, not a thrown SyntaxError', () => {
+    const decoded = decodeJson(SessionsJson, '<html>', 'GET /v1/session/info/x')
+    assert.ok(E.isLeft(decoded))
+    assert.match(decoded.left.message, /^GET \/v1\/session\/info\/x: invalid JSON/)
+  })
+
+  it('accept a rolled-back txn answer with null results', () => {
+    const decoded = decodeJson(
+      TxnAnswerJson,
+      '{"Results":null,"Errors":[{"OpIndex":1,"What":"failed to lock key"}]}',
+      'PUT /v1/txn',
+    )
+    assert.ok(E.isRight(decoded))
+    assert.equal(decoded.right.Errors?.[0]?.OpIndex, 1)
+  })
+})

@@ -1,0 +1,179 @@
+import * as E from 'fp-ts/Either'
+import {
+  EMPTY,
+  asyncScheduler,
+  concat,
+  connect,
+  defer,
+  distinctUntilChanged,
+  filter,
+  finalize,
+  ignoreElements,
+  map,
+  merge,
+  mergeMap,
+  of,
+  repeat,
+  retry,
+  Subject,
+  switchMap,
+  take,
+  takeWhile,
+  tap,
+  throwError,
+  timer,
+  type BehaviorSubject,
+  type Observable,
+  type SchedulerLike,
+} from 'rxjs'
+import type { ConsulClient } from '../consul/client-api.js'
+import { isTransient, type ConsulError } from '../consul/errors.js'
+import type { ContenderState } from '../core/contender-state-model.js'
+import { contenderState } from '../core/contender-state.js'
+import type { ContenderEvent } from '../core/events.js'
+import { problemError, toSemaphoreError } from '../errors.js'
+import type { ResolvedContenderOptions } from '../options/contender-options.js'
+import { fromCall } from './from-call.js'
+import { performAction } from './perform-action.js'
+import { releaseSlot } from './release-slot.js'
+import { sessionLease } from './session-lease.js'
+import { sharedWatch } from './shared-watch.js'
+
+export interface ContendOptions extends ResolvedContenderOptions {
+  readonly client: ConsulClient
+  readonly limit: number
+  readonly fairness: boolean
+  readonly fairnessGraceMs: number | undefined
+  /** Becomes true when the user closes the contender: release now, and contend no more. */
+  readonly closing: BehaviorSubject<boolean>
+  /** Receives each release this contender starts in the background, so close() can await it. */
+  readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
+  readonly scheduler?: SchedulerLike | undefined
+}
+
+const backoffMs = (attempt: number): number =>
+  Math.min(10_000, 250 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2)
+
+const isConsulError = (value: unknown): value is ConsulError =>
+  typeof value === 'object' && value !== null && '_tag' in value
+
+/**
+ * One semaphore contender, from session to slot and back, for as long as it is subscribed:
+ * creates a session, keeps it alive, feeds the shared prefix watch, the lease and the answers of
+ * its own writes into the pure core, and makes the writes the core asks for. When the session is
+ * lost it starts over with a new one; transient failures are retried with backoff; a prefix
+ * problem (conflict, limit conflict, corrupt `.lock`) or a permanent Consul error ends it with a
+ * SemaphoreError. Unsubscribing or closing releases the slot in the background.
+ *
+ * ```
+ * session ─► key ─► CAS ─► holding        session gone ─► new session ─► ...
+ * --s0----------s1-----s2(t)---------------s3(f)-----------s0---...
+ * ```
+ *
+ * @returns The core's state after each event, across sessions.
+ */
+export function contend(options: ContendOptions): Observable<ContenderState> {
+  const { client, prefix, limit, closing } = options
+  const scheduler = options.scheduler ?? asyncScheduler
+
+  const withSession = (session: string, createdAt: number): Observable<ContenderState> =>
+    defer(() => {
+      const feedback = new Subject<ContenderEvent>()
+      let last: ContenderState | undefined
+      const events: Observable<ContenderEvent> = merge(
+        of<ContenderEvent>({
+          type: 'session-created',
+          session,
+          ttlMs: options.ttlMs,
+          sentAt: createdAt,
+        }),
+        sessionLease({ client, session, ttlMs: options.ttlMs, createdAt, scheduler }),
+        sharedWatch(client, `${prefix}/`, { waitMs: options.watchWaitMs, scheduler }),
+        feedback,
+        closing.pipe(
+          filter(Boolean),
+          take(1),
+          map((): ContenderEvent => ({ type: 'release-requested' })),
+        ),
+      )
+      return events.pipe(
+        contenderState({
+          prefix,
+          limit,
+          fairness: options.fairness,
+          fairnessGraceMs: options.fairnessGraceMs,
+          leaseMarginMs: options.leaseMarginMs,
+          scheduler,
+        }),
+        connect((states) =>
+          merge(
+            states,
+            states.pipe(
+              map((state) => state.next),
+              distinctUntilChanged(),
+              switchMap((action) =>
+                action
+                  ? performAction(action, {
+                      client,
+                      prefix,
+                      session,
+                      value: options.value,
+                      scheduler,
+                    })
+                  : EMPTY,
+              ),
+              tap((event) => feedback.next(event)),
+              ignoreElements(),
+            ),
+          ),
+        ),
+        tap((state) => (last = state)),
+        takeWhile((state) => state.retired === undefined && state.problem === undefined, true),
+        mergeMap((state) => {
+          const { problem } = state
+          return problem
+            ? concat(
+                of(state),
+                throwError(() => problemError(problem)),
+              )
+            : of(state)
+        }),
+        finalize(() => {
+          // A session Consul already dropped has nothing left to release.
+          if (last?.retired !== 'session-gone') {
+            options.onRelease(releaseSlot({ client, prefix, session, limit }))
+          }
+        }),
+      )
+    })
+
+  const generation = defer(() => {
+    const createdAt = scheduler.now()
+    return fromCall((signal) =>
+      client.session.create({
+        name: options.sessionName,
+        ttl: options.ttl,
+        behavior: 'delete',
+        ...(options.lockDelay !== undefined ? { lockDelay: options.lockDelay } : {}),
+        ...(options.checks !== undefined ? { nodeChecks: options.checks } : {}),
+        signal,
+      }),
+    ).pipe(
+      mergeMap((created) =>
+        E.isLeft(created) ? throwError(() => created.left) : withSession(created.right, createdAt),
+      ),
+    )
+  })
+
+  return generation.pipe(
+    retry({
+      resetOnSuccess: true,
+      delay: (error: unknown, attempt) =>
+        isConsulError(error) && isTransient(error) && !closing.value
+          ? timer(backoffMs(attempt), scheduler)
+          : throwError(() => toSemaphoreError(error)),
+    }),
+    // The session is gone (or the slot was lost with it): contend again with a new one.
+    repeat({ delay: () => (closing.value ? EMPTY : timer(backoffMs(1), scheduler)) }),
+  )
+}

@@ -1,0 +1,137 @@
+import * as E from 'fp-ts/Either'
+import {
+  EMPTY,
+  asyncScheduler,
+  type Observable,
+  of,
+  throwError,
+  timer,
+  type SchedulerLike,
+} from 'rxjs'
+import { catchError, mergeMap, retry } from 'rxjs/operators'
+import type { ConsulClient } from '../consul/client-api.js'
+import { isTransient, type ConsulError } from '../consul/errors.js'
+import { SEMAPHORE_FLAGS } from '../consul/flags.js'
+import type { ContenderAction } from '../core/contender-state-model.js'
+import { contenderKey } from '../core/contender-key.js'
+import { lockKey } from '../core/lock-key.js'
+import type { ContenderEvent } from '../core/events.js'
+import { fromCall } from './from-call.js'
+
+export interface PerformOptions {
+  readonly client: ConsulClient
+  readonly prefix: string
+  readonly session: string
+  /** The contender key's value. */
+  readonly value: string
+  readonly scheduler?: SchedulerLike
+}
+
+/** Consul answers 500 `invalid session "…"` when a write names a session it no longer has. */
+const sessionInvalid = (error: ConsulError): boolean =>
+  error._tag === 'ServerError' && /invalid session|missing session/i.test(error.body)
+
+const retryTransient = <A>(scheduler: SchedulerLike) =>
+  retry<A>({
+    count: 5,
+    delay: (error: unknown, attempt) =>
+      isConsulError(error) && isTransient(error) && !sessionInvalid(error)
+        ? timer(Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2), scheduler)
+        : throwError(() => error),
+  })
+
+function isConsulError(value: unknown): value is ConsulError {
+  return typeof value === 'object' && value !== null && '_tag' in value
+}
+
+const orThrow = <A>(result: E.Either<ConsulError, A>): Observable<A> =>
+  E.isLeft(result) ? throwError(() => result.left) : of(result.right)
+
+/**
+ * Makes the write the core asked for and reports its answer as a ContenderEvent:
+ *
+ * - `TryAcquire`: a transaction with one `cas` on `.lock` (so that the answer carries the
+ *   ModifyIndex written: the fencing token) → `cas-result`;
+ * - `NotContending`: `?acquire=<session>` on the contender key with the semaphore flags → nothing
+ *   (the next snapshot shows the key), or `session-gone` when Consul no longer has the session.
+ *
+ * Transient failures are retried a few times with backoff; the caller cancels the attempt (and
+ * its HTTP request) by unsubscribing when the core asks for something else. A CAS whose answer was
+ * lost may still have been applied: the retry then answers false, and the next snapshot shows the
+ * slot, so safety never rests on knowing.
+ *
+ * ```
+ * action:   TryAcquire
+ * result:   ------(cas-result|)
+ * ```
+ *
+ * @example
+ * states.pipe(map((s) => s.next), distinctUntilChanged(),
+ *   switchMap((a) => (a ? performAction(a, options) : EMPTY)))
+ * @returns The events to feed back to the core; errors with a permanent ConsulError.
+ */
+export function performAction(
+  action: ContenderAction,
+  options: PerformOptions,
+): Observable<ContenderEvent> {
+  const { client, prefix, session } = options
+  const scheduler = options.scheduler ?? asyncScheduler
+  if (action.type === 'TryAcquire') {
+    const holders = [...action.view.liveHolders, session]
+    return fromCall((signal) =>
+      client.kv.txn(
+        [
+          {
+            verb: 'cas',
+            key: lockKey(prefix),
+            value: action.body,
+            flags: SEMAPHORE_FLAGS,
+            index: action.cas,
+          },
+        ],
+        { signal },
+      ),
+    ).pipe(
+      mergeMap(orThrow),
+      retryTransient(scheduler),
+      mergeMap((result) =>
+        of<ContenderEvent>(
+          result.committed
+            ? { type: 'cas-result', ok: true, holders, modifyIndex: result.results[0]?.modifyIndex }
+            : { type: 'cas-result', ok: false, holders },
+        ),
+      ),
+    )
+  }
+  const acquireKey: Observable<ContenderEvent> = fromCall((signal) =>
+    client.kv.put(contenderKey(prefix, session), options.value, {
+      acquire: session,
+      flags: SEMAPHORE_FLAGS,
+      signal,
+    }),
+  ).pipe(
+    mergeMap(orThrow),
+    retryTransient(scheduler),
+    // false: after an invalidation Consul refuses the key for the session's lock-delay before it
+    // even looks at the session, so ask whether the session still exists.
+    mergeMap((acquired) =>
+      acquired
+        ? EMPTY
+        : fromCall((signal) => client.session.info(session, { signal })).pipe(
+            mergeMap(orThrow),
+            retryTransient(scheduler),
+            mergeMap((info) =>
+              info === null
+                ? of<ContenderEvent>({ type: 'session-gone' })
+                : timer(1000, scheduler).pipe(mergeMap(() => acquireKey)),
+            ),
+          ),
+    ),
+    catchError((error: unknown) =>
+      isConsulError(error) && sessionInvalid(error)
+        ? of<ContenderEvent>({ type: 'session-gone' })
+        : throwError(() => error),
+    ),
+  )
+  return acquireKey
+}

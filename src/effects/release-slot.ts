@@ -1,0 +1,69 @@
+import * as E from 'fp-ts/Either'
+import type { ConsulClient } from '../consul/client-api.js'
+import type { ConsulError } from '../consul/errors.js'
+import { SEMAPHORE_FLAGS } from '../consul/flags.js'
+import { contenderKey } from '../core/contender-key.js'
+import { lockKey } from '../core/lock-key.js'
+import { releaseLock } from '../core/release-lock.js'
+
+export interface ReleaseSlotOptions {
+  readonly client: ConsulClient
+  readonly prefix: string
+  readonly session: string
+  readonly limit: number
+  /** CAS attempts before giving up when other writers keep changing `.lock`. Default 10. */
+  readonly attempts?: number
+}
+
+/**
+ * Gives a slot back and leaves Consul clean, in the order the guides give: CAS this session out of
+ * `.lock` (in one transaction with the deletion of the contender key), then destroy the session.
+ * A `.lock` that does not list the session (a waiter), or that this library must not write
+ * (conflict, corrupt), only loses the contender key.
+ *
+ * @example
+ * const result = await releaseSlot({ client, prefix: 'svc/lock', session, limit: 3 })
+ * if (E.isLeft(result)) console.error(result.left.message)
+ * @returns Right when the slot, the contender key and the session are gone; Left with the error
+ *   that stopped it (the session then expires by its TTL, and others prune it).
+ */
+export async function releaseSlot(
+  options: ReleaseSlotOptions,
+): Promise<E.Either<ConsulError, void>> {
+  const { client, prefix, session, limit } = options
+  const ownKey = contenderKey(prefix, session)
+  let released = false
+  for (let attempt = 0; attempt < (options.attempts ?? 10) && !released; attempt++) {
+    const snapshot = await client.kv.list(`${prefix}/`)()
+    if (E.isLeft(snapshot)) return snapshot
+    const decision = releaseLock(snapshot.right, { prefix, session, limit })
+    if (decision.type === 'WriteRelease') {
+      const txn = await client.kv.txn([
+        {
+          verb: 'cas',
+          key: lockKey(prefix),
+          value: decision.body,
+          flags: SEMAPHORE_FLAGS,
+          index: decision.cas,
+        },
+        { verb: 'delete', key: ownKey },
+      ])()
+      if (E.isLeft(txn)) return txn
+      released = txn.right.committed
+    } else {
+      const deleted = await client.kv.delete(ownKey)()
+      if (E.isLeft(deleted)) return deleted
+      released = true
+    }
+  }
+  const destroyed = await client.session.destroy(session)()
+  if (E.isLeft(destroyed)) return destroyed
+  return released
+    ? E.right(undefined)
+    : E.left({
+        _tag: 'ServerError',
+        status: 409,
+        body: '',
+        message: `could not CAS session ${session} out of ${lockKey(prefix)}: it kept changing. The session was destroyed, so other contenders prune it.`,
+      })
+}

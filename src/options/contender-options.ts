@@ -1,0 +1,142 @@
+import { hostname } from 'node:os'
+import type { SchedulerLike } from 'rxjs'
+import type { ConsulClient } from '../consul/client-api.js'
+import { SemaphoreError } from '../errors.js'
+import { durationMs as parseDuration } from '../consul/durations.js'
+
+/** A Go-style duration ('15s', '1m30s', '500ms') or a number of milliseconds. */
+export type Duration = string | number
+
+/** Options shared by `semaphore(...)` and `leaderElection(...)`. */
+export interface ContenderOptions {
+  /** The KV prefix all contenders agree on, e.g. 'service/db/lock'. A trailing '/' is dropped. */
+  readonly prefix: string
+  /** A Consul client (`createConsulClient(...)`); default one built from the CONSUL_* variables. */
+  readonly consul?: ConsulClient
+  /** Session TTL, 10s to 24h. Default '15s'. */
+  readonly ttl?: Duration
+  /** Session name, shown by `rxsem status` and Consul's UI. */
+  readonly sessionName?: string
+  /** Value of this contender's key, for operators. Default '<hostname>:<pid>'. */
+  readonly value?: string
+  /** Session lock-delay (0 disables). Default Consul's, 15s. */
+  readonly lockDelay?: Duration
+  /** Node health checks the session depends on. Default ['serfHealth']; [] for none. */
+  readonly checks?: readonly string[]
+  /**
+   * How long before the session's TTL runs out `holding$` gives up on its own when renewals
+   * fail: a duration, or a fraction of the TTL. Default 0.1 (10%).
+   */
+  readonly leaseMargin?: Duration | { readonly ratio: number }
+  /** Blocking wait of the prefix watch. Default Consul layer's. */
+  readonly watchWait?: Duration
+  /** RxJS scheduler for every timer (tests). Default asyncScheduler. */
+  readonly scheduler?: SchedulerLike
+}
+
+/** Options of `semaphore(...)`. */
+export interface SemaphoreOptions extends ContenderOptions {
+  /** How many contenders may hold a slot at once; all contenders of a prefix must agree. */
+  readonly limit: number
+  /**
+   * Serve waiters in arrival order (true, default), so that a release wakes one CAS attempt; after
+   * `graceMs` (default 2000) of unused free slots any waiter may try. false: everyone tries.
+   */
+  readonly fairness?: boolean | { readonly graceMs: number }
+}
+
+/** Validated, normalised options. */
+export interface ResolvedContenderOptions {
+  readonly prefix: string
+  readonly ttlMs: number
+  readonly ttl: string
+  readonly sessionName: string
+  readonly value: string
+  readonly lockDelay: string | undefined
+  readonly checks: readonly string[] | undefined
+  readonly leaseMarginMs: number
+  readonly watchWaitMs: number | undefined
+}
+
+const invalid = (option: string, problem: string): SemaphoreError =>
+  new SemaphoreError('InvalidOptions', `option ${option}: ${problem}`)
+
+/** Validates the options and fills in defaults; throws SemaphoreError('InvalidOptions'). */
+export function resolveContenderOptions(
+  options: ContenderOptions,
+  defaultName: string,
+): ResolvedContenderOptions {
+  const raw = options.prefix
+  if (typeof raw !== 'string' || raw.trim() === '') {
+    throw invalid('prefix', 'must be a non-empty KV path such as "service/db/lock".')
+  }
+  if (raw.startsWith('/')) {
+    throw invalid('prefix', `"${raw}" must not start with "/" (Consul keys are relative).`)
+  }
+  const prefix = raw.replace(/\/+$/, '')
+  if (prefix.split('/').some((segment) => segment === '' || segment === '.' || segment === '..')) {
+    throw invalid('prefix', `"${raw}" must not contain empty, "." or ".." segments.`)
+  }
+
+  const ttlMs = parseDuration(options.ttl ?? '15s')
+  if (ttlMs === undefined || ttlMs < 10_000 || ttlMs > 86_400_000) {
+    throw invalid(
+      'ttl',
+      `${JSON.stringify(options.ttl)} must be a duration from 10s to 24h (Consul's session TTL range), e.g. "15s".`,
+    )
+  }
+
+  let lockDelay: string | undefined
+  if (options.lockDelay !== undefined) {
+    const ms = parseDuration(options.lockDelay)
+    if (ms === undefined || ms > 60_000) {
+      throw invalid(
+        'lockDelay',
+        `${JSON.stringify(options.lockDelay)} must be a duration from 0 to 60s.`,
+      )
+    }
+    lockDelay = `${Math.round(ms)}ms`
+  }
+
+  const margin = options.leaseMargin ?? { ratio: 0.1 }
+  const leaseMarginMs =
+    typeof margin === 'object' ? margin.ratio * ttlMs : (parseDuration(margin) ?? Number.NaN)
+  if (!(leaseMarginMs >= 0 && leaseMarginMs < ttlMs)) {
+    throw invalid(
+      'leaseMargin',
+      `${JSON.stringify(margin)} must be at least 0 and less than the TTL.`,
+    )
+  }
+
+  let watchWaitMs: number | undefined
+  if (options.watchWait !== undefined) {
+    watchWaitMs = parseDuration(options.watchWait)
+    if (watchWaitMs === undefined || watchWaitMs < 1 || watchWaitMs > 600_000) {
+      throw invalid(
+        'watchWait',
+        `${JSON.stringify(options.watchWait)} must be a duration from 1ms to 10m.`,
+      )
+    }
+  }
+
+  return {
+    prefix,
+    ttlMs,
+    // Seconds where exact, so Consul's UI and `rxsem status` show '15s' rather than '15000ms'.
+    ttl: ttlMs % 1000 === 0 ? `${ttlMs / 1000}s` : `${Math.round(ttlMs)}ms`,
+    sessionName: options.sessionName ?? `${defaultName} ${prefix}`,
+    value: options.value ?? `${hostname()}:${process.pid}`,
+    lockDelay,
+    checks: options.checks,
+    leaseMarginMs,
+    watchWaitMs,
+  }
+}
+
+/** Validates the semaphore's own options. */
+export function resolveLimit(limit: unknown): number {
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
+    throw invalid('limit', `${JSON.stringify(limit)} must be a whole number of at least 1.`)
+  }
+  return limit
+}

@@ -1,0 +1,213 @@
+import * as E from 'fp-ts/Either'
+import {
+  BehaviorSubject,
+  ReplaySubject,
+  catchError,
+  concat,
+  defer,
+  distinctUntilChanged,
+  map,
+  of,
+  scan,
+  share,
+  throwError,
+  type Observable,
+} from 'rxjs'
+import { createConsulClient } from './consul/client.js'
+import type { ConsulClient } from './consul/client-api.js'
+import type { ConsulError } from './consul/errors.js'
+import type { ContenderState } from './core/contender-state-model.js'
+import type { RankedContender, TransitionReason } from './core/events.js'
+import { contend } from './effects/contend.js'
+import { SemaphoreError, toSemaphoreError } from './errors.js'
+import {
+  resolveContenderOptions,
+  resolveLimit,
+  type SemaphoreOptions,
+} from './options/contender-options.js'
+
+/** What one contender knows about its semaphore, after every change. */
+export interface SemaphoreState {
+  /** True only while this contender really holds a slot (see docs/safety.md). */
+  readonly holding: boolean
+  /** Why `holding` last changed; undefined before the first change. */
+  readonly reason: TransitionReason | undefined
+  /** The contender's current session, once created. */
+  readonly session: string | undefined
+  /** This contender's key `<prefix>/<session>` is in Consul: it is in the queue or holds. */
+  readonly contending: boolean
+  /**
+   * Strictly increasing over the acquisitions of every slot of the prefix (the `.lock`
+   * ModifyIndex written when this contender won its slot); undefined while not holding. Hand it to
+   * the guarded resource so that it can refuse writes from a holder that was replaced.
+   */
+  readonly fencingToken: bigint | undefined
+  /** The live holders listed in `.lock`. */
+  readonly holders: readonly string[]
+  /** Contenders waiting for a slot, in the order they will be served. */
+  readonly waiting: readonly RankedContender[]
+  /** This contender's place among `waiting` (0 = next), or undefined when not waiting. */
+  readonly rank: number | undefined
+  readonly limit: number
+  /** The prefix watch is connected (its last request succeeded). */
+  readonly connected: boolean
+}
+
+/** One contender for a slot of a Consul semaphore. */
+export interface Semaphore {
+  /**
+   * Whether this contender holds a slot now. Starts with false, never repeats a value. Shared: the
+   * first subscriber starts contending, late subscribers get the current value at once, the last
+   * unsubscribe releases the slot. Errors with a SemaphoreError on a permanent problem.
+   */
+  readonly holding$: Observable<boolean>
+  /** The full state behind `holding$`, shared the same way. */
+  readonly state$: Observable<SemaphoreState>
+  /**
+   * Releases now: `holding$` turns false at once, then the session is CAS'd out of `.lock`, the
+   * contender key deleted and the session destroyed. Resolves when Consul is clean; rejects with
+   * SemaphoreError('ReleaseFailed') if it could not be cleaned (the session then expires by its
+   * TTL). Subscriptions complete; the object cannot contend again.
+   */
+  close(): Promise<void>
+}
+
+export function toSemaphoreState(core: ContenderState, limit: number): SemaphoreState {
+  const session = core.session
+  const listed = core.view?.liveHolders ?? []
+  // A won CAS answers before the watch shows it: show this session as a holder from that moment.
+  const promoted = core.holding && session !== undefined && !listed.includes(session)
+  const holders = promoted ? [...listed, session] : listed
+  const waiting = (core.view?.waiting ?? []).filter((c) => !promoted || c.session !== session)
+  const rank = waiting.findIndex((contender) => contender.session === session)
+  return {
+    holding: core.holding,
+    reason: core.reason,
+    session,
+    contending: core.decision !== undefined && core.decision.type !== 'NotContending',
+    fencingToken: core.holding ? core.fencingToken : undefined,
+    holders,
+    waiting,
+    rank: rank < 0 ? undefined : rank,
+    limit,
+    connected: core.connected,
+  }
+}
+
+const idle = (limit: number): SemaphoreState => ({
+  holding: false,
+  reason: undefined,
+  session: undefined,
+  contending: false,
+  fencingToken: undefined,
+  holders: [],
+  waiting: [],
+  rank: undefined,
+  limit,
+  connected: false,
+})
+
+/**
+ * A contender for one of `limit` slots under `prefix`, on Consul's semaphore algorithm: the same
+ * keys, body and flags as `consul lock -n <limit>`, so both can share a prefix.
+ *
+ * @example
+ * const sem = semaphore({ prefix: 'service/db/lock', limit: 3 })
+ * sem.holding$.pipe(switchMap((held) => (held ? work$ : EMPTY))).subscribe()
+ * // later
+ * await sem.close()
+ * @param options Prefix, limit, and optionally the Consul client, TTL, value, fairness, ...
+ * @returns The contender. Nothing happens until `holding$` or `state$` is subscribed.
+ */
+export function semaphore(options: SemaphoreOptions): Semaphore {
+  const limitForState = typeof options.limit === 'number' ? options.limit : 0
+  const closing = new BehaviorSubject(false)
+  const releases = new Set<Promise<E.Either<ConsulError, void>>>()
+  let ownClient: ConsulClient | undefined
+
+  const track = (release: Promise<E.Either<ConsulError, void>>): void => {
+    // Releases resolve to an Either; the catch only keeps a bug from becoming an unhandled rejection.
+    const settled = release.catch((error: unknown) =>
+      E.left<ConsulError>({ _tag: 'Unreachable', message: String(error), cause: error }),
+    )
+    releases.add(settled)
+  }
+
+  const run = defer((): Observable<ContenderState> => {
+    if (closing.value) return of()
+    const resolved = resolveContenderOptions(options, 'rx-consul-semaphore')
+    const limit = resolveLimit(options.limit)
+    const fairness = options.fairness ?? true
+    const client = options.consul ?? (ownClient ??= createConsulClient())
+    return contend({
+      ...resolved,
+      client,
+      limit,
+      fairness: fairness !== false,
+      fairnessGraceMs: typeof fairness === 'object' ? fairness.graceMs : undefined,
+      closing,
+      onRelease: track,
+      scheduler: options.scheduler,
+    })
+  })
+
+  const state$ = concat(
+    of(idle(limitForState)),
+    run.pipe(
+      map((core) => toSemaphoreState(core, limitForState)),
+      // A new session starts with an empty state: keep the reason of the last transition.
+      scan((previous, next) =>
+        next.reason === undefined ? { ...next, reason: previous.reason } : next,
+      ),
+    ),
+  ).pipe(
+    distinctUntilChanged(sameState),
+    // Option errors are thrown inside defer, Consul errors arrive typed: all leave as SemaphoreError.
+    catchError((error: unknown) => throwError(() => toSemaphoreError(error))),
+    share({
+      connector: () => new ReplaySubject<SemaphoreState>(1),
+      resetOnRefCountZero: true,
+      resetOnComplete: true,
+      resetOnError: true,
+    }),
+  )
+
+  return {
+    state$,
+    holding$: state$.pipe(
+      map((state) => state.holding),
+      distinctUntilChanged(),
+    ),
+    async close() {
+      closing.next(true)
+      const results = await Promise.all(releases)
+      releases.clear()
+      await ownClient?.close()
+      const failed = results.find(E.isLeft)
+      if (failed && E.isLeft(failed)) {
+        throw new SemaphoreError(
+          'ReleaseFailed',
+          `releasing the slot failed: ${failed.left.message} The session expires by its TTL and ` +
+            'other contenders then prune it.',
+          { cause: failed.left },
+        )
+      }
+    },
+  }
+}
+
+function sameState(a: SemaphoreState, b: SemaphoreState): boolean {
+  return (
+    a.holding === b.holding &&
+    a.reason === b.reason &&
+    a.session === b.session &&
+    a.contending === b.contending &&
+    a.fencingToken === b.fencingToken &&
+    a.rank === b.rank &&
+    a.connected === b.connected &&
+    a.holders.length === b.holders.length &&
+    a.holders.every((h, i) => h === b.holders[i]) &&
+    a.waiting.length === b.waiting.length &&
+    a.waiting.every((w, i) => w.session === b.waiting[i]?.session)
+  )
+}

@@ -1,0 +1,324 @@
+// semaphore(...) end to end against a real Consul agent.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { firstValueFrom, filter, type Subscription } from 'rxjs'
+import {
+  createConsulClient,
+  semaphore,
+  SemaphoreError,
+  type ConsulClient,
+  type Semaphore,
+} from '../../src/index.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import {
+  createRawSession,
+  deleteTree,
+  destroyRawSession,
+  eventually,
+  holdersOf,
+  listPrefix,
+  putRaw,
+  readLock,
+  sessionsNamed,
+} from '../support/observe.js'
+import { SafetyRecorder } from '../support/safety-recorder.js'
+
+const SEMAPHORE_FLAGS = '16210313421097356768'
+const LOCK_FLAGS = '3304740253564472344'
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
+
+describe('semaphore', () => {
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+  let client: ConsulClient
+  before(async () => {
+    consul = await sharedAgent()
+    client = createConsulClient({ address: consul.addr })
+  })
+  after(async () => {
+    await client.close()
+    await consul.close()
+  })
+
+  const held = (sem: Semaphore) => firstValueFrom(sem.holding$.pipe(filter(Boolean)))
+
+  it('acquires an uncontended slot, and close() leaves no contender key and no session', async () => {
+    const prefix = uniquePrefix('uncontended')
+    const name = `uncontended ${prefix}`
+    const sem = semaphore({ prefix, limit: 1, consul: client, sessionName: name })
+    const seen: boolean[] = []
+    const sub = sem.holding$.subscribe((h) => seen.push(h))
+    await held(sem)
+    const state = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
+    assert.ok(state.session, 'the state names the session')
+    assert.ok(state.fencingToken !== undefined && state.fencingToken > 0n)
+    assert.deepEqual(state.holders, [state.session])
+    const lock = await readLock(consul.url, prefix)
+    assert.equal(lock?.entry.Flags, SEMAPHORE_FLAGS)
+    assert.deepEqual(lock?.body, { Limit: 1, Holders: { [state.session]: true } })
+
+    await sem.close()
+    sub.unsubscribe()
+    assert.deepEqual(seen, [false, true, false])
+    const left = await listPrefix(consul.url, prefix)
+    assert.deepEqual(
+      left.map((e) => e.Key),
+      [`${prefix}/.lock`],
+      'only the coordinating key stays',
+    )
+    assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [])
+    assert.deepEqual(await sessionsNamed(consul.url, name), [])
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('hands the slot over to a waiter when the holder closes', async () => {
+    const prefix = uniquePrefix('handover')
+    const a = semaphore({ prefix, limit: 1, consul: client })
+    const b = semaphore({ prefix, limit: 1, consul: client })
+    const subs = [a.holding$.subscribe()]
+    await held(a)
+    subs.push(b.holding$.subscribe())
+    const waiting = await firstValueFrom(b.state$.pipe(filter((s) => s.waiting.length > 0)))
+    assert.equal(waiting.holding, false)
+    const tokenA = (await firstValueFrom(a.state$)).fencingToken
+    await a.close()
+    await held(b)
+    const tokenB = (await firstValueFrom(b.state$)).fencingToken
+    assert.ok(
+      tokenA !== undefined && tokenB !== undefined && tokenB > tokenA,
+      'fencing tokens increase',
+    )
+    await b.close()
+    subs.forEach((s) => s.unsubscribe())
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('never lets more than 3 of 10 contenders hold at once, serves all, in arrival order', async () => {
+    const prefix = uniquePrefix('ten')
+    const recorder = new SafetyRecorder(3)
+    const subs: Subscription[] = []
+    const done: Promise<void>[] = []
+    const arrival: string[] = []
+    for (let i = 0; i < 10; i++) {
+      const who = `c${i}`
+      const sem = semaphore({ prefix, limit: 3, consul: client, value: who })
+      done.push(
+        new Promise<void>((resolve, reject) => {
+          subs.push(
+            sem.holding$.subscribe({
+              next: (h) => {
+                recorder.record(who, h)
+                if (h)
+                  setTimeout(() => void sem.close().then(resolve, reject), 30 + Math.random() * 120)
+              },
+              error: reject,
+            }),
+          )
+        }),
+      )
+      // Arrival: the contender key exists before the next contender starts.
+      await firstValueFrom(sem.state$.pipe(filter((s) => s.session !== undefined && s.contending)))
+      arrival.push(who)
+    }
+    await Promise.all(done)
+    subs.forEach((s) => s.unsubscribe())
+    assert.ok(recorder.maxConcurrent() <= 3, `max concurrent holders ${recorder.maxConcurrent()}`)
+    assert.equal(recorder.acquisitionOrder().length, 10, 'every contender got a slot')
+    assert.deepEqual(recorder.acquisitionOrder(), arrival, 'waiters were served in arrival order')
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('drops to false when an operator removes its session from .lock, and takes a slot again', async () => {
+    const prefix = uniquePrefix('operator-cas')
+    const sem = semaphore({ prefix, limit: 1, consul: client })
+    const seen: { holding: boolean; at: number }[] = []
+    const sub = sem.holding$.subscribe((holding) => seen.push({ holding, at: Date.now() }))
+    await held(sem)
+    const lock = await readLock(consul.url, prefix)
+    assert.ok(lock)
+    const removedAt = Date.now()
+    assert.ok(
+      await putRaw(
+        consul.url,
+        `${prefix}/.lock`,
+        JSON.stringify({ Limit: 1, Holders: {} }),
+        `cas=${lock.entry.ModifyIndex}&flags=${SEMAPHORE_FLAGS}`,
+      ),
+    )
+    // The slot is free again, so the contender drops it and then takes it back by itself.
+    await eventually('holding again', () => (seen.length === 4 ? true : undefined), 5000)
+    assert.deepEqual(
+      seen.map((s) => s.holding),
+      [false, true, false, true],
+    )
+    const droppedAfter = (seen[2]?.at ?? Infinity) - removedAt
+    assert.ok(
+      droppedAfter < 2000,
+      `dropped ${droppedAfter} ms after the edit: one watch round trip`,
+    )
+    await sem.close()
+    sub.unsubscribe()
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('drops to false when an operator destroys its session, then contends again with a new session', async () => {
+    const prefix = uniquePrefix('operator-destroy')
+    const sem = semaphore({ prefix, limit: 1, consul: client })
+    const sub = sem.holding$.subscribe()
+    await held(sem)
+    const first = await firstValueFrom(sem.state$)
+    assert.ok(first.session)
+    const destroyedAt = Date.now()
+    await destroyRawSession(consul.url, first.session)
+    const lost = await firstValueFrom(sem.state$.pipe(filter((s) => !s.holding)))
+    assert.ok(
+      lost.reason === 'session-invalidated' || lost.reason === 'removed',
+      String(lost.reason),
+    )
+    const again = await firstValueFrom(
+      sem.state$.pipe(filter((s) => s.holding && s.session !== first.session)),
+    )
+    assert.notEqual(again.session, first.session)
+    // Noticed from the watch and the refused re-acquire, not only at the next renewal (TTL/2).
+    assert.ok(Date.now() - destroyedAt < 3000, `took ${Date.now() - destroyedAt} ms to hold again`)
+    await sem.close()
+    sub.unsubscribe()
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('prunes a dead holder listed in .lock and uses its slot', async () => {
+    const prefix = uniquePrefix('dead-holder')
+    const dead = '00000000-dead-dead-dead-000000000000'
+    await putRaw(
+      consul.url,
+      `${prefix}/.lock`,
+      JSON.stringify({ Limit: 1, Holders: { [dead]: true } }),
+      `flags=${SEMAPHORE_FLAGS}`,
+    )
+    const sem = semaphore({ prefix, limit: 1, consul: client })
+    const sub = sem.holding$.subscribe()
+    await held(sem)
+    const session = (await firstValueFrom(sem.state$)).session
+    assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [session])
+    await sem.close()
+    sub.unsubscribe()
+    await deleteTree(consul.url, prefix)
+  })
+
+  for (const [shape, body, expected] of [
+    ['guide-list', { Limit: 2, Holders: [] }, (s: string) => ({ Limit: 2, Holders: [s] })],
+    ['java-list', { limit: 2, holders: [] }, (s: string) => ({ limit: 2, holders: [s] })],
+    ['go-map', { Limit: 2, Holders: {} }, (s: string) => ({ Limit: 2, Holders: { [s]: true } })],
+  ] as const) {
+    it(`reads a .lock in the ${shape} shape and writes it back in that shape`, async () => {
+      const prefix = uniquePrefix(`shape-${shape}`)
+      await putRaw(consul.url, `${prefix}/.lock`, JSON.stringify(body))
+      const sem = semaphore({ prefix, limit: 2, consul: client })
+      const sub = sem.holding$.subscribe()
+      await held(sem)
+      const session = (await firstValueFrom(sem.state$)).session ?? ''
+      assert.deepEqual((await readLock(consul.url, prefix))?.body, expected(session))
+      await sem.close()
+      sub.unsubscribe()
+      await deleteTree(consul.url, prefix)
+    })
+  }
+
+  it('errors with a typed Conflict and writes nothing when `consul lock` holds the prefix', async () => {
+    const prefix = uniquePrefix('conflict')
+    await putRaw(consul.url, `${prefix}/.lock`, 'node-a', `flags=${LOCK_FLAGS}`)
+    const before = await listPrefix(consul.url, prefix)
+    const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: `conflict ${prefix}` })
+    const seen: boolean[] = []
+    const error = await new Promise<unknown>((resolve) =>
+      sem.holding$.subscribe({ next: (h) => seen.push(h), error: resolve }),
+    )
+    assert.ok(error instanceof SemaphoreError)
+    assert.equal(error.kind, 'Conflict')
+    assert.match(error.message, /\.lock/)
+    assert.deepEqual(seen, [false])
+    const entries = await listPrefix(consul.url, prefix)
+    assert.deepEqual(
+      entries.map((e) => e.Key),
+      [`${prefix}/.lock`],
+      'no contender key left',
+    )
+    assert.deepEqual(entries, before, '.lock untouched')
+    await eventually('session destroyed', async () =>
+      (await sessionsNamed(consul.url, `conflict ${prefix}`)).length === 0 ? true : undefined,
+    )
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('errors with a typed LimitConflict naming both limits and writes nothing', async () => {
+    const prefix = uniquePrefix('limit-conflict')
+    await putRaw(
+      consul.url,
+      `${prefix}/.lock`,
+      JSON.stringify({ Limit: 5, Holders: {} }),
+      `flags=${SEMAPHORE_FLAGS}`,
+    )
+    const before = await readLock(consul.url, prefix)
+    const sem = semaphore({ prefix, limit: 2, consul: client })
+    const error = await new Promise<unknown>((resolve) =>
+      sem.holding$.subscribe({ error: resolve }),
+    )
+    assert.ok(error instanceof SemaphoreError)
+    assert.equal(error.kind, 'LimitConflict')
+    assert.match(error.message, /5/)
+    assert.match(error.message, /2/)
+    assert.equal((await readLock(consul.url, prefix))?.entry.ModifyIndex, before?.entry.ModifyIndex)
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('cleans up when unsubscribed while still waiting', async () => {
+    const prefix = uniquePrefix('cancel-wait')
+    const holder = semaphore({ prefix, limit: 1, consul: client })
+    const hsub = holder.holding$.subscribe()
+    await held(holder)
+    const name = `waiter ${prefix}`
+    const waiter = semaphore({ prefix, limit: 1, consul: client, sessionName: name })
+    const wsub = waiter.holding$.subscribe()
+    await firstValueFrom(waiter.state$.pipe(filter((s) => s.contending)))
+    wsub.unsubscribe()
+    await eventually('waiter cleaned up', async () => {
+      const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+      const sessions = await sessionsNamed(consul.url, name)
+      return keys.length === 2 && sessions.length === 0 ? true : undefined
+    })
+    await holder.close()
+    hsub.unsubscribe()
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('shares the slots correctly with a session of another client listed by hand', async () => {
+    // A foreign contender following the guide: its own session, contender key and .lock entry.
+    const prefix = uniquePrefix('foreign')
+    const foreign = await createRawSession(consul.url, {
+      Name: 'foreign',
+      TTL: '15s',
+      Behavior: 'delete',
+    })
+    await putRaw(
+      consul.url,
+      `${prefix}/${foreign}`,
+      'foreign',
+      `acquire=${foreign}&flags=${SEMAPHORE_FLAGS}`,
+    )
+    await putRaw(
+      consul.url,
+      `${prefix}/.lock`,
+      JSON.stringify({ Limit: 1, Holders: { [foreign]: true } }),
+      `cas=0&flags=${SEMAPHORE_FLAGS}`,
+    )
+    const sem = semaphore({ prefix, limit: 1, consul: client })
+    const seen: boolean[] = []
+    const sub = sem.holding$.subscribe((h) => seen.push(h))
+    await sleep(500)
+    assert.deepEqual(seen, [false], 'waits while the foreign holder is alive')
+    await destroyRawSession(consul.url, foreign)
+    await held(sem)
+    await sem.close()
+    sub.unsubscribe()
+    await deleteTree(consul.url, prefix)
+  })
+})

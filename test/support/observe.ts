@@ -1,0 +1,105 @@
+// Independent eyes on Consul for integration tests: plain HTTP reads and writes, not the library's
+// own client, so a test of the library does not trust the library to tell it what Consul holds.
+
+export interface RawEntry {
+  readonly Key: string
+  readonly Session?: string
+  /** Exact decimal text of the uint64 flags. */
+  readonly Flags: string
+  readonly Value: string | null
+  readonly ModifyIndex: number
+  readonly CreateIndex: number
+}
+
+/** Entries under `prefix` (recursively), [] when none. Flags kept exact as text. */
+export async function listPrefix(url: string, prefix: string): Promise<RawEntry[]> {
+  const res = await fetch(`${url}/v1/kv/${prefix}?recurse`)
+  if (res.status === 404) {
+    await res.body?.cancel()
+    return []
+  }
+  const text = await res.text()
+  if (!res.ok) throw new Error(`list ${prefix}: ${res.status} ${text}`)
+  return JSON.parse(text.replace(/"Flags":\s*(\d+)/g, '"Flags":"$1"')) as RawEntry[]
+}
+
+/** The decoded `.lock` body under `prefix`, or undefined when it does not exist. */
+export async function readLock(
+  url: string,
+  prefix: string,
+): Promise<{ entry: RawEntry; body: unknown } | undefined> {
+  const entry = (await listPrefix(url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
+  if (!entry) return undefined
+  const text = entry.Value === null ? '' : Buffer.from(entry.Value, 'base64').toString('utf8')
+  return { entry, body: text === '' ? undefined : (JSON.parse(text) as unknown) }
+}
+
+/** Holders listed in a `.lock` body of any of the three shapes. */
+export function holdersOf(body: unknown): string[] {
+  const record = body as { Holders?: unknown; holders?: unknown } | undefined
+  const holders = record?.Holders ?? record?.holders
+  if (Array.isArray(holders)) return holders as string[]
+  if (holders && typeof holders === 'object') return Object.keys(holders)
+  return []
+}
+
+/** Writes a raw value with flags, as an operator or another client would. */
+export async function putRaw(
+  url: string,
+  key: string,
+  value: string,
+  query = '',
+): Promise<boolean> {
+  const res = await fetch(`${url}/v1/kv/${key}${query ? `?${query}` : ''}`, {
+    method: 'PUT',
+    body: value,
+  })
+  const text = await res.text()
+  if (!res.ok) throw new Error(`put ${key}: ${res.status} ${text}`)
+  return text.trim() === 'true'
+}
+
+export async function deleteTree(url: string, prefix: string): Promise<void> {
+  const res = await fetch(`${url}/v1/kv/${prefix}?recurse`, { method: 'DELETE' })
+  await res.text()
+}
+
+export interface RawSession {
+  readonly ID: string
+  readonly Name: string
+}
+
+/** Sessions whose name starts with `namePrefix`. */
+export async function sessionsNamed(url: string, namePrefix: string): Promise<RawSession[]> {
+  const res = await fetch(`${url}/v1/session/list`)
+  const all = (await res.json()) as RawSession[]
+  return all.filter((s) => s.Name.startsWith(namePrefix))
+}
+
+export async function createRawSession(url: string, body: object): Promise<string> {
+  const res = await fetch(`${url}/v1/session/create`, { method: 'PUT', body: JSON.stringify(body) })
+  const text = await res.text()
+  if (!res.ok) throw new Error(`session create: ${res.status} ${text}`)
+  return (JSON.parse(text) as { ID: string }).ID
+}
+
+export async function destroyRawSession(url: string, id: string): Promise<void> {
+  const res = await fetch(`${url}/v1/session/destroy/${id}`, { method: 'PUT' })
+  await res.text()
+}
+
+/** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(
+  what: string,
+  check: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 10_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value !== undefined) return value
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
+    await new Promise((done) => setTimeout(done, 50))
+  }
+}

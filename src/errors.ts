@@ -16,6 +16,8 @@ export type SemaphoreErrorKind =
   | 'CorruptLock'
   /** A permanent failure talking to Consul (bad request, undecodable answer). */
   | 'Consul'
+  /** A held slot was lost (withSlot's abort reason); the contender contends again by itself. */
+  | 'SlotLost'
   /** `close()` could not leave Consul clean (the slot is given up locally all the same). */
   | 'ReleaseFailed'
 

@@ -1,0 +1,63 @@
+import { SemaphoreError } from './errors.js'
+import type { SemaphoreOptions } from './options/contender-options.js'
+import { semaphore } from './semaphore.js'
+
+/**
+ * Runs `work` while a slot of the semaphore is held, for callers who do not use RxJS: waits for a
+ * slot, calls `work(signal)`, aborts `signal` the moment the slot is lost (the work should stop
+ * touching the guarded resource then), and releases the slot when `work` settles.
+ *
+ * @example
+ * const rows = await withSlot({ prefix: 'service/db/lock', limit: 3 }, async (signal) => {
+ *   return migrate({ signal })
+ * })
+ * @param options The semaphore's options, as for `semaphore(...)`.
+ * @param work The guarded work; `signal` aborts with a SemaphoreError when the slot is lost.
+ * @returns What `work` returned. Rejects with what `work` threw, or with the SemaphoreError that
+ *   kept the slot from being held, or with SemaphoreError('ReleaseFailed') if the release failed
+ *   after the work succeeded.
+ */
+export function withSlot<T>(
+  options: SemaphoreOptions,
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const sem = semaphore(options)
+  const controller = new AbortController()
+  return new Promise<T>((resolve, reject) => {
+    let started = false
+    let settled = false
+    const finish = (outcome: () => void): void => {
+      if (settled) return
+      settled = true
+      sem.close().then(
+        () => {
+          subscription.unsubscribe()
+          outcome()
+        },
+        (error: unknown) => {
+          subscription.unsubscribe()
+          // The work's own failure matters more than a failed clean-up after it.
+          if (controller.signal.aborted || !started) outcome()
+          else reject(error)
+        },
+      )
+    }
+    const subscription = sem.holding$.subscribe({
+      next: (holding) => {
+        if (holding && !started) {
+          started = true
+          work(controller.signal).then(
+            (value) => finish(() => resolve(value)),
+            (error: unknown) => finish(() => reject(error)),
+          )
+        } else if (!holding && started && !controller.signal.aborted) {
+          controller.abort(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
+        }
+      },
+      error: (error: unknown) => {
+        controller.abort(error)
+        finish(() => reject(error))
+      },
+    })
+  })
+}

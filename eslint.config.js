@@ -29,6 +29,8 @@ export default tseslint.config(
         'error',
         { patterns: ['rxjs/internal/*', 'fp-ts/lib/*', 'io-ts/lib/*'] },
       ],
+      // Passing on what user code threw (typed unknown) is the honest thing to do.
+      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true }],
     },
   },
   {

@@ -169,6 +169,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<ConsulAgen
   let child: ChildProcess | undefined
   let dataDir: string | undefined
   let output = ''
+  let spawnError: Error | undefined
 
   const args = (): string[] => [
     'agent',
@@ -193,9 +194,15 @@ export async function startAgent(options: AgentOptions = {}): Promise<ConsulAgen
 
   const launch = (): void => {
     output = ''
+    spawnError = undefined
     const proc = spawn(consulBin(), args(), { stdio: ['ignore', 'pipe', 'pipe'] })
     proc.stdout?.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-8000)))
     proc.stderr?.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-8000)))
+    // A binary that cannot be started (missing, not executable) is reported by ready(), not thrown.
+    proc.once('error', (error) => {
+      spawnError = error
+      output += `\ncannot start ${consulBin()}: ${error.message}`
+    })
     running.add(proc)
     if (proc.pid !== undefined) recordPid(proc.pid)
     proc.once('exit', () => {
@@ -257,7 +264,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<ConsulAgen
       let last: unknown
       for (;;) {
         const proc = child
-        if (!proc || proc.exitCode !== null || proc.signalCode !== null) {
+        if (!proc || spawnError || proc.exitCode !== null || proc.signalCode !== null) {
           throw new Error(`consul agent exited before it was ready:\n${output}`)
         }
         try {

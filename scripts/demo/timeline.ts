@@ -1,0 +1,148 @@
+// The demo's record of what happened: every interval and event here is fed from a real `state$`
+// emission of a real semaphore, or from the operator's real HTTP call. The terminal view, the SVG
+// and the demo's own checks all read this one record, so none of them can tell a different story.
+import type { TransitionReason } from '../../src/index.js'
+
+/** One tenure of a slot, from the `holding$` true to the `holding$` false that ended it. */
+export interface Hold {
+  readonly name: string
+  readonly from: number
+  to: number | undefined
+  readonly fencingToken: bigint
+  readonly session: string
+  /** The reason of the transition that ended it; undefined while held or when the run ended. */
+  endReason: TransitionReason | undefined
+}
+
+/** Time a contender spent in the queue: from its key being in Consul to a slot or giving up. */
+export interface Wait {
+  readonly name: string
+  readonly from: number
+  to: number | undefined
+}
+
+/** The operator destroyed a holder's session. */
+export interface OperatorCut {
+  readonly at: number
+  readonly name: string
+  readonly session: string
+}
+
+export type TimelineEvent =
+  | {
+      readonly type: 'contends'
+      readonly at: number
+      readonly name: string
+      readonly session: string
+    }
+  | {
+      readonly type: 'acquired'
+      readonly at: number
+      readonly hold: Hold
+      readonly holders: readonly string[]
+    }
+  | { readonly type: 'lost'; readonly at: number; readonly hold: Hold }
+  | { readonly type: 'gave-up'; readonly at: number; readonly name: string }
+  | { readonly type: 'operator'; readonly at: number; readonly cut: OperatorCut }
+  | { readonly type: 'over-limit'; readonly at: number; readonly holders: readonly string[] }
+
+/** Seconds since the contenders started. */
+export type DemoClock = () => number
+
+export class Timeline {
+  readonly holds: Hold[] = []
+  readonly waits: Wait[] = []
+  readonly cuts: OperatorCut[] = []
+  /** How many contenders held after each change, for the "slots in use" strip. */
+  readonly inUse: { at: number; count: number }[] = [{ at: 0, count: 0 }]
+  maxConcurrent = 0
+  readonly overLimitAt: number[] = []
+  endedAt: number | undefined
+  private readonly holding = new Map<string, Hold>()
+  private readonly queued = new Map<string, Wait>()
+
+  constructor(
+    readonly names: readonly string[],
+    readonly limit: number,
+    readonly now: DemoClock,
+    private readonly onEvent: (event: TimelineEvent) => void,
+  ) {}
+
+  contends(name: string, session: string): void {
+    const at = this.now()
+    const wait: Wait = { name, from: at, to: undefined }
+    this.queued.set(name, wait)
+    this.waits.push(wait)
+    this.onEvent({ type: 'contends', at, name, session })
+  }
+
+  acquired(name: string, fencingToken: bigint, session: string): void {
+    const at = this.now()
+    this.closeWait(name, at)
+    const hold: Hold = {
+      name,
+      from: at,
+      to: undefined,
+      fencingToken,
+      session,
+      endReason: undefined,
+    }
+    this.holding.set(name, hold)
+    this.holds.push(hold)
+    this.countInUse(at)
+    this.onEvent({ type: 'acquired', at, hold, holders: [...this.holding.keys()] })
+    if (this.holding.size > this.limit) {
+      this.overLimitAt.push(at)
+      this.onEvent({ type: 'over-limit', at, holders: [...this.holding.keys()] })
+    }
+  }
+
+  lost(name: string, reason: TransitionReason | undefined): void {
+    const hold = this.holding.get(name)
+    if (!hold) return
+    const at = this.now()
+    hold.to = at
+    hold.endReason = reason
+    this.holding.delete(name)
+    this.countInUse(at)
+    this.onEvent({ type: 'lost', at, hold })
+  }
+
+  /** The round ended; if it never got a slot, its wait ends here. */
+  roundEnded(name: string): void {
+    const at = this.now()
+    if (this.closeWait(name, at)) this.onEvent({ type: 'gave-up', at, name })
+  }
+
+  operatorDestroyed(name: string, session: string): void {
+    const cut = { at: this.now(), name, session }
+    this.cuts.push(cut)
+    this.onEvent({ type: 'operator', at: cut.at, cut })
+  }
+
+  holders(): Hold[] {
+    return [...this.holding.values()]
+  }
+
+  /** Ends the record: whatever is still open is cut at this moment. */
+  finish(): void {
+    const at = this.now()
+    this.endedAt = at
+    for (const hold of this.holding.values()) hold.to = at
+    for (const wait of this.queued.values()) wait.to = at
+  }
+
+  private closeWait(name: string, at: number): boolean {
+    const wait = this.queued.get(name)
+    if (!wait) return false
+    wait.to = at
+    this.queued.delete(name)
+    return true
+  }
+
+  private countInUse(at: number): void {
+    const count = this.holding.size
+    this.inUse.push({ at, count })
+    this.maxConcurrent = Math.max(this.maxConcurrent, count)
+  }
+}

@@ -66,3 +66,18 @@ export { semaphore, type Semaphore, type SemaphoreState } from './semaphore.js'
 export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
 export type { ContenderOptions, SemaphoreOptions, Duration } from './options/contender-options.js'
 export { withSlot } from './with-slot.js'
+export {
+  leaderElection,
+  toLeaderElectionState,
+  type LeaderElection,
+  type LeaderElectionOptions,
+  type LeaderElectionState,
+} from './leader-election.js'
+export {
+  decideLock,
+  lockDecider,
+  readLockLeader,
+  type DecideLockOptions,
+  type LockLeader,
+} from './core/decide-lock.js'
+export type { DecideStep } from './core/contender-state-model.js'

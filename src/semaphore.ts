@@ -10,6 +10,7 @@ import {
   of,
   scan,
   share,
+  tap,
   throwError,
   type Observable,
 } from 'rxjs'
@@ -151,19 +152,31 @@ export function semaphore(options: SemaphoreOptions): Semaphore {
     })
   })
 
-  const state$ = concat(
-    of(idle(limitForState)),
-    run.pipe(
-      map((core) => toSemaphoreState(core, limitForState)),
-      // A new session starts with an empty state: keep the reason of the last transition.
-      scan((previous, next) =>
-        next.reason === undefined ? { ...next, reason: previous.reason } : next,
+  const state$ = defer(() => {
+    let last: SemaphoreState | undefined
+    return concat(
+      of(idle(limitForState)),
+      run.pipe(
+        map((core) => toSemaphoreState(core, limitForState)),
+        // A new session starts with an empty state: keep the reason of the last transition.
+        scan((previous, next) =>
+          next.reason === undefined ? { ...next, reason: previous.reason } : next,
+        ),
       ),
-    ),
-  ).pipe(
+    ).pipe(
+      tap((state) => (last = state)),
+      // Option errors are thrown inside defer, Consul errors arrive typed: all leave as
+      // SemaphoreError. A holder that fails says false first: its slot is given back (contend's
+      // finalize starts the release), and holding$ must never end on true.
+      catchError((error: unknown) =>
+        concat(
+          last?.holding ? of(lostOnError(last)) : of(),
+          throwError(() => toSemaphoreError(error)),
+        ),
+      ),
+    )
+  }).pipe(
     distinctUntilChanged(sameState),
-    // Option errors are thrown inside defer, Consul errors arrive typed: all leave as SemaphoreError.
-    catchError((error: unknown) => throwError(() => toSemaphoreError(error))),
     share({
       connector: () => new ReplaySubject<SemaphoreState>(1),
       resetOnRefCountZero: true,
@@ -194,6 +207,10 @@ export function semaphore(options: SemaphoreOptions): Semaphore {
       }
     },
   }
+}
+
+function lostOnError(last: SemaphoreState): SemaphoreState {
+  return { ...last, holding: false, reason: 'released', fencingToken: undefined }
 }
 
 function sameState(a: SemaphoreState, b: SemaphoreState): boolean {

@@ -40,7 +40,14 @@ export function applyContenderInput(
       const renewed = s.session === input.session
       const fresh: ContenderState = renewed
         ? s
-        : { ...s, ...tenureEnded, session: input.session, retired: undefined, next: undefined }
+        : {
+            ...s,
+            ...tenureEnded,
+            session: input.session,
+            retired: undefined,
+            next: undefined,
+            retryAt: undefined,
+          }
       const leased = { ...fresh, leaseDeadline: leaseDeadline(input.sentAt, input.ttlMs, options) }
       return leased.snapshot === undefined
         ? leased
@@ -58,15 +65,30 @@ export function applyContenderInput(
     case 'renewal-failed':
       return s
     case 'session-gone':
-      return { ...s, ...tenureEnded, retired: s.retired ?? 'session-gone', next: undefined }
+      return {
+        ...s,
+        ...tenureEnded,
+        retired: s.retired ?? 'session-gone',
+        next: undefined,
+        retryAt: undefined,
+      }
     case 'release-requested':
-      return { ...s, ...tenureEnded, retired: 'released', next: undefined }
+      return { ...s, ...tenureEnded, retired: 'released', next: undefined, retryAt: undefined }
     case 'cas-result':
       return casAnswered(s, input.ok, input.holders, input.modifyIndex)
-    case 'wake':
-      return s.patientAt !== undefined && now >= s.patientAt && s.snapshot !== undefined
+    case 'retry':
+      // The write is over, refused for a reason no snapshot will show: decide again later.
+      return s.retired !== undefined
+        ? s
+        : { ...s, next: undefined, retryAt: now + Math.max(0, input.inMs) }
+    case 'wake': {
+      const retryDue = s.retryAt !== undefined && now >= s.retryAt
+      const graceDue = s.patientAt !== undefined && now >= s.patientAt
+      if (!retryDue && !graceDue) return s
+      return s.snapshot !== undefined
         ? redecide(s, s.snapshot, now, options)
-        : s
+        : { ...s, retryAt: undefined }
+    }
     case 'end':
       return s
   }
@@ -116,6 +138,8 @@ function redecide(
     problem: isPrefixProblem(decision) ? decision : undefined,
     graceLockIndex,
     patientAt,
+    // Any fresh decision supersedes a pending retry: it asks for the write now if still due.
+    retryAt: undefined,
   }
   if (s.retired !== undefined) return decided
   if (decision.type !== 'Held') return { ...decided, ...tenureEnded }

@@ -1,10 +1,18 @@
 import type { SchedulerLike } from 'rxjs'
 import type { KVSnapshot } from '../consul/types.js'
+import type { DecideOptions } from './decide.js'
 import type { Decision, PrefixProblem, SemaphoreView, TransitionReason } from './events.js'
 import type { LeaseMargin } from './lease-deadline.js'
 
 /** A write the effects layer should make now: CAS `.lock`, or (re)create the contender key. */
 export type ContenderAction = Extract<Decision, { readonly type: 'TryAcquire' | 'NotContending' }>
+
+/**
+ * The decide step of the state machine: what to write next, from one snapshot. The semaphore's
+ * `decide` by default; `decideLock` (wrapped by `lockDecider`) for the single-key lock. It must be
+ * pure; the core calls it on every snapshot, wake and retry.
+ */
+export type DecideStep = (snapshot: KVSnapshot, options: DecideOptions) => Decision
 
 /** Options of `contenderState` and `holding`. */
 export interface ContenderStateOptions extends LeaseMargin {
@@ -22,6 +30,11 @@ export interface ContenderStateOptions extends LeaseMargin {
   readonly fairnessGraceMs?: number | undefined
   /** Scheduler of every timer and of `now()`; default `asyncScheduler`. */
   readonly scheduler?: SchedulerLike | undefined
+  /**
+   * The decide step (default the semaphore's `decide`): inject `lockDecider(value)` to run the same
+   * state machine (lease deadline, watch failure, release, holding rules) on the single-key lock.
+   */
+  readonly decide?: DecideStep | undefined
 }
 
 /**
@@ -71,7 +84,12 @@ export interface ContenderState {
   readonly graceLockIndex: bigint | undefined
   /** Scheduler ms from which this waiter ignores its rank (liveness guard), if counting. */
   readonly patientAt: number | undefined
-  /** Scheduler ms of the next timer the operator must fire (lease deadline or grace). */
+  /**
+   * Scheduler ms at which to decide again on the last snapshot, after a `retry` event (a write
+   * refused by Consul's lock-delay, which no snapshot shows ending). Cleared by any new decision.
+   */
+  readonly retryAt: number | undefined
+  /** Scheduler ms of the next timer the operator must fire (lease deadline, grace or retry). */
   readonly wakeAt: number | undefined
 }
 
@@ -94,5 +112,6 @@ export const initialContenderState: ContenderState = {
   casIndex: undefined,
   graceLockIndex: undefined,
   patientAt: undefined,
+  retryAt: undefined,
   wakeAt: undefined,
 }

@@ -46,11 +46,16 @@ import { sameContenderState } from './same-contender-state.js'
  * - feed every watch event (`snapshot`, `disconnected`), `session-created` (with the time the
  *   create request was sent), each `session-renewed`/`renewal-failed`/`session-gone` of the
  *   lease, the answer of each CAS as `cas-result` (only real answers: a transport error is
- *   retried by the effects layer or left to the next snapshot), and `release-requested`;
+ *   retried by the effects layer or left to the next snapshot), and `release-requested`; when a
+ *   write is refused for a reason no snapshot will show (the lock's lock-delay), feed `retry`
+ *   with the delay after which the core should decide again on its last snapshot;
  * - act on `next`, once per new object: `states.pipe(map(s => s.next), distinctUntilChanged())`.
  *   `TryAcquire`: PUT `next.body` to `lockKey(prefix)` with `?cas=next.cas` and SEMAPHORE_FLAGS,
  *   then feed `cas-result`. `NotContending`: acquire `contenderKey(prefix, session)` with the
  *   session (and SEMAPHORE_FLAGS); the next snapshot shows it. Undefined: nothing to write;
+ * - with `options.decide: lockDecider(value)` the same machine runs the single-key lock: the
+ *   `TryAcquire` is then a txn `lock` of `<prefix>/.lock` with the session and LOCK_FLAGS (see
+ *   `decideLock`), answered by `cas-result` (holders [session] when committed) or `retry`;
  * - stop on `problem` (Conflict, LimitConflict, CorruptLock): never write over it;
  * - release (CAS out of `.lock`, delete the contender key, destroy the session) after feeding
  *   `release-requested`, which drops `holding` at once and clears `next` for good.
@@ -62,7 +67,7 @@ import { sameContenderState } from './same-contender-state.js'
  * @example
  * const states = events.pipe(contenderState({ prefix: 'svc/lock', limit: 2 }))
  * states.pipe(map((s) => s.next), distinctUntilChanged()).subscribe(write)
- * @param options - Prefix, limit, fairness, lease margin and scheduler.
+ * @param options - Prefix, limit, fairness, lease margin, scheduler and decide step.
  * @returns An operator from ContenderEvent to ContenderState.
  */
 export function contenderState(

@@ -16,7 +16,7 @@ export interface PatientDecision {
 }
 
 /**
- * `decide` with the liveness guard of the ranking: while this waiter is held back by its rank
+ * `decide` (or the injected `options.decide`) with the liveness guard of the ranking: while this waiter is held back by its rank
  * although slots are free, it counts a grace of `fairnessGraceMs × (rank − freeSlots + 1)` from the
  * first snapshot showing that `.lock` ModifyIndex; once `now` reaches it, it decides ignoring its
  * rank. Any write to `.lock` (someone took a slot) restarts the count, so a working queue never
@@ -39,7 +39,8 @@ export function decidePatiently(
   options: ContenderStateOptions,
 ): PatientDecision {
   const base = { prefix: options.prefix, session, limit: options.limit, fairness: options.fairness }
-  const fair = decide(snapshot, base)
+  const decideStep = options.decide ?? decide
+  const fair = decideStep(snapshot, base)
   if (options.fairness === false || fair.type !== 'Wait' || fair.freeSlots === 0) {
     return { decision: fair, graceLockIndex: undefined, patientAt: undefined }
   }
@@ -50,6 +51,6 @@ export function decidePatiently(
     counting.graceLockIndex === graceLockIndex && counting.patientAt !== undefined
       ? counting.patientAt
       : now + graceMs * behind
-  const decision = now >= patientAt ? decide(snapshot, { ...base, ignoreRank: true }) : fair
+  const decision = now >= patientAt ? decideStep(snapshot, { ...base, ignoreRank: true }) : fair
   return { decision, graceLockIndex, patientAt }
 }

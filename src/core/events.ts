@@ -98,6 +98,16 @@ export type ContenderEvent =
     }
   /** The user asked to release. */
   | { readonly type: 'release-requested' }
+  /**
+   * The write was refused for a reason no snapshot will ever show, so waiting for the next
+   * snapshot could wait forever: Consul's lock-delay after an invalidation refuses `acquire` and
+   * txn `lock` on a key that looks free, and nothing in the KV store changes when it ends. Like a
+   * refused `cas-result`, it answers the write (clears `next`); in addition the core decides again
+   * on its last snapshot `inMs` later (scheduler time), which asks for the write again if the key
+   * still looks free. The effects layer chooses `inMs` (its backoff); a new snapshot before then
+   * decides at once and cancels the pending retry.
+   */
+  | { readonly type: 'retry'; readonly inMs: number }
 
 /** Why `holding` last changed. */
 export type TransitionReason =

@@ -21,5 +21,11 @@ export function reduceContender(
   now: number,
   options: ContenderStateOptions,
 ): ContenderState {
-  return settleContender(state, applyContenderInput(state, input, now, options), input, now)
+  // `wake` means the operator's timer for `wakeAt` fired. A host timer can fire a little before
+  // the scheduler's clock reaches it (Node measures timers from its cached loop time, and `wakeAt`
+  // can be fractional): taken at face value such a wake finds nothing due, sets no new timer, and
+  // the lease deadline or retry it was for would never be acted on. So a wake counts as `wakeAt`
+  // at the earliest; acting a moment early on a deadline only drops `holding` sooner.
+  const at = input.type === 'wake' && state.wakeAt !== undefined ? Math.max(now, state.wakeAt) : now
+  return settleContender(state, applyContenderInput(state, input, at, options), input, at)
 }

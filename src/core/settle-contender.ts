@@ -41,7 +41,7 @@ export function settleContender(
     reason,
     heldInTenure: s.heldInTenure || rising,
     next,
-    wakeAt: earliestAfter(now, [s.leaseDeadline, s.patientAt]),
+    wakeAt: earliestAfter(now, [s.leaseDeadline, s.patientAt, s.retryAt]),
   }
 }
 

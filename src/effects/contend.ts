@@ -28,16 +28,42 @@ import {
 } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
 import { isTransient, type ConsulError } from '../consul/errors.js'
-import type { ContenderState } from '../core/contender-state-model.js'
+import type { ContenderAction, ContenderState, DecideStep } from '../core/contender-state-model.js'
 import { contenderState } from '../core/contender-state.js'
-import type { ContenderEvent } from '../core/events.js'
-import { problemError, toSemaphoreError } from '../errors.js'
+import { decide } from '../core/decide.js'
+import type { ContenderEvent, PrefixProblem } from '../core/events.js'
+import { problemError, toSemaphoreError, type SemaphoreError } from '../errors.js'
 import type { ResolvedContenderOptions } from '../options/contender-options.js'
 import { fromCall } from './from-call.js'
 import { performAction } from './perform-action.js'
 import { releaseSlot } from './release-slot.js'
 import { sessionLease } from './session-lease.js'
 import { sharedWatch } from './shared-watch.js'
+
+/**
+ * What makes a contender a semaphore contender or a leader-election (single-key lock) contender.
+ * Everything else (session create and lease, the shared watch, the core's state machine, retries,
+ * starting over with a new session, release on finalize) is the same and lives in `contend`.
+ */
+export interface ContenderProtocol {
+  /**
+   * Behavior of the sessions: 'delete' for the semaphore (its contender keys go with the session),
+   * 'release' for the lock, as Go's `Lock` does (the key and its value stay, the holder is cleared).
+   */
+  readonly behavior: 'release' | 'delete'
+  /** The core's decide step. */
+  readonly decide: DecideStep
+  /**
+   * Makes the writes the core asks for. Called once per session (so it may keep per-session state
+   * such as a backoff); each action's Observable is cancelled when the core asks for something
+   * else. Its events are fed back into the core.
+   */
+  readonly performer: (session: string) => (action: ContenderAction) => Observable<ContenderEvent>
+  /** Gives the slot back and destroys the session (never rejects: errors are Lefts). */
+  readonly release: (session: string) => Promise<E.Either<ConsulError, void>>
+  /** The public error for a prefix problem the core found. */
+  readonly problemError: (problem: PrefixProblem) => SemaphoreError
+}
 
 export interface ContendOptions extends ResolvedContenderOptions {
   readonly client: ConsulClient
@@ -49,6 +75,27 @@ export interface ContendOptions extends ResolvedContenderOptions {
   /** Receives each release this contender starts in the background, so close() can await it. */
   readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
   readonly scheduler?: SchedulerLike | undefined
+  /** Default: the semaphore's (`decide`, `performAction`, `releaseSlot`, 'delete' sessions). */
+  readonly protocol?: ContenderProtocol | undefined
+}
+
+/** The semaphore's protocol: Consul's semaphore algorithm, as `consul lock -n <limit>` runs it. */
+function semaphoreProtocol(options: ContendOptions): ContenderProtocol {
+  const { client, prefix, limit } = options
+  return {
+    behavior: 'delete',
+    decide,
+    performer: (session) => (action) =>
+      performAction(action, {
+        client,
+        prefix,
+        session,
+        value: options.value,
+        scheduler: options.scheduler ?? asyncScheduler,
+      }),
+    release: (session) => releaseSlot({ client, prefix, session, limit }),
+    problemError,
+  }
 }
 
 const backoffMs = (attempt: number): number =>
@@ -58,12 +105,13 @@ const isConsulError = (value: unknown): value is ConsulError =>
   typeof value === 'object' && value !== null && '_tag' in value
 
 /**
- * One semaphore contender, from session to slot and back, for as long as it is subscribed:
- * creates a session, keeps it alive, feeds the shared prefix watch, the lease and the answers of
- * its own writes into the pure core, and makes the writes the core asks for. When the session is
- * lost it starts over with a new one; transient failures are retried with backoff; a prefix
- * problem (conflict, limit conflict, corrupt `.lock`) or a permanent Consul error ends it with a
- * SemaphoreError. Unsubscribing or closing releases the slot in the background.
+ * One contender (of a semaphore, or of a leader election given `options.protocol`), from session
+ * to slot and back, for as long as it is subscribed: creates a session, keeps it alive, feeds the
+ * shared prefix watch, the lease and the answers of its own writes into the pure core, and makes
+ * the writes the core asks for (the protocol's performer). When the session is lost it starts
+ * over with a new one; transient failures are retried with backoff; a prefix problem (conflict,
+ * limit conflict, corrupt `.lock`) or a permanent Consul error ends it with a SemaphoreError.
+ * Unsubscribing or closing releases the slot in the background (the protocol's release).
  *
  * ```
  * session ─► key ─► CAS ─► holding        session gone ─► new session ─► ...
@@ -75,10 +123,12 @@ const isConsulError = (value: unknown): value is ConsulError =>
 export function contend(options: ContendOptions): Observable<ContenderState> {
   const { client, prefix, limit, closing } = options
   const scheduler = options.scheduler ?? asyncScheduler
+  const protocol = options.protocol ?? semaphoreProtocol(options)
 
   const withSession = (session: string, createdAt: number): Observable<ContenderState> =>
     defer(() => {
       const feedback = new Subject<ContenderEvent>()
+      const perform = protocol.performer(session)
       let last: ContenderState | undefined
       const events: Observable<ContenderEvent> = merge(
         of<ContenderEvent>({
@@ -104,6 +154,7 @@ export function contend(options: ContendOptions): Observable<ContenderState> {
           fairnessGraceMs: options.fairnessGraceMs,
           leaseMarginMs: options.leaseMarginMs,
           scheduler,
+          decide: protocol.decide,
         }),
         connect((states) =>
           merge(
@@ -111,17 +162,7 @@ export function contend(options: ContendOptions): Observable<ContenderState> {
             states.pipe(
               map((state) => state.next),
               distinctUntilChanged(),
-              switchMap((action) =>
-                action
-                  ? performAction(action, {
-                      client,
-                      prefix,
-                      session,
-                      value: options.value,
-                      scheduler,
-                    })
-                  : EMPTY,
-              ),
+              switchMap((action) => (action ? perform(action) : EMPTY)),
               tap((event) => feedback.next(event)),
               ignoreElements(),
             ),
@@ -134,14 +175,14 @@ export function contend(options: ContendOptions): Observable<ContenderState> {
           return problem
             ? concat(
                 of(state),
-                throwError(() => problemError(problem)),
+                throwError(() => protocol.problemError(problem)),
               )
             : of(state)
         }),
         finalize(() => {
           // A session Consul already dropped has nothing left to release.
           if (last?.retired !== 'session-gone') {
-            options.onRelease(releaseSlot({ client, prefix, session, limit }))
+            options.onRelease(protocol.release(session))
           }
         }),
       )
@@ -153,7 +194,7 @@ export function contend(options: ContendOptions): Observable<ContenderState> {
       client.session.create({
         name: options.sessionName,
         ttl: options.ttl,
-        behavior: 'delete',
+        behavior: protocol.behavior,
         ...(options.lockDelay !== undefined ? { lockDelay: options.lockDelay } : {}),
         ...(options.checks !== undefined ? { nodeChecks: options.checks } : {}),
         signal,

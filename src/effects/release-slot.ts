@@ -25,7 +25,8 @@ export interface ReleaseSlotOptions {
  * const result = await releaseSlot({ client, prefix: 'svc/lock', session, limit: 3 })
  * if (E.isLeft(result)) console.error(result.left.message)
  * @returns Right when the slot, the contender key and the session are gone; Left with the error
- *   that stopped it (the session then expires by its TTL, and others prune it).
+ *   that stopped it (the session is still destroyed when Consul lets it be; otherwise it expires
+ *   by its TTL, and others prune it).
  */
 export async function releaseSlot(
   options: ReleaseSlotOptions,
@@ -33,9 +34,13 @@ export async function releaseSlot(
   const { client, prefix, session, limit } = options
   const ownKey = contenderKey(prefix, session)
   let released = false
+  let failed: ConsulError | undefined
   for (let attempt = 0; attempt < (options.attempts ?? 10) && !released; attempt++) {
     const snapshot = await client.kv.list(`${prefix}/`)()
-    if (E.isLeft(snapshot)) return snapshot
+    if (E.isLeft(snapshot)) {
+      failed = snapshot.left
+      break
+    }
     const decision = releaseLock(snapshot.right, { prefix, session, limit })
     if (decision.type === 'WriteRelease') {
       const txn = await client.kv.txn([
@@ -48,15 +53,24 @@ export async function releaseSlot(
         },
         { verb: 'delete', key: ownKey },
       ])()
-      if (E.isLeft(txn)) return txn
+      if (E.isLeft(txn)) {
+        failed = txn.left
+        break
+      }
       released = txn.right.committed
     } else {
       const deleted = await client.kv.delete(ownKey)()
-      if (E.isLeft(deleted)) return deleted
+      if (E.isLeft(deleted)) {
+        failed = deleted.left
+        break
+      }
       released = true
     }
   }
+  // Destroy the session even when the KV cleanup failed: Consul then deletes the contender key
+  // (behavior delete) and others prune the session from `.lock`, without waiting for the TTL.
   const destroyed = await client.session.destroy(session)()
+  if (failed !== undefined) return E.left(failed)
   if (E.isLeft(destroyed)) return destroyed
   return released
     ? E.right(undefined)

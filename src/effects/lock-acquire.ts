@@ -1,0 +1,131 @@
+import * as E from 'fp-ts/Either'
+import {
+  EMPTY,
+  asyncScheduler,
+  catchError,
+  map,
+  mergeMap,
+  of,
+  retry,
+  throwError,
+  timer,
+  type Observable,
+  type SchedulerLike,
+} from 'rxjs'
+import type { ConsulClient, TxnResult } from '../consul/client-api.js'
+import { isTransient, type ConsulError } from '../consul/errors.js'
+import { LOCK_FLAGS } from '../consul/flags.js'
+import type { ContenderAction } from '../core/contender-state-model.js'
+import type { ContenderEvent } from '../core/events.js'
+import { lockKey } from '../core/lock-key.js'
+import { fromCall } from './from-call.js'
+
+export interface LockAcquireOptions {
+  readonly client: ConsulClient
+  readonly prefix: string
+  readonly scheduler?: SchedulerLike | undefined
+  /** Source of the backoff jitter, in [0, 1); default Math.random. */
+  readonly random?: () => number
+}
+
+/**
+ * Delay before asking again after the n-th lock-delay refusal in a row: 250 ms doubling, capped at
+ * 1 s, with up to 25% jitter off. Consul does not say when a lock-delay ends (nor how long the
+ * invalidated holder's delay was), so polling is the only way to learn it; the cap bounds the
+ * takeover to at most ~1 s after the delay ends, where Go's `Lock` sleeps a fixed 5 s. A refused
+ * txn `lock` costs the leader a map lookup (pre-check, no Raft write), so this is cheap.
+ */
+export const lockDelayBackoffMs = (attempt: number, random: () => number = Math.random): number =>
+  Math.round(Math.min(1000, 250 * 2 ** Math.max(0, attempt - 1)) * (0.75 + random() / 4))
+
+const isConsulError = (value: unknown): value is ConsulError =>
+  typeof value === 'object' && value !== null && '_tag' in value
+
+/** A write naming a session Consul no longer has (500 on the KV endpoint, a txn error text). */
+const invalidSession = (text: string): boolean => /invalid session|missing session/i.test(text)
+
+/**
+ * The lock's performer for `contend`: makes the acquisition the core asks for and reports its
+ * answer. Created once per session, so it counts the lock-delay refusals of that session in a row.
+ *
+ * `TryAcquire` → one txn `[{ verb: 'lock', key: <prefix>/.lock, value, flags: LOCK_FLAGS, session }]`
+ * (a txn rather than `PUT ?acquire` because its answer carries the ModifyIndex written: the fencing
+ * token, strictly increasing over acquisitions of the key):
+ * - committed → `cas-result` ok with that ModifyIndex;
+ * - rolled back "lock is already held" → `cas-result` not ok (the next snapshot shows the holder);
+ * - rolled back "due to lock delay" → `retry` after `lockDelayBackoffMs` (no snapshot shows a
+ *   lock-delay ending, so the core must be told to decide again);
+ * - invalid session (rolled back or 500) → `session-gone`.
+ *
+ * Transient failures are retried a few times with backoff. A lost answer of a committed lock is
+ * harmless: the retry re-acquires with the same session (Consul answers true, nothing changes) or
+ * the next snapshot shows this session on the key.
+ *
+ * ```
+ * action:  T               T (key free, lock-delay active)
+ * events:  ---(k|)         ---(r|)        k: cas-result ok, r: retry in 250 ms
+ * ```
+ *
+ * @example
+ * const perform = lockAcquirer({ client, prefix })(session)
+ * states.pipe(map((s) => s.next), distinctUntilChanged(), switchMap((a) => (a ? perform(a) : EMPTY)))
+ * @param options - Client, prefix, scheduler.
+ * @returns A per-session factory of the performer.
+ */
+export function lockAcquirer(
+  options: LockAcquireOptions,
+): (session: string) => (action: ContenderAction) => Observable<ContenderEvent> {
+  const { client, prefix } = options
+  const scheduler = options.scheduler ?? asyncScheduler
+  return (session) => {
+    let delayedInARow = 0
+    const answer = (result: TxnResult): ContenderEvent => {
+      if (result.committed) {
+        delayedInARow = 0
+        return {
+          type: 'cas-result',
+          ok: true,
+          holders: [session],
+          modifyIndex: result.results[0]?.modifyIndex,
+        }
+      }
+      const what = result.errors.map((e) => e.what).join('; ')
+      if (invalidSession(what)) return { type: 'session-gone' }
+      if (/lock delay/i.test(what)) {
+        delayedInARow += 1
+        return { type: 'retry', inMs: lockDelayBackoffMs(delayedInARow, options.random) }
+      }
+      delayedInARow = 0
+      return { type: 'cas-result', ok: false, holders: [] }
+    }
+    return (action) => {
+      // The lock's decide step never asks for a contender key.
+      if (action.type !== 'TryAcquire') return EMPTY
+      return fromCall((signal) =>
+        client.kv.txn(
+          [{ verb: 'lock', key: lockKey(prefix), value: action.body, flags: LOCK_FLAGS, session }],
+          { signal },
+        ),
+      ).pipe(
+        mergeMap((result) => (E.isLeft(result) ? throwError(() => result.left) : of(result.right))),
+        retry({
+          count: 5,
+          delay: (error: unknown, attempt) =>
+            isConsulError(error) && isTransient(error) && !sessionError(error)
+              ? timer(Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2), scheduler)
+              : throwError(() => error),
+        }),
+        map(answer),
+        catchError((error: unknown) =>
+          isConsulError(error) && sessionError(error)
+            ? of<ContenderEvent>({ type: 'session-gone' })
+            : throwError(() => error),
+        ),
+      )
+    }
+  }
+}
+
+function sessionError(error: ConsulError): boolean {
+  return error._tag === 'ServerError' && invalidSession(error.body)
+}

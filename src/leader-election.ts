@@ -1,0 +1,287 @@
+import * as E from 'fp-ts/Either'
+import {
+  BehaviorSubject,
+  ReplaySubject,
+  catchError,
+  concat,
+  defer,
+  distinctUntilChanged,
+  filter,
+  map,
+  of,
+  scan,
+  share,
+  takeUntil,
+  tap,
+  throwError,
+  type Observable,
+} from 'rxjs'
+import { createConsulClient } from './consul/client.js'
+import type { ConsulClient } from './consul/client-api.js'
+import type { ConsulError } from './consul/errors.js'
+import { SEMAPHORE_FLAGS } from './consul/flags.js'
+import type { ContenderState } from './core/contender-state-model.js'
+import { lockDecider, readLockLeader, type LockLeader } from './core/decide-lock.js'
+import type { PrefixProblem, TransitionReason } from './core/events.js'
+import { contend, type ContenderProtocol } from './effects/contend.js'
+import { lockAcquirer } from './effects/lock-acquire.js'
+import { lockLeader, sameLeader } from './effects/lock-leader.js'
+import { releaseLockKey } from './effects/lock-release.js'
+import { SemaphoreError, problemError, toSemaphoreError } from './errors.js'
+import { resolveContenderOptions, type ContenderOptions } from './options/contender-options.js'
+
+/**
+ * Options of `leaderElection(...)`: those of every contender. `value` is written to the lock key
+ * with each acquisition and shown by `leader$` (default '<hostname>:<pid>'); `lockDelay` is the
+ * session's lock-delay (default Consul's, 15 s), how long Consul refuses the key to everyone after
+ * this contender's session is invalidated while leading.
+ */
+export type LeaderElectionOptions = ContenderOptions
+
+/** What one contender knows about its election, after every change. */
+export interface LeaderElectionState {
+  /** True only while this contender really leads (same rules as the semaphore's `holding`). */
+  readonly holding: boolean
+  /** Why `holding` last changed; undefined before the first change. */
+  readonly reason: TransitionReason | undefined
+  /** The contender's current session, once created. */
+  readonly session: string | undefined
+  /**
+   * The ModifyIndex of `<prefix>/.lock` written by this contender's acquisition, strictly
+   * increasing over the acquisitions of the key; undefined while not leading. Hand it to the
+   * guarded resource so that it can refuse writes from a leader that was replaced.
+   */
+  readonly fencingToken: bigint | undefined
+  /** Who leads as this contender last saw it (itself from the moment its acquisition answered). */
+  readonly leader: LockLeader | null
+  /** The prefix watch is connected (its last request succeeded). */
+  readonly connected: boolean
+}
+
+/** One contender of a leader election on Consul's single-key lock. */
+export interface LeaderElection {
+  /**
+   * Whether this contender leads now. Starts with false, never repeats a value. Shared: the first
+   * subscriber starts contending, late subscribers get the current value at once, the last
+   * unsubscribe releases the lock. Errors with a SemaphoreError on a permanent problem (e.g. a
+   * `Conflict` when `<prefix>/.lock` is not a lock).
+   */
+  readonly holding$: Observable<boolean>
+  /** The full state behind `holding$`, shared the same way. */
+  readonly state$: Observable<LeaderElectionState>
+  /**
+   * Who leads now (null while nobody does), from the process's shared watch of the prefix; distinct.
+   * A read view: subscribing to it alone creates no session and takes no part in the election.
+   * Completes on `close()`.
+   */
+  readonly leader$: Observable<LockLeader | null>
+  /**
+   * Steps down now: `holding$` turns false at once, then the key is released (`?release=` with
+   * the same value and flags, which sets no lock-delay, so a waiter takes over at once) and the
+   * session destroyed. Resolves when Consul is clean; rejects with SemaphoreError('ReleaseFailed')
+   * if it could not be cleaned. Subscriptions complete; the object cannot contend again.
+   */
+  close(): Promise<void>
+}
+
+/**
+ * The public state from the core's, for a lock contender with `value`.
+ *
+ * @example
+ * states.pipe(map((core) => toLeaderElectionState(core, prefix, 'node-a')))
+ * @returns The state `state$` emits.
+ */
+export function toLeaderElectionState(
+  core: ContenderState,
+  prefix: string,
+  value: string,
+): LeaderElectionState {
+  const { session } = core
+  const seen = core.snapshot === undefined ? null : readLockLeader(core.snapshot, prefix)
+  // A won acquisition answers before the watch shows it: show this session as leader from then.
+  const promoted = core.holding && session !== undefined && seen?.session !== session
+  return {
+    holding: core.holding,
+    reason: core.reason,
+    session,
+    fencingToken: core.holding ? core.fencingToken : undefined,
+    leader: promoted ? { session, value } : seen,
+    connected: core.connected,
+  }
+}
+
+const idle: LeaderElectionState = {
+  holding: false,
+  reason: undefined,
+  session: undefined,
+  fencingToken: undefined,
+  leader: null,
+  connected: false,
+}
+
+/**
+ * A contender for leadership under `prefix`, on Consul's single-key lock: `<prefix>/.lock` taken
+ * with `?acquire=<session>` (a txn `lock`) and Consul's lock flags, given back with
+ * `?release=<session>`, as Go's `api.Lock` and `consul lock <prefix> <cmd>` do; so both share
+ * leadership of one prefix correctly. The leader is the session on the key.
+ *
+ * Sessions have behavior 'release', as Go's: if this contender dies while leading, Consul clears
+ * the holder when the session's TTL runs out and then refuses the key for the session's
+ * lock-delay; waiters keep asking with a short backoff and take over within about a second of
+ * the delay's end. A voluntary `close()` sets no lock-delay: the handover is immediate.
+ *
+ * @example
+ * const election = leaderElection({ prefix: 'service/scheduler/leader', value: 'node-a' })
+ * election.holding$.pipe(switchMap((leading) => (leading ? schedule$ : EMPTY))).subscribe()
+ * election.leader$.subscribe((leader) => console.log('leader:', leader?.value ?? 'none'))
+ * // later
+ * await election.close()
+ * @param options Prefix, and optionally the Consul client, value, TTL, lock-delay, checks, ...
+ * @returns The contender. Nothing happens until `holding$` or `state$` is subscribed.
+ */
+export function leaderElection(options: LeaderElectionOptions): LeaderElection {
+  const closing = new BehaviorSubject(false)
+  const closed$ = closing.pipe(filter(Boolean))
+  const releases = new Set<Promise<E.Either<ConsulError, void>>>()
+  let ownClient: ConsulClient | undefined
+  const clientOf = (): ConsulClient => options.consul ?? (ownClient ??= createConsulClient())
+
+  const track = (release: Promise<E.Either<ConsulError, void>>): void => {
+    // Releases resolve to an Either; the catch only keeps a bug from becoming an unhandled rejection.
+    const settled = release.catch((error: unknown) =>
+      E.left<ConsulError>({ _tag: 'Unreachable', message: String(error), cause: error }),
+    )
+    releases.add(settled)
+  }
+
+  const run = defer((): Observable<LeaderElectionState> => {
+    if (closing.value) return of()
+    const resolved = resolveContenderOptions(options, 'rx-consul-semaphore leader')
+    const client = clientOf()
+    const scheduler = options.scheduler
+    const protocol: ContenderProtocol = {
+      behavior: 'release',
+      decide: lockDecider(resolved.value),
+      performer: lockAcquirer({ client, prefix: resolved.prefix, scheduler }),
+      release: (session) =>
+        releaseLockKey({ client, prefix: resolved.prefix, session, value: resolved.value }),
+      problemError: lockProblemError,
+    }
+    return contend({
+      ...resolved,
+      client,
+      limit: 1,
+      // No queue on a lock: whoever acquires first after a release leads, as with Go's Lock.
+      fairness: false,
+      fairnessGraceMs: undefined,
+      closing,
+      onRelease: track,
+      scheduler,
+      protocol,
+    }).pipe(map((core) => toLeaderElectionState(core, resolved.prefix, resolved.value)))
+  })
+
+  const state$ = defer(() => {
+    let last: LeaderElectionState | undefined
+    return concat(
+      of(idle),
+      run.pipe(
+        // A new session starts with an empty state: keep the reason of the last transition.
+        scan((previous, next) =>
+          next.reason === undefined ? { ...next, reason: previous.reason } : next,
+        ),
+      ),
+    ).pipe(
+      tap((state) => (last = state)),
+      // Option errors are thrown inside defer, Consul errors arrive typed: all leave as
+      // SemaphoreError. A leader that fails says false first (contend's finalize starts the
+      // release), so that holding$ never ends on true.
+      catchError((error: unknown) =>
+        concat(
+          last?.holding ? of(steppedDown(last)) : of(),
+          throwError(() => toSemaphoreError(error)),
+        ),
+      ),
+    )
+  }).pipe(
+    distinctUntilChanged(sameState),
+    share({
+      connector: () => new ReplaySubject<LeaderElectionState>(1),
+      resetOnRefCountZero: true,
+      resetOnComplete: true,
+      resetOnError: true,
+    }),
+  )
+
+  const leader$ = defer(() => {
+    if (closing.value) return of<LockLeader | null>()
+    const resolved = resolveContenderOptions(options, 'rx-consul-semaphore leader')
+    return lockLeader(clientOf(), resolved.prefix, { waitMs: resolved.watchWaitMs }).pipe(
+      takeUntil(closed$),
+    )
+  }).pipe(
+    catchError((error: unknown) => throwError(() => toSemaphoreError(error))),
+    share({
+      connector: () => new ReplaySubject<LockLeader | null>(1),
+      resetOnRefCountZero: true,
+      resetOnComplete: true,
+      resetOnError: true,
+    }),
+  )
+
+  return {
+    state$,
+    holding$: state$.pipe(
+      map((state) => state.holding),
+      distinctUntilChanged(),
+    ),
+    leader$,
+    async close() {
+      closing.next(true)
+      const results = await Promise.all(releases)
+      releases.clear()
+      await ownClient?.close()
+      const failed = results.find(E.isLeft)
+      if (failed && E.isLeft(failed)) {
+        throw new SemaphoreError(
+          'ReleaseFailed',
+          `releasing the leadership failed: ${failed.left.message} The session expires by its ` +
+            'TTL; Consul then frees the key after the lock-delay.',
+          { cause: failed.left },
+        )
+      }
+    },
+  }
+}
+
+/** The SemaphoreError for a prefix problem of the lock (only Conflict can arise). */
+function lockProblemError(problem: PrefixProblem): SemaphoreError {
+  if (problem.type !== 'Conflict') return problemError(problem)
+  const what =
+    problem.flags === SEMAPHORE_FLAGS
+      ? 'a semaphore (`consul lock -n N` or semaphore())'
+      : problem.flags === 0n
+        ? 'a key written without lock flags, by hand or by another tool'
+        : 'some other use'
+  return new SemaphoreError(
+    'Conflict',
+    `${problem.key} has flags ${problem.flags}, so it is not a lock: it is ${what}. ` +
+      "Nothing was written (Consul's Go Lock refuses it too). Choose another prefix, or delete " +
+      `the key (consul kv delete ${problem.key}) once nothing uses it.`,
+  )
+}
+
+function steppedDown(last: LeaderElectionState): LeaderElectionState {
+  return { ...last, holding: false, reason: 'released', fencingToken: undefined }
+}
+
+function sameState(a: LeaderElectionState, b: LeaderElectionState): boolean {
+  return (
+    a.holding === b.holding &&
+    a.reason === b.reason &&
+    a.session === b.session &&
+    a.fencingToken === b.fencingToken &&
+    a.connected === b.connected &&
+    sameLeader(a.leader, b.leader)
+  )
+}

@@ -34,6 +34,7 @@ import { decide } from '../core/decide.js'
 import type { ContenderEvent, PrefixProblem } from '../core/events.js'
 import { problemError, toSemaphoreError, type SemaphoreError } from '../errors.js'
 import type { ResolvedContenderOptions } from '../options/contender-options.js'
+import { isConsulError } from './call-policy.js'
 import { fromCall } from './from-call.js'
 import { performAction } from './perform-action.js'
 import { releaseSlot } from './release-slot.js'
@@ -100,9 +101,6 @@ function semaphoreProtocol(options: ContendOptions): ContenderProtocol {
 
 const backoffMs = (attempt: number): number =>
   Math.min(10_000, 250 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2)
-
-const isConsulError = (value: unknown): value is ConsulError =>
-  typeof value === 'object' && value !== null && '_tag' in value
 
 /**
  * One contender (of a semaphore, or of a leader election given `options.protocol`), from session

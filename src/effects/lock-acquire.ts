@@ -1,4 +1,3 @@
-import * as E from 'fp-ts/Either'
 import {
   EMPTY,
   asyncScheduler,
@@ -6,18 +5,22 @@ import {
   map,
   mergeMap,
   of,
-  retry,
   throwError,
-  timer,
   type Observable,
   type SchedulerLike,
 } from 'rxjs'
 import type { ConsulClient, TxnResult } from '../consul/client-api.js'
-import { isTransient, type ConsulError } from '../consul/errors.js'
 import { LOCK_FLAGS } from '../consul/flags.js'
 import type { ContenderAction } from '../core/contender-state-model.js'
 import type { ContenderEvent } from '../core/events.js'
 import { lockKey } from '../core/lock-key.js'
+import {
+  isConsulError,
+  isSessionInvalid,
+  namesInvalidSession,
+  orThrow,
+  retryTransient,
+} from './call-policy.js'
 import { fromCall } from './from-call.js'
 
 export interface LockAcquireOptions {
@@ -37,12 +40,6 @@ export interface LockAcquireOptions {
  */
 export const lockDelayBackoffMs = (attempt: number, random: () => number = Math.random): number =>
   Math.round(Math.min(1000, 250 * 2 ** Math.max(0, attempt - 1)) * (0.75 + random() / 4))
-
-const isConsulError = (value: unknown): value is ConsulError =>
-  typeof value === 'object' && value !== null && '_tag' in value
-
-/** A write naming a session Consul no longer has (500 on the KV endpoint, a txn error text). */
-const invalidSession = (text: string): boolean => /invalid session|missing session/i.test(text)
 
 /**
  * The lock's performer for `contend`: makes the acquisition the core asks for and reports its
@@ -90,7 +87,7 @@ export function lockAcquirer(
         }
       }
       const what = result.errors.map((e) => e.what).join('; ')
-      if (invalidSession(what)) return { type: 'session-gone' }
+      if (namesInvalidSession(what)) return { type: 'session-gone' }
       if (/lock delay/i.test(what)) {
         delayedInARow += 1
         return { type: 'retry', inMs: lockDelayBackoffMs(delayedInARow, options.random) }
@@ -107,25 +104,15 @@ export function lockAcquirer(
           { signal },
         ),
       ).pipe(
-        mergeMap((result) => (E.isLeft(result) ? throwError(() => result.left) : of(result.right))),
-        retry({
-          count: 5,
-          delay: (error: unknown, attempt) =>
-            isConsulError(error) && isTransient(error) && !sessionError(error)
-              ? timer(Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2), scheduler)
-              : throwError(() => error),
-        }),
+        mergeMap(orThrow),
+        retryTransient(scheduler),
         map(answer),
         catchError((error: unknown) =>
-          isConsulError(error) && sessionError(error)
+          isConsulError(error) && isSessionInvalid(error)
             ? of<ContenderEvent>({ type: 'session-gone' })
             : throwError(() => error),
         ),
       )
     }
   }
-}
-
-function sessionError(error: ConsulError): boolean {
-  return error._tag === 'ServerError' && invalidSession(error.body)
 }

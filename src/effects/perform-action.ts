@@ -1,4 +1,3 @@
-import * as E from 'fp-ts/Either'
 import {
   EMPTY,
   asyncScheduler,
@@ -8,14 +7,14 @@ import {
   timer,
   type SchedulerLike,
 } from 'rxjs'
-import { catchError, mergeMap, retry } from 'rxjs/operators'
+import { catchError, mergeMap } from 'rxjs/operators'
 import type { ConsulClient } from '../consul/client-api.js'
-import { isTransient, type ConsulError } from '../consul/errors.js'
 import { SEMAPHORE_FLAGS } from '../consul/flags.js'
 import type { ContenderAction } from '../core/contender-state-model.js'
 import { contenderKey } from '../core/contender-key.js'
 import { lockKey } from '../core/lock-key.js'
 import type { ContenderEvent } from '../core/events.js'
+import { isConsulError, isSessionInvalid, orThrow, retryTransient } from './call-policy.js'
 import { fromCall } from './from-call.js'
 
 export interface PerformOptions {
@@ -26,26 +25,6 @@ export interface PerformOptions {
   readonly value: string
   readonly scheduler?: SchedulerLike
 }
-
-/** Consul answers 500 `invalid session "…"` when a write names a session it no longer has. */
-const sessionInvalid = (error: ConsulError): boolean =>
-  error._tag === 'ServerError' && /invalid session|missing session/i.test(error.body)
-
-const retryTransient = <A>(scheduler: SchedulerLike) =>
-  retry<A>({
-    count: 5,
-    delay: (error: unknown, attempt) =>
-      isConsulError(error) && isTransient(error) && !sessionInvalid(error)
-        ? timer(Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2), scheduler)
-        : throwError(() => error),
-  })
-
-function isConsulError(value: unknown): value is ConsulError {
-  return typeof value === 'object' && value !== null && '_tag' in value
-}
-
-const orThrow = <A>(result: E.Either<ConsulError, A>): Observable<A> =>
-  E.isLeft(result) ? throwError(() => result.left) : of(result.right)
 
 /**
  * Makes the write the core asked for and reports its answer as a ContenderEvent:
@@ -128,7 +107,7 @@ export function performAction(
           ),
     ),
     catchError((error: unknown) =>
-      isConsulError(error) && sessionInvalid(error)
+      isConsulError(error) && isSessionInvalid(error)
         ? of<ContenderEvent>({ type: 'session-gone' })
         : throwError(() => error),
     ),

@@ -1,0 +1,46 @@
+import * as E from 'fp-ts/Either'
+import {
+  of,
+  retry,
+  throwError,
+  timer,
+  type MonoTypeOperatorFunction,
+  type Observable,
+  type SchedulerLike,
+} from 'rxjs'
+import { isTransient, type ConsulError } from '../consul/errors.js'
+
+/** Whether a thrown value is one of the Consul layer's typed errors. */
+export function isConsulError(value: unknown): value is ConsulError {
+  return typeof value === 'object' && value !== null && '_tag' in value
+}
+
+/** Consul's words for a write that names a session it no longer has (KV 500 body, txn error). */
+export function namesInvalidSession(text: string): boolean {
+  return /invalid session|missing session/i.test(text)
+}
+
+/** Consul answers 500 `invalid session "…"` when a write names a session it no longer has. */
+export function isSessionInvalid(error: ConsulError): boolean {
+  return error._tag === 'ServerError' && namesInvalidSession(error.body)
+}
+
+/** An Either of the Consul layer as an Observable that errors with its Left. */
+export function orThrow<A>(result: E.Either<ConsulError, A>): Observable<A> {
+  return E.isLeft(result) ? throwError(() => result.left) : of(result.right)
+}
+
+/**
+ * Retries a write a few times (5) after a transient failure, with exponential backoff and jitter
+ * (200 ms doubling, capped at 2 s). A session Consul no longer has is not transient, whatever the
+ * status says: it is passed on at once so the caller can start over with a new session.
+ */
+export function retryTransient<A>(scheduler: SchedulerLike): MonoTypeOperatorFunction<A> {
+  return retry<A>({
+    count: 5,
+    delay: (error: unknown, attempt) =>
+      isConsulError(error) && isTransient(error) && !isSessionInvalid(error)
+        ? timer(Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2), scheduler)
+        : throwError(() => error),
+  })
+}

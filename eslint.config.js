@@ -27,7 +27,17 @@ export default tseslint.config(
       ],
       'no-restricted-imports': [
         'error',
-        { patterns: ['rxjs/internal/*', 'fp-ts/lib/*', 'io-ts/lib/*'] },
+        {
+          patterns: [
+            { group: ['rxjs/internal/*', 'io-ts/lib/*'] },
+            {
+              // fp-ts 2 has no "exports" map: 'fp-ts/Either' is a directory import, which Node's
+              // ES module loader refuses. 'fp-ts/lib/Either.js' loads in both of our builds.
+              regex: '^fp-ts/(?!lib/[A-Za-z]+\\.js$)',
+              message: "Import fp-ts modules as 'fp-ts/lib/<Module>.js' (see eslint.config.js).",
+            },
+          ],
+        },
       ],
       // Passing on what user code threw (typed unknown) is the honest thing to do.
       '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true }],
@@ -45,12 +55,11 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            'undici',
-            'node:*',
-            'rxjs/internal/*',
-            'fp-ts/lib/*',
-            '../consul/http*',
-            '../effects/*',
+            { group: ['undici', 'node:*', 'rxjs/internal/*', '../consul/http*', '../effects/*'] },
+            {
+              regex: '^fp-ts/(?!lib/[A-Za-z]+\\.js$)',
+              message: "Import fp-ts modules as 'fp-ts/lib/<Module>.js' (see eslint.config.js).",
+            },
           ],
         },
       ],

@@ -1,4 +1,4 @@
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import {
   BehaviorSubject,
   ReplaySubject,
@@ -29,6 +29,7 @@ import { lockLeader, sameLeader } from './effects/lock-leader.js'
 import { releaseLockKey } from './effects/lock-release.js'
 import { SemaphoreError, problemError, toSemaphoreError } from './errors.js'
 import { resolveContenderOptions, type ContenderOptions } from './options/contender-options.js'
+import type { ContenderInternals } from './semaphore.js'
 
 /**
  * Options of `leaderElection(...)`: those of every contender. `value` is written to the lock key
@@ -139,7 +140,10 @@ const idle: LeaderElectionState = {
  * @param options Prefix, and optionally the Consul client, value, TTL, lock-delay, checks, ...
  * @returns The contender. Nothing happens until `holding$` or `state$` is subscribed.
  */
-export function leaderElection(options: LeaderElectionOptions): LeaderElection {
+export function leaderElection(
+  options: LeaderElectionOptions,
+  internal: ContenderInternals = {},
+): LeaderElection {
   const closing = new BehaviorSubject(false)
   const closed$ = closing.pipe(filter(Boolean))
   const releases = new Set<Promise<E.Either<ConsulError, void>>>()
@@ -178,6 +182,7 @@ export function leaderElection(options: LeaderElectionOptions): LeaderElection {
       onRelease: track,
       scheduler,
       protocol,
+      tryOnce: internal.tryOnce,
     }).pipe(map((core) => toLeaderElectionState(core, resolved.prefix, resolved.value)))
   })
 

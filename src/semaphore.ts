@@ -1,4 +1,4 @@
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import {
   BehaviorSubject,
   ReplaySubject,
@@ -95,6 +95,11 @@ export function toSemaphoreState(core: ContenderState, limit: number): Semaphore
   }
 }
 
+/** @internal How `tryAcquire`/`tryLead` set up a contender (see `ContendOptions.tryOnce`). */
+export interface ContenderInternals {
+  readonly tryOnce?: boolean
+}
+
 const idle = (limit: number): SemaphoreState => ({
   holding: false,
   reason: undefined,
@@ -120,7 +125,7 @@ const idle = (limit: number): SemaphoreState => ({
  * @param options Prefix, limit, and optionally the Consul client, TTL, value, fairness, ...
  * @returns The contender. Nothing happens until `holding$` or `state$` is subscribed.
  */
-export function semaphore(options: SemaphoreOptions): Semaphore {
+export function semaphore(options: SemaphoreOptions, internal: ContenderInternals = {}): Semaphore {
   const limitForState = typeof options.limit === 'number' ? options.limit : 0
   const closing = new BehaviorSubject(false)
   const releases = new Set<Promise<E.Either<ConsulError, void>>>()
@@ -144,11 +149,13 @@ export function semaphore(options: SemaphoreOptions): Semaphore {
       ...resolved,
       client,
       limit,
-      fairness: fairness !== false,
+      // A try-once contender will not wait: it tries whenever a slot is free, whatever its rank.
+      fairness: fairness !== false && internal.tryOnce !== true,
       fairnessGraceMs: typeof fairness === 'object' ? fairness.graceMs : undefined,
       closing,
       onRelease: track,
       scheduler: options.scheduler,
+      tryOnce: internal.tryOnce,
     })
   })
 

@@ -6,7 +6,7 @@
  * Every call takes an optional AbortSignal and answers with a TaskEither: a typed ConsulError on
  * the left, never a thrown or rejected raw error.
  */
-import type * as TE from 'fp-ts/TaskEither'
+import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type { Observable } from 'rxjs'
 import type { ConsulError } from './errors.js'
 import type { KVEntry, KVSnapshot, WatchEvent } from './types.js'

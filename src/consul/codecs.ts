@@ -4,8 +4,8 @@
  *
  * uint64 members arrive as decimal strings (quoted by `parseConsulJson`) and become `bigint`.
  */
-import * as E from 'fp-ts/Either'
-import { pipe } from 'fp-ts/function'
+import * as E from 'fp-ts/lib/Either.js'
+import { pipe } from 'fp-ts/lib/function.js'
 import * as t from 'io-ts'
 import type { DecodeError } from './errors.js'
 import type { KVEntry } from './types.js'

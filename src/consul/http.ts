@@ -4,8 +4,8 @@
  * into a typed ConsulError with the ACL token redacted. Nothing here throws or rejects.
  */
 import type { IncomingHttpHeaders } from 'node:http'
-import * as E from 'fp-ts/Either'
-import type * as TE from 'fp-ts/TaskEither'
+import * as E from 'fp-ts/lib/Either.js'
+import type * as TE from 'fp-ts/lib/TaskEither.js'
 import { Pool } from 'undici'
 import type { Consistency, ResolvedConfig } from './config.js'
 import type { ConsulError } from './errors.js'

@@ -3,7 +3,7 @@
  * keys that Go's HTTP mux would redirect instead of serving (`//`, `.`/`..` segments) and keys
  * with a leading `/` are refused before sending (consul-http-semantics §2.1, §9 trap 9).
  */
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import { rejectedBeforeSending, type BadRequest } from './errors.js'
 
 /** Why `key` cannot be sent, or undefined when it can. */

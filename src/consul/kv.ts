@@ -3,9 +3,9 @@
  * A 404 on a read is data (no such key / empty prefix), and Consul's `true`/`false` answers to
  * writes are booleans, not errors (consul-http-semantics §2, §9 traps 5-6).
  */
-import * as E from 'fp-ts/Either'
-import { pipe } from 'fp-ts/function'
-import * as TE from 'fp-ts/TaskEither'
+import * as E from 'fp-ts/lib/Either.js'
+import { pipe } from 'fp-ts/lib/function.js'
+import * as TE from 'fp-ts/lib/TaskEither.js'
 import type {
   ConsulClient,
   DeleteOptions,

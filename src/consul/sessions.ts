@@ -3,9 +3,9 @@
  * Go strings with a unit; a TTL outside Consul's 10 s..24 h is refused before sending, so the
  * caller gets a clear message instead of Consul's 500 with a TTL in nanoseconds.
  */
-import * as E from 'fp-ts/Either'
-import { pipe } from 'fp-ts/function'
-import * as TE from 'fp-ts/TaskEither'
+import * as E from 'fp-ts/lib/Either.js'
+import { pipe } from 'fp-ts/lib/function.js'
+import * as TE from 'fp-ts/lib/TaskEither.js'
 import type {
   CallOptions,
   ConsulClient,

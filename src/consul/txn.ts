@@ -3,9 +3,9 @@
  * the failed operations and Consul's reasons). uint64 flags and indexes are written as exact
  * bare integers, which `JSON.stringify` cannot do for a bigint.
  */
-import * as E from 'fp-ts/Either'
-import { pipe } from 'fp-ts/function'
-import * as TE from 'fp-ts/TaskEither'
+import * as E from 'fp-ts/lib/Either.js'
+import { pipe } from 'fp-ts/lib/function.js'
+import * as TE from 'fp-ts/lib/TaskEither.js'
 import type { CallOptions, TxnOp, TxnResult } from './client-api.js'
 import { decodeJson, toKVEntry, TxnAnswerJson } from './codecs.js'
 import { rejectedBeforeSending, type ConsulError } from './errors.js'

@@ -4,7 +4,7 @@
  * and retried with capped, fully jittered exponential backoff; permanent ones end the stream.
  */
 import { asyncScheduler, Observable, timer, type Subscription } from 'rxjs'
-import type * as E from 'fp-ts/Either'
+import type * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient, WatchOptions } from './client-api.js'
 import { isTransient, rejectedBeforeSending, type ConsulError } from './errors.js'
 import type { KVSnapshot, WatchEvent } from './types.js'

@@ -1,4 +1,4 @@
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import type { KVSnapshot } from '../consul/types.js'
 import { contenderKey } from './contender-key.js'
 import { encodeLock } from './encode-lock.js'

@@ -1,5 +1,5 @@
-import * as E from 'fp-ts/Either'
-import { pipe } from 'fp-ts/function'
+import * as E from 'fp-ts/lib/Either.js'
+import { pipe } from 'fp-ts/lib/function.js'
 import { corruptLock, type CorruptLock } from './corrupt-lock.js'
 import { describeValidationErrors } from './describe-validation-errors.js'
 import type { LockShape } from './events.js'

@@ -1,5 +1,5 @@
-import * as E from 'fp-ts/Either'
-import { pipe } from 'fp-ts/function'
+import * as E from 'fp-ts/lib/Either.js'
+import { pipe } from 'fp-ts/lib/function.js'
 import { SEMAPHORE_FLAGS } from '../consul/flags.js'
 import type { KVEntry } from '../consul/types.js'
 import { decodeLock } from './decode-lock.js'

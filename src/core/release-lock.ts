@@ -1,4 +1,4 @@
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import type { KVSnapshot } from '../consul/types.js'
 import { encodeLock } from './encode-lock.js'
 import type { PrefixProblem } from './events.js'

@@ -1,4 +1,4 @@
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import {
   EMPTY,
   asyncScheduler,
@@ -32,6 +32,7 @@ import type { ContenderAction, ContenderState, DecideStep } from '../core/conten
 import { contenderState } from '../core/contender-state.js'
 import { decide } from '../core/decide.js'
 import type { ContenderEvent, PrefixProblem } from '../core/events.js'
+import { tryOnceRefused } from '../core/try-once-refused.js'
 import { problemError, toSemaphoreError, type SemaphoreError } from '../errors.js'
 import type { ResolvedContenderOptions } from '../options/contender-options.js'
 import { isConsulError } from './call-policy.js'
@@ -78,6 +79,12 @@ export interface ContendOptions extends ResolvedContenderOptions {
   readonly scheduler?: SchedulerLike | undefined
   /** Default: the semaphore's (`decide`, `performAction`, `releaseSlot`, 'delete' sessions). */
   readonly protocol?: ContenderProtocol | undefined
+  /**
+   * Try once (`tryAcquire`, `tryLead`): until it first holds, the contender gives up at the first
+   * refusal (`tryOnceRefused`) or failure instead of waiting or retrying: it releases, completes,
+   * and starts no new session. Once it has held, it behaves as any contender.
+   */
+  readonly tryOnce?: boolean | undefined
 }
 
 /** The semaphore's protocol: Consul's semaphore algorithm, as `consul lock -n <limit>` runs it. */
@@ -119,7 +126,14 @@ const backoffMs = (attempt: number): number =>
  * @returns The core's state after each event, across sessions.
  */
 export function contend(options: ContendOptions): Observable<ContenderState> {
+  return defer(() => contendOnce(options))
+}
+
+function contendOnce(options: ContendOptions): Observable<ContenderState> {
   const { client, prefix, limit, closing } = options
+  // Try-once state of this subscription: still before the first hold, and whether it gave up.
+  let trying = options.tryOnce === true
+  let gaveUp = false
   const scheduler = options.scheduler ?? asyncScheduler
   const protocol = options.protocol ?? semaphoreProtocol(options)
 
@@ -166,8 +180,15 @@ export function contend(options: ContendOptions): Observable<ContenderState> {
             ),
           ),
         ),
-        tap((state) => (last = state)),
-        takeWhile((state) => state.retired === undefined && state.problem === undefined, true),
+        tap((state) => {
+          last = state
+          if (state.holding) trying = false
+          if (trying && tryOnceRefused(state)) gaveUp = true
+        }),
+        takeWhile(
+          (state) => state.retired === undefined && state.problem === undefined && !gaveUp,
+          true,
+        ),
         mergeMap((state) => {
           const { problem } = state
           return problem
@@ -208,11 +229,12 @@ export function contend(options: ContendOptions): Observable<ContenderState> {
     retry({
       resetOnSuccess: true,
       delay: (error: unknown, attempt) =>
-        isConsulError(error) && isTransient(error) && !closing.value
+        isConsulError(error) && isTransient(error) && !closing.value && !trying
           ? timer(backoffMs(attempt), scheduler)
           : throwError(() => toSemaphoreError(error)),
     }),
     // The session is gone (or the slot was lost with it): contend again with a new one.
-    repeat({ delay: () => (closing.value ? EMPTY : timer(backoffMs(1), scheduler)) }),
+    // A try-once contender that lost its session before it held has its answer: not held.
+    repeat({ delay: () => (closing.value || trying ? EMPTY : timer(backoffMs(1), scheduler)) }),
   )
 }

@@ -1,5 +1,5 @@
-import type * as E from 'fp-ts/Either'
-import type * as TE from 'fp-ts/TaskEither'
+import type * as E from 'fp-ts/lib/Either.js'
+import type * as TE from 'fp-ts/lib/TaskEither.js'
 import { Observable } from 'rxjs'
 import type { ConsulError } from '../consul/errors.js'
 

@@ -1,4 +1,4 @@
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../consul/client-api.js'
 import type { ConsulError } from '../consul/errors.js'
 import { LOCK_FLAGS } from '../consul/flags.js'

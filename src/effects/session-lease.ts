@@ -1,4 +1,4 @@
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import { Observable, asyncScheduler, concat, of, throwError, timer, type SchedulerLike } from 'rxjs'
 import { mergeMap } from 'rxjs/operators'
 import type { ConsulClient } from '../consul/client-api.js'

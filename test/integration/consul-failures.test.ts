@@ -3,8 +3,8 @@
 // nothing is ever thrown or left as an unhandled rejection.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import * as E from 'fp-ts/Either'
-import type * as TE from 'fp-ts/TaskEither'
+import * as E from 'fp-ts/lib/Either.js'
+import type * as TE from 'fp-ts/lib/TaskEither.js'
 import { createConsulClient, type ConsulHttpClient } from '../../src/consul/client.js'
 import type { ConsulError } from '../../src/consul/errors.js'
 import { freePort, sharedAgent, uniquePrefix } from '../support/consul-agent.js'

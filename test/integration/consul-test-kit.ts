@@ -1,7 +1,7 @@
 // Small helpers shared by the Consul layer's integration tests.
 import assert from 'node:assert/strict'
-import * as E from 'fp-ts/Either'
-import type * as TE from 'fp-ts/TaskEither'
+import * as E from 'fp-ts/lib/Either.js'
+import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type { Observable, Subscription } from 'rxjs'
 import type { ConsulError } from '../../src/consul/errors.js'
 import type { KVSnapshot, WatchEvent } from '../../src/consul/types.js'

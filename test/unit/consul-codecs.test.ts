@@ -1,7 +1,7 @@
 // Decoding Consul's answers: errors name the request and the path of the bad field.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import { decodeJson, KVEntriesJson, SessionsJson, TxnAnswerJson } from '../../src/consul/codecs.js'
 
 const entry = (fields: Record<string, string>): string =>

@@ -2,7 +2,7 @@
 // rounds 16210313421097356768 to 16210313421097357000.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import { decodeJson, KVEntriesJson } from '../../src/consul/codecs.js'
 import {
   jsonObjectWithUint64,

@@ -2,7 +2,7 @@
 // failure and can be replayed with DECIDE_SEED=<seed>).
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
 import type { KVEntry } from '../../src/consul/types.js'
 import { decide } from '../../src/core/decide.js'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import * as E from 'fp-ts/Either'
+import * as E from 'fp-ts/lib/Either.js'
 import { compareUtf8 } from '../../src/core/compare-utf8.js'
 import { decodeLock } from '../../src/core/decode-lock.js'
 import { encodeLock } from '../../src/core/encode-lock.js'

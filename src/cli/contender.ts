@@ -1,0 +1,64 @@
+/**
+ * What `rxsem run` contends with: a slot of a semaphore (`--limit n`), or the single-key lock of a
+ * leader election (`--leader`, the layout of `consul lock` without `-n`). Both are seen through
+ * the semaphore's state, so the rest of the command has one shape to follow.
+ */
+import { map, type Observable } from 'rxjs'
+import type { ConsulClient } from '../consul/client-api.js'
+import { leaderElection, type LeaderElectionState } from '../leader-election.js'
+import { semaphore, type SemaphoreState } from '../semaphore.js'
+
+/** The part of the library's contender objects `rxsem run` uses. */
+export interface CliContender {
+  readonly state$: Observable<SemaphoreState>
+  close(): Promise<void>
+}
+
+export interface ContenderSpec {
+  readonly leader: boolean
+  readonly prefix: string
+  /** The slot limit; 1 for a leader. */
+  readonly limit: number
+  readonly ttl: string | undefined
+  readonly sessionName: string
+  readonly value: string | undefined
+  readonly consul: ConsulClient
+}
+
+/** The contender the flags ask for; nothing is sent to Consul before `state$` is subscribed. */
+export function createContender(spec: ContenderSpec): CliContender {
+  const common = {
+    prefix: spec.prefix,
+    consul: spec.consul,
+    sessionName: spec.sessionName,
+    ...(spec.ttl !== undefined ? { ttl: spec.ttl } : {}),
+    ...(spec.value !== undefined ? { value: spec.value } : {}),
+  }
+  if (!spec.leader) return semaphore({ ...common, limit: spec.limit })
+  const election = leaderElection(common)
+  return {
+    state$: election.state$.pipe(map(asSemaphoreState)),
+    close: () => election.close(),
+  }
+}
+
+/**
+ * A leader election's state as a one-slot semaphore's: the leader is the one holder, and this
+ * contender "contends" (is in the race) once it has a session and a view of the key. A lock has
+ * no queue in Consul, so a non-leader is simply next (rank 0).
+ */
+export function asSemaphoreState(state: LeaderElectionState): SemaphoreState {
+  const contending = state.session !== undefined && state.connected
+  return {
+    holding: state.holding,
+    reason: state.reason,
+    session: state.session,
+    contending,
+    fencingToken: state.fencingToken,
+    holders: state.leader === null ? [] : [state.leader.session],
+    waiting: [],
+    rank: contending && !state.holding && state.leader?.session !== state.session ? 0 : undefined,
+    limit: 1,
+    connected: state.connected,
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * What a prefix looks like from one snapshot, for `rxsem status` and `rxsem watch`: the semaphore
+ * core's own reading (readLock, pruneHolders, liveSessions, waitingContenders), plus the
+ * `consul lock` leader lock, which the core refuses as a conflict but an operator wants to see.
+ */
+import * as E from 'fp-ts/lib/Either.js'
+import { LOCK_FLAGS } from '../consul/flags.js'
+import type { KVEntry, KVSnapshot } from '../consul/types.js'
+import { contenderKey } from '../core/contender-key.js'
+import { decodeLock } from '../core/decode-lock.js'
+import type { LockShape, PrefixProblem } from '../core/events.js'
+import { liveSessions } from '../core/live-sessions.js'
+import { lockKey } from '../core/lock-key.js'
+import { pruneHolders } from '../core/prune-holders.js'
+import { readLock } from '../core/read-lock.js'
+import { waitingContenders } from '../core/waiting-contenders.js'
+
+/** A `.lock` body shape, or 'lock' for the single key of `consul lock` without `-n`. */
+export type StatusShape = LockShape | 'lock'
+
+export interface HolderStatus {
+  readonly session: string
+  /** False for a holder `.lock` still lists whose session no longer holds its contender key. */
+  readonly alive: boolean
+  readonly value: string | null
+  /** The session's name (`session.info`), null when unknown. */
+  readonly name: string | null
+}
+
+export interface WaiterStatus {
+  readonly session: string
+  /** 0 is served next. */
+  readonly rank: number
+  readonly value: string | null
+  readonly name: string | null
+}
+
+/** The semaphore at a prefix, as `rxsem status --json` prints it. */
+export interface PrefixStatus {
+  readonly prefix: string
+  /** The limit `.lock` records (1 for a leader lock), else the expected one, else null. */
+  readonly limit: number | null
+  /** null while there is no `.lock` (or it is empty). */
+  readonly shape: StatusShape | null
+  /** Live holders first, then dead ones, each in listed order. */
+  readonly holders: readonly HolderStatus[]
+  /** In the order they will be served. */
+  readonly waiting: readonly WaiterStatus[]
+}
+
+const utf8 = new TextDecoder('utf-8')
+const text = (entry: KVEntry | undefined): string | null =>
+  entry?.value == null ? null : utf8.decode(entry.value)
+
+/**
+ * Reads the prefix's semaphore (or leader lock) from one snapshot; names are left null.
+ *
+ * @example
+ * prefixStatus(snapshot, 'service/db/lock') // right({ limit: 2, shape: 'go-map', holders: [...], ... })
+ * @param snapshot - The listing of `<prefix>/`.
+ * @param prefix - The prefix, without a trailing '/'.
+ * @param expectedLimit - The limit the user expects; a `.lock` with another one is a LimitConflict.
+ * @returns The status, or the problem that makes the prefix unusable for a semaphore.
+ */
+export function prefixStatus(
+  snapshot: KVSnapshot,
+  prefix: string,
+  expectedLimit?: number,
+): E.Either<PrefixProblem, PrefixStatus> {
+  const key = lockKey(prefix)
+  const byKey = new Map(snapshot.entries.map((entry) => [entry.key, entry]))
+  const lockEntry = byKey.get(key)
+
+  if (lockEntry?.flags === LOCK_FLAGS) {
+    if (expectedLimit !== undefined && expectedLimit !== 1) {
+      return E.left({ type: 'LimitConflict', key, lockLimit: 1, localLimit: expectedLimit })
+    }
+    const session = lockEntry.session
+    const holders = session ? [{ session, alive: true, value: text(lockEntry), name: null }] : []
+    return E.right({ prefix, limit: 1, shape: 'lock', holders, waiting: [] })
+  }
+
+  // Without an expected limit, take the one `.lock` declares, so only flags and body are judged.
+  const declared = E.getOrElseW(() => undefined)(decodeLock(lockEntry?.value ?? null, key))
+  const lock = readLock(lockEntry, key, expectedLimit ?? declared?.limit ?? 1)
+  if (E.isLeft(lock)) return lock
+  const record = lock.right.record
+
+  const { liveHolders, deadHolders } = pruneHolders(
+    record?.holders ?? [],
+    liveSessions(snapshot.entries),
+  )
+  const holder = (alive: boolean) => (session: string) => ({
+    session,
+    alive,
+    value: text(byKey.get(contenderKey(prefix, session))),
+    name: null,
+  })
+  return E.right({
+    prefix,
+    limit: record?.limit ?? expectedLimit ?? null,
+    shape: record?.shape ?? null,
+    holders: [...liveHolders.map(holder(true)), ...deadHolders.map(holder(false))],
+    waiting: waitingContenders(snapshot.entries, prefix, new Set(liveHolders)).map((w) => ({
+      session: w.session,
+      rank: w.rank,
+      value: w.value,
+      name: null,
+    })),
+  })
+}

@@ -1,0 +1,104 @@
+/**
+ * The two waits of `rxsem run` as Observables: for a slot (or a reason not to run), then, while
+ * the command runs, for the slot to be lost.
+ */
+import {
+  EMPTY,
+  ReplaySubject,
+  catchError,
+  endWith,
+  filter,
+  first,
+  firstValueFrom,
+  map,
+  merge,
+  mergeMap,
+  of,
+  timer,
+  type Observable,
+} from 'rxjs'
+import type { SemaphoreState } from '../semaphore.js'
+import type { CliContender } from './contender.js'
+import { describeError } from './describe-error.js'
+import { tryOnceVerdict } from './try-once.js'
+
+/**
+ * The contender's states, subscribed once for the whole run and replayed (last state, error,
+ * completion) to every later reader: resubscribing the library's `state$` after an error would
+ * start a new contender.
+ */
+export function states(contender: CliContender): Observable<SemaphoreState> {
+  const replay = new ReplaySubject<SemaphoreState>(1)
+  contender.state$.subscribe(replay)
+  return replay.asObservable()
+}
+
+/** How waiting for a slot ended. */
+export type Waited =
+  | { readonly type: 'held'; readonly state: SemaphoreState }
+  | { readonly type: 'timeout'; readonly why: string }
+  | { readonly type: 'signal'; readonly signal: NodeJS.Signals }
+  | { readonly type: 'failed'; readonly error: unknown }
+
+/**
+ * `--timeout 0` waits this long at most for its one decision, should Consul stop answering after
+ * the start-up check: the library would otherwise retry for ever.
+ */
+export const TRY_ONCE_BACKSTOP_MS = 10_000
+
+/** Waits for the first of: a held slot, an error, the timeout, a signal. */
+export function waitForSlot(
+  state$: Observable<SemaphoreState>,
+  signals: Observable<NodeJS.Signals>,
+  plan: { readonly timeoutMs: number | undefined; readonly prefix: string },
+): Promise<Waited> {
+  const { timeoutMs, prefix } = plan
+  const tryOnce = timeoutMs === 0
+  const verdicts: Observable<Waited> = state$.pipe(
+    mergeMap((state): Observable<Waited> => {
+      if (state.holding) return of({ type: 'held', state })
+      if (tryOnce && tryOnceVerdict(state) === 'not-held') {
+        return of({
+          type: 'timeout',
+          why: `no free slot of ${prefix} for this contender now (${state.holders.length} of ${state.limit} held, --timeout 0)`,
+        })
+      }
+      return EMPTY
+    }),
+    endWith<Waited>({
+      type: 'failed',
+      error: new Error('the contender stopped before holding a slot; please report this'),
+    }),
+    catchError((error: unknown) => of<Waited>({ type: 'failed', error })),
+  )
+  const limitMs = tryOnce ? TRY_ONCE_BACKSTOP_MS : timeoutMs
+  const deadline: Observable<Waited> =
+    limitMs === undefined
+      ? EMPTY
+      : timer(limitMs).pipe(
+          map((): Waited => ({
+            type: 'timeout',
+            why: tryOnce
+              ? `no decision about a slot of ${prefix} within ${limitMs} ms (--timeout 0)`
+              : `no slot of ${prefix} within ${limitMs} ms (--timeout)`,
+          })),
+        )
+  return firstValueFrom(
+    merge(verdicts, deadline, signals.pipe(map((signal): Waited => ({ type: 'signal', signal })))),
+  )
+}
+
+/**
+ * Emits once, with the reason, when the slot held at subscription is no longer held: holding
+ * turned false (any reason: removed, session invalidated, watch failed, lease expired), or the
+ * contender failed or ended.
+ */
+export function slotLost(state$: Observable<SemaphoreState>): Observable<string> {
+  return state$.pipe(
+    filter((state) => !state.holding),
+    map((state) => state.reason ?? 'no longer held'),
+    endWith('the contender ended'),
+    catchError((error: unknown) => of(describeError(error))),
+    first(),
+  )
+}

@@ -1,0 +1,101 @@
+/**
+ * `rxsem run`'s command line, checked: everything the run needs, or a UsageError /
+ * SemaphoreError('InvalidOptions') before anything is sent to Consul.
+ */
+import type { ConsulClientConfig } from '../consul/config.js'
+import { resolveContenderOptions, resolveLimit } from '../options/contender-options.js'
+import { parseFlags, splitAtCommand, type OptionSpec } from './args.js'
+import { consulConfigFrom, consulFlagSpec } from './consul-flags.js'
+import { countFlag, durationFlag, stringFlag, requiredFlag } from './flag-values.js'
+import type { Verbosity } from './reporter.js'
+import { UsageError } from './usage-error.js'
+
+export interface RunPlan {
+  readonly help: boolean
+  readonly leader: boolean
+  readonly prefix: string
+  readonly limit: number
+  readonly ttl: string | undefined
+  readonly sessionName: string
+  readonly value: string | undefined
+  /** undefined: wait for ever; 0: try once. */
+  readonly timeoutMs: number | undefined
+  readonly graceMs: number
+  readonly shell: boolean
+  readonly verbosity: Verbosity
+  readonly command: readonly string[]
+  readonly consul: ConsulClientConfig
+}
+
+const DEFAULT_GRACE_MS = 5000
+
+export const runFlagSpec = {
+  prefix: { type: 'string' },
+  limit: { type: 'string' },
+  leader: { type: 'boolean' },
+  ttl: { type: 'string' },
+  name: { type: 'string' },
+  value: { type: 'string' },
+  timeout: { type: 'string' },
+  grace: { type: 'string' },
+  shell: { type: 'boolean' },
+  verbose: { type: 'boolean' },
+  quiet: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+  ...consulFlagSpec,
+} as const satisfies OptionSpec
+
+/**
+ * Parses and checks `rxsem run` arguments.
+ *
+ * @param argv - The arguments after `run`.
+ * @returns The plan; `help` set means only the usage is wanted.
+ */
+export function planRun(argv: readonly string[]): RunPlan | { readonly help: true } {
+  const { flags, command } = splitAtCommand(argv, runFlagSpec)
+  const { values } = parseFlags(flags, runFlagSpec, 'run')
+  if (values['help'] === true) return { help: true }
+
+  const leader = values['leader'] === true
+  const prefix = requiredFlag(values, 'prefix', 'run')
+  const limitFlag = countFlag(values, 'limit', 'run')
+  if (leader && limitFlag !== undefined && limitFlag !== 1) {
+    throw new UsageError('--leader holds a one-holder lock: leave out --limit.', 'run')
+  }
+  if (!leader && limitFlag === undefined) {
+    throw new UsageError('--limit is required (or --leader for a one-holder lock).', 'run')
+  }
+  if (values['verbose'] === true && values['quiet'] === true) {
+    throw new UsageError('--verbose and --quiet contradict each other: pick one.', 'run')
+  }
+  if (command.length === 0 || command[0] === '') {
+    throw new UsageError('no command to run: give it after --, e.g. `-- ./backup.sh`.', 'run')
+  }
+
+  const ttl = stringFlag(values, 'ttl')
+  const value = stringFlag(values, 'value')
+  const nameFlag = stringFlag(values, 'name')
+  // The library's own checks, now, so that a bad option never waits behind a Consul round trip.
+  const resolved = resolveContenderOptions({ prefix, ttl, value, sessionName: nameFlag }, 'rxsem')
+  // Like `consul lock`'s default name: the command and the prefix, so `status` says who it is.
+  const sessionName =
+    nameFlag ?? `rxsem run '${command.join(' ')}' at ${resolved.prefix}`.slice(0, 200)
+  const limit = resolveLimit(limitFlag ?? 1)
+
+  return {
+    help: false,
+    leader,
+    prefix: resolved.prefix,
+    limit,
+    ttl,
+    sessionName,
+    value,
+    timeoutMs: durationFlag(values, 'timeout', 'run'),
+    graceMs: durationFlag(values, 'grace', 'run') ?? DEFAULT_GRACE_MS,
+    shell: values['shell'] === true,
+    verbosity:
+      values['verbose'] === true ? 'verbose' : values['quiet'] === true ? 'quiet' : 'normal',
+    command,
+    consul: consulConfigFrom(values),
+  }
+}

@@ -1,0 +1,59 @@
+/**
+ * What `rxsem run` says about a change of its contender's state: the key lines (waiting, holding,
+ * lost) for everyone, and every other transition with its reason for `--verbose`.
+ */
+import type { SemaphoreState } from '../semaphore.js'
+import { tryOnceVerdict } from './try-once.js'
+
+export interface TransitionLine {
+  readonly level: 'info' | 'detail'
+  readonly message: string
+}
+
+/** The first 8 characters of a session id, enough to tell sessions apart in a message. */
+export const shortSession = (session: string | undefined): string =>
+  session === undefined ? 'none' : session.slice(0, 8)
+
+/** The `(reason, session, fencing token)` tail of a holding line. */
+export function holdingDetails(state: SemaphoreState): string {
+  const token = state.fencingToken === undefined ? '' : `, fencing token ${state.fencingToken}`
+  return `${state.reason ?? 'acquired'}, session ${shortSession(state.session)}${token}`
+}
+
+/**
+ * The lines to print for the change from `previous` (undefined for the first state) to `next`.
+ *
+ * @example
+ * describeTransition(waiting, held) // [{ level: 'info', message: 'holding slot (acquired, session 1234abcd, fencing token 57)' }]
+ */
+export function describeTransition(
+  previous: SemaphoreState | undefined,
+  next: SemaphoreState,
+): TransitionLine[] {
+  const lines: TransitionLine[] = []
+  const detail = (message: string): void => void lines.push({ level: 'detail', message })
+  const info = (message: string): void => void lines.push({ level: 'info', message })
+
+  if (next.session !== undefined && next.session !== previous?.session) {
+    detail(`session ${shortSession(next.session)} created`)
+  }
+  if (previous !== undefined && previous.connected !== next.connected) {
+    detail(next.connected ? 'watch connected' : 'watch disconnected; retrying')
+  }
+  if (next.holding && !previous?.holding) {
+    info(`holding slot (${holdingDetails(next)})`)
+  } else if (!next.holding && previous?.holding) {
+    // `rxsem run` itself reports a loss (with what it does about it) and its own release.
+    if (next.reason !== 'released') detail(`slot dropped (${next.reason ?? '?'})`)
+  } else if (!next.holding && next.contending && next.rank !== undefined) {
+    const queue = `${next.holders.length} of ${next.limit} held, rank ${next.rank}`
+    const queued = (state: SemaphoreState | undefined): boolean =>
+      state !== undefined && !state.holding && tryOnceVerdict(state) === 'not-held'
+    if (queued(next) && !queued(previous)) {
+      info(`waiting for a slot (${queue})`)
+    } else if (previous?.rank !== next.rank || previous.holders.length !== next.holders.length) {
+      detail(queued(next) ? `still waiting (${queue})` : `a slot is free, trying (${queue})`)
+    }
+  }
+  return lines
+}

@@ -1,0 +1,93 @@
+/** The help texts of `rxsem` and its commands, printed to stdout by `--help`. */
+import { consulFlagHelp } from './consul-flags.js'
+
+export const mainUsage = `Usage: rxsem <command> [flags]
+
+A distributed semaphore and leader lock on Consul, interoperable with \`consul lock\`.
+
+Commands:
+  run      hold a slot of a semaphore (or the leader lock) while a command runs
+  status   show the holders and waiters of a prefix, once (--json for scripts)
+  watch    show the holders and waiters of a prefix live, until q or Ctrl-C
+
+Run \`rxsem <command> --help\` for its flags.
+`
+
+export const runUsage = `Usage: rxsem run --prefix <p> --limit <n> [flags] -- <command> [args...]
+       rxsem run --leader --prefix <p> [flags] -- <command> [args...]
+
+Waits for a slot of the semaphore at <p> (at most <n> holders, shared with \`consul lock -n <n>\`),
+runs the command while the slot is held, and releases the slot when the command ends.
+With --leader, holds the single-key lock at <p>/.lock instead (shared with \`consul lock\`).
+
+The command runs in a process group of its own, with stdio inherited and
+CONSUL_LOCK_HELD=true, RXSEM_SESSION=<session id>, RXSEM_FENCING_TOKEN=<n> in its environment.
+If the slot is lost, the whole group gets SIGTERM, then SIGKILL after --grace.
+
+Flags:
+  --prefix <p>         KV prefix all contenders agree on, e.g. service/db/lock
+  --limit <n>          most holders at once; every contender of the prefix must use the same
+  --leader             hold the leader lock (one holder) instead of a semaphore slot
+  --ttl <duration>     session TTL, 10s to 24h (default 15s)
+  --name <text>        session name shown by \`rxsem status\` and Consul's UI
+                       (default "rxsem run '<command>' at <prefix>")
+  --value <text>       value of this contender's key (default <hostname>:<pid>)
+  --timeout <duration> give up when no slot is held within it (exit 124); 0 tries once:
+                       run if a slot is free for this contender now, else exit 124
+  --grace <duration>   time between SIGTERM and SIGKILL when stopping the command (default 5s)
+  --shell              run the command through /bin/sh -c "<command and args joined by spaces>"
+  --verbose            tell every transition and its reason (on stderr)
+  --quiet              print nothing but errors
+  -h, --help           show this help
+
+${consulFlagHelp}
+
+Durations are Go-style: 500ms, 15s, 1m30s.
+
+Exit status:
+  the command's own status (128+n if it was killed by signal n) when it ended by itself
+  1    bad flags or options, Consul unreachable at start, permission denied, a conflicting,
+       limit-conflicting or corrupt <prefix>/.lock: nothing was started
+  75   the slot was lost while the command ran; the command was stopped
+  124  no slot within --timeout; nothing was started
+  127  the command could not be started
+  130  interrupted (SIGINT); 143  terminated (SIGTERM): the signal is passed to the command,
+       which gets --grace to end before SIGKILL; the slot is released afterwards
+`
+
+export const statusUsage = `Usage: rxsem status --prefix <p> [--json] [--limit <n>] [flags]
+
+Shows the semaphore (or \`consul lock\` leader lock) at <p> as Consul has it now: the limit, the
+shape of <p>/.lock, the holders (live, and dead ones still listed), and the waiting contenders in
+the order they will be served, each with session, session name and value.
+
+Flags:
+  --prefix <p>   KV prefix of the semaphore
+  --json         print one JSON object:
+                 {"prefix","limit","shape","holders":[{"session","alive","value","name"}],
+                  "waiting":[{"session","rank","value","name"}]}
+                 shape is "go-map", "guide-list", "java-list", "lock" (a \`consul lock\` leader
+                 lock, limit 1) or null (no .lock yet)
+  --limit <n>    the limit to expect: a .lock that says otherwise is an error
+  -h, --help     show this help
+
+${consulFlagHelp}
+
+Exit status: 0 shown; 1 error (message on stderr).
+`
+
+export const watchUsage = `Usage: rxsem watch --prefix <p> [--limit <n>] [flags]
+
+A live view of the semaphore at <p>: holders and since when this view has seen them, waiting
+contenders in order, and the connection to Consul. Redrawn on every change, from one blocking
+query. On a terminal, press q or Ctrl-C to quit; otherwise one frame is printed per change.
+
+Flags:
+  --prefix <p>   KV prefix of the semaphore
+  --limit <n>    the limit to expect
+  -h, --help     show this help
+
+${consulFlagHelp}
+
+Exit status: 0 after q, Ctrl-C, SIGINT or SIGTERM; 1 error (message on stderr).
+`

@@ -1,0 +1,145 @@
+/**
+ * One frame of `rxsem watch`: the connection, the semaphore's counts, the holders (with the time
+ * this view first saw each) and the waiters, laid out for a terminal `width` columns wide (80 is
+ * the design width). Pure: the time and everything shown come in as arguments.
+ */
+import type { HolderStatus, PrefixStatus } from './prefix-status.js'
+import { shortSession } from './transitions.js'
+
+/** The watch's connection to Consul. */
+export type Connection =
+  | { readonly type: 'connecting' }
+  | { readonly type: 'connected'; readonly index: bigint }
+  | {
+      readonly type: 'disconnected'
+      readonly attempt: number
+      readonly retryInMs: number
+      readonly message: string
+    }
+
+export interface WatchView {
+  readonly prefix: string
+  /** Where Consul is, for the connection line (never carries the token). */
+  readonly address: string
+  readonly connection: Connection
+  /** The last status read, undefined before the first snapshot. */
+  readonly status: PrefixStatus | undefined
+  /** A problem that makes the prefix unusable for a semaphore (conflict, corrupt .lock...). */
+  readonly problem: string | undefined
+  /** When this view first saw each live holder hold (ms since the epoch). */
+  readonly firstSeen: ReadonlyMap<string, number>
+}
+
+/** `hh:mm:ss` in local time. */
+const clock = (ms: number): string => new Date(ms).toTimeString().slice(0, 8)
+
+/** `42s`, `3m05s`, `2h07m`: how long a slot has been held. */
+export function heldFor(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000))
+  if (s < 60) return `${s}s`
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`
+  return `${Math.floor(s / 3600)}h${String(Math.floor(s / 60) % 60).padStart(2, '0')}m`
+}
+
+/** `text` cut to `width` columns (with an ellipsis), padded when `pad`. */
+function fit(text: string, width: number, pad = true): string {
+  const cut = text.length > width ? `${text.slice(0, Math.max(0, width - 1))}…` : text
+  return pad ? cut.padEnd(width) : cut
+}
+
+function connectionLine(view: WatchView): string {
+  const c = view.connection
+  switch (c.type) {
+    case 'connecting':
+      return `Consul ${view.address}: connecting...`
+    case 'connected':
+      return `Consul ${view.address}: connected (index ${c.index})`
+    case 'disconnected':
+      return `Consul ${view.address}: DISCONNECTED, attempt ${c.attempt}, retry in ${(c.retryInMs / 1000).toFixed(1)}s (showing the last state read): ${c.message}`
+  }
+}
+
+/**
+ * The frame as lines, none wider than `width`.
+ *
+ * @example
+ * renderFrame(view, Date.now(), 80).join('\n')
+ */
+export function renderFrame(view: WatchView, now: number, width: number): string[] {
+  const w = Math.max(40, width)
+  const title = `rxsem watch ${view.prefix}`
+  const lines = [`${fit(title, w - 10)}  ${clock(now)}`, ...wrap(connectionLine(view), w)]
+  const status = view.status
+  if (view.problem !== undefined) {
+    lines.push('', ...wrap(`PROBLEM: ${view.problem}`, w))
+  }
+  if (status === undefined) {
+    if (view.problem === undefined) lines.push('', 'waiting for the first answer from Consul...')
+  } else {
+    const live = status.holders.filter((h) => h.alive).length
+    const kind =
+      status.shape === 'lock' ? 'leader lock (consul lock)' : `shape ${status.shape ?? 'none yet'}`
+    lines.push(
+      fit(
+        `limit ${status.limit ?? '?'}, ${kind}: ${live}${status.limit === null ? '' : ` of ${status.limit}`} held, ${status.waiting.length} waiting`,
+        w,
+        false,
+      ),
+      '',
+      fit(
+        `${'HOLDER'.padEnd(10)}${'SINCE'.padEnd(10)}${'FOR'.padEnd(9)}${'VALUE'.padEnd(22)}NAME`,
+        w,
+        false,
+      ),
+    )
+    if (status.holders.length === 0) lines.push('(none)')
+    for (const holder of status.holders) lines.push(holderRow(holder, view.firstSeen, now, w))
+    lines.push(
+      '',
+      fit(`${'WAITING'.padEnd(10)}${'RANK'.padEnd(19)}${'VALUE'.padEnd(22)}NAME`, w, false),
+    )
+    if (status.waiting.length === 0) lines.push('(none)')
+    for (const waiter of status.waiting) {
+      const row =
+        `${shortSession(waiter.session).padEnd(10)}${`#${waiter.rank}`.padEnd(19)}` +
+        `${fit(waiter.value ?? '-', 20)}  ${waiter.name ?? '-'}`
+      lines.push(fit(row, w, false))
+    }
+  }
+  lines.push('', 'SINCE: first seen holding by this watch.  q or Ctrl-C: quit')
+  return lines.map((line) => fit(line, w, false))
+}
+
+function holderRow(
+  holder: HolderStatus,
+  firstSeen: ReadonlyMap<string, number>,
+  now: number,
+  width: number,
+): string {
+  const id = shortSession(holder.session).padEnd(10)
+  if (!holder.alive) {
+    return fit(`${id}DEAD: listed in .lock, session gone (pruned by the next writer)`, width, false)
+  }
+  const since = firstSeen.get(holder.session)
+  const when =
+    since === undefined
+      ? '-'.padEnd(10) + '-'.padEnd(9)
+      : `${clock(since)}  ${heldFor(now - since).padEnd(9)}`
+  return fit(`${id}${when}${fit(holder.value ?? '-', 20)}  ${holder.name ?? '-'}`, width, false)
+}
+
+/** Splits a long line at spaces so that none is wider than `width`. */
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = []
+  let line = ''
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > width) {
+      lines.push(line)
+      line = `  ${word}`
+    } else {
+      line = line === '' ? word : `${line} ${word}`
+    }
+  }
+  if (line !== '') lines.push(line)
+  return lines
+}

@@ -1,0 +1,230 @@
+// `rxsem status` against the real agent, on prefixes written by `rxsem run` and by the real
+// `consul lock` (semaphore and single-key lock), and on hand-written `.lock` bodies.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import {
+  CLI_START_MS,
+  killAllCli,
+  runCli,
+  startCli,
+  startConsulLock,
+  stopAllConsulLocks,
+} from '../support/cli.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import {
+  createRawSession,
+  deleteTree,
+  destroyRawSession,
+  eventually,
+  putRaw,
+} from '../support/observe.js'
+
+const SEMAPHORE_FLAGS = '16210313421097356768'
+
+interface StatusJson {
+  prefix: string
+  limit: number | null
+  shape: string | null
+  holders: { session: string; alive: boolean; value: string | null; name: string | null }[]
+  waiting: { session: string; rank: number; value: string | null; name: string | null }[]
+}
+
+describe('rxsem status', { concurrency: 4 }, () => {
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+  before(async () => {
+    consul = await sharedAgent()
+  })
+  after(async () => {
+    killAllCli()
+    await stopAllConsulLocks()
+    await consul.close()
+  })
+
+  const status = async (prefix: string, ...flags: string[]): Promise<StatusJson> => {
+    const result = await runCli(['status', '--prefix', prefix, '--json', ...flags], {
+      addr: consul.addr,
+    })
+    assert.equal(result.code, 0, result.stderr)
+    assert.equal(result.stdout.trimEnd().split('\n').length, 1, 'one JSON object on one line')
+    return JSON.parse(result.stdout) as StatusJson
+  }
+  const until = (what: string, prefix: string, done: (s: StatusJson) => boolean) =>
+    eventually(
+      what,
+      async () => {
+        const s = await status(prefix)
+        return done(s) ? s : undefined
+      },
+      CLI_START_MS,
+    )
+
+  it('shows a running rxsem holder and a waiter, with session names and values', async () => {
+    const prefix = uniquePrefix('cli-status-rxsem')
+    const run = (who: string) =>
+      startCli(
+        [
+          'run',
+          '--prefix',
+          prefix,
+          '--limit',
+          '1',
+          '--name',
+          `${who} ${prefix}`,
+          '--value',
+          `${who}-value`,
+          '--',
+          'sleep',
+          '300',
+        ],
+        {
+          addr: consul.addr,
+        },
+      )
+    const holder = run('holder')
+    await until('a holder', prefix, (s) => s.holders.length === 1)
+    const waiter = run('waiter')
+    const seen = await until('a waiter', prefix, (s) => s.waiting.length === 1)
+    assert.equal(seen.prefix, prefix)
+    assert.equal(seen.limit, 1)
+    assert.equal(seen.shape, 'go-map')
+    assert.deepEqual(
+      seen.holders.map(({ alive, value, name }) => ({ alive, value, name })),
+      [{ alive: true, value: 'holder-value', name: `holder ${prefix}` }],
+    )
+    assert.deepEqual(
+      seen.waiting.map(({ rank, value, name }) => ({ rank, value, name })),
+      [{ rank: 0, value: 'waiter-value', name: `waiter ${prefix}` }],
+    )
+    assert.match(seen.holders[0]?.session ?? '', /^[0-9a-f-]{36}$/)
+
+    const text = await runCli(['status', '--prefix', prefix], { addr: consul.addr })
+    assert.equal(text.code, 0)
+    assert.match(text.stdout, /holders {2}1 of 1\n {2}\S+ {2}alive {2}value "holder-value"/)
+    assert.match(text.stdout, /waiting {2}1\n {2}#0 \S+ {2}value "waiter-value" {2}name "waiter /)
+
+    waiter.child.kill('SIGTERM')
+    holder.child.kill('SIGTERM')
+    assert.deepEqual(await Promise.all([waiter.exited, holder.exited]), [143, 143])
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('shows the holders and the waiter of real consul lock -n 2 processes', async () => {
+    const prefix = uniquePrefix('cli-status-consul')
+    const lock = () => startConsulLock(consul.addr, ['-n', '2', prefix, 'sleep 300'])
+    const locks = [lock(), lock()]
+    await until('two holders', prefix, (s) => s.holders.length === 2)
+    locks.push(lock())
+    const seen = await until('a waiter', prefix, (s) => s.waiting.length === 1)
+    assert.equal(seen.limit, 2)
+    assert.equal(seen.shape, 'go-map')
+    const consulName = `Consul lock for 'sleep 300' at '${prefix}'`
+    assert.deepEqual(
+      seen.holders.map(({ alive, value, name }) => ({ alive, value, name })),
+      [
+        { alive: true, value: null, name: consulName },
+        { alive: true, value: null, name: consulName },
+      ],
+    )
+    assert.deepEqual(
+      seen.waiting.map(({ rank, name }) => ({ rank, name })),
+      [{ rank: 0, name: consulName }],
+    )
+    await stopAllConsulLocks(locks)
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('shows the holder of a consul lock single-key lock as shape "lock", limit 1', async () => {
+    const prefix = uniquePrefix('cli-status-lock')
+    const lock = startConsulLock(consul.addr, [prefix, 'sleep 300'])
+    const seen = await until('the lock holder', prefix, (s) => s.holders.length === 1)
+    assert.equal(seen.limit, 1)
+    assert.equal(seen.shape, 'lock')
+    assert.deepEqual(seen.waiting, [])
+    assert.equal(seen.holders[0]?.alive, true)
+    assert.equal(seen.holders[0]?.name, `Consul lock for 'sleep 300' at '${prefix}'`)
+    await stopAllConsulLocks([lock])
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('lists a holder whose session is gone as alive: false, and reads the list shapes', async () => {
+    const prefix = uniquePrefix('cli-status-dead')
+    const dead = '00000000-dead-dead-dead-000000000000'
+    const live = await createRawSession(consul.url, {
+      Name: `live ${prefix}`,
+      TTL: '30s',
+      Behavior: 'delete',
+    })
+    try {
+      assert.ok(
+        await putRaw(
+          consul.url,
+          `${prefix}/${live}`,
+          'live-value',
+          `acquire=${live}&flags=${SEMAPHORE_FLAGS}`,
+        ),
+      )
+      await putRaw(
+        consul.url,
+        `${prefix}/.lock`,
+        JSON.stringify({ Limit: 2, Holders: [live, dead] }),
+        `flags=${SEMAPHORE_FLAGS}`,
+      )
+      const guide = await status(prefix)
+      assert.equal(guide.shape, 'guide-list')
+      assert.deepEqual(guide.holders, [
+        { session: live, alive: true, value: 'live-value', name: `live ${prefix}` },
+        { session: dead, alive: false, value: null, name: null },
+      ])
+      await putRaw(
+        consul.url,
+        `${prefix}/.lock`,
+        JSON.stringify({ limit: 2, holders: [live] }),
+        `flags=${SEMAPHORE_FLAGS}`,
+      )
+      assert.equal((await status(prefix)).shape, 'java-list')
+    } finally {
+      await destroyRawSession(consul.url, live)
+      await deleteTree(consul.url, prefix)
+    }
+  })
+
+  it('shows an empty prefix as no limit, no shape, nobody', async () => {
+    const prefix = uniquePrefix('cli-status-empty')
+    assert.deepEqual(await status(prefix), {
+      prefix,
+      limit: null,
+      shape: null,
+      holders: [],
+      waiting: [],
+    })
+    assert.equal((await status(prefix, '--limit', '3')).limit, 3)
+  })
+
+  it('exits 1 with one line on a corrupt .lock, a conflicting limit and an unreachable agent', async () => {
+    const prefix = uniquePrefix('cli-status-errors')
+    await putRaw(consul.url, `${prefix}/corrupt/.lock`, '{"Limit":', `flags=${SEMAPHORE_FLAGS}`)
+    await putRaw(
+      consul.url,
+      `${prefix}/limit/.lock`,
+      '{"Limit":2,"Holders":{}}',
+      `flags=${SEMAPHORE_FLAGS}`,
+    )
+    const results = await Promise.all([
+      runCli(['status', '--prefix', `${prefix}/corrupt`], { addr: consul.addr }),
+      runCli(['status', '--prefix', `${prefix}/limit`, '--limit', '3'], { addr: consul.addr }),
+      runCli(['status', '--prefix', prefix, '--http-addr', '127.0.0.1:1']),
+    ])
+    const says = [
+      /^rxsem: corrupt lock: /,
+      /^rxsem: limit conflict: /,
+      /cannot reach the Consul agent at http:\/\/127\.0\.0\.1:1/,
+    ]
+    results.forEach((result, i) => {
+      assert.equal(result.code, 1, result.stderr)
+      assert.equal(result.stdout, '')
+      assert.equal(result.stderr.trimEnd().split('\n').length, 1, result.stderr)
+      assert.match(result.stderr, says[i] ?? /never/)
+    })
+    await deleteTree(consul.url, prefix)
+  })
+})

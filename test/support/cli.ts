@@ -1,0 +1,128 @@
+// Runs the `rxsem` command line as a real child process, from source through tsx (or a given
+// entry), and records every process it starts so a test's `after` can kill what is left.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { constants } from 'node:os'
+import { resolve } from 'node:path'
+import { consulBin } from './consul-agent.js'
+
+const repoRoot = resolve(import.meta.dirname, '../..')
+
+export interface CliRun {
+  readonly child: ChildProcess
+  readonly pid: number
+  /** Everything written to stdout / stderr so far. */
+  stdout(): string
+  stderr(): string
+  /** Resolves with the exit code (or 128+n for a signal) once the process has exited. */
+  readonly exited: Promise<number>
+}
+
+/**
+ * How long a test waits for a started CLI to show something: starting node with tsx takes
+ * seconds when the whole suite runs at once.
+ */
+export const CLI_START_MS = 30_000
+
+const started = new Set<ChildProcess>()
+
+export interface CliOptions {
+  /** CONSUL_HTTP_ADDR for the child. */
+  readonly addr?: string
+  /** Run this JS file instead of src/cli/main.ts through tsx (e.g. the built dist entry). */
+  readonly entry?: string
+  readonly env?: Readonly<Record<string, string>>
+  readonly cwd?: string
+}
+
+/** Starts `rxsem <args>`; stdout and stderr are piped and collected. */
+export function startCli(args: readonly string[], options: CliOptions = {}): CliRun {
+  const node = options.entry
+    ? [options.entry]
+    : ['--import', 'tsx', resolve(repoRoot, 'src/cli/main.ts')]
+  const env: NodeJS.ProcessEnv = { ...process.env, ...options.env }
+  delete env['CONSUL_HTTP_TOKEN']
+  delete env['CONSUL_HTTP_TOKEN_FILE']
+  if (options.addr !== undefined) env['CONSUL_HTTP_ADDR'] = options.addr
+  const child = spawn(process.execPath, [...node, ...args], {
+    cwd: options.cwd ?? repoRoot,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  started.add(child)
+  let out = ''
+  let err = ''
+  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()))
+  const exited = new Promise<number>((done) => {
+    // 'close': the exit status and all output are in.
+    child.once('close', (code, signal) => {
+      started.delete(child)
+      done(code ?? (signal === null ? 0 : 128 + signalNumber(signal)))
+    })
+  })
+  if (child.pid === undefined) throw new Error(`could not start rxsem ${args.join(' ')}`)
+  return { child, pid: child.pid, stdout: () => out, stderr: () => err, exited }
+}
+
+/** Runs `rxsem <args>` to the end. */
+export async function runCli(
+  args: readonly string[],
+  options: CliOptions = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  const run = startCli(args, options)
+  const code = await run.exited
+  return { code, stdout: run.stdout(), stderr: run.stderr() }
+}
+
+/** SIGKILLs every CLI process still running (for `after` hooks). */
+export function killAllCli(): void {
+  for (const child of started) child.kill('SIGKILL')
+}
+
+function signalNumber(signal: NodeJS.Signals): number {
+  return (constants.signals as Partial<Record<string, number>>)[signal] ?? 0
+}
+
+const consulLocks = new Set<ChildProcess>()
+
+/** Starts `consul lock -http-addr=<addr> <args>` (the real Consul CLI), output collected. */
+export function startConsulLock(addr: string, args: readonly string[]): CliRun {
+  const child = spawn(consulBin(), ['lock', `-http-addr=${addr}`, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  consulLocks.add(child)
+  let out = ''
+  let err = ''
+  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()))
+  child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()))
+  const exited = new Promise<number>((done) => {
+    child.once('close', (code, signal) => {
+      consulLocks.delete(child)
+      done(code ?? (signal === null ? 0 : 128 + signalNumber(signal)))
+    })
+  })
+  if (child.pid === undefined) throw new Error(`could not start consul lock ${args.join(' ')}`)
+  return { child, pid: child.pid, stdout: () => out, stderr: () => err, exited }
+}
+
+/**
+ * Stops every `consul lock` still running (or `only` those): SIGTERM first, which it passes to its child before
+ * releasing (a SIGKILL would orphan the child), then SIGKILL after 6 s.
+ */
+export async function stopAllConsulLocks(only?: readonly CliRun[]): Promise<void> {
+  const chosen = only === undefined ? [...consulLocks] : only.map((run) => run.child)
+  await Promise.all(
+    chosen.map(
+      (child) =>
+        new Promise<void>((done) => {
+          if (child.exitCode !== null || child.signalCode !== null) return done()
+          const timer = setTimeout(() => child.kill('SIGKILL'), 6000)
+          child.once('close', () => {
+            clearTimeout(timer)
+            done()
+          })
+          child.kill('SIGTERM')
+        }),
+    ),
+  )
+}

@@ -1,0 +1,120 @@
+// The pure parts of the `rxsem` command line: argument splitting and checking, the try-once
+// verdict, and the watch frame's layout.
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { splitAtCommand } from '../../src/cli/args.js'
+import { planRun, runFlagSpec, type RunPlan } from '../../src/cli/run-plan.js'
+import { tryOnceVerdict } from '../../src/cli/try-once.js'
+import { UsageError } from '../../src/cli/usage-error.js'
+import { renderFrame, type WatchView } from '../../src/cli/watch-frame.js'
+import { SemaphoreError } from '../../src/errors.js'
+
+const plan = (argv: string[]): RunPlan => {
+  const planned = planRun(argv)
+  if (planned.help) throw new Error('expected a plan, got --help')
+  return planned
+}
+
+describe('rxsem run arguments', () => {
+  it('takes the command after --, and never parses its flags as rxsem flags', () => {
+    assert.deepEqual(splitAtCommand(['--prefix', 'p', '--', 'ls', '--limit', '-l'], runFlagSpec), {
+      flags: ['--prefix', 'p'],
+      command: ['ls', '--limit', '-l'],
+    })
+  })
+
+  it('takes the command from the first word that is not a flag or a flag value', () => {
+    assert.deepEqual(splitAtCommand(['--prefix', 'p', '--shell', 'ls', '-l'], runFlagSpec), {
+      flags: ['--prefix', 'p', '--shell'],
+      command: ['ls', '-l'],
+    })
+  })
+
+  it('reads durations, defaults and the Consul flags', () => {
+    const p = plan([
+      '--prefix',
+      'svc/lock/',
+      '--limit',
+      '3',
+      '--timeout',
+      '1m30s',
+      '--http-addr',
+      '127.0.0.1:8501',
+      '--',
+      'true',
+    ])
+    assert.equal(p.prefix, 'svc/lock')
+    assert.equal(p.limit, 3)
+    assert.equal(p.timeoutMs, 90_000)
+    assert.equal(p.graceMs, 5000)
+    assert.equal(p.verbosity, 'normal')
+    assert.equal(p.consul.address, '127.0.0.1:8501')
+    assert.equal(p.sessionName, "rxsem run 'true' at svc/lock")
+  })
+
+  it('refuses a raw token, a missing command, --limit with --leader, and a bad TTL', () => {
+    const base = ['--prefix', 'p', '--limit', '1']
+    assert.throws(() => planRun([...base, '--token=abc', '--', 'true']), UsageError)
+    assert.throws(() => planRun(base), /no command to run/)
+    assert.throws(
+      () => planRun(['--leader', '--prefix', 'p', '--limit', '2', '--', 'true']),
+      /--leader/,
+    )
+    assert.throws(
+      () => planRun([...base, '--ttl', '5s', '--', 'true']),
+      (e: unknown) => e instanceof SemaphoreError && e.kind === 'InvalidOptions',
+    )
+  })
+})
+
+describe('tryOnceVerdict', () => {
+  const state = {
+    holding: false,
+    session: 's',
+    contending: true,
+    holders: [] as string[],
+    limit: 2,
+    rank: 0,
+  }
+  it('should say held when holding', () =>
+    assert.equal(tryOnceVerdict({ ...state, holding: true }), 'held'))
+  it('should wait for the decision before the key is in Consul', () =>
+    assert.equal(tryOnceVerdict({ ...state, contending: false }), 'undecided'))
+  it('should say not held when every slot is taken', () =>
+    assert.equal(tryOnceVerdict({ ...state, holders: ['a', 'b'] }), 'not-held'))
+  it('should say not held when waiters ranked first take the free slots', () =>
+    assert.equal(tryOnceVerdict({ ...state, holders: ['a'], rank: 1 }), 'not-held'))
+  it('should wait for the CAS when a free slot is meant for it', () =>
+    assert.equal(tryOnceVerdict({ ...state, holders: ['a'], rank: 0 }), 'undecided'))
+  it('should wait for the error after a prefix problem (no rank)', () =>
+    assert.equal(tryOnceVerdict({ ...state, rank: undefined }), 'undecided'))
+})
+
+describe('watch frame', () => {
+  it('fits 80 columns with long values and names', () => {
+    const view: WatchView = {
+      prefix: 'a/very/long/prefix/'.repeat(6),
+      address: 'http://127.0.0.1:8500',
+      connection: { type: 'disconnected', attempt: 3, retryInMs: 2000, message: 'x '.repeat(80) },
+      status: {
+        prefix: 'p',
+        limit: 2,
+        shape: 'go-map',
+        holders: [
+          { session: '1'.repeat(36), alive: true, value: 'v'.repeat(60), name: 'n'.repeat(90) },
+          { session: '2'.repeat(36), alive: false, value: null, name: null },
+        ],
+        waiting: [{ session: '3'.repeat(36), rank: 0, value: null, name: 'w'.repeat(90) }],
+      },
+      problem: undefined,
+      firstSeen: new Map([['1'.repeat(36), 0]]),
+    }
+    const lines = renderFrame(view, 75_000, 80)
+    assert.ok(
+      lines.every((line) => line.length <= 80),
+      lines.join('\n'),
+    )
+    assert.ok(lines.some((line) => line.startsWith('11111111  ') && line.includes('1m15s')))
+    assert.ok(lines.some((line) => line.startsWith('22222222  DEAD')))
+  })
+})

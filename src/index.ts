@@ -81,3 +81,18 @@ export {
   type LockLeader,
 } from './core/decide-lock.js'
 export type { DecideStep } from './core/contender-state-model.js'
+export { tryAcquire, tryLead } from './try-acquire.js'
+export {
+  exclusive,
+  type ExclusiveOptions,
+  type ExclusiveResult,
+  type ExclusiveClosed,
+} from './exclusive.js'
+export type { TaskKeyFinish } from './effects/task-lock-finish.js'
+export {
+  taskLockLoss,
+  type TaskLockInput,
+  type TaskLossReason,
+  type TaskLockLossOptions,
+} from './core/task-lock-loss.js'
+export { tryOnceRefused } from './core/try-once-refused.js'

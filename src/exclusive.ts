@@ -1,0 +1,308 @@
+import * as E from 'fp-ts/lib/Either.js'
+import {
+  asyncScheduler,
+  catchError,
+  concatMap,
+  defer,
+  finalize,
+  from,
+  map,
+  merge,
+  mergeMap,
+  of,
+  race,
+  reduce,
+  type Observable,
+  type ObservableInput,
+  type OperatorFunction,
+} from 'rxjs'
+import { createConsulClient } from './consul/client.js'
+import type { ConsulClient } from './consul/client-api.js'
+import { taskLockLoss, type TaskLossReason } from './core/task-lock-loss.js'
+import { sharedWatch } from './effects/shared-watch.js'
+import type { TaskKeyFinish } from './effects/task-lock-finish.js'
+import {
+  TaskLockSession,
+  type TaskAcquisition,
+  type TaskLockSessionClosed,
+} from './effects/task-lock-session.js'
+import { SemaphoreError, fromConsulError } from './errors.js'
+import { resolveContenderOptions, type ContenderOptions } from './options/contender-options.js'
+
+/** Options of `exclusive(...)`. Session options (`ttl`, `lockDelay`, ...) are those of contenders. */
+export interface ExclusiveOptions<T, R> extends Omit<
+  ContenderOptions,
+  'prefix' | 'watchWait' | 'value'
+> {
+  /** The task's lock key, e.g. `task => 'service/jobs/task/' + task.id`. */
+  readonly keyOf: (task: T) => string
+  /**
+   * The work, started once the key is held. `signal` aborts when the lock is lost or the
+   * subscription ends; stop then. Its last value (an Observable's, or the Promise's) is the
+   * result's `value`.
+   */
+  readonly run: (task: T, signal: AbortSignal) => ObservableInput<R>
+  /**
+   * Asked while the key is held, before `run`: true skips the task ('already-done'). This is where
+   * a done marker is checked (see docs/job-servers.md): checked before acquiring, a server could
+   * see "not done", another could finish and let go, and the task would run twice.
+   */
+  readonly isDone?: (task: T, signal: AbortSignal) => ObservableInput<boolean>
+  /** Most tasks held and run at once by this subscription. Default 1. */
+  readonly concurrency?: number
+  /**
+   * What becomes of the key after `run` completes or fails (or `isDone` said true): 'release'
+   * (default; the key stays, unheld, as `consul lock` leaves it) or 'delete' (only if still
+   * held by this session). A lost or unsubscribed task's key is always released.
+   */
+  readonly onDone?: TaskKeyFinish
+  /** Value written to each held key, for operators. Default '<hostname>:<pid>'. */
+  readonly value?: string
+  /**
+   * A prefix every task key is under: one shared watch of it serves all tasks. Without it each
+   * running task watches its own key (at most `concurrency` long polls).
+   */
+  readonly watchPrefix?: string
+  /**
+   * Called once everything is given back after unsubscribe (or completion, or error): every key
+   * released, every session destroyed. `error` is the first cleanup failure (the sessions then
+   * expire by their TTL and Consul releases their keys).
+   */
+  readonly onClosed?: (closed: ExclusiveClosed) => void
+}
+
+/** What `onClosed` reports. */
+export interface ExclusiveClosed {
+  readonly sessions: readonly string[]
+  readonly error: SemaphoreError | undefined
+}
+
+/** The result of one task, emitted once its key is given back. */
+export type ExclusiveResult<T, R> =
+  /** `run` completed; `value` is its last value (undefined if none). */
+  | {
+      readonly outcome: 'done'
+      readonly task: T
+      readonly key: string
+      readonly session: string
+      readonly value: R | undefined
+    }
+  /** Another session held the key, Consul refused it for a lock-delay, or `isDone` said true. */
+  | {
+      readonly outcome: 'skipped'
+      readonly task: T
+      readonly key: string
+      readonly reason: 'held' | 'lock-delay' | 'already-done'
+    }
+  /** The lock was lost while `run` worked; its signal was aborted with `error` (SlotLost). */
+  | {
+      readonly outcome: 'lost'
+      readonly task: T
+      readonly key: string
+      readonly session: string
+      readonly reason: TaskLossReason
+      readonly error: SemaphoreError
+    }
+  /** `keyOf`, `isDone` or `run` threw or failed, or Consul could not be asked. */
+  | {
+      readonly outcome: 'failed'
+      readonly task: T
+      readonly key: string | undefined
+      readonly session: string | undefined
+      readonly error: unknown
+    }
+
+/**
+ * Runs each task of a stream at most once across every process that runs the same tasks: for
+ * each task, one non-blocking acquisition of its key (`?acquire=` as a txn `lock`, with Consul's
+ * lock flags, so `consul lock` recognises it); held by someone else → `skipped`; acquired →
+ * `run`, then the key is released or deleted (`onDone`). The pattern of the Go post in the seeds
+ * (job servers reading the same task list, each skipping the tasks others hold), with one session
+ * per subscription instead of one per task.
+ *
+ * ```
+ * tasks:    -a---b---c-------|
+ * (b held elsewhere, c's lock lost while it runs)
+ * results:  ----A-B-------C--|    A: done, B: skipped, C: lost (c's signal aborted)
+ * ```
+ *
+ * Loss: the key's lock counts as lost, and `run`'s signal is aborted, when the watch shows the key
+ * with another session or none, when the watch fails, when the session's lease deadline (last
+ * renewal sent + TTL − margin) passes with no renewal (a local timer: this works with Consul
+ * unreachable), or when Consul invalidates the session. One session serves every key of the
+ * subscription; one lease renews it; a new session is created if Consul invalidates it.
+ *
+ * Unsubscribing aborts the running tasks' signals, releases their keys, then destroys the
+ * session, in the background; `onClosed` says when that is done.
+ *
+ * @example
+ * tasks$.pipe(
+ *   exclusive({
+ *     consul,
+ *     keyOf: (task) => `service/jobs/task/${task.id}`,
+ *     isDone: (task) => isMarkedDone(task.id),
+ *     run: async (task, signal) => { await work(task, signal); await markDone(task.id) },
+ *     concurrency: 4,
+ *     onDone: 'delete',
+ *   }),
+ * ).subscribe((result) => console.log(result.outcome, result.key))
+ * @param options Key, work, concurrency, what to do with a finished key, session options.
+ * @returns An operator from tasks to their results, in completion order.
+ */
+export function exclusive<T, R>(
+  options: ExclusiveOptions<T, R>,
+): OperatorFunction<T, ExclusiveResult<T, R>> {
+  return (tasks) =>
+    defer(() => {
+      const resolved = resolveContenderOptions(
+        { ...options, prefix: options.watchPrefix ?? 'exclusive' },
+        'rx-consul-semaphore exclusive',
+      )
+      const concurrency = options.concurrency ?? 1
+      if (!(concurrency === Infinity || (Number.isInteger(concurrency) && concurrency >= 1))) {
+        throw new SemaphoreError(
+          'InvalidOptions',
+          `option concurrency: ${concurrency} must be a whole number of at least 1.`,
+        )
+      }
+      const watchPrefix = options.watchPrefix === undefined ? undefined : resolved.prefix
+      const scheduler = options.scheduler ?? asyncScheduler
+      const client: ConsulClient = options.consul ?? createConsulClient()
+      const locks = new TaskLockSession({ ...resolved, client, scheduler })
+      const onDone = options.onDone ?? 'release'
+
+      const hold = (
+        task: T,
+        key: string,
+        acquired: Extract<TaskAcquisition, { type: 'acquired' }>,
+      ): Observable<ExclusiveResult<T, R>> =>
+        defer(() => {
+          const { session } = acquired
+          const controller = new AbortController()
+          const { signal } = controller
+          const lost$ = merge(
+            acquired.lease,
+            sharedWatch(client, watchPrefix ?? key, { scheduler }),
+          ).pipe(
+            taskLockLoss({ key, session, acquiredIndex: acquired.modifyIndex, scheduler }),
+            // A watch that fails for good (403 ...) can no longer vouch for the key.
+            catchError(() => of<TaskLossReason>('watch-failed')),
+            map((reason): ExclusiveResult<T, R> => {
+              const error = new SemaphoreError(
+                'SlotLost',
+                `the lock of ${key} was lost (${reason}) while its task ran: another server may ` +
+                  'take the task now.',
+              )
+              controller.abort(error)
+              return { outcome: 'lost', task, key, session, reason, error }
+            }),
+          )
+          const isDone$ = options.isDone ? defer(() => options.isDone!(task, signal)) : of(false)
+          const worked$ = from(isDone$).pipe(
+            mergeMap((done) =>
+              done
+                ? of<ExclusiveResult<T, R>>({
+                    outcome: 'skipped',
+                    task,
+                    key,
+                    reason: 'already-done',
+                  })
+                : from(defer(() => options.run(task, signal))).pipe(
+                    reduce<R, R | undefined>((_, value) => value, undefined),
+                    map((value): ExclusiveResult<T, R> => ({
+                      outcome: 'done',
+                      task,
+                      key,
+                      session,
+                      value,
+                    })),
+                  ),
+            ),
+            catchError((error: unknown) =>
+              of<ExclusiveResult<T, R>>({ outcome: 'failed', task, key, session, error }),
+            ),
+          )
+          return race(worked$, lost$).pipe(
+            // The result says the task is over for Consul too: give the key back first.
+            concatMap((result) =>
+              from(locks.finish(key, result.outcome === 'lost' ? 'release' : onDone)).pipe(
+                map(() => result),
+              ),
+            ),
+            // Unsubscribed mid-run: stop the work, give the key back (a no-op once finished).
+            finalize(() => {
+              controller.abort()
+              void locks.finish(key, 'release')
+            }),
+          )
+        })
+
+      const attempt = (task: T): Observable<ExclusiveResult<T, R>> =>
+        defer(() => {
+          const key = options.keyOf(task)
+          if (watchPrefix !== undefined && !key.startsWith(`${watchPrefix}/`)) {
+            throw new SemaphoreError(
+              'InvalidOptions',
+              `task key ${key} is not under watchPrefix ${watchPrefix}: it could not be watched.`,
+            )
+          }
+          return from(locks.acquire(key, resolved.value)).pipe(
+            mergeMap((answer) => {
+              if (E.isLeft(answer)) {
+                const error = fromConsulError(answer.left, `acquiring ${key}`)
+                return of<ExclusiveResult<T, R>>({
+                  outcome: 'failed',
+                  task,
+                  key,
+                  session: undefined,
+                  error,
+                })
+              }
+              const acquisition = answer.right
+              return acquisition.type === 'refused'
+                ? of<ExclusiveResult<T, R>>({
+                    outcome: 'skipped',
+                    task,
+                    key,
+                    reason: acquisition.reason,
+                  })
+                : hold(task, key, acquisition)
+            }),
+          )
+        }).pipe(
+          catchError((error: unknown) =>
+            of<ExclusiveResult<T, R>>({
+              outcome: 'failed',
+              task,
+              key: undefined,
+              session: undefined,
+              error,
+            }),
+          ),
+        )
+
+      return tasks.pipe(
+        mergeMap(attempt, concurrency),
+        finalize(() => {
+          void locks
+            .close()
+            .then(async (closed) => {
+              if (options.consul === undefined) await client.close()
+              options.onClosed?.(closedReport(closed))
+            })
+            // onClosed threw: nothing is left to clean, and nobody to tell.
+            .catch(() => undefined)
+        }),
+      )
+    })
+}
+
+function closedReport(closed: TaskLockSessionClosed): ExclusiveClosed {
+  return {
+    sessions: closed.sessions,
+    error:
+      closed.error === undefined
+        ? undefined
+        : fromConsulError(closed.error, 'giving back the task keys'),
+  }
+}

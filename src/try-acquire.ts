@@ -1,0 +1,97 @@
+import type { Observable, Subscription } from 'rxjs'
+import {
+  leaderElection,
+  type LeaderElection,
+  type LeaderElectionOptions,
+} from './leader-election.js'
+import { semaphore, type Semaphore } from './semaphore.js'
+import type { SemaphoreOptions } from './options/contender-options.js'
+
+/**
+ * One attempt at a slot of the semaphore under `options.prefix`, answered at once: the same
+ * protocol as `semaphore(...)` (session, contender key, one CAS of `.lock`), except that the
+ * contender does not wait. It tries whenever a slot is free, whatever its rank among waiters (it
+ * would not wait for its turn anyway), and answers "not held" as soon as the core finds no free
+ * slot.
+ *
+ * - Held: resolves with a `Semaphore` that already holds. It behaves as any contender from then
+ *   on (`holding$` turns false if the slot is lost, and it then contends again, without ranking),
+ *   except that it keeps its slot without a subscriber: only `close()` gives it back.
+ * - Not held: resolves with null once everything it created is gone (contender key deleted,
+ *   session destroyed).
+ * - Rejects with a SemaphoreError: 'InvalidOptions' (nothing was sent), a prefix problem
+ *   ('Conflict', 'LimitConflict', 'CorruptLock'), 'PermissionDenied', or 'Consul' when Consul
+ *   cannot be reached (a try-once does not retry).
+ *
+ * @example
+ * const sem = await tryAcquire({ prefix: 'service/db/lock', limit: 3, consul })
+ * if (sem === null) console.log('all slots taken, try later')
+ * else try { await work() } finally { await sem.close() }
+ * @param options The options of `semaphore(...)`; `fairness` is ignored.
+ * @returns The holding contender, or null.
+ */
+export function tryAcquire(options: SemaphoreOptions): Promise<Semaphore | null> {
+  return settleTry(semaphore(options, { tryOnce: true }))
+}
+
+/**
+ * One attempt at the leadership under `options.prefix` (the single-key lock `<prefix>/.lock`, as
+ * `leaderElection(...)` and `consul lock`), answered at once: not held when another session holds
+ * the key or when Consul refuses it for a lock-delay (after a leader's session was invalidated).
+ * A separate function rather than a flag of `tryAcquire`, because the answer has another type
+ * (`LeaderElection`, with `leader$`) and the two protocols do not share a prefix.
+ *
+ * Held: the election, already leading, kept until `close()` (as `tryAcquire`). Not held: null,
+ * once its session is destroyed. Rejects with a SemaphoreError as `tryAcquire` does.
+ *
+ * @example
+ * const election = await tryLead({ prefix: 'service/scheduler/leader', value: 'node-a', consul })
+ * if (election) try { await runOnce() } finally { await election.close() }
+ * @param options The options of `leaderElection(...)`.
+ * @returns The leading election, or null.
+ */
+export function tryLead(options: LeaderElectionOptions): Promise<LeaderElection | null> {
+  return settleTry(leaderElection(options, { tryOnce: true }))
+}
+
+interface Contender {
+  readonly state$: Observable<{ readonly holding: boolean }>
+  close(): Promise<void>
+}
+
+/**
+ * Subscribes to a try-once contender until it answers (holding, or its state completes), and
+ * keeps that subscription for the holder, so that it stays a holder until `close()`.
+ */
+async function settleTry<C extends Contender>(contender: C): Promise<C | null> {
+  let keeper: Subscription | undefined
+  let held: boolean
+  try {
+    held = await new Promise<boolean>((resolve, reject) => {
+      keeper = contender.state$.subscribe({
+        next: (state) => state.holding && resolve(true),
+        complete: () => resolve(false),
+        error: reject,
+      })
+    })
+  } catch (error: unknown) {
+    // The contender's finalize has started its release; wait for it before answering.
+    await contender.close().catch(() => undefined)
+    throw error
+  }
+  if (!held) {
+    keeper?.unsubscribe()
+    await contender.close()
+    return null
+  }
+  return {
+    ...contender,
+    async close() {
+      try {
+        await contender.close()
+      } finally {
+        keeper?.unsubscribe()
+      }
+    },
+  }
+}

@@ -11,7 +11,10 @@ import {
   seen,
   sessionGone,
 } from './support/events.js'
-import { keyGone, listed, prefix, unlisted, waiting } from './support/scenario.js'
+import { keyGone, listed, listedLater, prefix, unlisted, waiting } from './support/scenario.js'
+import { snapshotOf } from './support/snapshot.js'
+
+const restarted = snapshotOf([], 1n)
 
 const testScheduler = (): TestScheduler =>
   new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
@@ -155,8 +158,18 @@ describe('holding', () => {
 
   it('should not become true on a CAS result while the watch is disconnected', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('c-w-d-k-l', events)
+      // The snapshot after the CAS carries an index past it (the CAS wrote index 21).
+      const source = cold('c-w-d-k-L', { ...events, L: seen(listedLater) })
       const expected = '   f-------t'
+      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+    })
+  })
+
+  it('should stay false on a snapshot older than its own CAS after a disconnect (agent restart)', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // A restarted dev agent comes back empty, its indexes back at the start.
+      const source = cold('c-w-k-L-d-R', { ...events, L: seen(listedLater), R: seen(restarted) })
+      const expected = '   f---t---f'
       expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
     })
   })

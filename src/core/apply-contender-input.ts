@@ -33,6 +33,10 @@ export function applyContenderInput(
 ): ContenderState {
   switch (input.type) {
     case 'snapshot':
+      // Older than our own CAS: it can neither say we were removed after it nor vouch that we are
+      // still listed, so it does not reconnect us either. After an agent restart (indexes go
+      // backwards, sessions gone) this keeps a holder at false until its lease learns the truth.
+      if (isOlderThanOwnCas(s, input.snapshot)) return s
       return redecide({ ...s, connected: true }, input.snapshot, now, options)
     case 'disconnected':
       return { ...s, connected: false, graceLockIndex: undefined, patientAt: undefined }
@@ -114,6 +118,10 @@ function casAnswered(
   }
 }
 
+function isOlderThanOwnCas(s: ContenderState, snapshot: KVSnapshot): boolean {
+  return s.session !== undefined && s.casIndex !== undefined && snapshot.index < s.casIndex
+}
+
 function redecide(
   s: ContenderState,
   snapshot: KVSnapshot,
@@ -121,8 +129,6 @@ function redecide(
   options: ContenderStateOptions,
 ): ContenderState {
   if (s.session === undefined) return { ...s, snapshot }
-  // A snapshot older than our own successful CAS cannot say we were removed after it.
-  if (s.casIndex !== undefined && snapshot.index < s.casIndex) return s
   const { decision, graceLockIndex, patientAt } = decidePatiently(
     snapshot,
     s.session,

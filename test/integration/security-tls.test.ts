@@ -1,0 +1,141 @@
+// The semaphore over https against an agent that requires client certificates: the CA and the
+// certificate from the CONSUL_* variables, a wrong CA refused, and verification switched off with
+// a warning.
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import * as E from 'fp-ts/lib/Either.js'
+import { filter, firstValueFrom } from 'rxjs'
+import { createConsulClient, semaphore, type SemaphoreState } from '../../src/index.js'
+import {
+  consulBin,
+  freePort,
+  startAgent,
+  uniquePrefix,
+  type ConsulAgent,
+} from '../support/consul-agent.js'
+import { eventually, sessionsNamed } from '../support/observe.js'
+
+const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
+
+describe('semaphore over https', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rxsem-sec-tls-'))
+  const file = (name: string): string => join(dir, name)
+  let agent: ConsulAgent
+  let httpsPort: number
+  const prefix = uniquePrefix('security-tls')
+
+  const tlsEnv = (extra: Record<string, string> = {}): Record<string, string> => ({
+    CONSUL_HTTP_ADDR: `https://127.0.0.1:${httpsPort}`,
+    CONSUL_CACERT: file('consul-agent-ca.pem'),
+    CONSUL_CLIENT_CERT: file('dc1-client-consul-0.pem'),
+    CONSUL_CLIENT_KEY: file('dc1-client-consul-0-key.pem'),
+    ...extra,
+  })
+
+  before(async () => {
+    for (const args of [
+      ['ca', 'create'],
+      ['cert', 'create', '-server'],
+      ['cert', 'create', '-client'],
+    ]) {
+      execFileSync(consulBin(), ['tls', ...args], { cwd: dir, stdio: 'ignore' })
+    }
+    // A second CA that signed nothing of the agent's.
+    mkdirSync(file('other'))
+    execFileSync(consulBin(), ['tls', 'ca', 'create'], { cwd: file('other'), stdio: 'ignore' })
+    httpsPort = await freePort()
+    agent = await startAgent({
+      hcl: [
+        `ca_file = "${file('consul-agent-ca.pem')}"`,
+        `cert_file = "${file('dc1-server-consul-0.pem')}"`,
+        `key_file = "${file('dc1-server-consul-0-key.pem')}"`,
+        'verify_incoming_https = true',
+        `ports { https = ${httpsPort} }`,
+      ],
+    })
+  })
+  after(async () => {
+    await fetch(`${agent.url}/v1/kv/${prefix}?recurse`, { method: 'DELETE' })
+    await agent.stop()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('acquires and releases with CONSUL_CACERT and the client certificate the agent asks for', async () => {
+    const name = `tls ok ${prefix}`
+    const consul = createConsulClient({ env: tlsEnv() })
+    try {
+      const sem = semaphore({ prefix: `${prefix}/ok`, limit: 1, consul, sessionName: name })
+      const sub = sem.holding$.subscribe()
+      const held = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
+      assert.ok(held.session)
+      await sem.close()
+      sub.unsubscribe()
+      assert.deepEqual(await sessionsNamed(agent.url, name), [])
+    } finally {
+      await consul.close()
+    }
+  })
+
+  // Decision: a certificate that cannot be verified is reported like any unreachable agent. The
+  // Consul layer's error is a typed Unreachable whose message names the certificate problem;
+  // the semaphore keeps retrying (a CA can be fixed or rotated without restarting the process)
+  // and holding$ stays false, with state$.connected false. It never holds.
+  it('refuses an agent signed by another CA: Unreachable naming the certificate, holding$ stays false', async () => {
+    const consul = createConsulClient({
+      env: tlsEnv({ CONSUL_CACERT: file('other/consul-agent-ca.pem') }),
+    })
+    const name = `tls wrong ca ${prefix}`
+    try {
+      const direct = await consul.kv.get(`${prefix}/x`)()
+      assert.ok(E.isLeft(direct))
+      assert.equal(direct.left._tag, 'Unreachable')
+      assert.match(direct.left.message, /certificate|self[- ]signed/i)
+      assert.match(direct.left.message, /CONSUL_HTTP_ADDR/)
+
+      const sem = semaphore({ prefix: `${prefix}/wrong`, limit: 1, consul, sessionName: name })
+      const states: SemaphoreState[] = []
+      let error: unknown
+      const sub = sem.state$.subscribe({
+        next: (s) => void states.push(s),
+        error: (e: unknown) => void (error = e),
+      })
+      await sleep(1500)
+      assert.equal(error, undefined)
+      assert.ok(
+        states.every((s) => !s.holding && !s.connected),
+        'never holds, never connected',
+      )
+      sub.unsubscribe()
+      await sem.close()
+      assert.deepEqual(await sessionsNamed(agent.url, name), [], 'nothing reached the agent')
+    } finally {
+      await consul.close()
+    }
+  })
+
+  it('works with CONSUL_HTTP_SSL_VERIFY=false, with a warning that names the risk', async () => {
+    const warnings: Error[] = []
+    const onWarning = (w: Error): void => void warnings.push(w)
+    process.on('warning', onWarning)
+    const { CONSUL_CACERT: _ca, ...withoutCa } = tlsEnv({ CONSUL_HTTP_SSL_VERIFY: 'false' })
+    const consul = createConsulClient({ env: withoutCa })
+    try {
+      const sem = semaphore({ prefix: `${prefix}/noverify`, limit: 1, consul })
+      const sub = sem.holding$.subscribe()
+      await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
+      await sem.close()
+      sub.unsubscribe()
+      await eventually('the warning', () => (warnings.length > 0 ? true : undefined), 2000)
+      const warning = warnings[0] as Error & { code?: string }
+      assert.equal(warning.code, 'RXSEM_CONSUL_TLS_VERIFY_DISABLED')
+      assert.match(warning.message, /CONSUL_HTTP_SSL_VERIFY disables TLS certificate verification/)
+    } finally {
+      process.off('warning', onWarning)
+      await consul.close()
+    }
+  })
+})

@@ -1,0 +1,151 @@
+// Contender processes killed with SIGKILL cannot release: their slots come free only when Consul
+// invalidates their sessions (TTL), and a waiter must never hold before that. Once the sessions are
+// gone, so are their contender keys (behavior delete), and the waiter uses the slot.
+import assert from 'node:assert/strict'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { join } from 'node:path'
+import { createInterface } from 'node:readline'
+import { after, before, describe, it } from 'node:test'
+import { filter, firstValueFrom } from 'rxjs'
+import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
+import { processGone, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import {
+  deleteTree,
+  eventually,
+  holdersOf,
+  listPrefix,
+  readLock,
+  sessionsNamed,
+} from '../support/observe.js'
+import { SafetyRecorder } from '../support/safety-recorder.js'
+
+interface ChildState {
+  readonly session?: string
+  readonly holding: boolean
+  readonly rank?: number
+}
+
+/** Starts the library in a child Node process; `states` collects what it prints. */
+function startContender(addr: string, prefix: string, name: string) {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(import.meta.dirname, 'fixtures/contender-process.ts'),
+      addr,
+      prefix,
+      '1',
+      name,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  )
+  const states: ChildState[] = []
+  if (child.stdout) {
+    createInterface({ input: child.stdout }).on('line', (line) =>
+      states.push(JSON.parse(line) as ChildState),
+    )
+  }
+  return { child, states }
+}
+
+describe('contender processes killed with SIGKILL', () => {
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+  let client: ConsulClient
+  const children: ChildProcess[] = []
+  before(async () => {
+    consul = await sharedAgent()
+    client = createConsulClient({ address: consul.addr })
+  })
+  after(async () => {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+    await client.close()
+    await consul.close()
+  })
+
+  it('frees the slot only once the killed holder session is gone, and the waiter then uses it', async (t) => {
+    const prefix = uniquePrefix('sigkill')
+    const name = `sigkill ${prefix}`
+    const recorder = new SafetyRecorder(1, () => Date.now())
+    const holder = startContender(consul.addr, prefix, name)
+    children.push(holder.child)
+    const holderState = await eventually(
+      'the child holds',
+      () => holder.states.find((s) => s.holding),
+      20_000,
+    )
+    const holderSession = holderState.session ?? ''
+    recorder.record('child-holder', true, Date.now())
+    const queued = startContender(consul.addr, prefix, name)
+    children.push(queued.child)
+    const queuedState = await eventually(
+      'the second child waits',
+      () => queued.states.find((s) => s.rank !== undefined),
+      20_000,
+    )
+    const waiter = semaphore({ prefix, limit: 1, consul: client, ttl: '10s', sessionName: name })
+    const sub = waiter.holding$.subscribe((h) => recorder.record('in-process-waiter', h))
+    try {
+      await firstValueFrom(waiter.state$.pipe(filter((s) => s.rank !== undefined)))
+
+      const killedAt = Date.now()
+      holder.child.kill('SIGKILL')
+      queued.child.kill('SIGKILL')
+      assert.ok(holder.child.pid && (await processGone(holder.child.pid)), 'holder process gone')
+      assert.ok(queued.child.pid && (await processGone(queued.child.pid)), 'queued process gone')
+      // A killed process holds nothing more; from here Consul alone keeps its slot taken.
+      recorder.record('child-holder', false, killedAt)
+
+      // Watch the holder's session; the waiter must not hold while it still exists.
+      let lastAliveAskedAt = killedAt
+      let heldAt: number | undefined
+      void firstValueFrom(waiter.holding$.pipe(filter(Boolean))).then(() => (heldAt = Date.now()))
+      const goneAt = await eventually(
+        'the killed holder session invalidated',
+        async () => {
+          const askedAt = Date.now()
+          const res = await fetch(`${consul.url}/v1/session/info/${holderSession}`)
+          const body = (await res.json()) as unknown[] | null
+          if (body !== null && body.length > 0) {
+            lastAliveAskedAt = askedAt
+            assert.equal(heldAt, undefined, 'the waiter held while the killed session was alive')
+            return undefined
+          }
+          return Date.now()
+        },
+        30_000,
+      )
+      // Once the session is gone, so is its contender key.
+      const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+      assert.ok(!keys.includes(`${prefix}/${holderSession}`), 'no key of the killed holder left')
+      await firstValueFrom(waiter.holding$.pipe(filter(Boolean)))
+      const takenAt = heldAt ?? Date.now()
+      assert.ok(takenAt > lastAliveAskedAt, 'held only after the session was gone')
+      await eventually(
+        'the queued child session gone too, with its key',
+        async () => {
+          const left = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+          return left.includes(`${prefix}/${queuedState.session}`) ? undefined : true
+        },
+        30_000,
+      )
+      const waiterSession = (await firstValueFrom(waiter.state$)).session
+      assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [waiterSession])
+      assert.equal(recorder.assertSafe(), 0)
+      t.diagnostic(
+        `SIGKILL (TTL 10s): holder session invalidated ${goneAt - killedAt} ms after the kill; ` +
+          `the waiter held ${takenAt - killedAt} ms after the kill (${takenAt - goneAt} ms after ` +
+          'the invalidation was seen)',
+      )
+    } finally {
+      await waiter.close()
+      sub.unsubscribe()
+    }
+    await eventually('nothing left', async () => {
+      const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+      const sessions = await sessionsNamed(consul.url, name)
+      return keys.every((k) => k === `${prefix}/.lock`) && sessions.length === 0 ? true : undefined
+    })
+    await deleteTree(consul.url, prefix)
+  })
+})

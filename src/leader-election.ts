@@ -1,24 +1,16 @@
-import * as E from 'fp-ts/lib/Either.js'
 import {
-  BehaviorSubject,
   ReplaySubject,
   catchError,
-  concat,
   defer,
-  distinctUntilChanged,
   filter,
   map,
   of,
-  scan,
   share,
   takeUntil,
-  tap,
   throwError,
   type Observable,
 } from 'rxjs'
-import { createConsulClient } from './consul/client.js'
-import type { ConsulClient } from './consul/client-api.js'
-import type { ConsulError } from './consul/errors.js'
+import { contenderHandle } from './contender-handle.js'
 import { SEMAPHORE_FLAGS } from './consul/flags.js'
 import type { ContenderState } from './core/contender-state-model.js'
 import { lockDecider, readLockLeader, type LockLeader } from './core/decide-lock.js'
@@ -144,85 +136,52 @@ export function leaderElection(
   options: LeaderElectionOptions,
   internal: ContenderInternals = {},
 ): LeaderElection {
-  const closing = new BehaviorSubject(false)
-  const closed$ = closing.pipe(filter(Boolean))
-  const releases = new Set<Promise<E.Either<ConsulError, void>>>()
-  let ownClient: ConsulClient | undefined
-  const clientOf = (): ConsulClient => options.consul ?? (ownClient ??= createConsulClient())
-
-  const track = (release: Promise<E.Either<ConsulError, void>>): void => {
-    // Releases resolve to an Either; the catch only keeps a bug from becoming an unhandled rejection.
-    const settled = release.catch((error: unknown) =>
-      E.left<ConsulError>({ _tag: 'Unreachable', message: String(error), cause: error }),
-    )
-    releases.add(settled)
-  }
-
-  const run = defer((): Observable<LeaderElectionState> => {
-    if (closing.value) return of()
-    const resolved = resolveContenderOptions(options, 'rx-consul-semaphore leader')
-    const client = clientOf()
-    const scheduler = options.scheduler
-    const protocol: ContenderProtocol = {
-      behavior: 'release',
-      decide: lockDecider(resolved.value),
-      performer: lockAcquirer({ client, prefix: resolved.prefix, scheduler }),
-      release: (session) =>
-        releaseLockKey({ client, prefix: resolved.prefix, session, value: resolved.value }),
-      problemError: lockProblemError,
-    }
-    return contend({
-      ...resolved,
-      client,
-      limit: 1,
-      // No queue on a lock: whoever acquires first after a release leads, as with Go's Lock.
-      fairness: false,
-      fairnessGraceMs: undefined,
-      closing,
-      onRelease: track,
-      scheduler,
-      protocol,
-      tryOnce: internal.tryOnce,
-    }).pipe(map((core) => toLeaderElectionState(core, resolved.prefix, resolved.value)))
+  const { state$, holding$, close, lifecycle } = contenderHandle<LeaderElectionState>({
+    consul: options.consul,
+    idle,
+    states: ({ closing, onRelease, client }) => {
+      const resolved = resolveContenderOptions(options, 'rx-consul-semaphore leader')
+      const consul = client()
+      const scheduler = options.scheduler
+      const protocol: ContenderProtocol = {
+        behavior: 'release',
+        decide: lockDecider(resolved.value),
+        performer: lockAcquirer({ client: consul, prefix: resolved.prefix, scheduler }),
+        release: (session) =>
+          releaseLockKey({
+            client: consul,
+            prefix: resolved.prefix,
+            session,
+            value: resolved.value,
+          }),
+        problemError: lockProblemError,
+      }
+      return contend({
+        ...resolved,
+        client: consul,
+        limit: 1,
+        // No queue on a lock: whoever acquires first after a release leads, as with Go's Lock.
+        fairness: false,
+        fairnessGraceMs: undefined,
+        closing,
+        onRelease,
+        scheduler,
+        protocol,
+        tryOnce: internal.tryOnce,
+      }).pipe(map((core) => toLeaderElectionState(core, resolved.prefix, resolved.value)))
+    },
+    same: sameState,
+    dropped: steppedDown,
+    releaseFailedHint:
+      'The session expires by its TTL; Consul then frees the key after the lock-delay.',
   })
-
-  const state$ = defer(() => {
-    let last: LeaderElectionState | undefined
-    return concat(
-      of(idle),
-      run.pipe(
-        // A new session starts with an empty state: keep the reason of the last transition.
-        scan((previous, next) =>
-          next.reason === undefined ? { ...next, reason: previous.reason } : next,
-        ),
-      ),
-    ).pipe(
-      tap((state) => (last = state)),
-      // Option errors are thrown inside defer, Consul errors arrive typed: all leave as
-      // SemaphoreError. A leader that fails says false first (contend's finalize starts the
-      // release), so that holding$ never ends on true.
-      catchError((error: unknown) =>
-        concat(
-          last?.holding ? of(steppedDown(last)) : of(),
-          throwError(() => toSemaphoreError(error)),
-        ),
-      ),
-    )
-  }).pipe(
-    distinctUntilChanged(sameState),
-    share({
-      connector: () => new ReplaySubject<LeaderElectionState>(1),
-      resetOnRefCountZero: true,
-      resetOnComplete: true,
-      resetOnError: true,
-    }),
-  )
+  const { closing } = lifecycle
 
   const leader$ = defer(() => {
     if (closing.value) return of<LockLeader | null>()
     const resolved = resolveContenderOptions(options, 'rx-consul-semaphore leader')
-    return lockLeader(clientOf(), resolved.prefix, { waitMs: resolved.watchWaitMs }).pipe(
-      takeUntil(closed$),
+    return lockLeader(lifecycle.client(), resolved.prefix, { waitMs: resolved.watchWaitMs }).pipe(
+      takeUntil(closing.pipe(filter(Boolean))),
     )
   }).pipe(
     catchError((error: unknown) => throwError(() => toSemaphoreError(error))),
@@ -234,29 +193,7 @@ export function leaderElection(
     }),
   )
 
-  return {
-    state$,
-    holding$: state$.pipe(
-      map((state) => state.holding),
-      distinctUntilChanged(),
-    ),
-    leader$,
-    async close() {
-      closing.next(true)
-      const results = await Promise.all(releases)
-      releases.clear()
-      await ownClient?.close()
-      const failed = results.find(E.isLeft)
-      if (failed && E.isLeft(failed)) {
-        throw new SemaphoreError(
-          'ReleaseFailed',
-          `releasing the leadership failed: ${failed.left.message} The session expires by its ` +
-            'TTL; Consul then frees the key after the lock-delay.',
-          { cause: failed.left },
-        )
-      }
-    },
-  }
+  return { state$, holding$, leader$, close }
 }
 
 /** The SemaphoreError for a prefix problem of the lock (only Conflict can arise). */

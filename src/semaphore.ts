@@ -1,26 +1,8 @@
-import * as E from 'fp-ts/lib/Either.js'
-import {
-  BehaviorSubject,
-  ReplaySubject,
-  catchError,
-  concat,
-  defer,
-  distinctUntilChanged,
-  map,
-  of,
-  scan,
-  share,
-  tap,
-  throwError,
-  type Observable,
-} from 'rxjs'
-import { createConsulClient } from './consul/client.js'
-import type { ConsulClient } from './consul/client-api.js'
-import type { ConsulError } from './consul/errors.js'
+import { map, type Observable } from 'rxjs'
+import { contenderHandle } from './contender-handle.js'
 import type { ContenderState } from './core/contender-state-model.js'
 import type { RankedContender, TransitionReason } from './core/events.js'
 import { contend } from './effects/contend.js'
-import { SemaphoreError, toSemaphoreError } from './errors.js'
 import {
   resolveContenderOptions,
   resolveLimit,
@@ -127,93 +109,31 @@ const idle = (limit: number): SemaphoreState => ({
  */
 export function semaphore(options: SemaphoreOptions, internal: ContenderInternals = {}): Semaphore {
   const limitForState = typeof options.limit === 'number' ? options.limit : 0
-  const closing = new BehaviorSubject(false)
-  const releases = new Set<Promise<E.Either<ConsulError, void>>>()
-  let ownClient: ConsulClient | undefined
-
-  const track = (release: Promise<E.Either<ConsulError, void>>): void => {
-    // Releases resolve to an Either; the catch only keeps a bug from becoming an unhandled rejection.
-    const settled = release.catch((error: unknown) =>
-      E.left<ConsulError>({ _tag: 'Unreachable', message: String(error), cause: error }),
-    )
-    releases.add(settled)
-  }
-
-  const run = defer((): Observable<ContenderState> => {
-    if (closing.value) return of()
-    const resolved = resolveContenderOptions(options, 'rx-consul-semaphore')
-    const limit = resolveLimit(options.limit)
-    const fairness = options.fairness ?? true
-    const client = options.consul ?? (ownClient ??= createConsulClient())
-    return contend({
-      ...resolved,
-      client,
-      limit,
-      // A try-once contender will not wait: it tries whenever a slot is free, whatever its rank.
-      fairness: fairness !== false && internal.tryOnce !== true,
-      fairnessGraceMs: typeof fairness === 'object' ? fairness.graceMs : undefined,
-      closing,
-      onRelease: track,
-      scheduler: options.scheduler,
-      tryOnce: internal.tryOnce,
-    })
-  })
-
-  const state$ = defer(() => {
-    let last: SemaphoreState | undefined
-    return concat(
-      of(idle(limitForState)),
-      run.pipe(
-        map((core) => toSemaphoreState(core, limitForState)),
-        // A new session starts with an empty state: keep the reason of the last transition.
-        scan((previous, next) =>
-          next.reason === undefined ? { ...next, reason: previous.reason } : next,
-        ),
-      ),
-    ).pipe(
-      tap((state) => (last = state)),
-      // Option errors are thrown inside defer, Consul errors arrive typed: all leave as
-      // SemaphoreError. A holder that fails says false first: its slot is given back (contend's
-      // finalize starts the release), and holding$ must never end on true.
-      catchError((error: unknown) =>
-        concat(
-          last?.holding ? of(lostOnError(last)) : of(),
-          throwError(() => toSemaphoreError(error)),
-        ),
-      ),
-    )
-  }).pipe(
-    distinctUntilChanged(sameState),
-    share({
-      connector: () => new ReplaySubject<SemaphoreState>(1),
-      resetOnRefCountZero: true,
-      resetOnComplete: true,
-      resetOnError: true,
-    }),
-  )
-
-  return {
-    state$,
-    holding$: state$.pipe(
-      map((state) => state.holding),
-      distinctUntilChanged(),
-    ),
-    async close() {
-      closing.next(true)
-      const results = await Promise.all(releases)
-      releases.clear()
-      await ownClient?.close()
-      const failed = results.find(E.isLeft)
-      if (failed && E.isLeft(failed)) {
-        throw new SemaphoreError(
-          'ReleaseFailed',
-          `releasing the slot failed: ${failed.left.message} The session expires by its TTL and ` +
-            'other contenders then prune it.',
-          { cause: failed.left },
-        )
-      }
+  const { state$, holding$, close } = contenderHandle<SemaphoreState>({
+    consul: options.consul,
+    idle: idle(limitForState),
+    states: ({ closing, onRelease, client }) => {
+      const resolved = resolveContenderOptions(options, 'rx-consul-semaphore')
+      const limit = resolveLimit(options.limit)
+      const fairness = options.fairness ?? true
+      return contend({
+        ...resolved,
+        client: client(),
+        limit,
+        // A try-once contender will not wait: it tries whenever a slot is free, whatever its rank.
+        fairness: fairness !== false && internal.tryOnce !== true,
+        fairnessGraceMs: typeof fairness === 'object' ? fairness.graceMs : undefined,
+        closing,
+        onRelease,
+        scheduler: options.scheduler,
+        tryOnce: internal.tryOnce,
+      }).pipe(map((core) => toSemaphoreState(core, limitForState)))
     },
-  }
+    same: sameState,
+    dropped: lostOnError,
+    releaseFailedHint: 'The session expires by its TTL and other contenders then prune it.',
+  })
+  return { state$, holding$, close }
 }
 
 function lostOnError(last: SemaphoreState): SemaphoreState {

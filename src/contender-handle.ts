@@ -1,0 +1,149 @@
+import * as E from 'fp-ts/lib/Either.js'
+import {
+  BehaviorSubject,
+  ReplaySubject,
+  catchError,
+  concat,
+  defer,
+  distinctUntilChanged,
+  map,
+  of,
+  scan,
+  share,
+  tap,
+  throwError,
+  type Observable,
+} from 'rxjs'
+import { createConsulClient } from './consul/client.js'
+import type { ConsulClient } from './consul/client-api.js'
+import type { ConsulError } from './consul/errors.js'
+import type { TransitionReason } from './core/events.js'
+import { SemaphoreError, toSemaphoreError } from './errors.js'
+
+/** What a running contender gets from its handle. */
+export interface ContenderLifecycle {
+  /** Becomes true on close(): release now, contend no more. */
+  readonly closing: BehaviorSubject<boolean>
+  /** Hands each background release to the handle, so close() can await it. */
+  readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
+  /** The Consul client: the one given in the options, or one the handle owns and closes. */
+  readonly client: () => ConsulClient
+}
+
+/** The public state of any contender: at least whether it holds, and why that last changed. */
+export interface HeldState {
+  readonly holding: boolean
+  readonly reason: TransitionReason | undefined
+}
+
+export interface ContenderHandleSpec<S extends HeldState> {
+  /** The client from the options, if any. */
+  readonly consul: ConsulClient | undefined
+  /** The state before anything is known. */
+  readonly idle: S
+  /** The contender's public states; subscribed anew for each first subscriber. May throw. */
+  readonly states: (lifecycle: ContenderLifecycle) => Observable<S>
+  /** Whether two states would look the same to a subscriber. */
+  readonly same: (a: S, b: S) => boolean
+  /** The state said when a holder fails: no longer holding, its release under way. */
+  readonly dropped: (last: S) => S
+  /** What close() says, after the error's own message, when the release failed. */
+  readonly releaseFailedHint: string
+}
+
+/** The shared lifecycle of `semaphore(...)` and `leaderElection(...)`. */
+export interface ContenderHandle<S extends HeldState> {
+  readonly state$: Observable<S>
+  readonly holding$: Observable<boolean>
+  readonly lifecycle: ContenderLifecycle
+  readonly close: () => Promise<void>
+}
+
+/**
+ * Turns a contender's state stream into the public handle both contender kinds share: `state$`
+ * starts with the idle state, keeps the reason of the last transition across sessions, says "not
+ * holding" before any error (so `holding$` never ends on true) and errors only with a
+ * SemaphoreError; it is shared (the first subscriber starts contending, late subscribers get the
+ * current state at once, the last unsubscribe releases). `close()` releases and resolves when
+ * every background release has finished.
+ *
+ * @example
+ * const handle = contenderHandle({ consul, idle, states: (l) => contend({ ...options, ...l }), ... })
+ * handle.holding$.subscribe(console.log)
+ * @returns The handle.
+ */
+export function contenderHandle<S extends HeldState>(
+  spec: ContenderHandleSpec<S>,
+): ContenderHandle<S> {
+  const closing = new BehaviorSubject(false)
+  const releases = new Set<Promise<E.Either<ConsulError, void>>>()
+  let ownClient: ConsulClient | undefined
+  const lifecycle: ContenderLifecycle = {
+    closing,
+    onRelease: (release) => {
+      // Releases resolve to an Either; the catch only keeps a bug from becoming an unhandled
+      // rejection.
+      releases.add(
+        release.catch((error: unknown) =>
+          E.left<ConsulError>({ _tag: 'Unreachable', message: String(error), cause: error }),
+        ),
+      )
+    },
+    client: () => spec.consul ?? (ownClient ??= createConsulClient()),
+  }
+
+  const state$ = defer(() => {
+    let last: S | undefined
+    return concat(
+      of(spec.idle),
+      defer(() => (closing.value ? of<S>() : spec.states(lifecycle))).pipe(
+        // A new session starts with an empty state: keep the reason of the last transition.
+        scan((previous, next) =>
+          next.reason === undefined ? { ...next, reason: previous.reason } : next,
+        ),
+      ),
+    ).pipe(
+      tap((state) => (last = state)),
+      // Option errors are thrown inside defer, Consul errors arrive typed: all leave as
+      // SemaphoreError. A holder that fails says false first: its slot is given back (contend's
+      // finalize starts the release), and holding$ must never end on true.
+      catchError((error: unknown) =>
+        concat(
+          last?.holding ? of(spec.dropped(last)) : of(),
+          throwError(() => toSemaphoreError(error)),
+        ),
+      ),
+    )
+  }).pipe(
+    distinctUntilChanged(spec.same),
+    share({
+      connector: () => new ReplaySubject<S>(1),
+      resetOnRefCountZero: true,
+      resetOnComplete: true,
+      resetOnError: true,
+    }),
+  )
+
+  return {
+    state$,
+    holding$: state$.pipe(
+      map((state) => state.holding),
+      distinctUntilChanged(),
+    ),
+    lifecycle,
+    close: async () => {
+      closing.next(true)
+      const results = await Promise.all(releases)
+      releases.clear()
+      await ownClient?.close()
+      const failed = results.find(E.isLeft)
+      if (failed && E.isLeft(failed)) {
+        throw new SemaphoreError(
+          'ReleaseFailed',
+          `releasing failed: ${failed.left.message} ${spec.releaseFailedHint}`,
+          { cause: failed.left },
+        )
+      }
+    },
+  }
+}

@@ -17,6 +17,7 @@ describe('Consul client failure paths', () => {
   let agent: Awaited<ReturnType<typeof sharedAgent>>
   let proxy: FaultProxy
   let consul: ConsulHttpClient
+  let direct: ConsulHttpClient
   const prefix = uniquePrefix('consul-failures')
   const key = `${prefix}/k`
   const seen: ConsulError[] = []
@@ -55,11 +56,15 @@ describe('Consul client failure paths', () => {
       env: { CONSUL_HTTP_TOKEN: TOKEN },
       requestTimeoutMs: 400,
     })
-    await ok(consul.kv.put(key, 'initial'))
+    // Setup and cleanup go straight to the agent with default timeouts: the short timeout above
+    // is for the timeout tests, and a busy machine must not fail the setup.
+    direct = createConsulClient({ address: agent.addr })
+    await ok(direct.kv.put(key, 'initial'))
   })
   after(async () => {
     proxy.setMode('pass')
-    await ok(consul.kv.delete(prefix, { recurse: true }))
+    await ok(direct.kv.delete(prefix, { recurse: true }))
+    await direct.close()
     await consul.close()
     await proxy.close()
     await agent.close()

@@ -1,4 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js'
+import type * as TE from 'fp-ts/lib/TaskEither.js'
 import {
   of,
   retry,
@@ -43,4 +44,25 @@ export function retryTransient<A>(scheduler: SchedulerLike): MonoTypeOperatorFun
         ? timer(Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2), scheduler)
         : throwError(() => error),
   })
+}
+
+/**
+ * Runs a Consul call again after a transient failure, up to `attempts` calls in all, 100 ms
+ * doubling between them: for the release paths, which are Promises because close() awaits them.
+ * A release that gives up on the first 500 or reset connection leaves the session to its TTL,
+ * which a flaky network makes common.
+ *
+ * @example
+ * const deleted = await withTransientRetries(client.kv.delete(key))
+ * @returns The call's last answer.
+ */
+export async function withTransientRetries<A>(
+  call: TE.TaskEither<ConsulError, A>,
+  attempts = 4,
+): Promise<E.Either<ConsulError, A>> {
+  for (let attempt = 1; ; attempt++) {
+    const result = await call()
+    if (E.isRight(result) || attempt >= attempts || !isTransient(result.left)) return result
+    await new Promise((resume) => setTimeout(resume, 100 * 2 ** (attempt - 1)))
+  }
 }

@@ -3,6 +3,7 @@ import type { ConsulClient } from '../consul/client-api.js'
 import type { ConsulError } from '../consul/errors.js'
 import { LOCK_FLAGS } from '../consul/flags.js'
 import { lockKey } from '../core/lock-key.js'
+import { withTransientRetries } from './call-policy.js'
 
 export interface LockReleaseOptions {
   readonly client: ConsulClient
@@ -36,13 +37,12 @@ export async function releaseLockKey(
   options: LockReleaseOptions,
 ): Promise<E.Either<ConsulError, void>> {
   const { client, prefix, session } = options
-  const released = await client.kv.put(lockKey(prefix), options.value, {
-    release: session,
-    flags: LOCK_FLAGS,
-  })()
+  const released = await withTransientRetries(
+    client.kv.put(lockKey(prefix), options.value, { release: session, flags: LOCK_FLAGS }),
+  )
   // Destroy the session even when the release failed: Consul then frees the key itself (behavior
   // 'release'), after the lock-delay, rather than after the TTL.
-  const destroyed = await client.session.destroy(session)()
+  const destroyed = await withTransientRetries(client.session.destroy(session))
   if (E.isLeft(released)) return released
   return E.isLeft(destroyed) ? destroyed : E.right(undefined)
 }

@@ -5,6 +5,7 @@ import { SEMAPHORE_FLAGS } from '../consul/flags.js'
 import { contenderKey } from '../core/contender-key.js'
 import { lockKey } from '../core/lock-key.js'
 import { releaseLock } from '../core/release-lock.js'
+import { withTransientRetries } from './call-policy.js'
 
 export interface ReleaseSlotOptions {
   readonly client: ConsulClient
@@ -36,30 +37,32 @@ export async function releaseSlot(
   let released = false
   let failed: ConsulError | undefined
   for (let attempt = 0; attempt < (options.attempts ?? 10) && !released; attempt++) {
-    const snapshot = await client.kv.list(`${prefix}/`)()
+    const snapshot = await withTransientRetries(client.kv.list(`${prefix}/`))
     if (E.isLeft(snapshot)) {
       failed = snapshot.left
       break
     }
     const decision = releaseLock(snapshot.right, { prefix, session, limit })
     if (decision.type === 'WriteRelease') {
-      const txn = await client.kv.txn([
-        {
-          verb: 'cas',
-          key: lockKey(prefix),
-          value: decision.body,
-          flags: SEMAPHORE_FLAGS,
-          index: decision.cas,
-        },
-        { verb: 'delete', key: ownKey },
-      ])()
+      const txn = await withTransientRetries(
+        client.kv.txn([
+          {
+            verb: 'cas',
+            key: lockKey(prefix),
+            value: decision.body,
+            flags: SEMAPHORE_FLAGS,
+            index: decision.cas,
+          },
+          { verb: 'delete', key: ownKey },
+        ]),
+      )
       if (E.isLeft(txn)) {
         failed = txn.left
         break
       }
       released = txn.right.committed
     } else {
-      const deleted = await client.kv.delete(ownKey)()
+      const deleted = await withTransientRetries(client.kv.delete(ownKey))
       if (E.isLeft(deleted)) {
         failed = deleted.left
         break
@@ -69,7 +72,7 @@ export async function releaseSlot(
   }
   // Destroy the session even when the KV cleanup failed: Consul then deletes the contender key
   // (behavior delete) and others prune the session from `.lock`, without waiting for the TTL.
-  const destroyed = await client.session.destroy(session)()
+  const destroyed = await withTransientRetries(client.session.destroy(session))
   if (failed !== undefined) return E.left(failed)
   if (E.isLeft(destroyed)) return destroyed
   return released

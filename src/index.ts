@@ -51,16 +51,13 @@ export { encodeLock } from './core/encode-lock.js'
 export type { LockRecord } from './core/lock-record.js'
 export { isPrefixProblem } from './core/is-prefix-problem.js'
 export { leaseDeadline, type LeaseMargin } from './core/lease-deadline.js'
-export {
-  initialContenderState,
-  type ContenderAction,
-  type ContenderState,
-  type ContenderStateOptions,
+export type {
+  ContenderAction,
+  ContenderState,
+  ContenderStateOptions,
 } from './core/contender-state-model.js'
 export { contenderState } from './core/contender-state.js'
 export { holding } from './core/holding.js'
-export { reduceContender } from './core/reduce-contender.js'
-export type { ContenderInput } from './core/contender-input.js'
 export { releaseLock, type ReleaseDecision } from './core/release-lock.js'
 export { semaphore, type Semaphore, type SemaphoreState } from './semaphore.js'
 export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
@@ -68,14 +65,12 @@ export type { ContenderOptions, SemaphoreOptions, Duration } from './options/con
 export { withSlot } from './with-slot.js'
 export {
   leaderElection,
-  toLeaderElectionState,
   type LeaderElection,
   type LeaderElectionOptions,
   type LeaderElectionState,
 } from './leader-election.js'
 export {
   decideLock,
-  lockDecider,
   readLockLeader,
   type DecideLockOptions,
   type LockLeader,
@@ -89,10 +84,3 @@ export {
   type ExclusiveClosed,
 } from './exclusive.js'
 export type { TaskKeyFinish } from './effects/task-lock-finish.js'
-export {
-  taskLockLoss,
-  type TaskLockInput,
-  type TaskLossReason,
-  type TaskLockLossOptions,
-} from './core/task-lock-loss.js'
-export { tryOnceRefused } from './core/try-once-refused.js'

@@ -1,12 +1,20 @@
-// Times `decide` on snapshots of 100 / 1,000 / 10,000 contender keys, to show it grows linearly
-// (µs per key roughly flat). Not a test: `npx tsx bench/decide.bench.ts`.
-import { performance } from 'node:perf_hooks'
+// Figure 5b, the pure core: `decide` on one snapshot of 100 / 1,000 / 10,000 contender keys, to
+// show that its cost grows linearly (µs per key roughly flat). Absorbs the old decide.bench.ts;
+// `npx tsx bench/decide.ts` still runs it alone.
 import { SEMAPHORE_FLAGS } from '../src/consul/flags.js'
 import type { KVEntry, KVSnapshot } from '../src/consul/types.js'
 import { decide } from '../src/core/decide.js'
 
 const prefix = 'bench/sem'
 const limit = 10
+
+export interface DecideRow {
+  readonly contenders: number
+  readonly iterations: number
+  readonly usPerSnapshot: number
+  readonly usPerKey: number
+  readonly decision: string
+}
 
 function snapshotOf(contenders: number): KVSnapshot {
   const entries: KVEntry[] = []
@@ -26,6 +34,7 @@ function snapshotOf(contenders: number): KVSnapshot {
     })
     if (i < limit - 1) holders[session] = true
   }
+  // A dead holder, so that pruning has work to do too.
   holders['dead-holder'] = true
   entries.push({
     key: `${prefix}/.lock`,
@@ -47,21 +56,25 @@ function time(snapshot: KVSnapshot, session: string, iterations: number): number
   return ((performance.now() - start) * 1000) / iterations
 }
 
-console.log('contender keys | iterations | µs per snapshot | µs per key | decision')
-for (const [contenders, iterations] of [
-  [100, 20_000],
-  [1_000, 2_000],
-  [10_000, 200],
-] as const) {
-  const snapshot = snapshotOf(contenders)
-  // The last-created contender: it waits, the most work (full ranking, no early exit).
-  const last = snapshot.entries.reduce((a, b) =>
-    b.createIndex > a.createIndex && b.session !== undefined ? b : a,
-  )
-  const session = last.session ?? ''
-  const us = time(snapshot, session, iterations)
-  const type = decide(snapshot, { prefix, session, limit }).type
-  console.log(
-    `${String(contenders).padStart(14)} | ${String(iterations).padStart(10)} | ${us.toFixed(1).padStart(15)} | ${(us / contenders).toFixed(3).padStart(10)} | ${type}`,
-  )
+export function measureDecide(quick = false): DecideRow[] {
+  const sizes: readonly (readonly [number, number])[] = [
+    [100, quick ? 2_000 : 20_000],
+    [1_000, quick ? 200 : 2_000],
+    [10_000, quick ? 20 : 200],
+  ]
+  return sizes.map(([contenders, iterations]) => {
+    const snapshot = snapshotOf(contenders)
+    // The last-created contender: it waits, the most work (full ranking, no early exit).
+    const last = snapshot.entries.reduce((a, b) =>
+      b.createIndex > a.createIndex && b.session !== undefined ? b : a,
+    )
+    const session = last.session ?? ''
+    const us = time(snapshot, session, iterations)
+    const decision = decide(snapshot, { prefix, session, limit }).type
+    return { contenders, iterations, usPerSnapshot: us, usPerKey: us / contenders, decision }
+  })
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  for (const row of measureDecide()) console.log(row)
 }

@@ -1,0 +1,231 @@
+// The processes a figure starts (`rxsem run`, `consul lock`, and the shell child each of them
+// runs while holding), tracked so that `killAll` in a finally leaves nothing behind.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { consulBin } from '../test/support/consul-agent.js'
+
+export const repoRoot = resolve(import.meta.dirname, '..')
+
+/**
+ * The command a holder runs. It writes its own timestamps with `date +%s%N`, so that start and
+ * end are measured by the process that holds, not by whoever watches it:
+ *   S <id> <ns> <pids>   first thing after start (the slot is held from here on)
+ *   R <id> <ns>          last thing before a normal exit (BENCH_HOLD seconds later)
+ *   T <id> <ns>          on SIGTERM (BENCH_HOLD=forever: it holds until stopped)
+ * The pids let killAll reach a child whose parent was SIGKILLed.
+ */
+const childScript = `#!/bin/sh
+id=$1
+ev=$BENCH_EVENTS
+if [ "$BENCH_HOLD" = forever ]; then
+  s=
+  trap 'echo "T $id $(date +%s%N)" >> "$ev"; [ -n "$s" ] && kill $s 2>/dev/null; exit 0' TERM INT
+  echo "S $id $(date +%s%N) $$" >> "$ev"
+  # sleep in the background + wait: a trapped signal interrupts wait at once (not after sleep).
+  sleep 300 & s=$!
+  echo "P $id $s" >> "$ev"
+  wait $s
+  exit 0
+fi
+echo "S $id $(date +%s%N) $$" >> "$ev"
+sleep "$BENCH_HOLD"
+echo "R $id $(date +%s%N)" >> "$ev"
+`
+
+export interface ChildEvent {
+  readonly kind: 'S' | 'R' | 'T'
+  readonly who: string
+  /** Wall-clock milliseconds (from the child's nanoseconds, exact to the microsecond). */
+  readonly at: number
+}
+
+/** A scratch folder with the child script and one events file. */
+export class Workspace {
+  readonly dir = mkdtempSync(join(tmpdir(), 'rxsem-bench-'))
+  readonly script = join(this.dir, 'child.sh')
+  readonly events = join(this.dir, 'events.log')
+  private readonly processes = new Set<ChildProcess>()
+
+  constructor() {
+    writeFileSync(this.script, childScript)
+    chmodSync(this.script, 0o755)
+    writeFileSync(this.events, '')
+  }
+
+  /** Parses the events file; lines still being written are skipped. */
+  readEvents(): ChildEvent[] {
+    const out: ChildEvent[] = []
+    for (const line of readFileSync(this.events, 'utf8').split('\n')) {
+      const [kind, who, ns] = line.split(' ')
+      if ((kind !== 'S' && kind !== 'R' && kind !== 'T') || who === undefined) continue
+      if (ns === undefined || !/^\d{19}$/.test(ns)) continue
+      // ns does not fit a double; µs does (2^53 µs is 285 years).
+      out.push({ kind, who, at: Number(BigInt(ns) / 1000n) / 1000 })
+    }
+    return out
+  }
+
+  /** Pids the children reported (shell and its sleep). */
+  private childPids(): number[] {
+    const pids: number[] = []
+    for (const line of readFileSync(this.events, 'utf8').split('\n')) {
+      const parts = line.split(' ')
+      if (parts[0] === 'S' && parts[3] !== undefined) pids.push(Number(parts[3]))
+      if (parts[0] === 'P' && parts[2] !== undefined) pids.push(Number(parts[2]))
+    }
+    return pids.filter((pid) => Number.isInteger(pid) && pid > 1)
+  }
+
+  /** Starts a tracked process; its exit code (or -1 on a signal) resolves `exited`. */
+  start(
+    command: string,
+    args: readonly string[],
+    env: Readonly<Record<string, string>>,
+    ready?: { readonly pattern: RegExp; readonly onReady: () => void },
+  ): { readonly child: ChildProcess; readonly exited: Promise<number> } {
+    const child = spawn(command, args, {
+      cwd: repoRoot,
+      env: { ...process.env, SHELL: '/bin/sh', BENCH_EVENTS: this.events, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    this.processes.add(child)
+    let stderr = ''
+    let output = ''
+    let isReady = false
+    const watch = (d: Buffer): void => {
+      if (isReady || ready === undefined) return
+      output = (output + d.toString()).slice(-4000)
+      if (ready.pattern.test(output)) {
+        isReady = true
+        ready.onReady()
+      }
+    }
+    child.stdout?.on('data', watch)
+    child.stderr?.on('data', (d: Buffer) => {
+      stderr = (stderr + d.toString()).slice(-2000)
+      watch(d)
+    })
+    const exited = new Promise<number>((done) => {
+      child.once('error', () => done(-1))
+      child.once('close', (code) => {
+        this.processes.delete(child)
+        if (code !== 0 && code !== null && process.env['BENCH_DEBUG'] === '1') {
+          process.stderr.write(`[bench] ${command} exited ${code}: ${stderr}\n`)
+        }
+        done(code ?? -1)
+      })
+    })
+    return { child, exited }
+  }
+
+  /** SIGTERM to every tracked process (they stop their children), for an orderly end. */
+  terminateAll(): void {
+    for (const child of this.processes) child.kill('SIGTERM')
+  }
+
+  /** SIGKILLs every tracked process and every child pid reported, then removes the folder. */
+  async killAll(): Promise<void> {
+    for (const child of this.processes) child.kill('SIGKILL')
+    for (const pid of this.childPids()) {
+      try {
+        process.kill(pid, 'SIGKILL')
+      } catch {
+        // already gone
+      }
+    }
+    const deadline = Date.now() + 5000
+    while (this.processes.size > 0 && Date.now() < deadline) {
+      await new Promise((done) => setTimeout(done, 50))
+    }
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+/** How to start one contender of an implementation that runs as a process. */
+export interface CliImplementation {
+  readonly name: string
+  /**
+   * Output that tells the process is up and contending (its start-up is over). Under load a
+   * node + tsx start takes seconds, which must not pass for handover or queue time.
+   */
+  readonly ready: RegExp
+  /** Argv (command first) of one contender that runs the child script with id `who`. */
+  argv(options: {
+    readonly addr: string
+    readonly prefix: string
+    readonly limit: number
+    readonly who: string
+    readonly script: string
+    readonly ttl?: string
+  }): readonly string[]
+}
+
+export const rxsemRun: CliImplementation = {
+  name: 'rxsem run',
+  ready: /watch connected|waiting for a slot|a slot is free|holding slot/,
+  argv: ({ addr, prefix, limit, who, script, ttl }) => [
+    process.execPath,
+    '--import',
+    'tsx',
+    'src/cli/main.ts',
+    'run',
+    '--prefix',
+    prefix,
+    '--limit',
+    String(limit),
+    '--http-addr',
+    addr,
+    '--verbose',
+    ...(ttl === undefined ? [] : ['--ttl', ttl]),
+    '--',
+    '/bin/sh',
+    script,
+    who,
+  ],
+}
+
+export const consulLock: CliImplementation = {
+  name: 'consul lock -n',
+  // Printed right before the session and the contender key are created.
+  ready: /Attempting lock acquisition/,
+  // -shell is true by default: the one string is run by $SHELL -c (set to /bin/sh above).
+  // consul lock has no TTL flag: its sessions always have 15 s.
+  argv: ({ addr, prefix, limit, who, script }) => [
+    consulBin(),
+    'lock',
+    '-verbose',
+    `-n=${limit}`,
+    `-http-addr=${addr}`,
+    prefix,
+    `/bin/sh ${script} ${who}`,
+  ],
+}
+
+/**
+ * Whether `rxsem run` can be started from source at all (src/cli/main.ts is being written while
+ * this bench is): its `--help` must answer with the run usage.
+ */
+export function rxsemAvailable(): boolean {
+  const result = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/main.ts', 'run', '--help'],
+    { cwd: repoRoot, encoding: 'utf8', timeout: 30_000 },
+  )
+  return result.status === 0 && result.stdout.includes('rxsem run')
+}
+
+/** Median wall time of starting a process to its exit, e.g. `rxsem run --help` (tsx startup). */
+export function startupMs(argv: readonly string[], runs = 3): number {
+  const times: number[] = []
+  const [command, ...args] = argv
+  if (command === undefined) return Number.NaN
+  for (let i = 0; i < runs; i++) {
+    const start = performance.now()
+    spawnSync(command, args, { cwd: repoRoot, stdio: 'ignore', timeout: 30_000 })
+    times.push(performance.now() - start)
+  }
+  times.sort((a, b) => a - b)
+  return times[Math.floor(times.length / 2)] ?? Number.NaN
+}

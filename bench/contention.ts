@@ -1,0 +1,190 @@
+// Figure 3, contention: N contenders want one of `limit` slots, each holding `holdMs`, until
+// `acquisitions` slots were taken in all. Every request to Consul goes through one fault proxy in
+// `pass` mode, which counts them.
+//   Library:  all contenders in ONE process sharing one client (one watch per prefix).
+//   CLIs:     one process per acquisition, as an operator's script would run them.
+// A wait runs from wanting a slot (semaphore created / process spawned) to holding it.
+import { createConsulClient } from '../src/consul/client.js'
+import { startFaultProxy, type FaultProxy, type SeenRequest } from '../test/support/fault-proxy.js'
+import { Workspace, type CliImplementation } from './children.js'
+import { holdOnce, now } from './library-contender.js'
+import { pairHandovers, type HoldEvent } from './pair-handovers.js'
+import { jain, summarize, type Summary } from './stats.js'
+
+export interface ContentionRun {
+  readonly implementation: string
+  readonly acquisitions: number
+  readonly requests: number
+  readonly requestsPerAcquisition: number
+  /** CAS writes of `.lock` (a txn for ours, `PUT .lock?cas=` for consul lock). */
+  readonly casAttempts: number
+  /** CAS writes beyond the two each acquisition needs (acquire + release): the ones that lost. */
+  readonly casLost: number
+  readonly perSecond: number
+  readonly wait: Summary
+  readonly waits: readonly number[]
+  /** Waits from the contender being up and contending (without process start-up). */
+  readonly queuedWait: Summary
+  /** Jain's index of each contender's mean wait. */
+  readonly fairness: number
+  /** Most holders at once, from the logged intervals: must not exceed the limit. */
+  readonly peakHolders: number
+  readonly requestsByKind: ReadonlyMap<string, number>
+}
+
+export interface ContentionSetup {
+  readonly contenders: number
+  readonly limit: number
+  readonly holdMs: number
+  readonly acquisitions: number
+}
+
+function isCasWrite(request: SeenRequest): boolean {
+  if (request.method !== 'PUT') return false
+  if (request.path === '/v1/txn') return true
+  return request.path.endsWith('/.lock') && /(^|&)cas=/.test(request.query)
+}
+
+function peakHolders(events: readonly HoldEvent[]): number {
+  let current = 0
+  let peak = 0
+  // Releases first on a tie: a slot handed over within the same microsecond is not an overlap.
+  const order = { release: 0, start: 1, want: 2, ready: 2 }
+  for (const e of [...events].sort((a, b) => a.at - b.at || order[a.kind] - order[b.kind])) {
+    if (e.kind === 'start') peak = Math.max(peak, ++current)
+    if (e.kind === 'release') current--
+  }
+  return peak
+}
+
+function summarizeRun(
+  implementation: string,
+  events: readonly HoldEvent[],
+  proxy: FaultProxy,
+): ContentionRun {
+  const requests = proxy.requests()
+  const acquisitions = events.filter((e) => e.kind === 'start').length
+  const casAttempts = requests.filter(isCasWrite).length
+  const { waits, queuedWaits } = pairHandovers(events, 0)
+  const byContender = new Map<string, number[]>()
+  for (const w of waits) byContender.set(w.who, [...(byContender.get(w.who) ?? []), w.ms])
+  const means = [...byContender.values()].map((ms) => ms.reduce((s, x) => s + x, 0) / ms.length)
+  const times = events.map((e) => e.at)
+  const seconds = (Math.max(...times) - Math.min(...times)) / 1000
+  const kinds = new Map<string, number>()
+  for (const r of requests) {
+    const path = r.path.replace(/\/v1\/kv\/.*\/\.lock$/, '/v1/kv/<p>/.lock')
+    const key = `${r.method} ${path.replace(/\/v1\/(kv|session\/\w+)\/.*/, '/v1/$1/…')}`
+    kinds.set(key, (kinds.get(key) ?? 0) + 1)
+  }
+  return {
+    implementation,
+    acquisitions,
+    requests: requests.length,
+    requestsPerAcquisition: requests.length / Math.max(1, acquisitions),
+    casAttempts,
+    casLost: Math.max(0, casAttempts - 2 * acquisitions),
+    perSecond: acquisitions / seconds,
+    wait: summarize(waits.map((w) => w.ms)),
+    waits: waits.map((w) => w.ms),
+    queuedWait: summarize(queuedWaits),
+    fairness: jain(means),
+    peakHolders: peakHolders(events),
+    requestsByKind: kinds,
+  }
+}
+
+export async function libraryContention(
+  addr: string,
+  setup: ContentionSetup,
+): Promise<ContentionRun> {
+  const proxy = await startFaultProxy(addr)
+  const client = createConsulClient({ address: proxy.addr })
+  const prefix = `bench-contention/library-${Date.now()}`
+  const events: HoldEvent[] = []
+  const deadline = now() + 120_000
+  const rounds = Math.ceil(setup.acquisitions / setup.contenders)
+  try {
+    proxy.resetCounts()
+    await Promise.all(
+      Array.from({ length: setup.contenders }, async (_, i) => {
+        for (let round = 0; round < rounds && now() < deadline; round++) {
+          await holdOnce({
+            client,
+            prefix,
+            limit: setup.limit,
+            who: `c${i}`,
+            holdMs: setup.holdMs,
+            events,
+            deadline,
+          })
+        }
+      }),
+    )
+    return summarizeRun('library', events, proxy)
+  } finally {
+    await client.close()
+    await proxy.close()
+  }
+}
+
+export async function cliContention(
+  implementation: CliImplementation,
+  addr: string,
+  setup: ContentionSetup,
+): Promise<ContentionRun> {
+  const proxy = await startFaultProxy(addr)
+  const workspace = new Workspace()
+  const slug = implementation.name.replace(/\W+/g, '-')
+  const prefix = `bench-contention/${slug}-${Date.now()}`
+  const wants: HoldEvent[] = []
+  const deadline = Date.now() + 240_000
+  const rounds = Math.ceil(setup.acquisitions / setup.contenders)
+  try {
+    proxy.resetCounts()
+    await Promise.all(
+      Array.from({ length: setup.contenders }, async (_, i) => {
+        for (let round = 0; round < rounds && Date.now() < deadline; round++) {
+          const who = `c${i}`
+          const [command, ...args] = implementation.argv({
+            addr: proxy.addr,
+            prefix,
+            limit: setup.limit,
+            who,
+            script: workspace.script,
+          })
+          if (command === undefined) return
+          wants.push({ kind: 'want', who, at: Date.now() })
+          const run = workspace.start(
+            command,
+            args,
+            { BENCH_HOLD: String(setup.holdMs / 1000) },
+            {
+              pattern: implementation.ready,
+              onReady: () => wants.push({ kind: 'ready', who, at: Date.now() }),
+            },
+          )
+          const timer = setTimeout(
+            () => run.child.kill('SIGTERM'),
+            Math.max(0, deadline - Date.now()),
+          )
+          await run.exited
+          clearTimeout(timer)
+        }
+      }),
+    )
+    const events = [
+      ...wants,
+      ...workspace.readEvents().map((e): HoldEvent => ({
+        kind: e.kind === 'S' ? 'start' : 'release',
+        who: e.who,
+        at: e.at,
+      })),
+    ]
+    return summarizeRun(implementation.name, events, proxy)
+  } finally {
+    workspace.terminateAll()
+    await workspace.killAll()
+    await proxy.close()
+  }
+}

@@ -1,0 +1,211 @@
+// `npm run bench`: every figure of issue 9 in one run, on one machine, against one real Consul
+// agent started here and stopped at the end. Prints the tables and writes bench/results.md and
+// docs/bench-handover.svg. BENCH_QUICK=1 for a smoke run; see bench/config.ts.
+import { execFileSync } from 'node:child_process'
+import { cpus, loadavg, release, totalmem, type } from 'node:os'
+import { consulBin, startAgent, type ConsulAgent } from '../test/support/consul-agent.js'
+import {
+  consulLock,
+  rxsemAvailable,
+  rxsemRun,
+  startupMs,
+  type CliImplementation,
+} from './children.js'
+import { benchConfig } from './config.js'
+import { cliContention, libraryContention } from './contention.js'
+import { measureDecide } from './decide.js'
+import { measureFloor } from './floor.js'
+import { cliHandovers, libraryHandovers, type Pace } from './handover.js'
+import { cliPartitionTrial, libraryPartitionTrial } from './partition.js'
+import { writeReport } from './report.js'
+import type { BenchResults, Machine, NotMeasured, PartitionRun } from './results.js'
+import { measureScale } from './scale.js'
+
+const started = performance.now()
+const config = benchConfig()
+const log = (line: string): void =>
+  void process.stderr.write(
+    `[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${line}\n`,
+  )
+
+/** A figure that fails is reported as not measured with its error, and the run goes on. */
+async function attempt<T extends object>(
+  what: string,
+  implementation: string,
+  run: () => Promise<T>,
+  limit?: number,
+): Promise<T | NotMeasured> {
+  log(`${what}: ${implementation}${limit === undefined ? '' : ` limit ${limit}`}`)
+  try {
+    return await run()
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error)
+    log(`${what} ${implementation} failed: ${message}`)
+    return {
+      implementation,
+      ...(limit === undefined ? {} : { limit }),
+      notMeasured: `failed: ${message}`,
+    }
+  }
+}
+
+function machine(): Machine {
+  let consul = 'unknown'
+  try {
+    consul = execFileSync(consulBin(), ['version'], { encoding: 'utf8' }).split('\n')[0] ?? consul
+  } catch {
+    // reported as unknown
+  }
+  return {
+    cpu: cpus()[0]?.model ?? 'unknown',
+    cores: cpus().length,
+    memoryGb: totalmem() / 1024 ** 3,
+    node: process.version,
+    consul,
+    os: `${type()} ${release()}`,
+    date: new Date().toISOString(),
+    loadAverage: loadavg(),
+  }
+}
+
+async function main(): Promise<void> {
+  const agent: ConsulAgent = await startAgent()
+  try {
+    const addr = agent.addr
+    const clis: CliImplementation[] = []
+    const skipped: { implementation: string; notMeasured: string }[] = []
+    if (!config.cli) {
+      skipped.push({ implementation: rxsemRun.name, notMeasured: 'BENCH_NO_CLI=1' })
+      skipped.push({ implementation: consulLock.name, notMeasured: 'BENCH_NO_CLI=1' })
+    } else {
+      clis.push(consulLock)
+      if (rxsemAvailable()) clis.push(rxsemRun)
+      else
+        skipped.push({
+          implementation: rxsemRun.name,
+          notMeasured: 'src/cli/main.ts does not run yet',
+        })
+    }
+    const rxsemStartupMs = clis.includes(rxsemRun)
+      ? startupMs(
+          rxsemRun
+            .argv({ addr, prefix: 'x', limit: 1, who: 'x', script: 'x' })
+            .slice(0, 4)
+            .concat(['--help']),
+        )
+      : undefined
+
+    const floor = await attempt('floor', 'consul', () => measureFloor(addr, config.floorSamples))
+    log('decide')
+    const decide = measureDecide(config.quick)
+
+    const paceOf = (implementation: string, limit: number): Pace => {
+      if (implementation === rxsemRun.name) {
+        // Each rxsem run starts node + tsx (seconds under load); hold long enough that the
+        // restarts do not saturate the CPU, and keep enough contenders queued meanwhile.
+        const startup = 2 * (rxsemStartupMs ?? 1000)
+        return { readyMs: 100, startupMs: startup, holdMs: limit === 1 ? 1500 : 2500 }
+      }
+      if (implementation === consulLock.name) return { readyMs: 100, startupMs: 100, holdMs: 500 }
+      return { readyMs: 150, startupMs: 0, holdMs: 300 }
+    }
+    const handover = []
+    for (const limit of [1, 3]) {
+      handover.push(
+        await attempt(
+          'handover',
+          'library',
+          () => libraryHandovers(addr, limit, config.handovers, paceOf('library', limit)),
+          limit,
+        ),
+      )
+      for (const cli of clis) {
+        handover.push(
+          await attempt(
+            'handover',
+            cli.name,
+            () => cliHandovers(cli, addr, limit, config.handovers, paceOf(cli.name, limit)),
+            limit,
+          ),
+        )
+      }
+    }
+    handover.push(...skipped)
+
+    const contention = [
+      await attempt('contention', 'library', () => libraryContention(addr, config.contention)),
+    ]
+    for (const cli of clis) {
+      contention.push(
+        await attempt('contention', cli.name, () => cliContention(cli, addr, config.contention)),
+      )
+    }
+    contention.push(...skipped)
+
+    // The implementations' trials run side by side (separate prefixes and proxies): a trial is
+    // mostly waiting for TTLs, and this keeps the bench within its time budget.
+    const partitionImpls: {
+      name: string
+      ttl: string
+      trial: () => Promise<PartitionRun['trials'][number]>
+    }[] = [
+      { name: 'library', ttl: '10s', trial: () => libraryPartitionTrial(addr, '10s') },
+      ...clis.map((cli) => ({
+        name: cli.name,
+        ttl: cli === consulLock ? '15s (fixed)' : '10s',
+        trial: () => cliPartitionTrial(cli, addr, '10s'),
+      })),
+    ]
+    const trials = new Map<string, PartitionRun['trials'][number][]>(
+      partitionImpls.map((p) => [p.name, []]),
+    )
+    const failures = new Map<string, string>()
+    for (let t = 0; t < config.partitionTrials; t++) {
+      log(`partition trial ${t + 1}/${config.partitionTrials}`)
+      await Promise.all(
+        partitionImpls.map(async (p) => {
+          try {
+            trials.get(p.name)?.push(await p.trial())
+          } catch (error) {
+            failures.set(p.name, error instanceof Error ? error.message : String(error))
+          }
+        }),
+      )
+    }
+    const partition: (PartitionRun | NotMeasured)[] = partitionImpls.map((p) => {
+      const done = trials.get(p.name) ?? []
+      const failure = failures.get(p.name)
+      if (done.length === 0)
+        return { implementation: p.name, notMeasured: `failed: ${failure ?? '?'}` }
+      return { implementation: p.name, ttl: p.ttl, trials: done }
+    })
+    partition.push(...skipped)
+
+    const scale = await attempt('scale', 'library', () => measureScale(addr, config.scale))
+
+    const results: BenchResults = {
+      machine: machine(),
+      quick: config.quick,
+      durationS: (performance.now() - started) / 1000,
+      rxsemStartupMs,
+      floor,
+      handover,
+      contention,
+      contentionSetup: config.contention,
+      partition,
+      scale,
+      decide,
+    }
+    writeReport(results)
+  } finally {
+    await agent.stop()
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    console.error(error)
+    process.exit(1)
+  },
+)

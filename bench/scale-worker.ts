@@ -1,0 +1,162 @@
+// The process of figure 5: `contenders` semaphores over `prefixes` prefixes, all on one client,
+// with nothing else in the process, so that its RSS is the library's. Driven by bench/scale.ts
+// over IPC: baseline → steady (measured) → churn (measured) → close.
+import type { Subscription } from 'rxjs'
+import { createConsulClient } from '../src/consul/client.js'
+import { semaphore, type Semaphore } from '../src/semaphore.js'
+
+export type WorkerMessage =
+  | { readonly type: 'baseline'; readonly rssMb: number }
+  | {
+      readonly type: 'steady'
+      readonly rssMb: number
+      readonly heapMb: number
+      readonly tcpSockets: number
+      readonly holders: number
+      readonly contending: number
+      readonly settleMs: number
+    }
+  | {
+      readonly type: 'churned'
+      readonly cpuUs: number
+      readonly acquisitions: number
+      readonly stateEmissions: number
+      readonly ms: number
+    }
+  | { readonly type: 'closed'; readonly failedReleases: number }
+
+const [proxyAddr, prefixCount, perPrefix, limit, runId] = process.argv.slice(2)
+const prefixes = Number(prefixCount)
+const each = Number(perPrefix)
+const slots = Number(limit)
+
+const send = (message: WorkerMessage): void => {
+  process.send?.(message)
+}
+const mb = (bytes: number): number => bytes / 1024 / 1024
+
+interface Contender {
+  readonly prefix: string
+  readonly sem: Semaphore
+  subscription: Subscription | undefined
+  holding: boolean
+  contending: boolean
+}
+
+const client = createConsulClient({ address: proxyAddr })
+const live = new Set<Contender>()
+let churning = false
+let acquisitions = 0
+let stateEmissions = 0
+const closing: Promise<void>[] = []
+let failedReleases = 0
+
+function contend(prefix: string): void {
+  const sem = semaphore({ prefix, limit: slots, consul: client })
+  const contender: Contender = {
+    prefix,
+    sem,
+    holding: false,
+    contending: false,
+    subscription: undefined,
+  }
+  // state$ answers synchronously on subscribe: the object must exist before.
+  contender.subscription = sem.state$.subscribe({
+    next: (state) => {
+      stateEmissions++
+      contender.contending = state.contending
+      if (state.holding && !contender.holding && churning) replaceSoon(contender)
+      contender.holding = state.holding
+    },
+    error: () => {},
+  })
+  live.add(contender)
+}
+
+/** Acquired during the churn: hold 100 ms, then make room; a new contender takes its place. */
+function replaceSoon(contender: Contender): void {
+  acquisitions++
+  setTimeout(() => {
+    if (!churning || !live.has(contender)) return
+    retire(contender)
+    contend(contender.prefix)
+  }, 100)
+}
+
+function retire(contender: Contender): void {
+  live.delete(contender)
+  closing.push(
+    contender.sem.close().catch(() => {
+      failedReleases++
+    }),
+  )
+  contender.subscription?.unsubscribe()
+}
+
+const wait = (ms: number) => new Promise((done) => setTimeout(done, ms))
+
+async function main(): Promise<void> {
+  send({ type: 'baseline', rssMb: mb(process.memoryUsage().rss) })
+  const started = performance.now()
+  for (let p = 0; p < prefixes; p++) {
+    for (let c = 0; c < each; c++) contend(`bench-scale/${runId}/p${p}`)
+  }
+  const settled = (): boolean => {
+    let holders = 0
+    let contending = 0
+    for (const c of live) {
+      if (c.holding) holders++
+      if (c.contending) contending++
+    }
+    return holders === prefixes * slots && contending === live.size
+  }
+  while (!settled() && performance.now() - started < 120_000) await wait(100)
+  const settleMs = performance.now() - started
+  await wait(2000) // let the start-up burst's garbage and sockets settle
+  const tcpSockets = process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length
+  const memory = process.memoryUsage()
+  send({
+    type: 'steady',
+    rssMb: mb(memory.rss),
+    heapMb: mb(memory.heapUsed),
+    tcpSockets,
+    holders: [...live].filter((c) => c.holding).length,
+    contending: [...live].filter((c) => c.contending).length,
+    settleMs,
+  })
+}
+
+process.on('message', (message: string) => {
+  if (message === 'churn') {
+    void (async () => {
+      const ms = Number(process.env['BENCH_CHURN_MS'] ?? 5000)
+      acquisitions = 0
+      stateEmissions = 0
+      const cpu = process.cpuUsage()
+      churning = true
+      // The steady phase's holders start the churn: each retires after 100 ms like later ones.
+      for (const c of [...live]) if (c.holding) replaceSoon(c)
+      acquisitions = 0 // those were acquired before the window
+      const start = performance.now()
+      await wait(ms)
+      churning = false
+      const used = process.cpuUsage(cpu)
+      send({
+        type: 'churned',
+        cpuUs: used.user + used.system,
+        acquisitions,
+        stateEmissions,
+        ms: performance.now() - start,
+      })
+    })()
+  } else if (message === 'close') {
+    void (async () => {
+      for (const c of [...live]) retire(c)
+      await Promise.all(closing)
+      await client.close()
+      send({ type: 'closed', failedReleases })
+      process.disconnect()
+    })()
+  }
+})
+void main()

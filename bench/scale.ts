@@ -1,0 +1,118 @@
+// Figure 5a, scale: 1,000 contenders over 10 prefixes (limit 10 each) in one process on one
+// client, through a fault proxy in `pass` mode that sees every connection and request. The
+// contenders run in a child process (bench/scale-worker.ts) so that its RSS is theirs alone.
+//   steady:  RSS, TCP sockets (getActiveResourcesInfo), client connections at the proxy, and
+//            long polls per prefix = fewest requests in flight at the proxy over 1 s / prefixes
+//            (a parked watch is always in flight; other requests come and go).
+//   churn:   every holder releases after 100 ms and a new contender takes its place; CPU time
+//            of the process / prefix snapshots delivered (blocking list answers at the proxy;
+//            each is fanned out to every contender of its prefix).
+import { fork } from 'node:child_process'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { startFaultProxy } from '../test/support/fault-proxy.js'
+import type { WorkerMessage } from './scale-worker.js'
+
+export interface ScaleResult {
+  readonly contenders: number
+  readonly prefixes: number
+  readonly limit: number
+  readonly settleMs: number
+  readonly holders: number
+  readonly baselineRssMb: number
+  readonly rssMb: number
+  readonly heapMb: number
+  readonly tcpSockets: number
+  readonly proxyConnections: number
+  readonly longPollsPerPrefix: number
+  readonly churnAcquisitions: number
+  readonly churnSnapshots: number
+  readonly cpuUsPerSnapshot: number
+  readonly cpuUsPerContenderSnapshot: number
+  readonly failedReleases: number
+}
+
+export async function measureScale(
+  addr: string,
+  setup: { prefixes: number; perPrefix: number; limit: number; churnMs: number },
+): Promise<ScaleResult> {
+  const proxy = await startFaultProxy(addr)
+  const runId = String(Date.now())
+  const worker = fork(
+    new URL('./scale-worker.ts', import.meta.url).pathname,
+    [proxy.addr, String(setup.prefixes), String(setup.perPrefix), String(setup.limit), runId],
+    {
+      execArgv: ['--import', 'tsx'],
+      env: { ...process.env, BENCH_CHURN_MS: String(setup.churnMs) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    },
+  )
+  const inbox: WorkerMessage[] = []
+  const waiters: (() => void)[] = []
+  worker.on('message', (m: WorkerMessage) => {
+    inbox.push(m)
+    for (const w of waiters.splice(0)) w()
+  })
+  const exited = new Promise<void>((done) => worker.once('exit', () => done()))
+  const next = async <T extends WorkerMessage['type']>(
+    type: T,
+    timeoutMs: number,
+  ): Promise<Extract<WorkerMessage, { type: T }>> => {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const found = inbox.find((m): m is Extract<WorkerMessage, { type: T }> => m.type === type)
+      if (found) return found
+      if (Date.now() > deadline || worker.exitCode !== null) {
+        throw new Error(`scale: no '${type}' from the worker`)
+      }
+      await Promise.race([new Promise<void>((done) => waiters.push(done)), sleep(500)])
+    }
+  }
+  try {
+    const baseline = await next('baseline', 60_000)
+    const steady = await next('steady', 180_000)
+    const proxyConnections = proxy.openConnections()
+    let fewestInFlight = Number.POSITIVE_INFINITY
+    for (let i = 0; i < 20; i++) {
+      fewestInFlight = Math.min(fewestInFlight, proxy.inFlight())
+      await sleep(50)
+    }
+    proxy.resetCounts()
+    worker.send('churn')
+    const churned = await next('churned', setup.churnMs + 60_000)
+    const watchAnswers = proxy
+      .requests()
+      .filter(
+        (r) => r.method === 'GET' && r.path.startsWith('/v1/kv/') && /(^|&)index=/.test(r.query),
+      ).length
+    worker.send('close')
+    const closed = await next('closed', 120_000)
+    const contenders = setup.prefixes * setup.perPrefix
+    return {
+      contenders,
+      prefixes: setup.prefixes,
+      limit: setup.limit,
+      settleMs: steady.settleMs,
+      holders: steady.holders,
+      baselineRssMb: baseline.rssMb,
+      rssMb: steady.rssMb,
+      heapMb: steady.heapMb,
+      tcpSockets: steady.tcpSockets,
+      proxyConnections,
+      longPollsPerPrefix: fewestInFlight / setup.prefixes,
+      churnAcquisitions: churned.acquisitions,
+      churnSnapshots: watchAnswers,
+      cpuUsPerSnapshot: churned.cpuUs / Math.max(1, watchAnswers),
+      cpuUsPerContenderSnapshot:
+        churned.cpuUs / Math.max(1, watchAnswers * (contenders / setup.prefixes)),
+      failedReleases: closed.failedReleases,
+    }
+  } finally {
+    if (worker.exitCode === null) {
+      const timer = setTimeout(() => worker.kill('SIGKILL'), 10_000)
+      if (!worker.connected) worker.kill('SIGTERM')
+      await exited
+      clearTimeout(timer)
+    }
+    await proxy.close()
+  }
+}

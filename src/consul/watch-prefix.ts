@@ -19,6 +19,8 @@ export const DEFAULT_WAIT_MS = 30_000
 export const DEFAULT_BACKOFF_INITIAL_MS = 250
 export const DEFAULT_BACKOFF_MAX_MS = 10_000
 export const DEFAULT_MIN_INTERVAL_MS = 50
+/** Polls after progress that may start at once before the minimum interval applies again. */
+const PROGRESS_BURST = 5
 
 /**
  * Watches every key under `prefix` with blocking queries.
@@ -89,6 +91,11 @@ export function watchPrefix(
     let blockOn: bigint | undefined
     let failuresInRow = 0
     let lastStart = Number.NEGATIVE_INFINITY
+    // Token bucket for polls that follow progress (the index moved): a burst of changes, such as a
+    // hand-over (release, then the next holder's CAS), is followed at once, while sustained churn
+    // degrades to one poll per minIntervalMs, as Consul's blocking-query docs advise.
+    let burst = PROGRESS_BURST
+    let refilledAt = scheduler.now()
 
     const schedule = (delayMs: number): void => {
       if (subscriber.closed) return
@@ -96,6 +103,15 @@ export function watchPrefix(
     }
     /** Rate limit: a server answering at once with the same index cannot make the loop spin. */
     const untilNextStart = (): number => Math.max(0, lastStart + minIntervalMs - scheduler.now())
+
+    const takeBurstToken = (): boolean => {
+      const now = scheduler.now()
+      burst = Math.min(PROGRESS_BURST, burst + (now - refilledAt) / Math.max(1, minIntervalMs))
+      refilledAt = now
+      if (burst < 1) return false
+      burst -= 1
+      return true
+    }
 
     const onFailure = (error: ConsulError): void => {
       if (!isTransient(error)) {
@@ -121,13 +137,14 @@ export function watchPrefix(
         schedule(untilNextStart())
         return
       }
-      if (mustEmit || snapshot.index !== emittedIndex) {
+      const progressed = mustEmit || snapshot.index !== emittedIndex
+      if (progressed) {
         emittedIndex = snapshot.index
         mustEmit = false
         subscriber.next({ type: 'snapshot', snapshot })
       }
       blockOn = snapshot.index < 1n ? 1n : snapshot.index
-      schedule(untilNextStart())
+      schedule(progressed && takeBurstToken() ? 0 : untilNextStart())
     }
 
     const onAnswer = (answer: E.Either<ConsulError, KVSnapshot>): void => {

@@ -2,7 +2,15 @@ import type { ConsulError } from './consul/errors.js'
 import { LOCK_FLAGS } from './consul/flags.js'
 import type { PrefixProblem } from './core/events.js'
 
-/** What kind of failure a SemaphoreError is. */
+/**
+ * What kind of failure a SemaphoreError is: what a program branches on (the message is for people).
+ *
+ * @example
+ * ```ts
+ * // Like `rxsem run`: 75 (EX_TEMPFAIL, try again later) when the slot was lost, else 1.
+ * const exitCode = (kind: SemaphoreErrorKind) => (kind === 'SlotLost' ? 75 : 1)
+ * ```
+ */
 export type SemaphoreErrorKind =
   /** An option was wrong; nothing was sent to Consul. */
   | 'InvalidOptions'
@@ -14,9 +22,15 @@ export type SemaphoreErrorKind =
   | 'LimitConflict'
   /** `<prefix>/.lock` could not be read; it is left as it is. */
   | 'CorruptLock'
-  /** A permanent failure talking to Consul (bad request, undecodable answer). */
+  /**
+   * A failure talking to Consul that is not retried: a bad request or an undecodable answer (and,
+   * for `tryAcquire`/`tryLead`, which never retry, an agent that cannot be reached).
+   */
   | 'Consul'
-  /** A held slot was lost (withSlot's abort reason); the contender contends again by itself. */
+  /**
+   * A held slot or task lock was lost (the abort reason of `withSlot`'s and `exclusive`'s
+   * signals); a contender contends again by itself.
+   */
   | 'SlotLost'
   /** `close()` could not leave Consul clean (the slot is given up locally all the same). */
   | 'ReleaseFailed'
@@ -26,11 +40,19 @@ export type SemaphoreErrorKind =
  * what to do about it, and `cause` carries the underlying Consul error where there is one.
  *
  * @example
- * sem.holding$.subscribe({ error: (e: SemaphoreError) => console.error(e.kind, e.message) })
+ * ```ts
+ * sem.holding$.subscribe({
+ *   error: (error: unknown) => {
+ *     if (error instanceof SemaphoreError) console.error(`${error.kind}: ${error.message}`)
+ *   },
+ * })
+ * ```
  */
 export class SemaphoreError extends Error {
+  /** Always `'SemaphoreError'`, so logs and `String(error)` name the type. */
   override readonly name = 'SemaphoreError'
   constructor(
+    /** What kind of failure this is; see SemaphoreErrorKind. */
     readonly kind: SemaphoreErrorKind,
     message: string,
     options?: { cause?: unknown },

@@ -29,7 +29,20 @@ import {
 import { SemaphoreError, fromConsulError } from './errors.js'
 import { resolveContenderOptions, type ContenderOptions } from './options/contender-options.js'
 
-/** Options of `exclusive(...)`. Session options (`ttl`, `lockDelay`, ...) are those of contenders. */
+/**
+ * Options of `exclusive(...)`. Session options (`ttl`, `lockDelay`, ...) are those of contenders.
+ *
+ * @example
+ * ```ts
+ * const options: ExclusiveOptions<Job, void> = {
+ *   keyOf: (job) => `service/jobs/task/${job.id}`,
+ *   run: (job, signal) => processJob(job, signal),
+ *   watchPrefix: 'service/jobs/task',
+ *   concurrency: 4,
+ * }
+ * jobs$.pipe(exclusive(options)).subscribe()
+ * ```
+ */
 export interface ExclusiveOptions<T, R> extends Omit<
   ContenderOptions,
   'prefix' | 'watchWait' | 'value'
@@ -71,44 +84,86 @@ export interface ExclusiveOptions<T, R> extends Omit<
   readonly onClosed?: (closed: ExclusiveClosed) => void
 }
 
-/** What `onClosed` reports. */
+/**
+ * What `onClosed` reports once an `exclusive` subscription has given everything back.
+ *
+ * @example
+ * ```ts
+ * const onClosed = (closed: ExclusiveClosed) => {
+ *   if (closed.error) console.warn(`${closed.error.message}; the sessions expire by their TTL`)
+ * }
+ * jobs$.pipe(exclusive({ keyOf, run, onClosed })).subscribe()
+ * ```
+ */
 export interface ExclusiveClosed {
+  /** Every session the subscription created (more than one if Consul invalidated one). */
   readonly sessions: readonly string[]
+  /** The first cleanup failure, or undefined when every key and session was given back. */
   readonly error: SemaphoreError | undefined
 }
 
-/** The result of one task, emitted once its key is given back. */
+/**
+ * The result of one task, emitted once its key is given back.
+ *
+ * @example
+ * ```ts
+ * jobs$.pipe(exclusive({ keyOf, run })).subscribe((result: ExclusiveResult<Job, void>) => {
+ *   if (result.outcome === 'skipped') console.log(`${result.key}: ${result.reason}`)
+ *   if (result.outcome === 'failed' || result.outcome === 'lost') console.error(result.error)
+ * })
+ * ```
+ */
 export type ExclusiveResult<T, R> =
   /** `run` completed; `value` is its last value (undefined if none). */
   | {
+      /** Discriminant: the work ran to completion. */
       readonly outcome: 'done'
+      /** The task, as it came in. */
       readonly task: T
+      /** The task's lock key (`keyOf(task)`). */
       readonly key: string
+      /** The session that held the key while `run` worked. */
       readonly session: string
+      /** The last value `run` produced, or undefined if it produced none. */
       readonly value: R | undefined
     }
   /** Another session held the key, Consul refused it for a lock-delay, or `isDone` said true. */
   | {
+      /** Discriminant: the task was not run here. */
       readonly outcome: 'skipped'
+      /** The task, as it came in. */
       readonly task: T
+      /** The task's lock key (`keyOf(task)`). */
       readonly key: string
+      /** Why: held by another session, refused during a lock-delay, or already done. */
       readonly reason: 'held' | 'lock-delay' | 'already-done'
     }
   /** The lock was lost while `run` worked; its signal was aborted with `error` (SlotLost). */
   | {
+      /** Discriminant: the lock was lost mid-run; another server may run the task. */
       readonly outcome: 'lost'
+      /** The task, as it came in. */
       readonly task: T
+      /** The task's lock key (`keyOf(task)`). */
       readonly key: string
+      /** The session that held the key. */
       readonly session: string
+      /** Why the lock counts as lost. */
       readonly reason: TaskLossReason
+      /** The SemaphoreError('SlotLost') that `run`'s signal was aborted with. */
       readonly error: SemaphoreError
     }
   /** `keyOf`, `isDone` or `run` threw or failed, or Consul could not be asked. */
   | {
+      /** Discriminant: something threw or Consul failed. */
       readonly outcome: 'failed'
+      /** The task, as it came in. */
       readonly task: T
+      /** The task's lock key, or undefined when the attempt itself threw (e.g. `keyOf` did). */
       readonly key: string | undefined
+      /** The session that held the key, or undefined when the key was not acquired. */
       readonly session: string | undefined
+      /** What was thrown, or a SemaphoreError for a Consul failure. */
       readonly error: unknown
     }
 
@@ -136,6 +191,7 @@ export type ExclusiveResult<T, R> =
  * session, in the background; `onClosed` says when that is done.
  *
  * @example
+ * ```ts
  * tasks$.pipe(
  *   exclusive({
  *     consul,
@@ -146,7 +202,8 @@ export type ExclusiveResult<T, R> =
  *     onDone: 'delete',
  *   }),
  * ).subscribe((result) => console.log(result.outcome, result.key))
- * @param options Key, work, concurrency, what to do with a finished key, session options.
+ * ```
+ * @param options - Key, work, concurrency, what to do with a finished key, session options.
  * @returns An operator from tasks to their results, in completion order.
  */
 export function exclusive<T, R>(

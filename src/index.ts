@@ -8,7 +8,12 @@ export type { KVEntry, KVSnapshot, WatchEvent } from './consul/types.js'
 export type { ConsulError } from './consul/errors.js'
 export { isTransient } from './consul/errors.js'
 export { createConsulClient, type ConsulHttpClient } from './consul/client.js'
-export type { ConsulClientConfig, ConsulTlsOptions, Consistency } from './consul/config.js'
+export type {
+  ConsulClientConfig,
+  ConsulTlsOptions,
+  Consistency,
+  ResolvedConfig,
+} from './consul/config.js'
 export { ConsulConfigError } from './consul/config-error.js'
 export { watchPrefix } from './consul/watch-prefix.js'
 export type {
@@ -84,3 +89,4 @@ export {
   type ExclusiveClosed,
 } from './exclusive.js'
 export type { TaskKeyFinish } from './effects/task-lock-finish.js'
+export type { TaskLossReason } from './core/task-lock-loss.js'

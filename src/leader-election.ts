@@ -28,10 +28,29 @@ import type { ContenderInternals } from './semaphore.js'
  * with each acquisition and shown by `leader$` (default '<hostname>:<pid>'); `lockDelay` is the
  * session's lock-delay (default Consul's, 15 s), how long Consul refuses the key to everyone after
  * this contender's session is invalidated while leading.
+ *
+ * @example
+ * ```ts
+ * const options: LeaderElectionOptions = {
+ *   prefix: 'service/scheduler/leader',
+ *   value: 'node-a',
+ *   lockDelay: '5s',
+ * }
+ * const election = leaderElection(options)
+ * ```
  */
 export type LeaderElectionOptions = ContenderOptions
 
-/** What one contender knows about its election, after every change. */
+/**
+ * What one contender knows about its election, after every change.
+ *
+ * @example
+ * ```ts
+ * election.state$.subscribe((s: LeaderElectionState) => {
+ *   console.log(s.holding ? `leading (token ${s.fencingToken})` : `following ${s.leader?.value}`)
+ * })
+ * ```
+ */
 export interface LeaderElectionState {
   /** True only while this contender really leads (same rules as the semaphore's `holding`). */
   readonly holding: boolean
@@ -51,7 +70,17 @@ export interface LeaderElectionState {
   readonly connected: boolean
 }
 
-/** One contender of a leader election on Consul's single-key lock. */
+/**
+ * One contender of a leader election on Consul's single-key lock, as `leaderElection(...)`
+ * returns it.
+ *
+ * @example
+ * ```ts
+ * const election: LeaderElection = leaderElection({ prefix: 'service/scheduler/leader' })
+ * election.holding$.pipe(switchMap((leading) => (leading ? schedule$ : EMPTY))).subscribe()
+ * process.once('SIGTERM', () => void election.close())
+ * ```
+ */
 export interface LeaderElection {
   /**
    * Whether this contender leads now. Starts with false, never repeats a value. Shared: the first
@@ -124,16 +153,19 @@ const idle: LeaderElectionState = {
  * the delay's end. A voluntary `close()` sets no lock-delay: the handover is immediate.
  *
  * @example
+ * ```ts
  * const election = leaderElection({ prefix: 'service/scheduler/leader', value: 'node-a' })
  * election.holding$.pipe(switchMap((leading) => (leading ? schedule$ : EMPTY))).subscribe()
  * election.leader$.subscribe((leader) => console.log('leader:', leader?.value ?? 'none'))
  * // later
  * await election.close()
- * @param options Prefix, and optionally the Consul client, value, TTL, lock-delay, checks, ...
+ * ```
+ * @param options - Prefix, and optionally the Consul client, value, TTL, lock-delay, checks, ...
  * @returns The contender. Nothing happens until `holding$` or `state$` is subscribed.
  */
 export function leaderElection(
   options: LeaderElectionOptions,
+  /** @internal How `tryLead` sets the contender up; not part of the public API. */
   internal: ContenderInternals = {},
 ): LeaderElection {
   const { state$, holding$, close, lifecycle } = contenderHandle<LeaderElectionState>({

@@ -9,7 +9,17 @@ import {
   type SemaphoreOptions,
 } from './options/contender-options.js'
 
-/** What one contender knows about its semaphore, after every change. */
+/**
+ * What one contender knows about its semaphore, after every change.
+ *
+ * @example
+ * ```ts
+ * sem.state$.subscribe((s: SemaphoreState) => {
+ *   if (s.holding) console.log(`holding, fencing token ${s.fencingToken}`)
+ *   else console.log(`waiting at rank ${s.rank}; ${s.holders.length} of ${s.limit} slots taken`)
+ * })
+ * ```
+ */
 export interface SemaphoreState {
   /** True only while this contender really holds a slot (see docs/safety.md). */
   readonly holding: boolean
@@ -31,12 +41,22 @@ export interface SemaphoreState {
   readonly waiting: readonly RankedContender[]
   /** This contender's place among `waiting` (0 = next), or undefined when not waiting. */
   readonly rank: number | undefined
+  /** The slot limit from the options. */
   readonly limit: number
   /** The prefix watch is connected (its last request succeeded). */
   readonly connected: boolean
 }
 
-/** One contender for a slot of a Consul semaphore. */
+/**
+ * One contender for a slot of a Consul semaphore, as `semaphore(...)` returns it.
+ *
+ * @example
+ * ```ts
+ * const sem: Semaphore = semaphore({ prefix: 'service/db/lock', limit: 3 })
+ * const work = sem.holding$.pipe(switchMap((held) => (held ? migrate$ : EMPTY))).subscribe()
+ * process.once('SIGTERM', () => void sem.close().finally(() => work.unsubscribe()))
+ * ```
+ */
 export interface Semaphore {
   /**
    * Whether this contender holds a slot now. Starts with false, never repeats a value. Shared: the
@@ -100,14 +120,21 @@ const idle = (limit: number): SemaphoreState => ({
  * keys, body and flags as `consul lock -n <limit>`, so both can share a prefix.
  *
  * @example
+ * ```ts
  * const sem = semaphore({ prefix: 'service/db/lock', limit: 3 })
  * sem.holding$.pipe(switchMap((held) => (held ? work$ : EMPTY))).subscribe()
+ * sem.state$.subscribe((s) => console.log(s.holding, s.rank, s.fencingToken))
  * // later
  * await sem.close()
- * @param options Prefix, limit, and optionally the Consul client, TTL, value, fairness, ...
+ * ```
+ * @param options - Prefix, limit, and optionally the Consul client, TTL, value, fairness, ...
  * @returns The contender. Nothing happens until `holding$` or `state$` is subscribed.
  */
-export function semaphore(options: SemaphoreOptions, internal: ContenderInternals = {}): Semaphore {
+export function semaphore(
+  options: SemaphoreOptions,
+  /** @internal How `tryAcquire` sets the contender up; not part of the public API. */
+  internal: ContenderInternals = {},
+): Semaphore {
   const limitForState = typeof options.limit === 'number' ? options.limit : 0
   const { state$, holding$, close } = contenderHandle<SemaphoreState>({
     consul: options.consul,

@@ -24,10 +24,12 @@ import type { SemaphoreOptions } from './options/contender-options.js'
  *   cannot be reached (a try-once does not retry).
  *
  * @example
+ * ```ts
  * const sem = await tryAcquire({ prefix: 'service/db/lock', limit: 3, consul })
  * if (sem === null) console.log('all slots taken, try later')
  * else try { await work() } finally { await sem.close() }
- * @param options The options of `semaphore(...)`; `fairness` is ignored.
+ * ```
+ * @param options - The options of `semaphore(...)`; `fairness` is ignored.
  * @returns The holding contender, or null.
  */
 export function tryAcquire(options: SemaphoreOptions): Promise<Semaphore | null> {
@@ -45,9 +47,11 @@ export function tryAcquire(options: SemaphoreOptions): Promise<Semaphore | null>
  * once its session is destroyed. Rejects with a SemaphoreError as `tryAcquire` does.
  *
  * @example
+ * ```ts
  * const election = await tryLead({ prefix: 'service/scheduler/leader', value: 'node-a', consul })
  * if (election) try { await runOnce() } finally { await election.close() }
- * @param options The options of `leaderElection(...)`.
+ * ```
+ * @param options - The options of `leaderElection(...)`.
  * @returns The leading election, or null.
  */
 export function tryLead(options: LeaderElectionOptions): Promise<LeaderElection | null> {

@@ -8,11 +8,13 @@ import { semaphore } from './semaphore.js'
  * touching the guarded resource then), and releases the slot when `work` settles.
  *
  * @example
+ * ```ts
  * const rows = await withSlot({ prefix: 'service/db/lock', limit: 3 }, async (signal) => {
  *   return migrate({ signal })
  * })
- * @param options The semaphore's options, as for `semaphore(...)`.
- * @param work The guarded work; `signal` aborts with a SemaphoreError when the slot is lost.
+ * ```
+ * @param options - The semaphore's options, as for `semaphore(...)`.
+ * @param work - The guarded work; `signal` aborts with a SemaphoreError when the slot is lost.
  * @returns What `work` returned. Rejects with what `work` threw, or with the SemaphoreError that
  *   kept the slot from being held, or with SemaphoreError('ReleaseFailed') if the release failed
  *   after the work succeeded.

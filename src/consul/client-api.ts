@@ -11,16 +11,41 @@ import type { Observable } from 'rxjs'
 import type { ConsulError } from './errors.js'
 import type { KVEntry, KVSnapshot, WatchEvent } from './types.js'
 
+/**
+ * What every call accepts: an AbortSignal that cancels the request (it then fails with Aborted).
+ *
+ * @example
+ * ```ts
+ * const answer = await consul.session.destroy(session, { signal: AbortSignal.timeout(2000) })()
+ * ```
+ */
 export interface CallOptions {
+  /** Aborts the request when it fires; the call answers with an Aborted error. */
   readonly signal?: AbortSignal | undefined
 }
 
-/** Options of reads: the consistency mode overrides the client's. */
+/**
+ * Options of reads: the consistency mode overrides the client's.
+ *
+ * @example
+ * ```ts
+ * const entry = await consul.kv.get('service/web/leader', { consistency: 'consistent' })()
+ * ```
+ */
 export interface ReadOptions extends CallOptions {
+  /** Consistency mode of this read (see Consistency); default the client's. */
   readonly consistency?: 'default' | 'consistent' | 'stale'
 }
 
-/** Options of a prefix list; `index` (never 0) with `waitMs` makes it a blocking query. */
+/**
+ * Options of a prefix list; `index` (never 0) with `waitMs` makes it a blocking query.
+ *
+ * @example
+ * ```ts
+ * // Answers when something under the prefix changes after index 42, or after 30 s anyway.
+ * const next = await consul.kv.list('service/db/lock', { index: 42n, waitMs: 30_000 })()
+ * ```
+ */
 export interface ListOptions extends ReadOptions {
   /** Block until the prefix index exceeds this (sent as `index=`); must be at least 1. */
   readonly index?: bigint
@@ -28,85 +53,243 @@ export interface ListOptions extends ReadOptions {
   readonly waitMs?: number
 }
 
+/**
+ * Options of `session.create`. Unset fields are not sent, so Consul's defaults apply (no TTL,
+ * behavior 'release', lock-delay 15 s, the serfHealth node check).
+ *
+ * @example
+ * ```ts
+ * const created = await consul.session.create({ name: 'report', ttl: '15s', lockDelay: 0 })()
+ * if (E.isRight(created)) console.log('session', created.right)
+ * ```
+ */
 export interface SessionCreateOptions {
+  /** Human-readable name, shown by Consul's UI and `rxsem status`. */
   readonly name?: string
-  /** Go duration string ('15s') or milliseconds; Consul allows 10 s to 24 h. */
+  /** Go duration string ('15s') or milliseconds; Consul allows 10 s to 24 h, 0 means none. */
   readonly ttl?: string | number
+  /** What invalidation does to the keys the session holds: unlock them, or delete them. */
   readonly behavior?: 'release' | 'delete'
   /** Go duration string or milliseconds; 0 disables lock-delay. */
   readonly lockDelay?: string | number
   /** Node check ids; `[]` means no node checks at all (not even serfHealth). */
   readonly nodeChecks?: readonly string[]
-  readonly serviceChecks?: readonly { readonly id: string; readonly namespace?: string }[]
+  /** Service checks the session depends on; a failing one invalidates it. */
+  readonly serviceChecks?: readonly {
+    /** The check's id. */
+    readonly id: string
+    /** The check's Enterprise namespace, if not the session's. */
+    readonly namespace?: string
+  }[]
+  /** The node to tie the session to; default the agent's own node. */
   readonly node?: string
 }
 
+/**
+ * A session as `session.info` and `session.renew` return it.
+ *
+ * @example
+ * ```ts
+ * const info = await consul.session.info(session)()
+ * if (E.isRight(info) && info.right !== null) console.log(info.right.name, info.right.ttlMs)
+ * ```
+ */
 export interface SessionInfo {
+  /** The session id (a UUID). */
   readonly id: string
+  /** The session's name ('' when it was created without one). */
   readonly name: string
+  /** The node the session is tied to. */
   readonly node: string
+  /** What invalidation does to the keys the session holds. */
   readonly behavior: 'release' | 'delete'
   /** The TTL string as Consul stores it ('15s'), or '' for none. */
   readonly ttl: string
+  /** The TTL in ms, or undefined when the session has none. */
   readonly ttlMs: number | undefined
+  /** The lock-delay in ms (Consul stores nanoseconds). */
   readonly lockDelayMs: number
+  /** Raft index at which the session was created (uint64 as bigint). */
   readonly createIndex: bigint
 }
 
+/**
+ * Options of `kv.put`: flags to store and at most one write condition (`cas`, `acquire` or
+ * `release`). With none, the write is unconditional.
+ *
+ * @example
+ * ```ts
+ * // Create-only: succeeds (true) only if the key does not exist yet.
+ * const options = { cas: 0n, flags: SEMAPHORE_FLAGS }
+ * const created = await consul.kv.put('service/db/lock/.lock', body, options)()
+ * ```
+ */
 export interface PutOptions extends CallOptions {
+  /** Flags to store with the value, uint64 as an exact bigint (sent as `flags=`). */
   readonly flags?: bigint
-  /** At most one of cas / acquire / release. */
+  /**
+   * Write only if the key's ModifyIndex is this (0n: only if the key does not exist). At most
+   * one of cas / acquire / release.
+   */
   readonly cas?: bigint
+  /** Write and lock the key with this session id, unless another session holds it (`?acquire=`). */
   readonly acquire?: string
+  /** Write and unlock the key, if this session id holds it (`?release=`). */
   readonly release?: string
 }
 
+/**
+ * Options of `kv.delete`: a check-and-set index, or a recursive delete of a prefix (not both).
+ *
+ * @example
+ * ```ts
+ * // Delete the key only if nobody wrote it since we read it.
+ * const deleted = await consul.kv.delete(entry.key, { cas: entry.modifyIndex })()
+ * ```
+ */
 export interface DeleteOptions extends CallOptions {
+  /** Delete only if the key's ModifyIndex is this; the answer is false otherwise. */
   readonly cas?: bigint
+  /** Delete every key under the given prefix (`?recurse`); an empty prefix is refused. */
   readonly recurse?: boolean
 }
 
-/** One KV operation of a transaction (`PUT /v1/txn`). */
+/**
+ * One KV operation of a transaction (`PUT /v1/txn`).
+ *
+ * @example
+ * ```ts
+ * const ops: TxnOp[] = [
+ *   { verb: 'check-session', key: 'service/jobs/task/7', session },
+ *   { verb: 'delete', key: 'service/jobs/task/7' },
+ * ]
+ * const result = await consul.kv.txn(ops)()
+ * ```
+ */
 export type TxnOp =
+  /** Write the key unconditionally. */
   | {
+      /** Discriminant: an unconditional write. */
       readonly verb: 'set'
+      /** The key to write. */
       readonly key: string
+      /** The value's bytes, or null for an empty value. */
       readonly value: Uint8Array | null
+      /** Flags to store, uint64 as an exact bigint. */
       readonly flags?: bigint
     }
+  /** Write the key only if its ModifyIndex is `index` (0n: only if it does not exist). */
   | {
+      /** Discriminant: a check-and-set write. */
       readonly verb: 'cas'
+      /** The key to write. */
       readonly key: string
+      /** The value's bytes, or null for an empty value. */
       readonly value: Uint8Array | null
+      /** Flags to store, uint64 as an exact bigint. */
       readonly flags?: bigint
+      /** The ModifyIndex the key must have (uint64 as bigint). */
       readonly index: bigint
     }
+  /** Write and lock (`acquire`) or unlock (`release`) the key with a session. */
   | {
+      /** Discriminant: acquire or release the key's lock. */
       readonly verb: 'lock' | 'unlock'
+      /** The key to lock or unlock. */
       readonly key: string
+      /** The value's bytes, or null for an empty value. */
       readonly value: Uint8Array | null
+      /** Flags to store, uint64 as an exact bigint. */
       readonly flags?: bigint
+      /** The session that takes or gives back the lock. */
       readonly session: string
     }
-  | { readonly verb: 'get' | 'delete'; readonly key: string }
-  | { readonly verb: 'delete-cas' | 'check-index'; readonly key: string; readonly index: bigint }
-  | { readonly verb: 'check-session'; readonly key: string; readonly session: string }
-
-export type TxnResult =
-  /** Committed: the KV results in Consul's order (write verbs have value null). */
-  | { readonly committed: true; readonly results: readonly KVEntry[] }
-  /** Rolled back (409): every failed op with its index and Consul's reason. */
+  /** Read the key into the results, or delete it unconditionally. */
   | {
-      readonly committed: false
-      readonly errors: readonly { readonly opIndex: number; readonly what: string }[]
+      /** Discriminant: read or delete. */
+      readonly verb: 'get' | 'delete'
+      /** The key to read or delete. */
+      readonly key: string
+    }
+  /** Delete the key, or only check it, if its ModifyIndex is `index`; else roll back. */
+  | {
+      /** Discriminant: a check-and-set delete, or an index check. */
+      readonly verb: 'delete-cas' | 'check-index'
+      /** The key to check. */
+      readonly key: string
+      /** The ModifyIndex the key must have (uint64 as bigint). */
+      readonly index: bigint
+    }
+  /** Roll back unless `session` holds the key's lock. */
+  | {
+      /** Discriminant: a lock-holder check. */
+      readonly verb: 'check-session'
+      /** The key to check. */
+      readonly key: string
+      /** The session that must hold it. */
+      readonly session: string
     }
 
+/**
+ * The answer of a transaction: committed with its results, or rolled back with its errors. A
+ * rollback is an answer (Consul's 409), not a ConsulError.
+ *
+ * @example
+ * ```ts
+ * const answer = await consul.kv.txn([{ verb: 'get', key: 'service/web/leader' }])()
+ * if (E.isRight(answer)) {
+ *   const result: TxnResult = answer.right
+ *   if (result.committed) console.log(result.results[0]?.session)
+ *   else console.warn(result.errors.map((e) => `op ${e.opIndex}: ${e.what}`).join('; '))
+ * }
+ * ```
+ */
+export type TxnResult =
+  /** Committed: the KV results in Consul's order (write verbs have value null). */
+  | {
+      /** Discriminant: every operation took effect. */
+      readonly committed: true
+      /** The KV results Consul returned, in its order. */
+      readonly results: readonly KVEntry[]
+    }
+  /** Rolled back (409): every failed op with its index and Consul's reason. */
+  | {
+      /** Discriminant: nothing took effect. */
+      readonly committed: false
+      /** The operations that failed. */
+      readonly errors: readonly {
+        /** Position of the failed operation in the `ops` array, from 0. */
+        readonly opIndex: number
+        /** Consul's reason for the failure, as it worded it. */
+        readonly what: string
+      }[]
+    }
+
+/**
+ * Options of a prefix watch (`watchPrefix`); every field has a default.
+ *
+ * @example
+ * ```ts
+ * const events$ = consul.watchPrefix('service/db/lock', {
+ *   waitMs: 60_000,
+ *   consistency: 'stale',
+ *   backoff: { initialMs: 500, maxMs: 5_000 },
+ * })
+ * ```
+ */
 export interface WatchOptions {
-  /** Blocking wait per request in ms (sent as `wait=<n>ms`). */
+  /** Blocking wait per request in ms (sent as `wait=<n>ms`); default 30000. */
   readonly waitMs?: number
+  /** Consistency mode of the watch's reads; default the client's. */
   readonly consistency?: 'default' | 'consistent' | 'stale'
-  /** Capped exponential backoff with jitter for transient failures. */
-  readonly backoff?: { readonly initialMs?: number; readonly maxMs?: number }
+  /** Capped exponential backoff with full jitter for transient failures. */
+  readonly backoff?: {
+    /** Ceiling of the first delay, in ms; doubles with each failure in a row. Default 250. */
+    readonly initialMs?: number
+    /** Largest ceiling of a delay, in ms. Default 10000. */
+    readonly maxMs?: number
+  }
+  /** RxJS scheduler of the watch's timers and clock (tests pass a TestScheduler); default async. */
   readonly scheduler?: import('rxjs').SchedulerLike
   /**
    * Least time between the starts of two requests of one watch, in ms (default 50): a server
@@ -117,7 +300,20 @@ export interface WatchOptions {
   readonly random?: () => number
 }
 
+/**
+ * What the library may ask of Consul: KV reads and writes, transactions, sessions and prefix
+ * watches. `createConsulClient` implements it on HTTP; a test can pass any object of this shape.
+ * Every call answers with a TaskEither (run it with `()`), a ConsulError on the left.
+ *
+ * @example
+ * ```ts
+ * const consul: ConsulClient = createConsulClient()
+ * const written = await consul.kv.put('service/web/config', JSON.stringify({ replicas: 3 }))()
+ * if (E.isLeft(written)) console.error(written.left.message)
+ * ```
+ */
 export interface ConsulClient {
+  /** Key-value store calls (`/v1/kv`, `/v1/txn`). */
   readonly kv: {
     /** One key; `null` when it does not exist (404 is data). */
     get(key: string, options?: ReadOptions): TE.TaskEither<ConsulError, KVEntry | null>
@@ -129,13 +325,18 @@ export interface ConsulClient {
       value: Uint8Array | string | null,
       options?: PutOptions,
     ): TE.TaskEither<ConsulError, boolean>
+    /** Deletes a key (or a prefix with `recurse`); false when a `cas` did not match. */
     delete(key: string, options?: DeleteOptions): TE.TaskEither<ConsulError, boolean>
+    /** Runs the operations atomically; a rollback is a `committed: false` answer, not an error. */
     txn(ops: readonly TxnOp[], options?: CallOptions): TE.TaskEither<ConsulError, TxnResult>
   }
+  /** Session calls (`/v1/session`). */
   readonly session: {
+    /** Creates a session and answers with its id. */
     create(options?: SessionCreateOptions & CallOptions): TE.TaskEither<ConsulError, string>
     /** The renewed session (with the TTL the server returns), or `null` when it is gone (404). */
     renew(id: string, options?: CallOptions): TE.TaskEither<ConsulError, SessionInfo | null>
+    /** Destroys a session, which releases (or deletes) the keys it holds; Consul's true/false. */
     destroy(id: string, options?: CallOptions): TE.TaskEither<ConsulError, boolean>
     /** `null` when the session does not exist. */
     info(id: string, options?: ReadOptions): TE.TaskEither<ConsulError, SessionInfo | null>

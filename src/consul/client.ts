@@ -9,8 +9,18 @@ import { createSessions } from './sessions.js'
 import { createTxn } from './txn.js'
 import { watchPrefix } from './watch-prefix.js'
 
-/** A ConsulClient with the configuration it resolved (the token is never logged from it). */
+/**
+ * The ConsulClient `createConsulClient` returns, with the configuration it resolved (the token, the
+ * basic auth and the TLS material are left out, so logging it leaks no secret).
+ *
+ * @example
+ * ```ts
+ * const consul: ConsulHttpClient = createConsulClient()
+ * console.log(`Consul at ${consul.config.origin}, reads ${consul.config.consistency}`)
+ * ```
+ */
 export interface ConsulHttpClient extends ConsulClient {
+  /** The checked configuration in use, without `token`, `basicAuth` and `tls`. */
   readonly config: Omit<ResolvedConfig, 'token' | 'basicAuth' | 'tls'>
 }
 

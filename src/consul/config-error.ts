@@ -12,6 +12,7 @@
  * ```
  */
 export class ConsulConfigError extends Error {
+  /** Discriminant, `'ConsulConfigError'`, for code that tells errors apart by `_tag`. */
   readonly _tag = 'ConsulConfigError'
   /** The environment variable or option at fault, e.g. `CONSUL_HTTP_ADDR` or `options.address`. */
   readonly setting: string

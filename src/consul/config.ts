@@ -7,17 +7,47 @@
 import { readFileSync } from 'node:fs'
 import { ConsulConfigError } from './config-error.js'
 
+/**
+ * Consistency mode of reads: 'default' (the leader answers, which is almost always current),
+ * 'consistent' (the leader first confirms it still leads: one more round trip) or 'stale' (any
+ * server answers, possibly behind, but reads keep working without a leader).
+ *
+ * @example
+ * ```ts
+ * const consistency: Consistency = 'stale'
+ * const consul = createConsulClient({ address: '127.0.0.1:8500', consistency })
+ * ```
+ */
 export type Consistency = 'default' | 'consistent' | 'stale'
 
-/** TLS settings; paths are read when the client is constructed. */
+/**
+ * TLS settings, used when the address is https (or `ssl` is true); files are read when the client
+ * is constructed. Each unset setting falls back to its environment variable.
+ *
+ * @example
+ * ```ts
+ * const consul = createConsulClient({
+ *   address: 'https://consul.internal:8501',
+ *   tls: {
+ *     caFile: '/etc/consul/ca.pem',
+ *     certFile: '/etc/consul/client.pem',
+ *     keyFile: '/etc/consul/client-key.pem',
+ *   },
+ * })
+ * ```
+ */
 export interface ConsulTlsOptions {
-  /** PEM of the CA to trust, or `caFile` (CONSUL_CACERT). */
+  /** PEM of the CA to trust; wins over `caFile`. Default: the system's CAs. */
   readonly ca?: string | Buffer
+  /** File holding the PEM of the CA to trust (CONSUL_CACERT). */
   readonly caFile?: string
-  /** Client certificate and key, PEM or files (CONSUL_CLIENT_CERT / CONSUL_CLIENT_KEY). */
+  /** Client certificate, PEM; wins over `certFile`. Needs a key too. */
   readonly cert?: string | Buffer
+  /** File holding the client certificate (CONSUL_CLIENT_CERT). */
   readonly certFile?: string
+  /** Client private key, PEM; wins over `keyFile`. Needs a certificate too. */
   readonly key?: string | Buffer
+  /** File holding the client private key (CONSUL_CLIENT_KEY). */
   readonly keyFile?: string
   /** SNI and certificate name to verify (CONSUL_TLS_SERVER_NAME). */
   readonly serverName?: string
@@ -45,6 +75,7 @@ export interface ConsulClientConfig {
   readonly tokenFile?: string
   /** HTTP basic auth, `user:pass` (CONSUL_HTTP_AUTH). */
   readonly auth?: string
+  /** TLS settings for an https address; see ConsulTlsOptions. */
   readonly tls?: ConsulTlsOptions
   /** Enterprise namespace, sent as `ns` (CONSUL_NAMESPACE). */
   readonly namespace?: string
@@ -60,26 +91,56 @@ export interface ConsulClientConfig {
   readonly env?: Readonly<Record<string, string | undefined>>
 }
 
-/** The checked configuration the transport runs on. */
+/**
+ * The checked configuration the transport runs on: options and environment merged, defaults
+ * filled in, files read. A ConsulHttpClient shows it as `config`, without the secrets.
+ *
+ * @example
+ * ```ts
+ * const { origin, socketPath, requestTimeoutMs } = createConsulClient().config
+ * console.log(socketPath ?? origin, requestTimeoutMs) // e.g. 'http://127.0.0.1:8500 10000'
+ * ```
+ */
 export interface ResolvedConfig {
-  /** Origin for undici (`http://localhost` for a unix socket). */
+  /** Origin for undici, e.g. `http://127.0.0.1:8500` (`http://localhost` for a unix socket). */
   readonly origin: string
+  /** Path of the agent's unix socket, when the address is `unix://…`; undefined for TCP. */
   readonly socketPath: string | undefined
+  /** TLS material and checks for an https origin; undefined for http. */
   readonly tls:
     | {
+        /** PEM of the CA to trust; undefined: the system's CAs. */
         readonly ca: string | Buffer | undefined
+        /** Client certificate, PEM. */
         readonly cert: string | Buffer | undefined
+        /** Client private key, PEM. */
         readonly key: string | Buffer | undefined
+        /** Name for SNI and certificate verification; undefined: the address's host. */
         readonly servername: string | undefined
+        /** False only when verification was turned off (`verify: false`). */
         readonly rejectUnauthorized: boolean
       }
     | undefined
+  /** The ACL token (from `tokenFile`, else `token`); undefined for none. */
   readonly token: string | undefined
-  readonly basicAuth: { readonly user: string; readonly password: string } | undefined
+  /** HTTP basic auth split from `user:pass`; undefined for none. */
+  readonly basicAuth:
+    | {
+        /** User name, before the first ':'. */
+        readonly user: string
+        /** Password, after the first ':' ('' when there is none). */
+        readonly password: string
+      }
+    | undefined
+  /** Enterprise namespace sent as `ns`; undefined for none. */
   readonly namespace: string | undefined
+  /** Datacenter sent as `dc`; undefined: the agent's. */
   readonly datacenter: string | undefined
+  /** Consistency mode of reads that do not choose their own. */
   readonly consistency: Consistency
+  /** Most connections to the agent (default 16). */
   readonly connections: number
+  /** Timeout of a non-blocking request, in ms (default 10000). */
   readonly requestTimeoutMs: number
 }
 

@@ -10,32 +10,84 @@ interface ErrorBase {
   readonly request?: string | undefined
 }
 
-/** The agent could not be reached (connection refused, reset, DNS, TLS handshake). */
+/**
+ * The agent could not be reached (connection refused, reset, DNS, TLS handshake). Transient.
+ *
+ * @example
+ * ```ts
+ * if (error._tag === 'Unreachable') console.warn(error.message) // names the address and the code
+ * ```
+ */
 export interface Unreachable extends ErrorBase {
+  /** Discriminant of the ConsulError union. */
   readonly _tag: 'Unreachable'
+  /** The underlying network error, summarised (`name`, `code` such as ECONNREFUSED, `message`). */
   readonly cause?: unknown
 }
-/** No answer within the request's timeout. */
+/**
+ * No answer within the request's timeout. Transient.
+ *
+ * @example
+ * ```ts
+ * if (error._tag === 'Timeout') console.warn(`no answer within ${error.timeoutMs} ms`)
+ * ```
+ */
 export interface Timeout extends ErrorBase {
+  /** Discriminant of the ConsulError union. */
   readonly _tag: 'Timeout'
+  /**
+   * The time allowed, in ms: the request timeout, or for a blocking query its wait plus Consul's
+   * jitter (wait/16) plus the request timeout.
+   */
   readonly timeoutMs: number
 }
-/** 403: the ACL token lacks a permission, or is unknown. */
+/**
+ * 403: the ACL token lacks a permission, or is unknown. Permanent: no retry makes it pass.
+ *
+ * @example
+ * ```ts
+ * if (error._tag === 'PermissionDenied') console.error(`check the token's policy: ${error.body}`)
+ * ```
+ */
 export interface PermissionDenied extends ErrorBase {
+  /** Discriminant of the ConsulError union. */
   readonly _tag: 'PermissionDenied'
+  /** Always 403. */
   readonly status: 403
+  /** Consul's answer body, e.g. `Permission denied`. */
   readonly body: string
 }
-/** 404 where it is an error (e.g. renewing a session that is gone). KV GET 404 is data, not this. */
+/**
+ * 404 where the call does not expect one (e.g. a path the agent does not serve). A KV read's or a
+ * session renewal's 404 is data (`null` or an empty snapshot), not this.
+ *
+ * @example
+ * ```ts
+ * if (error._tag === 'NotFound') console.error(`${error.request}: ${error.body}`)
+ * ```
+ */
 export interface NotFound extends ErrorBase {
+  /** Discriminant of the ConsulError union. */
   readonly _tag: 'NotFound'
+  /** Always 404. */
   readonly status: 404
+  /** Consul's answer body. */
   readonly body: string
 }
-/** 5xx (and 429): the server failed or is overloaded; usually worth a retry. */
+/**
+ * 5xx (and 429): the server failed or is overloaded; transient, usually worth a retry.
+ *
+ * @example
+ * ```ts
+ * if (error._tag === 'ServerError' && error.status === 429) slowDown()
+ * ```
+ */
 export interface ServerError extends ErrorBase {
+  /** Discriminant of the ConsulError union. */
   readonly _tag: 'ServerError'
+  /** The HTTP status: 429 or 500..599. */
   readonly status: number
+  /** Consul's answer body, e.g. `No cluster leader`. */
   readonly body: string
 }
 /**
@@ -44,23 +96,69 @@ export interface ServerError extends ErrorBase {
  * Also used for a request the client refuses to send (a key with a leading `/`, a session TTL
  * outside 10 s..24 h, conflicting options): then `status` is 0, `body` is '' and
  * `rejectedBeforeSending` is true.
+ *
+ * @example
+ * ```ts
+ * const put = await consul.kv.put('/bad/key', 'x')()
+ * if (E.isLeft(put) && put.left._tag === 'BadRequest') {
+ *   console.log(put.left.rejectedBeforeSending, put.left.message) // true, '...begins with "/"...'
+ * }
+ * ```
  */
 export interface BadRequest extends ErrorBase {
+  /** Discriminant of the ConsulError union. */
   readonly _tag: 'BadRequest'
+  /** The HTTP status, or 0 when the request was never sent. */
   readonly status: number
+  /** Consul's answer body, or '' when the request was never sent. */
   readonly body: string
+  /** True when the client refused to send the request: nothing reached Consul. */
   readonly rejectedBeforeSending?: boolean | undefined
 }
-/** The answer did not have the shape Consul documents; `path` names the bad field. */
+/**
+ * The answer did not have the shape Consul documents (a bad field, invalid JSON, a missing
+ * `X-Consul-Index`); `errors` names each problem. Permanent.
+ *
+ * @example
+ * ```ts
+ * if (error._tag === 'DecodeError') error.errors.forEach((problem) => console.error(problem))
+ * ```
+ */
 export interface DecodeError extends ErrorBase {
+  /** Discriminant of the ConsulError union. */
   readonly _tag: 'DecodeError'
+  /** One line per problem, naming the field: `[0].Flags: expected uint64 decimal, got "abc"`. */
   readonly errors: readonly string[]
 }
-/** The caller aborted the request (its AbortSignal fired). */
+/**
+ * The request was aborted: the caller's AbortSignal fired, or the client was closed.
+ *
+ * @example
+ * ```ts
+ * const controller = new AbortController()
+ * const answer = consul.kv.get('service/web/leader', { signal: controller.signal })()
+ * controller.abort()
+ * const result = await answer // E.left({ _tag: 'Aborted', ... })
+ * ```
+ */
 export interface Aborted extends ErrorBase {
+  /** Discriminant of the ConsulError union. */
   readonly _tag: 'Aborted'
 }
 
+/**
+ * Every failure of the Consul layer, told apart by `_tag`. Calls answer with it on the left of a
+ * TaskEither instead of throwing, so each caller decides what a failure means for it.
+ *
+ * @example
+ * ```ts
+ * const answer = await consul.kv.get('service/web/leader')()
+ * if (E.isLeft(answer)) {
+ *   const error: ConsulError = answer.left
+ *   console.error(error._tag, error.message, isTransient(error) ? '(will retry)' : '')
+ * }
+ * ```
+ */
 export type ConsulError =
   | Unreachable
   | Timeout
@@ -71,7 +169,18 @@ export type ConsulError =
   | DecodeError
   | Aborted
 
-/** Transient failures are retried by watches and renewals; the others are permanent. */
+/**
+ * Whether a failure is transient (Unreachable, Timeout, ServerError): watches and renewals retry
+ * these; every other ConsulError is permanent, and retrying it would only repeat it.
+ *
+ * @example
+ * ```ts
+ * const answer = await consul.session.renew(session)()
+ * if (E.isLeft(answer) && !isTransient(answer.left)) throw new Error(answer.left.message)
+ * ```
+ * @param error - A failure of the Consul layer.
+ * @returns True for Unreachable, Timeout and ServerError.
+ */
 export function isTransient(error: ConsulError): boolean {
   return error._tag === 'Unreachable' || error._tag === 'Timeout' || error._tag === 'ServerError'
 }

@@ -4,17 +4,48 @@ import type { DecideOptions } from './decide.js'
 import type { Decision, PrefixProblem, SemaphoreView, TransitionReason } from './events.js'
 import type { LeaseMargin } from './lease-deadline.js'
 
-/** A write the effects layer should make now: CAS `.lock`, or (re)create the contender key. */
-export type ContenderAction = Extract<Decision, { readonly type: 'TryAcquire' | 'NotContending' }>
+/**
+ * A write the effects layer should make now: CAS `.lock`, or (re)create the contender key.
+ *
+ * @example
+ * ```ts
+ * states.pipe(map((s) => s.next), distinctUntilChanged()).subscribe((action?: ContenderAction) => {
+ *   if (action?.type === 'TryAcquire') casLock(action.body, action.cas)
+ *   else if (action?.type === 'NotContending') acquireContenderKey()
+ * })
+ * ```
+ */
+export type ContenderAction = Extract<
+  Decision,
+  {
+    /** Discriminant: CAS `.lock` ('TryAcquire') or acquire the contender key ('NotContending'). */
+    readonly type: 'TryAcquire' | 'NotContending'
+  }
+>
 
 /**
  * The decide step of the state machine: what to write next, from one snapshot. The semaphore's
- * `decide` by default; `decideLock` (wrapped by `lockDecider`) for the single-key lock. It must be
- * pure; the core calls it on every snapshot, wake and retry.
+ * `decide` by default; `decideLock`, given this contender's value, for the single-key lock. It
+ * must be pure: the core calls it again on every snapshot, wake and retry.
+ *
+ * @example
+ * ```ts
+ * const lockStep: DecideStep = (snapshot, { prefix, session }) =>
+ *   decideLock(snapshot, { prefix, session, value: 'node-a' })
+ * events.pipe(contenderState({ prefix, limit: 1, fairness: false, decide: lockStep }))
+ * ```
  */
 export type DecideStep = (snapshot: KVSnapshot, options: DecideOptions) => Decision
 
-/** Options of `contenderState` and `holding`. */
+/**
+ * Options of `contenderState` and `holding`.
+ *
+ * @example
+ * ```ts
+ * const options: ContenderStateOptions = { prefix: 'service/db/lock', limit: 3, fairness: false }
+ * events.pipe(holding(options)).subscribe((held) => console.log('holding', held))
+ * ```
+ */
 export interface ContenderStateOptions extends LeaseMargin {
   /** The semaphore prefix all contenders agree on. */
   readonly prefix: string
@@ -31,8 +62,9 @@ export interface ContenderStateOptions extends LeaseMargin {
   /** Scheduler of every timer and of `now()`; default `asyncScheduler`. */
   readonly scheduler?: SchedulerLike | undefined
   /**
-   * The decide step (default the semaphore's `decide`): inject `lockDecider(value)` to run the same
-   * state machine (lease deadline, watch failure, release, holding rules) on the single-key lock.
+   * The decide step (default the semaphore's `decide`): pass one that calls `decideLock` to run
+   * the same state machine (lease deadline, watch failure, release, holding rules) on the
+   * single-key lock (see DecideStep).
    */
   readonly decide?: DecideStep | undefined
 }
@@ -40,6 +72,15 @@ export interface ContenderStateOptions extends LeaseMargin {
 /**
  * Everything the core knows about one contender after each event. `holding` is the library's
  * safety signal; `next` is the write the effects layer should make.
+ *
+ * @example
+ * ```ts
+ * const states = events.pipe(contenderState({ prefix: 'service/db/lock', limit: 3 }))
+ * states.subscribe((s: ContenderState) => {
+ *   if (s.problem) console.error('prefix problem:', s.problem.type)
+ *   else console.log(s.holding, s.reason, s.fencingToken)
+ * })
+ * ```
  */
 export interface ContenderState {
   /** The current session, from the last `session-created`. */

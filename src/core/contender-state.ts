@@ -53,9 +53,9 @@ import { sameContenderState } from './same-contender-state.js'
  *   `TryAcquire`: PUT `next.body` to `lockKey(prefix)` with `?cas=next.cas` and SEMAPHORE_FLAGS,
  *   then feed `cas-result`. `NotContending`: acquire `contenderKey(prefix, session)` with the
  *   session (and SEMAPHORE_FLAGS); the next snapshot shows it. Undefined: nothing to write;
- * - with `options.decide: lockDecider(value)` the same machine runs the single-key lock: the
- *   `TryAcquire` is then a txn `lock` of `<prefix>/.lock` with the session and LOCK_FLAGS (see
- *   `decideLock`), answered by `cas-result` (holders [session] when committed) or `retry`;
+ * - with an `options.decide` that calls `decideLock` (see DecideStep), the same machine runs the
+ *   single-key lock: the `TryAcquire` is then a txn `lock` of `<prefix>/.lock` with the session
+ *   and LOCK_FLAGS, answered by `cas-result` (holders [session] when committed) or `retry`;
  * - stop on `problem` (Conflict, LimitConflict, CorruptLock): never write over it;
  * - release (CAS out of `.lock`, delete the contender key, destroy the session) after feeding
  *   `release-requested`, which drops `holding` at once and clears `next` for good.

@@ -4,14 +4,33 @@ import type { DecideStep } from './contender-state-model.js'
 import type { Decision, SemaphoreView } from './events.js'
 import { lockKey } from './lock-key.js'
 
-/** Who holds a single-key lock: the session on `<prefix>/.lock` and the key's value. */
+/**
+ * Who holds a single-key lock: the session on `<prefix>/.lock` and the key's value.
+ *
+ * @example
+ * ```ts
+ * election.leader$.subscribe((leader: LockLeader | null) => {
+ *   console.log(leader === null ? 'no leader' : `${leader.value} (session ${leader.session})`)
+ * })
+ * ```
+ */
 export interface LockLeader {
+  /** The session holding the key's lock. */
   readonly session: string
   /** The key's value decoded as UTF-8, or null when Consul stores it empty (`consul lock` does). */
   readonly value: string | null
 }
 
-/** What `decideLock` needs besides the snapshot. */
+/**
+ * What `decideLock` needs besides the snapshot.
+ *
+ * @example
+ * ```ts
+ * const prefix = 'service/scheduler/leader'
+ * const options: DecideLockOptions = { prefix, session, value: 'node-a' }
+ * const decision = decideLock(snapshot, options)
+ * ```
+ */
 export interface DecideLockOptions {
   /** The prefix all contenders agree on; the lock is `<prefix>/.lock`, as `consul lock` lays it out. */
   readonly prefix: string
@@ -30,7 +49,12 @@ const fatalUtf8 = new TextDecoder('utf-8', { fatal: true })
  * a key written by hand), so nobody leads it. A value that is not UTF-8 reads as null.
  *
  * @example
- * readLockLeader(snapshot, 'service/scheduler/leader') // { session: 'a1…', value: 'node-a' }
+ * ```ts
+ * const prefix = 'service/scheduler/leader'
+ * consul.watchPrefix(prefix).subscribe((event) => {
+ *   if (event.type === 'snapshot') console.log(readLockLeader(event.snapshot, prefix))
+ * }) // { session: 'a1…', value: 'node-a' }, or null while nobody leads
+ * ```
  * @param snapshot - Everything under the prefix at one index.
  * @param prefix - The lock's prefix.
  * @returns The leader, or null while nobody holds the lock.
@@ -69,8 +93,16 @@ export function readLockLeader(snapshot: KVSnapshot, prefix: string): LockLeader
  * ```
  *
  * @example
- * const decision = decideLock(snapshot, { prefix: 'service/scheduler/leader', session, value: 'node-a' })
- * if (decision.type === 'TryAcquire') txn([{ verb: 'lock', key, value: decision.body, flags: LOCK_FLAGS, session }])
+ * ```ts
+ * const prefix = 'service/scheduler/leader'
+ * const decision = decideLock(snapshot, { prefix, session, value: 'node-a' })
+ * if (decision.type === 'TryAcquire') {
+ *   const key = lockKey(prefix)
+ *   const answer = await consul.kv.txn([
+ *     { verb: 'lock', key, value: decision.body, flags: LOCK_FLAGS, session },
+ *   ])()
+ * }
+ * ```
  * @param snapshot - Everything under the prefix at one index.
  * @param options - Prefix, session and value.
  * @returns The decision.

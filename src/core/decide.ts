@@ -9,7 +9,15 @@ import { pruneHolders } from './prune-holders.js'
 import { readLock } from './read-lock.js'
 import { waitingContenders } from './waiting-contenders.js'
 
-/** What `decide` needs besides the snapshot. */
+/**
+ * What `decide` needs besides the snapshot.
+ *
+ * @example
+ * ```ts
+ * const options: DecideOptions = { prefix: 'service/db/lock', session, limit: 3, fairness: true }
+ * const decision = decide(snapshot, options)
+ * ```
+ */
 export interface DecideOptions {
   /** The semaphore prefix all contenders agree on. */
   readonly prefix: string
@@ -43,8 +51,14 @@ export interface DecideOptions {
  * including Go clients that do not rank themselves.
  *
  * @example
- * const decision = decide(snapshot, { prefix: 'svc/lock', session, limit: 2 })
- * if (decision.type === 'TryAcquire') kv.put(lockKey, decision.body, { cas: decision.cas })
+ * ```ts
+ * const prefix = 'service/db/lock'
+ * const decision = decide(snapshot, { prefix, session, limit: 3 })
+ * if (decision.type === 'TryAcquire') {
+ *   const options = { cas: decision.cas, flags: SEMAPHORE_FLAGS }
+ *   await consul.kv.put(lockKey(prefix), decision.body, options)()
+ * }
+ * ```
  * @param snapshot - Everything under the prefix at one index.
  * @param options - Prefix, session, limit and fairness.
  * @returns The decision.

@@ -9,7 +9,16 @@
 import type { ConsulError } from '../consul/errors.js'
 import type { WatchEvent } from '../consul/types.js'
 
-/** Which of the `.lock` body shapes found in the wild was read (and is written back). */
+/**
+ * Which of the `.lock` body shapes found in the wild was read (and is written back), so that a
+ * semaphore started by another client keeps the body that client can read.
+ *
+ * @example
+ * ```ts
+ * const shape: LockShape = 'guide-list'
+ * const body = encodeLock({ limit: 2, holders: [session], shape }) // {"Limit":2,"Holders":[...]}
+ * ```
+ */
 export type LockShape =
   /** `{"Limit":3,"Holders":{"<session>":true}}`: Consul's Go client (`consul lock -n`). */
   | 'go-map'
@@ -18,18 +27,39 @@ export type LockShape =
   /** `{"limit":3,"holders":["<session>"]}`: the Java post. */
   | 'java-list'
 
-/** A contender ranked by the CreateIndex of its contender key. */
+/**
+ * A contender ranked by the CreateIndex of its contender key: earlier arrivals are served first.
+ *
+ * @example
+ * ```ts
+ * const describe = (c: RankedContender) => `#${c.rank} ${c.value ?? c.session}`
+ * sem.state$.subscribe((s) => console.log(s.waiting.map(describe).join(', ')))
+ * ```
+ */
 export interface RankedContender {
+  /** The contender's session id (also the last segment of its key). */
   readonly session: string
+  /** Place in the queue, 0 for the next to be served. */
   readonly rank: number
   /** The contender key's value decoded as UTF-8 (name, host, pid...), or null. */
   readonly value: string | null
+  /** CreateIndex of the contender key (uint64 as bigint): the arrival order. */
   readonly createIndex: bigint
 }
 
-/** What the prefix looks like to this contender after decode and prune. */
+/**
+ * What the prefix looks like to this contender after decode and prune.
+ *
+ * @example
+ * ```ts
+ * const { view } = decide(snapshot, { prefix: 'service/db/lock', session, limit: 3 })
+ * if (view) console.log(`${view.liveHolders.length} of ${view.limit} held`, view.waiting.length)
+ * ```
+ */
 export interface SemaphoreView {
+  /** The slot limit (this contender's, which `.lock` agrees with). */
   readonly limit: number
+  /** The shape `.lock` was read in; undefined while it has no body (or for a single-key lock). */
   readonly shape: LockShape | undefined
   /** ModifyIndex of `.lock` (0n when it does not exist yet): the `cas` index of the next write. */
   readonly lockIndex: bigint
@@ -41,63 +71,167 @@ export interface SemaphoreView {
   readonly waiting: readonly RankedContender[]
 }
 
-/** Problems with the prefix that no retry fixes: the library never writes over them. */
+/**
+ * Problems with the prefix that no retry fixes: the library never writes over them.
+ *
+ * @example
+ * ```ts
+ * const decision = decide(snapshot, { prefix: 'service/db/lock', session, limit: 3 })
+ * if (decision.type === 'LimitConflict') {
+ *   console.error(`${decision.key}: limit ${decision.lockLimit}, ours ${decision.localLimit}`)
+ * }
+ * ```
+ */
 export type PrefixProblem =
-  | { readonly type: 'CorruptLock'; readonly key: string; readonly reason: string }
-  | { readonly type: 'Conflict'; readonly key: string; readonly flags: bigint }
+  /** `.lock`'s body cannot be read (not UTF-8, not JSON, wrong field types). */
   | {
-      readonly type: 'LimitConflict'
+      /** Discriminant. */
+      readonly type: 'CorruptLock'
+      /** The `.lock` key. */
       readonly key: string
+      /** What is wrong with the body, for people. */
+      readonly reason: string
+    }
+  /** `.lock` carries the flags of another use (e.g. a `consul lock` lock, or a semaphore's). */
+  | {
+      /** Discriminant. */
+      readonly type: 'Conflict'
+      /** The `.lock` key. */
+      readonly key: string
+      /** The flags found on it, uint64 as an exact bigint. */
+      readonly flags: bigint
+    }
+  /** `.lock` records another limit than this contender's. */
+  | {
+      /** Discriminant. */
+      readonly type: 'LimitConflict'
+      /** The `.lock` key. */
+      readonly key: string
+      /** The limit recorded in `.lock`. */
       readonly lockLimit: number
+      /** This contender's limit. */
       readonly localLimit: number
     }
 
+/**
+ * What a contender does next after one snapshot, as `decide` and `decideLock` answer it. The
+ * variants other than the prefix problems carry the view they were decided on.
+ *
+ * @example
+ * ```ts
+ * const decision: Decision = decide(snapshot, { prefix: 'service/db/lock', session, limit: 3 })
+ * if (decision.type === 'TryAcquire') {
+ *   const options = { cas: decision.cas, flags: SEMAPHORE_FLAGS }
+ *   await consul.kv.put(lockKey('service/db/lock'), decision.body, options)()
+ * } else if (decision.type === 'Wait') {
+ *   console.log(`rank ${decision.rank}, ${decision.freeSlots} free`)
+ * }
+ * ```
+ */
 export type Decision =
   /** This session is among the live holders. */
-  | { readonly type: 'Held'; readonly view: SemaphoreView }
+  | {
+      /** Discriminant. */
+      readonly type: 'Held'
+      /** The prefix as decided on. */
+      readonly view: SemaphoreView
+    }
   /** Write `body` to `.lock` with `?cas=<cas>` (0n: create) and the semaphore flags. */
   | {
+      /** Discriminant. */
       readonly type: 'TryAcquire'
+      /** The prefix as decided on. */
       readonly view: SemaphoreView
+      /** The new `.lock` body: the live holders plus this session. */
       readonly body: Uint8Array
+      /** ModifyIndex `.lock` must still have (uint64 as bigint); 0n: create it. */
       readonly cas: bigint
     }
   /** Not a holder and not this contender's turn: wait for the next snapshot. */
   | {
+      /** Discriminant. */
       readonly type: 'Wait'
+      /** The prefix as decided on. */
       readonly view: SemaphoreView
+      /** This contender's place among the waiters (0: next), or undefined when it is not ranked. */
       readonly rank: number | undefined
+      /** Slots not taken by a live holder (0 when all are taken). */
       readonly freeSlots: number
     }
   /** This contender's key is not (or no longer) in the snapshot, locked by its session. */
-  | { readonly type: 'NotContending'; readonly view: SemaphoreView }
-  | (PrefixProblem & { readonly view?: undefined })
+  | {
+      /** Discriminant. */
+      readonly type: 'NotContending'
+      /** The prefix as decided on. */
+      readonly view: SemaphoreView
+    }
+  /** A prefix problem: nothing may be written. */
+  | (PrefixProblem & {
+      /** Never set: a prefix problem is decided before any view. */
+      readonly view?: undefined
+    })
 
-/** Everything the effects layer tells the core. */
+/**
+ * Everything the effects layer tells the core (`contenderState`, `holding`).
+ *
+ * @example
+ * ```ts
+ * const events = new Subject<ContenderEvent>()
+ * events.pipe(holding({ prefix: 'service/db/lock', limit: 3 })).subscribe(console.log)
+ * events.next({ type: 'session-created', session, ttlMs: 15_000, sentAt: scheduler.now() })
+ * consul.watchPrefix('service/db/lock/').subscribe(events)
+ * ```
+ */
 export type ContenderEvent =
   | WatchEvent
   /** The session was created (sentAt: when the create request was sent). The lease starts then. */
   | {
+      /** Discriminant. */
       readonly type: 'session-created'
+      /** The new session's id. */
       readonly session: string
+      /** The session's TTL in ms. */
       readonly ttlMs: number
+      /** Scheduler time (ms) the create request was sent. */
       readonly sentAt: number
     }
-  /** A renewal succeeded; `sentAt` is when its request was sent, `ttlMs` what the server returned. */
-  | { readonly type: 'session-renewed'; readonly ttlMs: number; readonly sentAt: number }
+  /** A renewal succeeded; the lease now runs from when its request was sent. */
+  | {
+      /** Discriminant. */
+      readonly type: 'session-renewed'
+      /** The TTL in ms that the renewal answered with (Consul may raise it). */
+      readonly ttlMs: number
+      /** Scheduler time (ms) the renew request was sent. */
+      readonly sentAt: number
+    }
   /** A renewal failed transiently; the effects layer keeps retrying until the lease deadline. */
-  | { readonly type: 'renewal-failed'; readonly error: ConsulError }
+  | {
+      /** Discriminant. */
+      readonly type: 'renewal-failed'
+      /** The transient failure. */
+      readonly error: ConsulError
+    }
   /** Consul says the session is gone (renew 404, or invalidation seen). */
-  | { readonly type: 'session-gone' }
+  | {
+      /** Discriminant. */
+      readonly type: 'session-gone'
+    }
   /** The CAS write of `.lock` answered. `modifyIndex` is the index it wrote (the fencing token). */
   | {
+      /** Discriminant. */
       readonly type: 'cas-result'
+      /** True if the write took effect (Consul answered true). */
       readonly ok: boolean
+      /** The holders the write put (or would have put) in `.lock`. */
       readonly holders: readonly string[]
+      /** ModifyIndex of `.lock` after the write (uint64 as bigint), when known. */
       readonly modifyIndex?: bigint | undefined
     }
   /** The user asked to release. */
-  | { readonly type: 'release-requested' }
+  | {
+      /** Discriminant. */
+      readonly type: 'release-requested'
+    }
   /**
    * The write was refused for a reason no snapshot will ever show, so waiting for the next
    * snapshot could wait forever: Consul's lock-delay after an invalidation refuses `acquire` and
@@ -107,9 +241,24 @@ export type ContenderEvent =
    * still looks free. The effects layer chooses `inMs` (its backoff); a new snapshot before then
    * decides at once and cancels the pending retry.
    */
-  | { readonly type: 'retry'; readonly inMs: number }
+  | {
+      /** Discriminant. */
+      readonly type: 'retry'
+      /** Delay in scheduler ms before deciding again on the last snapshot. */
+      readonly inMs: number
+    }
 
-/** Why `holding` last changed. */
+/**
+ * Why `holding` last changed.
+ *
+ * @example
+ * ```ts
+ * function onState(holding: boolean, reason: TransitionReason | undefined): void {
+ *   if (!holding && reason === 'lease-expired') console.warn('renewals failed: slot given up')
+ * }
+ * sem.state$.subscribe((s) => onState(s.holding, s.reason))
+ * ```
+ */
 export type TransitionReason =
   /** A CAS added this session to `.lock`, or a first snapshot listed it: a new tenure. */
   | 'acquired'
@@ -118,8 +267,13 @@ export type TransitionReason =
    * lapsed lease, a snapshot (or a late renewal) shows this session still listed and live.
    */
   | 'restored'
+  /** A snapshot no longer lists this session as a live holder (another writer took it out). */
   | 'removed'
+  /** Consul invalidated the session (renewal 404, a failed health check, or it was destroyed). */
   | 'session-invalidated'
+  /** The prefix watch failed: nothing vouches for the slot until it reconnects. */
   | 'watch-failed'
+  /** No renewal got through before the lease deadline (TTL minus the margin). */
   | 'lease-expired'
+  /** This contender released: `close()`, the last unsubscribe, or `release-requested`. */
   | 'released'

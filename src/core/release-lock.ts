@@ -5,12 +5,31 @@ import type { PrefixProblem } from './events.js'
 import { lockKey } from './lock-key.js'
 import { readLock } from './read-lock.js'
 
-/** What releasing a slot writes to `.lock`. */
+/**
+ * What releasing a slot writes to `.lock`.
+ *
+ * @example
+ * ```ts
+ * const release: ReleaseDecision = releaseLock(snapshot, { prefix, session, limit: 3 })
+ * if (release.type === 'NotListed') console.log('nothing to give back')
+ * ```
+ */
 export type ReleaseDecision =
   /** PUT `body` (the holders without this session, same shape) to `.lock` with `?cas=<cas>`. */
-  | { readonly type: 'WriteRelease'; readonly body: Uint8Array; readonly cas: bigint }
+  | {
+      /** Discriminant. */
+      readonly type: 'WriteRelease'
+      /** The new `.lock` body: the listed holders without this session, in the shape read. */
+      readonly body: Uint8Array
+      /** ModifyIndex `.lock` must still have (uint64 as bigint); a failed CAS means re-read. */
+      readonly cas: bigint
+    }
   /** `.lock` does not list this session (or does not exist): nothing to write. */
-  | { readonly type: 'NotListed' }
+  | {
+      /** Discriminant. */
+      readonly type: 'NotListed'
+    }
+  /** `.lock` conflicts or is corrupt: never written over. */
   | PrefixProblem
 
 /**
@@ -20,8 +39,14 @@ export type ReleaseDecision =
  * fails. Never writes over a conflicting or corrupt `.lock`.
  *
  * @example
- * const release = releaseLock(snapshot, { prefix: 'svc/lock', session, limit: 2 })
- * if (release.type === 'WriteRelease') kv.put(lockKey(prefix), release.body, { cas: release.cas })
+ * ```ts
+ * const prefix = 'service/db/lock'
+ * const release = releaseLock(snapshot, { prefix, session, limit: 3 })
+ * if (release.type === 'WriteRelease') {
+ *   const options = { cas: release.cas, flags: SEMAPHORE_FLAGS }
+ *   await consul.kv.put(lockKey(prefix), release.body, options)()
+ * }
+ * ```
  * @param snapshot - The prefix snapshot (only `.lock` is read).
  * @param options - Prefix, session and limit.
  * @returns The write to make, NotListed, or the problem that forbids writing.

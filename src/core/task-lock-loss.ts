@@ -23,7 +23,17 @@ export type TaskLockInput =
   /** Consul says the session is gone (renewal answered 404, or the lease failed for good). */
   | { readonly type: 'session-gone' }
 
-/** Why a task's lock was lost. */
+/**
+ * Why a task's lock was lost (the `reason` of an `exclusive` result with outcome 'lost').
+ *
+ * @example
+ * ```ts
+ * const explain = (reason: TaskLossReason) => (reason === 'removed' ? 'no longer ours' : reason)
+ * tasks$.pipe(exclusive({ keyOf, run })).subscribe((result) => {
+ *   if (result.outcome === 'lost') console.warn(`${result.key}: ${explain(result.reason)}`)
+ * })
+ * ```
+ */
 export type TaskLossReason =
   /** The key shows another session or none, or is deleted. */
   | 'removed'
@@ -31,6 +41,7 @@ export type TaskLossReason =
   | 'watch-failed'
   /** No renewal got through before the lease deadline (Consul unreachable, for instance). */
   | 'lease-expired'
+  /** Consul invalidated the session (renewal answered 404, or the lease failed for good). */
   | 'session-invalidated'
 
 /** What `taskLockLoss` watches. */

@@ -3,7 +3,16 @@ import type { ConsulClient } from '../consul/client-api.js'
 import type { ConsulError } from '../consul/errors.js'
 import { LOCK_FLAGS } from '../consul/flags.js'
 
-/** What to do with a task key when its task is over. */
+/**
+ * What to do with a task key when its task is over: 'release' leaves the key, unheld, as
+ * `consul lock` does; 'delete' removes it, but only while this session still holds it.
+ *
+ * @example
+ * ```ts
+ * const onDone: TaskKeyFinish = 'delete'
+ * tasks$.pipe(exclusive({ keyOf: (task) => `service/jobs/task/${task.id}`, run, onDone }))
+ * ```
+ */
 export type TaskKeyFinish = 'release' | 'delete'
 
 /**

@@ -4,10 +4,31 @@ import type { ConsulClient } from '../consul/client-api.js'
 import { SemaphoreError } from '../errors.js'
 import { durationMs as parseDuration } from '../consul/durations.js'
 
-/** A Go-style duration ('15s', '1m30s', '500ms') or a number of milliseconds. */
+/**
+ * A Go-style duration ('15s', '1m30s', '500ms') or a number of milliseconds.
+ *
+ * @example
+ * ```ts
+ * const ttl: Duration = '30s' // the same as 30_000
+ * semaphore({ prefix: 'service/db/lock', limit: 3, ttl, lockDelay: 0 })
+ * ```
+ */
 export type Duration = string | number
 
-/** Options shared by `semaphore(...)` and `leaderElection(...)`. */
+/**
+ * Options shared by `semaphore(...)` and `leaderElection(...)`; only `prefix` is required.
+ *
+ * @example
+ * ```ts
+ * const common: ContenderOptions = {
+ *   prefix: 'service/scheduler/leader',
+ *   consul: createConsulClient({ address: '127.0.0.1:8500' }),
+ *   ttl: '20s',
+ *   leaseMargin: '3s',
+ * }
+ * const election = leaderElection(common)
+ * ```
+ */
 export interface ContenderOptions {
   /** The KV prefix all contenders agree on, e.g. 'service/db/lock'. A trailing '/' is dropped. */
   readonly prefix: string
@@ -19,7 +40,7 @@ export interface ContenderOptions {
   readonly sessionName?: string
   /** Value of this contender's key, for operators. Default '<hostname>:<pid>'. */
   readonly value?: string
-  /** Session lock-delay (0 disables). Default Consul's, 15s. */
+  /** Session lock-delay, 0 to 60s (0 disables). Default Consul's, 15s. */
   readonly lockDelay?: Duration
   /** Node health checks the session depends on. Default ['serfHealth']; [] for none. */
   readonly checks?: readonly string[]
@@ -27,14 +48,27 @@ export interface ContenderOptions {
    * How long before the session's TTL runs out `holding$` gives up on its own when renewals
    * fail: a duration, or a fraction of the TTL. Default 0.1 (10%).
    */
-  readonly leaseMargin?: Duration | { readonly ratio: number }
-  /** Blocking wait of the prefix watch. Default Consul layer's. */
+  readonly leaseMargin?:
+    | Duration
+    | {
+        /** Fraction of the TTL, at least 0 and less than 1 (0.1: give up 10% early). */
+        readonly ratio: number
+      }
+  /** Blocking wait of each request of the prefix watch, 1ms to 10m. Default 30s. */
   readonly watchWait?: Duration
   /** RxJS scheduler for every timer (tests). Default asyncScheduler. */
   readonly scheduler?: SchedulerLike
 }
 
-/** Options of `semaphore(...)`. */
+/**
+ * Options of `semaphore(...)`, `withSlot(...)` and `tryAcquire(...)`.
+ *
+ * @example
+ * ```ts
+ * const options: SemaphoreOptions = { prefix: 'service/db/lock', limit: 3, ttl: '20s' }
+ * const sem = semaphore({ ...options, fairness: { graceMs: 5000 } })
+ * ```
+ */
 export interface SemaphoreOptions extends ContenderOptions {
   /** How many contenders may hold a slot at once; all contenders of a prefix must agree. */
   readonly limit: number
@@ -42,7 +76,15 @@ export interface SemaphoreOptions extends ContenderOptions {
    * Serve waiters in arrival order (true, default), so that a release wakes one CAS attempt; after
    * `graceMs` (default 2000) of unused free slots any waiter may try. false: everyone tries.
    */
-  readonly fairness?: boolean | { readonly graceMs: number }
+  readonly fairness?:
+    | boolean
+    | {
+        /**
+         * Liveness guard, in ms: while slots stay free and `.lock` unchanged, a waiter held back
+         * by its rank tries anyway after `graceMs × (rank − freeSlots + 1)`.
+         */
+        readonly graceMs: number
+      }
 }
 
 /** Validated, normalised options. */

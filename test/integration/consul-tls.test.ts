@@ -2,58 +2,24 @@
 // one), CONSUL_TLS_SERVER_NAME, CONSUL_HTTP_SSL and CONSUL_HTTP_SSL_VERIFY=false. The certificates
 // are made by `consul tls` for this run.
 import assert from 'node:assert/strict'
-import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient } from '../../src/consul/client.js'
-import {
-  consulBin,
-  freePort,
-  startAgent,
-  uniquePrefix,
-  type ConsulAgent,
-} from '../support/consul-agent.js'
+import { uniquePrefix } from '../support/consul-agent.js'
+import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
 import { failure, ok } from './consul-test-kit.js'
 
 describe('Consul client over https', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'rxsem-tls-'))
-  const file = (name: string): string => join(dir, name)
-  let agent: ConsulAgent
+  let tls: TlsAgent
   let httpsPort: number
+  let tlsEnv: TlsAgent['env']
   const prefix = uniquePrefix('consul-tls')
 
-  const tlsEnv = (extra: Record<string, string> = {}): Record<string, string> => ({
-    CONSUL_HTTP_ADDR: `https://127.0.0.1:${httpsPort}`,
-    CONSUL_CACERT: file('consul-agent-ca.pem'),
-    CONSUL_CLIENT_CERT: file('dc1-client-consul-0.pem'),
-    CONSUL_CLIENT_KEY: file('dc1-client-consul-0-key.pem'),
-    ...extra,
-  })
-
   before(async () => {
-    for (const args of [
-      ['ca', 'create'],
-      ['cert', 'create', '-server'],
-      ['cert', 'create', '-client'],
-    ]) {
-      execFileSync(consulBin(), ['tls', ...args], { cwd: dir, stdio: 'ignore' })
-    }
-    httpsPort = await freePort()
-    agent = await startAgent({
-      hcl: [
-        `ca_file = "${file('consul-agent-ca.pem')}"`,
-        `cert_file = "${file('dc1-server-consul-0.pem')}"`,
-        `key_file = "${file('dc1-server-consul-0-key.pem')}"`,
-        'verify_incoming_https = true',
-        `ports { https = ${httpsPort} }`,
-      ],
-    })
+    tls = await startTlsAgent()
+    ;({ httpsPort, env: tlsEnv } = tls)
   })
   after(async () => {
-    await agent.stop()
-    rmSync(dir, { recursive: true, force: true })
+    await tls.stop()
   })
 
   it('talks https with the CA, a client certificate and the server name from the environment', async () => {

@@ -3,65 +3,34 @@
 // a warning.
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { mkdirSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
 import { filter, firstValueFrom } from 'rxjs'
 import { createConsulClient, semaphore, type SemaphoreState } from '../../src/index.js'
-import {
-  consulBin,
-  freePort,
-  startAgent,
-  uniquePrefix,
-  type ConsulAgent,
-} from '../support/consul-agent.js'
+import { consulBin, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
 import { eventually, sessionsNamed } from '../support/observe.js'
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 describe('semaphore over https', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'rxsem-sec-tls-'))
-  const file = (name: string): string => join(dir, name)
+  let tls: TlsAgent
   let agent: ConsulAgent
-  let httpsPort: number
+  let file: (name: string) => string
+  let tlsEnv: TlsAgent['env']
   const prefix = uniquePrefix('security-tls')
 
-  const tlsEnv = (extra: Record<string, string> = {}): Record<string, string> => ({
-    CONSUL_HTTP_ADDR: `https://127.0.0.1:${httpsPort}`,
-    CONSUL_CACERT: file('consul-agent-ca.pem'),
-    CONSUL_CLIENT_CERT: file('dc1-client-consul-0.pem'),
-    CONSUL_CLIENT_KEY: file('dc1-client-consul-0-key.pem'),
-    ...extra,
-  })
-
   before(async () => {
-    for (const args of [
-      ['ca', 'create'],
-      ['cert', 'create', '-server'],
-      ['cert', 'create', '-client'],
-    ]) {
-      execFileSync(consulBin(), ['tls', ...args], { cwd: dir, stdio: 'ignore' })
-    }
+    tls = await startTlsAgent()
+    ;({ agent, file, env: tlsEnv } = tls)
     // A second CA that signed nothing of the agent's.
     mkdirSync(file('other'))
     execFileSync(consulBin(), ['tls', 'ca', 'create'], { cwd: file('other'), stdio: 'ignore' })
-    httpsPort = await freePort()
-    agent = await startAgent({
-      hcl: [
-        `ca_file = "${file('consul-agent-ca.pem')}"`,
-        `cert_file = "${file('dc1-server-consul-0.pem')}"`,
-        `key_file = "${file('dc1-server-consul-0-key.pem')}"`,
-        'verify_incoming_https = true',
-        `ports { https = ${httpsPort} }`,
-      ],
-    })
   })
   after(async () => {
     await fetch(`${agent.url}/v1/kv/${prefix}?recurse`, { method: 'DELETE' })
-    await agent.stop()
-    rmSync(dir, { recursive: true, force: true })
+    await tls.stop()
   })
 
   it('acquires and releases with CONSUL_CACERT and the client certificate the agent asks for', async () => {

@@ -31,6 +31,7 @@ export type {
 } from './consul/client-api.js'
 export type {
   Unreachable,
+  TlsRejected,
   Timeout,
   PermissionDenied,
   NotFound,

@@ -25,6 +25,23 @@ export interface Unreachable extends ErrorBase {
   readonly cause?: unknown
 }
 /**
+ * The agent's TLS certificate failed verification (not signed by the CA the client trusts, expired,
+ * or issued for another name). Permanent: the client reads its CA once, so a retry would only fail
+ * again; fix `CONSUL_CACERT` / `CONSUL_TLS_SERVER_NAME`, or turn verification off with
+ * `CONSUL_HTTP_SSL_VERIFY=false` (unsafe).
+ *
+ * @example
+ * ```ts
+ * if (error._tag === 'TlsRejected') console.error(error.message) // names the certificate problem
+ * ```
+ */
+export interface TlsRejected extends ErrorBase {
+  /** Discriminant of the ConsulError union. */
+  readonly _tag: 'TlsRejected'
+  /** The TLS error, summarised (`name`, `code` such as UNABLE_TO_VERIFY_LEAF_SIGNATURE, `message`). */
+  readonly cause?: unknown
+}
+/**
  * No answer within the request's timeout. Transient.
  *
  * @example
@@ -161,6 +178,7 @@ export interface Aborted extends ErrorBase {
  */
 export type ConsulError =
   | Unreachable
+  | TlsRejected
   | Timeout
   | PermissionDenied
   | NotFound

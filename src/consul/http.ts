@@ -98,6 +98,21 @@ function summarise(error: unknown): CauseSummary {
   return { name: typeof error, code: undefined, message: String(error) }
 }
 
+/** Node's codes for a server certificate that failed verification: configuration, not weather. */
+const TLS_VERIFY_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+])
+
 const TIMEOUT_CODES = new Set([
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
@@ -225,6 +240,14 @@ export function createTransport(config: ResolvedConfig): Transport {
           _tag: 'Aborted',
           request: bare,
           message: `${label}: ${why === 'caller' ? 'aborted by the caller' : 'the client is closed'}`,
+        })
+      }
+      if (cause.code !== undefined && TLS_VERIFY_CODES.has(cause.code)) {
+        return E.left({
+          _tag: 'TlsRejected',
+          request: bare,
+          cause,
+          message: `${label}: the TLS certificate of the Consul agent at ${where} was refused (${cause.code}: ${cause.message}); check CONSUL_CACERT (the CA that signed the agent's certificate) and CONSUL_TLS_SERVER_NAME, or set CONSUL_HTTP_SSL_VERIFY=false to skip verification (unsafe)`,
         })
       }
       return E.left({

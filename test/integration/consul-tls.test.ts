@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient } from '../../src/consul/client.js'
+import { isTransient } from '../../src/consul/errors.js'
 import { uniquePrefix } from '../support/consul-agent.js'
 import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
 import { failure, ok } from './consul-test-kit.js'
@@ -47,13 +48,15 @@ describe('Consul client over https', () => {
     }
   })
 
-  it('refuses an agent whose certificate it cannot verify, as Unreachable', async () => {
+  it('refuses an agent whose certificate it cannot verify, as the permanent TlsRejected', async () => {
     const { CONSUL_CACERT: _ca, ...withoutCa } = tlsEnv()
     const consul = createConsulClient({ env: withoutCa })
     try {
       const error = await failure(consul.kv.get(`${prefix}/k`))
-      assert.equal(error._tag, 'Unreachable')
+      assert.equal(error._tag, 'TlsRejected')
+      assert.equal(isTransient(error), false)
       assert.match(error.message, /certificate/i)
+      assert.match(error.message, /CONSUL_CACERT/)
     } finally {
       await consul.close()
     }

@@ -6,13 +6,16 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
 import { after, before, describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
-import { filter, firstValueFrom } from 'rxjs'
-import { createConsulClient, semaphore, type SemaphoreState } from '../../src/index.js'
+import { filter, firstValueFrom, type Subscription } from 'rxjs'
+import {
+  createConsulClient,
+  semaphore,
+  SemaphoreError,
+  type SemaphoreState,
+} from '../../src/index.js'
 import { consulBin, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
 import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
 import { eventually, sessionsNamed } from '../support/observe.js'
-
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 describe('semaphore over https', () => {
   let tls: TlsAgent
@@ -58,27 +61,30 @@ describe('semaphore over https', () => {
       env: tlsEnv({ CONSUL_CACERT: file('other/consul-agent-ca.pem') }),
     })
     const name = `tls wrong ca ${prefix}`
+    let sub: Subscription | undefined
     try {
       const direct = await consul.kv.get(`${prefix}/x`)()
       assert.ok(E.isLeft(direct))
-      assert.equal(direct.left._tag, 'Unreachable')
-      assert.match(direct.left.message, /certificate|self[- ]signed/i)
-      assert.match(direct.left.message, /CONSUL_HTTP_ADDR/)
+      assert.equal(direct.left._tag, 'TlsRejected')
+      assert.match(direct.left.message, /certificate/i)
+      assert.match(direct.left.message, /CONSUL_CACERT/)
 
+      // A certificate the client cannot verify is configuration, not weather: fail fast.
       const sem = semaphore({ prefix: `${prefix}/wrong`, limit: 1, consul, sessionName: name })
       const states: SemaphoreState[] = []
-      let error: unknown
-      const sub = sem.state$.subscribe({
-        next: (s) => void states.push(s),
-        error: (e: unknown) => void (error = e),
+      const started = Date.now()
+      const error = await new Promise<unknown>((resolve) => {
+        sub = sem.state$.subscribe({ next: (s) => void states.push(s), error: resolve })
       })
-      await sleep(1500)
-      assert.equal(error, undefined)
+      assert.ok(Date.now() - started < 3000, 'at once, without retrying')
+      assert.ok(error instanceof SemaphoreError)
+      assert.equal(error.kind, 'Consul')
+      assert.match(error.message, /CONSUL_CACERT/)
       assert.ok(
         states.every((s) => !s.holding && !s.connected),
         'never holds, never connected',
       )
-      sub.unsubscribe()
+      sub?.unsubscribe()
       await sem.close()
       assert.deepEqual(await sessionsNamed(agent.url, name), [], 'nothing reached the agent')
     } finally {

@@ -40,7 +40,12 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   try {
     const unreachable = await checkReachable(client, plan.prefix)
     if (unreachable !== undefined) {
-      report.error(`Consul is unreachable, nothing was started: ${describeError(unreachable)}`)
+      // Only a network failure is "unreachable"; a 403 or a refused certificate says what it is.
+      const what =
+        unreachable._tag === 'Unreachable' || unreachable._tag === 'Timeout'
+          ? 'Consul is unreachable'
+          : 'Consul refused the start-up check'
+      report.error(`${what}, nothing was started: ${describeError(unreachable)}`)
       return ExitCode.Error
     }
     return await holdWhileRunning(plan, client, report)

@@ -5,6 +5,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { consulBin } from '../test/support/consul-agent.js'
+import type { HoldEvent } from './pair-handovers.js'
 
 export const repoRoot = resolve(import.meta.dirname, '..')
 
@@ -76,6 +77,46 @@ export class Workspace {
       if (parts[0] === 'P' && parts[2] !== undefined) pids.push(Number(parts[2]))
     }
     return pids.filter((pid) => Number.isInteger(pid) && pid > 1)
+  }
+
+  /**
+   * Runs one contender of a process implementation once: logs when it was wanted and when it was
+   * up and contending into `wants`, and SIGTERMs it at `deadline` so that a contender that never
+   * gets a slot cannot hold a figure's loop past its time. False when the implementation gave no
+   * command (nothing ran).
+   */
+  async runContender(
+    implementation: CliImplementation,
+    contender: {
+      readonly addr: string
+      readonly prefix: string
+      readonly limit: number
+      readonly who: string
+      readonly holdMs: number
+      readonly deadline: number
+    },
+    wants: HoldEvent[],
+  ): Promise<boolean> {
+    const { who } = contender
+    const [command, ...args] = implementation.argv({ ...contender, script: this.script })
+    if (command === undefined) return false
+    wants.push({ kind: 'want', who, at: Date.now() })
+    const run = this.start(
+      command,
+      args,
+      { BENCH_HOLD: String(contender.holdMs / 1000) },
+      {
+        pattern: implementation.ready,
+        onReady: () => wants.push({ kind: 'ready', who, at: Date.now() }),
+      },
+    )
+    const timer = setTimeout(
+      () => run.child.kill('SIGTERM'),
+      Math.max(0, contender.deadline - Date.now()),
+    )
+    await run.exited
+    clearTimeout(timer)
+    return true
   }
 
   /** Starts a tracked process; its exit code (or -1 on a signal) resolves `exited`. */

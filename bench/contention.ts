@@ -145,31 +145,15 @@ export async function cliContention(
     await Promise.all(
       Array.from({ length: setup.contenders }, async (_, i) => {
         for (let round = 0; round < rounds && Date.now() < deadline; round++) {
-          const who = `c${i}`
-          const [command, ...args] = implementation.argv({
+          const contender = {
             addr: proxy.addr,
             prefix,
             limit: setup.limit,
-            who,
-            script: workspace.script,
-          })
-          if (command === undefined) return
-          wants.push({ kind: 'want', who, at: Date.now() })
-          const run = workspace.start(
-            command,
-            args,
-            { BENCH_HOLD: String(setup.holdMs / 1000) },
-            {
-              pattern: implementation.ready,
-              onReady: () => wants.push({ kind: 'ready', who, at: Date.now() }),
-            },
-          )
-          const timer = setTimeout(
-            () => run.child.kill('SIGTERM'),
-            Math.max(0, deadline - Date.now()),
-          )
-          await run.exited
-          clearTimeout(timer)
+            who: `c${i}`,
+            holdMs: setup.holdMs,
+            deadline,
+          }
+          if (!(await workspace.runContender(implementation, contender, wants))) return
         }
       }),
     )

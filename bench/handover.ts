@@ -110,32 +110,8 @@ export async function cliHandovers(
     const loops = Array.from({ length: contenders }, async (_, i) => {
       await new Promise((done) => setTimeout(done, i * 50))
       while (!enough()) {
-        const who = `c${i}`
-        const [command, ...args] = implementation.argv({
-          addr,
-          prefix,
-          limit,
-          who,
-          script: workspace.script,
-        })
-        if (command === undefined) return
-        wants.push({ kind: 'want', who, at: Date.now() })
-        const run = workspace.start(
-          command,
-          args,
-          { BENCH_HOLD: String(pace.holdMs / 1000) },
-          {
-            pattern: implementation.ready,
-            onReady: () => wants.push({ kind: 'ready', who, at: Date.now() }),
-          },
-        )
-        // A contender that never gets a slot must not hold the loop past the deadline.
-        const timer = setTimeout(
-          () => run.child.kill('SIGTERM'),
-          Math.max(0, deadline - Date.now()),
-        )
-        await run.exited
-        clearTimeout(timer)
+        const contender = { addr, prefix, limit, who: `c${i}`, holdMs: pace.holdMs, deadline }
+        if (!(await workspace.runContender(implementation, contender, wants))) return
       }
     })
     await Promise.all(loops)

@@ -17,6 +17,7 @@ import {
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
+  SEMAPHORE_FLAGS,
   createRawSession,
   deleteTree,
   destroyRawSession,
@@ -28,7 +29,6 @@ import {
   sessionsNamed,
 } from '../support/observe.js'
 
-const SEMAPHORE_FLAGS = '16210313421097356768'
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 /** Everything a contender emits, until it errors or is closed. */

@@ -15,6 +15,8 @@ import {
 } from '../support/cli.js'
 import { freePort, processGone, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import {
+  LOCK_FLAGS,
+  SEMAPHORE_FLAGS,
   deleteTree,
   destroyRawSession,
   eventually,
@@ -25,9 +27,6 @@ import {
   sessionsNamed,
 } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
-
-const SEMAPHORE_FLAGS = '16210313421097356768'
-const LOCK_FLAGS = '3304740253564472344'
 
 describe('rxsem run', { concurrency: 4 }, () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>

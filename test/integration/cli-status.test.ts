@@ -12,14 +12,13 @@ import {
 } from '../support/cli.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import {
+  SEMAPHORE_FLAGS,
   createRawSession,
   deleteTree,
   destroyRawSession,
   eventually,
   putRaw,
 } from '../support/observe.js'
-
-const SEMAPHORE_FLAGS = '16210313421097356768'
 
 interface StatusJson {
   prefix: string

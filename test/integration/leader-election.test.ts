@@ -19,6 +19,8 @@ import {
 } from '../../src/index.js'
 import { consulBin, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import {
+  LOCK_FLAGS,
+  SEMAPHORE_FLAGS,
   createRawSession,
   deleteTree,
   destroyRawSession,
@@ -30,8 +32,6 @@ import {
 } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
-const SEMAPHORE_FLAGS = '16210313421097356768'
-const LOCK_FLAGS = '3304740253564472344'
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 const now = () => performance.timeOrigin + performance.now()
 const repoRoot = resolve(import.meta.dirname, '../..')

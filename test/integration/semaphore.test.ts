@@ -11,6 +11,8 @@ import {
 } from '../../src/index.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import {
+  LOCK_FLAGS,
+  SEMAPHORE_FLAGS,
   createRawSession,
   deleteTree,
   destroyRawSession,
@@ -23,8 +25,6 @@ import {
 } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
-const SEMAPHORE_FLAGS = '16210313421097356768'
-const LOCK_FLAGS = '3304740253564472344'
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 describe('semaphore', () => {

@@ -3,9 +3,14 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient, SemaphoreError, withSlot, type ConsulClient } from '../../src/index.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually, putRaw, readLock, sessionsNamed } from '../support/observe.js'
-
-const SEMAPHORE_FLAGS = '16210313421097356768'
+import {
+  SEMAPHORE_FLAGS,
+  deleteTree,
+  eventually,
+  putRaw,
+  readLock,
+  sessionsNamed,
+} from '../support/observe.js'
 
 describe('withSlot', () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>

@@ -1,6 +1,13 @@
 // Independent eyes on Consul for integration tests: plain HTTP reads and writes, not the library's
 // own client, so a test of the library does not trust the library to tell it what Consul holds.
 
+/**
+ * Consul's Go client flags as the exact decimal text a raw `?flags=` and the JSON carry, written
+ * out here rather than taken from the library, so tests check the library against Consul's values.
+ */
+export const SEMAPHORE_FLAGS = '16210313421097356768'
+export const LOCK_FLAGS = '3304740253564472344'
+
 export interface RawEntry {
   readonly Key: string
   readonly Session?: string

@@ -72,6 +72,29 @@ describe('rxsem run', { concurrency: 4 }, () => {
     return pid
   }
 
+  /**
+   * Starts rxsem holding the only slot of `prefix` over a shell that starts a grandchild, and
+   * resolves once the grandchild runs, with its pid (to check the signals reach the whole group).
+   */
+  const holdWithGrandchild = async (prefix: string, name: string, grace: string) => {
+    const pidFile = file('grandchild')
+    const run = start([
+      'run',
+      '--prefix',
+      prefix,
+      '--limit',
+      '1',
+      '--name',
+      name,
+      '--grace',
+      grace,
+      '--shell',
+      '--',
+      `sleep 300 & echo $! > ${pidFile}; wait`,
+    ])
+    return { run, grandchild: await pidFrom(pidFile) }
+  }
+
   /** After the run: no contender key under the prefix and no session of that name. */
   const assertCleanConsul = async (prefix: string, name: string): Promise<void> => {
     const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
@@ -162,22 +185,7 @@ describe('rxsem run', { concurrency: 4 }, () => {
   it('exits 75 and stops the whole process group when an operator removes its session from .lock', async () => {
     const prefix = uniquePrefix('cli-lost-cas')
     const name = `cli-lost-cas ${prefix}`
-    const pidFile = file('grandchild')
-    const run = start([
-      'run',
-      '--prefix',
-      prefix,
-      '--limit',
-      '1',
-      '--name',
-      name,
-      '--grace',
-      '1s',
-      '--shell',
-      '--',
-      `sleep 300 & echo $! > ${pidFile}; wait`,
-    ])
-    const grandchild = await pidFrom(pidFile)
+    const { run, grandchild } = await holdWithGrandchild(prefix, name, '1s')
     const lock = await readLock(consul.url, prefix)
     assert.ok(lock && holdersOf(lock.body).length === 1, 'it holds')
     assert.ok(
@@ -198,22 +206,7 @@ describe('rxsem run', { concurrency: 4 }, () => {
   it('exits 75 when an operator destroys its session', async () => {
     const prefix = uniquePrefix('cli-lost-destroy')
     const name = `cli-lost-destroy ${prefix}`
-    const pidFile = file('grandchild')
-    const run = start([
-      'run',
-      '--prefix',
-      prefix,
-      '--limit',
-      '1',
-      '--name',
-      name,
-      '--grace',
-      '1s',
-      '--shell',
-      '--',
-      `sleep 300 & echo $! > ${pidFile}; wait`,
-    ])
-    const grandchild = await pidFrom(pidFile)
+    const { run, grandchild } = await holdWithGrandchild(prefix, name, '1s')
     const [session] = await holders(prefix)
     assert.ok(session)
     await destroyRawSession(consul.url, session)
@@ -226,22 +219,7 @@ describe('rxsem run', { concurrency: 4 }, () => {
   it('passes SIGTERM to the command group, then releases and exits 143', async () => {
     const prefix = uniquePrefix('cli-sigterm')
     const name = `cli-sigterm ${prefix}`
-    const pidFile = file('grandchild')
-    const run = start([
-      'run',
-      '--prefix',
-      prefix,
-      '--limit',
-      '1',
-      '--name',
-      name,
-      '--grace',
-      '20s',
-      '--shell',
-      '--',
-      `sleep 300 & echo $! > ${pidFile}; wait`,
-    ])
-    const grandchild = await pidFrom(pidFile)
+    const { run, grandchild } = await holdWithGrandchild(prefix, name, '20s')
     const sentAt = Date.now()
     run.child.kill('SIGTERM')
     assert.equal(await run.exited, 143, run.stderr())

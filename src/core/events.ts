@@ -4,7 +4,7 @@
  * The effects layer feeds `ContenderEvent`s in (watch events, answers to the writes it made,
  * session lifecycle); the core answers with `Decision`s (what to write next) and `ContenderState`
  * (whether this contender holds a slot, and why). Times are RxJS scheduler times in ms
- * (`scheduler.now()`), never `Date.now()`.
+ * (`scheduler.now()`), never the wall clock.
  */
 import type { ConsulError } from '../consul/errors.js'
 import type { WatchEvent } from '../consul/types.js'

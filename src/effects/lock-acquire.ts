@@ -14,14 +14,9 @@ import { LOCK_FLAGS } from '../consul/flags.js'
 import type { ContenderAction } from '../core/contender-state-model.js'
 import type { ContenderEvent } from '../core/events.js'
 import { lockKey } from '../core/lock-key.js'
-import {
-  isConsulError,
-  isSessionInvalid,
-  namesInvalidSession,
-  orThrow,
-  retryTransient,
-} from './call-policy.js'
+import { isConsulError, isSessionInvalid, orThrow, retryTransient } from './call-policy.js'
 import { fromCall } from './from-call.js'
+import { lockAnswer } from './lock-answer.js'
 
 export interface LockAcquireOptions {
   readonly client: ConsulClient
@@ -77,23 +72,16 @@ export function lockAcquirer(
   return (session) => {
     let delayedInARow = 0
     const answer = (result: TxnResult): ContenderEvent => {
-      if (result.committed) {
-        delayedInARow = 0
-        return {
-          type: 'cas-result',
-          ok: true,
-          holders: [session],
-          modifyIndex: result.results[0]?.modifyIndex,
-        }
-      }
-      const what = result.errors.map((e) => e.what).join('; ')
-      if (namesInvalidSession(what)) return { type: 'session-gone' }
-      if (/lock delay/i.test(what)) {
+      const lock = lockAnswer(result)
+      if (lock.type === 'session-gone') return lock
+      if (lock.type === 'lock-delay') {
         delayedInARow += 1
         return { type: 'retry', inMs: lockDelayBackoffMs(delayedInARow, options.random) }
       }
       delayedInARow = 0
-      return { type: 'cas-result', ok: false, holders: [] }
+      return lock.type === 'acquired'
+        ? { type: 'cas-result', ok: true, holders: [session], modifyIndex: lock.modifyIndex }
+        : { type: 'cas-result', ok: false, holders: [] }
     }
     return (action) => {
       // The lock's decide step never asks for a contender key.

@@ -12,14 +12,9 @@ import {
 import type { ConsulClient, TxnResult } from '../consul/client-api.js'
 import type { ConsulError } from '../consul/errors.js'
 import { LOCK_FLAGS } from '../consul/flags.js'
-import {
-  isConsulError,
-  isSessionInvalid,
-  namesInvalidSession,
-  orThrow,
-  retryTransient,
-} from './call-policy.js'
+import { isConsulError, isSessionInvalid, orThrow, retryTransient } from './call-policy.js'
 import { fromCall } from './from-call.js'
+import { lockAnswer } from './lock-answer.js'
 
 /** The answer of one non-blocking acquisition of a task key. */
 export type TaskLockAnswer =
@@ -71,10 +66,13 @@ export function acquireTaskLock(
 const sessionGone: TaskLockAnswer = { type: 'session-gone' }
 
 function answerOf(result: TxnResult): TaskLockAnswer {
-  if (result.committed) {
-    return { type: 'acquired', modifyIndex: result.results[0]?.modifyIndex ?? 0n }
+  const lock = lockAnswer(result)
+  switch (lock.type) {
+    case 'acquired':
+      return { type: 'acquired', modifyIndex: lock.modifyIndex ?? 0n }
+    case 'session-gone':
+      return sessionGone
+    default:
+      return { type: 'refused', reason: lock.type }
   }
-  const what = result.errors.map((e) => e.what).join('; ')
-  if (namesInvalidSession(what)) return sessionGone
-  return { type: 'refused', reason: /lock delay/i.test(what) ? 'lock-delay' : 'held' }
 }

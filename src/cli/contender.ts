@@ -7,6 +7,7 @@ import { map, type Observable } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
 import { leaderElection, type LeaderElectionState } from '../leader-election.js'
 import { semaphore, type SemaphoreState } from '../semaphore.js'
+import type { RunPlan } from './run-plan.js'
 
 /** The part of the library's contender objects `rxsem run` uses. */
 export interface CliContender {
@@ -14,16 +15,11 @@ export interface CliContender {
   close(): Promise<void>
 }
 
-export interface ContenderSpec {
-  readonly leader: boolean
-  readonly prefix: string
-  /** The slot limit; 1 for a leader. */
-  readonly limit: number
-  readonly ttl: string | undefined
-  readonly sessionName: string
-  readonly value: string | undefined
-  readonly consul: ConsulClient
-}
+/** What the contender needs from the run's plan (a leader's limit is 1), and the client. */
+export type ContenderSpec = Pick<
+  RunPlan,
+  'leader' | 'prefix' | 'limit' | 'ttl' | 'sessionName' | 'value'
+> & { readonly consul: ConsulClient }
 
 /** The contender the flags ask for; nothing is sent to Consul before `state$` is subscribed. */
 export function createContender(spec: ContenderSpec): CliContender {

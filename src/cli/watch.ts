@@ -7,24 +7,15 @@ import { Subscription } from 'rxjs'
 import { createConsulClient } from '../consul/client.js'
 import type { KVSnapshot, WatchEvent } from '../consul/types.js'
 import { problemError } from '../errors.js'
-import { resolveContenderOptions } from '../options/contender-options.js'
-import { parseFlags, rejectPositionals, type OptionSpec } from './args.js'
-import { consulConfigFrom, consulFlagSpec } from './consul-flags.js'
+import { consulConfigFrom } from './consul-flags.js'
 import { describeError } from './describe-error.js'
 import { ExitCode } from './exit-codes.js'
-import { countFlag, requiredFlag } from './flag-values.js'
+import { readPrefixCommand } from './prefix-command.js'
 import { prefixStatus } from './prefix-status.js'
 import { learnSessionNames, sessionsOf, withNames } from './session-names.js'
 import { openScreen } from './terminal.js'
 import { watchUsage } from './usage.js'
 import { renderFrame, type Connection, type WatchView } from './watch-frame.js'
-
-const watchFlagSpec = {
-  prefix: { type: 'string' },
-  limit: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-  ...consulFlagSpec,
-} as const satisfies OptionSpec
 
 /**
  * Runs `rxsem watch` with the arguments after `watch`, until q, Ctrl-C, SIGINT or SIGTERM.
@@ -32,17 +23,12 @@ const watchFlagSpec = {
  * @returns 0 when the user quit, 1 after a permanent Consul error (reported on stderr).
  */
 export async function watchCommand(argv: readonly string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, watchFlagSpec, 'watch')
-  if (values['help'] === true) {
+  const args = readPrefixCommand(argv, {}, 'watch')
+  if (args.help) {
     process.stdout.write(watchUsage)
     return ExitCode.Ok
   }
-  rejectPositionals(positionals, 'watch')
-  const { prefix } = resolveContenderOptions(
-    { prefix: requiredFlag(values, 'prefix', 'watch') },
-    'rxsem',
-  )
-  const limit = countFlag(values, 'limit', 'watch')
+  const { prefix, limit, values } = args
   const client = createConsulClient(consulConfigFrom(values))
   const address = client.config.socketPath ?? client.config.origin
 

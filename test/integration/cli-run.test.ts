@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
   CLI_START_MS,
+  SUITE_TIMEOUT_MS,
   killAllCli,
   runCli,
   startCli,
@@ -28,7 +29,7 @@ import {
 } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
-describe('rxsem run', { concurrency: 4 }, () => {
+describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
   let dir: string
   const grandchildren: number[] = []

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import {
   CLI_START_MS,
+  SUITE_TIMEOUT_MS,
   killAllCli,
   runCli,
   startCli,
@@ -28,7 +29,7 @@ interface StatusJson {
   waiting: { session: string; rank: number; value: string | null; name: string | null }[]
 }
 
-describe('rxsem status', { concurrency: 4 }, () => {
+describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
   before(async () => {
     consul = await sharedAgent()

@@ -2,11 +2,11 @@
 // clean exit on SIGINT.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { CLI_START_MS, killAllCli, runCli, startCli } from '../support/cli.js'
+import { CLI_START_MS, SUITE_TIMEOUT_MS, killAllCli, runCli, startCli } from '../support/cli.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, eventually } from '../support/observe.js'
 
-describe('rxsem watch', () => {
+describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
   before(async () => {
     consul = await sharedAgent()

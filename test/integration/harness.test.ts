@@ -5,6 +5,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
 import { processGone, sharedAgent, startCluster, uniquePrefix } from '../support/consul-agent.js'
+import { descendants, killTree } from '../support/processes.js'
 
 interface RawEntry {
   Key: string
@@ -74,6 +75,23 @@ describe('the test harness', () => {
     const pid = Number(out.trim())
     assert.ok(pid > 0, `child printed no pid: ${out}`)
     assert.ok(await processGone(pid), `consul pid ${pid} outlived its test process`)
+  })
+
+  it('killTree reaches a grandchild in a process group of its own, so the pipes close', async () => {
+    // node → detached sleep (its own group), as `rxsem run` starts its command; stdout inherited.
+    const script = `require('child_process').spawn('sleep', ['300'], { stdio: 'inherit', detached: true }); setInterval(() => {}, 1000)`
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const closed = new Promise<void>((done) => child.once('close', () => done()))
+    const pid = child.pid ?? 0
+    let below: number[] = []
+    for (let tries = 0; below.length === 0 && tries < 200; tries++) {
+      await new Promise((done) => setTimeout(done, 25))
+      below = descendants(pid)
+    }
+    assert.equal(below.length, 1, 'the grandchild started')
+    killTree(pid, 'SIGKILL')
+    await closed
+    assert.ok(await processGone(below[0] ?? 0), 'the grandchild is gone')
   })
 
   it('starts a 3-server cluster on loopback that elects a leader, and stops it', async () => {

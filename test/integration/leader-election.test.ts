@@ -30,6 +30,7 @@ import {
   sessionsNamed,
   type RawEntry,
 } from '../support/observe.js'
+import { killTree } from '../support/processes.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
@@ -57,7 +58,8 @@ describe('leaderElection', () => {
   after(async () => {
     // A failed test must not leave a `consul lock` or a leader process behind.
     await Promise.allSettled([...elections].map((e) => e.close()))
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
+    for (const child of children)
+      if (child.exitCode === null && child.pid) killTree(child.pid, 'SIGKILL')
     await Promise.all([...children].map(exited))
     rmSync(scratch, { recursive: true, force: true })
     await client.close()

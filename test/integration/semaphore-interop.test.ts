@@ -10,6 +10,7 @@ import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
 import { consulBin, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, eventually, holdersOf, listPrefix } from '../support/observe.js'
+import { killTree } from '../support/processes.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
 /** Start and end times (ms) that each `consul lock` child wrote to its log file. */
@@ -35,7 +36,8 @@ describe('semaphore next to consul lock -n', () => {
     client = createConsulClient({ address: consul.addr })
   })
   after(async () => {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
+    for (const child of children)
+      if (child.exitCode === null && child.pid) killTree(child.pid, 'SIGKILL')
     await client.close()
     await consul.close()
   })

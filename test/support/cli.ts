@@ -4,6 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { constants } from 'node:os'
 import { resolve } from 'node:path'
 import { consulBin } from './consul-agent.js'
+import { groupMembers, killTree } from './processes.js'
 
 const repoRoot = resolve(import.meta.dirname, '../..')
 
@@ -22,6 +23,13 @@ export interface CliRun {
  * seconds when the whole suite runs at once.
  */
 export const CLI_START_MS = 30_000
+
+/**
+ * A time limit for a suite that runs processes, below the 180 s scripts/run-tests.ts gives a test
+ * file: a test that hangs is then named ("did not finish before its parent") and the `after` hooks
+ * still stop what it started, instead of the whole file being cancelled without a word.
+ */
+export const SUITE_TIMEOUT_MS = 150_000
 
 const started = new Set<ChildProcess>()
 
@@ -74,23 +82,32 @@ export async function runCli(
   return { code, stdout: run.stdout(), stderr: run.stderr() }
 }
 
-/** SIGKILLs every CLI process still running (for `after` hooks). */
+/**
+ * SIGKILLs every CLI process still running, and everything each one started (for `after` hooks):
+ * a command `rxsem run` started lives in a process group of its own and would outlive its killed
+ * parent, holding the test's pipes open.
+ */
 export function killAllCli(): void {
-  for (const child of started) child.kill('SIGKILL')
+  for (const child of started) if (child.pid !== undefined) killTree(child.pid, 'SIGKILL')
 }
 
 function signalNumber(signal: NodeJS.Signals): number {
   return (constants.signals as Partial<Record<string, number>>)[signal] ?? 0
 }
 
-const consulLocks = new Set<ChildProcess>()
+/** Each running `consul lock`, with its `CliRun.exited`. */
+const consulLocks = new Map<ChildProcess, Promise<number>>()
 
-/** Starts `consul lock -http-addr=<addr> <args>` (the real Consul CLI), output collected. */
+/**
+ * Starts `consul lock -http-addr=<addr> <args>` (the real Consul CLI), output collected, as the
+ * leader of a process group of its own, which its child joins: stopping it can then reach a
+ * child it left behind.
+ */
 export function startConsulLock(addr: string, args: readonly string[]): CliRun {
   const child = spawn(consulBin(), ['lock', `-http-addr=${addr}`, ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
   })
-  consulLocks.add(child)
   let out = ''
   let err = ''
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()))
@@ -102,27 +119,51 @@ export function startConsulLock(addr: string, args: readonly string[]): CliRun {
     })
   })
   if (child.pid === undefined) throw new Error(`could not start consul lock ${args.join(' ')}`)
+  consulLocks.set(child, exited)
   return { child, pid: child.pid, stdout: () => out, stderr: () => err, exited }
 }
 
 /**
- * Stops every `consul lock` still running (or `only` those): SIGTERM first, which it passes to its child before
- * releasing (a SIGKILL would orphan the child), then SIGKILL after 6 s.
+ * How long `consul lock` gets to stop after SIGTERM: it gives its child 5 s (`lockKillGracePeriod`)
+ * before a SIGKILL, then releases; a loaded machine needs more.
+ */
+const CONSUL_LOCK_STOP_MS = 15_000
+
+/**
+ * Stops every `consul lock` still running (or `only` those): SIGTERM, which it passes to its child
+ * before releasing (a SIGKILL would orphan the child), then SIGKILL to its whole process group
+ * after CONSUL_LOCK_STOP_MS. Once it has ended, whatever is left in its group (a child it did not
+ * stop) is SIGKILLed too, so its output pipes close and nothing outlives the test.
  */
 export async function stopAllConsulLocks(only?: readonly CliRun[]): Promise<void> {
-  const chosen = only === undefined ? [...consulLocks] : only.map((run) => run.child)
-  await Promise.all(
-    chosen.map(
-      (child) =>
-        new Promise<void>((done) => {
-          if (child.exitCode !== null || child.signalCode !== null) return done()
-          const timer = setTimeout(() => child.kill('SIGKILL'), 6000)
-          child.once('close', () => {
-            clearTimeout(timer)
-            done()
-          })
-          child.kill('SIGTERM')
-        }),
-    ),
-  )
+  const chosen = only ?? [...consulLocks].map(([child, exited]) => ({ child, exited }))
+  await Promise.all(chosen.map(stopConsulLock))
+}
+
+async function stopConsulLock({ child, exited: closed }: Pick<CliRun, 'child' | 'exited'>) {
+  const group = child.pid
+  if (group === undefined) return
+  const killGroup = () => {
+    try {
+      process.kill(-group, 'SIGKILL')
+    } catch {
+      // The group is empty.
+    }
+  }
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise<void>((done) => child.once('exit', () => done()))
+    const timer = setTimeout(killGroup, CONSUL_LOCK_STOP_MS)
+    child.kill('SIGTERM')
+    await exited
+    clearTimeout(timer)
+  }
+  const left = groupMembers(group)
+  if (left.length > 0) {
+    // A child that outlived its `consul lock` (killed, or not waiting for it) holds the pipes open.
+    process.stderr.write(
+      `# consul lock ${child.spawnargs.slice(2).join(' ')} ended, leaving pid ${left.join(', ')} of its group: killed\n`,
+    )
+    killGroup()
+  }
+  await closed
 }

@@ -1,0 +1,48 @@
+// The processes a test started, found through /proc, so that hooks can stop all of them: a
+// command that outlives its killed parent keeps the test's pipes (and the test file) open.
+import { readFileSync, readdirSync } from 'node:fs'
+
+/** Sends `signal` to `pid` and to every process below it, found before the first signal. */
+export function killTree(pid: number, signal: NodeJS.Signals): void {
+  for (const each of [pid, ...descendants(pid)]) {
+    try {
+      process.kill(each, signal)
+    } catch {
+      // Gone already.
+    }
+  }
+}
+
+/** The pids of the living processes below `pid` (children, grandchildren, ...). */
+export function descendants(pid: number): number[] {
+  const table = processes()
+  const found: number[] = []
+  for (let next = [pid]; next.length > 0;) {
+    next = table.filter((p) => next.includes(p.ppid)).map((p) => p.pid)
+    found.push(...next)
+  }
+  return found
+}
+
+/** The living members of process group `pgid`. */
+export function groupMembers(pgid: number): number[] {
+  return processes()
+    .filter((p) => p.pgid === pgid)
+    .map((p) => p.pid)
+}
+
+/** Every living process with its parent and process group, read from /proc. */
+function processes(): { pid: number; ppid: number; pgid: number }[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .flatMap((name) => {
+      try {
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8')
+        // "pid (comm) state ppid pgrp ...": comm may itself hold spaces and parentheses.
+        const [, ppid, pgid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+        return [{ pid: Number(name), ppid: Number(ppid), pgid: Number(pgid) }]
+      } catch {
+        return [] // ended while we looked
+      }
+    })
+}

@@ -28,6 +28,7 @@ import {
 } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
 import { isTransient, type ConsulError } from '../consul/errors.js'
+import type { KVSnapshot } from '../consul/types.js'
 import type { ContenderAction, ContenderState, DecideStep } from '../core/contender-state-model.js'
 import { contenderState } from '../core/contender-state.js'
 import { decide } from '../core/decide.js'
@@ -61,8 +62,14 @@ export interface ContenderProtocol {
    * else. Its events are fed back into the core.
    */
   readonly performer: (session: string) => (action: ContenderAction) => Observable<ContenderEvent>
-  /** Gives the slot back and destroys the session (never rejects: errors are Lefts). */
-  readonly release: (session: string) => Promise<E.Either<ConsulError, void>>
+  /**
+   * Gives the slot back and destroys the session (never rejects: errors are Lefts). `lastSeen` is
+   * the last snapshot the contender decided on, a hint that may save a read.
+   */
+  readonly release: (
+    session: string,
+    lastSeen: KVSnapshot | undefined,
+  ) => Promise<E.Either<ConsulError, void>>
   /** The public error for a prefix problem the core found. */
   readonly problemError: (problem: PrefixProblem) => SemaphoreError
 }
@@ -201,7 +208,7 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
         finalize(() => {
           // A session Consul already dropped has nothing left to release.
           if (last?.retired !== 'session-gone') {
-            options.onRelease(protocol.release(session))
+            options.onRelease(protocol.release(session, last?.snapshot))
           }
         }),
       )

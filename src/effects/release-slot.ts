@@ -1,10 +1,11 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../consul/client-api.js'
 import type { ConsulError } from '../consul/errors.js'
+import type { KVSnapshot } from '../consul/types.js'
 import { SEMAPHORE_FLAGS } from '../consul/flags.js'
 import { contenderKey } from '../core/contender-key.js'
 import { lockKey } from '../core/lock-key.js'
-import { releaseLock } from '../core/release-lock.js'
+import { releaseLock, type ReleaseDecision } from '../core/release-lock.js'
 import { withTransientRetries } from './call-policy.js'
 
 export interface ReleaseSlotOptions {
@@ -14,6 +15,13 @@ export interface ReleaseSlotOptions {
   readonly limit: number
   /** CAS attempts before giving up when other writers keep changing `.lock`. Default 10. */
   readonly attempts?: number
+  /**
+   * The last snapshot this contender saw, if any. When its `.lock` lists the session, the first
+   * attempt CASes on that `.lock` at once instead of reading the prefix first: one round trip
+   * less per handover. A stale hint only costs a failed CAS; the CAS on `.lock`'s ModifyIndex is
+   * what makes the write safe, whatever snapshot it was computed from.
+   */
+  readonly hint?: KVSnapshot | undefined
 }
 
 /**
@@ -36,13 +44,21 @@ export async function releaseSlot(
   const ownKey = contenderKey(prefix, session)
   let released = false
   let failed: ConsulError | undefined
+  const read = async (): Promise<E.Either<ConsulError, ReleaseDecision>> =>
+    E.map((snapshot: KVSnapshot) => releaseLock(snapshot, { prefix, session, limit }))(
+      await withTransientRetries(client.kv.list(`${prefix}/`)),
+    )
+  // Only a hint that says "write" is used: one that says "not listed" may predate our own CAS.
+  const hinted = options.hint && releaseLock(options.hint, { prefix, session, limit })
+  let first = hinted?.type === 'WriteRelease' ? E.right(hinted) : undefined
   for (let attempt = 0; attempt < (options.attempts ?? 10) && !released; attempt++) {
-    const snapshot = await withTransientRetries(client.kv.list(`${prefix}/`))
-    if (E.isLeft(snapshot)) {
-      failed = snapshot.left
+    const decided = first ?? (await read())
+    first = undefined
+    if (E.isLeft(decided)) {
+      failed = decided.left
       break
     }
-    const decision = releaseLock(snapshot.right, { prefix, session, limit })
+    const decision = decided.right
     if (decision.type === 'WriteRelease') {
       const txn = await withTransientRetries(
         client.kv.txn([

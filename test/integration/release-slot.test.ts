@@ -1,0 +1,174 @@
+// releaseSlot against the real agent, its requests counted by the fault proxy: with the last
+// snapshot as a hint it skips the read before its CAS; a stale or useless hint costs at most one
+// failed CAS and never a wrong write.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import * as E from 'fp-ts/lib/Either.js'
+import { filter, firstValueFrom } from 'rxjs'
+import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
+import type { KVSnapshot } from '../../src/consul/types.js'
+import { releaseSlot } from '../../src/effects/release-slot.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
+import {
+  SEMAPHORE_FLAGS,
+  createRawSession,
+  deleteTree,
+  destroyRawSession,
+  eventually,
+  holdersOf,
+  listPrefix,
+  putRaw,
+  readLock,
+  sessionsNamed,
+} from '../support/observe.js'
+
+describe('releaseSlot', () => {
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+  let proxy: FaultProxy
+  let client: ConsulClient
+  before(async () => {
+    consul = await sharedAgent()
+    proxy = await startFaultProxy(consul.addr)
+    client = createConsulClient({ address: proxy.addr, env: {} })
+  })
+  after(async () => {
+    await client.close()
+    await proxy.close()
+    await consul.close()
+  })
+
+  /** A holder of `prefix` (limit 2) made by hand: session, contender key, `.lock` listing it. */
+  const holder = async (prefix: string, name: string): Promise<string> => {
+    const session = await createRawSession(consul.url, {
+      Name: name,
+      TTL: '30s',
+      Behavior: 'delete',
+    })
+    const flags = `flags=${SEMAPHORE_FLAGS}`
+    assert.ok(await putRaw(consul.url, `${prefix}/${session}`, '', `acquire=${session}&${flags}`))
+    const lock = await readLock(consul.url, prefix)
+    const holders = [...holdersOf(lock?.body), session]
+    const body = JSON.stringify({
+      Limit: 2,
+      Holders: Object.fromEntries(holders.map((h) => [h, true])),
+    })
+    const cas = lock?.entry.ModifyIndex ?? 0
+    assert.ok(await putRaw(consul.url, `${prefix}/.lock`, body, `cas=${cas}&${flags}`))
+    return session
+  }
+  const snapshot = async (prefix: string): Promise<KVSnapshot> => {
+    const listed = await client.kv.list(`${prefix}/`)()
+    assert.ok(E.isRight(listed))
+    return listed.right
+  }
+  /** What the release sent, as `METHOD path` with the session and prefix left out. */
+  const sent = (prefix: string, session: string) =>
+    proxy
+      .requests()
+      .map((r) => `${r.method} ${r.path.replace(session, ':session').replace(prefix, ':prefix')}`)
+  const afterRelease = async (prefix: string, session: string, name: string) => {
+    const lock = await readLock(consul.url, prefix)
+    assert.ok(!holdersOf(lock?.body).includes(session), '.lock no longer lists the session')
+    const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+    assert.ok(!keys.includes(`${prefix}/${session}`), 'the contender key is gone')
+    assert.deepEqual(await sessionsNamed(consul.url, name), [], 'the session is destroyed')
+    return holdersOf(lock?.body)
+  }
+
+  it('with a current hint, CASes at once: one transaction and the session destroy, no read', async () => {
+    const prefix = uniquePrefix('release-hint')
+    const name = `release-hint ${prefix}`
+    const session = await holder(prefix, name)
+    const hint = await snapshot(prefix)
+    proxy.resetCounts()
+    const result = await releaseSlot({ client, prefix, session, limit: 2, hint })
+    assert.ok(E.isRight(result), JSON.stringify(result))
+    assert.deepEqual(sent(prefix, session), ['PUT /v1/txn', 'PUT /v1/session/destroy/:session'])
+    assert.deepEqual(await afterRelease(prefix, session, name), [])
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('without a hint, reads the prefix first', async () => {
+    const prefix = uniquePrefix('release-nohint')
+    const name = `release-nohint ${prefix}`
+    const session = await holder(prefix, name)
+    proxy.resetCounts()
+    assert.ok(E.isRight(await releaseSlot({ client, prefix, session, limit: 2 })))
+    assert.deepEqual(sent(prefix, session), [
+      'GET /v1/kv/:prefix/',
+      'PUT /v1/txn',
+      'PUT /v1/session/destroy/:session',
+    ])
+    await afterRelease(prefix, session, name)
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('with a stale hint (.lock changed since), loses one CAS, re-reads, and keeps the new holder', async () => {
+    const prefix = uniquePrefix('release-stale')
+    const name = `release-stale ${prefix}`
+    const session = await holder(prefix, name)
+    const hint = await snapshot(prefix)
+    const other = await holder(prefix, `other ${prefix}`) // .lock's ModifyIndex moves on
+    try {
+      proxy.resetCounts()
+      assert.ok(E.isRight(await releaseSlot({ client, prefix, session, limit: 2, hint })))
+      assert.deepEqual(sent(prefix, session), [
+        'PUT /v1/txn',
+        'GET /v1/kv/:prefix/',
+        'PUT /v1/txn',
+        'PUT /v1/session/destroy/:session',
+      ])
+      assert.deepEqual(await afterRelease(prefix, session, name), [other])
+    } finally {
+      await destroyRawSession(consul.url, other)
+      await deleteTree(consul.url, prefix)
+    }
+  })
+
+  it('ignores a hint that does not list the session (taken before its CAS), and reads instead', async () => {
+    const prefix = uniquePrefix('release-early')
+    const name = `release-early ${prefix}`
+    const early = await snapshot(prefix) // empty: before the session held anything
+    const session = await holder(prefix, name)
+    proxy.resetCounts()
+    assert.ok(E.isRight(await releaseSlot({ client, prefix, session, limit: 2, hint: early })))
+    assert.deepEqual(sent(prefix, session), [
+      'GET /v1/kv/:prefix/',
+      'PUT /v1/txn',
+      'PUT /v1/session/destroy/:session',
+    ])
+    await afterRelease(prefix, session, name)
+    await deleteTree(consul.url, prefix)
+  })
+
+  it("semaphore close() passes its last snapshot: the holder's release reads nothing first", async () => {
+    const prefix = uniquePrefix('release-close')
+    const name = `release-close ${prefix}`
+    const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: name })
+    const sub = sem.holding$.subscribe()
+    const { session } = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
+    // Once the watch blocks on an index at or after the CAS, its last snapshot lists the session.
+    const casIndex = (await readLock(consul.url, prefix))?.entry.ModifyIndex ?? Infinity
+    await eventually('the watch to see the CAS', () =>
+      proxy
+        .requests()
+        .some(
+          (r) => r.method === 'GET' && Number(/(?:^|&)index=(\d+)/.exec(r.query)?.[1]) >= casIndex,
+        )
+        ? true
+        : undefined,
+    )
+    proxy.resetCounts()
+    await sem.close()
+    sub.unsubscribe()
+    const reads = proxy.requests().filter((r) => r.method === 'GET' && !/(^|&)index=/.test(r.query))
+    assert.deepEqual(reads, [], 'no non-blocking read of the prefix during the release')
+    assert.ok(
+      proxy.requests().some((r) => r.path === '/v1/txn'),
+      'the release transaction was sent',
+    )
+    await afterRelease(prefix, session ?? '', name)
+    await deleteTree(consul.url, prefix)
+  })
+})

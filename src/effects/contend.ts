@@ -108,7 +108,7 @@ function semaphoreProtocol(options: ContendOptions): ContenderProtocol {
         value: options.value,
         scheduler: options.scheduler ?? asyncScheduler,
       }),
-    release: (session) => releaseSlot({ client, prefix, session, limit }),
+    release: (session, lastSeen) => releaseSlot({ client, prefix, session, limit, hint: lastSeen }),
     problemError,
   }
 }

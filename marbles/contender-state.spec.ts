@@ -323,6 +323,21 @@ describe('contenderState', () => {
       })
     })
 
+    it('should hold the second in line back by one grace when two slots stay free', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const twoFree = snapshotOf([
+          lockEntry(prefix, '{"Limit":2,"Holders":{}}', 40n),
+          ...queue.entries,
+        ])
+        const source = cold('c-s', { ...asB, s: seen(twoFree) })
+        const expected = '   u 2001ms T'
+        expectObservable(
+          source.pipe(contenderState({ ...options, limit: 2 }), nextAction),
+          '^ 3000ms !',
+        ).toBe(expected, actions)
+      })
+    })
+
     it('should use the configured grace', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const source = cold('c-s', asB)

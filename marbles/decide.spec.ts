@@ -208,6 +208,25 @@ describe('decide', () => {
       assert.equal(d.freeSlots, 1)
     })
 
+    it('should let only the first in line try when two slots are free, then the next one', () => {
+      const free = lockEntry(prefix, '{"Limit":2,"Holders":{}}', 40n)
+      const first = contenderEntry(prefix, 'first', 10n)
+      const second = contenderEntry(prefix, 'second', 11n)
+      const two = { prefix, limit: 2 }
+      const before = snapshotOf([free, second, first])
+      expectType(decide(before, { ...two, session: 'first' }), 'TryAcquire')
+      const d = expectType(decide(before, { ...two, session: 'second' }), 'Wait')
+      assert.equal(d.rank, 1)
+      assert.equal(d.freeSlots, 2)
+      // The first one's CAS shows: the second is first in line for the slot still free.
+      const taken = lockEntry(prefix, '{"Limit":2,"Holders":{"first":true}}', 41n)
+      const after = expectType(
+        decide(snapshotOf([taken, second, first]), { ...two, session: 'second' }),
+        'TryAcquire',
+      )
+      assert.equal(after.cas, 41n)
+    })
+
     it('should rank waiters with the same CreateIndex by key', () => {
       const snapshot = snapshotOf([
         contenderEntry(prefix, 'b', 10n),

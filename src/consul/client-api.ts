@@ -292,7 +292,7 @@ export interface WatchOptions {
   /** RxJS scheduler of the watch's timers and clock (tests pass a TestScheduler); default async. */
   readonly scheduler?: import('rxjs').SchedulerLike
   /**
-   * Least time between the starts of two requests of one watch, in ms (default 50): a server
+   * Least time between the starts of two requests of one watch, in ms (default 10): a server
    * that answers at once with an unchanged index cannot make the loop spin.
    */
   readonly minIntervalMs?: number

@@ -18,7 +18,14 @@ import type { KVSnapshot, WatchEvent } from './types.js'
 export const DEFAULT_WAIT_MS = 30_000
 export const DEFAULT_BACKOFF_INITIAL_MS = 250
 export const DEFAULT_BACKOFF_MAX_MS = 10_000
-export const DEFAULT_MIN_INTERVAL_MS = 50
+/**
+ * 10 ms: under sustained churn (many contenders coming and going) a watch polls at most 100 times
+ * a second, and a contender learns of a freed slot within about 10 ms. At 50 ms, measured with 30
+ * contenders of limit 3 holding 50 ms each, slots stood idle for most of a poll interval and
+ * contenders decided on stale snapshots: 43 % of the CAS writes lost and 26 acquisitions/s, against
+ * 4.5 % and 47/s at 10 ms.
+ */
+export const DEFAULT_MIN_INTERVAL_MS = 10
 /** Polls after progress that may start at once before the minimum interval applies again. */
 const PROGRESS_BURST = 5
 
@@ -170,9 +177,12 @@ export function watchPrefix(
 
     poll()
     return () => {
-      abort.abort()
       pending?.unsubscribe()
       pending = undefined
+      // Aborting the request in flight is half a millisecond of synchronous work in undici; an
+      // unsubscribe is often part of a release whose write should leave first. The answer of a
+      // poll is ignored from now on (the subscriber is closed), so the abort can wait a turn.
+      setImmediate(() => abort.abort())
     }
   })
 }

@@ -55,7 +55,7 @@ export interface ContenderStateOptions extends LeaseMargin {
   readonly fairness?: boolean | undefined
   /**
    * Liveness guard of the ranking: a waiter held back by rank while slots stay free and `.lock`
-   * unchanged tries anyway after `fairnessGraceMs × (rank − freeSlots + 1)` (default 2000 ms), so
+   * unchanged tries anyway after `fairnessGraceMs × rank` (default 2000 ms), so
    * a stalled front-runner delays others by a bounded time, and the next in line goes first.
    */
   readonly fairnessGraceMs?: number | undefined

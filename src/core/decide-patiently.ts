@@ -17,7 +17,7 @@ export interface PatientDecision {
 
 /**
  * `decide` (or the injected `options.decide`) with the liveness guard of the ranking: while this waiter is held back by its rank
- * although slots are free, it counts a grace of `fairnessGraceMs × (rank − freeSlots + 1)` from the
+ * although slots are free, it counts a grace of `fairnessGraceMs × rank` from the
  * first snapshot showing that `.lock` ModifyIndex; once `now` reaches it, it decides ignoring its
  * rank. Any write to `.lock` (someone took a slot) restarts the count, so a working queue never
  * triggers it, and a stalled one lets the next in line through first.
@@ -46,7 +46,7 @@ export function decidePatiently(
   }
   const graceLockIndex = fair.view.lockIndex
   const graceMs = options.fairnessGraceMs ?? DEFAULT_FAIRNESS_GRACE_MS
-  const behind = Math.max(1, (fair.rank ?? 0) - fair.freeSlots + 1)
+  const behind = Math.max(1, fair.rank ?? 0)
   const patientAt =
     counting.graceLockIndex === graceLockIndex && counting.patientAt !== undefined
       ? counting.patientAt

@@ -26,8 +26,10 @@ export interface DecideOptions {
   /** This contender's slot limit (a positive integer); `.lock` must agree. */
   readonly limit: number
   /**
-   * Rank waiters by arrival and let only the first `freeSlots` of them try (default true), so
-   * that a release wakes one CAS attempt rather than one per waiter. false: every waiter tries.
+   * Rank waiters by arrival and let only the first of them try while a slot is free (default
+   * true), so that a release wakes one CAS attempt rather than one per waiter. Two free slots are
+   * filled one after the other: two waiters trying at once would CAS on the same ModifyIndex and
+   * one of them would lose anyway. false: every waiter tries.
    */
   readonly fairness?: boolean
   /** Try whenever a slot is free, whatever the rank (set by the liveness guard after the grace). */
@@ -44,7 +46,8 @@ export interface DecideOptions {
  * - `TryAcquire`: PUT `body` to `.lock` with `?cas=<cas>` (0n creates) and SEMAPHORE_FLAGS. The
  *   body is the pruned holders plus this session, in the shape `.lock` was read in (Go's for a
  *   new one).
- * - `Wait`: no free slot, or free slots that waiters ranked before this one should take.
+ * - `Wait`: no free slot, or a free slot that the waiter ranked first should take (one CAS at a
+ *   time: the next in line tries once the first one's write shows in a snapshot).
  * - `Conflict` / `LimitConflict` / `CorruptLock`: never write; no retry fixes these.
  *
  * Safety never depends on the ranking: the CAS on `.lock`'s ModifyIndex serialises every writer,
@@ -100,7 +103,7 @@ export function decide(snapshot: KVSnapshot, options: DecideOptions): Decision {
   const freeSlots = Math.max(0, limit - liveHolders.length)
   const rank = waiting.findIndex((contender) => contender.session === session)
   const ranked = options.fairness !== false && options.ignoreRank !== true
-  if (freeSlots > 0 && (!ranked || rank < freeSlots)) {
+  if (freeSlots > 0 && (!ranked || rank === 0)) {
     const body = encodeLock({
       limit,
       holders: [...liveHolders, session],

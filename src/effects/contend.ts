@@ -149,6 +149,15 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
       const feedback = new Subject<ContenderEvent>()
       const perform = protocol.performer(session)
       let last: ContenderState | undefined
+      let released = false
+      const releaseOnce = (): Observable<never> => {
+        // A session Consul already dropped has nothing left to release.
+        if (!released && last?.retired !== 'session-gone') {
+          options.onRelease(protocol.release(session, last?.snapshot))
+        }
+        released = true
+        return EMPTY
+      }
       const events: Observable<ContenderEvent> = merge(
         of<ContenderEvent>({
           type: 'session-created',
@@ -198,19 +207,17 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
         ),
         mergeMap((state) => {
           const { problem } = state
-          return problem
-            ? concat(
-                of(state),
-                throwError(() => protocol.problemError(problem)),
-              )
-            : of(state)
+          if (problem)
+            return concat(
+              of(state),
+              throwError(() => protocol.problemError(problem)),
+            )
+          // Released on request: tell every subscriber first (holding false), then give the slot
+          // back at once, before the teardown of the watch and the lease delays the handover.
+          if (state.retired === 'released') return concat(of(state), defer(releaseOnce))
+          return of(state)
         }),
-        finalize(() => {
-          // A session Consul already dropped has nothing left to release.
-          if (last?.retired !== 'session-gone') {
-            options.onRelease(protocol.release(session, last?.snapshot))
-          }
-        }),
+        finalize(releaseOnce),
       )
     })
 

@@ -81,7 +81,7 @@ export interface SemaphoreOptions extends ContenderOptions {
     | {
         /**
          * Liveness guard, in ms: while slots stay free and `.lock` unchanged, a waiter held back
-         * by its rank tries anyway after `graceMs × (rank − freeSlots + 1)`.
+         * by its rank tries anyway after `graceMs × rank`.
          */
         readonly graceMs: number
       }

@@ -189,7 +189,7 @@ export interface CliImplementation {
   readonly name: string
   /**
    * Output that tells the process is up and contending (its start-up is over). Under load a
-   * node + tsx start takes seconds, which must not pass for handover or queue time.
+   * node start takes a second or more, which must not pass for handover or queue time.
    */
   readonly ready: RegExp
   /** Argv (command first) of one contender that runs the child script with id `who`. */
@@ -203,14 +203,14 @@ export interface CliImplementation {
   }): readonly string[]
 }
 
+/** The built `rxsem` bin, as `npx rxsem` runs it (`npm run bench` builds first). */
+export const rxsemBin = [process.execPath, 'dist/cjs/cli/main.js'] as const
+
 export const rxsemRun: CliImplementation = {
   name: 'rxsem run',
   ready: /watch connected|waiting for a slot|a slot is free|holding slot/,
   argv: ({ addr, prefix, limit, who, script, ttl }) => [
-    process.execPath,
-    '--import',
-    'tsx',
-    'src/cli/main.ts',
+    ...rxsemBin,
     'run',
     '--prefix',
     prefix,
@@ -244,20 +244,18 @@ export const consulLock: CliImplementation = {
   ],
 }
 
-/**
- * Whether `rxsem run` can be started from source at all (src/cli/main.ts is being written while
- * this bench is): its `--help` must answer with the run usage.
- */
+/** Whether the built `rxsem` runs: its `run --help` must answer with the run usage. */
 export function rxsemAvailable(): boolean {
-  const result = spawnSync(
-    process.execPath,
-    ['--import', 'tsx', 'src/cli/main.ts', 'run', '--help'],
-    { cwd: repoRoot, encoding: 'utf8', timeout: 30_000 },
-  )
+  const [node, ...bin] = rxsemBin
+  const result = spawnSync(node, [...bin, 'run', '--help'], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+    timeout: 30_000,
+  })
   return result.status === 0 && result.stdout.includes('rxsem run')
 }
 
-/** Median wall time of starting a process to its exit, e.g. `rxsem run --help` (tsx startup). */
+/** Median wall time of starting a process to its exit, e.g. `rxsem run --help` (start-up). */
 export function startupMs(argv: readonly string[], runs = 3): number {
   const times: number[] = []
   const [command, ...args] = argv

@@ -227,7 +227,7 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
     notes: [
       "library: all contenders in one process sharing one client (one watch for the prefix). rxsem run: one process per acquisition, i.e. the library's per-process figure.",
       'Every request of every contender passes one fault proxy in pass mode, which counts them. CAS attempts = writes of .lock (PUT /v1/txn for ours, PUT .lock?cas= for consul lock); lost = attempts − 2 per acquisition (one acquire, one release).',
-      `Wait = wanting a slot (semaphore created / process spawned) → holding; for the CLIs it includes process start-up${r.rxsemStartupMs === undefined ? '' : ` (rxsem from source via tsx: ${ms(r.rxsemStartupMs)} ms to print --help)`}. Queued wait starts when the process printed that it is contending (no start-up). Jain's index over each contender's mean wait (from wanting).`,
+      `Wait = wanting a slot (semaphore created / process spawned) → holding; for the CLIs it includes process start-up${r.rxsemStartupMs === undefined ? '' : ` (the built rxsem: ${ms(r.rxsemStartupMs)} ms to print --help)`}. Queued wait starts when the process printed that it is contending (no start-up). Jain's index over each contender's mean wait (from wanting).`,
     ],
   })
   const consulContention = contention.find((c) => c.implementation === 'consul lock -n')

@@ -7,6 +7,7 @@ import { consulBin, startAgent, type ConsulAgent } from '../test/support/consul-
 import {
   consulLock,
   rxsemAvailable,
+  rxsemBin,
   rxsemRun,
   startupMs,
   type CliImplementation,
@@ -83,16 +84,11 @@ async function main(): Promise<void> {
       else
         skipped.push({
           implementation: rxsemRun.name,
-          notMeasured: 'src/cli/main.ts does not run yet',
+          notMeasured: 'the built bin dist/cjs/cli/main.js does not run (npm run build)',
         })
     }
     const rxsemStartupMs = clis.includes(rxsemRun)
-      ? startupMs(
-          rxsemRun
-            .argv({ addr, prefix: 'x', limit: 1, who: 'x', script: 'x' })
-            .slice(0, 4)
-            .concat(['--help']),
-        )
+      ? startupMs([...rxsemBin, 'run', '--help'])
       : undefined
 
     const floor = await attempt('floor', 'consul', () => measureFloor(addr, config.floorSamples))
@@ -101,7 +97,7 @@ async function main(): Promise<void> {
 
     const paceOf = (implementation: string, limit: number): Pace => {
       if (implementation === rxsemRun.name) {
-        // Each rxsem run starts node + tsx (seconds under load); hold long enough that the
+        // Each rxsem run starts node (a fraction of a second, more under load); hold long enough that the
         // restarts do not saturate the CPU, and keep enough contenders queued meanwhile.
         const startup = 2 * (rxsemStartupMs ?? 1000)
         return { readyMs: 100, startupMs: startup, holdMs: limit === 1 ? 1500 : 2500 }

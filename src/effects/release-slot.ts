@@ -1,4 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { ConsulClient } from '../consul/client-api.js'
 import type { ConsulError } from '../consul/errors.js'
 import type { KVSnapshot } from '../consul/types.js'
@@ -15,6 +16,8 @@ export interface ReleaseSlotOptions {
   readonly limit: number
   /** CAS attempts before giving up when other writers keep changing `.lock`. Default 10. */
   readonly attempts?: number
+  /** Source of the jitter between CAS attempts, in [0, 1); default Math.random. */
+  readonly random?: () => number
   /**
    * The last snapshot this contender saw, if any. When its `.lock` lists the session, the first
    * attempt CASes on that `.lock` at once instead of reading the prefix first: one round trip
@@ -30,12 +33,19 @@ export interface ReleaseSlotOptions {
  * A `.lock` that does not list the session (a waiter), or that this library must not write
  * (conflict, corrupt), only loses the contender key.
  *
+ * Under heavy churn the CAS can lose again and again; attempts after the first wait a few
+ * jittered milliseconds so that writers stop colliding in step. If every attempt loses, the
+ * session is destroyed all the same, which is a complete release by other means: Consul deletes
+ * the contender key with the session (behavior `delete`), so every acquirer (ours, and Go's
+ * `pruneDeadHolders`) prunes the session from `.lock` in its next write.
+ *
  * @example
  * const result = await releaseSlot({ client, prefix: 'svc/lock', session, limit: 3 })
  * if (E.isLeft(result)) console.error(result.left.message)
- * @returns Right when the slot, the contender key and the session are gone; Left with the error
- *   that stopped it (the session is still destroyed when Consul lets it be; otherwise it expires
- *   by its TTL, and others prune it).
+ * @returns Right when the session and its contender key are gone (and `.lock` no longer lists it,
+ *   or lists a session every acquirer prunes); Left with the error that stopped it (the session
+ *   is still destroyed when Consul lets it be; otherwise it expires by its TTL, and others prune
+ *   it).
  */
 export async function releaseSlot(
   options: ReleaseSlotOptions,
@@ -51,7 +61,9 @@ export async function releaseSlot(
   // Only a hint that says "write" is used: one that says "not listed" may predate our own CAS.
   const hinted = options.hint && releaseLock(options.hint, { prefix, session, limit })
   let first = hinted?.type === 'WriteRelease' ? E.right(hinted) : undefined
+  const random = options.random ?? Math.random
   for (let attempt = 0; attempt < (options.attempts ?? 10) && !released; attempt++) {
+    if (attempt > 0) await sleep(random() * Math.min(50, 5 * 2 ** (attempt - 1)))
     const decided = first ?? (await read())
     first = undefined
     if (E.isLeft(decided)) {
@@ -90,13 +102,6 @@ export async function releaseSlot(
   // (behavior delete) and others prune the session from `.lock`, without waiting for the TTL.
   const destroyed = await withTransientRetries(client.session.destroy(session))
   if (failed !== undefined) return E.left(failed)
-  if (E.isLeft(destroyed)) return destroyed
-  return released
-    ? E.right(undefined)
-    : E.left({
-        _tag: 'ServerError',
-        status: 409,
-        body: '',
-        message: `could not CAS session ${session} out of ${lockKey(prefix)}: it kept changing. The session was destroyed, so other contenders prune it.`,
-      })
+  // Released, or (every CAS lost) destroyed with its key: either way the slot is free.
+  return E.isLeft(destroyed) ? destroyed : E.right(undefined)
 }

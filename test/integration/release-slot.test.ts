@@ -142,6 +142,39 @@ describe('releaseSlot', () => {
     await deleteTree(consul.url, prefix)
   })
 
+  it('when every CAS loses, destroys the session: its key goes with it and an acquirer prunes it', async () => {
+    const prefix = uniquePrefix('release-fallback')
+    const name = `release-fallback ${prefix}`
+    const session = await holder(prefix, name)
+    const hint = await snapshot(prefix)
+    const other = await holder(prefix, `other ${prefix}`) // the hint's CAS will lose
+    try {
+      // One attempt only: the stale hint's CAS is all the release gets.
+      const result = await releaseSlot({ client, prefix, session, limit: 2, hint, attempts: 1 })
+      assert.ok(E.isRight(result), JSON.stringify(result))
+      assert.deepEqual(await sessionsNamed(consul.url, name), [], 'the session is destroyed')
+      const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+      assert.ok(!keys.includes(`${prefix}/${session}`), 'Consul deleted the contender key')
+      const lock = await readLock(consul.url, prefix)
+      assert.deepEqual(
+        holdersOf(lock?.body).sort(),
+        [other, session].sort(),
+        '.lock still lists it',
+      )
+      // A new contender prunes the dead session and takes the second slot.
+      const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: `next ${prefix}` })
+      const sub = sem.holding$.subscribe()
+      const { session: next } = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
+      const pruned = holdersOf((await readLock(consul.url, prefix))?.body).sort()
+      assert.deepEqual(pruned, [other, next ?? ''].sort())
+      await sem.close()
+      sub.unsubscribe()
+    } finally {
+      await destroyRawSession(consul.url, other)
+      await deleteTree(consul.url, prefix)
+    }
+  })
+
   it("semaphore close() passes its last snapshot: the holder's release reads nothing first", async () => {
     const prefix = uniquePrefix('release-close')
     const name = `release-close ${prefix}`

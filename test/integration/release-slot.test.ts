@@ -76,6 +76,33 @@ describe('releaseSlot', () => {
     return holdersOf(lock?.body)
   }
 
+  /**
+   * A holder whose hint is stale: taken, then another holder joined (.lock's ModifyIndex moved
+   * on). Runs `test`, then removes the other holder and the prefix.
+   */
+  const withStaleHint = async (
+    label: string,
+    test: (h: {
+      prefix: string
+      name: string
+      session: string
+      hint: KVSnapshot
+      other: string
+    }) => Promise<void>,
+  ): Promise<void> => {
+    const prefix = uniquePrefix(label)
+    const name = `${label} ${prefix}`
+    const session = await holder(prefix, name)
+    const hint = await snapshot(prefix)
+    const other = await holder(prefix, `other ${prefix}`)
+    try {
+      await test({ prefix, name, session, hint, other })
+    } finally {
+      await destroyRawSession(consul.url, other)
+      await deleteTree(consul.url, prefix)
+    }
+  }
+
   it('with a current hint, CASes at once: one transaction and the session destroy, no read', async () => {
     const prefix = uniquePrefix('release-hint')
     const name = `release-hint ${prefix}`
@@ -104,13 +131,8 @@ describe('releaseSlot', () => {
     await deleteTree(consul.url, prefix)
   })
 
-  it('with a stale hint (.lock changed since), loses one CAS, re-reads, and keeps the new holder', async () => {
-    const prefix = uniquePrefix('release-stale')
-    const name = `release-stale ${prefix}`
-    const session = await holder(prefix, name)
-    const hint = await snapshot(prefix)
-    const other = await holder(prefix, `other ${prefix}`) // .lock's ModifyIndex moves on
-    try {
+  it('with a stale hint (.lock changed since), loses one CAS, re-reads, and keeps the new holder', () =>
+    withStaleHint('release-stale', async ({ prefix, name, session, hint, other }) => {
       proxy.resetCounts()
       assert.ok(E.isRight(await releaseSlot({ client, prefix, session, limit: 2, hint })))
       assert.deepEqual(sent(prefix, session), [
@@ -120,11 +142,7 @@ describe('releaseSlot', () => {
         'PUT /v1/session/destroy/:session',
       ])
       assert.deepEqual(await afterRelease(prefix, session, name), [other])
-    } finally {
-      await destroyRawSession(consul.url, other)
-      await deleteTree(consul.url, prefix)
-    }
-  })
+    }))
 
   it('ignores a hint that does not list the session (taken before its CAS), and reads instead', async () => {
     const prefix = uniquePrefix('release-early')
@@ -142,13 +160,8 @@ describe('releaseSlot', () => {
     await deleteTree(consul.url, prefix)
   })
 
-  it('when every CAS loses, destroys the session: its key goes with it and an acquirer prunes it', async () => {
-    const prefix = uniquePrefix('release-fallback')
-    const name = `release-fallback ${prefix}`
-    const session = await holder(prefix, name)
-    const hint = await snapshot(prefix)
-    const other = await holder(prefix, `other ${prefix}`) // the hint's CAS will lose
-    try {
+  it('when every CAS loses, destroys the session: its key goes with it and an acquirer prunes it', () =>
+    withStaleHint('release-fallback', async ({ prefix, name, session, hint, other }) => {
       // One attempt only: the stale hint's CAS is all the release gets.
       const result = await releaseSlot({ client, prefix, session, limit: 2, hint, attempts: 1 })
       assert.ok(E.isRight(result), JSON.stringify(result))
@@ -169,11 +182,7 @@ describe('releaseSlot', () => {
       assert.deepEqual(pruned, [other, next ?? ''].sort())
       await sem.close()
       sub.unsubscribe()
-    } finally {
-      await destroyRawSession(consul.url, other)
-      await deleteTree(consul.url, prefix)
-    }
-  })
+    }))
 
   it("semaphore close() passes its last snapshot: the holder's release reads nothing first", async () => {
     const prefix = uniquePrefix('release-close')

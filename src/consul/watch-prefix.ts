@@ -38,8 +38,9 @@ const PROGRESS_BURST = 5
  *              s = snapshot (index changed), d = disconnected (attempt n, retryInMs)
  * ```
  *
- * Cold: each subscription runs its own loop; unsubscribing aborts the request in flight and
- * cancels any pending timer. The first read does not block; each next one blocks on the index of
+ * Cold: each subscription runs its own loop; unsubscribing cancels any pending timer and aborts
+ * the request in flight (one event-loop turn later, so that a write made in the same turn leaves
+ * first). The first read does not block; each next one blocks on the index of
  * the previous answer. A snapshot is emitted when the index changes, on the first answer, on the
  * first answer after a `disconnected` (even with an unchanged index: the consumer dropped its
  * state), and after the index went backwards (agent restart, snapshot restore: the loop resets

@@ -16,8 +16,6 @@ export interface ReleaseSlotOptions {
   readonly limit: number
   /** CAS attempts before giving up when other writers keep changing `.lock`. Default 10. */
   readonly attempts?: number
-  /** Source of the jitter between CAS attempts, in [0, 1); default Math.random. */
-  readonly random?: () => number
   /**
    * The last snapshot this contender saw, if any. When its `.lock` lists the session, the first
    * attempt CASes on that `.lock` at once instead of reading the prefix first: one round trip
@@ -61,9 +59,8 @@ export async function releaseSlot(
   // Only a hint that says "write" is used: one that says "not listed" may predate our own CAS.
   const hinted = options.hint && releaseLock(options.hint, { prefix, session, limit })
   let first = hinted?.type === 'WriteRelease' ? E.right(hinted) : undefined
-  const random = options.random ?? Math.random
   for (let attempt = 0; attempt < (options.attempts ?? 10) && !released; attempt++) {
-    if (attempt > 0) await sleep(random() * Math.min(50, 5 * 2 ** (attempt - 1)))
+    if (attempt > 0) await sleep(Math.random() * Math.min(50, 5 * 2 ** (attempt - 1)))
     const decided = first ?? (await read())
     first = undefined
     if (E.isLeft(decided)) {

@@ -7,13 +7,13 @@ import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
   CLI_START_MS,
-  SUITE_TIMEOUT_MS,
   killAllCli,
   runCli,
   startCli,
   startConsulLock,
   stopAllConsulLocks,
 } from '../support/cli.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { freePort, processGone, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import {
   LOCK_FLAGS,

@@ -4,13 +4,13 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import {
   CLI_START_MS,
-  SUITE_TIMEOUT_MS,
   killAllCli,
   runCli,
   startCli,
   startConsulLock,
   stopAllConsulLocks,
 } from '../support/cli.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import {
   SEMAPHORE_FLAGS,

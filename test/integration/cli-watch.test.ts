@@ -2,7 +2,8 @@
 // clean exit on SIGINT.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { CLI_START_MS, SUITE_TIMEOUT_MS, killAllCli, runCli, startCli } from '../support/cli.js'
+import { CLI_START_MS, killAllCli, runCli, startCli } from '../support/cli.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, eventually } from '../support/observe.js'
 

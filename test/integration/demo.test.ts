@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { describe, it } from 'node:test'
 import { processGone } from '../support/consul-agent.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 const root = resolve(import.meta.dirname, '../..')
 const DEMO_TIMEOUT_MS = 45_000
@@ -40,7 +41,7 @@ function runDemo(svg: string, timeoutMs: number): Promise<DemoRun> {
   })
 }
 
-describe('npm run demo', () => {
+describe('npm run demo', { timeout: SUITE_TIMEOUT_MS }, () => {
   it(
     'runs the story on its own Consul, writes the timeline SVG and leaves no process behind',
     {

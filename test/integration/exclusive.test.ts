@@ -18,6 +18,7 @@ import {
 } from '../../src/index.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, eventually, listPrefix } from '../support/observe.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 const repoRoot = resolve(import.meta.dirname, '../..')
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
@@ -29,7 +30,7 @@ async function sessionAlive(url: string, id: string): Promise<boolean> {
   return info !== null && info.length > 0
 }
 
-describe('exclusive', () => {
+describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
   let scratch: string
   const clients: ConsulClient[] = []

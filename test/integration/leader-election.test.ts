@@ -30,14 +30,14 @@ import {
   sessionsNamed,
   type RawEntry,
 } from '../support/observe.js'
-import { killTree } from '../support/processes.js'
+import { SUITE_TIMEOUT_MS, killTree } from '../support/processes.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 const now = () => performance.timeOrigin + performance.now()
 const repoRoot = resolve(import.meta.dirname, '../..')
 
-describe('leaderElection', () => {
+describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
   let client: ConsulClient
   let scratch: string

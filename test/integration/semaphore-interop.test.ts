@@ -10,7 +10,7 @@ import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
 import { consulBin, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, eventually, holdersOf, listPrefix } from '../support/observe.js'
-import { killTree } from '../support/processes.js'
+import { SUITE_TIMEOUT_MS, killTree } from '../support/processes.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
 /** Start and end times (ms) that each `consul lock` child wrote to its log file. */
@@ -27,7 +27,7 @@ function childIntervals(file: string): { from: number; to: number }[] {
   return intervals
 }
 
-describe('semaphore next to consul lock -n', () => {
+describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
   let client: ConsulClient
   const children: ChildProcess[] = []

@@ -24,13 +24,6 @@ export interface CliRun {
  */
 export const CLI_START_MS = 30_000
 
-/**
- * A time limit for a suite that runs processes, below the 180 s scripts/run-tests.ts gives a test
- * file: a test that hangs is then named ("did not finish before its parent") and the `after` hooks
- * still stop what it started, instead of the whole file being cancelled without a word.
- */
-export const SUITE_TIMEOUT_MS = 150_000
-
 const started = new Set<ChildProcess>()
 
 export interface CliOptions {

@@ -2,6 +2,13 @@
 // command that outlives its killed parent keeps the test's pipes (and the test file) open.
 import { readFileSync, readdirSync } from 'node:fs'
 
+/**
+ * A time limit for a suite that runs processes, below the 180 s scripts/run-tests.ts gives a test
+ * file: a test that hangs is then named ("did not finish before its parent") and the `after` hooks
+ * still stop what it started, instead of the whole file being cancelled without a word.
+ */
+export const SUITE_TIMEOUT_MS = 150_000
+
 /** Sends `signal` to `pid` and to every process below it, found before the first signal. */
 export function killTree(pid: number, signal: NodeJS.Signals): void {
   for (const each of [pid, ...descendants(pid)]) {

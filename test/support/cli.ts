@@ -50,18 +50,22 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   started.add(child)
+  return collect(child, `rxsem ${args.join(' ')}`, () => started.delete(child))
+}
+
+/** Collects a started child's output, and its exit status once 'close' says all output is in. */
+function collect(child: ChildProcess, what: string, onClose: () => void): CliRun {
   let out = ''
   let err = ''
   child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()))
   child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()))
   const exited = new Promise<number>((done) => {
-    // 'close': the exit status and all output are in.
     child.once('close', (code, signal) => {
-      started.delete(child)
+      onClose()
       done(code ?? (signal === null ? 0 : 128 + signalNumber(signal)))
     })
   })
-  if (child.pid === undefined) throw new Error(`could not start rxsem ${args.join(' ')}`)
+  if (child.pid === undefined) throw new Error(`could not start ${what}`)
   return { child, pid: child.pid, stdout: () => out, stderr: () => err, exited }
 }
 
@@ -101,19 +105,9 @@ export function startConsulLock(addr: string, args: readonly string[]): CliRun {
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })
-  let out = ''
-  let err = ''
-  child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()))
-  child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()))
-  const exited = new Promise<number>((done) => {
-    child.once('close', (code, signal) => {
-      consulLocks.delete(child)
-      done(code ?? (signal === null ? 0 : 128 + signalNumber(signal)))
-    })
-  })
-  if (child.pid === undefined) throw new Error(`could not start consul lock ${args.join(' ')}`)
-  consulLocks.set(child, exited)
-  return { child, pid: child.pid, stdout: () => out, stderr: () => err, exited }
+  const run = collect(child, `consul lock ${args.join(' ')}`, () => consulLocks.delete(child))
+  consulLocks.set(child, run.exited)
+  return run
 }
 
 /**

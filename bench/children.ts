@@ -203,8 +203,11 @@ export interface CliImplementation {
   }): readonly string[]
 }
 
-/** The built `rxsem` bin, as `npx rxsem` runs it (`npm run bench` builds first). */
-export const rxsemBin = [process.execPath, 'dist/cjs/cli/main.js'] as const
+/** The built `rxsem` bin of package.json, as `npx rxsem` runs it (`npm run bench` builds first). */
+export const rxsemBinPath = (
+  JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { bin: { rxsem: string } }
+).bin.rxsem
+export const rxsemBin = [process.execPath, join(repoRoot, rxsemBinPath)] as const
 
 export const rxsemRun: CliImplementation = {
   name: 'rxsem run',
@@ -257,14 +260,25 @@ export function rxsemAvailable(): boolean {
 
 /** Median wall time of starting a process to its exit, e.g. `rxsem run --help` (start-up). */
 export function startupMs(argv: readonly string[], runs = 3): number {
-  const times: number[] = []
-  const [command, ...args] = argv
-  if (command === undefined) return Number.NaN
+  return startupsMs([argv], runs)[0] ?? Number.NaN
+}
+
+/**
+ * startupMs of several commands measured in turns, one run of each per round, so that a busy
+ * moment of the machine slows them alike (e.g. rxsem against a bare `node -e 0`).
+ */
+export function startupsMs(argvs: readonly (readonly string[])[], runs: number): number[] {
+  const times = argvs.map((): number[] => [])
   for (let i = 0; i < runs; i++) {
-    const start = performance.now()
-    spawnSync(command, args, { cwd: repoRoot, stdio: 'ignore', timeout: 30_000 })
-    times.push(performance.now() - start)
+    argvs.forEach(([command, ...args], j) => {
+      if (command === undefined) return
+      const start = performance.now()
+      spawnSync(command, args, { cwd: repoRoot, stdio: 'ignore', timeout: 30_000 })
+      times[j]?.push(performance.now() - start)
+    })
   }
-  times.sort((a, b) => a - b)
-  return times[Math.floor(times.length / 2)] ?? Number.NaN
+  return times.map((t) => {
+    t.sort((a, b) => a - b)
+    return t[Math.floor(t.length / 2)] ?? Number.NaN
+  })
 }

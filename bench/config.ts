@@ -2,6 +2,25 @@
 // minute; single counts can be overridden (BENCH_HANDOVERS, BENCH_FLOOR_SAMPLES,
 // BENCH_PARTITION_TRIALS) so that a quiet machine can buy tighter percentiles with more time.
 
+export interface ScaleSetup {
+  readonly prefixes: number
+  readonly perPrefix: number
+  readonly limit: number
+  readonly churnMs: number
+}
+
+/** Figure 6: replicas, one contender per process (bench/replicas.ts). */
+export interface ReplicasConfig {
+  /** Replica counts on the one agent. */
+  readonly counts: readonly number[]
+  /** Replica counts on 3 servers + 2 client agents; empty: the fleet topology is not run. */
+  readonly clusterCounts: readonly number[]
+  readonly limit: number
+  readonly holdMs: number
+  readonly warmupMs: number
+  readonly steadyMs: number
+}
+
 export interface BenchConfig {
   readonly quick: boolean
   /** Samples of each floor figure (CAS write, wake-up). */
@@ -15,12 +34,9 @@ export interface BenchConfig {
     readonly acquisitions: number
   }
   readonly partitionTrials: number
-  readonly scale: {
-    readonly prefixes: number
-    readonly perPrefix: number
-    readonly limit: number
-    readonly churnMs: number
-  }
+  /** The scale figure's setups: one prefix at growing sizes, and the same total over 10. */
+  readonly scale: readonly ScaleSetup[]
+  readonly replicas: ReplicasConfig
   /** Whether to run the process-based implementations (rxsem run, consul lock) at all. */
   readonly cli: boolean
 }
@@ -43,9 +59,37 @@ export function benchConfig(): BenchConfig {
       ? { contenders: 10, limit: 3, holdMs: 50, acquisitions: 30 }
       : { contenders: 30, limit: 3, holdMs: 50, acquisitions: 150 },
     partitionTrials: count('BENCH_PARTITION_TRIALS', quick ? 1 : 3),
-    scale: quick
-      ? { prefixes: 10, perPrefix: 20, limit: 10, churnMs: 2000 }
-      : { prefixes: 10, perPrefix: 100, limit: 10, churnMs: 5000 },
+    scale: (quick
+      ? [
+          [1, 20],
+          [1, 200],
+          [10, 20],
+        ]
+      : [
+          [1, 100],
+          [1, 1000],
+          [1, 10_000],
+          [10, 100],
+        ]
+    ).map(([prefixes, perPrefix]) => ({
+      prefixes: prefixes ?? 1,
+      perPrefix: perPrefix ?? 1,
+      limit: 10,
+      // 10,000 contenders hand slots over slowly: a longer window, so that some releases fall in it.
+      churnMs: quick ? 2000 : (perPrefix ?? 1) >= 10_000 ? 15_000 : 5000,
+    })),
+    replicas: quick
+      ? { counts: [4, 8], clusterCounts: [], limit: 3, holdMs: 50, warmupMs: 1000, steadyMs: 4000 }
+      : {
+          counts: [12, 40],
+          // 40 replicas on 5 agents saturate 2 cores (slots stood empty: at most 1 holder at
+          // once, for the library and consul lock alike); on a bigger machine add 40.
+          clusterCounts: [12],
+          limit: 3,
+          holdMs: 50,
+          warmupMs: 3000,
+          steadyMs: 12_000,
+        },
     cli: process.env['BENCH_NO_CLI'] !== '1',
   }
 }

@@ -18,7 +18,7 @@ export interface ContentionRun {
   readonly requestsPerAcquisition: number
   /** CAS writes of `.lock` (a txn for ours, `PUT .lock?cas=` for consul lock). */
   readonly casAttempts: number
-  /** CAS writes beyond the two each acquisition needs (acquire + release): the ones that lost. */
+  /** CAS writes of `.lock` the agent refused (`isLostCas`: a txn rolled back, a CAS answered false). */
   readonly casLost: number
   readonly perSecond: number
   readonly wait: Summary
@@ -39,13 +39,25 @@ export interface ContentionSetup {
   readonly acquisitions: number
 }
 
-function isCasWrite(request: SeenRequest): boolean {
+/** A CAS write of `.lock`: PUT /v1/txn (ours) or PUT <prefix>/.lock?cas= (consul lock). */
+export function isCasWrite(request: SeenRequest): boolean {
   if (request.method !== 'PUT') return false
   if (request.path === '/v1/txn') return true
   return request.path.endsWith('/.lock') && /(^|&)cas=/.test(request.query)
 }
 
-function peakHolders(events: readonly HoldEvent[]): number {
+/**
+ * A CAS write of `.lock` that lost, as the agent answered it: a transaction rolled back (409), or
+ * a `PUT .lock?cas=` answered `false`.
+ */
+export function isLostCas(request: SeenRequest): boolean {
+  if (!isCasWrite(request) || request.answer === undefined) return false
+  if (request.path === '/v1/txn') return request.answer.status === 409
+  return request.answer.status === 200 && request.answer.body?.trim() === 'false'
+}
+
+/** Most holders at once in a log of starts and releases (a release first on a tie). */
+export function peakHolders(events: readonly HoldEvent[]): number {
   let current = 0
   let peak = 0
   // Releases first on a tie: a slot handed over within the same microsecond is not an overlap.
@@ -83,7 +95,7 @@ function summarizeRun(
     requests: requests.length,
     requestsPerAcquisition: requests.length / Math.max(1, acquisitions),
     casAttempts,
-    casLost: Math.max(0, casAttempts - 2 * acquisitions),
+    casLost: requests.filter(isLostCas).length,
     perSecond: acquisitions / seconds,
     wait: summarize(waits.map((w) => w.ms)),
     waits: waits.map((w) => w.ms),

@@ -3,7 +3,7 @@
 // `npx tsx bench/decide.ts` still runs it alone.
 import { SEMAPHORE_FLAGS } from '../src/consul/flags.js'
 import type { KVEntry, KVSnapshot } from '../src/consul/types.js'
-import { decide } from '../src/core/decide.js'
+import { decide } from '../src/core/semaphore/decide.js'
 
 const prefix = 'bench/sem'
 const limit = 10

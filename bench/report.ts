@@ -6,7 +6,9 @@ import { renderChart, type Series } from './chart.js'
 import { repoRoot } from './children.js'
 import type { ContentionRun } from './contention.js'
 import type { HandoverRun } from './handover.js'
+import type { ReplicasRun } from './replicas.js'
 import { measured, type BenchResults, type NotMeasured, type PartitionRun } from './results.js'
+import type { ScaleResult } from './scale.js'
 import { summarize } from './stats.js'
 
 type Table = {
@@ -226,9 +228,20 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
     }),
     notes: [
       "library: all contenders in one process sharing one client (one watch for the prefix). rxsem run: one process per acquisition, i.e. the library's per-process figure.",
-      'Every request of every contender passes one fault proxy in pass mode, which counts them. CAS attempts = writes of .lock (PUT /v1/txn for ours, PUT .lock?cas= for consul lock); lost = attempts − 2 per acquisition (one acquire, one release).',
-      `Wait = wanting a slot (semaphore created / process spawned) → holding; for the CLIs it includes process start-up${r.rxsemStartupMs === undefined ? '' : ` (the built rxsem: ${ms(r.rxsemStartupMs)} ms to print --help)`}. Queued wait starts when the process printed that it is contending (no start-up). Jain's index over each contender's mean wait (from wanting).`,
+      'Every request of every contender passes one fault proxy in pass mode, which counts them. CAS attempts = writes of .lock (PUT /v1/txn for ours, PUT .lock?cas= for consul lock); lost = those the agent refused (a transaction rolled back with 409, a PUT ?cas= answered false), as the proxy saw the answers.',
+      `Wait = wanting a slot (semaphore created / process spawned) → holding; for the CLIs it includes process start-up${r.rxsemStartupMs === undefined ? '' : ` (the built rxsem: ${ms(r.rxsemStartupMs)} ms to print run --help${r.nodeStartupMs === undefined ? '' : `, a bare node -e 0: ${ms(r.nodeStartupMs)} ms`})`}. Queued wait starts when the process printed that it is contending (no start-up). Jain's index over each contender's mean wait (from wanting).`,
     ],
+  })
+  const { rxsemStartupMs: startup, nodeStartupMs: bareNode } = r
+  targets.push({
+    what: 'start-up (run --help, median of 20) ≤ 2 × a bare node -e 0',
+    implementation: 'rxsem run',
+    value:
+      startup === undefined || bareNode === undefined
+        ? '—'
+        : `${ms(startup)} ms vs ${ms(bareNode)} ms (${ratio(startup / bareNode)})`,
+    threshold: '≤ 2.00×',
+    pass: startup === undefined || bareNode === undefined ? undefined : startup <= 2 * bareNode,
   })
   const consulContention = contention.find((c) => c.implementation === 'consul lock -n')
   for (const impl of ['library', 'rxsem run']) {
@@ -309,55 +322,140 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
     })
   }
 
-  const s = measured(r.scale) ? r.scale : undefined
+  const scales = r.scale.filter(measured)
+  const onePrefix = (n: number): ScaleResult | undefined =>
+    scales.find((x) => x.prefixes === 1 && x.contenders === n)
+  const column = (x: ScaleResult | NotMeasured): string =>
+    measured(x) ? `${x.contenders} on ${x.prefixes}` : `not measured: ${x.notMeasured}`
+  const row = (label: string, cell: (x: ScaleResult) => string): string[] => [
+    label,
+    ...r.scale.map((x) => (measured(x) ? cell(x) : '—')),
+  ]
   tables.push({
-    title: '5a. Scale: contenders over prefixes in one process, one client',
-    head: ['figure', 'value'],
-    rows: s
-      ? [
-          ['contenders / prefixes / limit', `${s.contenders} / ${s.prefixes} / ${s.limit}`],
-          [
-            'time until all contending, all slots held',
-            `${ms(s.settleMs)} ms (holders ${s.holders})`,
-          ],
-          [
-            'RSS (baseline before contenders)',
-            `${s.rssMb.toFixed(1)} MB (${s.baselineRssMb.toFixed(1)} MB)`,
-          ],
-          ['JS heap used', `${s.heapMb.toFixed(1)} MB`],
-          ['TCP sockets in the process (TCPSocketWrap)', String(s.tcpSockets)],
-          ['client connections seen by the proxy', String(s.proxyConnections)],
-          ['long-poll connections per prefix', s.longPollsPerPrefix.toFixed(2)],
-          [
-            'churn: acquisitions / prefix snapshots delivered',
-            `${s.churnAcquisitions} / ${s.churnSnapshots}`,
-          ],
-          [
-            'CPU per prefix snapshot (process total / snapshots)',
-            `${s.cpuUsPerSnapshot.toFixed(0)} µs`,
-          ],
-          ['CPU per contender-snapshot', `${s.cpuUsPerContenderSnapshot.toFixed(1)} µs`],
-          ['failed releases at the end', String(s.failedReleases)],
-        ]
-      : [['not measured', (r.scale as NotMeasured).notMeasured]],
+    title: '5a. Scale: contenders on one prefix, and over 10 prefixes, in one process, one client',
+    head: ['figure', ...r.scale.map(column)],
+    rows: [
+      row('limit per prefix', (x) => String(x.limit)),
+      row('time until all contending', (x) => `${ms(x.contendingMs)} ms`),
+      row('time until, in addition, all slots held', (x) => `${ms(x.settleMs)} ms`),
+      row('RSS added by the contenders', (x) => `${(x.rssMb - x.baselineRssMb).toFixed(1)} MB`),
+      row('RSS added per contender', (x) => `${x.rssKbPerContender.toFixed(1)} KB`),
+      row('live JS heap after a full GC (whole process)', (x) => `${x.heapMb.toFixed(1)} MB`),
+      row('TCP sockets in the process', (x) => String(x.tcpSockets)),
+      row('client connections seen by the proxy', (x) => String(x.proxyConnections)),
+      row('long-poll connections per prefix', (x) => x.longPollsPerPrefix.toFixed(2)),
+      row(
+        'churn: acquisitions / prefix snapshots',
+        (x) => `${x.churnAcquisitions} / ${x.churnSnapshots}`,
+      ),
+      row('CPU per release (whole process)', (x) =>
+        Number.isNaN(x.cpuMsPerRelease)
+          ? 'no release in the window'
+          : `${x.cpuMsPerRelease.toFixed(1)} ms`,
+      ),
+      row('CPU per prefix snapshot', (x) => `${(x.cpuUsPerSnapshot / 1000).toFixed(1)} ms`),
+      row('CPU per contender-snapshot', (x) => `${x.cpuUsPerContenderSnapshot.toFixed(1)} µs`),
+      row('failed releases at the end', (x) => String(x.failedReleases)),
+    ],
     notes: [
-      'CPU is the whole process during the churn (releases, new sessions, renewals included) divided by the blocking-list answers the proxy passed: an upper bound for the cost of one snapshot.',
+      "Churn: every holder releases 100 ms after it acquired and a new contender takes its place. CPU is the whole process during the churn (releases, new sessions, renewals, every contender's state updates) divided by the acquisitions (CPU per release) or by the blocking-list answers the proxy passed (per snapshot).",
+      "RSS added: the worker's RSS once every contender waits or holds, minus its RSS before the first contender (tsx and the library loaded).",
     ],
   })
-  targets.push({
-    what: `${s?.contenders ?? 1000} contenders: RSS < 200 MB`,
-    implementation: 'library',
-    value: s ? `${s.rssMb.toFixed(1)} MB` : '—',
-    threshold: '< 200 MB',
-    pass: s ? s.rssMb < 200 : undefined,
+  const thousand = onePrefix(1000)
+  const hundred = onePrefix(100)
+  const tenThousand = r.scale.find((x) =>
+    measured(x) ? x.prefixes === 1 && x.contenders === 10_000 : false,
+  )
+  targets.push(
+    {
+      what: '1,000 contenders on one prefix: all contending',
+      implementation: 'library',
+      value: thousand ? `${ms(thousand.contendingMs)} ms` : '—',
+      threshold: '≤ 3 s',
+      pass: thousand ? thousand.contendingMs <= 3000 : undefined,
+    },
+    {
+      what: '1,000 contenders on one prefix: CPU per release',
+      implementation: 'library',
+      value: thousand ? `${thousand.cpuMsPerRelease.toFixed(1)} ms` : '—',
+      threshold: '≤ 20 ms',
+      pass: thousand ? thousand.cpuMsPerRelease <= 20 : undefined,
+    },
+    {
+      what: '1,000 contenders on one prefix: RSS added',
+      implementation: 'library',
+      value: thousand ? `${(thousand.rssMb - thousand.baselineRssMb).toFixed(1)} MB` : '—',
+      threshold: '≤ 100 MB',
+      pass: thousand ? thousand.rssMb - thousand.baselineRssMb <= 100 : undefined,
+    },
+    {
+      what: 'CPU per release, 1,000 contenders / 100 (at most linear growth)',
+      implementation: 'library',
+      value:
+        thousand && hundred
+          ? `${(thousand.cpuMsPerRelease / hundred.cpuMsPerRelease).toFixed(1)}x`
+          : '—',
+      threshold: '≤ 15x',
+      pass:
+        thousand && hundred ? thousand.cpuMsPerRelease / hundred.cpuMsPerRelease <= 15 : undefined,
+    },
+    {
+      what: '10,000 contenders on one prefix run to the end',
+      implementation: 'library',
+      value: tenThousand
+        ? measured(tenThousand)
+          ? 'ran'
+          : tenThousand.notMeasured
+        : 'not in this run',
+      threshold: 'figures reported',
+      pass: tenThousand ? measured(tenThousand) : undefined,
+    },
+    {
+      what: 'one long-poll connection per prefix, every setup',
+      implementation: 'library',
+      value: scales.map((x) => x.longPollsPerPrefix.toFixed(2)).join(' / ') || '—',
+      threshold: '≤ 1',
+      pass: scales.length ? scales.every((x) => x.longPollsPerPrefix <= 1) : undefined,
+    },
+  )
+
+  const dc = measured(r.defaultClient) ? r.defaultClient : undefined
+  tables.push({
+    title: '5c. Contenders without a `consul` option share one default client',
+    head: ['figure', 'value'],
+    rows: dc
+      ? [
+          ['contenders in one process, one prefix, no `consul` option', String(dc.contenders)],
+          ['long polls of the prefix in flight', String(dc.longPollsOnPrefix)],
+          ['most connections open at once (proxy)', String(dc.peakConnections)],
+          ['from "close all" to the process exiting by itself', `${ms(dc.exitedBySelfMs)} ms`],
+        ]
+      : [['not measured', (r.defaultClient as NotMeasured).notMeasured]],
+    notes: [
+      'The contenders run in a child process that reaches the agent through the fault proxy and never calls process.exit; the agent closes the 201st connection from one address (limits.http_max_conns_per_client).',
+    ],
   })
-  targets.push({
-    what: `${s?.contenders ?? 1000} contenders: ≤ 1 long-poll connection per prefix`,
-    implementation: 'library',
-    value: s ? s.longPollsPerPrefix.toFixed(2) : '—',
-    threshold: '≤ 1',
-    pass: s ? s.longPollsPerPrefix <= 1 : undefined,
-  })
+  targets.push(
+    {
+      what: '200 contenders without `consul`: long polls of the prefix',
+      implementation: 'library',
+      value: dc ? String(dc.longPollsOnPrefix) : '—',
+      threshold: '1',
+      pass: dc ? dc.longPollsOnPrefix === 1 : undefined,
+    },
+    {
+      what: '200 contenders without `consul`: connections at once',
+      implementation: 'library',
+      value: dc ? String(dc.peakConnections) : '—',
+      threshold: '≤ 16',
+      pass: dc ? dc.peakConnections <= 16 : undefined,
+    },
+  )
+
+  const replicas = replicasFigure(r)
+  tables.push(replicas.table)
+  targets.push(...replicas.targets)
 
   tables.push({
     title: '5b. Pure decide on one snapshot',
@@ -377,6 +475,154 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
     rows: targets.map((t) => [t.what, t.implementation, t.value, t.threshold, verdict(t.pass)]),
   })
   return { tables, targets }
+}
+
+/** Figure 6's table and targets (bench/replicas.ts). */
+function replicasFigure(r: BenchResults): { table: Table; targets: Target[] } {
+  const setup = r.replicasSetup
+  const runs = r.replicas.filter((x) => measured<ReplicasRun>(x))
+  const find = (impl: string, topology: string, n: number): ReplicasRun | undefined =>
+    runs.find((x) => x.implementation === impl && x.topology === topology && x.replicas === n)
+  const pct = (x: ReplicasRun): string =>
+    ((100 * x.casLost) / Math.max(1, x.casAttempts)).toFixed(1)
+  const table: Table = {
+    title: `6. Replicas: one contender per process (limit ${setup.limit}, hold ${setup.holdMs} ms, ${(setup.steadyMs / 1000).toFixed(0)} s steady)`,
+    head: [
+      'topology',
+      'implementation',
+      'replicas',
+      'acq',
+      'acq/s',
+      'handover n',
+      'handover p50 ms',
+      'handover p95 ms',
+      'req/acq',
+      'blocking answers/acq',
+      'CAS lost/acq',
+      'lost %',
+      'peak holders',
+      'all contending after s',
+      'RSS per replica MB',
+      'replica CPU ms/acq',
+    ],
+    rows: r.replicas.map((x) => {
+      if (!measured<ReplicasRun>(x))
+        return [
+          x.topology,
+          x.implementation,
+          String(x.replicas),
+          'not measured',
+          x.notMeasured,
+          ...Array<string>(11).fill(''),
+        ]
+      return [
+        x.topology,
+        x.implementation,
+        String(x.replicas),
+        String(x.acquisitions),
+        x.perSecond.toFixed(1),
+        String(x.handover.n),
+        ms(x.handover.p50),
+        ms(x.handover.p95),
+        x.requestsPerAcquisition.toFixed(1),
+        x.blockingPerAcquisition.toFixed(1),
+        x.casLostPerAcquisition.toFixed(2),
+        pct(x),
+        String(x.peakHolders),
+        (x.startupMs / 1000).toFixed(1),
+        x.replicaRssMb === undefined ? '—' : x.replicaRssMb.toFixed(0),
+        x.replicaCpuMsPerAcquisition === undefined ? '—' : x.replicaCpuMsPerAcquisition.toFixed(1),
+      ]
+    }),
+    notes: [
+      `library: each replica is a node process of its own (bench/replica-child.ts under tsx) with one client and one semaphore at a time: holding → hold ${setup.holdMs} ms → close() → a new semaphore contends again. consul lock -n: one loop per replica, each running \`consul lock -n ${setup.limit}\` again and again (a process per acquisition). Fleet topology: 3 servers and 2 client agents on loopback; replica i talks to client agent i mod 2 through that agent's own counting proxy, and the client agents forward to the servers.`,
+      `Counted in a ${(setup.steadyMs / 1000).toFixed(0)} s window that opens ${(setup.warmupMs / 1000).toFixed(0)} s after every replica is contending (for the library that start-up is the "all contending after" column). acq = tenures that started in the window. req/acq = every request the proxies saw in the window / acq; blocking answers = GETs with index= answered in the window; CAS lost = writes of .lock (PUT /v1/txn, PUT .lock?cas=) that the agent refused (409, or false), lost % of those writes.`,
+      'Handover = a tenure ends (library: close() called; consul lock: its child\'s last timestamp) → the next tenure starts, paired as in table 2, and counted only when the new holder was already queued at the release (library: its key in Consul, state$ contending; consul lock: it had printed "Attempting lock acquisition"), i.e. while every slot was taken. Peak holders: most tenures overlapping, from the wall-clock intervals each replica logged, over the whole run.',
+      ...(setup.clusterCounts.length > 0 &&
+      setup.counts.some((n) => !setup.clusterCounts.includes(n))
+        ? [
+            `The fleet topology runs ${setup.clusterCounts.join(' and ')} replicas only: ${Math.max(...setup.counts)} replicas beside 5 agents saturate a 2-core machine (bench/config.ts).`,
+          ]
+        : []),
+      "RSS and CPU: the library replicas' processes (/proc), RSS averaged over them mid-window, CPU of all of them in the window / acq; not measured for consul lock's short-lived processes. The 2-core machine runs every replica and the agents: at 40 replicas CPU, not Consul, bounds the figures.",
+    ],
+  }
+  const targets: Target[] = []
+  const topologies = [...new Set(r.replicas.map((x) => x.topology))]
+  for (const topology of topologies) {
+    const counts = [
+      ...new Set(r.replicas.filter((x) => x.topology === topology).map((x) => x.replicas)),
+    ]
+    for (const n of counts) {
+      const lib = find('library', topology, n)
+      const cl = find('consul lock -n', topology, n)
+      const where = `replicas (${topology}, ${n})`
+      const both = lib && cl
+      targets.push(
+        {
+          what: `${where}: handover p50 ≤ 0.5 × consul lock -n`,
+          implementation: 'library',
+          value: both
+            ? `${ms(lib.handover.p50)} ms vs ${ms(cl.handover.p50)} ms (${ratio(lib.handover.p50 / cl.handover.p50)})`
+            : '—',
+          threshold: '≤ 0.50×',
+          pass: both ? lib.handover.p50 <= 0.5 * cl.handover.p50 : undefined,
+        },
+        {
+          what: `${where}: requests per acquisition ≤ 0.3 × consul lock -n`,
+          implementation: 'library',
+          value: both
+            ? `${lib.requestsPerAcquisition.toFixed(1)} vs ${cl.requestsPerAcquisition.toFixed(1)} (${ratio(lib.requestsPerAcquisition / cl.requestsPerAcquisition)})`
+            : '—',
+          threshold: '≤ 0.30×',
+          pass: both ? lib.requestsPerAcquisition <= 0.3 * cl.requestsPerAcquisition : undefined,
+        },
+        {
+          what: `${where}: acquisitions/s ≥ consul lock -n`,
+          implementation: 'library',
+          value: both ? `${lib.perSecond.toFixed(1)} vs ${cl.perSecond.toFixed(1)}` : '—',
+          threshold: '≥ 1.00×',
+          pass: both ? lib.perSecond >= cl.perSecond : undefined,
+        },
+        {
+          what: `${where}: lost CAS attempts < 2 %`,
+          implementation: 'library',
+          value: lib ? `${lib.casLost} of ${lib.casAttempts} (${pct(lib)} %)` : '—',
+          threshold: '< 2 %',
+          pass: lib ? lib.casLost < 0.02 * lib.casAttempts : undefined,
+        },
+      )
+      for (const [impl, x] of [
+        ['library', lib],
+        ['consul lock -n', cl],
+      ] as const) {
+        targets.push({
+          what: `${where}: peak holders ≤ limit ${setup.limit}`,
+          implementation: impl,
+          value: x ? String(x.peakHolders) : '—',
+          threshold: `≤ ${setup.limit}`,
+          pass: x ? x.peakHolders <= setup.limit : undefined,
+        })
+      }
+    }
+    const low = Math.min(...counts)
+    const high = Math.max(...counts)
+    if (high > low) {
+      const a = find('library', topology, low)
+      const b = find('library', topology, high)
+      targets.push({
+        what: `replicas (${topology}): requests per acquisition at ${high} ≤ 1.5 × at ${low}`,
+        implementation: 'library',
+        value:
+          a && b
+            ? `${b.requestsPerAcquisition.toFixed(1)} vs ${a.requestsPerAcquisition.toFixed(1)} (${ratio(b.requestsPerAcquisition / a.requestsPerAcquisition)})`
+            : '—',
+        threshold: '≤ 1.50×',
+        pass: a && b ? b.requestsPerAcquisition <= 1.5 * a.requestsPerAcquisition : undefined,
+      })
+    }
+  }
+  return { table, targets }
 }
 
 function chart(r: BenchResults): string {
@@ -441,7 +687,7 @@ export function writeReport(r: BenchResults): void {
   const md = [
     '# Benchmark results',
     '',
-    "Written by `npm run bench` (bench/run.ts); every figure from one run against one Consul agent. Definitions are in each table's notes and in the bench/*.ts file of the figure.",
+    "Written by `npm run bench` (bench/run.ts); every figure from one run against one Consul agent (figure 6's fleet topology: 3 servers and 2 client agents, also started by the bench). Definitions are in each table's notes and in the bench/*.ts file of the figure.",
     '',
     '## Machine',
     '',

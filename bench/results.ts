@@ -1,9 +1,12 @@
 // The shape of one bench run's results, shared by the runner and the report.
+import type { ReplicasConfig } from './config.js'
 import type { ContentionRun } from './contention.js'
 import type { DecideRow } from './decide.js'
+import type { DefaultClientResult } from './default-client.js'
 import type { FloorResult } from './floor.js'
 import type { HandoverRun } from './handover.js'
 import type { PartitionTrial } from './partition.js'
+import type { ReplicasRun } from './replicas.js'
 import type { ScaleResult } from './scale.js'
 
 /** A figure that was not measured, and why (never a made-up number). */
@@ -11,6 +14,12 @@ export interface NotMeasured {
   readonly implementation: string
   readonly limit?: number
   readonly notMeasured: string
+}
+
+/** A replicas run (figure 6) that was not measured, with the setup it would have had. */
+export interface ReplicasNotMeasured extends NotMeasured {
+  readonly topology: string
+  readonly replicas: number
 }
 
 export interface PartitionRun {
@@ -34,7 +43,10 @@ export interface BenchResults {
   readonly machine: Machine
   readonly quick: boolean
   readonly durationS: number
+  /** Median ms from spawning the built `rxsem run --help` to its exit. */
   readonly rxsemStartupMs: number | undefined
+  /** The same for a bare `node -e 0`, measured in turns with it. */
+  readonly nodeStartupMs: number | undefined
   readonly floor: FloorResult | NotMeasured
   readonly handover: readonly (HandoverRun | NotMeasured)[]
   readonly contention: readonly (ContentionRun | NotMeasured)[]
@@ -45,7 +57,10 @@ export interface BenchResults {
     readonly acquisitions: number
   }
   readonly partition: readonly (PartitionRun | NotMeasured)[]
-  readonly scale: ScaleResult | NotMeasured
+  readonly scale: readonly (ScaleResult | NotMeasured)[]
+  readonly defaultClient: DefaultClientResult | NotMeasured
+  readonly replicas: readonly (ReplicasRun | ReplicasNotMeasured)[]
+  readonly replicasSetup: ReplicasConfig
   readonly decide: readonly DecideRow[]
 }
 

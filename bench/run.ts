@@ -3,24 +3,40 @@
 // docs/bench-handover.svg. BENCH_QUICK=1 for a smoke run; see bench/config.ts.
 import { execFileSync } from 'node:child_process'
 import { cpus, loadavg, release, totalmem, type } from 'node:os'
-import { consulBin, startAgent, type ConsulAgent } from '../test/support/consul-agent.js'
+import {
+  consulBin,
+  startAgent,
+  startClientAgent,
+  startCluster,
+  type ConsulAgent,
+  type ConsulCluster,
+} from '../test/support/consul-agent.js'
 import {
   consulLock,
   rxsemAvailable,
   rxsemBin,
+  rxsemBinPath,
   rxsemRun,
-  startupMs,
+  startupsMs,
   type CliImplementation,
 } from './children.js'
 import { benchConfig } from './config.js'
 import { cliContention, libraryContention } from './contention.js'
 import { measureDecide } from './decide.js'
+import { measureDefaultClient } from './default-client.js'
 import { measureFloor } from './floor.js'
 import { cliHandovers, libraryHandovers, type Pace } from './handover.js'
 import { cliPartitionTrial, libraryPartitionTrial } from './partition.js'
+import { measureReplicas, type ReplicaImplementation, type ReplicasTopology } from './replicas.js'
 import { writeReport } from './report.js'
-import type { BenchResults, Machine, NotMeasured, PartitionRun } from './results.js'
-import { measureScale } from './scale.js'
+import {
+  measured,
+  type BenchResults,
+  type Machine,
+  type NotMeasured,
+  type PartitionRun,
+} from './results.js'
+import { measureScale, type ScaleResult } from './scale.js'
 
 const started = performance.now()
 const config = benchConfig()
@@ -84,12 +100,19 @@ async function main(): Promise<void> {
       else
         skipped.push({
           implementation: rxsemRun.name,
-          notMeasured: 'the built bin dist/cjs/cli/main.js does not run (npm run build)',
+          notMeasured: `the built bin ${rxsemBinPath} does not run (npm run build)`,
         })
     }
-    const rxsemStartupMs = clis.includes(rxsemRun)
-      ? startupMs([...rxsemBin, 'run', '--help'])
-      : undefined
+    // rxsem's start-up and a bare node's, 20 runs each in turns (target: at most 2x node's).
+    const [rxsemStartupMs, nodeStartupMs] = clis.includes(rxsemRun)
+      ? startupsMs(
+          [
+            [...rxsemBin, 'run', '--help'],
+            [process.execPath, '-e', '0'],
+          ],
+          20,
+        )
+      : []
 
     const floor = await attempt('floor', 'consul', () => measureFloor(addr, config.floorSamples))
     log('decide')
@@ -177,19 +200,87 @@ async function main(): Promise<void> {
     })
     partition.push(...skipped)
 
-    const scale = await attempt('scale', 'library', () => measureScale(addr, config.scale))
+    const scale: (ScaleResult | NotMeasured)[] = []
+    for (const setup of config.scale) {
+      log(`scale: ${setup.perPrefix * setup.prefixes} contenders on ${setup.prefixes} prefix(es)`)
+      scale.push(await attempt('scale', 'library', () => measureScale(addr, setup)))
+    }
+
+    log('default client: 200 contenders without a consul option')
+    const defaultClient = await attempt('default client', 'library', () =>
+      measureDefaultClient(addr),
+    )
+
+    // Figure 6: one contender per process, on the one agent, then on 3 servers + 2 client agents.
+    const replicas: BenchResults['replicas'][number][] = []
+    const replicaImpls: ReplicaImplementation[] = clis.includes(consulLock)
+      ? ['library', 'consul lock -n']
+      : ['library']
+    const replicaRuns = async (
+      topology: ReplicasTopology,
+      counts: readonly number[],
+    ): Promise<void> => {
+      for (const n of counts) {
+        for (const impl of replicaImpls) {
+          const run = await attempt(`replicas (${topology.name}, ${n})`, impl, () =>
+            measureReplicas(impl, topology, { ...config.replicas, replicas: n }),
+          )
+          replicas.push(measured(run) ? run : { ...run, topology: topology.name, replicas: n })
+        }
+      }
+    }
+    await replicaRuns({ name: 'one agent', agents: [addr] }, config.replicas.counts)
+    if (config.replicas.clusterCounts.length > 0) {
+      const fleet = '3 servers + 2 client agents'
+      log('replicas: starting 3 servers and 2 client agents')
+      let cluster: ConsulCluster | undefined
+      const clientAgents: ConsulAgent[] = []
+      try {
+        cluster = await startCluster(3)
+        for (let i = 0; i < 2; i++) clientAgents.push(await startClientAgent(cluster))
+        await replicaRuns(
+          { name: fleet, agents: clientAgents.map((a) => a.addr) },
+          config.replicas.clusterCounts,
+        )
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error)
+        log(`replicas: the cluster failed: ${message}`)
+        for (const n of config.replicas.clusterCounts) {
+          for (const impl of replicaImpls) {
+            if (
+              !replicas.some(
+                (x) => x.topology === fleet && x.replicas === n && x.implementation === impl,
+              )
+            )
+              replicas.push({
+                implementation: impl,
+                topology: fleet,
+                replicas: n,
+                notMeasured: `failed: ${message}`,
+              })
+          }
+        }
+      } finally {
+        await Promise.all(clientAgents.map((a) => a.stop()))
+        await cluster?.stop()
+      }
+    }
 
     const results: BenchResults = {
       machine: machine(),
       quick: config.quick,
       durationS: (performance.now() - started) / 1000,
       rxsemStartupMs,
+      nodeStartupMs,
       floor,
       handover,
       contention,
       contentionSetup: config.contention,
       partition,
       scale,
+      defaultClient,
+      replicas,
+      replicasSetup: config.replicas,
       decide,
     }
     writeReport(results)

@@ -1,12 +1,14 @@
-// Figure 5a, scale: 1,000 contenders over 10 prefixes (limit 10 each) in one process on one
-// client, through a fault proxy in `pass` mode that sees every connection and request. The
-// contenders run in a child process (bench/scale-worker.ts) so that its RSS is theirs alone.
-//   steady:  RSS, TCP sockets (getActiveResourcesInfo), client connections at the proxy, and
-//            long polls per prefix = fewest requests in flight at the proxy over 1 s / prefixes
-//            (a parked watch is always in flight; other requests come and go).
+// Figure 5a, scale: contenders on one prefix (100 / 1,000 / 10,000) and over 10 prefixes (limit
+// 10 each) in one process on one client, through a fault proxy in `pass` mode that sees every
+// connection and request. The contenders run in a child process (bench/scale-worker.ts) so that
+// its RSS is theirs alone.
+//   steady:  RSS, live heap, TCP sockets (getActiveResourcesInfo), client connections at the
+//            proxy, and long polls per prefix = fewest requests in flight at the proxy over 1 s /
+//            prefixes (a parked watch is always in flight; other requests come and go).
 //   churn:   every holder releases after 100 ms and a new contender takes its place; CPU time
-//            of the process / prefix snapshots delivered (blocking list answers at the proxy;
-//            each is fanned out to every contender of its prefix).
+//            of the process per acquisition (each follows a release) and per prefix snapshot
+//            delivered (blocking list answers at the proxy; each is fanned out to every
+//            contender of its prefix).
 import { fork } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
@@ -16,6 +18,7 @@ export interface ScaleResult {
   readonly contenders: number
   readonly prefixes: number
   readonly limit: number
+  readonly contendingMs: number
   readonly settleMs: number
   readonly holders: number
   readonly baselineRssMb: number
@@ -28,6 +31,13 @@ export interface ScaleResult {
   readonly churnSnapshots: number
   readonly cpuUsPerSnapshot: number
   readonly cpuUsPerContenderSnapshot: number
+  /**
+   * CPU of the whole process during the churn / acquisitions (each one follows a release); NaN
+   * when no slot changed hands in the window.
+   */
+  readonly cpuMsPerRelease: number
+  /** RSS added by the contenders (steady minus baseline) / contenders. */
+  readonly rssKbPerContender: number
   readonly failedReleases: number
 }
 
@@ -35,13 +45,14 @@ export async function measureScale(
   addr: string,
   setup: { prefixes: number; perPrefix: number; limit: number; churnMs: number },
 ): Promise<ScaleResult> {
+  const contenderCount = setup.prefixes * setup.perPrefix
   const proxy = await startFaultProxy(addr)
   const runId = String(Date.now())
   const worker = fork(
     new URL('./scale-worker.ts', import.meta.url).pathname,
     [proxy.addr, String(setup.prefixes), String(setup.perPrefix), String(setup.limit), runId],
     {
-      execArgv: ['--import', 'tsx'],
+      execArgv: ['--import', 'tsx', '--expose-gc'],
       env: { ...process.env, BENCH_CHURN_MS: String(setup.churnMs) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     },
@@ -69,7 +80,7 @@ export async function measureScale(
   }
   try {
     const baseline = await next('baseline', 60_000)
-    const steady = await next('steady', 180_000)
+    const steady = await next('steady', 120_000 + contenderCount * 40)
     const proxyConnections = proxy.openConnections()
     let fewestInFlight = Number.POSITIVE_INFINITY
     for (let i = 0; i < 20; i++) {
@@ -85,12 +96,12 @@ export async function measureScale(
         (r) => r.method === 'GET' && r.path.startsWith('/v1/kv/') && /(^|&)index=/.test(r.query),
       ).length
     worker.send('close')
-    const closed = await next('closed', 120_000)
-    const contenders = setup.prefixes * setup.perPrefix
+    const closed = await next('closed', 120_000 + contenderCount * 20)
     return {
-      contenders,
+      contenders: contenderCount,
       prefixes: setup.prefixes,
       limit: setup.limit,
+      contendingMs: steady.contendingMs,
       settleMs: steady.settleMs,
       holders: steady.holders,
       baselineRssMb: baseline.rssMb,
@@ -103,7 +114,10 @@ export async function measureScale(
       churnSnapshots: watchAnswers,
       cpuUsPerSnapshot: churned.cpuUs / Math.max(1, watchAnswers),
       cpuUsPerContenderSnapshot:
-        churned.cpuUs / Math.max(1, watchAnswers * (contenders / setup.prefixes)),
+        churned.cpuUs / Math.max(1, watchAnswers * (contenderCount / setup.prefixes)),
+      cpuMsPerRelease:
+        churned.acquisitions > 0 ? churned.cpuUs / 1000 / churned.acquisitions : Number.NaN,
+      rssKbPerContender: ((steady.rssMb - baseline.rssMb) * 1024) / contenderCount,
       failedReleases: closed.failedReleases,
     }
   } finally {

@@ -2,9 +2,12 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
-import { LOCK_FLAGS } from '../src/consul/flags.js'
-import { initialContenderState, type ContenderState } from '../src/core/contender-state-model.js'
-import { contenderState } from '../src/core/contender-state.js'
+import { HOLDER_FLAGS, LOCK_FLAGS } from '../src/consul/flags.js'
+import {
+  initialContenderState,
+  type ContenderState,
+} from '../src/core/contender/contender-state-model.js'
+import { contenderState } from '../src/core/contender/contender-state.js'
 import {
   casFailed,
   casOk,
@@ -184,6 +187,26 @@ describe('contenderState', () => {
         ),
         watchFor50ms,
       ).toBe(expected, { u: undefined, t: 20n })
+    })
+  })
+
+  it("should take a hand-off's index from its own key as the fencing token, not .lock's later index", () => {
+    // Handed the slot at index 40 (its key rewritten with HOLDER_FLAGS), first seen in a snapshot
+    // where .lock was written again since (45): the token is the hand-off's.
+    const handed = snapshotOf([
+      lockEntry(prefix, '{"Limit":1,"Holders":{"me":true}}', 45n),
+      contenderEntry(prefix, 'me', 5n, { flags: HOLDER_FLAGS, modifyIndex: 40n }),
+    ])
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-w-h', { ...events, h: seen(handed) })
+      const expected = '   u---t'
+      expectObservable(
+        source.pipe(
+          contenderState(options),
+          field((s) => s.fencingToken),
+        ),
+        watchFor50ms,
+      ).toBe(expected, { u: undefined, t: 40n })
     })
   })
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { TestScheduler } from 'rxjs/testing'
-import { holding } from '../src/core/holding.js'
+import { holding } from '../src/core/contender/holding.js'
 import {
   casOk,
   created,

@@ -3,10 +3,13 @@ import { describe, it } from 'node:test'
 import { distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../src/consul/flags.js'
-import { initialContenderState, type ContenderState } from '../src/core/contender-state-model.js'
-import { contenderState } from '../src/core/contender-state.js'
-import { reduceContender } from '../src/core/reduce-contender.js'
-import { lockDecider } from '../src/core/decide-lock.js'
+import {
+  initialContenderState,
+  type ContenderState,
+} from '../src/core/contender/contender-state-model.js'
+import { contenderState } from '../src/core/contender/contender-state.js'
+import { reduceContender } from '../src/core/contender/reduce-contender.js'
+import { lockDecider } from '../src/core/single-key-lock/decide-lock.js'
 import type { ContenderEvent } from '../src/core/events.js'
 import { casFailed, casOk, created, releaseRequested, seen, sessionGone } from './support/events.js'
 import { lockEntry, snapshotOf } from './support/snapshot.js'

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test'
 import { TestScheduler } from 'rxjs/testing'
 import { LOCK_FLAGS } from '../src/consul/flags.js'
 import type { KVEntry } from '../src/consul/types.js'
-import { taskLockLoss, type TaskLockInput } from '../src/core/task-lock-loss.js'
+import { taskLockLoss, type TaskLockInput } from '../src/core/task-lock/task-lock-loss.js'
 
 const testScheduler = (): TestScheduler =>
   new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))

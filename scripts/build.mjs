@@ -1,10 +1,14 @@
 // Builds the package twice, as ES modules (dist/esm) and as CommonJS (dist/cjs), so that both
-// `import` and `require` of 'rx-consul-semaphore' work (see the "exports" map in package.json).
+// `import` and `require` of 'rx-consul-semaphore' work (see the "exports" map in package.json);
+// then bundles the `rxsem` bin into one file, dist/rxsem.cjs.
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import { build } from 'esbuild'
 
-const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+const require = createRequire(import.meta.url)
+const tsc = require.resolve('typescript/bin/tsc')
 rmSync('dist', { recursive: true, force: true })
 for (const [project, dir, type] of [
   ['tsconfig.build.json', 'dist/esm', 'module'],
@@ -15,3 +19,63 @@ for (const [project, dir, type] of [
   // Each output folder says which module system its .js files use, whatever the root says.
   writeFileSync(`${dir}/package.json`, JSON.stringify({ type }) + '\n')
 }
+
+// The bin: the CLI of dist/esm and everything it imports (rxjs, fp-ts, io-ts, undici) in one
+// CommonJS file. Node then reads and compiles one file instead of some 450 (rxsem --help took
+// 3.4 times a bare `node -e 0` from dist/cjs; see docs/cli.md). The ES module builds of rxjs and
+// fp-ts are picked so that only the parts the CLI uses are bundled: their CommonJS builds load
+// every operator and module (Node's "node" condition would otherwise choose rxjs's CommonJS).
+const bin = 'dist/rxsem.cjs'
+const packageDir = (name) => dirname(require.resolve(`${name}/package.json`))
+
+// Of undici the CLI uses only Pool and its request API (src/consul/http.ts). undici's index loads
+// all of undici besides (fetch, WebSocket, cookies, caches, mocks), which was two thirds of the
+// bundled bin's start-up, so the bin gets Pool with what undici's index adds to it. Check that
+// this is still what the index exports, so a new undici fails the build rather than the bin.
+const undici = packageDir('undici')
+const undiciPool = `
+const Dispatcher = require('./lib/dispatcher/dispatcher.js')
+Object.assign(Dispatcher.prototype, require('./lib/api/index.js'))
+module.exports = { Pool: require('./lib/dispatcher/pool.js') }
+`
+const undiciCheck = `
+const undici = require('undici')
+if (undici.Pool !== require('undici/lib/dispatcher/pool.js') ||
+    undici.Pool.prototype.request !== require('undici/lib/api/index.js').request) {
+  console.error("undici's index no longer exports the Pool of its lib/: update scripts/build.mjs")
+  process.exit(1)
+}
+`
+execFileSync(process.execPath, ['-e', undiciCheck], { stdio: 'inherit' })
+
+await build({
+  entryPoints: ['dist/esm/cli/main.js'],
+  outfile: bin,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  mainFields: ['module', 'main'],
+  alias: {
+    rxjs: join(packageDir('rxjs'), 'dist/esm'),
+    'fp-ts/lib': join(packageDir('fp-ts'), 'es6'),
+  },
+  plugins: [
+    {
+      name: 'undici-pool',
+      setup(esbuild) {
+        esbuild.onResolve({ filter: /^undici$/ }, () => ({ path: 'pool', namespace: 'undici' }))
+        esbuild.onLoad({ filter: /.*/, namespace: 'undici' }, () => ({
+          contents: undiciPool,
+          loader: 'js',
+          resolveDir: undici,
+        }))
+      },
+    },
+  ],
+  logLevel: 'warning',
+})
+if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) {
+  throw new Error(`${bin} does not start with the #!/usr/bin/env node of src/cli/main.ts`)
+}
+chmodSync(bin, 0o755)

@@ -1,24 +1,23 @@
 import * as E from 'fp-ts/lib/Either.js'
 import {
   BehaviorSubject,
-  ReplaySubject,
   catchError,
   concat,
   defer,
   distinctUntilChanged,
-  map,
+  finalize,
   of,
   scan,
-  share,
   tap,
   throwError,
   type Observable,
 } from 'rxjs'
-import { createConsulClient } from './consul/client.js'
 import type { ConsulClient } from './consul/client-api.js'
+import { acquireDefaultClient, type DefaultClientLease } from './consul/default-client.js'
 import type { ConsulError } from './consul/errors.js'
 import type { TransitionReason } from './core/events.js'
 import { SemaphoreError, toSemaphoreError } from './errors.js'
+import { sharedStates } from './shared-states.js'
 
 /** What a running contender gets from its handle. */
 export interface ContenderLifecycle {
@@ -26,8 +25,16 @@ export interface ContenderLifecycle {
   readonly closing: BehaviorSubject<boolean>
   /** Hands each background release to the handle, so close() can await it. */
   readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
-  /** The Consul client: the one given in the options, or one the handle owns and closes. */
+  /**
+   * The Consul client of a running subscription (of `states`, or of `withClient`): the one given
+   * in the options, or the process's shared default client.
+   */
   readonly client: () => ConsulClient
+  /**
+   * `use(client)`, holding a reference to the shared default client while it is subscribed (for
+   * streams of the handle other than `states`, such as `leader$`).
+   */
+  readonly withClient: <T>(use: (client: ConsulClient) => Observable<T>) => Observable<T>
 }
 
 /** The public state of any contender: at least whether it holds, and why that last changed. */
@@ -77,26 +84,69 @@ export function contenderHandle<S extends HeldState>(
 ): ContenderHandle<S> {
   const closing = new BehaviorSubject(false)
   const releases = new Set<Promise<E.Either<ConsulError, void>>>()
-  let ownClient: ConsulClient | undefined
+
+  // Without a client in the options, the handle holds one reference to the process's default
+  // client while it has users: running subscriptions and background releases. With none left it
+  // gives the reference back, so a process whose contenders all ended can exit and leaks no pool.
+  let lease: DefaultClientLease | undefined
+  let users = 0
+  let returned: Promise<void> = Promise.resolve()
+  const use = (): (() => void) => {
+    if (spec.consul !== undefined) return () => undefined
+    if (users === 0) lease = acquireDefaultClient()
+    users++
+    let done = false
+    return () => {
+      if (done) return
+      done = true
+      if (--users > 0 || lease === undefined) return
+      // Never rejects: nothing may await it (close() is optional), so a failure here must not
+      // become an unhandled rejection; the pool is forgotten either way.
+      returned = lease.release().catch(() => undefined)
+      lease = undefined
+    }
+  }
+  const client = (): ConsulClient => {
+    const running = spec.consul ?? lease?.client
+    if (running === undefined) throw new Error('contenderHandle: no client outside a subscription')
+    return running
+  }
+  const withClient = <T>(run: (client: ConsulClient) => Observable<T>): Observable<T> =>
+    defer(() => {
+      const done = use()
+      try {
+        // The contender's own finalize hands its release to onRelease during this same teardown;
+        // letting go a microtask later makes sure that release holds the client first.
+        return run(client()).pipe(finalize(() => queueMicrotask(done)))
+      } catch (error) {
+        done()
+        throw error
+      }
+    })
+
   const lifecycle: ContenderLifecycle = {
     closing,
     onRelease: (release) => {
+      const done = use()
       // Releases resolve to an Either; the catch only keeps a bug from becoming an unhandled
       // rejection.
       releases.add(
-        release.catch((error: unknown) =>
-          E.left<ConsulError>({ _tag: 'Unreachable', message: String(error), cause: error }),
-        ),
+        release
+          .catch((error: unknown) =>
+            E.left<ConsulError>({ _tag: 'Unreachable', message: String(error), cause: error }),
+          )
+          .finally(done),
       )
     },
-    client: () => spec.consul ?? (ownClient ??= createConsulClient()),
+    client,
+    withClient,
   }
 
-  const state$ = defer(() => {
+  const states = defer(() => {
     let last: S | undefined
     return concat(
       of(spec.idle),
-      defer(() => (closing.value ? of<S>() : spec.states(lifecycle))).pipe(
+      defer(() => (closing.value ? of<S>() : withClient(() => spec.states(lifecycle)))).pipe(
         // A new session starts with an empty state: keep the reason of the last transition.
         scan((previous, next) =>
           next.reason === undefined ? { ...next, reason: previous.reason } : next,
@@ -114,28 +164,19 @@ export function contenderHandle<S extends HeldState>(
         ),
       ),
     )
-  }).pipe(
-    distinctUntilChanged(spec.same),
-    share({
-      connector: () => new ReplaySubject<S>(1),
-      resetOnRefCountZero: true,
-      resetOnComplete: true,
-      resetOnError: true,
-    }),
-  )
+  }).pipe(distinctUntilChanged(spec.same))
+  const { state$, holding$ } = sharedStates(states)
 
   return {
     state$,
-    holding$: state$.pipe(
-      map((state) => state.holding),
-      distinctUntilChanged(),
-    ),
+    holding$,
     lifecycle,
     close: async () => {
       closing.next(true)
       const results = await Promise.all(releases)
       releases.clear()
-      await ownClient?.close()
+      // When that was the last use of the default client, wait until its connections are closed.
+      await returned
       const failed = results.find(E.isLeft)
       if (failed && E.isLeft(failed)) {
         throw new SemaphoreError(

@@ -16,9 +16,8 @@ import {
   type ObservableInput,
   type OperatorFunction,
 } from 'rxjs'
-import { createConsulClient } from './consul/client.js'
-import type { ConsulClient } from './consul/client-api.js'
-import { taskLockLoss, type TaskLossReason } from './core/task-lock-loss.js'
+import { acquireDefaultClient, type DefaultClientLease } from './consul/default-client.js'
+import { taskLockLoss, type TaskLossReason } from './core/task-lock/task-lock-loss.js'
 import { sharedWatch } from './effects/shared-watch.js'
 import type { TaskKeyFinish } from './effects/task-lock-finish.js'
 import {
@@ -224,7 +223,12 @@ export function exclusive<T, R>(
       }
       const watchPrefix = options.watchPrefix === undefined ? undefined : resolved.prefix
       const scheduler = options.scheduler ?? asyncScheduler
-      const client: ConsulClient = options.consul ?? createConsulClient()
+      // Without a client of its own, the subscription holds the process's default client until its
+      // task locks are given back.
+      const { client, release }: DefaultClientLease =
+        options.consul === undefined
+          ? acquireDefaultClient()
+          : { client: options.consul, release: () => Promise.resolve() }
       const locks = new TaskLockSession({ ...resolved, client, scheduler })
       const onDone = options.onDone ?? 'release'
 
@@ -344,7 +348,7 @@ export function exclusive<T, R>(
           void locks
             .close()
             .then(async (closed) => {
-              if (options.consul === undefined) await client.close()
+              await release()
               options.onClosed?.(closedReport(closed))
             })
             // onClosed threw: nothing is left to clean, and nobody to tell.

@@ -3,7 +3,7 @@
  *
  * @packageDocumentation
  */
-export { SEMAPHORE_FLAGS, LOCK_FLAGS } from './consul/flags.js'
+export { SEMAPHORE_FLAGS, LOCK_FLAGS, CONTENDER_FLAGS, HOLDER_FLAGS } from './consul/flags.js'
 export type { KVEntry, KVSnapshot, WatchEvent } from './consul/types.js'
 export type { ConsulError } from './consul/errors.js'
 export { isTransient } from './consul/errors.js'
@@ -49,22 +49,22 @@ export type {
   SemaphoreView,
   TransitionReason,
 } from './core/events.js'
-export { decide, type DecideOptions } from './core/decide.js'
-export { lockKey } from './core/lock-key.js'
-export { contenderKey } from './core/contender-key.js'
-export { decodeLock } from './core/decode-lock.js'
-export { encodeLock } from './core/encode-lock.js'
-export type { LockRecord } from './core/lock-record.js'
-export { isPrefixProblem } from './core/is-prefix-problem.js'
-export { leaseDeadline, type LeaseMargin } from './core/lease-deadline.js'
+export { decide, type DecideOptions } from './core/semaphore/decide.js'
+export { lockKey } from './core/keys/lock-key.js'
+export { contenderKey } from './core/keys/contender-key.js'
+export { decodeLock } from './core/lock-body/decode-lock.js'
+export { encodeLock } from './core/lock-body/encode-lock.js'
+export type { LockRecord } from './core/lock-body/lock-record.js'
+export { isPrefixProblem } from './core/contender/is-prefix-problem.js'
+export { leaseDeadline, type LeaseMargin } from './core/contender/lease-deadline.js'
 export type {
   ContenderAction,
   ContenderState,
   ContenderStateOptions,
-} from './core/contender-state-model.js'
-export { contenderState } from './core/contender-state.js'
-export { holding } from './core/holding.js'
-export { releaseLock, type ReleaseDecision } from './core/release-lock.js'
+} from './core/contender/contender-state-model.js'
+export { contenderState } from './core/contender/contender-state.js'
+export { holding } from './core/contender/holding.js'
+export { releaseLock, type ReleaseDecision } from './core/lock-body/release-lock.js'
 export { semaphore, type Semaphore, type SemaphoreState } from './semaphore.js'
 export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
 export type { ContenderOptions, SemaphoreOptions, Duration } from './options/contender-options.js'
@@ -80,8 +80,8 @@ export {
   readLockLeader,
   type DecideLockOptions,
   type LockLeader,
-} from './core/decide-lock.js'
-export type { DecideStep } from './core/contender-state-model.js'
+} from './core/single-key-lock/decide-lock.js'
+export type { DecideStep } from './core/contender/contender-state-model.js'
 export { tryAcquire, tryLead } from './try-acquire.js'
 export {
   exclusive,
@@ -90,4 +90,4 @@ export {
   type ExclusiveClosed,
 } from './exclusive.js'
 export type { TaskKeyFinish } from './effects/task-lock-finish.js'
-export type { TaskLossReason } from './core/task-lock-loss.js'
+export type { TaskLossReason } from './core/task-lock/task-lock-loss.js'

@@ -10,10 +10,11 @@ import {
   throwError,
   type Observable,
 } from 'rxjs'
+import { closeOnDispose } from './close-on-dispose.js'
 import { contenderHandle } from './contender-handle.js'
 import { SEMAPHORE_FLAGS } from './consul/flags.js'
-import type { ContenderState } from './core/contender-state-model.js'
-import { lockDecider, readLockLeader, type LockLeader } from './core/decide-lock.js'
+import type { ContenderState } from './core/contender/contender-state-model.js'
+import { lockDecider, readLockLeader, type LockLeader } from './core/single-key-lock/decide-lock.js'
 import type { PrefixProblem, TransitionReason } from './core/events.js'
 import { contend, type ContenderProtocol } from './effects/contend.js'
 import { lockAcquirer } from './effects/lock-acquire.js'
@@ -104,6 +105,11 @@ export interface LeaderElection {
    * if it could not be cleaned. Subscriptions complete; the object cannot contend again.
    */
   close(): Promise<void>
+  /**
+   * Calls `close()`, so that `await using election = leaderElection(...)` steps down when the
+   * scope ends. Present where the runtime defines `Symbol.asyncDispose` (Node 20.4 and later).
+   */
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 /**
@@ -212,9 +218,9 @@ export function leaderElection(
   const leader$ = defer(() => {
     if (closing.value) return of<LockLeader | null>()
     const resolved = resolveContenderOptions(options, 'rx-consul-semaphore leader')
-    return lockLeader(lifecycle.client(), resolved.prefix, { waitMs: resolved.watchWaitMs }).pipe(
-      takeUntil(closing.pipe(filter(Boolean))),
-    )
+    return lifecycle
+      .withClient((client) => lockLeader(client, resolved.prefix, { waitMs: resolved.watchWaitMs }))
+      .pipe(takeUntil(closing.pipe(filter(Boolean))))
   }).pipe(
     catchError((error: unknown) => throwError(() => toSemaphoreError(error))),
     share({
@@ -225,7 +231,7 @@ export function leaderElection(
     }),
   )
 
-  return { state$, holding$, leader$, close }
+  return closeOnDispose({ state$, holding$, leader$, close })
 }
 
 /** The SemaphoreError for a prefix problem of the lock (only Conflict can arise). */

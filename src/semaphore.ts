@@ -1,6 +1,7 @@
 import { map, type Observable } from 'rxjs'
+import { closeOnDispose } from './close-on-dispose.js'
 import { contenderHandle } from './contender-handle.js'
-import type { ContenderState } from './core/contender-state-model.js'
+import type { ContenderState } from './core/contender/contender-state-model.js'
 import type { RankedContender, TransitionReason } from './core/events.js'
 import { contend } from './effects/contend.js'
 import {
@@ -35,11 +36,19 @@ export interface SemaphoreState {
    * the guarded resource so that it can refuse writes from a holder that was replaced.
    */
   readonly fencingToken: bigint | undefined
-  /** The live holders listed in `.lock`. */
+  /**
+   * The live holders listed in `.lock`. Like `waiting` and `rank`, as of the last snapshot this
+   * contender decided on: every snapshot for a holder and for the first two in line; for a waiter
+   * further back, a snapshot when it moves (the waiter ahead of it took a slot or left), and,
+   * while its process watches the whole prefix anyway, at most every 1 to 2 s.
+   */
   readonly holders: readonly string[]
-  /** Contenders waiting for a slot, in the order they will be served. */
+  /** Contenders waiting for a slot, in the order they will be served (see `holders` for when). */
   readonly waiting: readonly RankedContender[]
-  /** This contender's place among `waiting` (0 = next), or undefined when not waiting. */
+  /**
+   * This contender's place among `waiting` (0 = next), or undefined when not waiting. Exact for
+   * the first two in line; further back it is updated when the contender moves (see `holders`).
+   */
   readonly rank: number | undefined
   /** The slot limit from the options. */
   readonly limit: number
@@ -73,25 +82,34 @@ export interface Semaphore {
    * TTL). Subscriptions complete; the object cannot contend again.
    */
   close(): Promise<void>
+  /**
+   * Calls `close()`, so that `await using sem = semaphore(...)` releases when the scope ends.
+   * Present where the runtime defines `Symbol.asyncDispose` (Node 20.4 and later).
+   */
+  [Symbol.asyncDispose](): Promise<void>
 }
 
 export function toSemaphoreState(core: ContenderState, limit: number): SemaphoreState {
   const session = core.session
   const listed = core.view?.liveHolders ?? []
+  const queue = core.view?.waiting ?? []
   // A won CAS answers before the watch shows it: show this session as a holder from that moment.
   const promoted = core.holding && session !== undefined && !listed.includes(session)
-  const holders = promoted ? [...listed, session] : listed
-  const waiting = (core.view?.waiting ?? []).filter((c) => !promoted || c.session !== session)
-  const rank = waiting.findIndex((contender) => contender.session === session)
+  const decision = core.decision
+  // The arrays are the prefix's shared view (the same for every contender of the prefix): they
+  // are copied only in the rare promoted case, never per contender per snapshot.
   return {
     holding: core.holding,
     reason: core.reason,
     session,
-    contending: core.decision !== undefined && core.decision.type !== 'NotContending',
+    contending: decision !== undefined && decision.type !== 'NotContending',
     fencingToken: core.holding ? core.fencingToken : undefined,
-    holders,
-    waiting,
-    rank: rank < 0 ? undefined : rank,
+    holders: promoted ? [...listed, session] : listed,
+    waiting: promoted ? queue.filter((c) => c.session !== session) : queue,
+    rank:
+      !promoted && (decision?.type === 'Wait' || decision?.type === 'TryAcquire')
+        ? decision.rank
+        : undefined,
     limit,
     connected: core.connected,
   }
@@ -160,7 +178,7 @@ export function semaphore(
     dropped: lostOnError,
     releaseFailedHint: 'The session expires by its TTL and other contenders then prune it.',
   })
-  return { state$, holding$, close }
+  return closeOnDispose({ state$, holding$, close })
 }
 
 function lostOnError(last: SemaphoreState): SemaphoreState {
@@ -176,9 +194,12 @@ function sameState(a: SemaphoreState, b: SemaphoreState): boolean {
     a.fencingToken === b.fencingToken &&
     a.rank === b.rank &&
     a.connected === b.connected &&
-    a.holders.length === b.holders.length &&
-    a.holders.every((h, i) => h === b.holders[i]) &&
-    a.waiting.length === b.waiting.length &&
-    a.waiting.every((w, i) => w.session === b.waiting[i]?.session)
+    sameSessions(a.holders, b.holders, (h) => h) &&
+    sameSessions(a.waiting, b.waiting, (w) => w.session)
   )
+}
+
+/** The shared view reuses unchanged arrays, so the element-wise look is rarely needed. */
+function sameSessions<T>(a: readonly T[], b: readonly T[], id: (item: T) => string): boolean {
+  return a === b || (a.length === b.length && a.every((item, i) => id(item) === id(b[i] as T)))
 }

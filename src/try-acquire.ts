@@ -1,4 +1,5 @@
 import type { Observable, Subscription } from 'rxjs'
+import { closeOnDispose } from './close-on-dispose.js'
 import {
   leaderElection,
   type LeaderElection,
@@ -88,7 +89,8 @@ async function settleTry<C extends Contender>(contender: C): Promise<C | null> {
     await contender.close()
     return null
   }
-  return {
+  // The spread leaves out the contender's dispose method, which would skip the unsubscribe.
+  return closeOnDispose({
     ...contender,
     async close() {
       try {
@@ -97,5 +99,5 @@ async function settleTry<C extends Contender>(contender: C): Promise<C | null> {
         keeper?.unsubscribe()
       }
     },
-  }
+  })
 }

@@ -7,7 +7,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../consul/client-api.js'
 import type { ConsulError } from '../consul/errors.js'
-import { lockKey } from '../core/lock-key.js'
+import { lockKey } from '../core/keys/lock-key.js'
 
 /**
  * Reads `<prefix>/.lock` once.

@@ -298,6 +298,12 @@ export interface WatchOptions {
   readonly minIntervalMs?: number
   /** Source of the backoff jitter, in [0, 1); default Math.random. */
   readonly random?: () => number
+  /**
+   * The index of a snapshot the caller already has (at least 1): the first request blocks on it
+   * instead of reading at once, and only a later index is emitted. Default: none, so the first
+   * answer is read without blocking and emitted whatever its index.
+   */
+  readonly startIndex?: bigint
 }
 
 /**

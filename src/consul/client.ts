@@ -38,7 +38,14 @@ export interface ConsulHttpClient extends ConsulClient {
  * ```
  */
 export function createConsulClient(config: ConsulClientConfig = {}): ConsulHttpClient {
-  const resolved = resolveConfig(config)
+  return clientForConfig(resolveConfig(config))
+}
+
+/**
+ * @internal The client of an already resolved configuration (for the shared default client, which
+ * keys its registry on the same resolution the client then runs on).
+ */
+export function clientForConfig(resolved: ResolvedConfig): ConsulHttpClient {
   const transport = createTransport(resolved)
   const kv = { ...createKv(transport), txn: createTxn(transport) }
   const { token: _token, basicAuth: _basicAuth, tls: _tls, ...visible } = resolved

@@ -24,3 +24,32 @@ export const SEMAPHORE_FLAGS = 0xe0f69a2baa414de0n
  * ```
  */
 export const LOCK_FLAGS = 0x2ddccbc058a50c18n
+
+/**
+ * Flags on the contender key of a semaphore contender of this library: the semaphore's plus one.
+ * They say "hand me a slot directly": a holder of this library that releases may name such a
+ * waiter holder in its own release (docs/interop.md). Consul's Go client reads only `.lock`'s
+ * flags, so it queues, prunes and acquires beside these keys as beside its own.
+ *
+ * @example
+ * ```ts
+ * const heir = snapshot.entries.find((e) => e.key === contenderKey(prefix, waiter))
+ * if (heir?.flags === CONTENDER_FLAGS) console.log(waiter, 'runs rx-consul-semaphore')
+ * ```
+ */
+export const CONTENDER_FLAGS = SEMAPHORE_FLAGS + 1n
+
+/**
+ * Flags that the write making a contender of this library a holder puts on its contender key: the
+ * semaphore's plus two. Its own CAS of `.lock` and a release that hands it the slot both rewrite
+ * the key in the same transaction, so the key's ModifyIndex is the index of that write, which is
+ * also the `.lock` ModifyIndex that made it a holder: its fencing token. The rewrite also wakes a
+ * waiter that long-polls this key, the next in line (docs/design.md, "Waiting").
+ *
+ * @example
+ * ```ts
+ * const own = snapshot.entries.find((e) => e.key === contenderKey(prefix, session))
+ * if (own?.flags === HOLDER_FLAGS) console.log('holder since index', own.modifyIndex)
+ * ```
+ */
+export const HOLDER_FLAGS = SEMAPHORE_FLAGS + 2n

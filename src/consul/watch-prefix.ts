@@ -91,12 +91,14 @@ export function watchPrefix(
 
     const abort = new AbortController()
     let pending: Subscription | undefined
-    /** Index of the last emitted snapshot. */
-    let emittedIndex: bigint | undefined
+    const start =
+      options.startIndex !== undefined && options.startIndex >= 1n ? options.startIndex : undefined
+    /** Index of the last emitted snapshot (the caller's own, given as startIndex). */
+    let emittedIndex: bigint | undefined = start
     /** Emit the next answer whatever its index (first read, after a disconnect or a reset). */
-    let mustEmit = true
+    let mustEmit = start === undefined
     /** Index to block on; undefined means the next read does not block (never index=0). */
-    let blockOn: bigint | undefined
+    let blockOn: bigint | undefined = start
     let failuresInRow = 0
     let lastStart = Number.NEGATIVE_INFINITY
     // Token bucket for polls that follow progress (the index moved): a burst of changes, such as a

@@ -135,6 +135,12 @@ export type Decision =
       readonly type: 'Held'
       /** The prefix as decided on. */
       readonly view: SemaphoreView
+      /**
+       * The index of the write that made this contender a holder, read from its own contender
+       * key (HOLDER_FLAGS): its CAS, or the release that handed it the slot. The fencing token of
+       * the tenure, however many later writes the snapshot also shows.
+       */
+      readonly acquiredAt?: bigint | undefined
     }
   /** Write `body` to `.lock` with `?cas=<cas>` (0n: create) and the semaphore flags. */
   | {
@@ -146,6 +152,8 @@ export type Decision =
       readonly body: Uint8Array
       /** ModifyIndex `.lock` must still have (uint64 as bigint); 0n: create it. */
       readonly cas: bigint
+      /** This contender's place among the waiters, when it is ranked (semaphore only). */
+      readonly rank?: number | undefined
     }
   /** Not a holder and not this contender's turn: wait for the next snapshot. */
   | {

@@ -2,7 +2,6 @@ import * as E from 'fp-ts/lib/Either.js'
 import {
   EMPTY,
   asyncScheduler,
-  concat,
   connect,
   defer,
   distinctUntilChanged,
@@ -28,19 +27,26 @@ import {
 } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
 import { isTransient, type ConsulError } from '../consul/errors.js'
-import type { KVSnapshot } from '../consul/types.js'
-import type { ContenderAction, ContenderState, DecideStep } from '../core/contender-state-model.js'
-import { contenderState } from '../core/contender-state.js'
-import { decide } from '../core/decide.js'
+import type { KVSnapshot, WatchEvent } from '../consul/types.js'
+import type {
+  ContenderAction,
+  ContenderState,
+  DecideStep,
+} from '../core/contender/contender-state-model.js'
+import { contenderState } from '../core/contender/contender-state.js'
 import type { ContenderEvent, PrefixProblem } from '../core/events.js'
-import { tryOnceRefused } from '../core/try-once-refused.js'
+import { tryOnceRefused } from '../core/contender/try-once-refused.js'
+import { waiterSnapshots } from '../core/semaphore/waiter-snapshots.js'
 import { problemError, toSemaphoreError, type SemaphoreError } from '../errors.js'
 import type { ResolvedContenderOptions } from '../options/contender-options.js'
+import { afterEach } from './after-each.js'
 import { isConsulError } from './call-policy.js'
 import { fromCall } from './from-call.js'
 import { performAction } from './perform-action.js'
 import { releaseSlot } from './release-slot.js'
 import { sessionLease } from './session-lease.js'
+import { sharedDecide } from './shared-decide.js'
+import { queueWatch } from './queue-watch.js'
 import { sharedWatch } from './shared-watch.js'
 
 /**
@@ -72,6 +78,12 @@ export interface ContenderProtocol {
   ) => Promise<E.Either<ConsulError, void>>
   /** The public error for a prefix problem the core found. */
   readonly problemError: (problem: PrefixProblem) => SemaphoreError
+  /**
+   * The prefix's watch events this contender's state machine runs on. Default: every event of the
+   * prefix watch the process shares (`sharedWatch`). The semaphore's is herd-free across
+   * processes (`queueWatch`) and within one (`waiterSnapshots`).
+   */
+  readonly watch?: (session: string) => Observable<WatchEvent>
 }
 
 export interface ContendOptions extends ResolvedContenderOptions {
@@ -84,7 +96,10 @@ export interface ContendOptions extends ResolvedContenderOptions {
   /** Receives each release this contender starts in the background, so close() can await it. */
   readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
   readonly scheduler?: SchedulerLike | undefined
-  /** Default: the semaphore's (`decide`, `performAction`, `releaseSlot`, 'delete' sessions). */
+  /**
+   * Default: the semaphore's (`decide` shared per prefix, the queue watch, `performAction`,
+   * `releaseSlot`, 'delete' sessions).
+   */
   readonly protocol?: ContenderProtocol | undefined
   /**
    * Try once (`tryAcquire`, `tryLead`): until it first holds, the contender gives up at the first
@@ -94,12 +109,30 @@ export interface ContendOptions extends ResolvedContenderOptions {
   readonly tryOnce?: boolean | undefined
 }
 
+/** How often a waiter far back in the queue gets a snapshot that changes nothing for it (ms). */
+const WAITER_REFRESH_MS = 1000
+
 /** The semaphore's protocol: Consul's semaphore algorithm, as `consul lock -n <limit>` runs it. */
 function semaphoreProtocol(options: ContendOptions): ContenderProtocol {
   const { client, prefix, limit } = options
+  const decide = sharedDecide(client, prefix)
   return {
     behavior: 'delete',
     decide,
+    watch: (session) => {
+      const local = { session, limit, fairness: options.fairness }
+      const watchOptions = { waitMs: options.watchWaitMs, scheduler: options.scheduler, decide }
+      return queueWatch(client, prefix, local, watchOptions).pipe(
+        waiterSnapshots({
+          prefix,
+          ...local,
+          decide,
+          // 1 to 2 s, so that a thousand waiters of a process do not all refresh on one snapshot.
+          refreshMs: WAITER_REFRESH_MS * (1 + Math.random()),
+          scheduler: options.scheduler,
+        }),
+      )
+    },
     performer: (session) => (action) =>
       performAction(action, {
         client,
@@ -166,7 +199,8 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
           sentAt: createdAt,
         }),
         sessionLease({ client, session, ttlMs: options.ttlMs, createdAt, scheduler }),
-        sharedWatch(client, `${prefix}/`, { waitMs: options.watchWaitMs, scheduler }),
+        protocol.watch?.(session) ??
+          sharedWatch(client, `${prefix}/`, { waitMs: options.watchWaitMs, scheduler }),
         feedback,
         closing.pipe(
           filter(Boolean),
@@ -205,17 +239,14 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
           (state) => state.retired === undefined && state.problem === undefined && !gaveUp,
           true,
         ),
-        mergeMap((state) => {
-          const { problem } = state
-          if (problem)
-            return concat(
-              of(state),
-              throwError(() => protocol.problemError(problem)),
-            )
-          // Released on request: tell every subscriber first (holding false), then give the slot
-          // back at once, before the teardown of the watch and the lease delays the handover.
-          if (state.retired === 'released') return concat(of(state), defer(releaseOnce))
-          return of(state)
+        // Each state passes on as it is; the last one of a run then ends it: a prefix problem
+        // becomes the error, and a requested release starts right after every subscriber heard
+        // holding false, before the teardown of the watch and the lease delays the handover.
+        // (An operator rather than mergeMap: no inner subscription per state, which a thousand
+        // contenders of a prefix would pay on every snapshot.)
+        afterEach((state) => {
+          if (state.problem) throw protocol.problemError(state.problem)
+          if (state.retired === 'released') releaseOnce()
         }),
         finalize(releaseOnce),
       )

@@ -1,7 +1,7 @@
 import { distinctUntilChanged, filter, map, type Observable } from 'rxjs'
 import type { ConsulClient, WatchOptions } from '../consul/client-api.js'
 import type { WatchEvent } from '../consul/types.js'
-import { readLockLeader, type LockLeader } from '../core/decide-lock.js'
+import { readLockLeader, type LockLeader } from '../core/single-key-lock/decide-lock.js'
 import { sharedWatch } from './shared-watch.js'
 
 /**

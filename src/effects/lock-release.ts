@@ -2,7 +2,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../consul/client-api.js'
 import type { ConsulError } from '../consul/errors.js'
 import { LOCK_FLAGS } from '../consul/flags.js'
-import { lockKey } from '../core/lock-key.js'
+import { lockKey } from '../core/keys/lock-key.js'
 import { withTransientRetries } from './call-policy.js'
 
 export interface LockReleaseOptions {

@@ -9,13 +9,24 @@ import {
 } from 'rxjs'
 import { catchError, mergeMap } from 'rxjs/operators'
 import type { ConsulClient } from '../consul/client-api.js'
-import { SEMAPHORE_FLAGS } from '../consul/flags.js'
-import type { ContenderAction } from '../core/contender-state-model.js'
-import { contenderKey } from '../core/contender-key.js'
-import { lockKey } from '../core/lock-key.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../consul/flags.js'
+import type { KVEntry } from '../consul/types.js'
+import type { ContenderAction } from '../core/contender/contender-state-model.js'
+import { contenderKey } from '../core/keys/contender-key.js'
+import { lockKey } from '../core/keys/lock-key.js'
 import type { ContenderEvent } from '../core/events.js'
 import { isConsulError, isSessionInvalid, orThrow, retryTransient } from './call-policy.js'
 import { fromCall } from './from-call.js'
+
+const utf8 = new TextEncoder()
+
+/**
+ * The index `.lock` was written at, from a committed transaction's results (the check-session
+ * result carries the key's earlier index, so pick `.lock`'s own).
+ */
+function writtenIndex(results: readonly KVEntry[], key: string): bigint | undefined {
+  return results.find((entry) => entry.key === key)?.modifyIndex
+}
 
 export interface PerformOptions {
   readonly client: ConsulClient
@@ -29,9 +40,10 @@ export interface PerformOptions {
 /**
  * Makes the write the core asked for and reports its answer as a ContenderEvent:
  *
- * - `TryAcquire`: a transaction with one `cas` on `.lock` (so that the answer carries the
- *   ModifyIndex written: the fencing token) → `cas-result`;
- * - `NotContending`: `?acquire=<session>` on the contender key with the semaphore flags → nothing
+ * - `TryAcquire`: a transaction that, while this session still locks its contender key, CASes
+ *   `.lock` and rewrites the key with HOLDER_FLAGS (the answer carries the index written: the
+ *   fencing token) → `cas-result`;
+ * - `NotContending`: `?acquire=<session>` on the contender key with CONTENDER_FLAGS → nothing
  *   (the next snapshot shows the key), or `session-gone` when Consul no longer has the session.
  *
  * Transient failures are retried a few times with backoff; the caller cancels the attempt (and
@@ -57,9 +69,12 @@ export function performAction(
   const scheduler = options.scheduler ?? asyncScheduler
   if (action.type === 'TryAcquire') {
     const holders = [...action.view.liveHolders, session]
+    const ownKey = contenderKey(prefix, session)
     return fromCall((signal) =>
       client.kv.txn(
         [
+          // Only while this session still locks its key: never recreate a key Consul deleted.
+          { verb: 'check-session', key: ownKey, session },
           {
             verb: 'cas',
             key: lockKey(prefix),
@@ -67,6 +82,9 @@ export function performAction(
             flags: SEMAPHORE_FLAGS,
             index: action.cas,
           },
+          // The same write marks the key (the lock stays): its index is the fencing token, and
+          // the waiter behind, which may long-poll this key, wakes.
+          { verb: 'set', key: ownKey, value: utf8.encode(options.value), flags: HOLDER_FLAGS },
         ],
         { signal },
       ),
@@ -76,7 +94,12 @@ export function performAction(
       mergeMap((result) =>
         of<ContenderEvent>(
           result.committed
-            ? { type: 'cas-result', ok: true, holders, modifyIndex: result.results[0]?.modifyIndex }
+            ? {
+                type: 'cas-result',
+                ok: true,
+                holders,
+                modifyIndex: writtenIndex(result.results, lockKey(prefix)),
+              }
             : { type: 'cas-result', ok: false, holders },
         ),
       ),
@@ -85,7 +108,8 @@ export function performAction(
   const acquireKey: Observable<ContenderEvent> = fromCall((signal) =>
     client.kv.put(contenderKey(prefix, session), options.value, {
       acquire: session,
-      flags: SEMAPHORE_FLAGS,
+      // The semaphore's flags plus one: "this contender takes a slot handed to it directly".
+      flags: CONTENDER_FLAGS,
       signal,
     }),
   ).pipe(

@@ -1,12 +1,13 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { ConsulClient } from '../consul/client-api.js'
+import type { ConsulClient, TxnOp } from '../consul/client-api.js'
 import type { ConsulError } from '../consul/errors.js'
-import type { KVSnapshot } from '../consul/types.js'
-import { SEMAPHORE_FLAGS } from '../consul/flags.js'
-import { contenderKey } from '../core/contender-key.js'
-import { lockKey } from '../core/lock-key.js'
-import { releaseLock, type ReleaseDecision } from '../core/release-lock.js'
+import type { KVEntry, KVSnapshot } from '../consul/types.js'
+import { HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../consul/flags.js'
+import { contenderKey } from '../core/keys/contender-key.js'
+import { lockKey } from '../core/keys/lock-key.js'
+import { releaseLock, type ReleaseDecision } from '../core/lock-body/release-lock.js'
+import { handOffAgain, handOffLock, type HandOff } from '../core/semaphore/hand-off.js'
 import { withTransientRetries } from './call-policy.js'
 
 export interface ReleaseSlotOptions {
@@ -31,6 +32,14 @@ export interface ReleaseSlotOptions {
  * A `.lock` that does not list the session (a waiter), or that this library must not write
  * (conflict, corrupt), only loses the contender key.
  *
+ * When the hint lists the session and the first waiter in line runs this library, the same
+ * transaction hands it the slot instead (`handOffLock`): `.lock` names the waiter in place of this
+ * holder, guarded by a check that the waiter still locks its key, and the waiter's key is
+ * rewritten with HOLDER_FLAGS. A handover is then one write and one wake-up, and no waiter races
+ * for the slot. If its CAS loses (`.lock` moved), the hand-off is tried again from `.lock` as read
+ * now (`handOffAgain`); if the waiter left or was served meanwhile, the release goes on the plain
+ * way.
+ *
  * Under heavy churn the CAS can lose again and again; attempts after the first wait a few
  * jittered milliseconds so that writers stop colliding in step. If every attempt loses, the
  * session is destroyed all the same, which is a complete release by other means: Consul deletes
@@ -52,15 +61,40 @@ export async function releaseSlot(
   const ownKey = contenderKey(prefix, session)
   let released = false
   let failed: ConsulError | undefined
+  // The release only reads `.lock`: after a lost CAS, get that one key, not the whole prefix
+  // (with a thousand contenders the listing is a thousand entries to send and decode).
+  const readLockEntry = () => withTransientRetries(client.kv.get(lockKey(prefix)))
   const read = async (): Promise<E.Either<ConsulError, ReleaseDecision>> =>
-    E.map((snapshot: KVSnapshot) => releaseLock(snapshot, { prefix, session, limit }))(
-      await withTransientRetries(client.kv.list(`${prefix}/`)),
-    )
+    E.map((entry: KVEntry | null) =>
+      releaseLock(
+        { index: entry?.modifyIndex ?? 0n, entries: entry === null ? [] : [entry] },
+        { prefix, session, limit },
+      ),
+    )(await readLockEntry())
+  // A hint that lists the session and names a waiter of this library first in line: hand it the
+  // slot in the release's own transaction. If that rolls back, release the plain way from a read.
+  const attempts = options.attempts ?? 10
+  const offered = options.hint && handOffLock(options.hint, { prefix, session, limit })
+  let handOff = offered
+  // A lost CAS (another holder wrote `.lock` since the hint) is tried again from `.lock` as read
+  // now, to the same heir; a heir that left, or that another release already served, ends it.
+  for (let attempt = 0; handOff && attempt < attempts && !released && !failed; attempt++) {
+    if (attempt > 0) await pauseBeforeRetry(attempt)
+    const handed = await withTransientRetries(client.kv.txn(handOffOps(prefix, ownKey, handOff)))
+    if (E.isLeft(handed)) failed = handed.left
+    else if (handed.right.committed) released = true
+    else if (handed.right.errors.some((e) => e.opIndex === 0)) handOff = undefined
+    else {
+      const now = await readLockEntry()
+      if (E.isLeft(now)) failed = now.left
+      else handOff = handOffAgain(now.right ?? undefined, { prefix, session, limit }, handOff)
+    }
+  }
   // Only a hint that says "write" is used: one that says "not listed" may predate our own CAS.
-  const hinted = options.hint && releaseLock(options.hint, { prefix, session, limit })
-  let first = hinted?.type === 'WriteRelease' ? E.right(hinted) : undefined
-  for (let attempt = 0; attempt < (options.attempts ?? 10) && !released; attempt++) {
-    if (attempt > 0) await sleep(Math.random() * Math.min(50, 5 * 2 ** (attempt - 1)))
+  const hinted = !offered && options.hint && releaseLock(options.hint, { prefix, session, limit })
+  let first = hinted && hinted.type === 'WriteRelease' ? E.right(hinted) : undefined
+  for (let attempt = 0; attempt < attempts && !released && !failed; attempt++) {
+    if (attempt > 0) await pauseBeforeRetry(attempt)
     const decided = first ?? (await read())
     first = undefined
     if (E.isLeft(decided)) {
@@ -101,4 +135,29 @@ export async function releaseSlot(
   if (failed !== undefined) return E.left(failed)
   // Released, or (every CAS lost) destroyed with its key: either way the slot is free.
   return E.isLeft(destroyed) ? destroyed : E.right(undefined)
+}
+
+/** A few jittered milliseconds before attempt n (n ≥ 1), so that writers stop colliding in step. */
+const pauseBeforeRetry = (attempt: number): Promise<void> =>
+  sleep(Math.random() * Math.min(50, 5 * 2 ** (attempt - 1)))
+
+/**
+ * The hand-off transaction: the heir still locks its key, `.lock` moves from this holder to the
+ * heir, this holder's key goes, and the heir's key is rewritten (same value, HOLDER_FLAGS; the
+ * write keeps its lock) so that the heir learns the hand-off's index from its own key.
+ */
+function handOffOps(prefix: string, ownKey: string, handOff: HandOff): TxnOp[] {
+  const heirKey = handOff.heirEntry.key
+  return [
+    { verb: 'check-session', key: heirKey, session: handOff.heir },
+    {
+      verb: 'cas',
+      key: lockKey(prefix),
+      value: handOff.body,
+      flags: SEMAPHORE_FLAGS,
+      index: handOff.cas,
+    },
+    { verb: 'delete', key: ownKey },
+    { verb: 'set', key: heirKey, value: handOff.heirEntry.value, flags: HOLDER_FLAGS },
+  ]
 }

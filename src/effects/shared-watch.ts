@@ -1,8 +1,9 @@
-import { ReplaySubject, share, type Observable } from 'rxjs'
+import { ReplaySubject, share, type MonoTypeOperatorFunction, type Observable } from 'rxjs'
 import type { ConsulClient, WatchOptions } from '../consul/client-api.js'
 import type { WatchEvent } from '../consul/types.js'
+import { perClientPrefix } from './per-client-prefix.js'
 
-const watches = new WeakMap<ConsulClient, Map<string, Observable<WatchEvent>>>()
+const watches = perClientPrefix<Observable<WatchEvent>>()
 
 /**
  * The one blocking-query watch of `prefix` on `client` that every contender of this process shares,
@@ -27,19 +28,23 @@ export function sharedWatch(
   prefix: string,
   options: WatchOptions = {},
 ): Observable<WatchEvent> {
-  let byPrefix = watches.get(client)
-  if (!byPrefix) watches.set(client, (byPrefix = new Map<string, Observable<WatchEvent>>()))
-  let watch = byPrefix.get(prefix)
-  if (!watch) {
-    watch = client.watchPrefix(prefix, options).pipe(
-      share({
-        connector: () => new ReplaySubject<WatchEvent>(2),
-        resetOnRefCountZero: true,
-        resetOnError: true,
-        resetOnComplete: true,
-      }),
-    )
-    byPrefix.set(prefix, watch)
-  }
-  return watch
+  return watches(client, prefix, () => client.watchPrefix(prefix, options).pipe(shareWatchEvents()))
+}
+
+/**
+ * Shares watch events the way every shared watch does: the long poll runs while someone is
+ * subscribed, and a late subscriber gets the last two events (the latest snapshot and, when the
+ * watch is failing now, the `disconnected` after it).
+ *
+ * @example
+ * client.watchPrefix(prefix).pipe(shareWatchEvents())
+ * @returns The sharing operator.
+ */
+export function shareWatchEvents(): MonoTypeOperatorFunction<WatchEvent> {
+  return share({
+    connector: () => new ReplaySubject<WatchEvent>(2),
+    resetOnRefCountZero: true,
+    resetOnError: true,
+    resetOnComplete: true,
+  })
 }

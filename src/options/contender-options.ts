@@ -32,7 +32,10 @@ export type Duration = string | number
 export interface ContenderOptions {
   /** The KV prefix all contenders agree on, e.g. 'service/db/lock'. A trailing '/' is dropped. */
   readonly prefix: string
-  /** A Consul client (`createConsulClient(...)`); default one built from the CONSUL_* variables. */
+  /**
+   * A Consul client (`createConsulClient(...)`), never closed by the library. Default: the
+   * process's shared client for the CONSUL_* variables, closed once no contender uses it.
+   */
   readonly consul?: ConsulClient
   /** Session TTL, 10s to 24h. Default '15s'. */
   readonly ttl?: Duration

@@ -1,6 +1,7 @@
 // `rxsem run` end to end: a real process against the real agent, its exit statuses, its child's
 // process group and environment, and what it leaves in Consul.
 import assert from 'node:assert/strict'
+import { randomUUID } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -445,6 +446,42 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       `${prefix}/corrupt/.lock`,
       `${prefix}/limit/.lock`,
     ])
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('exits 1 with one line, runs nothing and leaves .lock as it was when a holder map value is not a boolean', async () => {
+    // consul lock -n 2 refuses this body too ("lock decoding failed"): Go reads Holders as
+    // map[string]bool.
+    const prefix = uniquePrefix('cli-map-value')
+    const marker = file('started')
+    const holder = randomUUID()
+    const name = `cli-map-value ${prefix}`
+    await putRaw(
+      consul.url,
+      `${prefix}/.lock`,
+      `{"Limit":2,"Holders":{"${holder}":1}}`,
+      `flags=${SEMAPHORE_FLAGS}`,
+    )
+    const before = await listPrefix(consul.url, prefix)
+    const result = await cli([
+      'run',
+      ...['--prefix', prefix, '--limit', '2', '--name', name],
+      ...['--shell', '--', `touch ${marker}`],
+    ])
+    assert.equal(result.code, 1, result.stderr)
+    assert.equal(result.stdout, '')
+    assert.equal(result.stderr.trimEnd().split('\n').length, 1, `one line: ${result.stderr}`)
+    assert.match(
+      result.stderr,
+      new RegExp(
+        `^rxsem: corrupt lock: ${prefix}/\\.lock cannot be read: Holders: holder "${holder}" has a number value \\(1\\)`,
+      ),
+    )
+    assert.match(result.stderr, /map\[string\]bool/)
+    assert.match(result.stderr, /fix or delete it \(consul kv delete /)
+    assert.equal(existsSync(marker), false, 'the command was not run')
+    assert.deepEqual(await listPrefix(consul.url, prefix), before, '.lock left byte for byte')
+    assert.deepEqual(await sessionsNamed(consul.url, name), [])
     await deleteTree(consul.url, prefix)
   })
 

@@ -82,6 +82,25 @@ describe('watchPrefix', () => {
     }
   })
 
+  it('with startIndex, blocks on it from the first request and emits only a later snapshot', async () => {
+    const prefix = await seededPrefix()
+    const seen = await ok(direct.kv.list(`${prefix}/`))
+    proxy.resetCounts()
+    const watch = record(proxied.watchPrefix(`${prefix}/`, { waitMs: 250, startIndex: seen.index }))
+    try {
+      await until(() => proxy.requests().length >= 2, 'two polls')
+      for (const request of proxy.requests()) {
+        assert.equal(request.query, `recurse&index=${seen.index}&wait=250ms`)
+      }
+      assert.equal(watch.events.length, 0, 'the snapshot at startIndex is not emitted again')
+      await ok(direct.kv.put(`${prefix}/b`, '2'))
+      await until(() => watch.snapshots().length === 1, 'the snapshot after a put')
+      assert.ok((watch.snapshots()[0]?.index ?? 0n) > seen.index)
+    } finally {
+      watch.subscription.unsubscribe()
+    }
+  })
+
   it('emits nothing when a wait times out with the same index', async () => {
     const prefix = nextPrefix()
     await ok(direct.kv.put(`${prefix}/a`, '1'))

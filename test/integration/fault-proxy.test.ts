@@ -69,6 +69,24 @@ describe('the fault proxy', () => {
     await missing.arrayBuffer()
   })
 
+  it("records each forwarded answer's status, and its body when short (a CAS's true or false)", async () => {
+    const key = newKey('answers')
+    proxy.resetCounts()
+    await (await fetch(`${proxy.url}/v1/kv/${key}?cas=0`, { method: 'PUT', body: 'a' })).text()
+    await (await fetch(`${proxy.url}/v1/kv/${key}?cas=0`, { method: 'PUT', body: 'b' })).text()
+    await (await fetch(`${proxy.url}/v1/kv/${key}-absent`)).arrayBuffer()
+    await (await fetch(`${proxy.url}/v1/kv/${key}`)).arrayBuffer()
+    await until('every answer recorded', () =>
+      proxy.requests().every((r) => r.answer !== undefined),
+    )
+    const [won, lost, missing, read] = proxy.requests().map((r) => r.answer)
+    assert.equal(won?.status, 200)
+    assert.equal(won?.body?.trim(), 'true')
+    assert.equal(lost?.body?.trim(), 'false')
+    assert.equal(missing?.status, 404)
+    assert.equal(read?.status, 200)
+  })
+
   it('counts every request by method and path without the query string', async () => {
     const key = newKey('counted')
     await (await fetch(`${proxy.url}/v1/kv/${key}`, { method: 'PUT', body: 'x' })).text()

@@ -4,7 +4,13 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
-import { processGone, sharedAgent, startCluster, uniquePrefix } from '../support/consul-agent.js'
+import {
+  processGone,
+  sharedAgent,
+  startClientAgent,
+  startCluster,
+  uniquePrefix,
+} from '../support/consul-agent.js'
 import { descendants, killTree } from '../support/processes.js'
 
 interface RawEntry {
@@ -106,6 +112,45 @@ describe('the test harness', () => {
     }
     for (const s of cluster.servers) {
       assert.ok(s.pid !== undefined && (await processGone(s.pid)), `server ${s.node} still runs`)
+    }
+  })
+
+  it('starts client agents that join the cluster, forward to its servers, and stop', async () => {
+    const cluster = await startCluster(3)
+    const clients = []
+    try {
+      clients.push(await startClientAgent(cluster), await startClientAgent(cluster))
+      const leader = await cluster.leader()
+      const prefix = uniquePrefix('harness-client-agents')
+      for (const [i, client] of clients.entries()) {
+        const self = (await (await fetch(`${client.url}/v1/agent/self`)).json()) as {
+          Config: { Server: boolean }
+        }
+        assert.equal(self.Config.Server, false, 'a client agent, not a server')
+        const known = (await (await fetch(`${client.url}/v1/status/leader`)).json()) as string
+        assert.equal(known, `127.0.0.1:${leader.ports.server}`)
+        const put = await fetch(`${client.url}/v1/kv/${prefix}/${i}`, { method: 'PUT', body: 'x' })
+        assert.equal(await put.text(), 'true')
+      }
+      // Written through the client agents, read from the leader: the writes went to the servers.
+      const keys = (await (await fetch(`${leader.url}/v1/kv/${prefix}?keys`)).json()) as string[]
+      assert.deepEqual(keys.sort(), [`${prefix}/0`, `${prefix}/1`])
+      const members = (await (await fetch(`${leader.url}/v1/agent/members`)).json()) as {
+        Name: string
+        Status: number
+      }[]
+      for (const client of clients) {
+        assert.ok(
+          members.some((m) => m.Name === client.node && m.Status === 1),
+          client.node,
+        )
+      }
+    } finally {
+      await Promise.all(clients.map((c) => c.stop()))
+      await cluster.stop()
+    }
+    for (const agent of [...clients, ...cluster.servers]) {
+      assert.ok(agent.pid !== undefined && (await processGone(agent.pid)), `${agent.node} runs`)
     }
   })
 })

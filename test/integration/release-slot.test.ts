@@ -5,7 +5,13 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
 import { filter, firstValueFrom } from 'rxjs'
-import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
+import {
+  CONTENDER_FLAGS,
+  HOLDER_FLAGS,
+  createConsulClient,
+  semaphore,
+  type ConsulClient,
+} from '../../src/index.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import { releaseSlot } from '../../src/effects/release-slot.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
@@ -116,14 +122,14 @@ describe('releaseSlot', () => {
     await deleteTree(consul.url, prefix)
   })
 
-  it('without a hint, reads the prefix first', async () => {
+  it('without a hint, reads only .lock first (not the whole prefix)', async () => {
     const prefix = uniquePrefix('release-nohint')
     const name = `release-nohint ${prefix}`
     const session = await holder(prefix, name)
     proxy.resetCounts()
     assert.ok(E.isRight(await releaseSlot({ client, prefix, session, limit: 2 })))
     assert.deepEqual(sent(prefix, session), [
-      'GET /v1/kv/:prefix/',
+      'GET /v1/kv/:prefix/.lock',
       'PUT /v1/txn',
       'PUT /v1/session/destroy/:session',
     ])
@@ -131,20 +137,20 @@ describe('releaseSlot', () => {
     await deleteTree(consul.url, prefix)
   })
 
-  it('with a stale hint (.lock changed since), loses one CAS, re-reads, and keeps the new holder', () =>
+  it('with a stale hint (.lock changed since), loses one CAS, re-reads .lock, and keeps the new holder', () =>
     withStaleHint('release-stale', async ({ prefix, name, session, hint, other }) => {
       proxy.resetCounts()
       assert.ok(E.isRight(await releaseSlot({ client, prefix, session, limit: 2, hint })))
       assert.deepEqual(sent(prefix, session), [
         'PUT /v1/txn',
-        'GET /v1/kv/:prefix/',
+        'GET /v1/kv/:prefix/.lock',
         'PUT /v1/txn',
         'PUT /v1/session/destroy/:session',
       ])
       assert.deepEqual(await afterRelease(prefix, session, name), [other])
     }))
 
-  it('ignores a hint that does not list the session (taken before its CAS), and reads instead', async () => {
+  it('ignores a hint that does not list the session (taken before its CAS), and reads .lock instead', async () => {
     const prefix = uniquePrefix('release-early')
     const name = `release-early ${prefix}`
     const early = await snapshot(prefix) // empty: before the session held anything
@@ -152,12 +158,47 @@ describe('releaseSlot', () => {
     proxy.resetCounts()
     assert.ok(E.isRight(await releaseSlot({ client, prefix, session, limit: 2, hint: early })))
     assert.deepEqual(sent(prefix, session), [
-      'GET /v1/kv/:prefix/',
+      'GET /v1/kv/:prefix/.lock',
       'PUT /v1/txn',
       'PUT /v1/session/destroy/:session',
     ])
     await afterRelease(prefix, session, name)
     await deleteTree(consul.url, prefix)
+  })
+
+  it('with a stale hint naming a waiter of this library, loses one CAS, reads .lock, and hands the slot to that waiter', async () => {
+    const prefix = uniquePrefix('release-hand-off-stale')
+    const name = `release-hand-off-stale ${prefix}`
+    const session = await holder(prefix, name)
+    const heir = await createRawSession(consul.url, {
+      Name: `heir ${prefix}`,
+      TTL: '30s',
+      Behavior: 'delete',
+    })
+    const heirFlags = `flags=${String(CONTENDER_FLAGS)}`
+    assert.ok(await putRaw(consul.url, `${prefix}/${heir}`, 'heir', `acquire=${heir}&${heirFlags}`))
+    const hint = await snapshot(prefix)
+    const other = await holder(prefix, `other ${prefix}`) // .lock moves on after the hint
+    try {
+      proxy.resetCounts()
+      assert.ok(E.isRight(await releaseSlot({ client, prefix, session, limit: 2, hint })))
+      assert.deepEqual(sent(prefix, session), [
+        'PUT /v1/txn',
+        'GET /v1/kv/:prefix/.lock',
+        'PUT /v1/txn',
+        'PUT /v1/session/destroy/:session',
+      ])
+      assert.deepEqual((await afterRelease(prefix, session, name)).sort(), [heir, other].sort())
+      const heirKey = (await listPrefix(consul.url, prefix)).find(
+        (e) => e.Key === `${prefix}/${heir}`,
+      )
+      assert.equal(heirKey?.Flags, String(HOLDER_FLAGS))
+      assert.equal(heirKey?.Session, heir)
+    } finally {
+      await destroyRawSession(consul.url, heir)
+      await destroyRawSession(consul.url, other)
+      await deleteTree(consul.url, prefix)
+    }
   })
 
   it('when every CAS loses, destroys the session: its key goes with it and an acquirer prunes it', () =>

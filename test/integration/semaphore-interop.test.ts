@@ -2,14 +2,30 @@
 // three holders at once, seen from both sides, and `consul lock` is not upset by our writes.
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { randomUUID } from 'node:crypto'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
-import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
+import {
+  createConsulClient,
+  semaphore,
+  SemaphoreError,
+  type ConsulClient,
+} from '../../src/index.js'
+import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { consulBin, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually, holdersOf, listPrefix } from '../support/observe.js'
+import {
+  SEMAPHORE_FLAGS,
+  deleteTree,
+  destroyRawSession,
+  eventually,
+  holdersOf,
+  listPrefix,
+  putRaw,
+  sessionsNamed,
+} from '../support/observe.js'
 import { SUITE_TIMEOUT_MS, killTree } from '../support/processes.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
@@ -38,9 +54,43 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
   after(async () => {
     for (const child of children)
       if (child.exitCode === null && child.pid) killTree(child.pid, 'SIGKILL')
+    await stopAllConsulLocks()
     await client.close()
     await consul.close()
   })
+
+  /**
+   * Starts `runs` `consul lock -n <limit>` processes on `prefix`, each holding `holdS` seconds and
+   * logging its start and end in `<dir>/go-<i>.log`; resolves each one's exit code.
+   */
+  const startGoContenders = (
+    prefix: string,
+    dir: string,
+    { runs, limit, holdS }: { runs: number; limit: number; holdS: number },
+  ): Promise<number | null>[] =>
+    Array.from({ length: runs }, (_, i) => {
+      const log = join(dir, `go-${i}.log`)
+      const child = spawn(
+        consulBin(),
+        [
+          'lock',
+          `-n=${limit}`,
+          `-http-addr=${consul.addr}`,
+          prefix,
+          `echo start $(date +%s%3N) >> ${log}; sleep ${holdS}; echo end $(date +%s%3N) >> ${log}`,
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      )
+      let stderr = ''
+      child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
+      children.push(child)
+      return new Promise((done) =>
+        child.once('exit', (code) => {
+          if (code !== 0) console.error(`consul lock ${i} exited ${code}: ${stderr}`)
+          done(code)
+        }),
+      )
+    })
 
   it('never has more than 3 holders among our contenders and consul lock -n 3 processes', async () => {
     const prefix = uniquePrefix('interop')
@@ -60,32 +110,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     })
 
     const goRuns = 4
-    const exits: Promise<number | null>[] = []
-    for (let i = 0; i < goRuns; i++) {
-      const log = join(dir, `go-${i}.log`)
-      const child = spawn(
-        consulBin(),
-        [
-          'lock',
-          '-n=3',
-          `-http-addr=${consul.addr}`,
-          prefix,
-          `echo start $(date +%s%3N) >> ${log}; sleep 0.4; echo end $(date +%s%3N) >> ${log}`,
-        ],
-        { stdio: ['ignore', 'ignore', 'pipe'] },
-      )
-      let stderr = ''
-      child.stderr?.on('data', (d: Buffer) => (stderr += d.toString()))
-      children.push(child)
-      exits.push(
-        new Promise((done) =>
-          child.once('exit', (code) => {
-            if (code !== 0) console.error(`consul lock ${i} exited ${code}: ${stderr}`)
-            done(code)
-          }),
-        ),
-      )
-    }
+    const exits = startGoContenders(prefix, dir, { runs: goRuns, limit: 3, holdS: 0.4 })
 
     const ours = 4
     const subs: Subscription[] = []
@@ -131,6 +156,61 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
       return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
     })
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('serves consul lock -n 2 contenders first in line before ours behind them, never more than 2 holders', async () => {
+    const prefix = uniquePrefix('interop-go-first')
+    const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
+    const recorder = new SafetyRecorder(2, () => Date.now())
+    const done: Promise<void>[] = []
+    const ours = (who: string) => {
+      const sem = semaphore({ prefix, limit: 2, consul: client, value: who })
+      let sub: Subscription | undefined
+      const held = new Promise<void>((resolve, reject) => {
+        sub = sem.holding$.subscribe({
+          next: (holding) => {
+            recorder.record(who, holding)
+            if (holding) setTimeout(() => void sem.close().then(resolve, reject), 200)
+          },
+          error: reject,
+        })
+      })
+      done.push(held.finally(() => sub?.unsubscribe()))
+      return sem
+    }
+    // Two of ours hold; three consul lock -n 2 queue behind them, then three more of ours.
+    const [a, b] = [ours('a'), ours('b')]
+    await eventually('a and b hold', () =>
+      recorder.intervals().filter((i) => i.to === Infinity).length === 2 ? true : undefined,
+    )
+    const goRuns = 3
+    const exits = startGoContenders(prefix, dir, { runs: goRuns, limit: 2, holdS: 0.3 })
+    await firstValueFrom(
+      a.state$.pipe(filter((s) => s.holders.length === 2 && s.waiting.length === goRuns)),
+    )
+    for (const who of ['c', 'd', 'e']) ours(who)
+    await firstValueFrom(a.state$.pipe(filter((s) => s.waiting.length === goRuns + 3)))
+    void b // a and b close 200 ms after they held: their slots go to the consul lock processes
+
+    const codes = await Promise.all(exits)
+    await Promise.all(done)
+    for (let i = 0; i < goRuns; i++) {
+      for (const interval of childIntervals(join(dir, `go-${i}.log`))) {
+        recorder.addInterval({ who: `go${i}`, ...interval })
+      }
+    }
+    rmSync(dir, { recursive: true, force: true })
+    assert.deepEqual(codes, [0, 0, 0], 'every consul lock ran its child and exited 0')
+    const intervals = recorder.intervals()
+    assert.equal(intervals.length, goRuns + 5, 'every contender held once')
+    const lastGoStart = Math.max(
+      ...intervals.filter((i) => i.who.startsWith('go')).map((i) => i.from),
+    )
+    for (const late of intervals.filter((i) => ['c', 'd', 'e'].includes(i.who))) {
+      assert.ok(late.from >= lastGoStart, `${late.who} held only after every consul lock had`)
+    }
+    assert.ok(recorder.maxConcurrent() <= 2, `at most 2 at once, saw ${recorder.maxConcurrent()}`)
     await deleteTree(consul.url, prefix)
   })
 
@@ -185,5 +265,68 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     subs.forEach((s) => s.unsubscribe())
     rmSync(dir, { recursive: true, force: true })
     await deleteTree(consul.url, prefix)
+  })
+
+  it('refuses a holder map with a number value, as consul lock -n 2 does, and neither side writes .lock', async () => {
+    const prefix = uniquePrefix('interop-map-value')
+    const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
+    const marker = join(dir, 'ran')
+    const holder = randomUUID()
+    const body = `{"Limit":2,"Holders":{"${holder}":1}}`
+    const name = `interop-map-value ${prefix}`
+    await putRaw(consul.url, `${prefix}/.lock`, body, `flags=${SEMAPHORE_FLAGS}`)
+    const lockEntry = async () =>
+      (await listPrefix(consul.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
+    const before = await lockEntry()
+    assert.equal(before?.Value, Buffer.from(body).toString('base64'))
+    const go = startConsulLock(consul.addr, ['-n=2', '-timeout=10s', prefix, `touch ${marker}`])
+    let subscription: Subscription | undefined
+    try {
+      const code = await go.exited
+      const said = `${go.stdout()}${go.stderr()}`
+      assert.notEqual(code, 0, `consul lock refuses the body: ${said}`)
+      assert.match(
+        said,
+        /lock decoding failed: json: cannot unmarshal number into Go struct field semaphoreLock\.Holders of type bool/,
+      )
+      assert.equal(existsSync(marker), false, 'consul lock ran nothing')
+      assert.deepEqual(await lockEntry(), before, 'consul lock left .lock as it was')
+      const goLeft = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+
+      const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: name })
+      const holding: boolean[] = []
+      const error = await new Promise<unknown>((done) => {
+        const timer = setTimeout(() => done(new Error('no error within 10 s')), 10_000)
+        const settle = (outcome: unknown) => {
+          clearTimeout(timer)
+          done(outcome)
+        }
+        subscription = sem.holding$.subscribe({
+          next: (h) => holding.push(h),
+          error: settle,
+          complete: () => settle(new Error('holding$ completed')),
+        })
+      })
+      assert.ok(error instanceof SemaphoreError, `a SemaphoreError, got ${String(error)}`)
+      assert.equal(error.kind, 'CorruptLock', error.message)
+      assert.match(error.message, new RegExp(`${prefix}/\\.lock cannot be read`))
+      assert.match(error.message, new RegExp(`holder "${holder}" has a number value \\(1\\)`))
+      assert.match(error.message, /fix or delete it/)
+      assert.ok(!holding.includes(true), 'never held')
+      assert.deepEqual(await lockEntry(), before, 'semaphore left .lock byte for byte as it was')
+      await eventually('our contender key and session gone', async () => {
+        const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+        const sessions = await sessionsNamed(consul.url, name)
+        return sessions.length === 0 && keys.every((k) => goLeft.includes(k)) ? true : undefined
+      })
+    } finally {
+      subscription?.unsubscribe()
+      await stopAllConsulLocks([go])
+      // consul lock leaves its contender key behind, held by its session until the TTL runs out.
+      for (const entry of await listPrefix(consul.url, prefix))
+        if (entry.Session !== undefined) await destroyRawSession(consul.url, entry.Session)
+      await deleteTree(consul.url, prefix)
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

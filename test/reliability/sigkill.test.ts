@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
-import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
+import { HOLDER_FLAGS, createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
 import { processGone, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import {
   deleteTree,
@@ -146,6 +146,75 @@ describe('contender processes killed with SIGKILL', () => {
       const sessions = await sessionsNamed(consul.url, name)
       return keys.every((k) => k === `${prefix}/.lock`) && sessions.length === 0 ? true : undefined
     })
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('frees a slot handed to a waiter killed at that moment, once its session is gone', async (t) => {
+    const prefix = uniquePrefix('sigkill-hand-off')
+    const name = `sigkill-hand-off ${prefix}`
+    const recorder = new SafetyRecorder(1, () => Date.now())
+    const holder = semaphore({ prefix, limit: 1, consul: client, ttl: '10s', sessionName: name })
+    const holderSub = holder.holding$.subscribe((h) => recorder.record('holder', h))
+    await firstValueFrom(holder.holding$.pipe(filter(Boolean)))
+    const doomed = startContender(consul.addr, prefix, name)
+    children.push(doomed.child)
+    const doomedState = await eventually(
+      'the child waits first in line',
+      () => doomed.states.find((s) => s.rank === 0),
+      20_000,
+    )
+    const next = semaphore({ prefix, limit: 1, consul: client, ttl: '10s', sessionName: name })
+    const nextSub = next.holding$.subscribe((h) => recorder.record('next', h))
+    try {
+      // The holder's last snapshot lists the child first: kill it, and release at once.
+      await firstValueFrom(holder.state$.pipe(filter((s) => s.waiting.length === 2)))
+      const killedAt = Date.now()
+      doomed.child.kill('SIGKILL')
+      await holder.close()
+      const childKey = (await listPrefix(consul.url, prefix)).find(
+        (e) => e.Key === `${prefix}/${doomedState.session}`,
+      )
+      assert.equal(
+        childKey?.Flags,
+        String(HOLDER_FLAGS),
+        'the release handed the slot to the child',
+      )
+      assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [doomedState.session])
+      assert.ok(doomed.child.pid && (await processGone(doomed.child.pid)), 'the child is gone')
+
+      let lastAliveAskedAt = killedAt
+      const goneAt = await eventually(
+        "the killed child's session invalidated",
+        async () => {
+          const askedAt = Date.now()
+          const res = await fetch(`${consul.url}/v1/session/info/${doomedState.session}`)
+          const body = (await res.json()) as unknown[] | null
+          if (body !== null && body.length > 0) {
+            lastAliveAskedAt = askedAt
+            return undefined
+          }
+          return Date.now()
+        },
+        30_000,
+      )
+      await firstValueFrom(next.holding$.pipe(filter(Boolean)))
+      const takenAt = Date.now()
+      const nextHeld = recorder.intervals().filter((i) => i.who === 'next')
+      assert.equal(nextHeld.length, 1)
+      assert.ok(
+        nextHeld.every((i) => i.from > lastAliveAskedAt),
+        'the next waiter held only after the handed session was gone',
+      )
+      assert.equal(recorder.assertSafe(), 0)
+      t.diagnostic(
+        `hand-off to a killed waiter (TTL 10s): its session invalidated ${goneAt - killedAt} ms ` +
+          `after the kill; the next waiter held ${takenAt - killedAt} ms after it`,
+      )
+    } finally {
+      await next.close()
+      nextSub.unsubscribe()
+      holderSub.unsubscribe()
+    }
     await deleteTree(consul.url, prefix)
   })
 })

@@ -1,8 +1,9 @@
-// Runs the `rxsem` command line as a real child process, from source through tsx (or a given
-// entry), and records every process it starts so a test's `after` can kill what is left.
+// Runs the `rxsem` command line as a real child process, the built bin of package.json (or a
+// given entry), and records every process it starts so a test's `after` can kill what is left.
 import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { constants } from 'node:os'
-import { resolve } from 'node:path'
+import { join, relative, resolve } from 'node:path'
 import { consulBin } from './consul-agent.js'
 import { groupMembers, killTree } from './processes.js'
 
@@ -19,8 +20,8 @@ export interface CliRun {
 }
 
 /**
- * How long a test waits for a started CLI to show something: starting node with tsx takes
- * seconds when the whole suite runs at once.
+ * How long a test waits for a started CLI to show something: starting node takes seconds when
+ * the whole suite runs at once.
  */
 export const CLI_START_MS = 30_000
 
@@ -29,17 +30,51 @@ const started = new Set<ChildProcess>()
 export interface CliOptions {
   /** CONSUL_HTTP_ADDR for the child. */
   readonly addr?: string
-  /** Run this JS file instead of src/cli/main.ts through tsx (e.g. the built dist entry). */
+  /** Run this JS file instead of the package's bin. */
   readonly entry?: string
   readonly env?: Readonly<Record<string, string>>
   readonly cwd?: string
 }
 
+/**
+ * The `rxsem` of package.json's "bin" (dist/rxsem.cjs, which `npm run build` bundles): the tests
+ * run what npm installs, not the sources.
+ */
+export const rxsemBin = resolve(
+  repoRoot,
+  (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { bin: { rxsem: string } })
+    .bin.rxsem,
+)
+
+let binChecked = false
+
+/** rxsemBin, once it is known to exist and to be newer than every file in src/. */
+function builtBin(): string {
+  if (binChecked) return rxsemBin
+  const bin = relative(repoRoot, rxsemBin)
+  if (!existsSync(rxsemBin)) {
+    throw new Error(`${bin} is missing: run \`npm run build\` (npm test builds first)`)
+  }
+  const built = statSync(rxsemBin).mtimeMs
+  const newer = sourceFiles(join(repoRoot, 'src')).find((f) => statSync(f).mtimeMs > built)
+  if (newer !== undefined) {
+    throw new Error(
+      `${bin} is older than ${relative(repoRoot, newer)}: run \`npm run build\`, or the CLI tests would run the old code`,
+    )
+  }
+  binChecked = true
+  return rxsemBin
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : [join(dir, e.name)],
+  )
+}
+
 /** Starts `rxsem <args>`; stdout and stderr are piped and collected. */
 export function startCli(args: readonly string[], options: CliOptions = {}): CliRun {
-  const node = options.entry
-    ? [options.entry]
-    : ['--import', 'tsx', resolve(repoRoot, 'src/cli/main.ts')]
+  const node = [options.entry ?? builtBin()]
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env }
   delete env['CONSUL_HTTP_TOKEN']
   delete env['CONSUL_HTTP_TOKEN_FILE']

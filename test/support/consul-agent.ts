@@ -377,6 +377,31 @@ export async function startCluster(size = 3): Promise<ConsulCluster> {
 }
 
 /**
+ * Starts a Consul client agent (no `-server`) on loopback and free ports that joins `cluster`
+ * through its servers' Serf LAN ports, as an application host's local agent does in a fleet: its
+ * HTTP API forwards KV, session and txn requests to the servers over RPC. DNS and gRPC are off,
+ * as on every agent here. Resolves once the agent knows a leader (`/v1/status/leader`) and its own
+ * node is registered and healthy, so sessions can be created through it. Its pid is recorded like
+ * every agent's; stop it (`agent.stop()`) before the cluster.
+ */
+export async function startClientAgent(
+  cluster: ConsulCluster,
+  options: { readonly node?: string } = {},
+): Promise<ConsulAgent> {
+  // startAgent waits for the leader and the healthy node, and retries on new ports if one of
+  // them was taken meanwhile.
+  return startAgent({
+    dev: false,
+    node: options.node ?? `rxsem-client-${randomUUID().slice(0, 6)}`,
+    // Several agents on one host would otherwise derive the same node ID from it.
+    args: [
+      '-disable-host-node-id',
+      ...cluster.servers.map((s) => `-retry-join=127.0.0.1:${s.ports.serfLan}`),
+    ],
+  })
+}
+
+/**
  * The agent shared by the whole test run (started by scripts/run-tests.ts), or, when a test file
  * is run on its own, one started for this process. Use a unique prefix per test (`uniquePrefix`).
  */

@@ -10,6 +10,7 @@ import {
   type ServerResponse,
 } from 'node:http'
 import type { Socket } from 'node:net'
+import { gunzipSync } from 'node:zlib'
 
 /**
  * How the proxy treats a request. It is read when a request arrives, except `blackhole`, which
@@ -54,6 +55,22 @@ export interface SeenRequest {
   readonly query: string
   /** `Date.now()` when the request arrived. */
   readonly at: number
+  /**
+   * The agent's answer once it came, when the proxy forwarded it: its status, and its body when
+   * it is short (up to 64 bytes, e.g. a CAS's `true`/`false`).
+   */
+  answer?: { readonly status: number; readonly body: string | undefined }
+}
+
+/** A short answer's body as text, gunzipped when the agent compressed it (Go's client asks it to). */
+function shortBody(chunks: readonly Buffer[], answer: IncomingMessage): string | undefined {
+  const bytes = Buffer.concat(chunks)
+  if (answer.headers['content-encoding'] !== 'gzip') return bytes.toString('utf8')
+  try {
+    return gunzipSync(bytes).toString('utf8')
+  } catch {
+    return undefined
+  }
 }
 
 /** A running fault proxy; see {@link startFaultProxy}. */
@@ -70,12 +87,16 @@ export interface FaultProxy {
   counts(): ReadonlyMap<string, number>
   /** Every request seen since start or {@link FaultProxy.resetCounts}, oldest first. */
   requests(): readonly SeenRequest[]
-  /** Forgets the counts and the request log. */
+  /** Forgets the counts and the request log; the connection peak restarts from those open now. */
   resetCounts(): void
   /** Client-side TCP connections open right now. */
   openConnections(): number
+  /** The most client-side connections open at once since start or {@link FaultProxy.resetCounts}. */
+  peakConnections(): number
   /** Requests forwarded to the agent whose answer has not arrived yet. */
   inFlight(): number
+  /** Those requests themselves, e.g. to count the long polls parked on one prefix. */
+  inFlightRequests(): readonly SeenRequest[]
   /** Answers from the agent that `blackhole` swallowed, since start. */
   droppedAnswers(): number
   /**
@@ -215,11 +236,12 @@ export async function startFaultProxy(
   let seen: SeenRequest[] = []
   let dropped = 0
   const clientSockets = new Set<Socket>()
-  const upstreamRequests = new Set<ClientRequest>()
+  let peak = 0
+  const upstreamRequests = new Map<ClientRequest, SeenRequest>()
   const timers = new Set<NodeJS.Timeout>()
   let closing: Promise<void> | undefined
 
-  const forward = (req: IncomingMessage, res: ServerResponse): void => {
+  const forward = (req: IncomingMessage, res: ServerResponse, seenAs: SeenRequest): void => {
     const upstream = httpRequest({
       agent: upstreamAgent,
       host: targetHost,
@@ -228,7 +250,7 @@ export async function startFaultProxy(
       path: req.url,
       headers: endToEnd(req.rawHeaders, target),
     })
-    upstreamRequests.add(upstream)
+    upstreamRequests.set(upstream, seenAs)
     const settled = (): boolean => upstreamRequests.delete(upstream)
     // The client left (or the proxy closed): stop the agent's work for it, e.g. a long poll.
     res.once('close', () => {
@@ -247,6 +269,16 @@ export async function startFaultProxy(
         return
       }
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders))
+      const status = answer.statusCode ?? 502
+      const chunks: Buffer[] = []
+      let length = 0
+      answer.on('data', (chunk: Buffer) => {
+        length += chunk.length
+        if (length <= 64) chunks.push(chunk)
+      })
+      answer.once('end', () => {
+        seenAs.answer = { status, body: length <= 64 ? shortBody(chunks, answer) : undefined }
+      })
       answer.pipe(res)
     })
     upstream.on('error', (error: Error) => {
@@ -289,7 +321,13 @@ export async function startFaultProxy(
       const method = req.method ?? 'GET'
       const key = `${method} ${path}`
       counts.set(key, (counts.get(key) ?? 0) + 1)
-      seen.push({ method, path, query: q < 0 ? '' : url.slice(q + 1), at: Date.now() })
+      const seenAs: SeenRequest = {
+        method,
+        path,
+        query: q < 0 ? '' : url.slice(q + 1),
+        at: Date.now(),
+      }
+      seen.push(seenAs)
 
       const action = actionFor(mode, random)
       switch (action.kind) {
@@ -310,13 +348,13 @@ export async function startFaultProxy(
           return
         case 'pass':
           if (action.delayMs <= 0) {
-            forward(req, res)
+            forward(req, res, seenAs)
             return
           }
           {
             const timer = setTimeout(() => {
               timers.delete(timer)
-              if (!res.destroyed) forward(req, res)
+              if (!res.destroyed) forward(req, res, seenAs)
             }, action.delayMs)
             timers.add(timer)
             res.once('close', () => {
@@ -329,6 +367,7 @@ export async function startFaultProxy(
   )
   server.on('connection', (socket: Socket) => {
     clientSockets.add(socket)
+    peak = Math.max(peak, clientSockets.size)
     socket.on('error', () => {})
     socket.once('close', () => clientSockets.delete(socket))
   })
@@ -357,16 +396,19 @@ export async function startFaultProxy(
     resetCounts() {
       counts = new Map()
       seen = []
+      peak = clientSockets.size
     },
     openConnections: () => clientSockets.size,
+    peakConnections: () => peak,
     inFlight: () => upstreamRequests.size,
+    inFlightRequests: () => [...upstreamRequests.values()],
     droppedAnswers: () => dropped,
     close() {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve())
         for (const timer of timers) clearTimeout(timer)
         timers.clear()
-        for (const upstream of upstreamRequests) upstream.destroy()
+        for (const upstream of upstreamRequests.keys()) upstream.destroy()
         upstreamRequests.clear()
         for (const socket of clientSockets) socket.destroy()
         upstreamAgent.destroy()

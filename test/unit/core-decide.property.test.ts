@@ -1,171 +1,127 @@
-// Property test of `decide` on thousands of generated snapshots (seeded; the seed is printed on
-// failure and can be replayed with DECIDE_SEED=<seed>).
+// Properties of the semaphore decision on generated snapshots (fast-check). A failure prints its
+// seed, path and shrunk case; FC_SEED=<seed> FC_PATH=<path> replays it (test/support/property-runs.ts).
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import fc from 'fast-check'
 import * as E from 'fp-ts/lib/Either.js'
-import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
-import type { KVEntry } from '../../src/consul/types.js'
-import { decide } from '../../src/core/decide.js'
-import { decodeLock } from '../../src/core/decode-lock.js'
-import type { LockShape } from '../../src/core/events.js'
-
-/** mulberry32: a small, fast, seedable PRNG returning floats in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import type { Decision } from '../../src/core/events.js'
+import { decodeLock } from '../../src/core/lock-body/decode-lock.js'
+import { decideInView } from '../../src/core/semaphore/decide-in-view.js'
+import { decide } from '../../src/core/semaphore/decide.js'
+import { prefixView } from '../../src/core/semaphore/prefix-view.js'
+import { SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
+import {
+  GHOSTS,
+  SESSIONS,
+  STRANGER,
+  semaphoreCase,
+  type SemaphoreCase,
+} from '../support/arbitraries.js'
+import { comparable, expectedDecision } from '../support/decide-oracle.js'
+import { runs } from '../support/property-runs.js'
 
 const prefix = 'svc/sem'
-const utf8 = new TextEncoder()
-type LockKind = 'absent' | 'empty' | 'valid' | 'corrupt' | 'conflict' | 'limit-conflict'
+/** A session with no key at all under the prefix. */
+const OUTSIDER = 'outsider-1'
 
-interface Case {
-  readonly entries: KVEntry[]
-  readonly limit: number
-  readonly kind: LockKind
-  readonly shape: LockShape | undefined
-  readonly lockIndex: bigint
-  readonly holders: readonly string[]
-  readonly fairness: boolean
-  readonly ignoreRank: boolean
+/** Every session to ask: those that may have keys, the dead, a stranger, one with nothing. */
+const askers = [...SESSIONS, ...GHOSTS, STRANGER, OUTSIDER]
+
+/** Whether a contender may skip the queue: fairness off or ignoreRank, each unset, on or off. */
+const contenderOptions = fc.record({
+  fairness: fc.option(fc.boolean(), { nil: undefined }),
+  ignoreRank: fc.option(fc.boolean(), { nil: undefined }),
+})
+
+const cases = fc.tuple(semaphoreCase(prefix), contenderOptions)
+
+/** The problem the generated `.lock` was meant to have, if any. */
+function intendedProblem(c: SemaphoreCase): Decision['type'] | undefined {
+  const { lock } = c
+  if (lock.kind === 'absent') return undefined
+  if (lock.flags !== 0n && lock.flags !== SEMAPHORE_FLAGS) return 'Conflict'
+  if (lock.kind === 'corrupt') return 'CorruptLock'
+  if (lock.kind === 'valid' && lock.limit !== c.limit) return 'LimitConflict'
+  return undefined
 }
 
-function generate(random: () => number): Case {
-  const int = (n: number): number => Math.floor(random() * n)
-  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)] as T
-  const limit = 1 + int(5)
-  const pool = Array.from({ length: 2 + int(18) }, (_, i) => `s${i}`).concat('me')
-  const entries: KVEntry[] = []
-  let index = 100n
-  for (const session of pool) {
-    const roll = random()
-    if (roll < 0.15) continue // no contender key: a dead session if listed
-    entries.push({
-      key: `${prefix}/${session}`,
-      value: null,
-      flags: random() < 0.9 ? SEMAPHORE_FLAGS : LOCK_FLAGS,
-      // Some keys are unlocked or locked by someone else: not contenders.
-      session: roll < 0.25 ? undefined : roll < 0.3 ? pick(pool) : session,
-      lockIndex: 1n,
-      createIndex: BigInt(1 + int(50)),
-      modifyIndex: (index += 1n),
-    })
-  }
-  const holders = pool.filter(() => random() < limit / pool.length + 0.05)
-  const kind = pick<LockKind>([
-    'absent',
-    'empty',
-    'valid',
-    'valid',
-    'valid',
-    'corrupt',
-    'conflict',
-    'limit-conflict',
-  ])
-  const shape = pick<LockShape>(['go-map', 'guide-list', 'java-list'])
-  const lockLimit = kind === 'limit-conflict' ? limit + 1 + int(3) : limit
-  const body =
-    kind === 'corrupt'
-      ? pick(['{"Limit":', '[1]', `{"Limit":${limit},"Holders":[1]}`, `{"Limit":-1}`, 'null'])
-      : shape === 'go-map'
-        ? JSON.stringify({
-            Holders: Object.fromEntries(holders.map((h) => [h, true])),
-            Limit: lockLimit,
-          })
-        : shape === 'guide-list'
-          ? JSON.stringify({ Limit: lockLimit, Holders: holders })
-          : JSON.stringify({ holders, limit: lockLimit, extra: 1 })
-  const lockIndex = index + 1n + BigInt(int(10))
-  if (kind !== 'absent') {
-    entries.push({
-      key: `${prefix}/.lock`,
-      value: kind === 'empty' ? null : utf8.encode(body),
-      flags: kind === 'conflict' ? LOCK_FLAGS : random() < 0.8 ? SEMAPHORE_FLAGS : 0n,
-      lockIndex: 0n,
-      createIndex: 1n,
-      modifyIndex: lockIndex,
-    })
-  }
-  entries.sort((a, b) => (a.key < b.key ? -1 : 1))
-  return {
-    entries,
-    limit,
-    kind,
-    shape: kind === 'valid' ? shape : undefined,
-    lockIndex: kind === 'absent' ? 0n : lockIndex,
-    holders: kind === 'valid' ? holders : [],
-    fairness: random() < 0.7,
-    ignoreRank: random() < 0.2,
-  }
-}
-
-function check(c: Case): void {
-  const decision = decide(
-    { index: 1000n, entries: c.entries },
-    { prefix, session: 'me', limit: c.limit, fairness: c.fairness, ignoreRank: c.ignoreRank },
-  )
-  const expectedProblem = {
-    corrupt: 'CorruptLock',
-    conflict: 'Conflict',
-    'limit-conflict': 'LimitConflict',
-  }[c.kind as string]
-  if (expectedProblem !== undefined) {
-    assert.equal(decision.type, expectedProblem, 'a corrupt or conflicting .lock is never written')
-    return
-  }
-  // The oracle: live sessions are those holding some key of the listing.
-  const live = new Set(c.entries.flatMap((e) => (e.session === undefined ? [] : [e.session])))
-  const liveHolders = c.holders.filter((h) => live.has(h))
-  if (liveHolders.includes('me')) {
-    assert.equal(decision.type, 'Held', 'a live holder is Held, never written again')
-    return
-  }
-  if (decision.type !== 'TryAcquire') return
-  assert.ok(liveHolders.length < c.limit, 'tries only with a free slot')
-  assert.equal(decision.cas, c.lockIndex, "cas is .lock's ModifyIndex, 0n if absent")
-  const written = decodeLock(decision.body, 'k')
-  assert.ok(E.isRight(written) && written.right !== undefined, 'the body decodes')
-  const body = written.right
-  assert.equal(body.limit, c.limit)
-  assert.equal(body.shape, c.shape ?? 'go-map', 'written in the shape read')
-  assert.ok(body.holders.includes('me'), 'the deciding session is in the body')
-  for (const h of liveHolders) assert.ok(body.holders.includes(h), `live holder ${h} kept`)
-  assert.ok(
-    body.holders.every((h) => live.has(h)),
-    'dead holders pruned',
-  )
-  assert.ok(body.holders.length <= c.limit, 'never more live holders than the limit')
+/** The holders the generated `.lock` lists (once each), and which of them are alive. */
+function intendedHolders(c: SemaphoreCase): { listed: string[]; live: Set<string> } {
+  const live = new Set(c.snapshot.entries.flatMap((e) => (e.session ? [e.session] : [])))
+  const listed = c.lock.kind === 'valid' ? [...new Set(c.lock.holders)] : []
+  return { listed, live }
 }
 
 describe('decide (property)', () => {
-  it('should keep its safety properties on 5000 generated snapshots', () => {
-    const seed = Number(process.env.DECIDE_SEED ?? 0x5eed)
-    const random = mulberry32(seed)
+  it("should never write over a corrupt .lock, another tool's flags or another limit", () => {
+    fc.assert(
+      fc.property(cases, ([c, contender]) => {
+        const problem = intendedProblem(c)
+        for (const session of askers) {
+          const decision = decide(c.snapshot, { prefix, limit: c.limit, session, ...contender })
+          if (problem === undefined) assert.ok(decision.view !== undefined, 'decides on a view')
+          else assert.equal(decision.type, problem)
+        }
+      }),
+      runs(1000),
+    )
+  })
+
+  it('should say Held to every live holder, and to no one else', () => {
+    fc.assert(
+      fc.property(cases, ([c, contender]) => {
+        fc.pre(intendedProblem(c) === undefined)
+        const { listed, live } = intendedHolders(c)
+        for (const session of askers) {
+          const decision = decide(c.snapshot, { prefix, limit: c.limit, session, ...contender })
+          const holds = listed.includes(session) && live.has(session)
+          assert.equal(decision.type === 'Held', holds, `${session} held: ${holds}`)
+        }
+      }),
+      runs(1000),
+    )
+  })
+
+  it("should try only for a free slot, on .lock's ModifyIndex, keeping the live holders in the shape read", () => {
+    fc.assert(
+      fc.property(cases, ([c, contender]) => {
+        fc.pre(intendedProblem(c) === undefined)
+        const { listed, live } = intendedHolders(c)
+        const liveHolders = listed.filter((h) => live.has(h))
+        for (const session of askers) {
+          const decision = decide(c.snapshot, { prefix, limit: c.limit, session, ...contender })
+          if (decision.type !== 'TryAcquire') continue
+          assert.ok(liveHolders.length < c.limit, 'tries only with a free slot')
+          const lockIndex = c.lock.kind === 'absent' ? 0n : c.lock.modifyIndex
+          assert.equal(decision.cas, lockIndex, ".lock's ModifyIndex, 0n if absent")
+          const written = decodeLock(decision.body, 'k')
+          assert.ok(E.isRight(written) && written.right !== undefined, 'the body decodes')
+          const body = written.right
+          assert.equal(body.limit, c.limit)
+          const shape = c.lock.kind === 'valid' ? c.lock.shape : 'go-map'
+          assert.equal(body.shape, shape, "written in the shape read (Go's for a new one)")
+          assert.ok(body.holders.includes(session), 'the deciding session is in the body')
+          for (const h of liveHolders) assert.ok(body.holders.includes(h), `live holder ${h} kept`)
+          assert.ok(
+            body.holders.every((h) => live.has(h)),
+            'dead holders pruned',
+          )
+          assert.ok(body.holders.length <= c.limit, 'never more holders than the limit')
+        }
+      }),
+      runs(1000),
+    )
+  })
+
+  it('should reach every decision on the generated snapshots, or the properties prove little', (t) => {
     const seen = new Map<string, number>()
-    for (let i = 0; i < 5000; i++) {
-      const c = generate(random)
-      try {
-        check(c)
-      } catch (error) {
-        const why = error instanceof Error ? error.message : String(error)
-        assert.fail(
-          `seed ${seed}, case ${i}: ${why}\n${JSON.stringify(c, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v instanceof Uint8Array ? new TextDecoder().decode(v) : v))}`,
-        )
+    for (const [c, contender] of fc.sample(cases, { numRuns: 2000 })) {
+      for (const session of askers) {
+        const { type } = decide(c.snapshot, { prefix, limit: c.limit, session, ...contender })
+        seen.set(type, (seen.get(type) ?? 0) + 1)
       }
-      const type = decide(
-        { index: 1000n, entries: c.entries },
-        { prefix, session: 'me', limit: c.limit },
-      ).type
-      seen.set(type, (seen.get(type) ?? 0) + 1)
     }
-    // The generator must reach every outcome, or the properties above prove little.
-    for (const type of [
+    const types = [
       'Held',
       'TryAcquire',
       'Wait',
@@ -173,9 +129,29 @@ describe('decide (property)', () => {
       'CorruptLock',
       'Conflict',
       'LimitConflict',
-    ]) {
+    ]
+    for (const type of types) {
       assert.ok((seen.get(type) ?? 0) > 20, `${type} reached ${seen.get(type) ?? 0} times`)
     }
-    console.log(`seed ${seed}: ${JSON.stringify(Object.fromEntries(seen))}`)
+    t.diagnostic(JSON.stringify(Object.fromEntries(seen)))
+  })
+})
+
+describe('prefixView and decideInView (property)', () => {
+  it('should give each session, from one shared view, the decision the rules give it alone', () => {
+    fc.assert(
+      fc.property(cases, ([c, contender]) => {
+        const shared = prefixView(c.snapshot, { prefix, limit: c.limit })
+        for (const session of askers) {
+          const options = { prefix, limit: c.limit, session, ...contender }
+          assert.deepStrictEqual(
+            comparable(decideInView(shared, options)),
+            comparable(expectedDecision(c.snapshot, options)),
+            session,
+          )
+        }
+      }),
+      runs(1000),
+    )
   })
 })

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { contenderKey } from '../../src/core/contender-key.js'
-import { directChild } from '../../src/core/direct-child.js'
-import { joinKey } from '../../src/core/join-key.js'
-import { lockKey } from '../../src/core/lock-key.js'
+import { contenderKey } from '../../src/core/keys/contender-key.js'
+import { directChild } from '../../src/core/keys/direct-child.js'
+import { joinKey } from '../../src/core/keys/join-key.js'
+import { lockKey } from '../../src/core/keys/lock-key.js'
 
 describe('keys', () => {
   it('should join like Go path.Join', () => {

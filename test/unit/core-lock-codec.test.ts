@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
-import { compareUtf8 } from '../../src/core/compare-utf8.js'
-import { decodeLock } from '../../src/core/decode-lock.js'
-import { encodeLock } from '../../src/core/encode-lock.js'
-import { goJsonString } from '../../src/core/go-json-string.js'
+import { compareUtf8 } from '../../src/core/keys/compare-utf8.js'
+import { decodeLock } from '../../src/core/lock-body/decode-lock.js'
+import { encodeLock } from '../../src/core/lock-body/encode-lock.js'
+import { goJsonString } from '../../src/core/lock-body/go-json-string.js'
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s)
 const text = (b: Uint8Array): string => new TextDecoder().decode(b)
@@ -32,6 +32,62 @@ describe('decodeLock / encodeLock', () => {
   it('should count a holder listed twice once', () => {
     const decoded = decodeLock(bytes('{"Limit":2,"Holders":["a","a"]}'), 'k')
     assert.deepEqual(decoded, E.right({ limit: 2, holders: ['a'], shape: 'guide-list' }))
+  })
+
+  describe('holder map values, judged like Go reads map[string]bool', () => {
+    const kept = [
+      ['true', 'true'],
+      ['false', 'false'],
+      ['null', 'null'],
+    ] as const
+    for (const [what, value] of kept) {
+      it(`should count a holder whose value is ${what}, as consul lock does`, () => {
+        const decoded = decodeLock(bytes(`{"Limit":2,"Holders":{"a":${value},"b":true}}`), 'k')
+        assert.deepEqual(decoded, E.right({ limit: 2, holders: ['a', 'b'], shape: 'go-map' }))
+      })
+    }
+
+    const refused = [
+      ['a number', '1', /holder "a" has a number value \(1\)/],
+      ['a string', '"true"', /holder "a" has a string value \("true"\)/],
+      ['an object', '{"held":true}', /holder "a" has an object value \(\{"held":true\}\)/],
+      ['an array', '[true]', /holder "a" has an array value \(\[true\]\)/],
+    ] as const
+    for (const [what, value, reason] of refused) {
+      it(`should call a holder map corrupt when a value is ${what}, naming the holder`, () => {
+        const decoded = decodeLock(bytes(`{"Limit":2,"Holders":{"b":true,"a":${value}}}`), 'k')
+        assert.ok(E.isLeft(decoded))
+        assert.equal(decoded.left.type, 'CorruptLock')
+        assert.equal(decoded.left.key, 'k')
+        assert.match(decoded.left.reason, /^Holders: /)
+        assert.match(decoded.left.reason, reason)
+        assert.match(decoded.left.reason, /map\[string\]bool/)
+        assert.match(decoded.left.reason, /must be true or false/)
+      })
+    }
+
+    it('should judge a lowercase holder map the same way, Go matching field names without case', () => {
+      const decoded = decodeLock(bytes('{"limit":2,"holders":{"a":1}}'), 'k')
+      assert.ok(E.isLeft(decoded))
+      assert.match(decoded.left.reason, /^holders: holder "a" has a number value/)
+    })
+
+    it('should name the first bad holder and count the others', () => {
+      const decoded = decodeLock(bytes('{"Limit":3,"Holders":{"a":1,"b":true,"c":"x","d":2}}'), 'k')
+      assert.ok(E.isLeft(decoded))
+      assert.match(decoded.left.reason, /holder "a" has a number value \(1\) \(and 2 more holders/)
+    })
+
+    it('should still read holder lists as lists of session ids', () => {
+      assert.deepEqual(
+        decodeLock(bytes('{"Limit":2,"Holders":["id"]}'), 'k'),
+        E.right({ limit: 2, holders: ['id'], shape: 'guide-list' }),
+      )
+      assert.deepEqual(
+        decodeLock(bytes('{"limit":3,"holders":["id"]}'), 'k'),
+        E.right({ limit: 3, holders: ['id'], shape: 'java-list' }),
+      )
+    })
   })
 
   it('should sort go-map holders by UTF-8 bytes like Go', () => {

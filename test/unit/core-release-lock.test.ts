@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { LOCK_FLAGS } from '../../src/consul/flags.js'
-import { releaseLock } from '../../src/core/release-lock.js'
+import { releaseLock } from '../../src/core/lock-body/release-lock.js'
 import { contenderEntry, lockEntry, snapshotOf, text } from '../../marbles/support/snapshot.js'
 
 const prefix = 'svc/lock'

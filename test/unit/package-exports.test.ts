@@ -3,7 +3,17 @@
 // Importing by the package's own name goes through its "exports" map.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import {
+  accessSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, it } from 'node:test'
@@ -25,6 +35,15 @@ const probe = (m: string): string =>
   `typeof ${m}.withSlot, String(${m}.SEMAPHORE_FLAGS), String(${m}.LOCK_FLAGS)].join(' ')`
 const expected = 'function function function function 16210313421097356768 3304740253564472344'
 
+/** The fakes load, follow their stream, and close (also by Symbol.asyncDispose) in that build. */
+const testingProbe = (t: string, rx: string): string =>
+  `(() => { const sem = ${t}.fakeSemaphore({ holding: ${rx}.of(true) }); const seen = [];
+     sem.holding$.subscribe((h) => seen.push(h)); void sem[Symbol.asyncDispose]();
+     const election = ${t}.fakeLeaderElection({ holding: ${rx}.of(true) }); void election.close();
+     return [typeof ${t}.fakeSemaphore, typeof ${t}.fakeLeaderElection, seen.join(),
+       sem.closeCount, election.closeCount].join(' ') })()`
+const testingExpected = 'function function false,true,false 1 1'
+
 describe('package exports', () => {
   it('can be imported as an ES module by plain Node', async () => {
     const out = await plainNode(
@@ -44,9 +63,88 @@ describe('package exports', () => {
     assert.equal(out, expected)
   })
 
+  it('can import the test doubles of rx-consul-semaphore/testing as an ES module', async () => {
+    const out = await plainNode(
+      'module',
+      `const t = await import('rx-consul-semaphore/testing'); const rx = await import('rxjs');
+       console.log(${testingProbe('t', 'rx')})`,
+    )
+    assert.equal(out, testingExpected)
+  })
+
+  it('can require the test doubles of rx-consul-semaphore/testing as a CommonJS module', async () => {
+    const out = await plainNode(
+      'commonjs',
+      `const t = require('rx-consul-semaphore/testing'); const rx = require('rxjs');
+       if (!/dist[\\\\/]cjs[\\\\/]testing[\\\\/]index\\.js$/.test(require.resolve('rx-consul-semaphore/testing'))) throw new Error('not the cjs build')
+       console.log(${testingProbe('t', 'rx')})`,
+    )
+    assert.equal(out, testingExpected)
+  })
+
   it('ships type declarations for both module systems', () => {
-    for (const d of ['dist/esm/index.d.ts', 'dist/cjs/index.d.ts']) {
+    for (const d of [
+      'dist/esm/index.d.ts',
+      'dist/cjs/index.d.ts',
+      'dist/esm/testing/index.d.ts',
+      'dist/cjs/testing/index.d.ts',
+    ]) {
       assert.ok(existsSync(`${root}/${d}`), `${d} is missing`)
     }
+  })
+
+  describe('the rxsem bin', () => {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as {
+      bin: { rxsem: string }
+      files: string[]
+    }
+    const bin = join(root, pkg.bin.rxsem)
+
+    it('is one bundled file in dist/, shipped, executable, with a node shebang', () => {
+      assert.equal(pkg.bin.rxsem, './dist/rxsem.cjs')
+      assert.ok(pkg.files.includes('dist'), 'dist/ is in "files"')
+      assert.ok(existsSync(bin), `${pkg.bin.rxsem} is missing (npm run build)`)
+      assert.ok(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n'))
+      accessSync(bin, constants.X_OK)
+    })
+
+    it('runs by itself (through its shebang) and prints the usage for --help', async () => {
+      const { stdout, stderr } = await run(bin, ['--help'], {
+        cwd: root,
+        env: { PATH: process.env['PATH'] ?? '' },
+      })
+      assert.match(stdout, /^Usage: rxsem <command>/)
+      assert.match(stdout, /^Commands:\n {2}run {2}/m)
+      assert.equal(stderr, '')
+    })
+
+    it('needs nothing from node_modules: a copy alone in a folder runs every command', async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'rxsem-bin-'))
+      try {
+        const copy = join(dir, 'rxsem.cjs')
+        copyFileSync(bin, copy)
+        const opts = { cwd: dir, env: { PATH: process.env['PATH'] ?? '' } }
+        for (const command of ['run', 'status', 'watch']) {
+          const { stdout } = await run(process.execPath, [copy, command, '--help'], opts)
+          assert.match(stdout, new RegExp(`^Usage: rxsem ${command} `))
+        }
+        // A real request (undici, fp-ts, io-ts, rxjs all at work), to an address nobody serves.
+        const failed = await run(
+          process.execPath,
+          [copy, 'status', '--prefix', 'p', '--http-addr', '127.0.0.1:1'],
+          opts,
+        ).then(
+          () => assert.fail('status against a closed port succeeded'),
+          (error: { code: number; stderr: string }) => error,
+        )
+        assert.equal(failed.code, 1)
+        assert.match(
+          failed.stderr,
+          /^rxsem: .*cannot reach the Consul agent at http:\/\/127\.0\.0\.1:1/,
+        )
+      } finally {
+        rmSync(dir, { recursive: true, force: true })
+      }
+    })
   })
 })

@@ -1,0 +1,329 @@
+// Figure 6, replicas: one contender per process, the way services run (issue 16). R replicas
+// want one of `limit` slots on a fresh prefix; each holds `holdMs`, gives the slot back and
+// contends again, for a warm-up and then a measured steady window. Every request of every replica
+// passes a fault proxy in `pass` mode in front of the agent it talks to, which counts it.
+//   library:         R long-lived node processes (bench/replica-child.ts, run by tsx like the
+//                    other bench children), each with one client and one semaphore at a time:
+//                    holding$ true → hold → close() → a new semaphore contends again.
+//   consul lock -n:  R loops, each running `consul lock -n <limit> ... <prefix> <hold>` again
+//                    and again (a process per acquisition), as bench/children.ts runs it.
+// Topologies: one agent; or 3 servers with the replicas spread over client agents (replica i
+// talks to agent i mod n, through that agent's own proxy), the servers forwarding as in a fleet.
+// Only the steady window counts: acquisitions = tenures that started in it; requests, blocking
+// answers and CAS writes = those the proxies saw in it. Handover uses figure 2's pairing
+// (pair-handovers.ts) over the window's starts and releases; peak holders is taken over the whole
+// run up to the window's end, from the tenures each replica logged on the wall clock.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { startFaultProxy, type FaultProxy, type SeenRequest } from '../test/support/fault-proxy.js'
+import { killTree } from '../test/support/processes.js'
+import { consulLock, repoRoot, Workspace } from './children.js'
+import { isCasWrite, isLostCas, peakHolders } from './contention.js'
+import { pairHandovers, type HoldEvent } from './pair-handovers.js'
+import { summarize, type Summary } from './stats.js'
+
+export type ReplicaImplementation = 'library' | 'consul lock -n'
+
+export interface ReplicasSetup {
+  readonly replicas: number
+  readonly limit: number
+  readonly holdMs: number
+  /** After every replica is up and contending, before the window opens. */
+  readonly warmupMs: number
+  /** The measured window. */
+  readonly steadyMs: number
+}
+
+export interface ReplicasTopology {
+  /** How the report names it, e.g. "one agent". */
+  readonly name: string
+  /** The agents' HTTP addresses; replica i talks to agents[i mod n] (through its own proxy). */
+  readonly agents: readonly string[]
+}
+
+export interface ReplicasRun {
+  readonly implementation: ReplicaImplementation
+  readonly topology: string
+  readonly replicas: number
+  readonly limit: number
+  readonly holdMs: number
+  /** Length of the measured window, s. */
+  readonly windowS: number
+  /** From the first spawn until every replica was contending, ms. */
+  readonly startupMs: number
+  readonly acquisitions: number
+  readonly perSecond: number
+  /** A tenure ends → the next starts, while a waiter was queued (figure 2's definition). */
+  readonly handover: Summary
+  /** Window handovers whose new holder was not contending `readyMs` before the release. */
+  readonly handoverDropped: number
+  readonly requests: number
+  readonly requestsPerAcquisition: number
+  /** Blocking queries (GET with `index=`) answered in the window. */
+  readonly blockingAnswers: number
+  readonly blockingPerAcquisition: number
+  readonly casAttempts: number
+  readonly casLost: number
+  readonly casLostPerAcquisition: number
+  /** Most holders at once, from the replicas' logs up to the window's end. */
+  readonly peakHolders: number
+  /** Library only: mean RSS of a replica process in the window, MB. */
+  readonly replicaRssMb: number | undefined
+  /** Library only: CPU of all replica processes in the window per acquisition, ms. */
+  readonly replicaCpuMsPerAcquisition: number | undefined
+  /** Requests by kind in the window (method and path shape), for the notes. */
+  readonly requestsByKind: ReadonlyMap<string, number>
+}
+
+/**
+ * A handover counts when the new holder was queued when the slot was freed: contending (library:
+ * its key in Consul; consul lock: "Attempting lock acquisition" printed) before the release.
+ */
+const READY_MS = 0
+/** How long the replicas may take to all be contending (40 node starts on 2 cores). */
+const STARTUP_TIMEOUT_MS = 120_000
+
+interface Running {
+  /** Every replica contending at least once. */
+  readonly allUp: () => boolean
+  readonly events: () => HoldEvent[]
+  /** RSS (MB) and CPU (ms) of the replica processes that are long-lived; undefined otherwise. */
+  readonly usage: () => { rssMb: number; cpuMs: number } | undefined
+  /** SIGTERM at the deadline, then SIGKILL what is left; resolves when nothing runs. */
+  readonly stop: () => Promise<void>
+  readonly failure: () => string | undefined
+}
+
+const ticks = 100 // USER_HZ on Linux
+
+function procUsage(pids: readonly number[]): { rssMb: number; cpuMs: number } {
+  let rssKb = 0
+  let cpuTicks = 0
+  let counted = 0
+  for (const pid of pids) {
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      // utime and stime are fields 14 and 15 of stat, i.e. 11 and 12 after "pid (comm) ".
+      cpuTicks += Number(fields[11]) + Number(fields[12])
+      rssKb += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
+      counted++
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return { rssMb: rssKb / 1024 / Math.max(1, counted), cpuMs: (cpuTicks * 1000) / ticks }
+}
+
+function startLibrary(prefix: string, setup: ReplicasSetup, addrs: readonly string[]): Running {
+  const events: HoldEvent[] = []
+  const contending = new Set<string>()
+  const children: ChildProcess[] = []
+  const exits: Promise<void>[] = []
+  let failure: string | undefined
+  const child = new URL('./replica-child.ts', import.meta.url).pathname
+  for (let i = 0; i < setup.replicas; i++) {
+    const who = `r${i}`
+    const addr = addrs[i % addrs.length] ?? ''
+    const proc = spawn(
+      process.execPath,
+      ['--import', 'tsx', child, addr, prefix, String(setup.limit), String(setup.holdMs), who],
+      // A process group of its own, so that nothing it starts can outlive the figure.
+      // stdin stays open: the replica stops when it closes, should this process die first.
+      { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'], detached: true },
+    )
+    children.push(proc)
+    exits.push(new Promise((done) => proc.once('close', () => done())))
+    let pending = ''
+    proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+      pending += chunk
+      const lines = pending.split('\n')
+      pending = lines.pop() ?? ''
+      for (const line of lines) {
+        const [kind, name, at] = line.split(' ')
+        if (kind === 'E') failure ??= line
+        if (name === undefined || at === undefined) continue
+        const ms = Number(at)
+        if (kind === 'W') events.push({ kind: 'want', who: name, at: ms })
+        else if (kind === 'C') {
+          contending.add(name)
+          events.push({ kind: 'ready', who: name, at: ms })
+        } else if (kind === 'S') events.push({ kind: 'start', who: name, at: ms })
+        else if (kind === 'R') events.push({ kind: 'release', who: name, at: ms })
+      }
+    })
+    let stderr = ''
+    proc.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-2000)))
+    proc.once('close', (code) => {
+      if (code !== 0 && code !== null) failure ??= `replica ${who} exited ${code}: ${stderr}`
+    })
+  }
+  const pids = (): number[] => children.flatMap((c) => (c.pid === undefined ? [] : [c.pid]))
+  return {
+    allUp: () => contending.size >= setup.replicas,
+    events: () => [...events],
+    usage: () => procUsage(pids()),
+    failure: () => failure,
+    stop: async () => {
+      for (const c of children) if (c.exitCode === null) c.kill('SIGTERM')
+      const all = Promise.all(exits)
+      if ((await Promise.race([all.then(() => 'done'), sleep(10_000, 'late')])) === 'late') {
+        for (const pid of pids()) killTree(pid, 'SIGKILL')
+        await all
+      }
+    },
+  }
+}
+
+function startConsulLock(prefix: string, setup: ReplicasSetup, addrs: readonly string[]): Running {
+  const workspace = new Workspace()
+  const wants: HoldEvent[] = []
+  let stopping = false
+  // The loops stop at the window's end (stop() below SIGTERMs what runs); this deadline only
+  // bounds a figure whose stop never comes.
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS + 10 * 60_000
+  const loops = Array.from({ length: setup.replicas }, async (_, i) => {
+    const contender = {
+      addr: addrs[i % addrs.length] ?? '',
+      prefix,
+      limit: setup.limit,
+      who: `r${i}`,
+      holdMs: setup.holdMs,
+      deadline,
+    }
+    while (!stopping) {
+      if (!(await workspace.runContender(consulLock, contender, wants))) return
+    }
+  })
+  const readLog = (): HoldEvent[] => [
+    ...wants,
+    ...workspace.readEvents().map((e): HoldEvent => ({
+      kind: e.kind === 'S' ? 'start' : 'release',
+      who: e.who,
+      at: e.at,
+    })),
+  ]
+  let logged: HoldEvent[] | undefined
+  return {
+    allUp: () =>
+      new Set(wants.filter((w) => w.kind === 'ready').map((w) => w.who)).size >= setup.replicas,
+    events: () => logged ?? readLog(),
+    usage: () => undefined,
+    failure: () => undefined,
+    stop: async () => {
+      if (stopping) return
+      stopping = true
+      workspace.terminateAll()
+      await Promise.race([Promise.all(loops), sleep(10_000)])
+      // The events file goes with the workspace: read it first.
+      logged = readLog()
+      await workspace.killAll()
+    },
+  }
+}
+
+function kindOf(r: SeenRequest): string {
+  const path = r.path
+    .replace(/\/v1\/kv\/.*\/\.lock$/, '/v1/kv/<p>/.lock')
+    .replace(/\/v1\/(kv|session\/\w+)\/.*/, '/v1/$1/…')
+  return `${r.method} ${path}${/(^|&)index=/.test(r.query) ? ' (blocking)' : ''}`
+}
+
+/**
+ * Runs `implementation` with `setup.replicas` replicas on a fresh prefix against `topology`'s
+ * agents and measures the steady window. Leaves nothing running, also when it fails.
+ */
+export async function measureReplicas(
+  implementation: ReplicaImplementation,
+  topology: ReplicasTopology,
+  setup: ReplicasSetup,
+): Promise<ReplicasRun> {
+  const proxies: FaultProxy[] = []
+  let running: Running | undefined
+  try {
+    for (const agent of topology.agents) proxies.push(await startFaultProxy(agent))
+    const addrs = proxies.map((p) => p.addr)
+    const slug = implementation.replace(/\W+/g, '-')
+    const prefix = `bench-replicas/${slug}-${setup.replicas}-${Date.now()}`
+    const spawnedAt = Date.now()
+    running =
+      implementation === 'library'
+        ? startLibrary(prefix, setup, addrs)
+        : startConsulLock(prefix, setup, addrs)
+    const run = running
+    while (!run.allUp()) {
+      const failure = run.failure()
+      if (failure !== undefined) throw new Error(failure)
+      if (Date.now() - spawnedAt > STARTUP_TIMEOUT_MS)
+        throw new Error(`the ${setup.replicas} replicas were not all contending after 120 s`)
+      await sleep(50)
+    }
+    const startupMs = Date.now() - spawnedAt
+    await sleep(setup.warmupMs)
+
+    const windowStart = Date.now()
+    for (const p of proxies) p.resetCounts()
+    const usageBefore = run.usage()
+    await sleep(setup.steadyMs / 2)
+    const rssMb = run.usage()?.rssMb
+    await sleep(setup.steadyMs / 2)
+    const windowEnd = Date.now()
+    const usageAfter = run.usage()
+    const unanswered = new Set(proxies.flatMap((p) => p.inFlightRequests()))
+    const requests = proxies.flatMap((p) => p.requests()).filter((r) => r.at <= windowEnd)
+    await run.stop()
+    running = undefined
+    const failure = run.failure()
+    if (failure !== undefined) throw new Error(failure)
+
+    const all = run.events()
+    const inWindow = (e: HoldEvent): boolean => e.at >= windowStart && e.at <= windowEnd
+    const acquisitions = all.filter((e) => e.kind === 'start' && inWindow(e)).length
+    // Wants of any time (a waiter may have queued before the window); tenures in the window.
+    const handovers = pairHandovers(
+      all.filter((e) => e.kind === 'want' || e.kind === 'ready' || inWindow(e)),
+      READY_MS,
+    )
+    const casAttempts = requests.filter(isCasWrite).length
+    const casLost = requests.filter(isLostCas).length
+    const blockingAnswers = requests.filter(
+      (r) => r.method === 'GET' && /(^|&)index=/.test(r.query) && !unanswered.has(r),
+    ).length
+    const perAcq = (n: number): number => n / Math.max(1, acquisitions)
+    const kinds = new Map<string, number>()
+    for (const r of requests) kinds.set(kindOf(r), (kinds.get(kindOf(r)) ?? 0) + 1)
+    const windowS = (windowEnd - windowStart) / 1000
+    return {
+      implementation,
+      topology: topology.name,
+      replicas: setup.replicas,
+      limit: setup.limit,
+      holdMs: setup.holdMs,
+      windowS,
+      startupMs,
+      acquisitions,
+      perSecond: acquisitions / windowS,
+      handover: summarize(handovers.samples),
+      handoverDropped: handovers.dropped,
+      requests: requests.length,
+      requestsPerAcquisition: perAcq(requests.length),
+      blockingAnswers,
+      blockingPerAcquisition: perAcq(blockingAnswers),
+      casAttempts,
+      casLost,
+      casLostPerAcquisition: perAcq(casLost),
+      peakHolders: peakHolders(
+        all.filter((e) => (e.kind === 'start' || e.kind === 'release') && e.at <= windowEnd),
+      ),
+      replicaRssMb: rssMb,
+      replicaCpuMsPerAcquisition:
+        usageBefore && usageAfter ? perAcq(usageAfter.cpuMs - usageBefore.cpuMs) : undefined,
+      requestsByKind: kinds,
+    }
+  } finally {
+    await running?.stop()
+    await Promise.all(proxies.map((p) => p.close()))
+  }
+}

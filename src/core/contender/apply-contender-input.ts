@@ -1,0 +1,156 @@
+import type { KVSnapshot } from '../../consul/types.js'
+import type { ContenderInput } from './contender-input.js'
+import type { ContenderState, ContenderStateOptions } from './contender-state-model.js'
+import { decidePatiently } from './decide-patiently.js'
+import { isPrefixProblem } from './is-prefix-problem.js'
+import { leaseDeadline } from './lease-deadline.js'
+
+/** What a tenure (one stretch of being listed in `.lock`) leaves behind when it ends. */
+const tenureEnded = {
+  listed: false,
+  fencingToken: undefined,
+  heldInTenure: false,
+  casIndex: undefined,
+} as const
+
+/**
+ * Updates the facts of a contender state from one input (session, lease, connection, listing,
+ * decision), without yet deriving `holding`, `reason`, `next` or `wakeAt` (`settleContender`).
+ *
+ * @example
+ * applyContenderInput(state, { type: 'session-gone' }, scheduler.now(), options)
+ * @param s - The state before the input.
+ * @param input - The input.
+ * @param now - Scheduler time of the input.
+ * @param options - The contender's options.
+ * @returns The state with updated facts.
+ */
+export function applyContenderInput(
+  s: ContenderState,
+  input: ContenderInput,
+  now: number,
+  options: ContenderStateOptions,
+): ContenderState {
+  switch (input.type) {
+    case 'snapshot':
+      // Older than our own CAS: it can neither say we were removed after it nor vouch that we are
+      // still listed, so it does not reconnect us either. After an agent restart (indexes go
+      // backwards, sessions gone) this keeps a holder at false until its lease learns the truth.
+      if (isOlderThanOwnCas(s, input.snapshot)) return s
+      return redecide({ ...s, connected: true }, input.snapshot, now, options)
+    case 'disconnected':
+      return { ...s, connected: false, graceLockIndex: undefined, patientAt: undefined }
+    case 'session-created': {
+      const renewed = s.session === input.session
+      const fresh: ContenderState = renewed
+        ? s
+        : {
+            ...s,
+            ...tenureEnded,
+            session: input.session,
+            retired: undefined,
+            next: undefined,
+            retryAt: undefined,
+          }
+      const leased = { ...fresh, leaseDeadline: leaseDeadline(input.sentAt, input.ttlMs, options) }
+      return leased.snapshot === undefined
+        ? leased
+        : redecide(leased, leased.snapshot, now, options)
+    }
+    case 'session-renewed': {
+      if (s.session === undefined || s.retired !== undefined) return s
+      const lapsed = s.leaseDeadline === undefined || now >= s.leaseDeadline
+      const leased = { ...s, leaseDeadline: leaseDeadline(input.sentAt, input.ttlMs, options) }
+      // A late renewal revives a lapsed lease: decide again, the wait may have missed a slot.
+      return lapsed && leased.snapshot !== undefined
+        ? redecide(leased, leased.snapshot, now, options)
+        : leased
+    }
+    case 'renewal-failed':
+      return s
+    case 'session-gone':
+      return {
+        ...s,
+        ...tenureEnded,
+        retired: s.retired ?? 'session-gone',
+        next: undefined,
+        retryAt: undefined,
+      }
+    case 'release-requested':
+      return { ...s, ...tenureEnded, retired: 'released', next: undefined, retryAt: undefined }
+    case 'cas-result':
+      return casAnswered(s, input.ok, input.holders, input.modifyIndex)
+    case 'retry':
+      // The write is over, refused for a reason no snapshot will show: decide again later.
+      return s.retired !== undefined
+        ? s
+        : { ...s, next: undefined, retryAt: now + Math.max(0, input.inMs) }
+    case 'wake': {
+      const retryDue = s.retryAt !== undefined && now >= s.retryAt
+      const graceDue = s.patientAt !== undefined && now >= s.patientAt
+      if (!retryDue && !graceDue) return s
+      return s.snapshot !== undefined
+        ? redecide(s, s.snapshot, now, options)
+        : { ...s, retryAt: undefined }
+    }
+    case 'end':
+      return s
+  }
+}
+
+function casAnswered(
+  s: ContenderState,
+  ok: boolean,
+  holders: readonly string[],
+  modifyIndex: bigint | undefined,
+): ContenderState {
+  // Whatever the answer, the write is over: wait for the snapshot it causes.
+  const answered = { ...s, next: undefined }
+  if (!ok || s.session === undefined || s.retired !== undefined) return answered
+  if (!holders.includes(s.session)) return { ...answered, ...tenureEnded }
+  if (s.listed && s.heldInTenure) return answered
+  return {
+    ...answered,
+    listed: true,
+    heldInTenure: false,
+    casIndex: modifyIndex ?? s.casIndex,
+    fencingToken: modifyIndex ?? s.fencingToken,
+  }
+}
+
+function isOlderThanOwnCas(s: ContenderState, snapshot: KVSnapshot): boolean {
+  return s.session !== undefined && s.casIndex !== undefined && snapshot.index < s.casIndex
+}
+
+function redecide(
+  s: ContenderState,
+  snapshot: KVSnapshot,
+  now: number,
+  options: ContenderStateOptions,
+): ContenderState {
+  if (s.session === undefined) return { ...s, snapshot }
+  const { decision, graceLockIndex, patientAt } = decidePatiently(
+    snapshot,
+    s.session,
+    now,
+    s,
+    options,
+  )
+  const decided: ContenderState = {
+    ...s,
+    snapshot,
+    decision,
+    view: decision.view ?? s.view,
+    problem: isPrefixProblem(decision) ? decision : undefined,
+    graceLockIndex,
+    patientAt,
+    // Any fresh decision supersedes a pending retry: it asks for the write now if still due.
+    retryAt: undefined,
+  }
+  if (s.retired !== undefined) return decided
+  if (decision.type !== 'Held') return { ...decided, ...tenureEnded }
+  // First seen holding in a snapshot: the index on its own key (a hand-off, or its own CAS whose
+  // answer was lost) when there is one, otherwise `.lock`'s.
+  const token = s.fencingToken ?? decision.acquiredAt ?? decision.view.lockIndex
+  return { ...decided, listed: true, fencingToken: token }
+}

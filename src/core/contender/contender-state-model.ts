@@ -1,0 +1,158 @@
+import type { SchedulerLike } from 'rxjs'
+import type { KVSnapshot } from '../../consul/types.js'
+import type { DecideOptions } from '../semaphore/decide.js'
+import type { Decision, PrefixProblem, SemaphoreView, TransitionReason } from '../events.js'
+import type { LeaseMargin } from './lease-deadline.js'
+
+/**
+ * A write the effects layer should make now: CAS `.lock`, or (re)create the contender key.
+ *
+ * @example
+ * ```ts
+ * states.pipe(map((s) => s.next), distinctUntilChanged()).subscribe((action?: ContenderAction) => {
+ *   if (action?.type === 'TryAcquire') casLock(action.body, action.cas)
+ *   else if (action?.type === 'NotContending') acquireContenderKey()
+ * })
+ * ```
+ */
+export type ContenderAction = Extract<
+  Decision,
+  {
+    /** Discriminant: CAS `.lock` ('TryAcquire') or acquire the contender key ('NotContending'). */
+    readonly type: 'TryAcquire' | 'NotContending'
+  }
+>
+
+/**
+ * The decide step of the state machine: what to write next, from one snapshot. The semaphore's
+ * `decide` by default; `decideLock`, given this contender's value, for the single-key lock. It
+ * must be pure: the core calls it again on every snapshot, wake and retry.
+ *
+ * @example
+ * ```ts
+ * const lockStep: DecideStep = (snapshot, { prefix, session }) =>
+ *   decideLock(snapshot, { prefix, session, value: 'node-a' })
+ * events.pipe(contenderState({ prefix, limit: 1, fairness: false, decide: lockStep }))
+ * ```
+ */
+export type DecideStep = (snapshot: KVSnapshot, options: DecideOptions) => Decision
+
+/**
+ * Options of `contenderState` and `holding`.
+ *
+ * @example
+ * ```ts
+ * const options: ContenderStateOptions = { prefix: 'service/db/lock', limit: 3, fairness: false }
+ * events.pipe(holding(options)).subscribe((held) => console.log('holding', held))
+ * ```
+ */
+export interface ContenderStateOptions extends LeaseMargin {
+  /** The semaphore prefix all contenders agree on. */
+  readonly prefix: string
+  /** The slot limit, a positive integer; `.lock` must agree. */
+  readonly limit: number
+  /** Rank waiters so that a release wakes one CAS attempt (default true); see `decide`. */
+  readonly fairness?: boolean | undefined
+  /**
+   * Liveness guard of the ranking: a waiter held back by rank while slots stay free and `.lock`
+   * unchanged tries anyway after `fairnessGraceMs × rank` (default 2000 ms), so
+   * a stalled front-runner delays others by a bounded time, and the next in line goes first.
+   */
+  readonly fairnessGraceMs?: number | undefined
+  /** Scheduler of every timer and of `now()`; default `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike | undefined
+  /**
+   * The decide step (default the semaphore's `decide`): pass one that calls `decideLock` to run
+   * the same state machine (lease deadline, watch failure, release, holding rules) on the
+   * single-key lock (see DecideStep).
+   */
+  readonly decide?: DecideStep | undefined
+}
+
+/**
+ * Everything the core knows about one contender after each event. `holding` is the library's
+ * safety signal; `next` is the write the effects layer should make.
+ *
+ * @example
+ * ```ts
+ * const states = events.pipe(contenderState({ prefix: 'service/db/lock', limit: 3 }))
+ * states.subscribe((s: ContenderState) => {
+ *   if (s.problem) console.error('prefix problem:', s.problem.type)
+ *   else console.log(s.holding, s.reason, s.fencingToken)
+ * })
+ * ```
+ */
+export interface ContenderState {
+  /** The current session, from the last `session-created`. */
+  readonly session: string | undefined
+  /** True only while `.lock` lists this live session, the watch is connected and the lease valid. */
+  readonly holding: boolean
+  /** Why `holding` last changed; undefined before the first change. */
+  readonly reason: TransitionReason | undefined
+  /**
+   * ModifyIndex of `.lock` written by the CAS that won the slot (or, if holding was first seen in
+   * a snapshot, `.lock`'s ModifyIndex in it). Kept across a watch failure or a late renewal; cleared
+   * when the tenure ends. Larger tokens belong to later tenures of the same `.lock`.
+   */
+  readonly fencingToken: bigint | undefined
+  /** Scheduler ms at which the lease is no longer trusted (`leaseDeadline`). */
+  readonly leaseDeadline: number | undefined
+  /** The watch delivered a snapshot since its last failure. */
+  readonly connected: boolean
+  /** The last snapshot used for a decision. */
+  readonly snapshot: KVSnapshot | undefined
+  /** The last decision (undefined before a snapshot and a session are both known). */
+  readonly decision: Decision | undefined
+  /** The view of the last decision that had one. */
+  readonly view: SemaphoreView | undefined
+  /** The prefix problem of the last decision, if it was one. */
+  readonly problem: PrefixProblem | undefined
+  /**
+   * The write to make now, or undefined. The object is kept (same reference) while the action is
+   * the same, so `distinctUntilChanged()` on `next` yields each action once. Cleared when the CAS
+   * answers, when the watch fails, when the lease lapses, after release or session loss.
+   */
+  readonly next: ContenderAction | undefined
+  /** `.lock` is believed to list this session (from the last snapshot or a later CAS). */
+  readonly listed: boolean
+  /** This session is done: released by the user, or gone in Consul. No more writes for it. */
+  readonly retired: 'released' | 'session-gone' | undefined
+  /** True once `holding` was true in the current tenure (a later rise is 'restored'). */
+  readonly heldInTenure: boolean
+  /** ModifyIndex of this contender's own successful CAS: older snapshots are stale. */
+  readonly casIndex: bigint | undefined
+  /** `.lock` ModifyIndex the fairness grace is counting for (resets when `.lock` changes). */
+  readonly graceLockIndex: bigint | undefined
+  /** Scheduler ms from which this waiter ignores its rank (liveness guard), if counting. */
+  readonly patientAt: number | undefined
+  /**
+   * Scheduler ms at which to decide again on the last snapshot, after a `retry` event (a write
+   * refused by Consul's lock-delay, which no snapshot shows ending). Cleared by any new decision.
+   */
+  readonly retryAt: number | undefined
+  /** Scheduler ms of the next timer the operator must fire (lease deadline, grace or retry). */
+  readonly wakeAt: number | undefined
+}
+
+/** The state before any event: not holding, not connected, nothing known. */
+export const initialContenderState: ContenderState = {
+  session: undefined,
+  holding: false,
+  reason: undefined,
+  fencingToken: undefined,
+  leaseDeadline: undefined,
+  connected: false,
+  snapshot: undefined,
+  decision: undefined,
+  view: undefined,
+  problem: undefined,
+  next: undefined,
+  listed: false,
+  retired: undefined,
+  heldInTenure: false,
+  casIndex: undefined,
+  graceLockIndex: undefined,
+  patientAt: undefined,
+  retryAt: undefined,
+  wakeAt: undefined,
+}

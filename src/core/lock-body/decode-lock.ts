@@ -1,0 +1,155 @@
+import * as E from 'fp-ts/lib/Either.js'
+import { pipe } from 'fp-ts/lib/function.js'
+import { corruptLock, type CorruptLock } from './corrupt-lock.js'
+import { describeValidationErrors } from './describe-validation-errors.js'
+import type { LockShape } from '../events.js'
+import {
+  CapitalisedLimit,
+  HolderFlag,
+  HolderList,
+  HolderMap,
+  JsonObject,
+  LowercaseLimit,
+} from './lock-body-codec.js'
+import type { LockRecord } from './lock-record.js'
+
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
+/**
+ * Decodes the body of `<prefix>/.lock` in any of the shapes found in the wild, remembering which:
+ * `{"Limit":3,"Holders":{"<s>":true}}` ('go-map'), `{"Limit":2,"Holders":["<s>"]}`
+ * ('guide-list'), `{"limit":3,"holders":["<s>"]}` ('java-list'). Extra fields and any key order
+ * are accepted; `Holders` null or absent is empty; a holder listed twice counts once. In a map,
+ * each key is a holder whether its value is true, false or null; any other value makes the body
+ * corrupt, as it is for Go's client. A lowercase body with a map of holders is read as 'go-map'
+ * (Go reads it too, its JSON field matching ignores case).
+ *
+ * @example
+ * decodeLock(new TextEncoder().encode('{"Limit":2,"Holders":["a"]}'), 'svc/.lock')
+ * // right({ limit: 2, holders: ['a'], shape: 'guide-list' })
+ * @param value - The raw value of the key (`null` or empty: no record yet).
+ * @param key - The `.lock` key, named in the problem.
+ * @returns The record (`undefined` for an empty value), or a CorruptLock saying what is wrong.
+ */
+export function decodeLock(
+  value: Uint8Array | null,
+  key: string,
+): E.Either<CorruptLock, LockRecord | undefined> {
+  if (value === null || value.length === 0) return E.right(undefined)
+  return pipe(
+    parseJson(value),
+    E.flatMap(asObject),
+    E.flatMap(recordOf),
+    E.mapLeft((reason) => corruptLock(key, reason)),
+  )
+}
+
+function parseJson(value: Uint8Array): E.Either<string, unknown> {
+  let text: string
+  try {
+    text = utf8.decode(value)
+  } catch {
+    return E.left('body is not UTF-8')
+  }
+  try {
+    return E.right(JSON.parse(text))
+  } catch (error) {
+    return E.left(`body is not JSON (${error instanceof Error ? error.message : String(error)})`)
+  }
+}
+
+function asObject(json: unknown): E.Either<string, Record<string, unknown>> {
+  return JsonObject.is(json)
+    ? E.right(json)
+    : E.left(`body: expected a JSON object, got ${JSON.stringify(json).slice(0, 60)}`)
+}
+
+function recordOf(body: Record<string, unknown>): E.Either<string, LockRecord> {
+  const capitalised = Object.hasOwn(body, 'Limit') || Object.hasOwn(body, 'Holders')
+  const lowercase = Object.hasOwn(body, 'limit') || Object.hasOwn(body, 'holders')
+  if (capitalised && lowercase) {
+    return E.left('body mixes "Limit"/"Holders" with "limit"/"holders": which one counts?')
+  }
+  const limit = lowercase
+    ? pipe(
+        LowercaseLimit.decode(body),
+        E.map((b) => b.limit),
+      )
+    : pipe(
+        CapitalisedLimit.decode(body),
+        E.map((b) => b.Limit),
+      )
+  const holdersField = lowercase ? 'holders' : 'Holders'
+  return pipe(
+    limit,
+    E.mapLeft((errors) => describeValidationErrors(errors)),
+    E.flatMap((n) =>
+      pipe(
+        holdersOf(body[holdersField], holdersField, lowercase),
+        E.map(({ holders, shape }): LockRecord => ({ limit: n, holders, shape })),
+      ),
+    ),
+  )
+}
+
+function holdersOf(
+  holders: unknown,
+  field: string,
+  lowercase: boolean,
+): E.Either<string, { holders: readonly string[]; shape: LockShape }> {
+  const listShape: LockShape = lowercase ? 'java-list' : 'guide-list'
+  if (holders === null || holders === undefined) {
+    return E.right({ holders: [], shape: lowercase ? 'java-list' : 'go-map' })
+  }
+  if (Array.isArray(holders)) {
+    return pipe(
+      HolderList.decode(holders),
+      E.mapLeft((errors) => describeValidationErrors(errors, field)),
+      E.map((list) => ({ holders: [...new Set(list)], shape: listShape })),
+    )
+  }
+  if (JsonObject.is(holders)) {
+    return pipe(
+      HolderMap.decode(holders),
+      E.mapLeft(() => nonBooleanHolders(holders, field)),
+      E.map((map) => ({ holders: Object.keys(map), shape: 'go-map' as const })),
+    )
+  }
+  return E.left(
+    `${field}: expected a list of session ids or a map of session ids, got ${JSON.stringify(holders).slice(0, 60)}`,
+  )
+}
+
+// Why map values are judged, and why false and null pass: what `consul lock -n 2` (Consul 1.8.7)
+// was seen doing with `{"Limit":2,"Holders":{"<id>":<value>}}` under the semaphore's flags.
+// - A number, a string (even "true"), an object or an array: it exits 1 with `lock decoding failed:
+//   json: cannot unmarshal number into Go struct field semaphoreLock.Holders of type bool` (the
+//   word after "unmarshal" names the JSON type), runs nothing and leaves `.lock` as it was. So do
+//   we: CorruptLock, nothing written.
+// - false and null: read without error, and the key counts as a holder all the same. A key whose
+//   session has no live contender key is pruned; a live one keeps its slot (two live holders with
+//   false or null values keep `consul lock -n 2` waiting), and Go writes it back as false.
+// We write every kept holder back as true: Go reads both alike.
+function nonBooleanHolders(holders: Record<string, unknown>, field: string): string {
+  const bad = Object.entries(holders).filter(([, value]) => !HolderFlag.is(value))
+  const [first] = bad
+  if (first === undefined) return `${field}: expected a map of session ids to true or false`
+  const [holder, value] = first
+  const others = bad.length > 1 ? ` (and ${bad.length - 1} more holders like it)` : ''
+  return (
+    `${field}: holder ${JSON.stringify(holder)} has ${aJsonType(value)} value ` +
+    `(${preview(value)})${others}, but Go's client reads ${field} as map[string]bool and refuses ` +
+    'the whole body ("lock decoding failed"); each value must be true or false'
+  )
+}
+
+/** The JSON type of a parsed value other than a boolean or null, with its article. */
+function aJsonType(value: unknown): string {
+  if (Array.isArray(value)) return 'an array'
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`
+}
+
+function preview(value: unknown): string {
+  const text = JSON.stringify(value)
+  return text.length > 40 ? `${text.slice(0, 37)}...` : text
+}

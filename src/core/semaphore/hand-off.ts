@@ -1,0 +1,107 @@
+import * as E from 'fp-ts/lib/Either.js'
+import { CONTENDER_FLAGS } from '../../consul/flags.js'
+import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import { contenderKey } from '../keys/contender-key.js'
+import { lockKey } from '../keys/lock-key.js'
+import { readLock } from '../lock-body/read-lock.js'
+import { encodeLock } from '../lock-body/encode-lock.js'
+import { prefixView } from './prefix-view.js'
+
+/**
+ * A release that hands the slot to the first waiter in line: one transaction that checks the
+ * waiter still locks its key, CASes `.lock` from this holder to it, deletes this holder's key, and
+ * rewrites the waiter's key (same value, HOLDER_FLAGS), which wakes it with the hand-off's index.
+ *
+ * @example
+ * ```ts
+ * const handOff: HandOff | undefined = handOffLock(snapshot, { prefix, session, limit: 3 })
+ * if (handOff) console.log(`hand the slot to ${handOff.heir} if .lock is still at ${handOff.cas}`)
+ * ```
+ */
+export interface HandOff {
+  /** The waiter's session: the new holder. */
+  readonly heir: string
+  /** The waiter's contender key, as the snapshot showed it (its value is written back as it is). */
+  readonly heirEntry: KVEntry
+  /** The new `.lock` body: the live holders without this session, with the heir, in the shape read. */
+  readonly body: Uint8Array
+  /** ModifyIndex `.lock` must still have. */
+  readonly cas: bigint
+}
+
+/**
+ * Whether this holder's release can hand its slot straight to the next waiter, from a snapshot
+ * that lists it: only when `.lock` is readable and agrees with the limit, this session is a live
+ * holder in it, and the first waiter in line runs this library (its key has CONTENDER_FLAGS). A
+ * Go waiter would not know that it was handed a slot (its loop only counts holders), so when one
+ * is first in line, or there is no waiter, the release is the plain one (`releaseLock`). Dead
+ * holders are pruned, as any acquisition prunes them: the heir's acquisition is written by the
+ * releaser.
+ *
+ * The transaction decides, not this snapshot: it commits only if `.lock` is unchanged and the heir
+ * still locks its key; otherwise the release falls back to the plain one.
+ *
+ * @example
+ * ```ts
+ * const handOff = handOffLock(lastSnapshot, { prefix: 'service/db/lock', session, limit: 3 })
+ * ```
+ * @param snapshot - The holder's last snapshot of the prefix.
+ * @param options - Prefix, this holder's session and the limit.
+ * @returns The hand-off to try, or undefined for a plain release.
+ */
+export function handOffLock(
+  snapshot: KVSnapshot,
+  options: { readonly prefix: string; readonly session: string; readonly limit: number },
+): HandOff | undefined {
+  const shared = prefixView(snapshot, options)
+  if (E.isLeft(shared)) return undefined
+  const { view, holders } = shared.right
+  const heir = view.waiting[0]?.session
+  if (heir === undefined || !holders.has(options.session)) return undefined
+  const key = contenderKey(options.prefix, heir)
+  const heirEntry = snapshot.entries.find((entry) => entry.key === key)
+  if (heirEntry?.flags !== CONTENDER_FLAGS || heirEntry.session !== heir) return undefined
+  const kept = view.liveHolders.filter((holder) => holder !== options.session)
+  return {
+    heir,
+    heirEntry,
+    body: encodeLock({
+      limit: view.limit,
+      holders: [...kept, heir],
+      shape: view.shape ?? 'go-map',
+    }),
+    cas: view.lockIndex,
+  }
+}
+
+/**
+ * The same hand-off again after its CAS lost: from `.lock` as read now, this holder out and the
+ * same heir in. Undefined when there is nothing to hand any more: `.lock` no longer lists this
+ * session, already lists the heir (another release handed it a slot), or must not be written.
+ * Listed holders are kept as they are (without the listing, liveness is unknown); the count of
+ * holders does not grow, since this session leaves as the heir comes.
+ *
+ * @example
+ * ```ts
+ * const again = handOffAgain(await getLockEntry(), { prefix, session, limit: 3 }, handOff)
+ * ```
+ * @param entry - The `.lock` entry as read now (undefined when it is gone).
+ * @param options - Prefix, this holder's session and the limit.
+ * @param previous - The hand-off whose CAS lost.
+ * @returns The hand-off to try now, or undefined for a plain release.
+ */
+export function handOffAgain(
+  entry: KVEntry | undefined,
+  options: { readonly prefix: string; readonly session: string; readonly limit: number },
+  previous: HandOff,
+): HandOff | undefined {
+  const key = lockKey(options.prefix)
+  const lock = readLock(entry, key, options.limit)
+  if (E.isLeft(lock) || lock.right.record === undefined) return undefined
+  const { record, lockIndex } = lock.right
+  if (!record.holders.includes(options.session) || record.holders.includes(previous.heir)) {
+    return undefined
+  }
+  const holders = [...record.holders.filter((h) => h !== options.session), previous.heir]
+  return { ...previous, body: encodeLock({ ...record, holders }), cas: lockIndex }
+}

@@ -1,0 +1,136 @@
+import * as E from 'fp-ts/lib/Either.js'
+import { HOLDER_FLAGS } from '../../consul/flags.js'
+import type { KVSnapshot } from '../../consul/types.js'
+import type { PrefixProblem, RankedContender, SemaphoreView } from '../events.js'
+import { directChild } from '../keys/direct-child.js'
+import { LOCK_KEY_NAME, lockKey } from '../keys/lock-key.js'
+import { readLock } from '../lock-body/read-lock.js'
+import { liveSessions } from './live-sessions.js'
+import { pruneHolders } from './prune-holders.js'
+import { waitingContenders } from './waiting-contenders.js'
+
+/**
+ * What every contender of a prefix needs from one snapshot, computed once for all of them: the
+ * decoded and pruned `.lock`, the queue, and indexes that let each contender find its own place in
+ * O(1) (`decideInView`).
+ *
+ * @example
+ * ```ts
+ * const shared = prefixView(snapshot, { prefix: 'service/db/lock', limit: 3 })
+ * if (E.isRight(shared)) console.log(shared.right.view.waiting.length, 'waiting')
+ * ```
+ */
+export interface PrefixView {
+  /** The view every decision of this snapshot carries (the same object for every contender). */
+  readonly view: SemaphoreView
+  /** The live holders, as a set. */
+  readonly holders: ReadonlySet<string>
+  /** Sessions whose contender key `<prefix>/<session>` is locked by that same session. */
+  readonly contenders: ReadonlySet<string>
+  /** Each waiting session's rank (its index in `view.waiting`). */
+  readonly ranks: ReadonlyMap<string, number>
+  /** Holders whose key the write that made them holders rewrote: its index (HOLDER_FLAGS). */
+  readonly acquired: ReadonlyMap<string, bigint>
+}
+
+/** What the view depends on besides the snapshot. */
+export interface PrefixViewOptions {
+  /** The semaphore prefix all contenders agree on. */
+  readonly prefix: string
+  /** The slot limit (a positive integer); `.lock` must agree. */
+  readonly limit: number
+}
+
+/**
+ * The part of the semaphore algorithm that depends only on the snapshot (read `.lock`, check flags
+ * and limit, prune dead holders, rank the waiters), as one pure function: O(n log n) in the entries
+ * of the prefix, done once per snapshot however many contenders of the prefix decide on it.
+ *
+ * `previous`, the view of an earlier snapshot of the same prefix, only saves memory and
+ * comparisons: arrays equal to its arrays are its arrays, so a subscriber can tell "unchanged" by
+ * reference. The result is equal (deeply) with or without it.
+ *
+ * ```
+ * snapshot ──► read .lock ──► prune ──► rank ──► PrefixView ──► decideInView(session) per contender
+ * ```
+ *
+ * @example
+ * ```ts
+ * const shared = prefixView(snapshot, { prefix: 'service/db/lock', limit: 3 })
+ * const mine = decideInView(shared, { session, limit: 3 })
+ * ```
+ * @param snapshot - Everything under the prefix at one index.
+ * @param options - Prefix and limit.
+ * @param previous - The view of an earlier snapshot of the same prefix and limit, to share arrays with.
+ * @returns The shared view, or the prefix problem that forbids any write.
+ */
+export function prefixView(
+  snapshot: KVSnapshot,
+  options: PrefixViewOptions,
+  previous?: PrefixView,
+): E.Either<PrefixProblem, PrefixView> {
+  const { prefix, limit } = options
+  if (!Number.isSafeInteger(limit) || limit < 1) {
+    throw new RangeError(`limit must be a positive integer, got ${limit}`)
+  }
+  const key = lockKey(prefix)
+  const lock = readLock(
+    snapshot.entries.find((entry) => entry.key === key),
+    key,
+    limit,
+  )
+  if (E.isLeft(lock)) return lock
+  const { record, lockIndex } = lock.right
+
+  const pruned = pruneHolders(record?.holders ?? [], liveSessions(snapshot.entries))
+  const holders = new Set(pruned.liveHolders)
+  const waiting = waitingContenders(snapshot.entries, prefix, holders)
+  const before = previous?.view
+  const view: SemaphoreView = {
+    limit,
+    shape: record?.shape,
+    lockIndex,
+    liveHolders: reuse(pruned.liveHolders, before?.liveHolders, sameString),
+    deadHolders: reuse(pruned.deadHolders, before?.deadHolders, sameString),
+    waiting: reuse(waiting, before?.waiting, sameRanked),
+  }
+  const ranks = new Map<string, number>()
+  for (const contender of view.waiting) ranks.set(contender.session, contender.rank)
+  return E.right({ view, holders, ranks, ...ownKeys(snapshot, prefix) })
+}
+
+/**
+ * The sessions that lock their own contender key (whether they hold a slot or wait), and those
+ * of them whose key the write that made them holders rewrote.
+ */
+function ownKeys(
+  snapshot: KVSnapshot,
+  prefix: string,
+): Pick<PrefixView, 'contenders' | 'acquired'> {
+  const childOf = directChild(prefix)
+  const contenders = new Set<string>()
+  const acquired = new Map<string, bigint>()
+  for (const entry of snapshot.entries) {
+    const id = childOf(entry.key)
+    if (id === undefined || id === LOCK_KEY_NAME || entry.session !== id) continue
+    contenders.add(id)
+    if (entry.flags === HOLDER_FLAGS) acquired.set(id, entry.modifyIndex)
+  }
+  return { contenders, acquired }
+}
+
+const sameString = (a: string, b: string): boolean => a === b
+
+const sameRanked = (a: RankedContender, b: RankedContender): boolean =>
+  a.session === b.session && a.value === b.value && a.createIndex === b.createIndex
+
+/** `earlier` when it has the same elements as `now`, else `now`. */
+function reuse<T>(
+  now: readonly T[],
+  earlier: readonly T[] | undefined,
+  same: (a: T, b: T) => boolean,
+): readonly T[] {
+  if (earlier === undefined || earlier.length !== now.length) return now
+  for (let i = 0; i < now.length; i++) if (!same(now[i] as T, earlier[i] as T)) return now
+  return earlier
+}

@@ -1,0 +1,157 @@
+import { LOCK_FLAGS } from '../../consul/flags.js'
+import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import type { DecideStep } from '../contender/contender-state-model.js'
+import type { Decision, SemaphoreView } from '../events.js'
+import { lockKey } from '../keys/lock-key.js'
+
+/**
+ * Who holds a single-key lock: the session on `<prefix>/.lock` and the key's value.
+ *
+ * @example
+ * ```ts
+ * election.leader$.subscribe((leader: LockLeader | null) => {
+ *   console.log(leader === null ? 'no leader' : `${leader.value} (session ${leader.session})`)
+ * })
+ * ```
+ */
+export interface LockLeader {
+  /** The session holding the key's lock. */
+  readonly session: string
+  /** The key's value decoded as UTF-8, or null when Consul stores it empty (`consul lock` does). */
+  readonly value: string | null
+}
+
+/**
+ * What `decideLock` needs besides the snapshot.
+ *
+ * @example
+ * ```ts
+ * const prefix = 'service/scheduler/leader'
+ * const options: DecideLockOptions = { prefix, session, value: 'node-a' }
+ * const decision = decideLock(snapshot, options)
+ * ```
+ */
+export interface DecideLockOptions {
+  /** The prefix all contenders agree on; the lock is `<prefix>/.lock`, as `consul lock` lays it out. */
+  readonly prefix: string
+  /** This contender's session id. */
+  readonly session: string
+  /** The value to write with the acquisition (shown to others by `leader$`). */
+  readonly value: Uint8Array | string
+}
+
+const utf8 = new TextEncoder()
+const fatalUtf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * Reads the leader out of a prefix snapshot: the session holding `<prefix>/.lock` and the key's
+ * value. A key carrying other flags than Consul's lock flags is not a lock (a semaphore's `.lock`,
+ * a key written by hand), so nobody leads it. A value that is not UTF-8 reads as null.
+ *
+ * @example
+ * ```ts
+ * const prefix = 'service/scheduler/leader'
+ * consul.watchPrefix(prefix).subscribe((event) => {
+ *   if (event.type === 'snapshot') console.log(readLockLeader(event.snapshot, prefix))
+ * }) // { session: 'a1…', value: 'node-a' }, or null while nobody leads
+ * ```
+ * @param snapshot - Everything under the prefix at one index.
+ * @param prefix - The lock's prefix.
+ * @returns The leader, or null while nobody holds the lock.
+ */
+export function readLockLeader(snapshot: KVSnapshot, prefix: string): LockLeader | null {
+  const entry = lockEntryOf(snapshot, prefix)
+  if (entry === undefined || entry.flags !== LOCK_FLAGS || entry.session === undefined) return null
+  return { session: entry.session, value: decodeValue(entry.value) }
+}
+
+/**
+ * Decides what a leader-election contender does next from one snapshot of its prefix: the
+ * single-key algorithm of Consul's Go `Lock` (`api/lock.go`, and so `consul lock` without `-n`)
+ * and of the Go post in the seeds, as a pure function.
+ *
+ * - `Held`: the key's session is this one.
+ * - `TryAcquire`: the key is missing or nobody holds it: acquire it with this session (txn `lock`,
+ *   i.e. `?acquire=<session>`), `body` (this contender's value) and LOCK_FLAGS. `cas` is not used
+ *   by the acquisition (the session, not an index, serialises writers); it carries the key's
+ *   ModifyIndex (0n when missing) so that a changed key makes a new action.
+ * - `Wait`: another session holds the key; `freeSlots` 0, `rank` undefined (no queue: whoever
+ *   acquires first after a release wins, as with Go's `Lock`).
+ * - `Conflict`: the key exists with flags other than LOCK_FLAGS. A semaphore's `.lock`
+ *   (SEMAPHORE_FLAGS, `consul lock -n N` or `semaphore()`) or a key written by hand or by a tool
+ *   that sets no flags (0) is refused, never written over, exactly as Go's `Lock` refuses it
+ *   ("Existing key does not match lock use"): adopting a flag-less key would make this library
+ *   and `consul lock` disagree about the same prefix.
+ *
+ * The view has limit 1, `liveHolders` [leader] or [], and `lockIndex` the key's ModifyIndex, so
+ * the rest of the state machine (holding rules, fencing token seen in a snapshot) reads it as a
+ * semaphore of one slot. No `NotContending`: a lock has no contender keys.
+ *
+ * ```
+ * .lock:     (none)   free   held by b   held by me   flags 0
+ * decision:  T        T      W           H            C
+ * ```
+ *
+ * @example
+ * ```ts
+ * const prefix = 'service/scheduler/leader'
+ * const decision = decideLock(snapshot, { prefix, session, value: 'node-a' })
+ * if (decision.type === 'TryAcquire') {
+ *   const key = lockKey(prefix)
+ *   const answer = await consul.kv.txn([
+ *     { verb: 'lock', key, value: decision.body, flags: LOCK_FLAGS, session },
+ *   ])()
+ * }
+ * ```
+ * @param snapshot - Everything under the prefix at one index.
+ * @param options - Prefix, session and value.
+ * @returns The decision.
+ */
+export function decideLock(snapshot: KVSnapshot, options: DecideLockOptions): Decision {
+  const { prefix, session } = options
+  const key = lockKey(prefix)
+  const entry = lockEntryOf(snapshot, prefix)
+  if (entry !== undefined && entry.flags !== LOCK_FLAGS) {
+    return { type: 'Conflict', key, flags: entry.flags }
+  }
+  const holder = entry?.session
+  const view: SemaphoreView = {
+    limit: 1,
+    shape: undefined,
+    lockIndex: entry?.modifyIndex ?? 0n,
+    liveHolders: holder === undefined ? [] : [holder],
+    deadHolders: [],
+    waiting: [],
+  }
+  if (holder === session) return { type: 'Held', view }
+  if (holder !== undefined) return { type: 'Wait', view, rank: undefined, freeSlots: 0 }
+  const body = typeof options.value === 'string' ? utf8.encode(options.value) : options.value
+  return { type: 'TryAcquire', view, body, cas: view.lockIndex }
+}
+
+/**
+ * `decideLock` as the core's injectable decide step, for `contenderState({ decide })`.
+ *
+ * @example
+ * events.pipe(contenderState({ prefix, limit: 1, fairness: false, decide: lockDecider('node-a') }))
+ * @param value - This contender's value, written with each acquisition.
+ * @returns A DecideStep that ignores the semaphore-only options (limit, fairness).
+ */
+export function lockDecider(value: Uint8Array | string): DecideStep {
+  return (snapshot, options) =>
+    decideLock(snapshot, { prefix: options.prefix, session: options.session, value })
+}
+
+function lockEntryOf(snapshot: KVSnapshot, prefix: string): KVEntry | undefined {
+  const key = lockKey(prefix)
+  return snapshot.entries.find((entry) => entry.key === key)
+}
+
+function decodeValue(value: Uint8Array | null): string | null {
+  if (value === null) return null
+  try {
+    return fatalUtf8.decode(value)
+  } catch {
+    return null
+  }
+}

@@ -1,0 +1,50 @@
+import * as E from 'fp-ts/lib/Either.js'
+import type { ConsulClient } from '../consul/client-api.js'
+import type { KVSnapshot } from '../consul/types.js'
+import type { DecideStep } from '../core/contender/contender-state-model.js'
+import type { PrefixProblem } from '../core/events.js'
+import { decideInView } from '../core/semaphore/decide-in-view.js'
+import { prefixView, type PrefixView } from '../core/semaphore/prefix-view.js'
+import { perClientPrefix } from './per-client-prefix.js'
+
+type SharedView = E.Either<PrefixProblem, PrefixView>
+
+const deciders = perClientPrefix<DecideStep>()
+
+/**
+ * The semaphore's decide step for every contender of `prefix` on `client`: the same decisions as
+ * `decide`, but the part that depends only on the snapshot (`prefixView`: read `.lock`, prune,
+ * rank) is computed once per snapshot and limit and shared, and each contender only looks itself
+ * up in it (`decideInView`). With n contenders on a prefix in one process, a snapshot costs one
+ * O(n log n) view instead of n of them, and every contender's state holds the same arrays.
+ *
+ * The shared watch hands the same snapshot object to every contender of the prefix, so views are
+ * memoised by snapshot identity (a WeakMap: a view lives as long as its snapshot). The latest
+ * view is kept weakly, for the next view to share its unchanged arrays.
+ *
+ * @example
+ * const decideStep = sharedDecide(client, 'service/db/lock')
+ * events.pipe(contenderState({ prefix: 'service/db/lock', limit: 3, decide: decideStep }))
+ * @param client - The client whose shared watch delivers the snapshots.
+ * @param prefix - The semaphore prefix.
+ * @returns The decide step to give `contenderState`.
+ */
+export function sharedDecide(client: ConsulClient, prefix: string): DecideStep {
+  return deciders(client, prefix, memoisedDecide)
+}
+
+function memoisedDecide(): DecideStep {
+  const views = new WeakMap<KVSnapshot, Map<number, SharedView>>()
+  const latest = new Map<number, WeakRef<PrefixView>>()
+  return (snapshot, options) => {
+    let byLimit = views.get(snapshot)
+    if (!byLimit) views.set(snapshot, (byLimit = new Map<number, SharedView>()))
+    let shared = byLimit.get(options.limit)
+    if (!shared) {
+      shared = prefixView(snapshot, options, latest.get(options.limit)?.deref())
+      byLimit.set(options.limit, shared)
+      if (E.isRight(shared)) latest.set(options.limit, new WeakRef(shared.right))
+    }
+    return decideInView(shared, options)
+  }
+}

@@ -1,0 +1,126 @@
+import {
+  BehaviorSubject,
+  EMPTY,
+  NEVER,
+  catchError,
+  concat,
+  defer,
+  filter,
+  map,
+  of,
+  takeUntil,
+  throwError,
+  type Observable,
+} from 'rxjs'
+import type { TransitionReason } from '../core/events.js'
+import { toSemaphoreError } from '../errors.js'
+import { sharedStates } from '../shared-states.js'
+
+/**
+ * What a test feeds a fake contender: `true` (a new tenure, reason 'acquired'), `false` (lost,
+ * reason 'removed'), or a reason, which says both the direction and why: 'acquired' and
+ * 'restored' rise, every other reason falls.
+ *
+ * @example
+ * ```ts
+ * const holding: Observable<FakeHolding> = cold('f-t--w-r', {
+ *   t: true,
+ *   f: false,
+ *   w: 'watch-failed',
+ *   r: 'restored',
+ * })
+ * ```
+ */
+export type FakeHolding = boolean | TransitionReason
+
+/** Whether a fake holds, why it last changed, and the fencing token of its tenure. */
+export interface FakeTenure {
+  readonly holding: boolean
+  readonly reason: TransitionReason | undefined
+  readonly fencingToken: bigint | undefined
+}
+
+/** @internal What a fake contender needs from its kind. */
+export interface FakeContenderSpec<S extends { readonly holding: boolean }> {
+  readonly holding: Observable<FakeHolding>
+  readonly firstFencingToken: bigint | undefined
+  readonly toState: (tenure: FakeTenure) => S
+}
+
+/** @internal The streams and close of a fake, before its kind adds its own (`leader$`). */
+export interface FakeContender<S> {
+  readonly state$: Observable<S>
+  readonly holding$: Observable<boolean>
+  readonly close: () => Promise<void>
+  readonly closeCount: () => number
+}
+
+const notHolding: FakeTenure = { holding: false, reason: undefined, fencingToken: undefined }
+
+/**
+ * The lifecycle both fakes share, with the rules of the real contenders: `state$` starts not
+ * holding, changes only when `holding` does (a value that repeats the current one is dropped), has
+ * a fencing token only while holding, a new and greater one for every 'acquired' and the same one
+ * for 'restored'. The streams are shared as the real ones are, and stay open when the test's
+ * stream completes (a real contender lives until `close()`). `close()` is counted and, when
+ * holding, says false with reason 'released' before the streams complete. An error of the test's
+ * stream arrives as a SemaphoreError, after a false when holding.
+ *
+ * @example
+ * ```ts
+ * const fake = fakeContender({ holding, firstFencingToken: 1n, toState: (t) => t })
+ * ```
+ * @param spec - The test's stream, the first fencing token, and the state of the fake's kind.
+ * @returns The streams, `close()`, and how often it was called.
+ * @internal
+ */
+export function fakeContender<S extends { readonly holding: boolean }>(
+  spec: FakeContenderSpec<S>,
+): FakeContender<S> {
+  const closing = new BehaviorSubject(false)
+  let closeCount = 0
+  let lastToken: bigint | undefined
+
+  const tenureAfter = (value: FakeHolding): FakeTenure => {
+    const reason = value === true ? 'acquired' : value === false ? 'removed' : value
+    if (reason === 'acquired' || (reason === 'restored' && lastToken === undefined)) {
+      lastToken = lastToken === undefined ? (spec.firstFencingToken ?? 1n) : lastToken + 1n
+      return { holding: true, reason, fencingToken: lastToken }
+    }
+    if (reason === 'restored') return { holding: true, reason, fencingToken: lastToken }
+    return { holding: false, reason, fencingToken: undefined }
+  }
+
+  const states = defer(() => {
+    if (closing.value) return of(notHolding)
+    let current = notHolding
+    const released = (): Observable<FakeTenure> =>
+      current.holding ? of((current = { ...notHolding, reason: 'released' })) : EMPTY
+    const changes = concat(spec.holding, NEVER).pipe(
+      filter((value) => isHolding(value) !== current.holding),
+      map((value) => (current = tenureAfter(value))),
+      takeUntil(closing.pipe(filter(Boolean))),
+      catchError((error: unknown) =>
+        concat(
+          released(),
+          throwError(() => toSemaphoreError(error)),
+        ),
+      ),
+    )
+    return concat(of(notHolding), changes, defer(released))
+  }).pipe(map(spec.toState))
+
+  return {
+    ...sharedStates(states),
+    close: () => {
+      closeCount += 1
+      closing.next(true)
+      return Promise.resolve()
+    },
+    closeCount: () => closeCount,
+  }
+}
+
+function isHolding(value: FakeHolding): boolean {
+  return value === true || value === 'acquired' || value === 'restored'
+}

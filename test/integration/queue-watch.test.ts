@@ -1,0 +1,103 @@
+// Herd-free waiting across processes: each contender here has a client of its own (as a replica
+// has), through a fault proxy of its own that shows what it long-polls. A replica whose contender
+// waits further back than the first two places long-polls the key of the waiter ahead of it, not
+// the prefix, so a handover in front of it costs it nothing; it still gets its turn.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { filter, firstValueFrom, type Subscription } from 'rxjs'
+import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
+import type { Semaphore } from '../../src/semaphore.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
+import { deleteTree, eventually } from '../support/observe.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
+
+interface Replica {
+  readonly proxy: FaultProxy
+  readonly client: ConsulClient
+  readonly sem: Semaphore
+  readonly held: boolean[]
+  readonly sub: Subscription
+}
+
+describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+  const replicas: Replica[] = []
+  before(async () => {
+    consul = await sharedAgent()
+  })
+  after(async () => {
+    for (const r of replicas) {
+      r.sub.unsubscribe()
+      await r.sem.close().catch(() => undefined)
+      await r.client.close()
+      await r.proxy.close()
+    }
+    await consul.close()
+  })
+
+  const replica = async (prefix: string, name: string): Promise<Replica> => {
+    const proxy = await startFaultProxy(consul.addr)
+    const client = createConsulClient({ address: proxy.addr, env: {} })
+    const sem = semaphore({ prefix, limit: 1, consul: client, value: name })
+    const held: boolean[] = []
+    const sub = sem.holding$.subscribe((h) => held.push(h))
+    const r = { proxy, client, sem, held, sub }
+    replicas.push(r)
+    return r
+  }
+  const session = async (r: Replica): Promise<string> =>
+    (await firstValueFrom(r.sem.state$.pipe(filter((s) => s.contending)))).session ?? ''
+  /** What the replica's long poll is parked on now: the prefix, or a key. */
+  const parkedOn = (r: Replica): string[] =>
+    r.proxy
+      .inFlightRequests()
+      .filter((q) => q.method === 'GET' && /(^|&)index=/.test(q.query))
+      .map((q) => (/(^|&)recurse/.test(q.query) && q.path.endsWith('/') ? 'prefix' : q.path))
+
+  it('parks a replica far back in the queue on the key of the waiter ahead, and serves everyone in order', async () => {
+    const prefix = uniquePrefix('queue-watch')
+    const all: Replica[] = []
+    const sessions: string[] = []
+    for (let i = 0; i < 5; i++) {
+      const r = await replica(prefix, `r${i}`)
+      all.push(r)
+      sessions.push(await session(r))
+      if (i === 0) await firstValueFrom(r.sem.holding$.pipe(filter(Boolean)))
+    }
+    const [r0, r1, r2, r3, r4] = all as [Replica, Replica, Replica, Replica, Replica]
+    // r1 and r2 are the first two waiters: the prefix. r3 and r4 wait behind: a key each.
+    await eventually('r3 and r4 to park on the key ahead of them', () =>
+      parkedOn(r3).includes(`/v1/kv/${prefix}/${sessions[2]}`) &&
+      parkedOn(r4).includes(`/v1/kv/${prefix}/${sessions[3]}`)
+        ? true
+        : undefined,
+    )
+    assert.deepEqual(parkedOn(r1), ['prefix'])
+    assert.deepEqual(parkedOn(r0), ['prefix'], 'the holder watches the prefix')
+
+    // Two handovers in front of r4 (r0 → r1 → r2) wake r3 once (its key ahead, r2's, changed when
+    // r2 became holder) and r4 not at all.
+    r4.proxy.resetCounts()
+    await r0.sem.close()
+    await firstValueFrom(r1.sem.holding$.pipe(filter(Boolean)))
+    await r1.sem.close()
+    await firstValueFrom(r2.sem.holding$.pipe(filter(Boolean)))
+    const r4Lists = r4.proxy
+      .requests()
+      .filter((q) => q.method === 'GET' && /(^|&)recurse/.test(q.query) && q.path.endsWith('/'))
+    assert.deepEqual(r4Lists, [], 'r4 listed the prefix no time during two handovers ahead of it')
+
+    // The queue still moves to the end, one holder at a time, each in turn.
+    for (const [holder, next] of [
+      [r2, r3],
+      [r3, r4],
+    ] as const) {
+      await holder.sem.close()
+      await firstValueFrom(next.sem.holding$.pipe(filter(Boolean)))
+    }
+    await r4.sem.close()
+    for (const r of all) assert.deepEqual(r.held, [false, true, false], 'each held once, in turn')
+    await deleteTree(consul.url, prefix)
+  })
+})

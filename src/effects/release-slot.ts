@@ -30,7 +30,8 @@ export interface ReleaseSlotOptions {
  * Gives a slot back and leaves Consul clean, in the order the guides give: CAS this session out of
  * `.lock` (in one transaction with the deletion of the contender key), then destroy the session.
  * A `.lock` that does not list the session (a waiter), or that this library must not write
- * (conflict, corrupt), only loses the contender key.
+ * (conflict, corrupt), only loses the contender key; a waiter then reads `.lock` once more, since
+ * a holder's hand-off can name it until its key is gone.
  *
  * When the hint lists the session and the first waiter in line runs this library, the same
  * transaction hands it the slot instead (`handOffLock`): `.lock` names the waiter in place of this
@@ -93,6 +94,7 @@ export async function releaseSlot(
   // Only a hint that says "write" is used: one that says "not listed" may predate our own CAS.
   const hinted = !offered && options.hint && releaseLock(options.hint, { prefix, session, limit })
   let first = hinted && hinted.type === 'WriteRelease' ? E.right(hinted) : undefined
+  let keyGone = false
   for (let attempt = 0; attempt < attempts && !released && !failed; attempt++) {
     if (attempt > 0) await pauseBeforeRetry(attempt)
     const decided = first ?? (await read())
@@ -120,13 +122,20 @@ export async function releaseSlot(
         break
       }
       released = txn.right.committed
+    } else if (keyGone) {
+      released = true // not listed once our key was gone: nothing can hand us a slot any more
     } else {
+      // Not listed (or a `.lock` we must not write): delete our key. A holder's hand-off can name
+      // us until then (its txn checks that we lock the key), so a NotListed read before the
+      // delete proves nothing: read `.lock` once more after it.
       const deleted = await withTransientRetries(client.kv.delete(ownKey))
       if (E.isLeft(deleted)) {
         failed = deleted.left
         break
       }
-      released = true
+      keyGone = true
+      released = decision.type !== 'NotListed'
+      if (!released) attempt-- // the read after the delete is not a retry
     }
   }
   // Destroy the session even when the KV cleanup failed: Consul then deletes the contender key

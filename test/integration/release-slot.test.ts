@@ -201,6 +201,65 @@ describe('releaseSlot', () => {
     }
   })
 
+  it('a waiter handed the slot between its read of .lock and the deletion of its key CASes itself out', async () => {
+    const prefix = uniquePrefix('release-handed-late')
+    const holderName = `holder ${prefix}`
+    const holding = await holder(prefix, holderName)
+    const waiterName = `waiter ${prefix}`
+    const waiter = await createRawSession(consul.url, {
+      Name: waiterName,
+      TTL: '30s',
+      Behavior: 'delete',
+    })
+    const waiterFlags = `flags=${String(CONTENDER_FLAGS)}`
+    assert.ok(
+      await putRaw(consul.url, `${prefix}/${waiter}`, 'w', `acquire=${waiter}&${waiterFlags}`),
+    )
+    const holderHint = await snapshot(prefix)
+    // The waiter's client runs the holder's release (a hand-off to the waiter) right after the
+    // waiter's first read of .lock has been answered: the read says "not listed", which is stale
+    // by the time the waiter acts on it.
+    let handedOff = false
+    const racing: ConsulClient = {
+      ...client,
+      kv: {
+        ...client.kv,
+        get: (key, options) => async () => {
+          const answer = await client.kv.get(key, options)()
+          if (!handedOff) {
+            handedOff = true
+            const hint = holderHint
+            const result = await releaseSlot({ client, prefix, session: holding, limit: 2, hint })
+            assert.ok(E.isRight(result), JSON.stringify(result))
+            assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [waiter])
+          }
+          return answer
+        },
+      },
+    }
+    try {
+      proxy.resetCounts()
+      const result = await releaseSlot({ client: racing, prefix, session: waiter, limit: 2 })
+      assert.ok(E.isRight(result), JSON.stringify(result))
+      assert.ok(handedOff, 'the hand-off ran during the release')
+      const waiterSent = sent(prefix, waiter).filter((r) => !r.includes(holding))
+      assert.deepEqual(waiterSent.slice(-4), [
+        'DELETE /v1/kv/:prefix/:session',
+        'GET /v1/kv/:prefix/.lock',
+        'PUT /v1/txn',
+        'PUT /v1/session/destroy/:session',
+      ])
+      assert.deepEqual(await afterRelease(prefix, waiter, waiterName), [], 'no holder left')
+      assert.deepEqual(await afterRelease(prefix, holding, holderName), [])
+      assert.deepEqual(await listPrefix(consul.url, prefix).then((l) => l.map((e) => e.Key)), [
+        `${prefix}/.lock`,
+      ])
+    } finally {
+      await destroyRawSession(consul.url, waiter)
+      await deleteTree(consul.url, prefix)
+    }
+  })
+
   it('when every CAS loses, destroys the session: its key goes with it and an acquirer prunes it', () =>
     withStaleHint('release-fallback', async ({ prefix, name, session, hint, other }) => {
       // One attempt only: the stale hint's CAS is all the release gets.

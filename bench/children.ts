@@ -1,7 +1,7 @@
 // The processes a figure starts (`rxsem run`, `consul lock`, and the shell child each of them
 // runs while holding), tracked so that `killAll` in a finally leaves nothing behind.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { consulBin } from '../test/support/consul-agent.js'
@@ -281,4 +281,55 @@ export function startupsMs(argvs: readonly (readonly string[])[], runs: number):
     t.sort((a, b) => a - b)
     return t[Math.floor(t.length / 2)] ?? Number.NaN
   })
+}
+
+/** What one process cost from start to exit: CPU (user + system) and peak RSS. */
+export interface ProcessCost {
+  readonly cpuMs: number
+  readonly rssMb: number
+}
+
+/**
+ * The median CPU and peak RSS of each command, measured in turns like startupsMs, through GNU
+ * time (`/usr/bin/time`, Debian's `time` package): Node cannot read a child's resource usage.
+ * Undefined when GNU time is missing.
+ */
+export function processCosts(
+  argvs: readonly (readonly string[])[],
+  runs: number,
+): ProcessCost[] | undefined {
+  const time = '/usr/bin/time'
+  if (!existsSync(time)) return undefined
+  const dir = mkdtempSync(join(tmpdir(), 'rxsem-cost-'))
+  const out = join(dir, 'time')
+  try {
+    const costs = argvs.map((): ProcessCost[] => [])
+    for (let i = 0; i < runs; i++) {
+      argvs.forEach((argv, j) => {
+        // GNU time: user and system seconds, maximum resident set in KB.
+        spawnSync(time, ['-o', out, '-f', '%U %S %M', ...argv], {
+          cwd: repoRoot,
+          stdio: 'ignore',
+          timeout: 30_000,
+        })
+        const [user, system, rssKb] = readFileSync(out, 'utf8')
+          .trim()
+          .split('\n')
+          .at(-1)!
+          .split(' ')
+        costs[j]?.push({
+          cpuMs: (Number(user) + Number(system)) * 1000,
+          rssMb: Number(rssKb) / 1024,
+        })
+      })
+    }
+    const median = (values: number[]): number =>
+      values.sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+    return costs.map((c) => ({
+      cpuMs: median(c.map((x) => x.cpuMs)),
+      rssMb: median(c.map((x) => x.rssMb)),
+    }))
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
 }

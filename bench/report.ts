@@ -232,6 +232,22 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
       `Wait = wanting a slot (semaphore created / process spawned) → holding; for the CLIs it includes process start-up${r.rxsemStartupMs === undefined ? '' : ` (the built rxsem: ${ms(r.rxsemStartupMs)} ms to print run --help${r.nodeStartupMs === undefined ? '' : `, a bare node -e 0: ${ms(r.nodeStartupMs)} ms`})`}. Queued wait starts when the process printed that it is contending (no start-up). Jain's index over each contender's mean wait (from wanting).`,
     ],
   })
+  if (r.processCost !== undefined) {
+    const bare = r.processCost.find((c) => c.implementation === 'node -e 0')
+    tables.push({
+      title: "3b. One acquisition's process: CPU and memory from start to exit",
+      head: ['process', 'CPU ms', 'peak RSS MB', 'CPU vs node -e 0'],
+      rows: r.processCost.map((c) => [
+        c.implementation,
+        ms(c.cpuMs),
+        c.rssMb.toFixed(0),
+        bare === undefined ? '—' : ratio(c.cpuMs / bare.cpuMs),
+      ]),
+      notes: [
+        'Uncontended: acquire a slot of limit 3, run `true`, release, exit (rxsem run --limit 3, consul lock -n=3); a bare node for scale. User + system CPU and the peak RSS from GNU time, median of the runs, taken in turns. Under churn (one process per acquisition, table 3) this CPU is what the restarts cost the machine.',
+      ],
+    })
+  }
   const { rxsemStartupMs: startup, nodeStartupMs: bareNode } = r
   targets.push({
     what: 'start-up (run --help, median of 20) ≤ 2 × a bare node -e 0',

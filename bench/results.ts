@@ -47,6 +47,15 @@ export interface BenchResults {
   readonly rxsemStartupMs: number | undefined
   /** The same for a bare `node -e 0`, measured in turns with it. */
   readonly nodeStartupMs: number | undefined
+  /**
+   * Median CPU and peak RSS of one uncontended acquisition's process (`rxsem run`, `consul lock
+   * -n`) and of a bare node, from GNU time; undefined without it.
+   */
+  readonly processCost?: readonly {
+    readonly implementation: string
+    readonly cpuMs: number
+    readonly rssMb: number
+  }[]
   readonly floor: FloorResult | NotMeasured
   readonly handover: readonly (HandoverRun | NotMeasured)[]
   readonly contention: readonly (ContentionRun | NotMeasured)[]

@@ -13,6 +13,7 @@ import {
 } from '../test/support/consul-agent.js'
 import {
   consulLock,
+  processCosts,
   rxsemAvailable,
   rxsemBin,
   rxsemBinPath,
@@ -113,6 +114,44 @@ async function main(): Promise<void> {
           20,
         )
       : []
+
+    // What one acquisition's process costs, uncontended (limit 3, the command `true`), in turns.
+    const costPrefix = 'rxsem-bench/process-cost'
+    const costed: [string, readonly string[]][] = [
+      ...(clis.includes(rxsemRun)
+        ? [
+            [
+              rxsemRun.name,
+              [
+                ...rxsemBin,
+                'run',
+                '--limit',
+                '3',
+                '--prefix',
+                costPrefix,
+                '--http-addr',
+                addr,
+                '--',
+                'true',
+              ],
+            ] as [string, readonly string[]],
+          ]
+        : []),
+      ...(clis.includes(consulLock)
+        ? [
+            [
+              consulLock.name,
+              [consulBin(), 'lock', '-n=3', `-http-addr=${addr}`, costPrefix, 'true'],
+            ] as [string, readonly string[]],
+          ]
+        : []),
+      ['node -e 0', [process.execPath, '-e', '0']],
+    ]
+    const costs = processCosts(
+      costed.map(([, argv]) => argv),
+      config.quick ? 5 : 15,
+    )
+    const processCost = costs?.map((cost, i) => ({ implementation: costed[i]?.[0] ?? '', ...cost }))
 
     const floor = await attempt('floor', 'consul', () => measureFloor(addr, config.floorSamples))
     log('decide')
@@ -272,6 +311,7 @@ async function main(): Promise<void> {
       durationS: (performance.now() - started) / 1000,
       rxsemStartupMs,
       nodeStartupMs,
+      processCost,
       floor,
       handover,
       contention,

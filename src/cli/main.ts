@@ -12,6 +12,7 @@ import { statusCommand } from './status.js'
 import { mainUsage } from './usage.js'
 import { UsageError } from './usage-error.js'
 import { watchCommand } from './watch.js'
+import { raiseWasmTieringBudget } from './wasm-tiering.js'
 
 const commands: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
   run: runCommand,
@@ -40,6 +41,7 @@ async function main(argv: readonly string[]): Promise<number> {
   return command(rest)
 }
 
+raiseWasmTieringBudget()
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {

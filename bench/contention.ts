@@ -39,10 +39,14 @@ export interface ContentionSetup {
   readonly acquisitions: number
 }
 
-/** A CAS write of `.lock`: PUT /v1/txn (ours) or PUT <prefix>/.lock?cas= (consul lock). */
+/**
+ * A CAS write of `.lock`: PUT /v1/txn with a `cas` (ours; not the join, which only takes the
+ * contender key) or PUT <prefix>/.lock?cas= (consul lock).
+ */
 export function isCasWrite(request: SeenRequest): boolean {
   if (request.method !== 'PUT') return false
-  if (request.path === '/v1/txn') return true
+  if (request.path === '/v1/txn')
+    return request.sent === undefined || request.sent.includes('"Verb":"cas"')
   return request.path.endsWith('/.lock') && /(^|&)cas=/.test(request.query)
 }
 

@@ -204,11 +204,14 @@ export type TxnOp =
       /** The session that takes or gives back the lock. */
       readonly session: string
     }
-  /** Read the key into the results, or delete it unconditionally. */
+  /**
+   * Read the key into the results (the transaction fails if it does not exist), read every key
+   * under a prefix (`get-tree`, which fails nothing), or delete the key unconditionally.
+   */
   | {
-      /** Discriminant: read or delete. */
-      readonly verb: 'get' | 'delete'
-      /** The key to read or delete. */
+      /** Discriminant: read one key, read a prefix, or delete. */
+      readonly verb: 'get' | 'get-tree' | 'delete'
+      /** The key to read or delete, or the prefix to read. */
       readonly key: string
     }
   /** Delete the key, or only check it, if its ModifyIndex is `index`; else roll back. */

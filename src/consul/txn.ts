@@ -19,6 +19,7 @@ const VERB: Readonly<Record<TxnOp['verb'], string>> = {
   lock: 'lock',
   unlock: 'unlock',
   get: 'get',
+  'get-tree': 'get-tree',
   delete: 'delete',
   'delete-cas': 'delete-cas',
   'check-index': 'check-index',

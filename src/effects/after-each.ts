@@ -1,8 +1,8 @@
 import { Observable, type MonoTypeOperatorFunction } from 'rxjs'
 
 /**
- * Passes each value on, then calls `act` with it; an error thrown by `act` ends the stream with
- * that error. Unlike `mergeMap(v => concat(of(v), ...))` it subscribes nothing per value, which
+ * Passes each value on, then calls `act` with it, unless the subscription was torn down during
+ * the delivery; an error thrown by `act` ends the stream with that error. Unlike `mergeMap(v => concat(of(v), ...))` it subscribes nothing per value, which
  * matters on a path every contender of a prefix runs on every snapshot.
  *
  * ```
@@ -22,6 +22,9 @@ export function afterEach<T>(act: (value: T) => void): MonoTypeOperatorFunction<
       source.subscribe({
         next: (value) => {
           subscriber.next(value)
+          // Torn down while the value was delivered (e.g. the last subscriber errored on it):
+          // acting now would act for nobody, or bring back state the teardown cleared.
+          if (subscriber.closed) return
           try {
             act(value)
           } catch (error: unknown) {

@@ -42,7 +42,7 @@ import type { ResolvedContenderOptions } from '../options/contender-options.js'
 import { afterEach } from './after-each.js'
 import { isConsulError } from './call-policy.js'
 import { fromCall } from './from-call.js'
-import { performAction } from './perform-action.js'
+import { joinQueue, performAction } from './perform-action.js'
 import { releaseSlot } from './release-slot.js'
 import { sessionLease } from './session-lease.js'
 import { sharedDecide } from './shared-decide.js'
@@ -116,13 +116,14 @@ const WAITER_REFRESH_MS = 1000
 function semaphoreProtocol(options: ContendOptions): ContenderProtocol {
   const { client, prefix, limit } = options
   const decide = sharedDecide(client, prefix)
+  const watchOptions = { waitMs: options.watchWaitMs, scheduler: options.scheduler, decide }
   return {
     behavior: 'delete',
     decide,
     watch: (session) => {
       const local = { session, limit, fairness: options.fairness }
-      const watchOptions = { waitMs: options.watchWaitMs, scheduler: options.scheduler, decide }
-      return queueWatch(client, prefix, local, watchOptions).pipe(
+      const join = () => joinQueue({ client, prefix, session, value: options.value })
+      return queueWatch(client, prefix, local, watchOptions, join).pipe(
         waiterSnapshots({
           prefix,
           ...local,

@@ -1,3 +1,4 @@
+import * as E from 'fp-ts/lib/Either.js'
 import {
   EMPTY,
   asyncScheduler,
@@ -7,10 +8,10 @@ import {
   timer,
   type SchedulerLike,
 } from 'rxjs'
-import { catchError, mergeMap } from 'rxjs/operators'
+import { catchError, map, mergeMap } from 'rxjs/operators'
 import type { ConsulClient } from '../consul/client-api.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../consul/flags.js'
-import type { KVEntry } from '../consul/types.js'
+import type { KVEntry, KVSnapshot } from '../consul/types.js'
 import type { ContenderAction } from '../core/contender/contender-state-model.js'
 import { contenderKey } from '../core/keys/contender-key.js'
 import { lockKey } from '../core/keys/lock-key.js'
@@ -137,4 +138,48 @@ export function performAction(
     ),
   )
   return acquireKey
+}
+
+/**
+ * Joins the queue in one request, for a contender whose session is new: a transaction that takes
+ * its contender key (the `NotContending` write: `lock` with CONTENDER_FLAGS) and reads the prefix
+ * right after it (`get-tree`). The answer is the prefix as of that write, the contender's own key
+ * included, so the contender decides on it at once, instead of listing the prefix (to find its
+ * key missing), acquiring the key, and waking for its own write: one request instead of three.
+ *
+ * A transaction has no index of its own; the snapshot's index is the largest ModifyIndex read,
+ * which is the join's own write (nothing under the prefix can be newer), as a listing's index
+ * would be. Undefined when the transaction failed or rolled back (the key could not be taken):
+ * the contender then goes the usual way, which reports and retries what went wrong.
+ *
+ * @example
+ * joinQueue({ client, prefix: 'svc/lock', session, value: 'web-1' }).subscribe((seed) => ...)
+ * @returns The prefix as of the join, or undefined; then completes.
+ */
+export function joinQueue(
+  options: Omit<PerformOptions, 'scheduler'>,
+): Observable<KVSnapshot | undefined> {
+  const { client, prefix, session } = options
+  return fromCall((signal) =>
+    client.kv.txn(
+      [
+        {
+          verb: 'lock',
+          key: contenderKey(prefix, session),
+          value: utf8.encode(options.value),
+          flags: CONTENDER_FLAGS,
+          session,
+        },
+        { verb: 'get-tree', key: `${prefix}/` },
+      ],
+      { signal },
+    ),
+  ).pipe(
+    map((answer) => {
+      if (E.isLeft(answer) || !answer.right.committed) return undefined
+      const entries = answer.right.results.slice(1)
+      const index = entries.reduce((max, e) => (e.modifyIndex > max ? e.modifyIndex : max), 0n)
+      return index === 0n ? undefined : { index, entries }
+    }),
+  )
 }

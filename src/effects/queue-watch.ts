@@ -2,17 +2,24 @@ import * as E from 'fp-ts/lib/Either.js'
 import {
   BehaviorSubject,
   EMPTY,
+  concat,
   concatMap,
+  defaultIfEmpty,
   defer,
   distinctUntilChanged,
+  filter,
   finalize,
   mergeMap,
   of,
   switchMap,
+  take,
+  tap,
   type Observable,
 } from 'rxjs'
 import type { ConsulClient, WatchOptions } from '../consul/client-api.js'
-import type { KVSnapshot, WatchEvent } from '../consul/types.js'
+import type { KVEntry, KVSnapshot, WatchEvent } from '../consul/types.js'
+import { lockKey } from '../core/keys/lock-key.js'
+import { readLock } from '../core/lock-body/read-lock.js'
 import type { DecideStep } from '../core/contender/contender-state-model.js'
 import {
   WHOLE_PREFIX,
@@ -30,6 +37,15 @@ interface QueueWatch {
   readonly events: Observable<WatchEvent>
   readonly locals: Set<LocalContender>
   readonly retarget: () => void
+  /** Takes a snapshot got otherwise (a join's) as the last one, if it is newer. */
+  readonly offer: (snapshot: KVSnapshot) => void
+  /**
+   * Whether a contender of `limit` may join without reading the prefix first: a snapshot of this
+   * watch (the last, kept across its teardowns) showed a `.lock` that such a contender may write.
+   */
+  readonly mayJoin: (limit: number) => boolean
+  /** Joins in flight (see `queueWatch`'s `join`). */
+  joining: number
 }
 
 const queues = perClientPrefix<QueueWatch>()
@@ -72,16 +88,52 @@ export function queueWatch(
   prefix: string,
   local: LocalContender,
   options: QueueWatchOptions,
+  join?: () => Observable<KVSnapshot | undefined>,
 ): Observable<WatchEvent> {
-  const joined = queues(client, prefix, () => createQueueWatch(client, prefix, options))
-  return defer(() => {
-    joined.locals.add(local)
-    joined.retarget()
-    return joined.events.pipe(
+  const queue = queues(client, prefix, () => createQueueWatch(client, prefix, options))
+  const follow = (seed: KVSnapshot | undefined): Observable<WatchEvent> => {
+    if (seed !== undefined) queue.offer(seed)
+    queue.locals.add(local)
+    queue.retarget()
+    const events = queue.events.pipe(
       finalize(() => {
-        joined.locals.delete(local)
-        joined.retarget()
+        queue.locals.delete(local)
+        queue.retarget()
       }),
+    )
+    if (seed === undefined) return events
+    // The seed first; then nothing older than it (a long poll answered before the join).
+    return concat(
+      of<WatchEvent>({ type: 'snapshot', snapshot: seed }),
+      events.pipe(filter((e) => e.type !== 'snapshot' || e.snapshot.index >= seed.index)),
+    )
+  }
+  return defer(() => {
+    // Only the process's first contender of the prefix joins this way (the others have the shared
+    // watch's snapshots already, and a join reads the whole prefix), and only on a prefix that it
+    // has seen to be a sound semaphore: a join writes its key before it reads `.lock`, and a
+    // contender must write nothing under a prefix held by `consul lock`, or with a `.lock` it
+    // cannot read or whose limit differs.
+    if (
+      join === undefined ||
+      queue.locals.size > 0 ||
+      queue.joining > 0 ||
+      !queue.mayJoin(local.limit)
+    ) {
+      return follow(undefined)
+    }
+    queue.joining++
+    let joining = true
+    const done = (): void => {
+      if (joining) queue.joining--
+      joining = false
+    }
+    return join().pipe(
+      defaultIfEmpty(undefined),
+      take(1),
+      tap(done),
+      switchMap(follow),
+      finalize(done),
     )
   })
 }
@@ -95,6 +147,12 @@ function createQueueWatch(
   const locals = new Set<LocalContender>()
   const target = new BehaviorSubject<WatchTarget>(WHOLE_PREFIX)
   let last: KVSnapshot | undefined
+  // `.lock` as the last snapshot showed it (null: none); unlike `last`, kept across teardowns.
+  let knownLock: KVEntry | null | undefined
+  const keep = (snapshot: KVSnapshot): void => {
+    last = snapshot
+    knownLock = snapshot.entries.find((e) => e.key === lockKey(prefix)) ?? null
+  }
   const retarget = (): void => {
     target.next(last === undefined ? WHOLE_PREFIX : watchTarget(last, prefix, locals, decide))
   }
@@ -110,7 +168,7 @@ function createQueueWatch(
     // Choose the next target once every contender has seen the snapshot.
     afterEach((event) => {
       if (event.type !== 'snapshot') return
-      last = event.snapshot
+      keep(event.snapshot)
       retarget()
     }),
     finalize(() => {
@@ -119,7 +177,12 @@ function createQueueWatch(
     }),
     shareWatchEvents(),
   )
-  return { events, locals, retarget }
+  const offer = (snapshot: KVSnapshot): void => {
+    if (last === undefined || snapshot.index > last.index) keep(snapshot)
+  }
+  const mayJoin = (limit: number): boolean =>
+    knownLock !== undefined && E.isRight(readLock(knownLock ?? undefined, lockKey(prefix), limit))
+  return { events, locals, retarget, offer, mayJoin, joining: 0 }
 }
 
 /**

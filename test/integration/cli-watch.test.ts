@@ -45,13 +45,14 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
       { addr: consul.addr },
     )
     const frame = await eventually(
-      'a frame with the holder',
+      'a frame with the holder and its session name',
       () =>
-        // Each frame starts with its title line.
+        // Each frame starts with its title line. The session's name is looked up after the
+        // holder is first seen, so a busy machine may draw a frame without it first ("-").
         watch
           .stdout()
           .split(/^(?=rxsem watch )/m)
-          .find((f) => /HOLDER[^]*watched-holder[^]*WAITING/.test(f)),
+          .find((f) => /HOLDER[^]*watched-holder +rxsem run[^]*WAITING/.test(f)),
       CLI_START_MS,
     )
     assert.match(frame, /limit 2, shape go-map: 1 of 2 held, 0 waiting/)

@@ -5,11 +5,16 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
-import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
+import {
+  CONTENDER_FLAGS,
+  createConsulClient,
+  semaphore,
+  type ConsulClient,
+} from '../../src/index.js'
 import type { Semaphore } from '../../src/semaphore.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import { deleteTree, eventually } from '../support/observe.js'
+import { deleteTree, eventually, listPrefix } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 interface Replica {
@@ -99,5 +104,92 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     await r4.sem.close()
     for (const r of all) assert.deepEqual(r.held, [false, true, false], 'each held once, in turn')
     await deleteTree(consul.url, prefix)
+  })
+
+  /** The requests a replica sent, as `METHOD path` with its session and the prefix left out. */
+  const sentBy = (r: Replica, prefix: string, session: string): string[] =>
+    r.proxy
+      .requests()
+      .map(
+        (q) =>
+          `${q.method} ${decodeURIComponent(q.path).replace(prefix, ':prefix').replace(session, ':session')}` +
+          (/(^|&)index=/.test(q.query) ? ' (blocking)' : ''),
+      )
+
+  it("joins a contender in one transaction (key and snapshot at once) on a prefix its client has seen, as a replica's next tenure", async () => {
+    const prefix = uniquePrefix('queue-join')
+    const first = await replica(prefix, 'first')
+    await session(first)
+    await firstValueFrom(first.sem.holding$.pipe(filter(Boolean)))
+    // A client that has not seen the prefix lists it before it writes anything.
+    const waiter = await replica(prefix, 'waiter')
+    const waiterSession = await session(waiter)
+    assert.deepEqual(sentBy(waiter, prefix, waiterSession).slice(0, 3), [
+      'PUT /v1/session/create',
+      'GET /v1/kv/:prefix/',
+      'PUT /v1/kv/:prefix/:session',
+    ])
+    await first.sem.close()
+    await firstValueFrom(waiter.sem.holding$.pipe(filter(Boolean)))
+
+    // The first replica's next tenure, on the same client: one transaction joins it.
+    first.proxy.resetCounts()
+    const again = semaphore({ prefix, limit: 1, consul: first.client, value: 'again' })
+    const againSub = again.holding$.subscribe()
+    try {
+      const againSession =
+        (await firstValueFrom(again.state$.pipe(filter((s) => s.contending)))).session ?? ''
+      const [key] = (await listPrefix(consul.url, prefix)).filter((e) => e.Session === againSession)
+      assert.equal(key?.Key, `${prefix}/${againSession}`)
+      assert.equal(key?.Flags, String(CONTENDER_FLAGS))
+      assert.equal(Buffer.from(key?.Value ?? '', 'base64').toString('utf8'), 'again')
+      await eventually('the joiner to long-poll', () =>
+        parkedOn(first).length > 0 ? true : undefined,
+      )
+      // No listing of the prefix, no acquire of the key, no wake-up for its own write.
+      assert.deepEqual(sentBy(first, prefix, againSession), [
+        'PUT /v1/session/create',
+        'PUT /v1/txn',
+        'GET /v1/kv/:prefix/ (blocking)',
+      ])
+      const joinTxn = first.proxy.requests().find((q) => q.path === '/v1/txn')?.sent ?? ''
+      assert.match(joinTxn, /"Verb":"lock"/)
+      assert.match(joinTxn, /"Verb":"get-tree"/)
+      // The join's snapshot counts: it is served when the holder leaves.
+      await waiter.sem.close()
+      await firstValueFrom(again.holding$.pipe(filter(Boolean)))
+    } finally {
+      await again.close()
+      againSub.unsubscribe()
+      await deleteTree(consul.url, prefix)
+    }
+  })
+
+  it("a process's later contenders of the prefix take their keys the usual way, on the shared watch", async () => {
+    const prefix = uniquePrefix('queue-join-second')
+    const r = await replica(prefix, 'one')
+    const oneSession = await session(r)
+    await firstValueFrom(r.sem.holding$.pipe(filter(Boolean)))
+    const second = semaphore({ prefix, limit: 1, consul: r.client, value: 'two' })
+    const sub = second.holding$.subscribe()
+    try {
+      const twoSession = (await firstValueFrom(second.state$.pipe(filter((s) => s.contending))))
+        .session
+      const acquired = r.proxy
+        .requests()
+        .filter((q) => q.method === 'PUT' && decodeURIComponent(q.path).endsWith(`/${twoSession}`))
+      assert.equal(acquired.length, 1, 'the second contender acquired its key with a PUT')
+      assert.match(acquired[0]?.query ?? '', /acquire=/)
+      const joins = r.proxy
+        .requests()
+        .filter((q) => q.path === '/v1/txn' && q.sent?.includes('"Verb":"lock"'))
+      assert.deepEqual(joins, [], 'no join transaction while the shared watch serves the process')
+      assert.notEqual(twoSession, oneSession)
+    } finally {
+      await second.close()
+      sub.unsubscribe()
+      await r.sem.close()
+      await deleteTree(consul.url, prefix)
+    }
   })
 })

@@ -16,6 +16,7 @@ import {
 } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { consulBin, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { startFaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
   deleteTree,
@@ -212,6 +213,64 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     }
     assert.ok(recorder.maxConcurrent() <= 2, `at most 2 at once, saw ${recorder.maxConcurrent()}`)
     await deleteTree(consul.url, prefix)
+  })
+
+  it('joins replica tenures in one transaction beside consul lock -n 2 processes: never more than 2 holders, everyone served', async () => {
+    const prefix = uniquePrefix('interop-join')
+    const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
+    const recorder = new SafetyRecorder(2, () => Date.now())
+    const proxy = await startFaultProxy(consul.addr)
+    // Two replicas with a client each; each runs three tenures one after the other, so that its
+    // second and third join on a prefix its client has seen (with Go's .lock in it).
+    const replicaClients = [0, 1].map(() => createConsulClient({ address: proxy.addr, env: {} }))
+    const tenure = (c: ConsulClient, who: string): Promise<void> => {
+      const sem = semaphore({ prefix, limit: 2, consul: c, value: who })
+      let sub: Subscription | undefined
+      return new Promise<void>((resolve, reject) => {
+        sub = sem.holding$.subscribe({
+          next: (holding) => {
+            recorder.record(who, holding)
+            if (holding) setTimeout(() => void sem.close().then(resolve, reject), 150)
+          },
+          error: reject,
+        })
+      }).finally(() => sub?.unsubscribe())
+    }
+    try {
+      const goRuns = 3
+      const exits = startGoContenders(prefix, dir, { runs: goRuns, limit: 2, holdS: 0.3 })
+      await Promise.all(
+        replicaClients.map(async (c, r) => {
+          for (let t = 0; t < 3; t++) await tenure(c, `rx${r}.${t}`)
+        }),
+      )
+      const codes = await Promise.all(exits)
+      for (let i = 0; i < goRuns; i++) {
+        for (const interval of childIntervals(join(dir, `go-${i}.log`))) {
+          recorder.addInterval({ who: `go${i}`, ...interval })
+        }
+      }
+      assert.deepEqual(codes, [0, 0, 0], 'every consul lock ran its child and exited 0')
+      assert.equal(recorder.intervals().length, goRuns + 6, 'every contender held once')
+      assert.ok(recorder.maxConcurrent() <= 2, `at most 2 at once, saw ${recorder.maxConcurrent()}`)
+      const joins = proxy
+        .requests()
+        .filter((q) => q.path === '/v1/txn' && q.sent?.includes('"Verb":"get-tree"'))
+      assert.equal(joins.length, 4, "each replica's second and third tenure joined in one txn")
+      assert.ok(
+        joins.every((q) => q.answer?.status === 200),
+        'every join committed',
+      )
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+      await Promise.all(replicaClients.map((c) => c.close()))
+      await proxy.close()
+      await eventually('consul lock cleaned up', async () => {
+        const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+        return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
+      })
+      await deleteTree(consul.url, prefix)
+    }
   })
 
   it('shares limit 2 with a consul lock -n 2 holder: one of ours beside it, the other after it', async () => {

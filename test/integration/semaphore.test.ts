@@ -255,6 +255,18 @@ describe('semaphore', () => {
       'no contender key left',
     )
     assert.deepEqual(entries, before, '.lock untouched')
+    // Again on the same client, which has now seen the prefix: still nothing written (a join in
+    // one transaction would write the contender key before reading .lock; it is not tried here).
+    const again = semaphore({ prefix, limit: 2, consul: client, sessionName: `conflict ${prefix}` })
+    const againError = await new Promise<unknown>((resolve) =>
+      again.holding$.subscribe({ error: resolve }),
+    )
+    assert.ok(againError instanceof SemaphoreError && againError.kind === 'Conflict')
+    assert.deepEqual(
+      await listPrefix(consul.url, prefix),
+      before,
+      'nothing written the second time',
+    )
     await eventually('session destroyed', async () =>
       (await sessionsNamed(consul.url, `conflict ${prefix}`)).length === 0 ? true : undefined,
     )

@@ -60,6 +60,8 @@ export interface SeenRequest {
    * it is short (up to 64 bytes, e.g. a CAS's `true`/`false`).
    */
   answer?: { readonly status: number; readonly body: string | undefined }
+  /** The request's body as forwarded, when the proxy forwarded it and it is short (up to 4 kB). */
+  sent?: string
 }
 
 /** A short answer's body as text, gunzipped when the agent compressed it (Go's client asks it to). */
@@ -297,6 +299,15 @@ export async function startFaultProxy(
         type: 'text/plain',
         body: `fault proxy: upstream ${target} failed: ${error.message}`,
       })
+    })
+    const sent: Buffer[] = []
+    let sentLength = 0
+    req.on('data', (chunk: Buffer) => {
+      sentLength += chunk.length
+      if (sentLength <= 4096) sent.push(chunk)
+    })
+    req.once('end', () => {
+      if (sentLength <= 4096) seenAs.sent = Buffer.concat(sent).toString('utf8')
     })
     req.pipe(upstream)
   }

@@ -64,6 +64,24 @@ export interface SeenRequest {
   sent?: string
 }
 
+/**
+ * Collects what passes through `stream` (beside whoever else reads it) and hands it over at its
+ * end, or undefined when it was longer than `limit` bytes.
+ */
+function keepShort(
+  stream: IncomingMessage,
+  limit: number,
+  done: (chunks: Buffer[] | undefined) => void,
+): void {
+  const chunks: Buffer[] = []
+  let length = 0
+  stream.on('data', (chunk: Buffer) => {
+    length += chunk.length
+    if (length <= limit) chunks.push(chunk)
+  })
+  stream.once('end', () => done(length <= limit ? chunks : undefined))
+}
+
 /** A short answer's body as text, gunzipped when the agent compressed it (Go's client asks it to). */
 function shortBody(chunks: readonly Buffer[], answer: IncomingMessage): string | undefined {
   const bytes = Buffer.concat(chunks)
@@ -272,14 +290,8 @@ export async function startFaultProxy(
       }
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders))
       const status = answer.statusCode ?? 502
-      const chunks: Buffer[] = []
-      let length = 0
-      answer.on('data', (chunk: Buffer) => {
-        length += chunk.length
-        if (length <= 64) chunks.push(chunk)
-      })
-      answer.once('end', () => {
-        seenAs.answer = { status, body: length <= 64 ? shortBody(chunks, answer) : undefined }
+      keepShort(answer, 64, (chunks) => {
+        seenAs.answer = { status, body: chunks && shortBody(chunks, answer) }
       })
       answer.pipe(res)
     })
@@ -300,14 +312,8 @@ export async function startFaultProxy(
         body: `fault proxy: upstream ${target} failed: ${error.message}`,
       })
     })
-    const sent: Buffer[] = []
-    let sentLength = 0
-    req.on('data', (chunk: Buffer) => {
-      sentLength += chunk.length
-      if (sentLength <= 4096) sent.push(chunk)
-    })
-    req.once('end', () => {
-      if (sentLength <= 4096) seenAs.sent = Buffer.concat(sent).toString('utf8')
+    keepShort(req, 4096, (chunks) => {
+      if (chunks) seenAs.sent = Buffer.concat(chunks).toString('utf8')
     })
     req.pipe(upstream)
   }

@@ -2,8 +2,9 @@ import { Observable, type MonoTypeOperatorFunction } from 'rxjs'
 
 /**
  * Passes each value on, then calls `act` with it, unless the subscription was torn down during
- * the delivery; an error thrown by `act` ends the stream with that error. Unlike `mergeMap(v => concat(of(v), ...))` it subscribes nothing per value, which
- * matters on a path every contender of a prefix runs on every snapshot.
+ * the delivery; an error thrown by `act` ends the stream with that error. Unlike
+ * `mergeMap(v => concat(of(v), ...))` it subscribes nothing per value, which matters on a path
+ * every contender of a prefix runs on every snapshot.
  *
  * ```
  * source: --a--b--c|

@@ -75,12 +75,18 @@ export interface QueueWatchOptions extends WatchOptions {
  * forward arrives one wake-up later than on a prefix watch; one that concerns nobody here does
  * not arrive at all, so a waiter far back sees its rank and the holders only when it moves.
  *
+ * Given `join`, the process's only contender of a prefix whose `.lock` the watch has seen to be
+ * writable by it runs `join` first (`joinQueue`: its key and the prefix in one transaction); the
+ * snapshot it answers comes first, and the watch's next long poll blocks from it. Without an
+ * answer, the contender starts as the others do.
+ *
  * @example
  * queueWatch(client, 'svc/lock', { session, limit: 3 }, { decide }).subscribe(events)
  * @param client - The client (the watch is shared per client and prefix).
  * @param prefix - The semaphore prefix.
  * @param local - The contender that subscribes (counted while subscribed).
  * @param options - The decide step, and the watch's options.
+ * @param join - Takes the contender key and reads the prefix; its snapshot, or undefined.
  * @returns The prefix's watch events.
  */
 export function queueWatch(

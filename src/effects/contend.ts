@@ -45,7 +45,7 @@ import { fromCall } from './from-call.js'
 import { joinQueue, performAction } from './perform-action.js'
 import { releaseSlot } from './release-slot.js'
 import { sessionLease } from './session-lease.js'
-import { sharedDecide } from './shared-decide.js'
+import { sharedDecide, sharedView } from './shared-decide.js'
 import { queueWatch } from './queue-watch.js'
 import { sharedWatch } from './shared-watch.js'
 
@@ -116,6 +116,7 @@ const WAITER_REFRESH_MS = 1000
 function semaphoreProtocol(options: ContendOptions): ContenderProtocol {
   const { client, prefix, limit } = options
   const decide = sharedDecide(client, prefix)
+  const view = sharedView(client, prefix)
   const watchOptions = { waitMs: options.watchWaitMs, scheduler: options.scheduler, decide }
   return {
     behavior: 'delete',
@@ -142,7 +143,15 @@ function semaphoreProtocol(options: ContendOptions): ContenderProtocol {
         value: options.value,
         scheduler: options.scheduler ?? asyncScheduler,
       }),
-    release: (session, lastSeen) => releaseSlot({ client, prefix, session, limit, hint: lastSeen }),
+    release: (session, lastSeen) =>
+      releaseSlot({
+        client,
+        prefix,
+        session,
+        limit,
+        hint: lastSeen,
+        hintView: lastSeen && view(lastSeen, { prefix, limit }),
+      }),
     problemError,
   }
 }

@@ -7,7 +7,9 @@ import { HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../consul/flags.js'
 import { contenderKey } from '../core/keys/contender-key.js'
 import { lockKey } from '../core/keys/lock-key.js'
 import { releaseLock, type ReleaseDecision } from '../core/lock-body/release-lock.js'
+import type { PrefixProblem } from '../core/events.js'
 import { handOffAgain, handOffLock, type HandOff } from '../core/semaphore/hand-off.js'
+import type { PrefixView } from '../core/semaphore/prefix-view.js'
 import { withTransientRetries } from './call-policy.js'
 
 export interface ReleaseSlotOptions {
@@ -24,6 +26,11 @@ export interface ReleaseSlotOptions {
    * what makes the write safe, whatever snapshot it was computed from.
    */
   readonly hint?: KVSnapshot | undefined
+  /**
+   * The hint's view (`sharedView`), when the caller's contenders already decided on it: the
+   * hand-off then looks the first waiter up instead of pruning and ranking the prefix again.
+   */
+  readonly hintView?: E.Either<PrefixProblem, PrefixView> | undefined
 }
 
 /**
@@ -75,7 +82,8 @@ export async function releaseSlot(
   // A hint that lists the session and names a waiter of this library first in line: hand it the
   // slot in the release's own transaction. If that rolls back, release the plain way from a read.
   const attempts = options.attempts ?? 10
-  const offered = options.hint && handOffLock(options.hint, { prefix, session, limit })
+  const offered =
+    options.hint && handOffLock(options.hint, { prefix, session, limit }, options.hintView)
   let handOff = offered
   // A lost CAS (another holder wrote `.lock` since the hint) is tried again from `.lock` as read
   // now, to the same heir; a heir that left, or that another release already served, ends it.

@@ -4,12 +4,25 @@ import type { KVSnapshot } from '../consul/types.js'
 import type { DecideStep } from '../core/contender/contender-state-model.js'
 import type { PrefixProblem } from '../core/events.js'
 import { decideInView } from '../core/semaphore/decide-in-view.js'
-import { prefixView, type PrefixView } from '../core/semaphore/prefix-view.js'
+import {
+  prefixView,
+  type PrefixView,
+  type PrefixViewOptions,
+} from '../core/semaphore/prefix-view.js'
 import { perClientPrefix } from './per-client-prefix.js'
 
-type SharedView = E.Either<PrefixProblem, PrefixView>
+/** A snapshot's view for one limit, or the prefix problem that forbids any write. */
+export type SharedView = E.Either<PrefixProblem, PrefixView>
 
-const deciders = perClientPrefix<DecideStep>()
+/** The view of a snapshot for a limit, memoised (see `sharedDecide`). */
+export type ViewStep = (snapshot: KVSnapshot, options: PrefixViewOptions) => SharedView
+
+interface SharedStep {
+  readonly view: ViewStep
+  readonly decide: DecideStep
+}
+
+const shared = perClientPrefix<SharedStep>()
 
 /**
  * The semaphore's decide step for every contender of `prefix` on `client`: the same decisions as
@@ -30,21 +43,36 @@ const deciders = perClientPrefix<DecideStep>()
  * @returns The decide step to give `contenderState`.
  */
 export function sharedDecide(client: ConsulClient, prefix: string): DecideStep {
-  return deciders(client, prefix, memoisedDecide)
+  return shared(client, prefix, memoised).decide
 }
 
-function memoisedDecide(): DecideStep {
+/**
+ * The views `sharedDecide` decides on, for other readers of the same snapshots (a release's
+ * hand-off): the view a contender already decided on is looked up, not computed again.
+ *
+ * @example
+ * const view = sharedView(client, 'service/db/lock')(lastSnapshot, { prefix, limit: 3 })
+ * @param client - The client whose shared watch delivers the snapshots.
+ * @param prefix - The semaphore prefix.
+ * @returns The memoised view step.
+ */
+export function sharedView(client: ConsulClient, prefix: string): ViewStep {
+  return shared(client, prefix, memoised).view
+}
+
+function memoised(): SharedStep {
   const views = new WeakMap<KVSnapshot, Map<number, SharedView>>()
   const latest = new Map<number, WeakRef<PrefixView>>()
-  return (snapshot, options) => {
+  const view: ViewStep = (snapshot, options) => {
     let byLimit = views.get(snapshot)
     if (!byLimit) views.set(snapshot, (byLimit = new Map<number, SharedView>()))
-    let shared = byLimit.get(options.limit)
-    if (!shared) {
-      shared = prefixView(snapshot, options, latest.get(options.limit)?.deref())
-      byLimit.set(options.limit, shared)
-      if (E.isRight(shared)) latest.set(options.limit, new WeakRef(shared.right))
+    let found = byLimit.get(options.limit)
+    if (!found) {
+      found = prefixView(snapshot, options, latest.get(options.limit)?.deref())
+      byLimit.set(options.limit, found)
+      if (E.isRight(found)) latest.set(options.limit, new WeakRef(found.right))
     }
-    return decideInView(shared, options)
+    return found
   }
+  return { view, decide: (snapshot, options) => decideInView(view(snapshot, options), options) }
 }

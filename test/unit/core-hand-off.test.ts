@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS } from '../../src/consul/flags.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import { handOffAgain, handOffLock } from '../../src/core/semaphore/hand-off.js'
+import { prefixView } from '../../src/core/semaphore/prefix-view.js'
 import { contenderEntry, lockEntry, snapshotOf, text } from '../../marbles/support/snapshot.js'
 
 const prefix = 'svc/lock'
@@ -27,6 +28,9 @@ describe('handOffLock', () => {
     assert.equal(handOff?.cas, 40n)
     assert.equal(handOff?.heirEntry.key, `${prefix}/w1`)
     assert.equal(text(handOff?.body ?? new Uint8Array()), '{"Limit":2,"Holders":["other","w1"]}')
+    // Given the snapshot's view (as a release gets it from the contenders' shared step), the
+    // same hand-off, without a view of its own.
+    assert.deepEqual(handOffLock(snapshot, options, prefixView(snapshot, options)), handOff)
   })
 
   it('hands nothing when the first waiter is a Go contender, even with ours behind it', () => {

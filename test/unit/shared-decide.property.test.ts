@@ -4,12 +4,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { isDeepStrictEqual } from 'node:util'
+import * as E from 'fp-ts/lib/Either.js'
 import fc from 'fast-check'
 import type { ConsulClient } from '../../src/consul/client-api.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import type { Decision, SemaphoreView } from '../../src/core/events.js'
 import { decide } from '../../src/core/semaphore/decide.js'
-import { sharedDecide } from '../../src/effects/shared-decide.js'
+import { sharedDecide, sharedView } from '../../src/effects/shared-decide.js'
 import {
   semaphoreHistory,
   SESSIONS,
@@ -112,6 +113,29 @@ describe('sharedDecide (property)', () => {
       runs(300),
     )
     assert.ok(shared > 300, `snapshots with a view: ${shared}`)
+  })
+
+  it('should give a release the very view its contenders decided on (sharedView), computed once', () => {
+    fc.assert(
+      fc.property(run, (r) => {
+        const client = {} as ConsulClient
+        const decideStep = sharedDecide(client, prefix)
+        const viewStep = sharedView(client, prefix)
+        const options = { prefix, limit: r.history.limit }
+        for (const snapshot of r.history.snapshots) {
+          const decided = decideStep(snapshot, {
+            ...options,
+            session: r.contenders[0]?.session ?? '',
+          })
+          const looked = viewStep(snapshot, options)
+          assert.equal(looked, viewStep(snapshot, options), 'memoised: the same Either')
+          if (decided.view !== undefined) {
+            assert.ok(E.isRight(looked) && looked.right.view === decided.view, 'the same view')
+          } else assert.ok(E.isLeft(looked), 'a prefix problem either way')
+        }
+      }),
+      runs(100),
+    )
   })
 
   it("should keep the previous view's arrays when the queue and the holders did not change", () => {

@@ -5,7 +5,8 @@ import { contenderKey } from '../keys/contender-key.js'
 import { lockKey } from '../keys/lock-key.js'
 import { readLock } from '../lock-body/read-lock.js'
 import { encodeLock } from '../lock-body/encode-lock.js'
-import { prefixView } from './prefix-view.js'
+import type { PrefixProblem } from '../events.js'
+import { prefixView, type PrefixView } from './prefix-view.js'
 
 /**
  * A release that hands the slot to the first waiter in line: one transaction that checks the
@@ -47,13 +48,15 @@ export interface HandOff {
  * ```
  * @param snapshot - The holder's last snapshot of the prefix.
  * @param options - Prefix, this holder's session and the limit.
+ * @param shared - The snapshot's view for this limit, when the caller has it already (the view
+ *   its contenders decided on); computed from the snapshot otherwise.
  * @returns The hand-off to try, or undefined for a plain release.
  */
 export function handOffLock(
   snapshot: KVSnapshot,
   options: { readonly prefix: string; readonly session: string; readonly limit: number },
+  shared: E.Either<PrefixProblem, PrefixView> = prefixView(snapshot, options),
 ): HandOff | undefined {
-  const shared = prefixView(snapshot, options)
   if (E.isLeft(shared)) return undefined
   const { view, holders } = shared.right
   const heir = view.waiting[0]?.session

@@ -15,6 +15,7 @@ import {
   disconnected,
   releaseRequested,
   seen,
+  seenAfterReset,
 } from './support/events.js'
 import { listed, listedLater, me, prefix, unlisted, waiting } from './support/scenario.js'
 import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
@@ -54,6 +55,9 @@ const events = {
 }
 
 /** Two waiters a (rank 0) and b (rank 1) for limit 1, `.lock` not there yet: one free slot. */
+/** `.lock` naming us, as written before the snapshots that no longer show our key. */
+const listedLock = lockEntry(prefix, '{"Limit":1,"Holders":{"me":true}}', 10n)
+
 const queue = snapshotOf([contenderEntry(prefix, 'a', 10n), contenderEntry(prefix, 'b', 11n)])
 
 describe('contenderState', () => {
@@ -246,6 +250,61 @@ describe('contenderState', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-w-k-w', events)
       const expected = '   f---t'
+      expectObservable(
+        source.pipe(
+          contenderState(options),
+          field((s) => s.holding),
+        ),
+        watchFor50ms,
+      ).toBe(expected, { f: false, t: true })
+    })
+  })
+
+  it('should drop at once on a snapshot older than its own CAS that lacks its own key', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // k: our CAS wrote index 21. g: an older snapshot (index 15) with `.lock` still naming us
+      // but no key of ours: it cannot predate the key (written before the CAS), so the key is gone.
+      const source = cold('c-w-k-g', { ...events, g: seen(snapshotOf([listedLock], 15n)) })
+      const expected = '   f---t-f'
+      expectObservable(
+        source.pipe(
+          contenderState(options),
+          field((s) => s.holding),
+        ),
+        watchFor50ms,
+      ).toBe(expected, { f: false, t: true })
+    })
+  })
+
+  it('should take a reset snapshot below its own CAS as the truth', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // R: the watch's indexes went backwards (a recursive delete answered with an older
+      // tombstone's index): an empty prefix, index 12, below our CAS at 21.
+      const source = cold('c-w-k-R', {
+        ...events,
+        R: seenAfterReset(snapshotOf([], 12n)),
+      })
+      const expected = '   u---a-r'
+      expectObservable(
+        source.pipe(
+          contenderState(options),
+          field((s) => s.reason),
+        ),
+        watchFor50ms,
+      ).toBe(expected, { u: undefined, a: 'acquired', r: 'removed' })
+    })
+  })
+
+  it('should judge snapshots after a reset by their own indexes, not the CAS before it', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // After a restore that still lists us (R, index 12), an operator removes us at index 14,
+      // still below the CAS of before the reset (21): the removal must count.
+      const source = cold('c-w-k-R-U', {
+        ...events,
+        R: seenAfterReset(snapshotOf([listedLock, me], 12n)),
+        U: seen(snapshotOf([lockEntry(prefix, '{"Limit":1,"Holders":{}}', 14n), me], 14n)),
+      })
+      const expected = '   f---t---f'
       expectObservable(
         source.pipe(
           contenderState(options),

@@ -16,6 +16,12 @@ export const renewed = (ttlMs: number, sentAt: number): ContenderEvent => ({
 })
 
 export const seen = (snapshot: KVSnapshot): ContenderEvent => ({ type: 'snapshot', snapshot })
+/** A snapshot the watch read after its index went backwards. */
+export const seenAfterReset = (snapshot: KVSnapshot): ContenderEvent => ({
+  type: 'snapshot',
+  snapshot,
+  reset: true,
+})
 
 export const disconnected: ContenderEvent = {
   type: 'disconnected',

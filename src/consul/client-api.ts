@@ -307,6 +307,11 @@ export interface WatchOptions {
    * answer is read without blocking and emitted whatever its index.
    */
   readonly startIndex?: bigint
+  /**
+   * The keys of that snapshot, when the caller has them: an answer at the same index with other
+   * keys is then emitted too, as a reset (Consul 1.8 answers so after a parent prefix was deleted).
+   */
+  readonly startEntries?: readonly KVEntry[]
 }
 
 /**

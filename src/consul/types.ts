@@ -71,6 +71,11 @@ export type WatchEvent =
       readonly type: 'snapshot'
       /** Everything under the prefix at the answer's index. */
       readonly snapshot: KVSnapshot
+      /**
+       * The index went below one this watch emitted before (agent restart, snapshot restore, or
+       * Consul 1.8's late answer after a recursive delete): indexes seen before mean nothing now.
+       */
+      readonly reset?: true
     }
   /**
    * A blocking query failed transiently (unreachable, timeout, 5xx); the watch retries with

@@ -4,7 +4,7 @@
  * and retried with capped, fully jittered exponential backoff; permanent ones end the stream.
  */
 import { asyncScheduler, Observable, timer, type Subscription } from 'rxjs'
-import type * as E from 'fp-ts/lib/Either.js'
+import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient, WatchOptions } from './client-api.js'
 import { isTransient, rejectedBeforeSending, type ConsulError } from './errors.js'
 import type { KVSnapshot, WatchEvent } from './types.js'
@@ -71,6 +71,14 @@ export function watchPrefix(
   const minIntervalMs = options.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS
   const scheduler = options.scheduler ?? asyncScheduler
   const random = options.random ?? Math.random
+  // A prefix that ends in '/' is listed without it and the answer filtered: Consul 1.8 keys the
+  // tombstone of `DELETE <prefix>?recurse` (what `consul kv delete -recurse` sends) without the
+  // slash, and only a listing that covers that key is woken by the delete.
+  const listed = prefix.length > 1 && prefix.endsWith('/') ? prefix.slice(0, -1) : prefix
+  const within = (snapshot: KVSnapshot): KVSnapshot =>
+    listed === prefix || snapshot.entries.every((e) => e.key.startsWith(prefix))
+      ? snapshot
+      : { index: snapshot.index, entries: snapshot.entries.filter((e) => e.key.startsWith(prefix)) }
 
   return new Observable<WatchEvent>((subscriber) => {
     const invalid = (
@@ -100,6 +108,15 @@ export function watchPrefix(
     /** Index to block on; undefined means the next read does not block (never index=0). */
     let blockOn: bigint | undefined = start
     let failuresInRow = 0
+    /**
+     * Highest index emitted in this subscription: an answer below it (agent restart, snapshot
+     * restore, or Consul 1.8's answer after a recursive delete of the prefix, which carries the
+     * index of an older tombstone) is emitted as a reset.
+     */
+    let highest: bigint | undefined = start
+    /** Entries of the last emitted snapshot. */
+    let emitted: KVSnapshot['entries'] | undefined =
+      start === undefined ? undefined : options.startEntries
     let lastStart = Number.NEGATIVE_INFINITY
     // Token bucket for polls that follow progress (the index moved): a burst of changes, such as a
     // hand-over (release, then the next holder's CAS), is followed at once, while sustained churn
@@ -147,11 +164,24 @@ export function watchPrefix(
         schedule(untilNextStart())
         return
       }
-      const progressed = mustEmit || snapshot.index !== emittedIndex
+      // Same index, other keys: Consul 1.8 answers a listing whose keys a delete of a parent
+      // prefix removed with the index of the last tombstone under it, which may be the one seen.
+      const changedInPlace =
+        !mustEmit &&
+        snapshot.index === emittedIndex &&
+        emitted !== undefined &&
+        !sameEntries(emitted, snapshot.entries)
+      const progressed = mustEmit || snapshot.index !== emittedIndex || changedInPlace
       if (progressed) {
+        const reset = changedInPlace || (highest !== undefined && snapshot.index < highest)
         emittedIndex = snapshot.index
+        emitted = snapshot.entries
+        highest =
+          reset || highest === undefined || snapshot.index > highest ? snapshot.index : highest
         mustEmit = false
-        subscriber.next({ type: 'snapshot', snapshot })
+        subscriber.next(
+          reset ? { type: 'snapshot', snapshot, reset: true } : { type: 'snapshot', snapshot },
+        )
       }
       blockOn = snapshot.index < 1n ? 1n : snapshot.index
       schedule(progressed && takeBurstToken() ? 0 : untilNextStart())
@@ -167,14 +197,14 @@ export function watchPrefix(
       pending = undefined
       if (subscriber.closed) return
       lastStart = scheduler.now()
-      const request = client.kv.list(prefix, {
+      const request = client.kv.list(listed, {
         signal: abort.signal,
         consistency: options.consistency,
         ...(blockOn === undefined ? {} : { index: blockOn, waitMs }),
       })
       // The TaskEither never rejects; the catch only guards against a bug in this file.
       request()
-        .then(onAnswer)
+        .then((answer) => onAnswer(E.map(within)(answer)))
         .catch((error: unknown) => subscriber.error(error))
     }
 
@@ -188,4 +218,12 @@ export function watchPrefix(
       setImmediate(() => abort.abort())
     }
   })
+}
+
+/** Whether two listings hold the same keys at the same ModifyIndex. */
+function sameEntries(a: KVSnapshot['entries'], b: KVSnapshot['entries']): boolean {
+  return (
+    a.length === b.length &&
+    a.every((e, i) => e.key === b[i]?.key && e.modifyIndex === b[i]?.modifyIndex)
+  )
 }

@@ -9,6 +9,7 @@ import {
   distinctUntilChanged,
   filter,
   finalize,
+  map,
   mergeMap,
   of,
   switchMap,
@@ -111,7 +112,9 @@ export function queueWatch(
     // The seed first; then nothing older than it (a long poll answered before the join).
     return concat(
       of<WatchEvent>({ type: 'snapshot', snapshot: seed }),
-      events.pipe(filter((e) => e.type !== 'snapshot' || e.snapshot.index >= seed.index)),
+      events.pipe(
+        filter((e) => e.type !== 'snapshot' || e.reset === true || e.snapshot.index >= seed.index),
+      ),
     )
   }
   return defer(() => {
@@ -168,8 +171,21 @@ function createQueueWatch(
     // for the prefix, the key's index in it for a key. No read at once on every switch.
     switchMap((to) =>
       to.type === 'prefix'
-        ? client.watchPrefix(`${prefix}/`, { ...watchOptions, startIndex: last?.index })
+        ? client.watchPrefix(`${prefix}/`, {
+            ...watchOptions,
+            startIndex: last?.index,
+            startEntries: last?.entries,
+          })
         : waitForKey(client, prefix, to, watchOptions, () => target.next(WHOLE_PREFIX)),
+    ),
+    // A listing below what the contenders saw (the prefix watch marks its own) is a reset too.
+    map((event): WatchEvent =>
+      event.type === 'snapshot' &&
+      event.reset !== true &&
+      last !== undefined &&
+      event.snapshot.index < last.index
+        ? { ...event, reset: true }
+        : event,
     ),
     // Choose the next target once every contender has seen the snapshot.
     afterEach((event) => {

@@ -53,12 +53,19 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
   }
   const session = async (r: Replica): Promise<string> =>
     (await firstValueFrom(r.sem.state$.pipe(filter((s) => s.contending)))).session ?? ''
-  /** What the replica's long poll is parked on now: the prefix, or a key. */
-  const parkedOn = (r: Replica): string[] =>
+  /**
+   * What the replica's long poll is parked on now: the prefix (listed without its trailing slash,
+   * so that a recursive delete wakes it), or a key.
+   */
+  const parkedOn = (r: Replica, prefix: string): string[] =>
     r.proxy
       .inFlightRequests()
       .filter((q) => q.method === 'GET' && /(^|&)index=/.test(q.query))
-      .map((q) => (/(^|&)recurse/.test(q.query) && q.path.endsWith('/') ? 'prefix' : q.path))
+      .map((q) =>
+        /(^|&)recurse/.test(q.query) && decodeURIComponent(q.path) === `/v1/kv/${prefix}`
+          ? 'prefix'
+          : q.path,
+      )
 
   it('parks a replica far back in the queue on the key of the waiter ahead, and serves everyone in order', async () => {
     const prefix = uniquePrefix('queue-watch')
@@ -73,13 +80,13 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     const [r0, r1, r2, r3, r4] = all as [Replica, Replica, Replica, Replica, Replica]
     // r1 and r2 are the first two waiters: the prefix. r3 and r4 wait behind: a key each.
     await eventually('r3 and r4 to park on the key ahead of them', () =>
-      parkedOn(r3).includes(`/v1/kv/${prefix}/${sessions[2]}`) &&
-      parkedOn(r4).includes(`/v1/kv/${prefix}/${sessions[3]}`)
+      parkedOn(r3, prefix).includes(`/v1/kv/${prefix}/${sessions[2]}`) &&
+      parkedOn(r4, prefix).includes(`/v1/kv/${prefix}/${sessions[3]}`)
         ? true
         : undefined,
     )
-    assert.deepEqual(parkedOn(r1), ['prefix'])
-    assert.deepEqual(parkedOn(r0), ['prefix'], 'the holder watches the prefix')
+    assert.deepEqual(parkedOn(r1, prefix), ['prefix'])
+    assert.deepEqual(parkedOn(r0, prefix), ['prefix'], 'the holder watches the prefix')
 
     // Two handovers in front of r4 (r0 → r1 → r2) wake r3 once (its key ahead, r2's, changed when
     // r2 became holder) and r4 not at all.
@@ -126,7 +133,7 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     const waiterSession = await session(waiter)
     assert.deepEqual(sentBy(waiter, prefix, waiterSession).slice(0, 3), [
       'PUT /v1/session/create',
-      'GET /v1/kv/:prefix/',
+      'GET /v1/kv/:prefix',
       'PUT /v1/kv/:prefix/:session',
     ])
     await first.sem.close()
@@ -144,13 +151,13 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
       assert.equal(key?.Flags, String(CONTENDER_FLAGS))
       assert.equal(Buffer.from(key?.Value ?? '', 'base64').toString('utf8'), 'again')
       await eventually('the joiner to long-poll', () =>
-        parkedOn(first).length > 0 ? true : undefined,
+        parkedOn(first, prefix).length > 0 ? true : undefined,
       )
       // No listing of the prefix, no acquire of the key, no wake-up for its own write.
       assert.deepEqual(sentBy(first, prefix, againSession), [
         'PUT /v1/session/create',
         'PUT /v1/txn',
-        'GET /v1/kv/:prefix/ (blocking)',
+        'GET /v1/kv/:prefix (blocking)',
       ])
       const joinTxn = first.proxy.requests().find((q) => q.path === '/v1/txn')?.sent ?? ''
       assert.match(joinTxn, /"Verb":"lock"/)

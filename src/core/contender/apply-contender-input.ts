@@ -32,12 +32,26 @@ export function applyContenderInput(
   options: ContenderStateOptions,
 ): ContenderState {
   switch (input.type) {
-    case 'snapshot':
-      // Older than our own CAS: it can neither say we were removed after it nor vouch that we are
-      // still listed, so it does not reconnect us either. After an agent restart (indexes go
-      // backwards, sessions gone) this keeps a holder at false until its lease learns the truth.
-      if (isOlderThanOwnCas(s, input.snapshot)) return s
-      return redecide({ ...s, connected: true }, input.snapshot, now, options)
+    case 'snapshot': {
+      // After a reset (agent restart, restore, a recursive delete of the prefix) the indexes of
+      // before mean nothing: the snapshot is the truth from now on.
+      if (input.reset === true) {
+        return redecide(
+          { ...s, connected: true, casIndex: undefined },
+          input.snapshot,
+          now,
+          options,
+        )
+      }
+      if (!isOlderThanOwnCas(s, input.snapshot)) {
+        return redecide({ ...s, connected: true }, input.snapshot, now, options)
+      }
+      // Older than our own CAS: it cannot vouch that we are still listed, so it neither keeps nor
+      // reconnects us. But our own key was written before that CAS, so a snapshot without it is
+      // evidence that the key is gone (deleted, or its session ended), whatever its index says.
+      const older = redecide(s, input.snapshot, now, options)
+      return older.decision?.type === 'NotContending' ? older : s
+    }
     case 'disconnected':
       return { ...s, connected: false, graceLockIndex: undefined, patientAt: undefined }
     case 'session-created': {

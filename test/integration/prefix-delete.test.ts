@@ -1,0 +1,250 @@
+// An operator deletes a semaphore's whole prefix while contenders hold. Consul 1.8 does not wake a
+// blocking listing of `<prefix>/` for `DELETE <prefix>?recurse` once the prefix holds an older
+// tombstone (a key released earlier), and answers it at the end of the wait with that
+// tombstone's index, below the holder's own CAS. A holder must still learn at once that its key is
+// gone, and never overlap with the newcomer that takes the slot after the delete.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { filter, firstValueFrom } from 'rxjs'
+import {
+  createConsulClient,
+  semaphore,
+  type ConsulClient,
+  type Semaphore,
+  type WatchEvent,
+} from '../../src/index.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { SafetyRecorder } from '../support/safety-recorder.js'
+import {
+  deleteTree,
+  eventually,
+  holdersOf,
+  listPrefix,
+  putRaw,
+  readLock,
+} from '../support/observe.js'
+
+/** When a contender's `holding$` rose and fell; every transition also goes to `safety`. */
+interface Tenures {
+  readonly rises: number[]
+  readonly falls: number[]
+}
+
+function recordTenures(
+  sem: Semaphore,
+  who: string,
+  safety?: SafetyRecorder,
+): { tenures: Tenures; stop: () => void } {
+  const tenures: Tenures = { rises: [], falls: [] }
+  const sub = sem.holding$.subscribe((holding) => {
+    safety?.record(who, holding)
+    if (holding) tenures.rises.push(performance.now())
+    else if (tenures.rises.length > tenures.falls.length) tenures.falls.push(performance.now())
+  })
+  return { tenures, stop: () => sub.unsubscribe() }
+}
+
+/** After every contender closed: no contender key, and `.lock` (kept, as Go keeps it) empty. */
+async function assertNothingHeld(prefix: string): Promise<void> {
+  const { url } = await sharedAgent()
+  const left = await listPrefix(url, `${prefix}/`)
+  assert.deepEqual(
+    left.map((e) => e.Key),
+    [`${prefix}/.lock`],
+  )
+  assert.deepEqual(holdersOf((await readLock(url, prefix))?.body), [])
+}
+
+const held = (sem: Semaphore): Promise<unknown> =>
+  firstValueFrom(sem.holding$.pipe(filter(Boolean)))
+
+describe('a recursive delete of the prefix', () => {
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+  let clientA: ConsulClient
+  let clientB: ConsulClient
+  before(async () => {
+    consul = await sharedAgent()
+    clientA = createConsulClient({ address: consul.addr })
+    clientB = createConsulClient({ address: consul.addr })
+  })
+  after(async () => {
+    await clientA.close()
+    await clientB.close()
+    await consul.close()
+  })
+
+  /**
+   * A holds on `prefix` after an earlier contender of its client released a key there (so the
+   * prefix has a tombstone); B waits behind it on another client (another watch).
+   */
+  async function holderAndWaiter(prefix: string, watchWait: string, safety: SafetyRecorder) {
+    const earlier = semaphore({ prefix, limit: 1, consul: clientA, watchWait })
+    const earlierSub = earlier.holding$.subscribe()
+    await held(earlier)
+    await earlier.close()
+    earlierSub.unsubscribe()
+
+    const a = semaphore({ prefix, limit: 1, consul: clientA, watchWait })
+    const recordA = recordTenures(a, 'a', safety)
+    await held(a)
+    const b = semaphore({ prefix, limit: 1, consul: clientB, watchWait })
+    const recordB = recordTenures(b, 'b', safety)
+    await firstValueFrom(b.state$.pipe(filter((s) => s.rank === 0)))
+    return {
+      a,
+      b,
+      tenuresA: recordA.tenures,
+      tenuresB: recordB.tenures,
+      close: async () => {
+        await Promise.all([a.close(), b.close()])
+        recordA.stop()
+        recordB.stop()
+      },
+    }
+  }
+
+  it('drops the holder at once, before anyone takes the slot again, in 40 of 40 trials', async () => {
+    const base = uniquePrefix('prefix-delete')
+    // A long-poll wait far above the bound below: a holder that only learns of the delete at the
+    // end of its wait (or from the newcomer's writes) fails the test.
+    const watchWait = '20s'
+    const lags: number[] = []
+    for (let trial = 0; trial < 40; trial++) {
+      const prefix = `${base}/t${trial}`
+      const safety = new SafetyRecorder(1)
+      const run = await holderAndWaiter(prefix, watchWait, safety)
+      const deletedAt = performance.now()
+      await deleteTree(consul.url, prefix)
+      // Both contenders are still subscribed: both find their keys gone and contend again, and
+      // one of them (either) takes the empty prefix's slot.
+      await eventually(
+        `trial ${trial}: the slot is held again after the delete`,
+        () => (run.tenuresA.rises.length > 1 || run.tenuresB.rises.length > 0 ? true : undefined),
+        10_000,
+      )
+      const fellAt = run.tenuresA.falls[0]
+      assert.ok(fellAt !== undefined, `trial ${trial}: the old holder dropped`)
+      assert.equal(safety.maxConcurrent(), 1, `trial ${trial}: two holders at once`)
+      lags.push(fellAt - deletedAt)
+      assert.ok(
+        fellAt - deletedAt < 2000,
+        `trial ${trial}: the old holder dropped ${(fellAt - deletedAt).toFixed(0)} ms after the delete`,
+      )
+      await run.close()
+      await assertNothingHeld(prefix)
+    }
+    lags.sort((x, y) => x - y)
+    console.log(
+      `holder dropped after the delete: median ${lags[20]?.toFixed(1)} ms, max ${lags[39]?.toFixed(1)} ms`,
+    )
+  })
+
+  it('drops a lone holder within one long-poll wait when a parent prefix is deleted', async () => {
+    // Consul 1.8 wakes no listing of the prefix for a delete of its parent: the holder learns it
+    // from the late answer whose index went backwards. It then contends again, as a newcomer.
+    const parent = uniquePrefix('parent-delete')
+    const prefix = `${parent}/sem`
+    const waitMs = 3000
+    const earlier = semaphore({ prefix, limit: 1, consul: clientA, watchWait: `${waitMs}ms` })
+    const earlierSub = earlier.holding$.subscribe()
+    await held(earlier)
+    await earlier.close()
+    earlierSub.unsubscribe()
+
+    const a = semaphore({ prefix, limit: 1, consul: clientA, watchWait: `${waitMs}ms` })
+    const tokens: bigint[] = []
+    const tokenSub = a.state$.subscribe((s) => {
+      if (s.fencingToken !== undefined && tokens.at(-1) !== s.fencingToken)
+        tokens.push(s.fencingToken)
+    })
+    const { tenures, stop } = recordTenures(a, 'a')
+    await held(a)
+    const deletedAt = performance.now()
+    await deleteTree(consul.url, parent)
+    await eventually(
+      'the holder drops',
+      () => (tenures.falls.length > 0 ? true : undefined),
+      15_000,
+    )
+    const lag = (tenures.falls[0] ?? Infinity) - deletedAt
+    // One wait, plus the poll interval and a loaded machine's slack.
+    assert.ok(lag < waitMs + 2000, `dropped ${lag.toFixed(0)} ms after the delete`)
+    // Still subscribed, it contends again on the empty prefix: a new tenure, a larger token.
+    await eventually('it holds again', () => (tenures.rises.length > 1 ? true : undefined), 15_000)
+    assert.equal(tokens.length, 2)
+    assert.ok((tokens[1] ?? 0n) > (tokens[0] ?? 0n), 'the new tenure has a larger fencing token')
+    await a.close()
+    stop()
+    tokenSub.unsubscribe()
+    await assertNothingHeld(prefix)
+  })
+})
+
+describe('watchPrefix and a recursive delete', () => {
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+  let client: ConsulClient
+  before(async () => {
+    consul = await sharedAgent()
+    client = createConsulClient({ address: consul.addr })
+  })
+  after(async () => {
+    await client.close()
+    await consul.close()
+  })
+
+  /** A prefix with two keys and the tombstone of a third, and a sibling tree beside it. */
+  async function prefixWithTombstone(): Promise<string> {
+    const prefix = uniquePrefix('watch-delete')
+    for (const key of ['a', 'b', 'c']) await putRaw(consul.url, `${prefix}/${key}`, key)
+    await putRaw(consul.url, `${prefix}-sibling/x`, 'x')
+    await fetch(`${consul.url}/v1/kv/${prefix}/a`, { method: 'DELETE' }).then((r) => r.text())
+    return prefix
+  }
+
+  it('wakes a watch of `<prefix>/` at once for DELETE <prefix>?recurse, and keeps siblings out', async () => {
+    const prefix = await prefixWithTombstone()
+    const events: WatchEvent[] = []
+    const sub = client
+      .watchPrefix(`${prefix}/`, { waitMs: 20_000 })
+      .subscribe((e) => events.push(e))
+    await eventually('the first snapshot', () => (events.length > 0 ? true : undefined))
+    const first = events[0]
+    assert.equal(first?.type, 'snapshot')
+    if (first?.type === 'snapshot') {
+      assert.deepEqual(
+        first.snapshot.entries.map((e) => e.key),
+        [`${prefix}/b`, `${prefix}/c`],
+        'the sibling tree is not part of the snapshot',
+      )
+    }
+    const deletedAt = performance.now()
+    await deleteTree(consul.url, prefix)
+    await eventually('the delete wakes the watch', () => (events.length > 1 ? true : undefined))
+    sub.unsubscribe()
+    assert.ok(performance.now() - deletedAt < 5000, 'woken long before the 20 s wait ended')
+    const woken = events[1]
+    assert.ok(woken?.type === 'snapshot' && woken.snapshot.entries.length === 0)
+    await deleteTree(consul.url, `${prefix}-sibling`)
+  })
+
+  it('marks the late answer to a delete of a parent prefix as a reset', async () => {
+    const prefix = await prefixWithTombstone()
+    const parent = prefix.slice(0, prefix.lastIndexOf('/'))
+    const events: WatchEvent[] = []
+    const sub = client.watchPrefix(`${prefix}/`, { waitMs: 1500 }).subscribe((e) => events.push(e))
+    await eventually('the first snapshot', () => (events.length > 0 ? true : undefined))
+    const before = events[0]?.type === 'snapshot' ? events[0].snapshot.index : 0n
+    await deleteTree(consul.url, parent)
+    const reset = await eventually(
+      'a reset snapshot',
+      () => events.find((e) => e.type === 'snapshot' && e.reset === true),
+      10_000,
+    )
+    sub.unsubscribe()
+    assert.ok(reset.type === 'snapshot' && reset.snapshot.entries.length === 0)
+    assert.ok(
+      reset.type === 'snapshot' && reset.snapshot.index <= before,
+      'its index did not move on',
+    )
+  })
+})

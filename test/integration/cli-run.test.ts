@@ -488,8 +488,12 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
   it('never lets rxsem run and consul lock -n 2 hold more than 2 slots together', async () => {
     const prefix = uniquePrefix('cli-mixed')
     const log = file('intervals')
+    // Each holds 0.3 s and until two have started, so that both slots are used at once however
+    // slowly a loaded machine starts the six processes (a limit of 2 lets the second one in).
     const job = (who: string) =>
-      `echo start ${who} $(date +%s%3N) >> ${log}; sleep 0.3; echo end ${who} $(date +%s%3N) >> ${log}`
+      `echo start ${who} $(date +%s%3N) >> ${log}; sleep 0.3; ` +
+      `while [ "$(grep -c '^start' ${log})" -lt 2 ]; do sleep 0.05; done; ` +
+      `echo end ${who} $(date +%s%3N) >> ${log}`
     const runs = [0, 1, 2].flatMap((i) => [
       start(['run', '--prefix', prefix, '--limit', '2', '--shell', '--', job(`rxsem${i}`)]).exited,
       startConsulLock(consul.addr, ['-n', '2', prefix, job(`consul${i}`)]).exited,

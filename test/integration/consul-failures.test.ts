@@ -9,7 +9,7 @@ import { createConsulClient, type ConsulHttpClient } from '../../src/consul/clie
 import type { ConsulError } from '../../src/consul/errors.js'
 import { freePort, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import { errorJson, failure, ok } from './consul-test-kit.js'
+import { errorJson, failure, ok, until } from './consul-test-kit.js'
 
 const TOKEN = 'tok-5ecret-7f3a9c21'
 
@@ -161,8 +161,11 @@ describe('Consul client failure paths', () => {
   it('reports an aborted call as Aborted, at once', async () => {
     proxy.setMode('blackhole')
     const controller = new AbortController()
+    const sent = proxy.requests().length
     const pending = consul.kv.get(key, { signal: controller.signal })()
-    setTimeout(() => controller.abort(), 50)
+    // Aborted once the request is in flight (it has reached the proxy), not after a fixed 50 ms.
+    await until(() => proxy.requests().length > sent, 'the request at the proxy')
+    controller.abort()
     const started = Date.now()
     const result = await pending
     assert.ok(E.isLeft(result) && result.left._tag === 'Aborted', JSON.stringify(result))
@@ -199,8 +202,9 @@ describe('Consul client failure paths', () => {
   it('fails calls in flight and after close() with Aborted', async () => {
     const closing = createConsulClient({ address: proxy.addr, env: {} })
     proxy.setMode('blackhole')
+    const sent = proxy.requests().length
     const pending = closing.kv.list(prefix, { index: 1n, waitMs: 10_000 })()
-    await new Promise((done) => setTimeout(done, 50))
+    await until(() => proxy.requests().length > sent, 'the long poll at the proxy')
     await closing.close()
     const inFlight = await pending
     assert.ok(E.isLeft(inFlight) && inFlight.left._tag === 'Aborted', JSON.stringify(inFlight))

@@ -61,21 +61,27 @@ describe('Consul HTTP transport', () => {
 
   it('opens at most `connections` connections, however many calls are in flight', async () => {
     const consul = createConsulClient({ address: proxy.addr, env: {}, connections: 2 })
+    const direct = createConsulClient({ address: agent.addr, env: {} })
     try {
       await until(() => proxy.openConnections() === 0, 'earlier connections to close', 15_000)
       // A key of its own: the index of an empty prefix is the global one, moved by other tests.
       await ok(consul.kv.put(`${prefix}/pool/seed`, 'x'))
       const first = await ok(consul.kv.list(`${prefix}/pool/`))
+      // The polls block until the test wakes them (not a 400 ms wait that a loaded machine could
+      // let pass before it looked): two are parked, three wait for a connection.
       const polls = Array.from({ length: 5 }, () =>
-        consul.kv.list(`${prefix}/pool/`, { index: first.index, waitMs: 400 })(),
+        consul.kv.list(`${prefix}/pool/`, { index: first.index, waitMs: 30_000 })(),
       )
       await until(() => proxy.inFlight() === 2, 'two polls in flight')
       assert.equal(proxy.openConnections(), 2)
+      assert.equal(proxy.inFlight(), 2, 'the other three wait for a connection')
+      await ok(direct.kv.put(`${prefix}/pool/wake`, 'x'))
       const results = await Promise.all(polls)
       assert.ok(results.every((r) => r._tag === 'Right'))
       assert.ok(proxy.openConnections() <= 2)
-      assert.equal(await ok(consul.kv.delete(`${prefix}/pool/seed`)), true)
+      assert.equal(await ok(direct.kv.delete(`${prefix}/pool/`, { recurse: true })), true)
     } finally {
+      await direct.close()
       await consul.close()
     }
   })

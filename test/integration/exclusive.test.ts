@@ -48,8 +48,16 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
   })
   after(async () => {
     for (const sub of subs) sub.unsubscribe()
-    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL')
-    await sleep(200)
+    // Killed, and gone before the clients close (waited for, not given 200 ms).
+    await Promise.all(
+      [...children]
+        .filter((child) => child.exitCode === null && child.signalCode === null)
+        .map((child) => {
+          const exited = new Promise((done) => child.once('exit', done))
+          child.kill('SIGKILL')
+          return exited
+        }),
+    )
     await Promise.all(clients.map((c) => c.close()))
     rmSync(scratch, { recursive: true, force: true })
     await consul.close()
@@ -60,6 +68,12 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
     const ids = Array.from({ length: 100 }, (_, i) => i)
     const starts = new Map<number, string[]>()
     const closed: Promise<ExclusiveClosed>[] = []
+    // No task runs before each consumer has one to run: on a loaded machine a consumer that
+    // started late would otherwise find all 100 done by the other two, and run none. The held
+    // keys are at most 2 × 4 of 100, so the last one always finds a free task.
+    const running = new Set<string>()
+    let allRunning = (): void => undefined
+    const everyoneRunning = new Promise<void>((done) => (allRunning = done))
 
     const consumer = (name: string, order: number[]) => {
       const client = newClient()
@@ -80,6 +94,9 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
             },
             run: async (id) => {
               starts.set(id, [...(starts.get(id) ?? []), name])
+              running.add(name)
+              if (running.size === 3) allRunning()
+              await everyoneRunning
               await sleep(5 + Math.random() * 15)
               const marked = await client.kv.put(doneKey(id), name)()
               if (E.isLeft(marked)) throw new Error(marked.left.message)
@@ -239,7 +256,9 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
         }),
       ),
     )
-    await eventually('the key is held', async () =>
+    // Held in Consul and running here: the answer to the acquire may still be on its way.
+    await eventually('the key is held and the task runs', async () =>
+      signal !== undefined &&
       (await listPrefix(consul.url, prefix)).find((e) => e.Key === key && e.Session)
         ? true
         : undefined,
@@ -274,9 +293,10 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
         }),
       )
       .subscribe()
-    const held = await eventually('two keys held', async () => {
+    // Held in Consul and running here: Consul shows a key held before its answer has arrived.
+    const held = await eventually('two keys held and their tasks running', async () => {
       const entries = (await listPrefix(consul.url, prefix)).filter((e) => e.Session)
-      return entries.length === 2 ? entries : undefined
+      return entries.length === 2 && signals.length === 2 ? entries : undefined
     })
     assert.equal(signals.length, 2)
     sub.unsubscribe()

@@ -11,6 +11,7 @@ import {
   startCluster,
   uniquePrefix,
 } from '../support/consul-agent.js'
+import { eventually } from '../support/observe.js'
 import { descendants, killTree } from '../support/processes.js'
 
 interface RawEntry {
@@ -89,11 +90,12 @@ describe('the test harness', () => {
     const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] })
     const closed = new Promise<void>((done) => child.once('close', () => done()))
     const pid = child.pid ?? 0
-    let below: number[] = []
-    for (let tries = 0; below.length === 0 && tries < 200; tries++) {
-      await new Promise((done) => setTimeout(done, 25))
-      below = descendants(pid)
-    }
+    // Node starts in far more than the 5 s this once allowed on a loaded machine.
+    const below = await eventually(
+      'the grandchild to start',
+      () => (descendants(pid).length > 0 ? descendants(pid) : undefined),
+      60_000,
+    )
     assert.equal(below.length, 1, 'the grandchild started')
     killTree(pid, 'SIGKILL')
     await closed

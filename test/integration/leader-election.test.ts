@@ -96,6 +96,25 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     return child
   }
 
+  /**
+   * Resolves once every `consul lock` logging to one of `logs` has started: it has its session
+   * (named after its command, which names its log) or has already run. `consul lock` takes a
+   * while to start on a loaded machine; a test of both kinds side by side waits for it.
+   */
+  async function consulLocksStarted(logs: readonly string[]): Promise<void> {
+    const seen = new Set<string>()
+    await eventually(
+      `${logs.length} consul lock sessions`,
+      async () => {
+        const sessions = await sessionsNamed(consul.url, 'Consul lock for')
+        for (const log of logs) if (sessions.some((s) => s.Name.includes(log))) seen.add(log)
+        for (const log of logs) if (existsSync(log)) seen.add(log)
+        return seen.size === logs.length ? true : undefined
+      },
+      60_000,
+    )
+  }
+
   /** The start/end intervals a `consul lock` child logged. */
   function intervalsIn(log: string, who: string) {
     if (!existsSync(log)) return []
@@ -418,6 +437,8 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     // A second `consul lock` queues behind our leader; closing it lets one of the others lead.
     const log2 = join(scratch, 'consul-lock-2.log')
     const second = consulLock(prefix, log2, 'sleep 1')
+    // Once it has its session (it then tries the key and waits), nothing runs for 500 ms.
+    await consulLocksStarted([log2])
     await sleep(500)
     assert.ok(!existsSync(log2), '`consul lock` waits while we lead')
     await leader.close()
@@ -446,6 +467,8 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     const recorder = new SafetyRecorder(1)
     const logs = [0, 1, 2].map((i) => join(scratch, `mixed-${i}.log`))
     const locks = logs.map((log) => consulLock(prefix, log, 'sleep 0.3'))
+    // Ours contend once the `consul lock` processes do, not after them (as a slow start made it).
+    await consulLocksStarted(logs)
     const cycle = async (who: string): Promise<void> => {
       for (let round = 0; round < 2; round++) {
         const e = elect({ prefix, value: who, consul: client })

@@ -79,14 +79,18 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     }
     const [r0, r1, r2, r3, r4] = all as [Replica, Replica, Replica, Replica, Replica]
     // r1 and r2 are the first two waiters: the prefix. r3 and r4 wait behind: a key each.
-    await eventually('r3 and r4 to park on the key ahead of them', () =>
-      parkedOn(r3, prefix).includes(`/v1/kv/${prefix}/${sessions[2]}`) &&
-      parkedOn(r4, prefix).includes(`/v1/kv/${prefix}/${sessions[3]}`)
-        ? true
-        : undefined,
-    )
-    assert.deepEqual(parkedOn(r1, prefix), ['prefix'])
-    assert.deepEqual(parkedOn(r0, prefix), ['prefix'], 'the holder watches the prefix')
+    // Looked at once all four have a long poll in flight: between two polls a replica has none,
+    // and a loaded machine can be caught there.
+    const parked = await eventually('r3 and r4 to park on the key ahead of them', () => {
+      const now = [r0, r1, r3, r4].map((r) => parkedOn(r, prefix))
+      return now.every((p) => p.length > 0) &&
+        now[2]?.includes(`/v1/kv/${prefix}/${sessions[2]}`) &&
+        now[3]?.includes(`/v1/kv/${prefix}/${sessions[3]}`)
+        ? now
+        : undefined
+    })
+    assert.deepEqual(parked[1], ['prefix'])
+    assert.deepEqual(parked[0], ['prefix'], 'the holder watches the prefix')
 
     // Two handovers in front of r4 (r0 → r1 → r2) wake r3 once (its key ahead, r2's, changed when
     // r2 became holder) and r4 not at all.
@@ -153,8 +157,12 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
       await eventually('the joiner to long-poll', () =>
         parkedOn(first, prefix).length > 0 ? true : undefined,
       )
-      // No listing of the prefix, no acquire of the key, no wake-up for its own write.
-      assert.deepEqual(sentBy(first, prefix, againSession), [
+      // No listing of the prefix, no acquire of the key, no wake-up for its own write (a session
+      // renewal, due 7.5 s after the create, is no part of the join: a loaded machine may get there).
+      const sent = sentBy(first, prefix, againSession).filter(
+        (q) => !q.startsWith('PUT /v1/session/renew/'),
+      )
+      assert.deepEqual(sent, [
         'PUT /v1/session/create',
         'PUT /v1/txn',
         'GET /v1/kv/:prefix (blocking)',

@@ -3,9 +3,10 @@
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import {
@@ -44,6 +45,47 @@ function childIntervals(file: string): { from: number; to: number }[] {
   return intervals
 }
 
+/** The file whose creation ends the hold of `consul lock` child `i` started 'until released'. */
+const releaseFile = (dir: string, i: number): string => join(dir, `go-${i}.release`)
+
+/** Ends the hold of `consul lock` child `i` started 'until released'. */
+const releaseGo = (dir: string, i: number): void => writeFileSync(releaseFile(dir, i), '')
+
+/** Whether the `consul lock` child logging to `file` has started (holds or held its slot). */
+function childStarted(file: string): boolean {
+  return existsSync(file) && readFileSync(file, 'utf8').startsWith('start')
+}
+
+interface QueuedKey {
+  readonly session: string
+  /** The contender key's value as text ('' when empty). */
+  readonly value: string
+}
+
+/**
+ * The semaphore at `prefix` as Consul lists it now, read independently of the library: the live
+ * holders in `.lock`, and the other contender keys (`<prefix>/<session>`, locked by that session)
+ * in line order (CreateIndex), which is the order both `consul lock` and ours serve them in.
+ */
+async function queueAt(
+  url: string,
+  prefix: string,
+): Promise<{ holders: QueuedKey[]; waiting: QueuedKey[] }> {
+  const entries = await listPrefix(url, prefix)
+  const text = (value: string | null) =>
+    value === null ? '' : Buffer.from(value, 'base64').toString('utf8')
+  const lock = entries.find((e) => e.Key === `${prefix}/.lock`)
+  const listed = new Set(lock?.Value ? holdersOf(JSON.parse(text(lock.Value)) as unknown) : [])
+  const contenders = entries
+    .filter((e) => e.Session !== undefined && e.Key === `${prefix}/${e.Session}`)
+    .sort((x, y) => x.CreateIndex - y.CreateIndex || (x.Key < y.Key ? -1 : 1))
+    .map((e) => ({ session: e.Session ?? '', value: text(e.Value) }))
+  return {
+    holders: contenders.filter((c) => listed.has(c.session)),
+    waiting: contenders.filter((c) => !listed.has(c.session)),
+  }
+}
+
 describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
   let client: ConsulClient
@@ -61,16 +103,21 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
   })
 
   /**
-   * Starts `runs` `consul lock -n <limit>` processes on `prefix`, each holding `holdS` seconds and
-   * logging its start and end in `<dir>/go-<i>.log`; resolves each one's exit code.
+   * Starts `runs` `consul lock -n <limit>` processes on `prefix`, each holding `holdS` seconds (or,
+   * with 'until released', until the test calls `releaseGo(dir, i)`) and logging its start and end
+   * in `<dir>/go-<i>.log`; resolves each one's exit code.
    */
   const startGoContenders = (
     prefix: string,
     dir: string,
-    { runs, limit, holdS }: { runs: number; limit: number; holdS: number },
+    { runs, limit, holdS }: { runs: number; limit: number; holdS: number | 'until released' },
   ): Promise<number | null>[] =>
     Array.from({ length: runs }, (_, i) => {
       const log = join(dir, `go-${i}.log`)
+      const hold =
+        holdS === 'until released'
+          ? `while [ ! -e ${releaseFile(dir, i)} ]; do sleep 0.02; done`
+          : `sleep ${holdS}`
       const child = spawn(
         consulBin(),
         [
@@ -78,7 +125,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
           `-n=${limit}`,
           `-http-addr=${consul.addr}`,
           prefix,
-          `echo start $(date +%s%3N) >> ${log}; sleep ${holdS}; echo end $(date +%s%3N) >> ${log}`,
+          `echo start $(date +%s%3N) >> ${log}; ${hold}; echo end $(date +%s%3N) >> ${log}`,
         ],
         { stdio: ['ignore', 'ignore', 'pipe'] },
       )
@@ -92,6 +139,28 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
         }),
       )
     })
+
+  /**
+   * Resolves once each of the `runs` `consul lock` processes of startGoContenders has joined the
+   * queue at `prefix` (its contender key was listed) or held (its log says so): a process takes
+   * a while to start on a loaded machine, and a test of both kinds side by side starts ours only
+   * then. Call it before any contender of ours joins: every contender key listed counts as Go's.
+   */
+  const goJoined = async (prefix: string, dir: string, runs: number): Promise<void> => {
+    const seen = new Set<string>()
+    await eventually(
+      `all ${runs} consul lock processes in the queue`,
+      async () => {
+        const { holders, waiting } = await queueAt(consul.url, prefix)
+        for (const c of [...holders, ...waiting]) seen.add(c.session)
+        const held = Array.from({ length: runs }, (_, i) => i).filter((i) =>
+          childStarted(join(dir, `go-${i}.log`)),
+        ).length
+        return seen.size >= runs || held >= runs ? true : undefined
+      },
+      60_000,
+    )
+  }
 
   it('never has more than 3 holders among our contenders and consul lock -n 3 processes', async () => {
     const prefix = uniquePrefix('interop')
@@ -112,7 +181,18 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
 
     const goRuns = 4
     const exits = startGoContenders(prefix, dir, { runs: goRuns, limit: 3, holdS: 0.4 })
+    // Ours join once every consul lock process has: both kinds then contend side by side.
+    await goJoined(prefix, dir, goRuns)
 
+    // Each of ours holds 400 ms, and the first ones until .lock was seen listing two live holders
+    // at once (a slot or two stay free for the others, so someone joins them): the overlap below
+    // does not depend on how fast this loaded process reads the watch.
+    const overlapSeen = () =>
+      eventually(
+        '.lock listing two live holders at once',
+        () => maxListed >= 2 || undefined,
+        60_000,
+      )
     const ours = 4
     const subs: Subscription[] = []
     const done: Promise<void>[] = []
@@ -125,7 +205,10 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
             sem.holding$.subscribe({
               next: (holding) => {
                 recorder.record(who, holding)
-                if (holding) setTimeout(() => void sem.close().then(resolve, reject), 400)
+                if (holding)
+                  void Promise.all([sleep(400), overlapSeen()])
+                    .then(() => sem.close())
+                    .then(resolve, reject)
               },
               error: reject,
             }),
@@ -165,39 +248,104 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
     const recorder = new SafetyRecorder(2, () => Date.now())
     const done: Promise<void>[] = []
-    const ours = (who: string) => {
-      const sem = semaphore({ prefix, limit: 2, consul: client, value: who })
+    // Each of ours holds until `hold()` resolves: a and b until the queue behind them is complete,
+    // c, d and e 200 ms. Their grace (how long a slot may stay free for those ahead before a waiter
+    // tries anyway) outlasts any stall of a loaded machine, so they never jump a slow consul lock.
+    const ours = (who: string, hold: () => Promise<unknown>) => {
+      const sem = semaphore({
+        prefix,
+        limit: 2,
+        consul: client,
+        value: who,
+        fairness: { graceMs: 60_000 },
+      })
       let sub: Subscription | undefined
       const held = new Promise<void>((resolve, reject) => {
         sub = sem.holding$.subscribe({
           next: (holding) => {
             recorder.record(who, holding)
-            if (holding) setTimeout(() => void sem.close().then(resolve, reject), 200)
+            if (holding)
+              void hold()
+                .then(() => sem.close())
+                .then(resolve, reject)
           },
           error: reject,
         })
       })
       done.push(held.finally(() => sub?.unsubscribe()))
-      return sem
     }
+    const kind = (c: { value: string }) =>
+      ['a', 'b', 'c', 'd', 'e'].includes(c.value) ? c.value : 'go'
+    let releaseAB = (): void => undefined
+    const abReleased = new Promise<void>((resolve) => (releaseAB = resolve))
+
     // Two of ours hold; three consul lock -n 2 queue behind them, then three more of ours.
-    const [a, b] = [ours('a'), ours('b')]
+    ours('a', () => abReleased)
+    ours('b', () => abReleased)
     await eventually('a and b hold', () =>
       recorder.intervals().filter((i) => i.to === Infinity).length === 2 ? true : undefined,
     )
     const goRuns = 3
-    const exits = startGoContenders(prefix, dir, { runs: goRuns, limit: 2, holdS: 0.3 })
-    await firstValueFrom(
-      a.state$.pipe(filter((s) => s.holders.length === 2 && s.waiting.length === goRuns)),
+    const goLog = (i: number) => join(dir, `go-${i}.log`)
+    const exits = startGoContenders(prefix, dir, {
+      runs: goRuns,
+      limit: 2,
+      holdS: 'until released',
+    })
+    const goQueued = await eventually(
+      'the consul lock processes queued behind a and b',
+      async () => {
+        const queue = await queueAt(consul.url, prefix)
+        return queue.waiting.length === goRuns ? queue : undefined
+      },
+      60_000,
     )
-    for (const who of ['c', 'd', 'e']) ours(who)
-    await firstValueFrom(a.state$.pipe(filter((s) => s.waiting.length === goRuns + 3)))
-    void b // a and b close 200 ms after they held: their slots go to the consul lock processes
+    assert.deepEqual(goQueued.holders.map(kind).sort(), ['a', 'b'], 'a and b hold')
+    assert.deepEqual(goQueued.waiting.map(kind), ['go', 'go', 'go'], 'the consul locks wait')
+    for (const who of ['c', 'd', 'e']) ours(who, () => sleep(200))
+    const queued = await eventually(
+      'c, d and e queued behind the consul lock processes',
+      async () => {
+        const queue = await queueAt(consul.url, prefix)
+        return queue.waiting.length === goRuns + 3 ? queue : undefined
+      },
+      60_000,
+    )
+    assert.deepEqual(queued.holders.map(kind).sort(), ['a', 'b'], 'a and b still hold')
+    const line = queued.waiting.map(kind)
+    assert.deepEqual(
+      line.slice(0, goRuns),
+      ['go', 'go', 'go'],
+      `consul locks first: ${line.join(' ')}`,
+    )
+    assert.deepEqual(
+      line.slice(goRuns).sort(),
+      ['c', 'd', 'e'],
+      `ours behind them: ${line.join(' ')}`,
+    )
+
+    // The queue is complete: a and b leave, and the two consul locks first in line take their
+    // slots. They hold until one is let go, whose slot the third one (ahead of ours) then takes.
+    releaseAB()
+    const goHolding = () =>
+      Array.from({ length: goRuns }, (_, i) => i).filter((i) => childStarted(goLog(i)))
+    const firstTwo = await eventually(
+      'two consul locks hold',
+      () => (goHolding().length === 2 ? goHolding() : undefined),
+      60_000,
+    )
+    releaseGo(dir, firstTwo[0] ?? 0)
+    await eventually(
+      'the third consul lock holds',
+      () => goHolding().length === goRuns || undefined,
+      60_000,
+    )
+    for (let i = 0; i < goRuns; i++) if (i !== firstTwo[0]) releaseGo(dir, i)
 
     const codes = await Promise.all(exits)
     await Promise.all(done)
     for (let i = 0; i < goRuns; i++) {
-      for (const interval of childIntervals(join(dir, `go-${i}.log`))) {
+      for (const interval of childIntervals(goLog(i))) {
         recorder.addInterval({ who: `go${i}`, ...interval })
       }
     }
@@ -239,6 +387,9 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     try {
       const goRuns = 3
       const exits = startGoContenders(prefix, dir, { runs: goRuns, limit: 2, holdS: 0.3 })
+      // The replicas start once every consul lock process has joined, so that they contend beside
+      // them (not after them, as a slow start on a loaded machine made it) on the .lock both write.
+      await goJoined(prefix, dir, goRuns)
       await Promise.all(
         replicaClients.map(async (c, r) => {
           for (let t = 0; t < 3; t++) await tenure(c, `rx${r}.${t}`)
@@ -277,7 +428,10 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     const prefix = uniquePrefix('interop-wait')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
     const log = join(dir, 'go.log')
+    const release = join(dir, 'go.release')
     const recorder = new SafetyRecorder(2, () => Date.now())
+    // consul lock holds until the test lets it go: once one of ours holds beside it and the other
+    // waits (a fixed hold was over before ours had even started, on a loaded machine).
     const child = spawn(
       consulBin(),
       [
@@ -285,25 +439,34 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
         '-n=2',
         `-http-addr=${consul.addr}`,
         prefix,
-        `echo start $(date +%s%3N) >> ${log}; sleep 1.5; echo end $(date +%s%3N) >> ${log}`,
+        `echo start $(date +%s%3N) >> ${log}; while [ ! -e ${release} ]; do sleep 0.02; done; echo end $(date +%s%3N) >> ${log}`,
       ],
       { stdio: 'ignore' },
     )
     children.push(child)
     const exited = new Promise((done) => child.once('exit', done))
-    await eventually('consul lock holds', () => {
-      try {
-        return readFileSync(log, 'utf8').startsWith('start') ? true : undefined
-      } catch {
-        return undefined
-      }
-    })
-    const a = semaphore({ prefix, limit: 2, consul: client })
-    const b = semaphore({ prefix, limit: 2, consul: client })
+    await eventually('consul lock holds', () => childStarted(log) || undefined, 60_000)
+    const a = semaphore({ prefix, limit: 2, consul: client, value: 'a' })
+    const b = semaphore({ prefix, limit: 2, consul: client, value: 'b' })
     const subs = [
       a.holding$.subscribe((h) => recorder.record('a', h)),
       b.holding$.subscribe((h) => recorder.record('b', h)),
     ]
+    await eventually(
+      'one of ours holding beside consul lock, the other waiting',
+      async () => {
+        const { holders, waiting } = await queueAt(consul.url, prefix)
+        const ours = (c: QueuedKey) => c.value === 'a' || c.value === 'b'
+        return holders.length === 2 &&
+          holders.filter(ours).length === 1 &&
+          waiting.filter(ours).length === 1 &&
+          recorder.intervals().some((i) => i.to === Infinity)
+          ? true
+          : undefined
+      },
+      60_000,
+    )
+    writeFileSync(release, '')
     await Promise.all([
       firstValueFrom(a.holding$.pipe(filter(Boolean))),
       firstValueFrom(b.holding$.pipe(filter(Boolean))),

@@ -9,7 +9,8 @@ import {
   type Semaphore,
 } from '../../src/index.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
+import { longPollsOn } from '../support/default-client-child.js'
+import { startFaultProxy, type FaultProxy, type SeenRequest } from '../support/fault-proxy.js'
 import { deleteTree, eventually } from '../support/observe.js'
 
 describe('semaphore at scale', () => {
@@ -45,14 +46,37 @@ describe('semaphore at scale', () => {
           : undefined,
       30_000,
     )
-    // Quiet now: what is open at the agent is the one blocking query of the prefix.
-    await new Promise((done) => setTimeout(done, 300))
+    // The prefix's reads (session renewals, 200 every 7.5 s, come and go beside them).
+    const ofPrefix = (requests: readonly SeenRequest[]) =>
+      requests.filter(
+        (r) => r.method === 'GET' && decodeURIComponent(r.path).startsWith(`/v1/kv/${prefix}`),
+      )
+    // Quiet now (waited for, not assumed after 300 ms): the one blocking query of the prefix is
+    // waiting at the agent, and no read of the prefix came for 300 ms.
+    await eventually(
+      'one long poll of the prefix and 300 ms without another read',
+      () => {
+        const last = Math.max(0, ...ofPrefix(proxy.requests()).map((r) => r.at))
+        return longPollsOn(prefix, proxy.inFlightRequests()) === 1 && Date.now() - last >= 300
+          ? true
+          : undefined
+      },
+      30_000,
+    )
     proxy.resetCounts()
+    // The quiet second itself: what the test is about.
     await new Promise((done) => setTimeout(done, 1000))
-    const polls = proxy
-      .requests()
-      .filter((r) => r.method === 'GET' && r.path.startsWith(`/v1/kv/${prefix}`))
-    assert.equal(proxy.inFlight(), 1, 'exactly one request (the long poll) is waiting at the agent')
+    const polls = ofPrefix(proxy.requests())
+    assert.deepEqual(
+      ofPrefix(proxy.inFlightRequests()).map((r) => /(^|&)index=/.test(r.query)),
+      [true],
+      'exactly one read of the prefix (the long poll) is waiting at the agent',
+    )
+    assert.equal(
+      proxy.inFlightRequests().filter((r) => /(^|&)index=/.test(r.query)).length,
+      1,
+      'and no other blocking query',
+    )
     assert.ok(polls.length <= 1, `${polls.length} new polls in a quiet second`)
     assert.ok(proxy.openConnections() <= 16, `${proxy.openConnections()} connections (pool of 16)`)
 

@@ -69,7 +69,12 @@ describe('a partitioned consul lock -n 2 holder (comparison)', () => {
     const b = semaphore({ prefix, limit: 2, consul: client })
     const subs = [a.holding$.subscribe((h) => recorder.record('ours-a', h))]
     try {
-      const childStart = await eventually('consul lock runs its child', () => logged('start'))
+      // consul lock starts, and holds, when a loaded machine gets to it.
+      const childStart = await eventually(
+        'consul lock runs its child',
+        () => logged('start'),
+        60_000,
+      )
       await firstValueFrom(a.holding$.pipe(filter(Boolean)))
       // b starts once a holds, so that b is the one that waits.
       subs.push(b.holding$.subscribe((h) => recorder.record('ours-b', h)))

@@ -49,6 +49,9 @@ function startContender(addr: string, prefix: string, name: string) {
   return { child, states }
 }
 
+/** How long a started child may take to contend: node and tsx start slowly on a loaded machine. */
+const CHILD_START_MS = 60_000
+
 describe('contender processes killed with SIGKILL', () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
   let client: ConsulClient
@@ -72,7 +75,7 @@ describe('contender processes killed with SIGKILL', () => {
     const holderState = await eventually(
       'the child holds',
       () => holder.states.find((s) => s.holding),
-      20_000,
+      CHILD_START_MS,
     )
     const holderSession = holderState.session ?? ''
     recorder.record('child-holder', true, Date.now())
@@ -81,7 +84,7 @@ describe('contender processes killed with SIGKILL', () => {
     const queuedState = await eventually(
       'the second child waits',
       () => queued.states.find((s) => s.rank !== undefined),
-      20_000,
+      CHILD_START_MS,
     )
     const waiter = semaphore({ prefix, limit: 1, consul: client, ttl: '10s', sessionName: name })
     const sub = waiter.holding$.subscribe((h) => recorder.record('in-process-waiter', h))
@@ -161,7 +164,7 @@ describe('contender processes killed with SIGKILL', () => {
     const doomedState = await eventually(
       'the child waits first in line',
       () => doomed.states.find((s) => s.rank === 0),
-      20_000,
+      CHILD_START_MS,
     )
     const next = semaphore({ prefix, limit: 1, consul: client, ttl: '10s', sessionName: name })
     const nextSub = next.holding$.subscribe((h) => recorder.record('next', h))

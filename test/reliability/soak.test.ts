@@ -97,8 +97,17 @@ describe('soak', () => {
       if (done % Math.max(1, Math.floor(CYCLES / 10)) === 0) samples.push(await heapAfterGc())
     })
     const elapsed = Date.now() - started
-    // Let closed connections and finished timers go.
-    await new Promise((d) => setTimeout(d, 200))
+    // Closed connections and finished timers go when the event loop gets to them: waited for (up
+    // to 10 s, then the counts as they are fail below), not given 200 ms of a loaded machine.
+    const settled = () => {
+      const counts = resources()
+      return (counts.get('TCPSocketWrap') ?? 0) <= (before.get('TCPSocketWrap') ?? 0) + 2 &&
+        (counts.get('Timeout') ?? 0) <= (before.get('Timeout') ?? 0) + 2 &&
+        openSockets() <= socketsBefore + 2
+        ? true
+        : undefined
+    }
+    await eventually('connections and timers released', settled, 10_000).catch(() => undefined)
     const heapEnd = await heapAfterGc()
     const afterCounts = resources()
     const socketsAfter = openSockets()

@@ -14,7 +14,10 @@ import type { PrefixProblem } from './core/events.js'
 export type SemaphoreErrorKind =
   /** An option was wrong; nothing was sent to Consul. */
   | 'InvalidOptions'
-  /** Consul refused the ACL token (403). */
+  /**
+   * Consul refused the ACL token: 403, or a 500 naming an ACL problem (`ACL not found`) on several
+   * tries in a row, as a token deleted on the servers is answered through a client agent.
+   */
   | 'PermissionDenied'
   /** `<prefix>/.lock` carries flags of another use (e.g. `consul lock` without `-n`). */
   | 'Conflict'
@@ -64,8 +67,9 @@ export class SemaphoreError extends Error {
 /** Wraps a permanent ConsulError for the public API. */
 export function fromConsulError(error: ConsulError, doing: string): SemaphoreError {
   const kind = error._tag === 'PermissionDenied' ? 'PermissionDenied' : 'Consul'
+  const unknownToken = error._tag === 'PermissionDenied' && /ACL not found/i.test(error.body)
   const hint =
-    error._tag === 'PermissionDenied'
+    error._tag === 'PermissionDenied' && !unknownToken
       ? ' The token needs `key_prefix "<prefix>" { policy = "write" }` and `session_prefix "" { policy = "write" }` (see docs/operations.md).'
       : ''
   return new SemaphoreError(kind, `${doing}: ${error.message}${hint}`, { cause: error })

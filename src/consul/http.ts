@@ -75,9 +75,9 @@ export function statusError(answer: HttpAnswer): ConsulError {
     )
     const throttled = status === 429 || status === 503
     const advice = throttled
-      ? `Consul asks the client to slow down (its request rate limits)${retryAfterMs === undefined ? '' : `, retry after ${Math.round(retryAfterMs / 1000)} s`}; retried with a longer backoff. If it lasts, lower the request rate or raise the limits (limits.request_limits, limits.rpc_rate)`
+      ? `Consul asks the client to slow down (its request rate limits)${retryAfterMs === undefined ? '' : `, retry after ${Math.round(retryAfterMs / 1000)} s`}; the library's retries wait for it. If it lasts, lower the request rate or raise the limits (limits.request_limits, limits.rpc_rate)`
       : namesAclProblem(body)
-        ? 'Consul does not accept the ACL token; retried a few times, then given up: check that the token (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token option) still exists'
+        ? 'Consul does not accept the ACL token; if this keeps coming back, the token (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token option) was probably deleted on the servers: give the client one that exists'
         : 'retry later'
     return {
       _tag: 'ServerError',

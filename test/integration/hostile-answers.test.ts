@@ -280,6 +280,35 @@ describe('hostile answers', () => {
         await ok(direct.session.destroy(session))
       }
     })
+    it('a contender whose session create is answered 429 waits what Retry-After asks, and says why in state$', async () => {
+      const { proxy, client } = await proxied()
+      const prefix = uniquePrefix('create-429')
+      proxy.setMode({
+        when: { method: 'PUT', pathPrefix: '/v1/session/create' },
+        then: { status: 429, body: RATE_LIMITED, headers: { 'Retry-After': '2' } },
+      })
+      const sem = semaphore({ prefix, limit: 1, consul: client })
+      const states: SemaphoreState[] = []
+      const subscription = sem.state$.subscribe((s) => states.push(s))
+      try {
+        const throttledState = await eventually('a state with lastError', () =>
+          states.find((s) => s.lastError !== undefined),
+        )
+        proxy.setMode('pass')
+        assert.equal(throttledState.lastError?.during, 'session')
+        assert.equal(throttledState.lastError?.status, 429)
+        assert.match(throttledState.lastError?.message ?? '', /slow down/)
+        const held = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
+        assert.equal(held.lastError, undefined, 'cleared once a session was made')
+        const [refused, next] = seenAt(proxy, 'PUT', '/v1/session/create')
+        assert.ok(refused !== undefined && next !== undefined)
+        assert.ok(next.at - refused.at >= 1500, `retried ${next.at - refused.at} ms later`)
+        await sem.close()
+      } finally {
+        subscription.unsubscribe()
+        await deleteTree(agent.url, prefix)
+      }
+    })
   })
 
   describe('a token deleted on the servers (500 ACL not found)', () => {

@@ -67,9 +67,8 @@ export class SemaphoreError extends Error {
 /** Wraps a permanent ConsulError for the public API. */
 export function fromConsulError(error: ConsulError, doing: string): SemaphoreError {
   const kind = error._tag === 'PermissionDenied' ? 'PermissionDenied' : 'Consul'
-  const unknownToken = error._tag === 'PermissionDenied' && /ACL not found/i.test(error.body)
   const hint =
-    error._tag === 'PermissionDenied' && !unknownToken
+    error._tag === 'PermissionDenied'
       ? ' The token needs `key_prefix "<prefix>" { policy = "write" }` and `session_prefix "" { policy = "write" }` (see docs/operations.md).'
       : ''
   return new SemaphoreError(kind, `${doing}: ${error.message}${hint}`, { cause: error })

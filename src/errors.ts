@@ -14,7 +14,10 @@ import type { PrefixProblem } from './core/events.js'
 export type SemaphoreErrorKind =
   /** An option was wrong; nothing was sent to Consul. */
   | 'InvalidOptions'
-  /** Consul refused the ACL token (403). */
+  /**
+   * Consul refused the ACL token: 403, or a 500 naming an ACL problem (`ACL not found`) on several
+   * tries in a row, as a token deleted on the servers is answered through a client agent.
+   */
   | 'PermissionDenied'
   /** `<prefix>/.lock` carries flags of another use (e.g. `consul lock` without `-n`). */
   | 'Conflict'

@@ -38,6 +38,7 @@ export type {
   ServerError,
   BadRequest,
   DecodeError,
+  TooLarge,
   Aborted,
 } from './consul/errors.js'
 export type {
@@ -65,7 +66,12 @@ export type {
 export { contenderState } from './core/contender/contender-state.js'
 export { holding } from './core/contender/holding.js'
 export { releaseLock, type ReleaseDecision } from './core/lock-body/release-lock.js'
-export { semaphore, type Semaphore, type SemaphoreState } from './semaphore.js'
+export {
+  semaphore,
+  type ContenderFailure,
+  type Semaphore,
+  type SemaphoreState,
+} from './semaphore.js'
 export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
 export type { ContenderOptions, SemaphoreOptions, Duration } from './options/contender-options.js'
 export { withSlot } from './with-slot.js'

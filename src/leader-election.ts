@@ -22,7 +22,12 @@ import { lockLeader, sameLeader } from './effects/lock-leader.js'
 import { releaseLockKey } from './effects/lock-release.js'
 import { SemaphoreError, problemError, toSemaphoreError } from './errors.js'
 import { resolveContenderOptions, type ContenderOptions } from './options/contender-options.js'
-import type { ContenderInternals } from './semaphore.js'
+import {
+  sameFailure,
+  toContenderFailure,
+  type ContenderFailure,
+  type ContenderInternals,
+} from './semaphore.js'
 
 /**
  * Options of `leaderElection(...)`: those of every contender. `value` is written to the lock key
@@ -69,6 +74,8 @@ export interface LeaderElectionState {
   readonly leader: LockLeader | null
   /** The prefix watch is connected (its last request succeeded). */
   readonly connected: boolean
+  /** Why the contender is retrying, while it is (see SemaphoreState's `lastError`). */
+  readonly lastError?: ContenderFailure | undefined
 }
 
 /**
@@ -135,6 +142,7 @@ export function toLeaderElectionState(
     fencingToken: core.holding ? core.fencingToken : undefined,
     leader: promoted ? { session, value } : seen,
     connected: core.connected,
+    ...(core.lastFailure === undefined ? {} : { lastError: toContenderFailure(core.lastFailure) }),
   }
 }
 
@@ -262,6 +270,7 @@ function sameState(a: LeaderElectionState, b: LeaderElectionState): boolean {
     a.session === b.session &&
     a.fencingToken === b.fencingToken &&
     a.connected === b.connected &&
+    sameFailure(a.lastError, b.lastError) &&
     sameLeader(a.leader, b.leader)
   )
 }

@@ -1,7 +1,9 @@
 import { map, type Observable } from 'rxjs'
 import { closeOnDispose } from './close-on-dispose.js'
 import { contenderHandle } from './contender-handle.js'
+import type { ConsulError } from './consul/errors.js'
 import type { ContenderState } from './core/contender/contender-state-model.js'
+import type { LastFailure } from './core/contender/last-failure.js'
 import type { RankedContender, TransitionReason } from './core/events.js'
 import { contend } from './effects/contend.js'
 import {
@@ -54,6 +56,57 @@ export interface SemaphoreState {
   readonly limit: number
   /** The prefix watch is connected (its last request succeeded). */
   readonly connected: boolean
+  /**
+   * Why the contender is retrying, while it is: the last failure of the prefix watch, of the
+   * session's renewals, or of the creation of a session; absent once that request succeeds again.
+   */
+  readonly lastError?: ContenderFailure | undefined
+}
+
+/**
+ * A failure a contender keeps retrying, as `state$` shows it (`lastError`). A failure that no
+ * retry fixes ends the stream with a SemaphoreError instead.
+ *
+ * @example
+ * ```ts
+ * sem.state$.subscribe(({ lastError }) => {
+ *   if (lastError) console.warn(`${lastError.during} failing (${lastError.kind}): ${lastError.message}`)
+ * })
+ * ```
+ */
+export interface ContenderFailure {
+  /** What keeps failing: the prefix watch, the session's renewals, or creating a session. */
+  readonly during: 'watch' | 'renewal' | 'session'
+  /** The Consul layer's name of the failure: 'ServerError', 'Unreachable', 'Timeout', ... */
+  readonly kind: ConsulError['_tag']
+  /** Consul's HTTP status, when it answered (e.g. 429, 500, 503). */
+  readonly status?: number | undefined
+  /** What went wrong and what to do; never contains the ACL token. */
+  readonly message: string
+}
+
+/** @internal The public `lastError` of the core's last failure (memoised: same in, same out). */
+export function toContenderFailure(failure: LastFailure): ContenderFailure {
+  const known = publicFailures.get(failure)
+  if (known !== undefined) return known
+  const { error, during } = failure
+  const made: ContenderFailure = {
+    during,
+    kind: error._tag,
+    ...('status' in error ? { status: error.status } : {}),
+    message: error.message,
+  }
+  publicFailures.set(failure, made)
+  return made
+}
+const publicFailures = new WeakMap<LastFailure, ContenderFailure>()
+
+/** @internal Whether two `lastError`s say the same (so that `state$` does not repeat itself). */
+export function sameFailure(
+  a: ContenderFailure | undefined,
+  b: ContenderFailure | undefined,
+): boolean {
+  return a === b || (a?.during === b?.during && a?.kind === b?.kind && a?.message === b?.message)
 }
 
 /**
@@ -112,6 +165,7 @@ export function toSemaphoreState(core: ContenderState, limit: number): Semaphore
         : undefined,
     limit,
     connected: core.connected,
+    ...(core.lastFailure === undefined ? {} : { lastError: toContenderFailure(core.lastFailure) }),
   }
 }
 
@@ -194,6 +248,7 @@ function sameState(a: SemaphoreState, b: SemaphoreState): boolean {
     a.fencingToken === b.fencingToken &&
     a.rank === b.rank &&
     a.connected === b.connected &&
+    sameFailure(a.lastError, b.lastError) &&
     sameSessions(a.holders, b.holders, (h) => h) &&
     sameSessions(a.waiting, b.waiting, (w) => w.session)
   )

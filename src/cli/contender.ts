@@ -56,5 +56,6 @@ export function asSemaphoreState(state: LeaderElectionState): SemaphoreState {
     rank: contending && !state.holding && state.leader?.session !== state.session ? 0 : undefined,
     limit: 1,
     connected: state.connected,
+    ...(state.lastError === undefined ? {} : { lastError: state.lastError }),
   }
 }

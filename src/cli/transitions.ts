@@ -40,6 +40,12 @@ export function describeTransition(
   if (previous !== undefined && previous.connected !== next.connected) {
     detail(next.connected ? 'watch connected' : 'watch disconnected; retrying')
   }
+  const failure = next.lastError
+  if (failure !== undefined && failure.message !== previous?.lastError?.message) {
+    detail(
+      `Consul ${failure.during === 'session' ? 'session create' : failure.during} failing, retrying: ${failure.message}`,
+    )
+  }
   if (next.holding && !previous?.holding) {
     info(`holding slot (${holdingDetails(next)})`)
   } else if (!next.holding && previous?.holding) {

@@ -87,6 +87,13 @@ export interface ConsulClientConfig {
   readonly connections?: number
   /** Timeout of a non-blocking request in ms; default 10000. */
   readonly requestTimeoutMs?: number
+  /**
+   * Largest answer the client reads, in bytes; default 32 MiB (DEFAULT_MAX_RESPONSE_BYTES). Past
+   * it, the client stops reading, drops the connection and fails the call with TooLarge, so a
+   * broken or hostile agent cannot make it hold hundreds of megabytes. Raise it only for a prefix
+   * that really holds that much (32 MiB is about 150 000 contender keys, or 48 values of 512 KiB).
+   */
+  readonly maxResponseBytes?: number
   /** Where the environment variables are read; default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>
 }
@@ -142,7 +149,17 @@ export interface ResolvedConfig {
   readonly connections: number
   /** Timeout of a non-blocking request, in ms (default 10000). */
   readonly requestTimeoutMs: number
+  /** Largest answer read, in bytes (default 32 MiB). */
+  readonly maxResponseBytes: number
 }
+
+/**
+ * 32 MiB: a prefix of this library holds one contender key of a few hundred bytes per contender,
+ * so 1000 contenders list in about 250 kB and 32 MiB leaves a hundredfold margin (or room for 48
+ * values at Consul's default 512 KiB limit), while a runaway answer costs at most this much
+ * buffered, plus its decoding, instead of all of it.
+ */
+export const DEFAULT_MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 
 interface Setting<A> {
   readonly value: A
@@ -341,6 +358,11 @@ export function resolveConfig(options: ConsulClientConfig = {}): ResolvedConfig 
       options.requestTimeoutMs ?? 10_000,
       'options.requestTimeoutMs',
       'the request timeout',
+    ),
+    maxResponseBytes: positiveInteger(
+      options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES,
+      'options.maxResponseBytes',
+      'the largest answer (bytes)',
     ),
   }
 }

@@ -61,6 +61,12 @@ export interface Timeout extends ErrorBase {
 /**
  * 403: the ACL token lacks a permission, or is unknown. Permanent: no retry makes it pass.
  *
+ * Also a 500 whose body named an ACL problem (`ACL not found`, `Permission denied`, e.g. behind
+ * `rpc error making call: `) on several tries in a row (`ACL_FAILURES_BEFORE_PERMANENT`): a token
+ * deleted on the servers is answered so through a client agent. Such a 500 is retried as a
+ * ServerError first (a token can be missing for a moment while ACLs replicate); the loops that
+ * retry it (watch, renewals, session creation, writes) give up with this error, `status` 500.
+ *
  * @example
  * ```ts
  * if (error._tag === 'PermissionDenied') console.error(`check the token's policy: ${error.body}`)
@@ -69,8 +75,8 @@ export interface Timeout extends ErrorBase {
 export interface PermissionDenied extends ErrorBase {
   /** Discriminant of the ConsulError union. */
   readonly _tag: 'PermissionDenied'
-  /** Always 403. */
-  readonly status: 403
+  /** 403; or 500 for an ACL problem Consul kept answering as a server failure (see above). */
+  readonly status: 403 | 500
   /** Consul's answer body, e.g. `Permission denied`. */
   readonly body: string
 }
@@ -92,11 +98,13 @@ export interface NotFound extends ErrorBase {
   readonly body: string
 }
 /**
- * 5xx (and 429): the server failed or is overloaded; transient, usually worth a retry.
+ * 5xx (and 429): the server failed or is overloaded; transient, usually worth a retry. A 429 or
+ * 503 means "slow down" (Consul's rate limits): the library's retry loops wait longer for those,
+ * and at least what `Retry-After` asked for (capped; see docs/operations.md).
  *
  * @example
  * ```ts
- * if (error._tag === 'ServerError' && error.status === 429) slowDown()
+ * if (error._tag === 'ServerError' && error.status === 429) slowDown(error.retryAfterMs ?? 1000)
  * ```
  */
 export interface ServerError extends ErrorBase {
@@ -106,6 +114,28 @@ export interface ServerError extends ErrorBase {
   readonly status: number
   /** Consul's answer body, e.g. `No cluster leader`. */
   readonly body: string
+  /**
+   * The answer's `Retry-After` (delay in seconds or an HTTP date) as ms from when the answer
+   * arrived; undefined when absent or unreadable.
+   */
+  readonly retryAfterMs?: number | undefined
+}
+/**
+ * The answer was larger than the client's `maxResponseBytes`: the client stopped reading it at
+ * the cap and closed the connection, without holding it whole in memory. Permanent: the same
+ * request would only bring the same answer. Raise the option, or find out what wrote so much
+ * under the prefix.
+ *
+ * @example
+ * ```ts
+ * if (error._tag === 'TooLarge') console.error(`${error.request}: over ${error.limitBytes} bytes`)
+ * ```
+ */
+export interface TooLarge extends ErrorBase {
+  /** Discriminant of the ConsulError union. */
+  readonly _tag: 'TooLarge'
+  /** The cap that was passed, in bytes (the client's `maxResponseBytes`). */
+  readonly limitBytes: number
 }
 /**
  * 4xx other than 403/404/429: the request was wrong. Not worth a retry.
@@ -185,6 +215,7 @@ export type ConsulError =
   | ServerError
   | BadRequest
   | DecodeError
+  | TooLarge
   | Aborted
 
 /**
@@ -213,4 +244,47 @@ export function rejectedBeforeSending(request: string, message: string): BadRequ
     rejectedBeforeSending: true,
     message: `${request}: not sent: ${message}`,
   }
+}
+
+/** Consul's words for an ACL problem (acl/errors.go), also behind `rpc error making call: `. */
+export function namesAclProblem(text: string): boolean {
+  return /ACL not found|Permission denied/i.test(text)
+}
+
+/**
+ * How many answers in a row naming an ACL problem with a 500 a retry loop accepts before it gives
+ * up with PermissionDenied: enough to ride out a token that has not replicated yet (a few seconds
+ * of backoff), few enough that a deleted token is reported within seconds rather than never.
+ */
+export const ACL_FAILURES_BEFORE_PERMANENT = 5
+
+/** A ServerError whose body names an ACL problem (see PermissionDenied). */
+export function isAclServerError(error: ConsulError): error is ServerError {
+  return error._tag === 'ServerError' && namesAclProblem(error.body)
+}
+
+/**
+ * The permanent PermissionDenied for an ACL problem Consul answered `tries` times in a row as a
+ * server failure.
+ *
+ * @example
+ * const error = persistentAclError(serverError, ACL_FAILURES_BEFORE_PERMANENT)
+ */
+export function persistentAclError(error: ServerError, tries: number): PermissionDenied {
+  const request = error.request ?? 'a request'
+  return {
+    _tag: 'PermissionDenied',
+    status: 500,
+    body: error.body,
+    request,
+    message:
+      `${request}: Consul answered ${tries} times in a row that the ACL token is not valid ` +
+      `(500: ${error.body}); the token (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token ` +
+      `option) was probably deleted on the servers: give the client a token that exists`,
+  }
+}
+
+/** A 429 or 503: Consul's rate limits (or an overloaded server) ask the client to slow down. */
+export function isThrottled(error: ConsulError): error is ServerError {
+  return error._tag === 'ServerError' && (error.status === 429 || error.status === 503)
 }

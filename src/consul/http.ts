@@ -1,14 +1,16 @@
 /**
  * The HTTP transport of the Consul layer, on undici: one bounded connection pool per client,
- * a timeout and an AbortSignal on every request, bodies always read, and every failure turned
- * into a typed ConsulError with the ACL token redacted. Nothing here throws or rejects.
+ * a timeout and an AbortSignal on every request, bodies always read (up to the client's
+ * `maxResponseBytes`, past which reading stops and the connection is dropped), and every failure
+ * turned into a typed ConsulError with the ACL token redacted. Nothing here throws or rejects.
  */
 import type { IncomingHttpHeaders } from 'node:http'
 import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
-import { Pool } from 'undici'
+import { Pool, type Dispatcher } from 'undici'
 import type { Consistency, ResolvedConfig } from './config.js'
-import type { ConsulError } from './errors.js'
+import { namesAclProblem, type ConsulError } from './errors.js'
+import { parseRetryAfter } from './retry-after.js'
 
 export interface HttpRequest {
   readonly method: 'GET' | 'PUT' | 'DELETE'
@@ -31,6 +33,8 @@ export interface HttpAnswer {
   readonly body: string
   /** `GET /v1/kv/p?recurse`: for messages (the query never carries the token). */
   readonly label: string
+  /** Wall-clock ms the answer's headers arrived (for an HTTP-date `Retry-After`); default now. */
+  readonly receivedAt?: number
 }
 
 export interface Transport {
@@ -56,19 +60,32 @@ export function statusError(answer: HttpAnswer): ConsulError {
       status,
       body,
       request,
-      message: `${label}: permission denied (${said}); give the ACL token a policy that allows this`,
+      message: /ACL not found/i.test(body)
+        ? `${label}: permission denied (${said}); Consul does not know the ACL token: it was probably deleted, or never created. Give the client a token that exists (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token option)`
+        : `${label}: permission denied (${said}); give the ACL token a policy that allows this`,
     }
   }
   if (status === 404) {
     return { _tag: 'NotFound', status, body, request, message: `${label}: not found (${said})` }
   }
   if (status === 429 || status >= 500) {
+    const retryAfterMs = parseRetryAfter(
+      answer.headers['retry-after'],
+      answer.receivedAt ?? Date.now(),
+    )
+    const throttled = status === 429 || status === 503
+    const advice = throttled
+      ? `Consul asks the client to slow down (its request rate limits)${retryAfterMs === undefined ? '' : `, retry after ${Math.round(retryAfterMs / 1000)} s`}; the library's retries wait for it. If it lasts, lower the request rate or raise the limits (limits.request_limits, limits.rpc_rate)`
+      : namesAclProblem(body)
+        ? 'Consul does not accept the ACL token; if this keeps coming back, the token (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token option) was probably deleted on the servers: give the client one that exists'
+        : 'retry later'
     return {
       _tag: 'ServerError',
       status,
       body,
       request,
-      message: `${label}: the Consul server failed (${said}); retry later`,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      message: `${label}: the Consul server failed (${said}); ${advice}`,
     }
   }
   return {
@@ -136,6 +153,30 @@ function redact(error: ConsulError, secrets: readonly string[]): ConsulError {
           ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, clean(v)]))
           : value
   return clean(error) as ConsulError
+}
+
+/** The body as UTF-8, or undefined once it passed `limit` bytes (then it is destroyed unread). */
+async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+  limit: number,
+): Promise<string | undefined> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    size += chunk.length
+    if (size > limit) {
+      // Stop here: undici closes the connection rather than read the rest into nowhere.
+      body.destroy()
+      return undefined
+    }
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks, size).toString('utf8')
+}
+
+function mebibytes(bytes: number): string {
+  const mib = bytes / (1024 * 1024)
+  return mib >= 1 ? `${Number.isInteger(mib) ? mib : mib.toFixed(1)} MiB` : `${bytes} bytes`
 }
 
 function queryString(query: HttpRequest['query']): string {
@@ -216,9 +257,33 @@ export function createTransport(config: ResolvedConfig): Transport {
         headersTimeout: timeoutMs + 1000,
         bodyTimeout: timeoutMs + 1000,
       })
-      // Always read the body, also for errors: an unread body keeps its connection busy.
-      const body = await response.body.text()
-      return E.right({ status: response.statusCode, headers: response.headers, body, label })
+      const receivedAt = Date.now()
+      // Always read the body, also for errors: an unread body keeps its connection busy. But
+      // never more than the cap: a declared length past it is refused before reading anything.
+      const limit = config.maxResponseBytes
+      const declared = Number(response.headers['content-length'] ?? Number.NaN)
+      const body = declared > limit ? undefined : await readCapped(response.body, limit)
+      if (body === undefined) {
+        if (!response.body.destroyed) response.body.destroy()
+        return E.left({
+          _tag: 'TooLarge',
+          limitBytes: limit,
+          request: bare,
+          message:
+            `${bare}: the answer (status ${response.statusCode}) is larger than ${limit} bytes ` +
+            `(${mebibytes(limit)}, the client option maxResponseBytes); the client stopped ` +
+            `reading it. If the data under that path really is this large, raise ` +
+            `maxResponseBytes; otherwise look at what wrote so much there ` +
+            `(consul kv get -recurse -keys <prefix>)`,
+        })
+      }
+      return E.right({
+        status: response.statusCode,
+        headers: response.headers,
+        body,
+        label,
+        receivedAt,
+      })
     } catch (error) {
       const cause = summarise(error)
       if (why === 'timeout' || (cause.code !== undefined && TIMEOUT_CODES.has(cause.code))) {

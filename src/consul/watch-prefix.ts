@@ -6,7 +6,15 @@
 import { asyncScheduler, Observable, timer, type Subscription } from 'rxjs'
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient, WatchOptions } from './client-api.js'
-import { isTransient, rejectedBeforeSending, type ConsulError } from './errors.js'
+import {
+  ACL_FAILURES_BEFORE_PERMANENT,
+  isAclServerError,
+  isTransient,
+  persistentAclError,
+  rejectedBeforeSending,
+  type ConsulError,
+} from './errors.js'
+import { MAX_RETRY_AFTER_MS, retryDelayMs } from './retry-after.js'
 import type { KVSnapshot, WatchEvent } from './types.js'
 
 /**
@@ -58,7 +66,8 @@ const PROGRESS_BURST = 5
  * @param prefix - The KV prefix, listed with `?recurse` (a plain string prefix).
  * @param options - Wait, consistency, backoff, rate limit, scheduler.
  * @returns A cold Observable of snapshots and disconnects; it errors with a permanent ConsulError
- *   (PermissionDenied, BadRequest, DecodeError, or Aborted when the client is closed).
+ *   (PermissionDenied, also for a 500 naming an ACL problem several times in a row; BadRequest,
+ *   DecodeError, TooLarge, or Aborted when the client is closed).
  */
 export function watchPrefix(
   client: Pick<ConsulClient, 'kv'>,
@@ -117,6 +126,7 @@ export function watchPrefix(
     /** Entries of the last emitted snapshot. */
     let emitted: KVSnapshot['entries'] | undefined =
       start === undefined ? undefined : options.startEntries
+    let aclFailuresInRow = 0
     let lastStart = Number.NEGATIVE_INFINITY
     // Token bucket for polls that follow progress (the index moved): a burst of changes, such as a
     // hand-over (release, then the next holder's CAS), is followed at once, while sustained churn
@@ -145,9 +155,16 @@ export function watchPrefix(
         subscriber.error(error)
         return
       }
+      aclFailuresInRow = isAclServerError(error) ? aclFailuresInRow + 1 : 0
+      if (isAclServerError(error) && aclFailuresInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
+        subscriber.error(persistentAclError(error, aclFailuresInRow))
+        return
+      }
       failuresInRow += 1
       const ceiling = Math.min(maxMs, initialMs * 2 ** (failuresInRow - 1))
-      const retryInMs = Math.max(Math.floor(random() * ceiling), untilNextStart())
+      const backoffMs = Math.floor(random() * ceiling)
+      const paced = retryDelayMs(error, backoffMs, Math.max(maxMs, MAX_RETRY_AFTER_MS), random)
+      const retryInMs = Math.max(Math.floor(paced), untilNextStart())
       // The next answer is a non-blocking read that is emitted even if its index did not move.
       mustEmit = true
       blockOn = undefined
@@ -157,6 +174,7 @@ export function watchPrefix(
 
     const onSnapshot = (snapshot: KVSnapshot): void => {
       failuresInRow = 0
+      aclFailuresInRow = 0
       if (blockOn !== undefined && snapshot.index < blockOn) {
         // The index went backwards (restart, restore, tombstone reaping): start over.
         blockOn = undefined

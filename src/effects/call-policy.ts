@@ -9,7 +9,14 @@ import {
   type Observable,
   type SchedulerLike,
 } from 'rxjs'
-import { isTransient, type ConsulError } from '../consul/errors.js'
+import {
+  ACL_FAILURES_BEFORE_PERMANENT,
+  isAclServerError,
+  isTransient,
+  persistentAclError,
+  type ConsulError,
+} from '../consul/errors.js'
+import { MAX_RETRY_AFTER_MS, retryDelayMs } from '../consul/retry-after.js'
 
 /** Whether a thrown value is one of the Consul layer's typed errors. */
 export function isConsulError(value: unknown): value is ConsulError {
@@ -33,16 +40,26 @@ export function orThrow<A>(result: E.Either<ConsulError, A>): Observable<A> {
 
 /**
  * Retries a write a few times (5) after a transient failure, with exponential backoff and jitter
- * (200 ms doubling, capped at 2 s). A session Consul no longer has is not transient, whatever the
- * status says: it is passed on at once so the caller can start over with a new session.
+ * (200 ms doubling, capped at 2 s; a 429/503 waits at least its `Retry-After`, up to
+ * MAX_RETRY_AFTER_MS). A session Consul no longer has is not transient, whatever the status says:
+ * it is passed on at once so the caller can start over with a new session. A 500 naming an ACL
+ * problem that comes back ACL_FAILURES_BEFORE_PERMANENT times in a row is passed on as the
+ * permanent PermissionDenied.
  */
 export function retryTransient<A>(scheduler: SchedulerLike): MonoTypeOperatorFunction<A> {
   return retry<A>({
     count: 5,
-    delay: (error: unknown, attempt) =>
-      isConsulError(error) && isTransient(error) && !isSessionInvalid(error)
-        ? timer(Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2), scheduler)
-        : throwError(() => error),
+    delay: (error: unknown, attempt) => {
+      if (!isConsulError(error) || !isTransient(error) || isSessionInvalid(error)) {
+        return throwError(() => error)
+      }
+      // `attempt` counts the failures in a row of this call (1 for the first).
+      if (isAclServerError(error) && attempt >= ACL_FAILURES_BEFORE_PERMANENT) {
+        return throwError(() => persistentAclError(error, attempt))
+      }
+      const backoffMs = Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2)
+      return timer(retryDelayMs(error, backoffMs, MAX_RETRY_AFTER_MS), scheduler)
+    },
   })
 }
 
@@ -50,7 +67,9 @@ export function retryTransient<A>(scheduler: SchedulerLike): MonoTypeOperatorFun
  * Runs a Consul call again after a transient failure, up to `attempts` calls in all, 100 ms
  * doubling between them: for the release paths, which are Promises because close() awaits them.
  * A release that gives up on the first 500 or reset connection leaves the session to its TTL,
- * which a flaky network makes common.
+ * which a flaky network makes common. A 429/503 waits what `Retry-After` asks, but at most
+ * RELEASE_THROTTLE_CAP_MS: close() should not hang for a rate limit, and the TTL cleans up after
+ * a release that gave up.
  *
  * @example
  * const deleted = await withTransientRetries(client.kv.delete(key))
@@ -63,6 +82,10 @@ export async function withTransientRetries<A>(
   for (let attempt = 1; ; attempt++) {
     const result = await call()
     if (E.isRight(result) || attempt >= attempts || !isTransient(result.left)) return result
-    await new Promise((resume) => setTimeout(resume, 100 * 2 ** (attempt - 1)))
+    const delayMs = retryDelayMs(result.left, 100 * 2 ** (attempt - 1), RELEASE_THROTTLE_CAP_MS)
+    await new Promise((resume) => setTimeout(resume, delayMs))
   }
 }
+
+/** The longest a release waits between two tries for a throttled (429/503) answer. */
+export const RELEASE_THROTTLE_CAP_MS = 2000

@@ -26,12 +26,20 @@ import {
   type SchedulerLike,
 } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
-import { isTransient, type ConsulError } from '../consul/errors.js'
+import {
+  ACL_FAILURES_BEFORE_PERMANENT,
+  isAclServerError,
+  isTransient,
+  persistentAclError,
+  type ConsulError,
+} from '../consul/errors.js'
+import { MAX_RETRY_AFTER_MS, retryDelayMs } from '../consul/retry-after.js'
 import type { KVSnapshot, WatchEvent } from '../consul/types.js'
-import type {
-  ContenderAction,
-  ContenderState,
-  DecideStep,
+import {
+  initialContenderState,
+  type ContenderAction,
+  type ContenderState,
+  type DecideStep,
 } from '../core/contender/contender-state-model.js'
 import { contenderState } from '../core/contender/contender-state.js'
 import type { ContenderEvent, PrefixProblem } from '../core/events.js'
@@ -208,7 +216,14 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
           ttlMs: options.ttlMs,
           sentAt: createdAt,
         }),
-        sessionLease({ client, session, ttlMs: options.ttlMs, createdAt, scheduler }),
+        sessionLease({
+          client,
+          session,
+          ttlMs: options.ttlMs,
+          createdAt,
+          scheduler,
+          leaseMarginMs: options.leaseMarginMs,
+        }),
         protocol.watch?.(session) ??
           sharedWatch(client, `${prefix}/`, { waitMs: options.watchWaitMs, scheduler }),
         feedback,
@@ -280,16 +295,38 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
     )
   })
 
-  return generation.pipe(
-    retry({
-      resetOnSuccess: true,
-      delay: (error: unknown, attempt) =>
-        isConsulError(error) && isTransient(error) && !closing.value && !trying
-          ? timer(backoffMs(attempt), scheduler)
-          : throwError(() => toSemaphoreError(error)),
+  // While no session can be made, the core does not run: these states say why it waits.
+  const notices = new Subject<ContenderState>()
+  let lastState: ContenderState | undefined
+  let aclFailuresInRow = 0
+  const retryGeneration = (error: unknown, attempt: number): Observable<unknown> => {
+    if (!isConsulError(error) || !isTransient(error) || closing.value || trying) {
+      return throwError(() => toSemaphoreError(error))
+    }
+    aclFailuresInRow = isAclServerError(error) ? aclFailuresInRow + 1 : 0
+    if (isAclServerError(error) && aclFailuresInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
+      return throwError(() => toSemaphoreError(persistentAclError(error, aclFailuresInRow)))
+    }
+    if (lastState?.holding !== true) {
+      notices.next({
+        ...(lastState ?? initialContenderState),
+        connected: false,
+        next: undefined,
+        lastFailure: { during: 'session', error },
+      })
+    }
+    return timer(retryDelayMs(error, backoffMs(attempt), MAX_RETRY_AFTER_MS), scheduler)
+  }
+  const runs = generation.pipe(
+    tap((state) => {
+      lastState = state
+      aclFailuresInRow = 0
     }),
+    retry({ resetOnSuccess: true, delay: retryGeneration }),
     // The session is gone (or the slot was lost with it): contend again with a new one.
     // A try-once contender that lost its session before it held has its answer: not held.
     repeat({ delay: () => (closing.value || trying ? EMPTY : timer(backoffMs(1), scheduler)) }),
+    finalize(() => notices.complete()),
   )
+  return merge(notices, runs)
 }

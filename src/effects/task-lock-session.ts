@@ -191,22 +191,27 @@ export class TaskLockSession {
         gone: false,
         stop: () => subscription.unsubscribe(),
       }
-      const subscription = sessionLease({ client, session, ttlMs, createdAt, scheduler }).subscribe(
-        {
-          next: (event) => {
-            if (event.type === 'session-renewed') {
-              lease.next({
-                type: 'lease',
-                deadline: leaseDeadline(event.sentAt, event.ttlMs, margin),
-              })
-            } else if (event.type === 'session-gone') {
-              this.#retire(generation)
-            }
-          },
-          // A permanent renewal failure (403): the session cannot be kept, treat it as gone.
-          error: () => this.#retire(generation),
+      const subscription = sessionLease({
+        client,
+        session,
+        ttlMs,
+        createdAt,
+        scheduler,
+        leaseMarginMs: margin.leaseMarginMs,
+      }).subscribe({
+        next: (event) => {
+          if (event.type === 'session-renewed') {
+            lease.next({
+              type: 'lease',
+              deadline: leaseDeadline(event.sentAt, event.ttlMs, margin),
+            })
+          } else if (event.type === 'session-gone') {
+            this.#retire(generation)
+          }
         },
-      )
+        // A permanent renewal failure (403): the session cannot be kept, treat it as gone.
+        error: () => this.#retire(generation),
+      })
       return E.right(generation)
     })()
     this.#current = created

@@ -29,10 +29,26 @@ export type FaultMode =
   | { readonly latencyMs: number }
   /** Answer 200 application/json with this body without contacting the agent. */
   | { readonly garbage: string }
-  /** Answer 200 application/json with a valid JSON array of exactly this many bytes (min 2). */
-  | { readonly oversized: number }
-  /** Answer this status and body (text/plain) without contacting the agent. */
-  | { readonly status: number; readonly body: string }
+  /**
+   * Answer 200 application/json with a valid JSON array of exactly this many bytes (min 2), with a
+   * Content-Length, or, when `chunked`, without one (so the client only finds out by reading).
+   * The bytes written before the client went away are in the request's `oversizedWritten`.
+   */
+  | { readonly oversized: number; readonly chunked?: boolean }
+  /** Answer this status and body (text/plain), plus `headers`, without contacting the agent. */
+  | {
+      readonly status: number
+      readonly body: string
+      readonly headers?: Readonly<Record<string, string>>
+    }
+  /**
+   * Apply `then` to the requests that match (`method`, and a path starting with `pathPrefix`);
+   * forward the others faithfully.
+   */
+  | {
+      readonly when: { readonly method?: string; readonly pathPrefix?: string }
+      readonly then: FaultMode
+    }
   /**
    * Per request: with probability `error500` answer 500, else with probability `close` destroy
    * the socket, else with probability `latencyP` wait a random 0..`latencyMs`, else pass.
@@ -62,6 +78,12 @@ export interface SeenRequest {
   answer?: { readonly status: number; readonly body: string | undefined }
   /** The request's body as forwarded, when the proxy forwarded it and it is short (up to 4 kB). */
   sent?: string
+  /**
+   * For an `oversized` answer: the bytes handed to the socket so far, final once the answer
+   * ended or the client went away (writes wait for the client to drain, so this is about what it
+   * read plus the socket buffers).
+   */
+  oversizedWritten?: number
 }
 
 /**
@@ -158,10 +180,15 @@ type Action =
       readonly status: number
       readonly type: string
       readonly body: string
+      readonly headers?: Readonly<Record<string, string>>
     }
-  | { readonly kind: 'oversized'; readonly bytes: number }
+  | { readonly kind: 'oversized'; readonly bytes: number; readonly chunked: boolean }
 
-function actionFor(mode: FaultMode, random: () => number): Action {
+function actionFor(
+  mode: FaultMode,
+  random: () => number,
+  request: { readonly method: string; readonly path: string },
+): Action {
   if (mode === 'pass') return { kind: 'pass', delayMs: 0 }
   if (mode === 'error500') return injected500
   if (mode === 'close') return { kind: 'close' }
@@ -169,9 +196,23 @@ function actionFor(mode: FaultMode, random: () => number): Action {
   if ('latencyMs' in mode) return { kind: 'pass', delayMs: mode.latencyMs }
   if ('garbage' in mode)
     return { kind: 'answer', status: 200, type: 'application/json', body: mode.garbage }
-  if ('oversized' in mode) return { kind: 'oversized', bytes: mode.oversized }
+  if ('oversized' in mode)
+    return { kind: 'oversized', bytes: mode.oversized, chunked: mode.chunked === true }
   if ('status' in mode)
-    return { kind: 'answer', status: mode.status, type: 'text/plain', body: mode.body }
+    return {
+      kind: 'answer',
+      status: mode.status,
+      type: 'text/plain',
+      body: mode.body,
+      ...(mode.headers === undefined ? {} : { headers: mode.headers }),
+    }
+  if ('when' in mode) {
+    const { method, pathPrefix } = mode.when
+    const matches =
+      (method === undefined || method === request.method) &&
+      (pathPrefix === undefined || request.path.startsWith(pathPrefix))
+    return matches ? actionFor(mode.then, random, request) : { kind: 'pass', delayMs: 0 }
+  }
   const { error500 = 0, close = 0, latencyMs = 0, latencyP = 0 } = mode.random
   if (random() < error500) return injected500
   if (random() < close) return { kind: 'close' }
@@ -192,11 +233,26 @@ const oversizedItem = `"${'x'.repeat(1000)}"`
  * Writes a JSON array of exactly `bytes` bytes (at least `[]`) in pieces, waiting for the client
  * to drain, so a multi-megabyte answer never sits in memory whole.
  */
-function writeOversized(res: ServerResponse, bytes: number): void {
+function writeOversized(
+  res: ServerResponse,
+  bytes: number,
+  chunked: boolean,
+  seenAs: SeenRequest,
+): void {
   const total = Math.max(2, Math.floor(bytes))
-  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(total) })
+  res.writeHead(
+    200,
+    chunked
+      ? { 'Content-Type': 'application/json', 'X-Consul-Index': '7' }
+      : {
+          'Content-Type': 'application/json',
+          'Content-Length': String(total),
+          'X-Consul-Index': '7',
+        },
+  )
   let left = total - 2 // inside the brackets
   let first = true
+  seenAs.oversizedWritten = 1
   res.write('[')
   const more = (): void => {
     while (!res.destroyed) {
@@ -213,8 +269,10 @@ function writeOversized(res: ServerResponse, bytes: number): void {
       if (size === 0) {
         // Whitespace is valid JSON and makes the length exact.
         res.end(`${' '.repeat(left)}]`)
+        seenAs.oversizedWritten = (seenAs.oversizedWritten ?? 0) + left + 1
         return
       }
+      seenAs.oversizedWritten = (seenAs.oversizedWritten ?? 0) + size
       if (!res.write(pieces.join(''))) {
         res.once('drain', more)
         return
@@ -320,6 +378,7 @@ export async function startFaultProxy(
 
   const respond = (res: ServerResponse, action: Action & { kind: 'answer' }): void => {
     res.writeHead(action.status, {
+      ...action.headers,
       'Content-Type': action.type,
       'Content-Length': String(Buffer.byteLength(action.body)),
     })
@@ -346,7 +405,7 @@ export async function startFaultProxy(
       }
       seen.push(seenAs)
 
-      const action = actionFor(mode, random)
+      const action = actionFor(mode, random, { method, path })
       switch (action.kind) {
         case 'close':
           req.socket.destroy()
@@ -361,7 +420,7 @@ export async function startFaultProxy(
           return
         case 'oversized':
           req.resume()
-          writeOversized(res, action.bytes)
+          writeOversized(res, action.bytes, action.chunked, seenAs)
           return
         case 'pass':
           if (action.delayMs <= 0) {

@@ -2,6 +2,7 @@ import type { SchedulerLike } from 'rxjs'
 import type { KVSnapshot } from '../../consul/types.js'
 import type { DecideOptions } from '../semaphore/decide.js'
 import type { Decision, PrefixProblem, SemaphoreView, TransitionReason } from '../events.js'
+import type { LastFailure } from './last-failure.js'
 import type { LeaseMargin } from './lease-deadline.js'
 
 /**
@@ -132,6 +133,11 @@ export interface ContenderState {
   readonly retryAt: number | undefined
   /** Scheduler ms of the next timer the operator must fire (lease deadline, grace or retry). */
   readonly wakeAt: number | undefined
+  /**
+   * The failure the watch or the renewals are retrying now (`lastFailureAfter`), so that a
+   * contender that keeps failing says why; undefined once that loop succeeds again.
+   */
+  readonly lastFailure: LastFailure | undefined
 }
 
 /** The state before any event: not holding, not connected, nothing known. */
@@ -155,4 +161,5 @@ export const initialContenderState: ContenderState = {
   patientAt: undefined,
   retryAt: undefined,
   wakeAt: undefined,
+  lastFailure: undefined,
 }

@@ -1,6 +1,7 @@
 import { applyContenderInput } from './apply-contender-input.js'
 import type { ContenderInput } from './contender-input.js'
 import type { ContenderState, ContenderStateOptions } from './contender-state-model.js'
+import { lastFailureAfter } from './last-failure.js'
 import { settleContender } from './settle-contender.js'
 
 /**
@@ -27,5 +28,7 @@ export function reduceContender(
   // the lease deadline or retry it was for would never be acted on. So a wake counts as `wakeAt`
   // at the earliest; acting a moment early on a deadline only drops `holding` sooner.
   const at = input.type === 'wake' && state.wakeAt !== undefined ? Math.max(now, state.wakeAt) : now
-  return settleContender(state, applyContenderInput(state, input, at, options), input, at)
+  const settled = settleContender(state, applyContenderInput(state, input, at, options), input, at)
+  const lastFailure = lastFailureAfter(state.lastFailure, input)
+  return lastFailure === settled.lastFailure ? settled : { ...settled, lastFailure }
 }

@@ -1,6 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import {
   BehaviorSubject,
+  asyncScheduler,
   catchError,
   concat,
   defer,
@@ -11,6 +12,7 @@ import {
   tap,
   throwError,
   type Observable,
+  type SchedulerLike,
 } from 'rxjs'
 import type { ConsulClient } from './consul/client-api.js'
 import { acquireDefaultClient, type DefaultClientLease } from './consul/default-client.js'
@@ -18,6 +20,7 @@ import type { ConsulError } from './consul/errors.js'
 import type { TransitionReason } from './core/events.js'
 import { SemaphoreError, toSemaphoreError } from './errors.js'
 import { sharedStates } from './shared-states.js'
+import { slotGuard, type SlotGuard } from './slot-guard.js'
 
 /** What a running contender gets from its handle. */
 export interface ContenderLifecycle {
@@ -37,10 +40,13 @@ export interface ContenderLifecycle {
   readonly withClient: <T>(use: (client: ConsulClient) => Observable<T>) => Observable<T>
 }
 
-/** The public state of any contender: at least whether it holds, and why that last changed. */
+/** The public state of any contender: what the handle and its guard read of it. */
 export interface HeldState {
   readonly holding: boolean
   readonly reason: TransitionReason | undefined
+  readonly session: string | undefined
+  readonly fencingToken: bigint | undefined
+  readonly leaseDeadline: number | undefined
 }
 
 export interface ContenderHandleSpec<S extends HeldState> {
@@ -56,6 +62,10 @@ export interface ContenderHandleSpec<S extends HeldState> {
   readonly dropped: (last: S) => S
   /** What close() says, after the error's own message, when the release failed. */
   readonly releaseFailedHint: string
+  /** The key whose lock by `session` proves that the contender holds (for the fenced write). */
+  readonly guardKey: (session: string) => string
+  /** The contender's scheduler, whose clock the lease deadline is on; default asyncScheduler. */
+  readonly scheduler?: SchedulerLike | undefined
 }
 
 /** The shared lifecycle of `semaphore(...)` and `leaderElection(...)`. */
@@ -64,6 +74,8 @@ export interface ContenderHandle<S extends HeldState> {
   readonly holding$: Observable<boolean>
   readonly lifecycle: ContenderLifecycle
   readonly close: () => Promise<void>
+  /** The synchronous guard and the fenced write, on the latest state. */
+  readonly guard: SlotGuard
 }
 
 /**
@@ -142,6 +154,15 @@ export function contenderHandle<S extends HeldState>(
     withClient,
   }
 
+  // The latest state of the running contender, renewals included, for the guard.
+  let current: S | undefined
+  const guard = slotGuard({
+    current: () => current,
+    guardKey: spec.guardKey,
+    client,
+    now: () => (spec.scheduler ?? asyncScheduler).now(),
+  })
+
   const states = defer(() => {
     let last: S | undefined
     return concat(
@@ -153,7 +174,7 @@ export function contenderHandle<S extends HeldState>(
         ),
       ),
     ).pipe(
-      tap((state) => (last = state)),
+      tap((state) => (last = current = state)),
       // Option errors are thrown inside defer, Consul errors arrive typed: all leave as
       // SemaphoreError. A holder that fails says false first: its slot is given back (contend's
       // finalize starts the release), and holding$ must never end on true.
@@ -163,6 +184,7 @@ export function contenderHandle<S extends HeldState>(
           throwError(() => toSemaphoreError(error)),
         ),
       ),
+      finalize(() => (current = undefined)),
     )
   }).pipe(distinctUntilChanged(spec.same))
   const { state$, holding$ } = sharedStates(states)
@@ -171,6 +193,7 @@ export function contenderHandle<S extends HeldState>(
     state$,
     holding$,
     lifecycle,
+    guard,
     close: async () => {
       closing.next(true)
       const results = await Promise.all(releases)

@@ -75,6 +75,7 @@ export {
 export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
 export type { ContenderOptions, SemaphoreOptions, Duration } from './options/contender-options.js'
 export { withSlot } from './with-slot.js'
+export type { SlotGuard } from './slot-guard.js'
 export {
   leaderElection,
   type LeaderElection,

@@ -11,6 +11,8 @@ import {
   type Observable,
 } from 'rxjs'
 import { closeOnDispose } from './close-on-dispose.js'
+import { lockKey } from './core/keys/lock-key.js'
+import type { SlotGuard } from './slot-guard.js'
 import { contenderHandle } from './contender-handle.js'
 import { SEMAPHORE_FLAGS } from './consul/flags.js'
 import type { ContenderState } from './core/contender/contender-state-model.js'
@@ -74,6 +76,13 @@ export interface LeaderElectionState {
   readonly leader: LockLeader | null
   /** The prefix watch is connected (its last request succeeded). */
   readonly connected: boolean
+  /**
+   * Until when the session's lease is trusted: when its last renewal (or its creation) was sent,
+   * plus the TTL, minus the lease margin; in ms of the contender's scheduler, which is
+   * `Date.now()`'s clock unless a scheduler was given. Undefined before a session exists. Past it,
+   * `holding` turns false even if no answer came; `isHolding()` checks it synchronously.
+   */
+  readonly leaseDeadline: number | undefined
   /** Why the contender is retrying, while it is (see SemaphoreState's `lastError`). */
   readonly lastError?: ContenderFailure | undefined
 }
@@ -89,7 +98,7 @@ export interface LeaderElectionState {
  * process.once('SIGTERM', () => void election.close())
  * ```
  */
-export interface LeaderElection {
+export interface LeaderElection extends SlotGuard {
   /**
    * Whether this contender leads now. Starts with false, never repeats a value. Shared: the first
    * subscriber starts contending, late subscribers get the current value at once, the last
@@ -142,6 +151,7 @@ export function toLeaderElectionState(
     fencingToken: core.holding ? core.fencingToken : undefined,
     leader: promoted ? { session, value } : seen,
     connected: core.connected,
+    leaseDeadline: core.leaseDeadline,
     ...(core.lastFailure === undefined ? {} : { lastError: toContenderFailure(core.lastFailure) }),
   }
 }
@@ -153,6 +163,7 @@ const idle: LeaderElectionState = {
   fencingToken: undefined,
   leader: null,
   connected: false,
+  leaseDeadline: undefined,
 }
 
 /**
@@ -182,7 +193,7 @@ export function leaderElection(
   /** @internal How `tryLead` sets the contender up; not part of the public API. */
   internal: ContenderInternals = {},
 ): LeaderElection {
-  const { state$, holding$, close, lifecycle } = contenderHandle<LeaderElectionState>({
+  const { state$, holding$, close, lifecycle, guard } = contenderHandle<LeaderElectionState>({
     consul: options.consul,
     idle,
     states: ({ closing, onRelease, client }) => {
@@ -220,6 +231,8 @@ export function leaderElection(
     dropped: steppedDown,
     releaseFailedHint:
       'The session expires by its TTL; Consul then frees the key after the lock-delay.',
+    guardKey: () => lockKey(options.prefix),
+    scheduler: options.scheduler,
   })
   const { closing } = lifecycle
 
@@ -239,7 +252,7 @@ export function leaderElection(
     }),
   )
 
-  return closeOnDispose({ state$, holding$, leader$, close })
+  return closeOnDispose({ state$, holding$, leader$, close, ...guard })
 }
 
 /** The SemaphoreError for a prefix problem of the lock (only Conflict can arise). */
@@ -270,6 +283,7 @@ function sameState(a: LeaderElectionState, b: LeaderElectionState): boolean {
     a.session === b.session &&
     a.fencingToken === b.fencingToken &&
     a.connected === b.connected &&
+    a.leaseDeadline === b.leaseDeadline &&
     sameFailure(a.lastError, b.lastError) &&
     sameLeader(a.leader, b.leader)
   )

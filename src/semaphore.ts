@@ -1,10 +1,12 @@
 import { map, type Observable } from 'rxjs'
 import { closeOnDispose } from './close-on-dispose.js'
+import type { SlotGuard } from './slot-guard.js'
 import { contenderHandle } from './contender-handle.js'
 import type { ConsulError } from './consul/errors.js'
 import type { ContenderState } from './core/contender/contender-state-model.js'
 import type { LastFailure } from './core/contender/last-failure.js'
 import type { RankedContender, TransitionReason } from './core/events.js'
+import { contenderKey } from './core/keys/contender-key.js'
 import { contend } from './effects/contend.js'
 import {
   resolveContenderOptions,
@@ -56,6 +58,13 @@ export interface SemaphoreState {
   readonly limit: number
   /** The prefix watch is connected (its last request succeeded). */
   readonly connected: boolean
+  /**
+   * Until when the session's lease is trusted: when its last renewal (or its creation) was sent,
+   * plus the TTL, minus the lease margin; in ms of the contender's scheduler, which is
+   * `Date.now()`'s clock unless a scheduler was given. Undefined before a session exists. Past it,
+   * `holding` turns false even if no answer came; `isHolding()` checks it synchronously.
+   */
+  readonly leaseDeadline: number | undefined
   /**
    * Why the contender is retrying, while it is: the last failure of the prefix watch, of the
    * session's renewals, or of the creation of a session; absent once that request succeeds again.
@@ -119,7 +128,7 @@ export function sameFailure(
  * process.once('SIGTERM', () => void sem.close().finally(() => work.unsubscribe()))
  * ```
  */
-export interface Semaphore {
+export interface Semaphore extends SlotGuard {
   /**
    * Whether this contender holds a slot now. Starts with false, never repeats a value. Shared: the
    * first subscriber starts contending, late subscribers get the current value at once, the last
@@ -165,6 +174,7 @@ export function toSemaphoreState(core: ContenderState, limit: number): Semaphore
         : undefined,
     limit,
     connected: core.connected,
+    leaseDeadline: core.leaseDeadline,
     ...(core.lastFailure === undefined ? {} : { lastError: toContenderFailure(core.lastFailure) }),
   }
 }
@@ -185,6 +195,7 @@ const idle = (limit: number): SemaphoreState => ({
   rank: undefined,
   limit,
   connected: false,
+  leaseDeadline: undefined,
 })
 
 /**
@@ -208,7 +219,7 @@ export function semaphore(
   internal: ContenderInternals = {},
 ): Semaphore {
   const limitForState = typeof options.limit === 'number' ? options.limit : 0
-  const { state$, holding$, close } = contenderHandle<SemaphoreState>({
+  const { state$, holding$, close, guard } = contenderHandle<SemaphoreState>({
     consul: options.consul,
     idle: idle(limitForState),
     states: ({ closing, onRelease, client }) => {
@@ -231,8 +242,10 @@ export function semaphore(
     same: sameState,
     dropped: lostOnError,
     releaseFailedHint: 'The session expires by its TTL and other contenders then prune it.',
+    guardKey: (session) => contenderKey(options.prefix, session),
+    scheduler: options.scheduler,
   })
-  return closeOnDispose({ state$, holding$, close })
+  return closeOnDispose({ state$, holding$, close, ...guard })
 }
 
 function lostOnError(last: SemaphoreState): SemaphoreState {
@@ -248,6 +261,7 @@ function sameState(a: SemaphoreState, b: SemaphoreState): boolean {
     a.fencingToken === b.fencingToken &&
     a.rank === b.rank &&
     a.connected === b.connected &&
+    a.leaseDeadline === b.leaseDeadline &&
     sameFailure(a.lastError, b.lastError) &&
     sameSessions(a.holders, b.holders, (h) => h) &&
     sameSessions(a.waiting, b.waiting, (w) => w.session)

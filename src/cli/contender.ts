@@ -56,6 +56,7 @@ export function asSemaphoreState(state: LeaderElectionState): SemaphoreState {
     rank: contending && !state.holding && state.leader?.session !== state.session ? 0 : undefined,
     limit: 1,
     connected: state.connected,
+    leaseDeadline: state.leaseDeadline,
     ...(state.lastError === undefined ? {} : { lastError: state.lastError }),
   }
 }

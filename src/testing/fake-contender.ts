@@ -6,14 +6,17 @@ import {
   concat,
   defer,
   filter,
+  finalize,
   map,
   of,
   takeUntil,
+  tap,
   throwError,
   type Observable,
 } from 'rxjs'
 import type { TransitionReason } from '../core/events.js'
-import { toSemaphoreError } from '../errors.js'
+import { SemaphoreError, toSemaphoreError } from '../errors.js'
+import type { SlotGuard } from '../slot-guard.js'
 import { sharedStates } from '../shared-states.js'
 
 /**
@@ -48,7 +51,7 @@ export interface FakeContenderSpec<S extends { readonly holding: boolean }> {
 }
 
 /** @internal The streams and close of a fake, before its kind adds its own (`leader$`). */
-export interface FakeContender<S> {
+export interface FakeContender<S> extends SlotGuard {
   readonly state$: Observable<S>
   readonly holding$: Observable<boolean>
   readonly close: () => Promise<void>
@@ -80,6 +83,8 @@ export function fakeContender<S extends { readonly holding: boolean }>(
   const closing = new BehaviorSubject(false)
   let closeCount = 0
   let lastToken: bigint | undefined
+  // The tenure of the running subscription, for the guard (a fake has no lease to lapse).
+  let latest = notHolding
 
   const tenureAfter = (value: FakeHolding): FakeTenure => {
     const reason = value === true ? 'acquired' : value === false ? 'removed' : value
@@ -107,8 +112,16 @@ export function fakeContender<S extends { readonly holding: boolean }>(
         ),
       ),
     )
-    return concat(of(notHolding), changes, defer(released))
+    return concat(of(notHolding), changes, defer(released)).pipe(
+      tap((tenure) => (latest = tenure)),
+      finalize(() => (latest = notHolding)),
+    )
   }).pipe(map(spec.toState))
+  const notHeld = (): SemaphoreError =>
+    new SemaphoreError(
+      'SlotLost',
+      'the fake does not hold its slot now (its holding stream said so)',
+    )
 
   return {
     ...sharedStates(states),
@@ -118,6 +131,16 @@ export function fakeContender<S extends { readonly holding: boolean }>(
       return Promise.resolve()
     },
     closeCount: () => closeCount,
+    isHolding: () => latest.holding,
+    assertHolding: () => {
+      if (!latest.holding || latest.fencingToken === undefined) throw notHeld()
+      return latest.fencingToken
+    },
+    // Nothing is sent anywhere: while holding, the write "commits" with no results.
+    fencedTxn: () =>
+      latest.holding
+        ? Promise.resolve({ committed: true, results: [] })
+        : Promise.reject(notHeld()),
   }
 }
 

@@ -69,6 +69,7 @@ export function fakeLeaderElection(options: FakeLeaderElectionOptions): FakeLead
       fencingToken,
       leader: holding ? self : null,
       connected: true,
+      leaseDeadline: undefined,
     }),
   })
   return closeOnDispose({
@@ -79,6 +80,9 @@ export function fakeLeaderElection(options: FakeLeaderElectionOptions): FakeLead
       distinctUntilChanged(),
     ),
     close: fake.close,
+    isHolding: fake.isHolding,
+    assertHolding: fake.assertHolding,
+    fencedTxn: fake.fencedTxn,
     get closeCount() {
       return fake.closeCount()
     },

@@ -74,12 +74,16 @@ export function fakeSemaphore(options: FakeSemaphoreOptions): FakeSemaphore {
       rank: undefined,
       limit,
       connected: true,
+      leaseDeadline: undefined,
     }),
   })
   return closeOnDispose({
     state$: fake.state$,
     holding$: fake.holding$,
     close: fake.close,
+    isHolding: fake.isHolding,
+    assertHolding: fake.assertHolding,
+    fencedTxn: fake.fencedTxn,
     get closeCount() {
       return fake.closeCount()
     },

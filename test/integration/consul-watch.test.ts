@@ -313,7 +313,8 @@ describe('watchPrefix', () => {
           () =>
             proxy
               .inFlightRequests()
-              .some((r) => r.path === `/v1/kv/${prefix}/` && r.query.includes('index=')),
+              // The prefix is listed without its trailing slash (see watchPrefix).
+              .some((r) => r.path === `/v1/kv/${prefix}` && r.query.includes('index=')),
           'the blocking poll in flight',
           20_000,
         )

@@ -101,7 +101,12 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     await firstValueFrom(r2.sem.holding$.pipe(filter(Boolean)))
     const r4Lists = r4.proxy
       .requests()
-      .filter((q) => q.method === 'GET' && /(^|&)recurse/.test(q.query) && q.path.endsWith('/'))
+      .filter(
+        (q) =>
+          q.method === 'GET' &&
+          /(^|&)recurse/.test(q.query) &&
+          [`/v1/kv/${prefix}`, `/v1/kv/${prefix}/`].includes(decodeURIComponent(q.path)),
+      )
     assert.deepEqual(r4Lists, [], 'r4 listed the prefix no time during two handovers ahead of it')
 
     // The queue still moves to the end, one holder at a time, each in turn.

@@ -379,13 +379,15 @@ describe('contenderState', () => {
       })
     })
 
-    it('should restart the grace when .lock changes', () => {
+    it('should keep counting the grace when others write .lock (contenders that do not queue)', () => {
       testScheduler().run(({ cold, expectObservable }) => {
+        // z: `.lock` rewritten at 1002 ms (a `consul lock` contender took the free slot and gave
+        // it back); the waiter ahead has not moved, so the grace that started at 2 ms runs on.
         const rewritten = seen(
           snapshotOf([lockEntry(prefix, '{"Limit":1,"Holders":[]}', 40n), ...queue.entries]),
         )
         const source = cold('c-s 999ms z', { ...asB, z: rewritten })
-        const expected = '   u 3001ms T'
+        const expected = '   u 2001ms T'
         expectObservable(source.pipe(contenderState(options), nextAction), '^ 4000ms !').toBe(
           expected,
           actions,
@@ -393,11 +395,43 @@ describe('contenderState', () => {
       })
     })
 
-    it('should wait one more grace per rank behind the free slots', () => {
+    it('should restart the grace when the waiter first in line takes a slot', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const c = contenderEntry(prefix, 'c', 12n)
+        // s: c is third for one free slot (its grace would end at 2502 ms). z at 1002 ms: a took
+        // the slot, so the queue moves and nothing is free. y at 1502 ms: a left; c is second
+        // for a free slot and counts one grace from then: 3502 ms.
+        const source = cold('c-s 999ms z 499ms y', {
+          c: created('c', 1_000_000, 0),
+          s: seen(snapshotOf([...queue.entries, c])),
+          z: seen(
+            snapshotOf([
+              lockEntry(prefix, '{"Limit":1,"Holders":{"a":true}}', 40n),
+              ...queue.entries,
+              c,
+            ]),
+          ),
+          y: seen(
+            snapshotOf([
+              lockEntry(prefix, '{"Limit":1,"Holders":{}}', 41n),
+              contenderEntry(prefix, 'b', 11n),
+              c,
+            ]),
+          ),
+        })
+        const expected = '   u 3501ms T'
+        expectObservable(source.pipe(contenderState(options), nextAction), '^ 5000ms !').toBe(
+          expected,
+          actions,
+        )
+      })
+    })
+
+    it('should wait a quarter grace more for each place further back', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const three = snapshotOf([...queue.entries, contenderEntry(prefix, 'c', 12n)])
         const source = cold('c-s', { ...asB, c: created('c', 1_000_000, 0), s: seen(three) })
-        const expected = '   u 4001ms T'
+        const expected = '   u 2501ms T'
         expectObservable(source.pipe(contenderState(options), nextAction), '^ 5000ms !').toBe(
           expected,
           actions,

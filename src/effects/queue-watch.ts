@@ -2,6 +2,9 @@ import * as E from 'fp-ts/lib/Either.js'
 import {
   BehaviorSubject,
   EMPTY,
+  asyncScheduler,
+  interval,
+  merge,
   concat,
   concatMap,
   defaultIfEmpty,
@@ -208,9 +211,17 @@ function createQueueWatch(
 }
 
 /**
- * Long-polls one contender key; when it changes, goes, or the poll reconnects, lists the prefix
- * once and emits that snapshot. A failed list hands back to the prefix watch (`fallBack`), whose
- * loop reports and retries failures.
+ * How long a waiter stays parked on the key ahead before it lists the prefix once anyway: the
+ * waiter ahead may be dead (killed, frozen, cut off), and then its key changes only when Consul
+ * expires its session, TTL to 2 × TTL later, while slots may stand free. One listing per parked
+ * process every 5 s finds that out; the fairness grace does the rest (`decidePatiently`).
+ */
+export const PARKED_RECHECK_MS = 5000
+
+/**
+ * Long-polls one contender key; when it changes, goes, or the poll reconnects, and every
+ * `PARKED_RECHECK_MS` in any case, lists the prefix once and emits that snapshot. A failed list
+ * hands back to the prefix watch (`fallBack`), whose loop reports and retries failures.
  */
 function waitForKey(
   client: ConsulClient,
@@ -219,9 +230,19 @@ function waitForKey(
   options: WatchOptions,
   fallBack: () => void,
 ): Observable<WatchEvent> {
+  const listOnce = (): Observable<WatchEvent> =>
+    fromCall((signal) =>
+      client.kv.list(`${prefix}/`, { signal, consistency: options.consistency }),
+    ).pipe(
+      mergeMap((listed) => {
+        if (E.isRight(listed)) return of<WatchEvent>({ type: 'snapshot', snapshot: listed.right })
+        fallBack()
+        return EMPTY
+      }),
+    )
   return defer(() => {
     let reconnected = false
-    return client.watchPrefix(to.key, { ...options, startIndex: to.modifyIndex }).pipe(
+    const keyEvents = client.watchPrefix(to.key, { ...options, startIndex: to.modifyIndex }).pipe(
       concatMap((event): Observable<WatchEvent> => {
         if (event.type === 'disconnected') {
           reconnected = true
@@ -230,17 +251,12 @@ function waitForKey(
         const entry = event.snapshot.entries.find((e) => e.key === to.key)
         if (!reconnected && entry?.modifyIndex === to.modifyIndex) return EMPTY
         reconnected = false
-        return fromCall((signal) =>
-          client.kv.list(`${prefix}/`, { signal, consistency: options.consistency }),
-        ).pipe(
-          mergeMap((listed) => {
-            if (E.isRight(listed))
-              return of<WatchEvent>({ type: 'snapshot', snapshot: listed.right })
-            fallBack()
-            return EMPTY
-          }),
-        )
+        return listOnce()
       }),
     )
+    const rechecks = interval(PARKED_RECHECK_MS, options.scheduler ?? asyncScheduler).pipe(
+      concatMap(listOnce),
+    )
+    return merge(keyEvents, rechecks)
   })
 }

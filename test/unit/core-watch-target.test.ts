@@ -59,6 +59,14 @@ describe('watchTarget', () => {
     assert.deepEqual(watchTarget(mixed, prefix, [local('w3')], decide), { type: 'prefix' })
   })
 
+  it('watches the prefix while a slot is free, however far back: the waiters ahead may be dead', () => {
+    const free = snapshotOf([
+      lockEntry(prefix, '{"Limit":1,"Holders":{}}', 50n),
+      ...queue.entries.filter((e) => e.key !== `${prefix}/.lock` && e.key !== `${prefix}/h`),
+    ])
+    assert.deepEqual(watchTarget(free, prefix, [local('w3')], decide), { type: 'prefix' })
+  })
+
   it('watches the prefix on a prefix problem', () => {
     const conflict = snapshotOf([
       lockEntry(prefix, '{}', 50n, { flags: 7n }),

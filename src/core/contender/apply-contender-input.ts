@@ -53,7 +53,13 @@ export function applyContenderInput(
       return older.decision?.type === 'NotContending' ? older : s
     }
     case 'disconnected':
-      return { ...s, connected: false, graceLockIndex: undefined, patientAt: undefined }
+      return {
+        ...s,
+        connected: false,
+        graceFront: undefined,
+        graceSince: undefined,
+        patientAt: undefined,
+      }
     case 'session-created': {
       const renewed = s.session === input.session
       const fresh: ContenderState = renewed
@@ -143,7 +149,7 @@ function redecide(
   options: ContenderStateOptions,
 ): ContenderState {
   if (s.session === undefined) return { ...s, snapshot }
-  const { decision, graceLockIndex, patientAt } = decidePatiently(
+  const { decision, graceFront, graceSince, patientAt } = decidePatiently(
     snapshot,
     s.session,
     now,
@@ -156,7 +162,8 @@ function redecide(
     decision,
     view: decision.view ?? s.view,
     problem: isPrefixProblem(decision) ? decision : undefined,
-    graceLockIndex,
+    graceFront,
+    graceSince,
     patientAt,
     // Any fresh decision supersedes a pending retry: it asks for the write now if still due.
     retryAt: undefined,

@@ -122,8 +122,10 @@ export interface ContenderState {
   readonly heldInTenure: boolean
   /** ModifyIndex of this contender's own successful CAS: older snapshots are stale. */
   readonly casIndex: bigint | undefined
-  /** `.lock` ModifyIndex the fairness grace is counting for (resets when `.lock` changes). */
-  readonly graceLockIndex: bigint | undefined
+  /** The waiter first in line when the fairness grace started counting (`decidePatiently`). */
+  readonly graceFront: string | undefined
+  /** Scheduler ms at which the fairness grace started counting. */
+  readonly graceSince: number | undefined
   /** Scheduler ms from which this waiter ignores its rank (liveness guard), if counting. */
   readonly patientAt: number | undefined
   /**
@@ -157,7 +159,8 @@ export const initialContenderState: ContenderState = {
   retired: undefined,
   heldInTenure: false,
   casIndex: undefined,
-  graceLockIndex: undefined,
+  graceFront: undefined,
+  graceSince: undefined,
   patientAt: undefined,
   retryAt: undefined,
   wakeAt: undefined,

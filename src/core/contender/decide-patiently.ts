@@ -9,18 +9,34 @@ export const DEFAULT_FAIRNESS_GRACE_MS = 2000
 /** A decision and the fairness grace it leaves counting. */
 export interface PatientDecision {
   readonly decision: Decision
-  /** `.lock` ModifyIndex the grace counts for; undefined when not held back by rank. */
-  readonly graceLockIndex: bigint | undefined
-  /** Scheduler ms from which the rank is ignored; undefined when not held back by rank. */
+  /**
+   * The waiter first in line when the grace started counting; undefined when not counting. The
+   * count starts over only when that waiter takes a slot (the queue moves): not when it leaves
+   * (a dead contender's key expiring), and not when others write `.lock`.
+   */
+  readonly graceFront: string | undefined
+  /** Scheduler ms at which the grace started counting; undefined when not counting. */
+  readonly graceSince: number | undefined
+  /** Scheduler ms from which the rank is ignored; undefined when not counting. */
   readonly patientAt: number | undefined
 }
 
+/** The grace of a waiter `rank` places behind the front: one grace, plus a quarter per place. */
+export function graceFor(rank: number, graceMs: number): number {
+  return graceMs + (Math.max(1, rank) - 1) * (graceMs / 4)
+}
+
+const notCounting = { graceFront: undefined, graceSince: undefined, patientAt: undefined }
+
 /**
- * `decide` (or the injected `options.decide`) with the liveness guard of the ranking: while this waiter is held back by its rank
- * although slots are free, it counts a grace of `fairnessGraceMs × rank` from the
- * first snapshot showing that `.lock` ModifyIndex; once `now` reaches it, it decides ignoring its
- * rank. Any write to `.lock` (someone took a slot) restarts the count, so a working queue never
- * triggers it, and a stalled one lets the next in line through first.
+ * `decide` (or the injected `options.decide`) with the liveness guard of the ranking. A waiter
+ * held back by its rank while it sees a free slot starts counting a grace (`graceFor`: the
+ * `fairnessGraceMs`, plus a quarter of it for each place further back, so the next in line still
+ * goes first); once `now` reaches it, it decides ignoring its rank whenever it sees a free slot.
+ * The count starts over only when the waiter first in line takes a slot: a working queue never
+ * lets the grace run out, while a queue whose head is dead (killed, frozen or cut off, its key
+ * kept until Consul expires its session) or whose free slots go to contenders that do not queue
+ * (`consul lock`, which writes `.lock` on every acquisition) cannot hold a waiter back for long.
  *
  * @example
  * const { decision, patientAt } = decidePatiently(snapshot, session, scheduler.now(), state, options)
@@ -35,22 +51,30 @@ export function decidePatiently(
   snapshot: KVSnapshot,
   session: string,
   now: number,
-  counting: Pick<PatientDecision, 'graceLockIndex' | 'patientAt'>,
+  counting: Pick<PatientDecision, 'graceFront' | 'graceSince'>,
   options: ContenderStateOptions,
 ): PatientDecision {
   const base = { prefix: options.prefix, session, limit: options.limit, fairness: options.fairness }
   const decideStep = options.decide ?? decide
   const fair = decideStep(snapshot, base)
-  if (options.fairness === false || fair.type !== 'Wait' || fair.freeSlots === 0) {
-    return { decision: fair, graceLockIndex: undefined, patientAt: undefined }
+  if (options.fairness === false || fair.type !== 'Wait' || fair.rank === undefined) {
+    return { decision: fair, ...notCounting }
   }
-  const graceLockIndex = fair.view.lockIndex
+  const front = fair.view.waiting[0]?.session
+  const moved =
+    counting.graceFront !== undefined && fair.view.liveHolders.includes(counting.graceFront)
+  const since =
+    counting.graceSince !== undefined && !moved
+      ? counting.graceSince
+      : fair.freeSlots > 0
+        ? now
+        : undefined
+  if (since === undefined) return { decision: fair, ...notCounting }
   const graceMs = options.fairnessGraceMs ?? DEFAULT_FAIRNESS_GRACE_MS
-  const behind = Math.max(1, fair.rank ?? 0)
-  const patientAt =
-    counting.graceLockIndex === graceLockIndex && counting.patientAt !== undefined
-      ? counting.patientAt
-      : now + graceMs * behind
-  const decision = now >= patientAt ? decideStep(snapshot, { ...base, ignoreRank: true }) : fair
-  return { decision, graceLockIndex, patientAt }
+  const patientAt = since + graceFor(fair.rank, graceMs)
+  const decision =
+    fair.freeSlots > 0 && now >= patientAt
+      ? decideStep(snapshot, { ...base, ignoreRank: true })
+      : fair
+  return { decision, graceFront: front, graceSince: since, patientAt }
 }

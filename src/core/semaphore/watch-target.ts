@@ -81,7 +81,14 @@ export function watchTarget(
   let best: { rank: number; ahead: string } | undefined
   for (const local of locals) {
     const decision = decide(snapshot, { prefix, ...local })
-    if (decision.type !== 'Wait' || decision.rank === undefined || decision.rank < FRONT_PLACES) {
+    // A free slot it may not take yet is worth watching: the fairness grace counts on snapshots
+    // of the prefix (the waiters ahead may be dead, and only their sessions' expiry moves them).
+    if (
+      decision.type !== 'Wait' ||
+      decision.rank === undefined ||
+      decision.rank < FRONT_PLACES ||
+      decision.freeSlots > 0
+    ) {
       return WHOLE_PREFIX
     }
     const ahead = decision.view.waiting[decision.rank - 1]?.session

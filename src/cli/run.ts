@@ -12,7 +12,7 @@
  * command's group from its start to its end against rxsem itself: rxsem killed, or frozen past the
  * lease deadline.
  */
-import { filter, firstValueFrom, from, map, merge, type Observable } from 'rxjs'
+import { firstValueFrom, from, map, merge, type Observable } from 'rxjs'
 import { createConsulClient } from '../consul/client.js'
 import type { ConsulHttpClient } from '../consul/client.js'
 import { startChildGroup, exitStatusOf, type ChildExit } from './child-group.js'
@@ -26,7 +26,7 @@ import { StopSignals } from './stop-signals.js'
 import { states, slotLost, waitForSlot } from './run-phases.js'
 import { describeTransition } from './transitions.js'
 import { runUsage } from './usage.js'
-import { startWatchdog, type Watchdog, type WatchdogEnd } from './watchdog.js'
+import { WatchdogError, startWatchdog, type Watchdog, type WatchdogEnd } from './watchdog.js'
 
 /**
  * Runs `rxsem run` with the arguments after `run`.
@@ -68,10 +68,42 @@ async function holdWhileRunning(
   // messages are lost then, but rxsem must still stop its command and release its slot.
   const ignore = (): void => {}
   process.stderr.on('error', ignore)
-  const contender = createContender({ ...plan, consul: client })
   const signals = new StopSignals()
-  // Started now, while the slot is contended for, so that it costs the hand-off no time.
+  // Started before contending: a watchdog that cannot run then costs no slot, no session; and
+  // it is ready long before a slot is held, so it costs the hand-off no time.
   const watchdog = startWatchdog()
+  try {
+    type Start = { readonly why: string | undefined } | { readonly signal: NodeJS.Signals }
+    const start = await firstValueFrom(
+      merge(
+        from(watchdog.ready).pipe(map((why): Start => ({ why }))),
+        signals.received.pipe(map((signal): Start => ({ signal }))),
+      ),
+    )
+    if ('signal' in start) {
+      report.info(`${start.signal} before a slot was held; started nothing`)
+      return signalExitCode(start.signal)
+    }
+    if (start.why !== undefined) {
+      report.error(`${start.why}; started nothing`)
+      return ExitCode.Error
+    }
+    return await contendAndRun(plan, client, report, signals, watchdog)
+  } finally {
+    signals.dispose()
+    await watchdog.finish()
+    process.stderr.off('error', ignore)
+  }
+}
+
+async function contendAndRun(
+  plan: RunPlan,
+  client: ConsulHttpClient,
+  report: Reporter,
+  signals: StopSignals,
+  watchdog: Watchdog,
+): Promise<number> {
+  const contender = createContender({ ...plan, consul: client })
   const state$ = states(contender)
   let previous: Parameters<typeof describeTransition>[0]
   const narrator = state$.subscribe({
@@ -111,12 +143,10 @@ async function holdWhileRunning(
     }
 
     const { state } = waited
-    const unready = await watchdog.ready
     const initial = lease?.session === state.session ? lease : undefined
-    if (unready !== undefined || initial === undefined) {
+    if (initial === undefined) {
       report.error(
-        unready ??
-          `no lease deadline is known for session ${state.session ?? '(none)'}, so the command cannot be guarded; started nothing. Please report this.`,
+        `no lease deadline is known for session ${state.session ?? '(none)'}, so the command cannot be guarded; started nothing. Please report this.`,
       )
       await release(contender, report)
       return ExitCode.Error
@@ -238,26 +268,17 @@ async function holdWhileRunning(
     guarding = false
     leases.unsubscribe()
     narrator.unsubscribe()
-    signals.dispose()
-    await watchdog.finish()
-    process.stderr.off('error', ignore)
   }
 }
 
-/** The watchdog's failures before the command starts: it cannot run, or it ended. */
+/** The watchdog ended while the slot is awaited: no command could be guarded. */
 function watchdogTrouble(watchdog: Watchdog): Observable<Error> {
-  return merge(
-    from(watchdog.ready).pipe(
-      filter((why): why is string => why !== undefined),
-      map((why) => new Error(why)),
-    ),
-    from(watchdog.ended).pipe(
-      map(
-        (end) =>
-          new Error(
-            `the watchdog (pid ${watchdog.pid}) ended while the slot was awaited (${describeWatchdogEnd(end)}); started nothing. Check what killed it, then run again.`,
-          ),
-      ),
+  return from(watchdog.ended).pipe(
+    map(
+      (end) =>
+        new WatchdogError(
+          `the watchdog (pid ${watchdog.pid}) ended while the slot was awaited (${describeWatchdogEnd(end)}); started nothing. Check what killed it, then run again.`,
+        ),
     ),
   )
 }

@@ -24,6 +24,11 @@ export const WATCHDOG_SCRIPT = 'rxsem-watchdog.sh'
  */
 export const WATCHDOG_GRACE_MS = 500
 
+/** The watchdog cannot guard the command (cannot start, or ended): the message says what to do. */
+export class WatchdogError extends Error {
+  override readonly name = 'WatchdogError'
+}
+
 /** Why the watchdog stopped the command, as it said before stopping it. */
 export type WatchdogFired = 'rxsem-ended' | 'lease-expired'
 

@@ -9,10 +9,11 @@
  *       ◄─stdout: ready / fired <why>───────────────────────────────
  * ```
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcessByStdio } from 'node:child_process'
 import { existsSync, realpathSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
+import type { Readable, Writable } from 'node:stream'
 
 /** The script's file name; the build puts it next to every built form of the CLI. */
 export const WATCHDOG_SCRIPT = 'rxsem-watchdog.sh'
@@ -67,11 +68,12 @@ export interface Watchdog {
 export function watchdogScriptPath(): string {
   // The bundled bin is CommonJS (__filename is dist/rxsem.cjs); an ES module run (tsx, dist/esm)
   // has no __filename, and is then the entry itself (src/cli/main.ts, dist/esm/cli/main.js).
-  const here =
-    typeof __filename === 'string'
-      ? dirname(__filename)
-      : dirname(realpathSync(process.argv[1] ?? '.'))
-  return join(here, WATCHDOG_SCRIPT)
+  if (typeof __filename === 'string') return join(dirname(__filename), WATCHDOG_SCRIPT)
+  try {
+    return join(dirname(realpathSync(process.argv[1] ?? '.')), WATCHDOG_SCRIPT)
+  } catch {
+    return WATCHDOG_SCRIPT
+  }
 }
 
 /**
@@ -99,11 +101,18 @@ export function startWatchdog(script: string = watchdogScriptPath()): Watchdog {
     )
   }
 
-  const child = spawn('bash', [script, String(WATCHDOG_GRACE_MS)], {
-    // Its own session and process group: signals for rxsem's group or the command's miss it.
-    detached: true,
-    stdio: ['pipe', 'pipe', 'inherit'],
-  })
+  let child: ChildProcessByStdio<Writable, Readable, null>
+  try {
+    child = spawn('bash', [script, String(WATCHDOG_GRACE_MS)], {
+      // Its own session and process group: signals for rxsem's group or the command's miss it.
+      detached: true,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    })
+  } catch (error) {
+    return fail(
+      `cannot start the watchdog (bash ${script}): ${error instanceof Error ? error.message : String(error)}`,
+    )
+  }
   // Writes after the watchdog died fail with EPIPE: `ended` reports that, nothing may throw.
   child.stdin.on('error', () => {})
   child.stdout.on('error', () => {})
@@ -131,7 +140,7 @@ export function startWatchdog(script: string = watchdogScriptPath()): Watchdog {
             ? 'rxsem run needs bash (version 5 or later) in PATH for the watchdog that guards its command, and found none: install bash or add it to PATH'
             : `cannot start the watchdog (bash ${script}): ${error.message}`
           : unsupported !== undefined
-            ? `rxsem run needs bash 5 or later for the watchdog that guards its command, but the bash in PATH is ${unsupported}: install a newer bash first in PATH`
+            ? `rxsem run needs bash 5 or later for the watchdog that guards its command, but the bash in PATH is ${unsupported}: put bash 5 or later first in PATH (on macOS: brew install bash)`
             : `the watchdog (bash ${script}) ended before it was ready (${signal ?? `exit status ${code}`})`,
       )
       resolve({ fired, code, signal, error })

@@ -4,14 +4,15 @@
 # starts its command. It stops the command's process group when rxsem can no longer guard it:
 #
 #   - rxsem ended (killed, crashed) while the command ran: its end of our stdin closes (EOF);
-#   - the lease deadline passed without a new one from rxsem (rxsem frozen: SIGSTOP, swapped out):
+#   - the lease deadline comes without a new one from rxsem (rxsem frozen: SIGSTOP, swapped out):
 #     past it, Consul may give the slot to someone else.
 #
-# Stopping is SIGTERM to the group, then SIGKILL after the grace given as $1 (milliseconds).
+# Stopping is SIGTERM to the group, then SIGKILL after the grace given as $1 (milliseconds). For
+# the deadline, the SIGTERM goes out that grace before it, so that the group is gone by then.
 #
 # rxsem writes one line per event on our stdin, each with one write(2):
 #
-#   guard <pgid> <deadline-ms>   guard this process group until this deadline (epoch ms)
+#   guard <pgid> <deadline-ms>   guard this process group; it must be gone by this deadline (epoch ms)
 #   deadline <deadline-ms>       the lease was renewed: the new deadline
 #   done                         rxsem itself ended the command: exit without stopping anything
 #
@@ -82,16 +83,19 @@ while :; do
     IFS=' ' read -r cmd arg1 arg2 || exit 0
   else
     now_ms
-    left=$((deadline - now))
-    if ((left <= 0)); then
-      fire lease-expired "the lease deadline passed without a renewal from rxsem (pid $PPID, not running?)"
-    fi
+    left=$((deadline - grace_ms - now))
     ((left > check_ms)) && left=$check_ms
+    # Even at the deadline, wait a moment for a line rxsem already sent: it may extend it.
+    ((left < 1)) && left=1
     printf -v timeout '%d.%03d' $((left / 1000)) $((left % 1000))
     if IFS=' ' read -r -t "$timeout" cmd arg1 arg2; then
       :
     elif (($? > 128)); then
-      # Timed out: nothing from rxsem. The loop checks the deadline; is there still a command?
+      # Timed out: nothing from rxsem. Has the deadline come? Is there still a command?
+      now_ms
+      if ((deadline - grace_ms - now <= 0)); then
+        fire lease-expired "the lease deadline is ${grace_ms} ms away and rxsem (pid $PPID) has not renewed the lease; is it stopped?"
+      fi
       group_alive || exit 0
       continue
     else

@@ -24,8 +24,9 @@ The command runs in a process group of its own, with stdio inherited and, in its
 CONSUL_LOCK_HELD=true, RXSEM_PREFIX=<p>, RXSEM_SESSION=<session id>, RXSEM_FENCING_TOKEN=<n> and
 RXSEM_LEASE_DEADLINE_MS=<epoch ms> (the first lease deadline; renewals extend it).
 If the slot is lost, the whole group gets SIGTERM, then SIGKILL after --grace.
-A watchdog (bash 5 or later, found in PATH) stops the group, SIGTERM then SIGKILL 0.5 s later,
-when rxsem itself dies or stops renewing past the lease deadline (SIGKILL, SIGSTOP).
+A watchdog (bash 5 or later, found in PATH) stops the group when rxsem itself dies (SIGTERM at
+once, SIGKILL 0.5 s later) or stops renewing the lease, frozen (the group is gone by the lease
+deadline: SIGTERM 0.5 s before it, then SIGKILL).
 
 Flags:
   --prefix <p>         KV prefix all contenders agree on, e.g. service/db/lock

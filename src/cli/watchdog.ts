@@ -20,8 +20,8 @@ export const WATCHDOG_SCRIPT = 'rxsem-watchdog.sh'
 
 /**
  * Time between the watchdog's SIGTERM and its SIGKILL. Short on purpose: it acts only when rxsem
- * is gone or frozen, past the lease deadline, where every moment counts (the lease margin, at least
- * 1 s, must cover it).
+ * is gone or frozen. For the lease deadline it sends SIGTERM this long before it, so that the group
+ * is gone by the deadline, when `holding` would turn false.
  */
 export const WATCHDOG_GRACE_MS = 500
 
@@ -53,7 +53,7 @@ export interface Watchdog {
   readonly ready: Promise<string | undefined>
   /** Resolves when the watchdog has ended, for whatever reason. Never rejects. */
   readonly ended: Promise<WatchdogEnd>
-  /** Starts guarding process group `pgid` until `deadlineMs` (epoch ms). */
+  /** Starts guarding process group `pgid`, which must be gone by `deadlineMs` (epoch ms). */
   guard(pgid: number, deadlineMs: number): void
   /** A later lease deadline (epoch ms), after a renewal. */
   extend(deadlineMs: number): void

@@ -18,7 +18,7 @@ import {
   readLock,
   sessionsNamed,
 } from '../support/observe.js'
-import { SUITE_TIMEOUT_MS, descendants, groupMembers } from '../support/processes.js'
+import { SUITE_TIMEOUT_MS, descendants, groupMembers, startTime } from '../support/processes.js'
 
 /** The living (not zombie) members of process group `pgid`. */
 async function liveMembers(pgid: number): Promise<number[]> {
@@ -71,9 +71,12 @@ describe(
   () => {
     let consul: Awaited<ReturnType<typeof sharedAgent>>
     let dir: string
-    /** Process groups of commands, and watchdogs: they outlive a killed rxsem by design. */
-    const groups: number[] = []
-    const loose: number[] = []
+    /**
+     * Process groups of commands, and watchdogs, with when their leader started: they outlive a
+     * killed rxsem by design, until the watchdog has done its work.
+     */
+    const groups = new Map<number, string | undefined>()
+    const loose = new Map<number, string | undefined>()
     const stopped: CliRun[] = []
     before(async () => {
       consul = await sharedAgent()
@@ -82,18 +85,24 @@ describe(
     after(async () => {
       for (const run of stopped) run.child.kill('SIGCONT')
       killAllCli()
-      for (const pgid of groups) {
+      // A group id is not reused while the group has members: if its leader is gone or is still
+      // the one recorded, the members are the test's.
+      for (const [pgid, started] of groups) {
+        const leader = startTime(pgid)
+        if (groupMembers(pgid).length === 0 || (leader !== undefined && leader !== started))
+          continue
         try {
           process.kill(-pgid, 'SIGKILL')
         } catch {
-          // gone, as it should be
+          // gone meanwhile
         }
       }
-      for (const pid of loose) {
+      for (const [pid, started] of loose) {
+        if (startTime(pid) !== started) continue
         try {
           process.kill(pid, 'SIGKILL')
         } catch {
-          // gone, as it should be
+          // gone meanwhile
         }
       }
       rmSync(dir, { recursive: true, force: true })
@@ -115,14 +124,14 @@ describe(
         },
         CLI_START_MS,
       )
-      groups.push(pgid)
+      groups.set(pgid, startTime(pgid))
       return pgid
     }
 
     /** The watchdog of a running rxsem, if it has one, remembered for `after`. */
     const watchdogPid = (run: CliRun): number | undefined => {
       const pid = watchdogOf(run.pid)
-      if (pid !== undefined) loose.push(pid)
+      if (pid !== undefined) loose.set(pid, startTime(pid))
       return pid
     }
 

@@ -10,6 +10,7 @@ import type { ConsulClient, SessionInfo } from '../../src/consul/client-api.js'
 import { timingLeases } from '../../src/cli/contender.js'
 import { startWatchdog, WATCHDOG_GRACE_MS, WATCHDOG_SCRIPT } from '../../src/cli/watchdog.js'
 import { processGone } from '../support/consul-agent.js'
+import { startTime } from '../support/processes.js'
 
 const script = join(import.meta.dirname, '../../src/cli', WATCHDOG_SCRIPT)
 
@@ -67,13 +68,15 @@ describe('timingLeases', () => {
 })
 
 describe('the watchdog script', () => {
-  const groups: number[] = []
+  /** The groups started, with when their leader started (see startTime). */
+  const groups = new Map<number, string | undefined>()
   after(() => {
-    for (const pgid of groups) {
+    for (const [pgid, started] of groups) {
+      if (startTime(pgid) !== started) continue
       try {
         process.kill(-pgid, 'SIGKILL')
       } catch {
-        // gone, as it should be
+        // gone meanwhile
       }
     }
   })
@@ -83,7 +86,7 @@ describe('the watchdog script', () => {
     const child = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' })
     child.unref()
     assert.ok(child.pid !== undefined)
-    groups.push(child.pid)
+    groups.set(child.pid, startTime(child.pid))
     return child.pid
   }
 

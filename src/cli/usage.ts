@@ -25,8 +25,8 @@ CONSUL_LOCK_HELD=true, RXSEM_PREFIX=<p>, RXSEM_SESSION=<session id>, RXSEM_FENCI
 RXSEM_LEASE_DEADLINE_MS=<epoch ms> (the first lease deadline; renewals extend it).
 If the slot is lost, the whole group gets SIGTERM, then SIGKILL after --grace.
 A watchdog (bash 5 or later, found in PATH) stops the group when rxsem itself dies (SIGTERM at
-once, SIGKILL 0.5 s later) or stops renewing the lease, frozen (the group is gone by the lease
-deadline: SIGTERM 0.5 s before it, then SIGKILL).
+once, SIGKILL 0.5 s later) or is frozen and stops renewing the lease (the group is gone by the
+lease deadline: SIGTERM 0.5 s before it, then SIGKILL).
 
 Flags:
   --prefix <p>         KV prefix all contenders agree on, e.g. service/db/lock
@@ -58,10 +58,10 @@ Exit status:
        stopped, and the watchdog stopped the command); the command was stopped
   124  no slot within --timeout; nothing was started
   127  the command could not be started
+  129  hung up (SIGHUP, the terminal or ssh connection went away): as for SIGTERM below, and
+       the command gets SIGTERM
   130  interrupted (SIGINT); 143  terminated (SIGTERM): the signal is passed to the command,
        which gets --grace to end before SIGKILL; the slot is released afterwards
-  129  hung up (SIGHUP, the terminal or ssh connection went away): as for SIGTERM, and the
-       command gets SIGTERM
 `
 
 export const statusUsage = `Usage: rxsem status --prefix <p> [--json] [--limit <n>] [flags]

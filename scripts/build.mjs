@@ -2,7 +2,7 @@
 // `import` and `require` of 'rx-consul-semaphore' work (see the "exports" map in package.json);
 // then bundles the `rxsem` bin into one file, dist/rxsem.cjs.
 import { execFileSync } from 'node:child_process'
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { build } from 'esbuild'
@@ -79,3 +79,9 @@ if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) {
   throw new Error(`${bin} does not start with the #!/usr/bin/env node of src/cli/main.ts`)
 }
 chmodSync(bin, 0o755)
+
+// The watchdog of `rxsem run` is a bash script the CLI finds next to its own file
+// (src/cli/watchdog.ts): beside the bin, and beside the unbundled CLI of each build.
+for (const dir of ['dist', 'dist/esm/cli', 'dist/cjs/cli']) {
+  copyFileSync('src/cli/rxsem-watchdog.sh', join(dir, 'rxsem-watchdog.sh'))
+}

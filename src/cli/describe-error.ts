@@ -8,6 +8,7 @@ import type { ConsulError } from '../consul/errors.js'
 import { SemaphoreError } from '../errors.js'
 import { flagOfSetting } from './consul-flags.js'
 import { UsageError } from './usage-error.js'
+import { WatchdogError } from './watchdog.js'
 
 const isConsulError = (value: unknown): value is ConsulError =>
   typeof value === 'object' && value !== null && '_tag' in value && 'message' in value
@@ -47,6 +48,7 @@ function describe(error: unknown): string {
     }
   }
   if (isConsulError(error)) return error.message
+  if (error instanceof WatchdogError) return error.message
   return `unexpected failure: ${error instanceof Error ? error.message : String(error)}`
 }
 

@@ -46,11 +46,15 @@ export type Waited =
  */
 export const TRY_ONCE_BACKSTOP_MS = 10_000
 
-/** Waits for the first of: a held slot, an error, the timeout, a signal. */
+/**
+ * Waits for the first of: a held slot, an error (of the contender, or one `trouble` emits, such as
+ * the watchdog's), the timeout, a signal.
+ */
 export function waitForSlot(
   state$: Observable<SemaphoreState>,
   signals: Observable<NodeJS.Signals>,
   plan: { readonly timeoutMs: number | undefined; readonly prefix: string },
+  trouble: Observable<unknown> = EMPTY,
 ): Promise<Waited> {
   const { timeoutMs, prefix } = plan
   const tryOnce = timeoutMs === 0
@@ -84,7 +88,12 @@ export function waitForSlot(
           })),
         )
   return firstValueFrom(
-    merge(verdicts, deadline, signals.pipe(map((signal): Waited => ({ type: 'signal', signal })))),
+    merge(
+      verdicts,
+      deadline,
+      signals.pipe(map((signal): Waited => ({ type: 'signal', signal }))),
+      trouble.pipe(map((error): Waited => ({ type: 'failed', error }))),
+    ),
   )
 }
 

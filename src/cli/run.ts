@@ -4,15 +4,19 @@
  * ```
  * check options ─► check Consul ─► contend ──held──► start command ──ends──► release ─► its status
  *      │ 1              │ 1           │ 1 error              ├─ slot lost ─► stop group ─► 75
- *                                   │ 124 timeout          └─ SIGINT/TERM ─► pass on ─► 130/143
- *                                   └ 130/143 signal
+ *                                   │ 124 timeout          ├─ SIGINT/TERM/HUP ─► stop group ─► 130/143/129
+ *                                   └ 130/143/129 signal   └─ watchdog killed ─► stop group ─► 71
  * ```
+ *
+ * A watchdog (`watchdog.ts`, a bash script) runs beside rxsem from the start, and guards the
+ * command's group from its start to its end against rxsem itself: rxsem killed, or frozen past the
+ * lease deadline.
  */
 import { firstValueFrom, from, map, merge, type Observable } from 'rxjs'
 import { createConsulClient } from '../consul/client.js'
 import type { ConsulHttpClient } from '../consul/client.js'
 import { startChildGroup, exitStatusOf, type ChildExit } from './child-group.js'
-import { createContender, type CliContender } from './contender.js'
+import { createContender, type CliContender, type Lease } from './contender.js'
 import { describeError } from './describe-error.js'
 import { ExitCode, signalExitCode } from './exit-codes.js'
 import { checkReachable } from './reachability.js'
@@ -22,6 +26,7 @@ import { StopSignals } from './stop-signals.js'
 import { states, slotLost, waitForSlot } from './run-phases.js'
 import { describeTransition } from './transitions.js'
 import { runUsage } from './usage.js'
+import { WatchdogError, startWatchdog, type Watchdog, type WatchdogEnd } from './watchdog.js'
 
 /**
  * Runs `rxsem run` with the arguments after `run`.
@@ -59,8 +64,46 @@ async function holdWhileRunning(
   client: ConsulHttpClient,
   report: Reporter,
 ): Promise<number> {
-  const contender = createContender({ ...plan, consul: client })
+  // A terminal that hung up (SIGHUP) refuses writes (EIO), and so does a closed pipe (EPIPE): the
+  // messages are lost then, but rxsem must still stop its command and release its slot.
+  const ignore = (): void => {}
+  process.stderr.on('error', ignore)
   const signals = new StopSignals()
+  // Started before contending: a watchdog that cannot run then costs no slot, no session; and
+  // it is ready long before a slot is held, so it costs the hand-off no time.
+  const watchdog = startWatchdog()
+  try {
+    type Start = { readonly why: string | undefined } | { readonly signal: NodeJS.Signals }
+    const start = await firstValueFrom(
+      merge(
+        from(watchdog.ready).pipe(map((why): Start => ({ why }))),
+        signals.received.pipe(map((signal): Start => ({ signal }))),
+      ),
+    )
+    if ('signal' in start) {
+      report.info(`${start.signal} before a slot was held; started nothing`)
+      return signalExitCode(start.signal)
+    }
+    if (start.why !== undefined) {
+      report.error(`${start.why}; started nothing`)
+      return ExitCode.Error
+    }
+    return await contendAndRun(plan, client, report, signals, watchdog)
+  } finally {
+    signals.dispose()
+    await watchdog.finish()
+    process.stderr.off('error', ignore)
+  }
+}
+
+async function contendAndRun(
+  plan: RunPlan,
+  client: ConsulHttpClient,
+  report: Reporter,
+  signals: StopSignals,
+  watchdog: Watchdog,
+): Promise<number> {
+  const contender = createContender({ ...plan, consul: client })
   const state$ = states(contender)
   let previous: Parameters<typeof describeTransition>[0]
   const narrator = state$.subscribe({
@@ -71,8 +114,17 @@ async function holdWhileRunning(
     // Errors are reported by the phase that sees them.
     error: () => {},
   })
+  // The watchdog learns every new lease deadline of the held session while the command runs.
+  let lease: Lease | undefined
+  let guarding = false
+  const leases = contender.lease$.subscribe((next) => {
+    lease = next
+    if (guarding && next !== undefined && previous?.holding && next.session === previous.session) {
+      watchdog.extend(next.deadlineMs)
+    }
+  })
   try {
-    const waited = await waitForSlot(state$, signals.received, plan)
+    const waited = await waitForSlot(state$, signals.received, plan, watchdogTrouble(watchdog))
     switch (waited.type) {
       case 'failed':
         report.error(describeError(waited.error))
@@ -91,34 +143,61 @@ async function holdWhileRunning(
     }
 
     const { state } = waited
+    const initial = lease?.session === state.session ? lease : undefined
+    if (initial === undefined) {
+      report.error(
+        `no lease deadline is known for session ${state.session ?? '(none)'}, so the command cannot be guarded; started nothing. Please report this.`,
+      )
+      await release(contender, report)
+      return ExitCode.Error
+    }
     const child = startChildGroup({
       command: plan.command,
       shell: plan.shell,
       env: {
         ...process.env,
         CONSUL_LOCK_HELD: 'true',
+        RXSEM_PREFIX: plan.prefix,
         RXSEM_SESSION: state.session ?? '',
         RXSEM_FENCING_TOKEN: state.fencingToken?.toString() ?? '',
+        RXSEM_LEASE_DEADLINE_MS: String(Math.floor(initial.deadlineMs)),
       },
     })
-    report.detail(`started ${JSON.stringify(plan.command.join(' '))} as process group ${child.pid}`)
+    if (child.pid !== undefined) {
+      watchdog.guard(child.pid, (lease ?? initial).deadlineMs)
+      guarding = true
+    }
+    report.detail(
+      `started ${JSON.stringify(plan.command.join(' '))} as process group ${child.pid}, guarded by watchdog ${watchdog.pid}`,
+    )
 
     type Running =
       | { readonly type: 'exited'; readonly exit: ChildExit }
       | { readonly type: 'lost'; readonly why: string }
       | { readonly type: 'signal'; readonly signal: NodeJS.Signals }
+      | { readonly type: 'watchdog'; readonly end: WatchdogEnd }
     const running: Observable<Running> = merge(
       from(child.exited).pipe(map((exit): Running => ({ type: 'exited', exit }))),
       slotLost(state$).pipe(map((why): Running => ({ type: 'lost', why }))),
       signals.received.pipe(map((signal): Running => ({ type: 'signal', signal }))),
+      from(watchdog.ended).pipe(map((end): Running => ({ type: 'watchdog', end }))),
     )
     const outcome = await firstValueFrom(running)
+    if (outcome.type !== 'signal') guarding = false
 
     // While the command is being stopped, a second signal means: stop it now.
     const impatience = signals.received.subscribe(() => child.signal('SIGKILL'))
     try {
       switch (outcome.type) {
         case 'exited': {
+          // Did the watchdog stop it (rxsem was frozen past the deadline)? It says so before it
+          // signals, so its answer is in once it has exited.
+          const end = await watchdog.finish()
+          if (end.fired !== undefined) {
+            report.info(`lost slot (${describeFired(end)}); the watchdog stopped the command`)
+            await release(contender, report)
+            return ExitCode.SlotLost
+          }
           if (outcome.exit.type === 'failed') {
             report.error(
               `cannot start ${JSON.stringify(plan.command[0])}: ${outcome.exit.error.message}; ` +
@@ -140,26 +219,79 @@ async function holdWhileRunning(
             child.stop('SIGTERM', plan.graceMs),
             release(contender, report),
           ])
+          await watchdog.finish()
           report.detail(`command ended (${describeExit(exit)}) after the slot was lost`)
           return ExitCode.SlotLost
         }
         case 'signal': {
+          // SIGHUP only says the terminal went away; the command, which may read SIGHUP as
+          // "reload", is asked to stop.
+          const passed = outcome.signal === 'SIGHUP' ? 'SIGTERM' : outcome.signal
           report.info(
-            `${outcome.signal} received: passed to the command's process group, SIGKILL after ${plan.graceMs} ms`,
+            `${outcome.signal} received: ${passed} to the command's process group, SIGKILL after ${plan.graceMs} ms`,
           )
-          const exit = await child.stop(outcome.signal, plan.graceMs)
+          const exit = await child.stop(passed, plan.graceMs)
+          guarding = false
+          await watchdog.finish()
           report.detail(`command ended (${describeExit(exit)}); releasing the slot`)
           await release(contender, report)
           return signalExitCode(outcome.signal)
+        }
+        case 'watchdog': {
+          if (outcome.end.fired !== undefined) {
+            report.info(
+              `lost slot (${describeFired(outcome.end)}); the watchdog stopped the command`,
+            )
+            const [exit] = await Promise.all([
+              child.stop('SIGTERM', plan.graceMs),
+              release(contender, report),
+            ])
+            report.detail(`command ended (${describeExit(exit)}) after the slot was lost`)
+            return ExitCode.SlotLost
+          }
+          report.error(
+            `the watchdog (pid ${watchdog.pid}) that guards the command ended unexpectedly ` +
+              `(${describeWatchdogEnd(outcome.end)}); stopping the command, which would run unguarded ` +
+              `should rxsem end: SIGTERM to its process group, SIGKILL after ${plan.graceMs} ms. ` +
+              'Check what killed it (the kernel log for the OOM killer), then run the command again.',
+          )
+          const exit = await child.stop('SIGTERM', plan.graceMs)
+          report.detail(`command ended (${describeExit(exit)}); releasing the slot`)
+          await release(contender, report)
+          return ExitCode.WatchdogLost
         }
       }
     } finally {
       impatience.unsubscribe()
     }
   } finally {
+    guarding = false
+    leases.unsubscribe()
     narrator.unsubscribe()
-    signals.dispose()
   }
+}
+
+/** The watchdog ended while the slot is awaited: no command could be guarded. */
+function watchdogTrouble(watchdog: Watchdog): Observable<Error> {
+  return from(watchdog.ended).pipe(
+    map(
+      (end) =>
+        new WatchdogError(
+          `the watchdog (pid ${watchdog.pid}) ended while the slot was awaited (${describeWatchdogEnd(end)}); started nothing. Check what killed it, then run again.`,
+        ),
+    ),
+  )
+}
+
+function describeFired(end: WatchdogEnd): string {
+  return end.fired === 'lease-expired'
+    ? 'lease-expired: its deadline passed before rxsem renewed it; was rxsem stopped?'
+    : 'rxsem ended'
+}
+
+function describeWatchdogEnd(end: WatchdogEnd): string {
+  if (end.error !== undefined) return end.error.message
+  return end.signal !== null ? `killed by ${end.signal}` : `exit status ${end.code}`
 }
 
 /** Releases the slot (or the place in the queue); a failure is reported, not fatal. */

@@ -20,9 +20,13 @@ Waits for a slot of the semaphore at <p> (at most <n> holders, shared with \`con
 runs the command while the slot is held, and releases the slot when the command ends.
 With --leader, holds the single-key lock at <p>/.lock instead (shared with \`consul lock\`).
 
-The command runs in a process group of its own, with stdio inherited and
-CONSUL_LOCK_HELD=true, RXSEM_SESSION=<session id>, RXSEM_FENCING_TOKEN=<n> in its environment.
+The command runs in a process group of its own, with stdio inherited and, in its environment,
+CONSUL_LOCK_HELD=true, RXSEM_PREFIX=<p>, RXSEM_SESSION=<session id>, RXSEM_FENCING_TOKEN=<n> and
+RXSEM_LEASE_DEADLINE_MS=<epoch ms> (the first lease deadline; renewals extend it).
 If the slot is lost, the whole group gets SIGTERM, then SIGKILL after --grace.
+A watchdog (bash 5 or later, found in PATH) stops the group when rxsem itself dies (SIGTERM at
+once, SIGKILL 0.5 s later) or is frozen and stops renewing the lease (the group is gone by the
+lease deadline: SIGTERM 0.5 s before it, then SIGKILL).
 
 Flags:
   --prefix <p>         KV prefix all contenders agree on, e.g. service/db/lock
@@ -47,10 +51,15 @@ Durations are Go-style: 500ms, 15s, 1m30s.
 Exit status:
   the command's own status (128+n if it was killed by signal n) when it ended by itself
   1    bad flags or options, Consul unreachable at start, permission denied, a conflicting,
-       limit-conflicting or corrupt <prefix>/.lock: nothing was started
-  75   the slot was lost while the command ran; the command was stopped
+       limit-conflicting or corrupt <prefix>/.lock, no bash 5 for the watchdog: nothing was
+       started
+  71   the watchdog was killed while the command ran; the command was stopped
+  75   the slot was lost while the command ran (or the lease ran out while rxsem was
+       stopped, and the watchdog stopped the command); the command was stopped
   124  no slot within --timeout; nothing was started
   127  the command could not be started
+  129  hung up (SIGHUP, the terminal or ssh connection went away): as for SIGTERM below, and
+       the command gets SIGTERM
   130  interrupted (SIGINT); 143  terminated (SIGTERM): the signal is passed to the command,
        which gets --grace to end before SIGKILL; the slot is released afterwards
 `

@@ -53,3 +53,17 @@ function processes(): { pid: number; ppid: number; pgid: number }[] {
       }
     })
 }
+
+/**
+ * When `pid` started (clock ticks since boot, as /proc says), or undefined when it is gone. Pids
+ * come round again within seconds on a busy machine (pid_max 32768): record this with a pid, and
+ * signal the pid later only while it is unchanged.
+ */
+export function startTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]
+  } catch {
+    return undefined
+  }
+}

@@ -3,7 +3,7 @@
  * leader election (`--leader`, the layout of `consul lock` without `-n`). Both are seen through
  * the semaphore's state, so the rest of the command has one shape to follow.
  */
-import { distinctUntilChanged, map, type Observable } from 'rxjs'
+import { EMPTY, catchError, distinctUntilChanged, map, type Observable } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
 import { leaderElection, type LeaderElectionState } from '../leader-election.js'
 import { semaphore, type SemaphoreState } from '../semaphore.js'
@@ -59,6 +59,8 @@ function leases(state$: Observable<SemaphoreState>): Observable<Lease | undefine
         : { session, deadlineMs: leaseDeadline },
     ),
     distinctUntilChanged((a, b) => a?.session === b?.session && a?.deadlineMs === b?.deadlineMs),
+    // The contender's error is told by state$'s own subscribers (the run's phases).
+    catchError(() => EMPTY),
   )
 }
 

@@ -31,8 +31,8 @@ export interface ChildGroup {
   readonly pid: number | undefined
   /** Resolves once the child (the group leader) has ended. Never rejects. */
   readonly exited: Promise<ChildExit>
-  /** Sends `signal` to every process of the group; false when the group is gone. */
-  signal(signal: NodeJS.Signals): boolean
+  /** Sends `signal` to every process of the group (0: none, a test); false when the group is gone. */
+  signal(signal: NodeJS.Signals | 0): boolean
   /**
    * Sends `signal` to the group, waits until the child has ended and the group is empty, or until
    * `graceMs` passed, then SIGKILLs whatever is left of the group.

@@ -190,6 +190,13 @@ async function contendAndRun(
     try {
       switch (outcome.type) {
         case 'exited': {
+          // The leader ended; what it left running in its group must not outlive the slot.
+          if (child.signal(0)) {
+            report.detail(
+              `processes of the command's group outlived it; stopping them: SIGTERM, SIGKILL after ${plan.graceMs} ms`,
+            )
+            await child.stop('SIGTERM', plan.graceMs)
+          }
           // Did the watchdog stop it (rxsem was frozen past the deadline)? It says so before it
           // signals, so its answer is in once it has exited.
           const end = await watchdog.finish()

@@ -297,6 +297,21 @@ describe(
       await deleteTree(consul.url, prefix)
     })
 
+    it('stops what the command left running in its group before it releases the slot', async () => {
+      const prefix = uniquePrefix('cli-guard-leftover')
+      const name = `cli-guard-leftover ${prefix}`
+      const pidFile = file('leftover')
+      const run = start([
+        ...['run', '--prefix', prefix, '--limit', '1', '--name', name, '--shell', '--'],
+        // The leader exits at once; its grandchild, in the same group, would run on for 300 s.
+        `echo $$ > ${pidFile}; sleep 300 > /dev/null 2>&1 < /dev/null & exit 0`,
+      ])
+      const pgid = await groupFrom(pidFile)
+      assert.equal(await exitStatus(run), 0, `rxsem's status is the command's: ${run.stderr()}`)
+      assert.deepEqual(await liveMembers(pgid), [], 'nothing of the group runs once rxsem exited')
+      await assertCleanConsul(prefix, name)
+    })
+
     it('gives the command RXSEM_PREFIX, RXSEM_SESSION, RXSEM_FENCING_TOKEN and RXSEM_LEASE_DEADLINE_MS', async () => {
       const prefix = uniquePrefix('cli-guard-env')
       const name = `cli-guard-env ${prefix}`

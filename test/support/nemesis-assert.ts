@@ -1,0 +1,97 @@
+// What every nemesis test asserts about its run, and the knobs for longer runs.
+import assert from 'node:assert/strict'
+import { appendFileSync, writeFileSync } from 'node:fs'
+import type { TestContext } from 'node:test'
+import { describeRun, type NemesisResult } from './nemesis.js'
+
+/** NEMESIS_SEED, or the test's own fixed seed (CI runs the same faults each time). */
+export function nemesisSeed(fallback: number): number {
+  const given = Number(process.env['NEMESIS_SEED'])
+  return Number.isInteger(given) && given > 0 ? given : fallback
+}
+
+/** NEMESIS_SECONDS (how long faults are injected), or the test's default. */
+export function nemesisSeconds(fallback: number): number {
+  const given = Number(process.env['NEMESIS_SECONDS'])
+  return Number.isFinite(given) && given > 0 ? given : fallback
+}
+
+/** A test's time limit for a run that injects faults for `seconds`. */
+export function nemesisTimeoutMs(seconds: number): number {
+  return seconds * 1000 + 150_000
+}
+
+/**
+ * Reports the run (as diagnostics, as a JSON line appended to $NEMESIS_OUT when set, and its whole
+ * history as <name>-<seed>.json in the folder $NEMESIS_HISTORY when set) and
+ * asserts the promises: nobody over the limit, no library waiter stranded while slots were free,
+ * tokens in order, everyone served once healed, nothing left in Consul, no library actor's error.
+ */
+export function assertNemesis(t: TestContext, result: NemesisResult): void {
+  const text = describeRun(result)
+  for (const line of text.split('\n')) t.diagnostic(line)
+  const history = process.env['NEMESIS_HISTORY']
+  if (history) {
+    writeFileSync(
+      `${history}/${result.config.name}-${result.config.seed}.json`,
+      JSON.stringify({
+        startedAt: result.startedAt,
+        events: result.events,
+        faults: result.faults,
+        samples: result.samples,
+        requests: result.requests,
+      }),
+    )
+  }
+  const out = process.env['NEMESIS_OUT']
+  if (out) {
+    const { report } = result
+    appendFileSync(
+      out,
+      `${JSON.stringify({
+        name: result.config.name,
+        seed: result.config.seed,
+        seconds: Math.round((result.endedAt - result.startedAt) / 1000),
+        faultSeconds: result.config.faultMs / 1000,
+        faults: result.faults.map((f) => f.kind),
+        maxActing: report.maxActing,
+        crowds: report.crowds.length,
+        longWaits: report.longWaits.length,
+        longestLibraryWaitMs: report.waits
+          .filter((w) => w.kind === 'library' && !w.faulted && !w.unserved)
+          .reduce((m, w) => Math.max(m, w.to - w.from), 0),
+        longestConsulLockWaitMs: report.waits
+          .filter((w) => w.kind === 'consul-lock' && !w.faulted && !w.unserved)
+          .reduce((m, w) => Math.max(m, w.to - w.from), 0),
+        acquisitions: report.acquisitions,
+        tokenViolations: report.tokenViolations.length,
+        counter: report.counter,
+        counterValue: result.counterValue,
+        leftover: result.leftover,
+        unservedAfterHeal: result.unservedAfterHeal,
+        text,
+      })}\n`,
+    )
+  }
+  const { report, config } = result
+  assert.deepEqual(report.crowds, [], `more than ${config.limit} acting at once:\n${text}`)
+  assert.deepEqual(report.longWaits, [], `a library waiter waited while slots were free:\n${text}`)
+  assert.deepEqual(report.tokenViolations, [], `fencing tokens out of order:\n${text}`)
+  assert.deepEqual(result.unservedAfterHeal, [], `actors not served once healed:\n${text}`)
+  assert.deepEqual(
+    result.leftover,
+    { sessions: 0, keys: [], lockHolders: [] },
+    `left in Consul after the run:\n${text}`,
+  )
+  assert.ok(report.acquisitions.library.tenures > 0, 'the library actors acquired')
+  if (config.consulLockActors > 0) {
+    // In proportion to their numbers: neither kind starves the other.
+    const rate = (kind: 'library' | 'consul-lock') =>
+      report.acquisitions[kind].tenures / Math.max(1, report.acquisitions[kind].actors)
+    assert.ok(rate('library') >= rate('consul-lock') / 3, `library actors starved:\n${text}`)
+    assert.ok(rate('consul-lock') >= rate('library') / 3, `consul lock actors starved:\n${text}`)
+  }
+  if (config.workload === 'counter-fenced') {
+    assert.equal(report.counter.lost, 0, `fenced writes lost updates:\n${text}`)
+  }
+}

@@ -1,0 +1,408 @@
+// The checker of the nemesis suite: reads the history of a run (what each actor said it did, and
+// what the nemesis did to whom, each with its moment) and finds what the semaphore promised not to
+// do. Pure: it takes the history as data, so test/unit/nemesis-history.test.ts checks the checker.
+//
+// What counts:
+// - An actor acts when it touches the guarded resource; it says so with an `act` line (a tick, or
+//   a counter write). Within one tenure, acts closer than `gapMs` are one stretch of acting; a
+//   longer silence (a frozen process cannot act) splits it, so a frozen holder is not counted
+//   while frozen. A moment with more than `limit` actors acting is a violation.
+// - A wait runs from `want` to `hold` (or to the actor's end). It is long when it lasts more than
+//   `longWaitMs` while slots were free for more than half of it. Slots are counted as taken
+//   conservatively: from each `hold` to the end of that tenure, and after a tenure that ended
+//   badly (the actor killed, or the slot lost) for `ghostMs` more, the longest a dead session can
+//   keep its slot in Consul (2 × TTL). Waits of an actor that a fault hit meanwhile are not judged.
+// - Fencing tokens: an actor's tokens only grow, no two tenures share one, and a tenure that
+//   started before another one wanted a slot has the smaller token.
+// - Lost updates: each acknowledged counter write says the value it wrote (read + 1); a value
+//   acknowledged twice is an increment lost.
+
+/** Who an actor is: this library in a process of its own, or `consul lock -n` in a loop. */
+export type ActorKind = 'library' | 'consul-lock'
+
+/** One line an actor said, or one thing that happened to it, at `at` (ms, wall clock). */
+export interface ActorEvent {
+  readonly who: string
+  readonly kind: ActorKind
+  readonly e:
+    | 'want' // starts waiting for a slot
+    | 'hold' // its slot is held: a tenure begins
+    | 'act' // touched the guarded resource
+    | 'inc' // a counter write was acknowledged (`value` written)
+    | 'end' // the tenure ended as planned (released, or about to be)
+    | 'lost' // the tenure ended because the slot was lost (or the guard refused)
+    | 'killed' // the actor's process (group) was killed: whatever it held ends here
+    | 'exit' // the actor's process ended
+  readonly at: number
+  /** The fencing token of the tenure (library actors), as decimal text. */
+  readonly token?: string
+  /** For `inc`: the counter value written. */
+  readonly value?: number
+}
+
+/** The kinds of fault the nemesis injects. */
+export type FaultKind =
+  | 'kill'
+  | 'pause'
+  | 'blackhole'
+  | 'slow'
+  | 'agent-restart'
+  | 'leader-failover'
+  | 'delete-lock'
+  | 'delete-prefix'
+
+/** One fault: to one actor (`who`) or to Consul (no `who`), from `from` to `to`. */
+export interface Fault {
+  readonly kind: FaultKind
+  readonly who?: string
+  readonly from: number
+  readonly to: number
+  /** What exactly, for the report (e.g. 'SIGSTOP 12.3 s'). */
+  readonly detail?: string
+}
+
+export interface CheckOptions {
+  readonly limit: number
+  /** Acts of one tenure further apart than this are separate stretches of acting. */
+  readonly gapMs: number
+  /** A wait longer than this while slots were mostly free is a violation. */
+  readonly longWaitMs: number
+  /** How long a tenure that ended badly may keep its slot in Consul, per kind of actor. */
+  readonly ghostMs: Readonly<Record<ActorKind, number>>
+}
+
+/** A stretch of time with more than `limit` actors acting. */
+export interface Crowd {
+  readonly from: number
+  readonly to: number
+  readonly actors: readonly string[]
+}
+
+/** One wait for a slot. */
+export interface Wait {
+  readonly who: string
+  readonly kind: ActorKind
+  readonly from: number
+  readonly to: number
+  /** Of which this long at least one slot was free (counted conservatively, see above). */
+  readonly freeMs: number
+  /** A fault hit this actor during the wait: not judged. */
+  readonly faulted: boolean
+  /** The wait ended without a slot (the actor was killed or the run ended). */
+  readonly unserved: boolean
+}
+
+export interface Tenure {
+  readonly who: string
+  readonly kind: ActorKind
+  readonly wantAt: number | undefined
+  readonly from: number
+  readonly to: number
+  readonly badEnd: boolean
+  readonly token: bigint | undefined
+  readonly acts: number
+}
+
+export interface Report {
+  /** The most actors acting at one moment. */
+  readonly maxActing: number
+  readonly crowds: readonly Crowd[]
+  readonly tenures: readonly Tenure[]
+  readonly waits: readonly Wait[]
+  /** Judged waits (no fault on the waiter) longer than longWaitMs with slots free over half. */
+  readonly longWaits: readonly Wait[]
+  readonly tokenViolations: readonly string[]
+  /** Counter writes acknowledged, distinct values among them, and their difference. */
+  readonly counter: {
+    readonly acknowledged: number
+    readonly distinct: number
+    readonly lost: number
+  }
+  /** Tenures per actor of each kind, and how many actors of each kind there were. */
+  readonly acquisitions: Readonly<
+    Record<ActorKind, { readonly tenures: number; readonly actors: number }>
+  >
+}
+
+const byTime = <T extends { readonly at: number }>(a: T, b: T): number => a.at - b.at
+
+/** Each actor's tenures, read from its events in time order. */
+export function tenuresOf(events: readonly ActorEvent[]): Tenure[] {
+  const perActor = new Map<string, ActorEvent[]>()
+  for (const event of events) {
+    const list = perActor.get(event.who) ?? []
+    list.push(event)
+    perActor.set(event.who, list)
+  }
+  const tenures: Tenure[] = []
+  for (const [who, list] of perActor) {
+    list.sort(byTime)
+    let wantAt: number | undefined
+    let open: { from: number; token: bigint | undefined; acts: number; wantAt?: number } | undefined
+    let kind: ActorKind = list[0]?.kind ?? 'library'
+    const close = (to: number, badEnd: boolean): void => {
+      if (open)
+        tenures.push({
+          who,
+          kind,
+          wantAt: open.wantAt,
+          from: open.from,
+          to,
+          badEnd,
+          token: open.token,
+          acts: open.acts,
+        })
+      open = undefined
+    }
+    for (const event of list) {
+      kind = event.kind
+      switch (event.e) {
+        case 'want':
+          if (open) close(event.at, false)
+          wantAt = event.at
+          break
+        case 'hold':
+          if (open) close(event.at, false)
+          open = {
+            from: event.at,
+            token: event.token === undefined ? undefined : BigInt(event.token),
+            acts: 0,
+            ...(wantAt === undefined ? {} : { wantAt }),
+          }
+          wantAt = undefined
+          break
+        case 'act':
+          if (open) open.acts++
+          break
+        case 'end':
+          close(event.at, false)
+          break
+        case 'lost':
+        case 'killed':
+          close(event.at, true)
+          break
+        case 'exit':
+          // An exit while holding that was not announced as an end is a bad end.
+          close(event.at, true)
+          break
+        case 'inc':
+          break
+      }
+    }
+    const last = list.at(-1)
+    if (open && last) close(last.at, false)
+  }
+  return tenures.sort((a, b) => a.from - b.from)
+}
+
+/** Stretches of acting: per actor and tenure, acts no further apart than `gapMs`. */
+export function actingStretches(
+  events: readonly ActorEvent[],
+  gapMs: number,
+): { who: string; from: number; to: number }[] {
+  const stretches: { who: string; from: number; to: number }[] = []
+  const open = new Map<string, { from: number; to: number }>()
+  const flush = (who: string): void => {
+    const stretch = open.get(who)
+    if (stretch) stretches.push({ who, ...stretch })
+    open.delete(who)
+  }
+  for (const event of [...events].sort(byTime)) {
+    if (event.e === 'act') {
+      const stretch = open.get(event.who)
+      if (stretch && event.at - stretch.to <= gapMs) stretch.to = event.at
+      else {
+        flush(event.who)
+        open.set(event.who, { from: event.at, to: event.at })
+      }
+    } else if (event.e !== 'inc') {
+      // Any other line ends a stretch: the next tenure's acts start a new one.
+      flush(event.who)
+    }
+  }
+  for (const who of [...open.keys()]) flush(who)
+  return stretches
+}
+
+/** Moments when more than `limit` actors were acting (stretches are closed intervals). */
+export function crowds(
+  stretches: readonly { who: string; from: number; to: number }[],
+  limit: number,
+): { maxActing: number; crowds: Crowd[] } {
+  const points = stretches.flatMap((s, i) => [
+    { at: s.from, delta: +1, i },
+    { at: s.to, delta: -1, i },
+  ])
+  // Closed intervals: at equal times starts come first, so two stretches that touch overlap.
+  points.sort((a, b) => a.at - b.at || b.delta - a.delta)
+  const acting = new Set<number>()
+  let maxActing = 0
+  const found: Crowd[] = []
+  for (const point of points) {
+    if (point.delta > 0) {
+      acting.add(point.i)
+      maxActing = Math.max(maxActing, acting.size)
+      if (acting.size > limit) {
+        const actors = [...new Set([...acting].map((i) => stretches[i]?.who ?? '?'))]
+        const last = found.at(-1)
+        if (last && last.to >= point.at) {
+          found[found.length - 1] = {
+            from: last.from,
+            to: Math.max(last.to, ...[...acting].map((i) => stretches[i]?.to ?? point.at)),
+            actors: [...new Set([...last.actors, ...actors])],
+          }
+        } else {
+          found.push({
+            from: point.at,
+            to: Math.min(...[...acting].map((i) => stretches[i]?.to ?? point.at)),
+            actors,
+          })
+        }
+      }
+    } else {
+      acting.delete(point.i)
+    }
+  }
+  return { maxActing, crowds: found }
+}
+
+/** Time within [from, to] during which fewer than `limit` of `claims` covered the moment. */
+function freeTime(
+  claims: readonly { from: number; to: number }[],
+  limit: number,
+  from: number,
+  to: number,
+): number {
+  const points = claims
+    .filter((c) => c.to > from && c.from < to)
+    .flatMap((c) => [
+      { at: Math.max(c.from, from), delta: +1 },
+      { at: Math.min(c.to, to), delta: -1 },
+    ])
+    .sort((a, b) => a.at - b.at || a.delta - b.delta)
+  let taken = 0
+  let free = 0
+  let cursor = from
+  for (const point of points) {
+    if (taken < limit) free += point.at - cursor
+    cursor = point.at
+    taken += point.delta
+  }
+  if (taken < limit) free += to - cursor
+  return free
+}
+
+/** The waits of every actor, with how long slots were free during each. */
+export function waitsOf(
+  events: readonly ActorEvent[],
+  tenures: readonly Tenure[],
+  faults: readonly Fault[],
+  options: CheckOptions,
+  endAt: number,
+): Wait[] {
+  const claims = tenures.map((t) => ({
+    who: t.who,
+    from: t.from,
+    to: t.badEnd ? t.to + options.ghostMs[t.kind] : t.to,
+  }))
+  const waits: Wait[] = []
+  const pending = new Map<string, { from: number; kind: ActorKind }>()
+  const finish = (who: string, to: number, unserved: boolean): void => {
+    const wait = pending.get(who)
+    if (!wait) return
+    pending.delete(who)
+    const faulted = faults.some((f) => f.who === who && f.from < to && f.to > wait.from)
+    const others = claims.filter((c) => c.who !== who)
+    waits.push({
+      who,
+      kind: wait.kind,
+      from: wait.from,
+      to,
+      freeMs: freeTime(others, options.limit, wait.from, to),
+      faulted,
+      unserved,
+    })
+  }
+  for (const event of [...events].sort(byTime)) {
+    if (event.e === 'want') {
+      finish(event.who, event.at, true)
+      pending.set(event.who, { from: event.at, kind: event.kind })
+    } else if (event.e === 'hold') finish(event.who, event.at, false)
+    else if (event.e === 'killed' || event.e === 'exit') finish(event.who, event.at, true)
+  }
+  for (const who of [...pending.keys()]) finish(who, endAt, true)
+  return waits
+}
+
+/** Token rules broken by the library's tenures (see the file's comment). */
+export function tokenViolations(tenures: readonly Tenure[]): string[] {
+  const withToken = tenures.filter(
+    (t): t is Tenure & { token: bigint } => t.kind === 'library' && t.token !== undefined,
+  )
+  const found: string[] = []
+  const seen = new Map<bigint, Tenure>()
+  for (const t of withToken) {
+    const other = seen.get(t.token)
+    if (other)
+      found.push(
+        `token ${t.token} held by two tenures: ${other.who} at ${other.from} and ${t.who} at ${t.from}`,
+      )
+    seen.set(t.token, t)
+  }
+  const perActor = new Map<string, bigint>()
+  for (const t of withToken) {
+    const before = perActor.get(t.who)
+    if (before !== undefined && t.token <= before) {
+      found.push(`${t.who}'s token went from ${before} to ${t.token} at ${t.from}`)
+    }
+    perActor.set(t.who, t.token)
+  }
+  for (const earlier of withToken) {
+    for (const later of withToken) {
+      if (
+        later.wantAt !== undefined &&
+        earlier.from < later.wantAt &&
+        earlier.token >= later.token
+      ) {
+        found.push(
+          `${earlier.who} held at ${earlier.from} with token ${earlier.token}, before ${later.who} ` +
+            `wanted at ${later.wantAt}, yet ${later.who} got the smaller token ${later.token}`,
+        )
+      }
+    }
+  }
+  return found
+}
+
+/** Reads a whole run's history. */
+export function check(
+  events: readonly ActorEvent[],
+  faults: readonly Fault[],
+  options: CheckOptions,
+  endAt: number,
+): Report {
+  const tenures = tenuresOf(events)
+  const { maxActing, crowds: found } = crowds(actingStretches(events, options.gapMs), options.limit)
+  const waits = waitsOf(events, tenures, faults, options, endAt)
+  const values = events.filter((e) => e.e === 'inc' && e.value !== undefined).map((e) => e.value)
+  const acquisitions = (kind: ActorKind) => ({
+    tenures: tenures.filter((t) => t.kind === kind).length,
+    actors: new Set(events.filter((e) => e.kind === kind).map((e) => e.who)).size,
+  })
+  return {
+    maxActing,
+    crowds: found,
+    tenures,
+    waits,
+    longWaits: waits.filter(
+      (w) => !w.faulted && w.to - w.from > options.longWaitMs && w.freeMs > (w.to - w.from) / 2,
+    ),
+    tokenViolations: tokenViolations(tenures),
+    counter: {
+      acknowledged: values.length,
+      distinct: new Set(values).size,
+      lost: values.length - new Set(values).size,
+    },
+    acquisitions: { library: acquisitions('library'), 'consul-lock': acquisitions('consul-lock') },
+  }
+}

@@ -1,0 +1,135 @@
+// The nemesis suite's checker must find what it looks for: each rule is shown a history that
+// breaks it and one that does not.
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import {
+  check,
+  type ActorEvent,
+  type ActorKind,
+  type CheckOptions,
+  type Fault,
+} from '../support/nemesis-history.js'
+
+const options: CheckOptions = {
+  limit: 1,
+  gapMs: 100,
+  longWaitMs: 1000,
+  ghostMs: { library: 500, 'consul-lock': 800 },
+}
+
+const ev = (
+  who: string,
+  e: ActorEvent['e'],
+  at: number,
+  extra: Partial<ActorEvent> = {},
+): ActorEvent => ({
+  who,
+  kind: (who.startsWith('go') ? 'consul-lock' : 'library') as ActorKind,
+  e,
+  at,
+  ...extra,
+})
+
+/** A tenure from `from` to `to`, acting every 20 ms, with a token. */
+const tenure = (
+  who: string,
+  wantAt: number,
+  from: number,
+  to: number,
+  token: number,
+): ActorEvent[] => {
+  const acts: ActorEvent[] = []
+  for (let at = from; at <= to; at += 20) acts.push(ev(who, 'act', at, { token: String(token) }))
+  return [
+    ev(who, 'want', wantAt),
+    ev(who, 'hold', from, { token: String(token) }),
+    ...acts,
+    ev(who, 'end', to + 1),
+  ]
+}
+
+describe('the nemesis checker', () => {
+  it('finds no crowd in a clean hand-over, and one when two act at once at limit 1', () => {
+    const clean = [...tenure('a', 0, 10, 200, 5), ...tenure('b', 5, 202, 400, 9)]
+    const ok = check(clean, [], options, 500)
+    assert.equal(ok.maxActing, 1)
+    assert.deepEqual(ok.crowds, [])
+
+    const bad = [...tenure('a', 0, 10, 200, 5), ...tenure('b', 5, 150, 400, 9)]
+    const report = check(bad, [], options, 500)
+    assert.equal(report.maxActing, 2)
+    assert.equal(report.crowds.length, 1)
+    assert.deepEqual([...(report.crowds[0]?.actors ?? [])].sort(), ['a', 'b'])
+    assert.equal(report.crowds[0]?.from, 150)
+  })
+
+  it('does not count a frozen holder while it is silent, but counts one act after a resume', () => {
+    // a acts until 100, is frozen (silent) until 900, b holds from 300; a's single act at 905
+    // after the resume is a crowd, its silence before is not.
+    const a = [ev('a', 'want', 0), ev('a', 'hold', 10, { token: '1' })]
+    for (let at = 10; at <= 100; at += 20) a.push(ev('a', 'act', at))
+    const b = tenure('b', 20, 300, 1000, 7)
+    const silent = check([...a, ev('a', 'lost', 905), ...b], [], options, 1100)
+    assert.deepEqual(silent.crowds, [])
+    const acted = check([...a, ev('a', 'act', 905), ev('a', 'lost', 906), ...b], [], options, 1100)
+    assert.equal(acted.crowds.length, 1)
+    assert.equal(acted.crowds[0]?.from, 905)
+  })
+
+  it('judges a long wait only when slots were mostly free and no fault hit the waiter', () => {
+    // b waits 0..3000 while a held only 0..100: free for most of it.
+    const events = [...tenure('a', 0, 0, 100, 1), ...tenure('b', 0, 3000, 3100, 2)]
+    const report = check(events, [], options, 4000)
+    assert.equal(report.longWaits.length, 1)
+    assert.equal(report.longWaits[0]?.who, 'b')
+    // The same wait while b was paused is not judged.
+    const paused: Fault[] = [{ kind: 'pause', who: 'b', from: 500, to: 2500 }]
+    assert.equal(check(events, paused, options, 4000).longWaits.length, 0)
+    // A wait behind a holder that really held is not long-while-free.
+    const busy = [...tenure('a', 0, 0, 2900, 1), ...tenure('b', 0, 3000, 3100, 2)]
+    assert.equal(check(busy, [], options, 4000).longWaits.length, 0)
+  })
+
+  it('counts a killed holder as holding for its ghost time after the kill', () => {
+    const events = [
+      ev('go1', 'want', 0),
+      ev('go1', 'hold', 10),
+      ev('go1', 'act', 20),
+      ev('go1', 'killed', 30),
+      ev('a', 'want', 25),
+      ev('a', 'hold', 1100, { token: '3' }),
+    ]
+    const wait = check(events, [], options, 2000).waits.find((w) => w.who === 'a')
+    // Taken from 10 to 30 + 800 (ghost of a consul lock): free from 830 to 1100.
+    assert.equal(wait?.freeMs, 1100 - 830)
+  })
+
+  it('finds tokens that repeat, go back, or contradict the order of acquisition', () => {
+    const fine = [...tenure('a', 0, 10, 100, 5), ...tenure('b', 50, 120, 200, 9)]
+    assert.deepEqual(check(fine, [], options, 300).tokenViolations, [])
+    const repeated = [...tenure('a', 0, 10, 100, 5), ...tenure('b', 50, 120, 200, 5)]
+    assert.ok(check(repeated, [], options, 300).tokenViolations.length > 0)
+    const backwards = [...tenure('a', 0, 10, 100, 9), ...tenure('b', 50, 120, 200, 5)]
+    assert.ok(check(backwards, [], options, 300).tokenViolations.length > 0)
+  })
+
+  it('counts a counter value acknowledged twice as a lost update', () => {
+    const incs = [1, 2, 3, 3, 4].map((value, i) => ev('a', 'inc', i, { value }))
+    assert.deepEqual(check(incs, [], options, 10).counter, {
+      acknowledged: 5,
+      distinct: 4,
+      lost: 1,
+    })
+  })
+
+  it('counts acquisitions per kind of actor', () => {
+    const events = [
+      ...tenure('a', 0, 10, 100, 1),
+      ...tenure('a', 110, 120, 200, 2),
+      ...tenure('go1', 0, 300, 400, 0),
+    ]
+    const { acquisitions } = check(events, [], options, 500)
+    assert.deepEqual(acquisitions.library, { tenures: 2, actors: 1 })
+    assert.deepEqual(acquisitions['consul-lock'], { tenures: 1, actors: 1 })
+  })
+})

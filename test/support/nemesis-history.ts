@@ -8,10 +8,11 @@
 //   longer silence (a frozen process cannot act) splits it, so a frozen holder is not counted
 //   while frozen. A moment with more than `limit` actors acting is a violation.
 // - A wait runs from `want` to `hold` (or to the actor's end). It is long when it lasts more than
-//   `longWaitMs` while slots were free for more than half of it. Slots are counted as taken
-//   conservatively: from each `hold` to the end of that tenure, and after a tenure that ended
-//   badly (the actor killed, or the slot lost) for `ghostMs` more, the longest a dead session can
-//   keep its slot in Consul (2 × TTL). Waits of an actor that a fault hit meanwhile are not judged.
+//   `longWaitMs` while slots were free for more than half of it. Whether a slot was free is what
+//   Consul said, sampled: `.lock` listed fewer than `limit` holders whose sessions were alive (a
+//   holder whose session is gone is pruned by the next writer, so its slot is free; a killed
+//   process's live session still takes its slot until its TTL runs out). While Consul could not
+//   be read, no slot counts as free. Waits of an actor that a fault hit meanwhile are not judged.
 // - Fencing tokens: an actor's tokens only grow, no two tenures share one, and a tenure that
 //   started before another one wanted a slot has the smaller token.
 // - Lost updates: each acknowledged counter write says the value it wrote (read + 1); a value
@@ -67,8 +68,15 @@ export interface CheckOptions {
   readonly gapMs: number
   /** A wait longer than this while slots were mostly free is a violation. */
   readonly longWaitMs: number
-  /** How long a tenure that ended badly may keep its slot in Consul, per kind of actor. */
-  readonly ghostMs: Readonly<Record<ActorKind, number>>
+}
+
+/**
+ * From `at` until the next one: how many slots live sessions held, as Consul said; undefined
+ * when Consul could not be read (no slot counts as free then).
+ */
+export interface Occupancy {
+  readonly at: number
+  readonly taken: number | undefined
 }
 
 /** A stretch of time with more than `limit` actors acting. */
@@ -266,45 +274,31 @@ export function crowds(
   return { maxActing, crowds: found }
 }
 
-/** Time within [from, to] during which fewer than `limit` of `claims` covered the moment. */
-function freeTime(
-  claims: readonly { from: number; to: number }[],
+/** Time within [from, to] during which `occupancy` had a slot free. */
+export function freeTime(
+  occupancy: readonly Occupancy[],
   limit: number,
   from: number,
   to: number,
 ): number {
-  const points = claims
-    .filter((c) => c.to > from && c.from < to)
-    .flatMap((c) => [
-      { at: Math.max(c.from, from), delta: +1 },
-      { at: Math.min(c.to, to), delta: -1 },
-    ])
-    .sort((a, b) => a.at - b.at || a.delta - b.delta)
-  let taken = 0
   let free = 0
-  let cursor = from
-  for (const point of points) {
-    if (taken < limit) free += point.at - cursor
-    cursor = point.at
-    taken += point.delta
+  for (let i = 0; i < occupancy.length; i++) {
+    const here = occupancy[i]
+    if (!here || here.taken === undefined || here.taken >= limit) continue
+    const until = occupancy[i + 1]?.at ?? to
+    free += Math.max(0, Math.min(until, to) - Math.max(here.at, from))
   }
-  if (taken < limit) free += to - cursor
   return free
 }
 
 /** The waits of every actor, with how long slots were free during each. */
 export function waitsOf(
   events: readonly ActorEvent[],
-  tenures: readonly Tenure[],
+  occupancy: readonly Occupancy[],
   faults: readonly Fault[],
   options: CheckOptions,
   endAt: number,
 ): Wait[] {
-  const claims = tenures.map((t) => ({
-    who: t.who,
-    from: t.from,
-    to: t.badEnd ? t.to + options.ghostMs[t.kind] : t.to,
-  }))
   const waits: Wait[] = []
   const pending = new Map<string, { from: number; kind: ActorKind }>()
   const finish = (who: string, to: number, unserved: boolean): void => {
@@ -312,13 +306,12 @@ export function waitsOf(
     if (!wait) return
     pending.delete(who)
     const faulted = faults.some((f) => f.who === who && f.from < to && f.to > wait.from)
-    const others = claims.filter((c) => c.who !== who)
     waits.push({
       who,
       kind: wait.kind,
       from: wait.from,
       to,
-      freeMs: freeTime(others, options.limit, wait.from, to),
+      freeMs: freeTime(occupancy, options.limit, wait.from, to),
       faulted,
       unserved,
     })
@@ -377,13 +370,14 @@ export function tokenViolations(tenures: readonly Tenure[]): string[] {
 /** Reads a whole run's history. */
 export function check(
   events: readonly ActorEvent[],
+  occupancy: readonly Occupancy[],
   faults: readonly Fault[],
   options: CheckOptions,
   endAt: number,
 ): Report {
   const tenures = tenuresOf(events)
   const { maxActing, crowds: found } = crowds(actingStretches(events, options.gapMs), options.limit)
-  const waits = waitsOf(events, tenures, faults, options, endAt)
+  const waits = waitsOf(events, occupancy, faults, options, endAt)
   const values = events.filter((e) => e.e === 'inc' && e.value !== undefined).map((e) => e.value)
   const acquisitions = (kind: ActorKind) => ({
     tenures: tenures.filter((t) => t.kind === kind).length,

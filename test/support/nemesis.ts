@@ -18,6 +18,7 @@ import {
   type ActorKind,
   type Fault,
   type FaultKind,
+  type Occupancy,
   type Report,
 } from './nemesis-history.js'
 import { holdersOf, listPrefix, readLock, sessionsNamed } from './observe.js'
@@ -88,9 +89,11 @@ export interface NemesisResult {
   readonly requests: Readonly<Record<string, readonly { at: number; what: string }[]>>
 }
 
-/** One look at the prefix: .lock's holders and the contender keys (session ids, 8 characters). */
-export interface NemesisSample {
-  readonly at: number
+/**
+ * One look at the prefix: the holders .lock lists whose sessions are alive (undefined: Consul could
+ * not be read), .lock's holders, and the contender keys (session ids, 8 characters).
+ */
+export interface NemesisSample extends Occupancy {
   readonly holders: readonly string[]
   readonly keys: readonly string[]
 }
@@ -247,17 +250,26 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
     return Promise.resolve(begin()).then(() => later(ms, heal))
   }
 
+  /** A server that knows a leader now; throws when none does. */
+  const answeringServer = async (): Promise<ConsulAgent> => {
+    for (const s of config.servers) {
+      try {
+        const res = await fetch(`${s.url}/v1/status/leader`)
+        if (res.ok && ((await res.json()) as string) !== '') return s
+      } catch {
+        // down: try the next
+      }
+    }
+    throw new Error('no Consul server answers with a leader')
+  }
+  /** A server that knows a leader, once one does. */
   const liveServer = async (): Promise<ConsulAgent> => {
     for (;;) {
-      for (const s of config.servers) {
-        try {
-          const res = await fetch(`${s.url}/v1/status/leader`)
-          if (res.ok && ((await res.json()) as string) !== '') return s
-        } catch {
-          // down: try the next
-        }
+      try {
+        return await answeringServer()
+      } catch {
+        await sleep(200)
       }
-      await sleep(200)
     }
   }
 
@@ -380,21 +392,32 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
     }
   }
 
-  // What Consul says, sampled: who .lock lists and which contender keys exist, when it changes.
+  // What Consul says, sampled every 100 ms: who .lock lists, which contender keys exist, and how
+  // many of the listed holders' sessions are alive (the slots really taken), when it changes.
   const samples: NemesisSample[] = []
   const sampling = new AbortController()
   const sampler = (async () => {
     let last = ''
     while (!sampling.signal.aborted) {
+      let sample: Omit<NemesisSample, 'at'>
       try {
-        const s = await liveServer()
-        const entries = await listPrefix(s.url, config.prefix)
+        // One pass over the servers: while none answers, no slot counts as free.
+        const s = await answeringServer()
+        const [entries, sessions] = await Promise.all([
+          listPrefix(s.url, config.prefix),
+          fetch(`${s.url}/v1/session/list`).then(async (r) => {
+            if (!r.ok) throw new Error(`session list: ${r.status}`)
+            return new Set(((await r.json()) as { ID: string }[]).map((x) => x.ID))
+          }),
+        ])
         const lock = entries.find((e) => e.Key === `${config.prefix}/.lock`)
         const body = lock?.Value
           ? (JSON.parse(Buffer.from(lock.Value, 'base64').toString()) as unknown)
           : undefined
-        const sample = {
-          holders: holdersOf(body),
+        const holders = holdersOf(body)
+        sample = {
+          taken: holders.filter((h) => sessions.has(h)).length,
+          holders,
           keys: entries
             .filter((e) => e.Key !== `${config.prefix}/.lock`)
             .map(
@@ -402,12 +425,12 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
                 `${e.Key.slice(config.prefix.length + 1, config.prefix.length + 9)}${e.Session ? '' : '(free)'}`,
             ),
         }
-        const text = JSON.stringify(sample)
-        if (text !== last) samples.push({ at: Date.now(), ...sample })
-        last = text
       } catch {
-        // Consul is down for a moment: sample again.
+        sample = { taken: undefined, holders: [], keys: [] }
       }
+      const text = JSON.stringify(sample)
+      if (text !== last) samples.push({ at: Date.now(), ...sample })
+      last = text
       await sleep(100, undefined, { signal: sampling.signal }).catch(() => undefined)
     }
   })()
@@ -500,16 +523,9 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
 
   const report = check(
     events,
+    samples,
     faults,
-    {
-      limit: config.limit,
-      gapMs: 500,
-      longWaitMs: 2 * config.ttlMs.library,
-      ghostMs: {
-        library: 2 * config.ttlMs.library,
-        'consul-lock': 2 * config.ttlMs['consul-lock'],
-      },
-    },
+    { limit: config.limit, gapMs: 500, longWaitMs: 2 * config.ttlMs.library },
     endedAt,
   )
   return {
@@ -571,7 +587,7 @@ export function describeRun(result: NemesisResult): string {
   }
   for (const w of report.longWaits) {
     lines.push(
-      `  LONG WAIT ${w.who} from ${t(w.from)} for ${((w.to - w.from) / 1000).toFixed(1)} s, ` +
+      `  LONG WAIT (${w.kind}) ${w.who} from ${t(w.from)} for ${((w.to - w.from) / 1000).toFixed(1)} s, ` +
         `slots free ${((w.freeMs / (w.to - w.from)) * 100).toFixed(0)} % of it`,
     )
   }

@@ -4,17 +4,18 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import {
   check,
+  freeTime,
   type ActorEvent,
   type ActorKind,
   type CheckOptions,
   type Fault,
+  type Occupancy,
 } from '../support/nemesis-history.js'
 
 const options: CheckOptions = {
   limit: 1,
   gapMs: 100,
   longWaitMs: 1000,
-  ghostMs: { library: 500, 'consul-lock': 800 },
 }
 
 const ev = (
@@ -51,12 +52,12 @@ const tenure = (
 describe('the nemesis checker', () => {
   it('finds no crowd in a clean hand-over, and one when two act at once at limit 1', () => {
     const clean = [...tenure('a', 0, 10, 200, 5), ...tenure('b', 5, 202, 400, 9)]
-    const ok = check(clean, [], options, 500)
+    const ok = check(clean, [], [], options, 500)
     assert.equal(ok.maxActing, 1)
     assert.deepEqual(ok.crowds, [])
 
     const bad = [...tenure('a', 0, 10, 200, 5), ...tenure('b', 5, 150, 400, 9)]
-    const report = check(bad, [], options, 500)
+    const report = check(bad, [], [], options, 500)
     assert.equal(report.maxActing, 2)
     assert.equal(report.crowds.length, 1)
     assert.deepEqual([...(report.crowds[0]?.actors ?? [])].sort(), ['a', 'b'])
@@ -69,53 +70,72 @@ describe('the nemesis checker', () => {
     const a = [ev('a', 'want', 0), ev('a', 'hold', 10, { token: '1' })]
     for (let at = 10; at <= 100; at += 20) a.push(ev('a', 'act', at))
     const b = tenure('b', 20, 300, 1000, 7)
-    const silent = check([...a, ev('a', 'lost', 905), ...b], [], options, 1100)
+    const silent = check([...a, ev('a', 'lost', 905), ...b], [], [], options, 1100)
     assert.deepEqual(silent.crowds, [])
-    const acted = check([...a, ev('a', 'act', 905), ev('a', 'lost', 906), ...b], [], options, 1100)
+    const acted = check(
+      [...a, ev('a', 'act', 905), ev('a', 'lost', 906), ...b],
+      [],
+      [],
+      options,
+      1100,
+    )
     assert.equal(acted.crowds.length, 1)
     assert.equal(acted.crowds[0]?.from, 905)
   })
 
-  it('judges a long wait only when slots were mostly free and no fault hit the waiter', () => {
-    // b waits 0..3000 while a held only 0..100: free for most of it.
+  it('judges a long wait only when Consul had a slot free most of it and no fault hit the waiter', () => {
     const events = [...tenure('a', 0, 0, 100, 1), ...tenure('b', 0, 3000, 3100, 2)]
-    const report = check(events, [], options, 4000)
+    // Consul: a held until 100, then nobody: b waited 3 s with the slot free.
+    const free: Occupancy[] = [
+      { at: 0, taken: 1 },
+      { at: 100, taken: 0 },
+      { at: 3000, taken: 1 },
+    ]
+    const report = check(events, free, [], options, 4000)
     assert.equal(report.longWaits.length, 1)
     assert.equal(report.longWaits[0]?.who, 'b')
     // The same wait while b was paused is not judged.
     const paused: Fault[] = [{ kind: 'pause', who: 'b', from: 500, to: 2500 }]
-    assert.equal(check(events, paused, options, 4000).longWaits.length, 0)
-    // A wait behind a holder that really held is not long-while-free.
-    const busy = [...tenure('a', 0, 0, 2900, 1), ...tenure('b', 0, 3000, 3100, 2)]
-    assert.equal(check(busy, [], options, 4000).longWaits.length, 0)
+    assert.equal(check(events, free, paused, options, 4000).longWaits.length, 0)
+    // A slot that a live session held (a killed process's, until its TTL) was not free.
+    const held: Occupancy[] = [
+      { at: 0, taken: 1 },
+      { at: 2900, taken: 0 },
+      { at: 3000, taken: 1 },
+    ]
+    assert.equal(check(events, held, [], options, 4000).longWaits.length, 0)
+    // Nor was one while Consul could not be read.
+    const down: Occupancy[] = [
+      { at: 0, taken: 1 },
+      { at: 100, taken: undefined },
+      { at: 3000, taken: 1 },
+    ]
+    assert.equal(check(events, down, [], options, 4000).longWaits.length, 0)
   })
 
-  it('counts a killed holder as holding for its ghost time after the kill', () => {
-    const events = [
-      ev('go1', 'want', 0),
-      ev('go1', 'hold', 10),
-      ev('go1', 'act', 20),
-      ev('go1', 'killed', 30),
-      ev('a', 'want', 25),
-      ev('a', 'hold', 1100, { token: '3' }),
+  it('adds up the free time of a wait from the occupancy steps', () => {
+    const steps: Occupancy[] = [
+      { at: 0, taken: 2 },
+      { at: 100, taken: 1 },
+      { at: 250, taken: undefined },
+      { at: 300, taken: 0 },
     ]
-    const wait = check(events, [], options, 2000).waits.find((w) => w.who === 'a')
-    // Taken from 10 to 30 + 800 (ghost of a consul lock): free from 830 to 1100.
-    assert.equal(wait?.freeMs, 1100 - 830)
+    assert.equal(freeTime(steps, 2, 50, 400), 150 + 100)
+    assert.equal(freeTime(steps, 1, 50, 400), 100)
   })
 
   it('finds tokens that repeat, go back, or contradict the order of acquisition', () => {
     const fine = [...tenure('a', 0, 10, 100, 5), ...tenure('b', 50, 120, 200, 9)]
-    assert.deepEqual(check(fine, [], options, 300).tokenViolations, [])
+    assert.deepEqual(check(fine, [], [], options, 300).tokenViolations, [])
     const repeated = [...tenure('a', 0, 10, 100, 5), ...tenure('b', 50, 120, 200, 5)]
-    assert.ok(check(repeated, [], options, 300).tokenViolations.length > 0)
+    assert.ok(check(repeated, [], [], options, 300).tokenViolations.length > 0)
     const backwards = [...tenure('a', 0, 10, 100, 9), ...tenure('b', 50, 120, 200, 5)]
-    assert.ok(check(backwards, [], options, 300).tokenViolations.length > 0)
+    assert.ok(check(backwards, [], [], options, 300).tokenViolations.length > 0)
   })
 
   it('counts a counter value acknowledged twice as a lost update', () => {
     const incs = [1, 2, 3, 3, 4].map((value, i) => ev('a', 'inc', i, { value }))
-    assert.deepEqual(check(incs, [], options, 10).counter, {
+    assert.deepEqual(check(incs, [], [], options, 10).counter, {
       acknowledged: 5,
       distinct: 4,
       lost: 1,
@@ -128,7 +148,7 @@ describe('the nemesis checker', () => {
       ...tenure('a', 110, 120, 200, 2),
       ...tenure('go1', 0, 300, 400, 0),
     ]
-    const { acquisitions } = check(events, [], options, 500)
+    const { acquisitions } = check(events, [], [], options, 500)
     assert.deepEqual(acquisitions.library, { tenures: 2, actors: 1 })
     assert.deepEqual(acquisitions['consul-lock'], { tenures: 1, actors: 1 })
   })

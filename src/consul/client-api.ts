@@ -315,6 +315,28 @@ export interface WatchOptions {
 }
 
 /**
+ * A client's view of its connection, for long polls: a request sent before the network failed
+ * (a request timed out, or the agent could not be reached) may never be answered, even once the
+ * network is back (an answer lost on the way, a connection a firewall forgot). A watch that sees
+ * `failures()` move past the value it had when its long poll left, and then `onRecovered`, sends
+ * a new long poll rather than sit out the old one's timeout.
+ *
+ * @example
+ * ```ts
+ * const seen = client.network.failures()
+ * const stop = client.network.onRecovered(() => {
+ *   if (client.network.failures() > seen) restartLongPoll()
+ * })
+ * ```
+ */
+export interface NetworkHealth {
+  /** How many requests failed for the network's sake (timeout, unreachable) so far. */
+  readonly failures: () => number
+  /** Calls `listener` on the first answer after such failures; returns the unsubscribe. */
+  readonly onRecovered: (listener: () => void) => () => void
+}
+
+/**
  * What the library may ask of Consul: KV reads and writes, transactions, sessions and prefix
  * watches. `createConsulClient` implements it on HTTP; a test can pass any object of this shape.
  * Every call answers with a TaskEither (run it with `()`), a ConsulError on the left.
@@ -361,6 +383,12 @@ export interface ConsulClient {
    * failures end it with the ConsulError.
    */
   watchPrefix(prefix: string, options?: WatchOptions): Observable<WatchEvent>
+  /**
+   * What the client has seen of its connection (see NetworkHealth); watches use it to replace a
+   * long poll that a network failure may have silenced. Optional: a client without it is
+   * watched as before, each long poll waited out until its answer or its timeout.
+   */
+  readonly network?: NetworkHealth
   /** Closes the client's connections; in-flight calls fail with Aborted. */
   close(): Promise<void>
 }

@@ -54,6 +54,7 @@ export function clientForConfig(resolved: ResolvedConfig): ConsulHttpClient {
     kv,
     session: createSessions(transport),
     watchPrefix: (prefix: string, options?: WatchOptions) => watchPrefix(client, prefix, options),
+    network: transport.network,
     close: () => transport.close(),
   }
   return client

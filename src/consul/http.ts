@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import { Pool, type Dispatcher } from 'undici'
+import type { NetworkHealth } from './client-api.js'
 import type { Consistency, ResolvedConfig } from './config.js'
 import { namesAclProblem, type ConsulError } from './errors.js'
 import { parseRetryAfter } from './retry-after.js'
@@ -46,6 +47,8 @@ export interface Transport {
   ): TE.TaskEither<ConsulError, A>
   /** Aborts in-flight requests (they fail with Aborted) and closes the connections. */
   close(): Promise<void>
+  /** What this client has seen of its connection to the agent (see NetworkHealth). */
+  readonly network: NetworkHealth
 }
 
 /** The ConsulError for a status the caller did not expect (403, 404, 429/5xx, other 4xx). */
@@ -209,6 +212,25 @@ export function createTransport(config: ResolvedConfig): Transport {
   const where = config.socketPath === undefined ? config.origin : `unix://${config.socketPath}`
   const inFlight = new Set<AbortController>()
   let closing: Promise<void> | undefined
+  let failures = 0
+  let recoveredFrom = 0
+  const recoveryListeners = new Set<() => void>()
+  const network: NetworkHealth = {
+    failures: () => failures,
+    onRecovered: (listener) => {
+      recoveryListeners.add(listener)
+      return () => recoveryListeners.delete(listener)
+    },
+  }
+  /** Counts network failures, and tells the listeners when an answer follows some. */
+  const noteOutcome = (answer: E.Either<ConsulError, HttpAnswer>): void => {
+    if (E.isLeft(answer)) {
+      if (answer.left._tag === 'Timeout' || answer.left._tag === 'Unreachable') failures++
+    } else if (failures > recoveredFrom) {
+      recoveredFrom = failures
+      for (const listener of [...recoveryListeners]) listener()
+    }
+  }
 
   const send = async (request: HttpRequest): Promise<E.Either<ConsulError, HttpAnswer>> => {
     const query = queryString({
@@ -330,9 +352,11 @@ export function createTransport(config: ResolvedConfig): Transport {
 
   return {
     config,
+    network,
     call: (request, interpret) => async () => {
       try {
         const answer = await send(request)
+        noteOutcome(answer)
         const result = E.isLeft(answer) ? answer : interpret(answer.right)
         return E.isLeft(result) ? E.left(redact(result.left, secrets)) : result
       } catch (error) {

@@ -62,7 +62,7 @@ const PROGRESS_BURST = 5
  * })
  * ```
  *
- * @param client - A client (only its `kv.list` is used).
+ * @param client - A client (its `kv.list`, and its `network` when it has one).
  * @param prefix - The KV prefix, listed with `?recurse` (a plain string prefix).
  * @param options - Wait, consistency, backoff, rate limit, scheduler.
  * @returns A cold Observable of snapshots and disconnects; it errors with a permanent ConsulError
@@ -70,7 +70,7 @@ const PROGRESS_BURST = 5
  *   DecodeError, TooLarge, or Aborted when the client is closed).
  */
 export function watchPrefix(
-  client: Pick<ConsulClient, 'kv'>,
+  client: Pick<ConsulClient, 'kv' | 'network'>,
   prefix: string,
   options: WatchOptions = {},
 ): Observable<WatchEvent> {
@@ -211,23 +211,54 @@ export function watchPrefix(
       else onSnapshot(answer.right)
     }
 
+    /** The long poll in flight, and the network failures the client had seen when it left. */
+    let inFlight: { readonly stop: AbortController; readonly failuresBefore: number } | undefined
+
     function poll(): void {
       pending = undefined
       if (subscriber.closed) return
       lastStart = scheduler.now()
+      const stop = new AbortController()
+      const stopWithWatch = (): void => stop.abort()
+      abort.signal.addEventListener('abort', stopWithWatch, { once: true })
+      const mine = { stop, failuresBefore: client.network?.failures() ?? 0 }
+      inFlight = mine
       const request = client.kv.list(listed, {
-        signal: abort.signal,
+        signal: stop.signal,
         consistency: options.consistency,
         ...(blockOn === undefined ? {} : { index: blockOn, waitMs }),
       })
       // The TaskEither never rejects; the catch only guards against a bug in this file.
       request()
-        .then((answer) => onAnswer(E.map(within)(answer)))
+        .then((answer) => {
+          abort.signal.removeEventListener('abort', stopWithWatch)
+          // A poll replaced after a network failure: its late answer (Aborted) means nothing.
+          if (inFlight !== mine) return
+          inFlight = undefined
+          onAnswer(E.map(within)(answer))
+        })
         .catch((error: unknown) => subscriber.error(error))
     }
 
+    // A long poll that left before the network failed may never be answered, even once the
+    // network is back (its answer lost, its connection forgotten by a firewall): when the client
+    // hears from the agent again, such a poll is replaced at once rather than waited out until
+    // its timeout (the wait plus the request timeout, about 40 s by default), during which a
+    // waiter would miss a free slot, or a slot handed to it.
+    const stopListening = client.network?.onRecovered(() => {
+      const silenced = inFlight
+      if (silenced === undefined || (client.network?.failures() ?? 0) <= silenced.failuresBefore) {
+        return
+      }
+      inFlight = undefined
+      silenced.stop.abort()
+      pending?.unsubscribe()
+      poll()
+    })
+
     poll()
     return () => {
+      stopListening?.()
       pending?.unsubscribe()
       pending = undefined
       // Aborting the request in flight is half a millisecond of synchronous work in undici; an

@@ -262,6 +262,45 @@ describe('watchPrefix', () => {
     }
   })
 
+  it('replaces a long poll that a network failure silenced as soon as the client hears from the agent again', async () => {
+    // A blackhole swallows the poll in flight for good (as a firewall that forgot the connection
+    // does). Without the replacement the watch would be blind until that poll's timeout: its
+    // 30 s wait, plus a sixteenth, plus the request timeout.
+    const prefix = await seededPrefix()
+    const own = createConsulClient({ address: proxy.addr, env: {}, requestTimeoutMs: 500 })
+    try {
+      await until(() => proxy.inFlight() === 0, 'polls of earlier tests to end', 20_000)
+      const watch = record(own.watchPrefix(`${prefix}/`, { waitMs: 30_000 }))
+      await until(
+        () => watch.snapshots().length === 1 && proxy.inFlight() === 1,
+        'a blocking poll in flight',
+        20_000,
+      )
+      const droppedBefore = proxy.droppedAnswers()
+      proxy.setMode('blackhole')
+      // A write wakes the poll, and its answer is lost on the way.
+      await ok(direct.kv.put(`${prefix}/during`, 'x'))
+      await until(() => proxy.droppedAnswers() > droppedBefore, 'the answer to be swallowed')
+      // Another call of the same client times out in the blackhole: a network failure.
+      const lost = await own.kv.get(`${prefix}/seed`)()
+      assert.equal(lost._tag === 'Left' && lost.left._tag, 'Timeout')
+      proxy.setMode('pass')
+      // The network is back: the next answer the client gets replaces the silenced poll.
+      await ok(own.kv.get(`${prefix}/seed`))
+      await ok(direct.kv.put(`${prefix}/after`, 'x'))
+      await until(
+        () => watch.snapshots().some((s) => keysOf(s).includes(`${prefix}/after`)),
+        'the write made after the network came back',
+        10_000,
+      )
+      assert.equal(watch.error(), undefined)
+      assert.equal(watch.disconnects().length, 0, 'the replaced poll is not a disconnect')
+      watch.subscription.unsubscribe()
+    } finally {
+      await own.close()
+    }
+  })
+
   /**
    * Runs a child process that watches; on the first `on` event it says 'ready', and once told
    * (SIGUSR2: a signal listener does not keep a process alive) it unsubscribes and closes the

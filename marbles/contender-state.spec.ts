@@ -6,6 +6,8 @@ import { HOLDER_FLAGS, LOCK_FLAGS } from '../src/consul/flags.js'
 import {
   initialContenderState,
   type ContenderState,
+  type CountedGrace,
+  type SharedGrace,
 } from '../src/core/contender/contender-state-model.js'
 import { contenderState } from '../src/core/contender/contender-state.js'
 import {
@@ -449,6 +451,35 @@ describe('contenderState', () => {
         const expected = '   u 2001ms T'
         expectObservable(
           source.pipe(contenderState({ ...options, limit: 2 }), nextAction),
+          '^ 3000ms !',
+        ).toBe(expected, actions)
+      })
+    })
+
+    it('should take up the grace a contender of its process counts for the same front waiter', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        // Another contender of the process began counting at 0 ms behind a (first in line, not
+        // taking the free slot): b, second in line, tries when that grace ends, at 2000 ms, not
+        // a whole grace after its own first snapshot at 2 ms.
+        let counted: CountedGrace | undefined = { graceFront: 'a', graceSince: 0 }
+        const sharedGrace: SharedGrace = { recall: () => counted, remember: (g) => (counted = g) }
+        const source = cold('c-s', asB)
+        const expected = '   u 1999ms T'
+        expectObservable(
+          source.pipe(contenderState({ ...options, sharedGrace }), nextAction),
+          '^ 3000ms !',
+        ).toBe(expected, actions)
+      })
+    })
+
+    it('should count its own grace when the shared one measures another front waiter', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        let counted: CountedGrace | undefined = { graceFront: 'gone', graceSince: 0 }
+        const sharedGrace: SharedGrace = { recall: () => counted, remember: (g) => (counted = g) }
+        const source = cold('c-s', asB)
+        const expected = '   u 2001ms T'
+        expectObservable(
+          source.pipe(contenderState({ ...options, sharedGrace }), nextAction),
           '^ 3000ms !',
         ).toBe(expected, actions)
       })

@@ -62,6 +62,8 @@ export type {
   ContenderAction,
   ContenderState,
   ContenderStateOptions,
+  CountedGrace,
+  SharedGrace,
 } from './core/contender/contender-state-model.js'
 export { contenderState } from './core/contender/contender-state.js'
 export { holding } from './core/contender/holding.js'

@@ -40,6 +40,7 @@ import {
   type ContenderAction,
   type ContenderState,
   type DecideStep,
+  type SharedGrace,
 } from '../core/contender/contender-state-model.js'
 import { contenderState } from '../core/contender/contender-state.js'
 import type { ContenderEvent, PrefixProblem } from '../core/events.js'
@@ -53,7 +54,7 @@ import { fromCall } from './from-call.js'
 import { joinQueue, performAction } from './perform-action.js'
 import { releaseSlot } from './release-slot.js'
 import { sessionLease } from './session-lease.js'
-import { sharedDecide, sharedView } from './shared-decide.js'
+import { sharedDecide, sharedGrace, sharedView } from './shared-decide.js'
 import { queueWatch } from './queue-watch.js'
 import { sharedWatch } from './shared-watch.js'
 
@@ -70,6 +71,8 @@ export interface ContenderProtocol {
   readonly behavior: 'release' | 'delete'
   /** The core's decide step. */
   readonly decide: DecideStep
+  /** The fairness grace the process's contenders of the prefix share (see `sharedGrace`). */
+  readonly sharedGrace?: SharedGrace | undefined
   /**
    * Makes the writes the core asks for. Called once per session (so it may keep per-session state
    * such as a backoff); each action's Observable is cancelled when the core asks for something
@@ -125,10 +128,12 @@ function semaphoreProtocol(options: ContendOptions): ContenderProtocol {
   const { client, prefix, limit } = options
   const decide = sharedDecide(client, prefix)
   const view = sharedView(client, prefix)
+  const grace = sharedGrace(client, prefix)
   const watchOptions = { waitMs: options.watchWaitMs, scheduler: options.scheduler, decide }
   return {
     behavior: 'delete',
     decide,
+    sharedGrace: grace,
     watch: (session) => {
       const local = { session, limit, fairness: options.fairness }
       const join = () => joinQueue({ client, prefix, session, value: options.value })
@@ -242,6 +247,7 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
           leaseMarginMs: options.leaseMarginMs,
           scheduler,
           decide: protocol.decide,
+          sharedGrace: protocol.sharedGrace,
         }),
         connect((states) =>
           merge(

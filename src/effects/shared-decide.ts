@@ -1,7 +1,11 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../consul/client-api.js'
 import type { KVSnapshot } from '../consul/types.js'
-import type { DecideStep } from '../core/contender/contender-state-model.js'
+import type {
+  CountedGrace,
+  DecideStep,
+  SharedGrace,
+} from '../core/contender/contender-state-model.js'
 import type { PrefixProblem } from '../core/events.js'
 import { decideInView } from '../core/semaphore/decide-in-view.js'
 import {
@@ -20,6 +24,7 @@ export type ViewStep = (snapshot: KVSnapshot, options: PrefixViewOptions) => Sha
 interface SharedStep {
   readonly view: ViewStep
   readonly decide: DecideStep
+  readonly grace: SharedGrace
 }
 
 const shared = perClientPrefix<SharedStep>()
@@ -60,7 +65,24 @@ export function sharedView(client: ConsulClient, prefix: string): ViewStep {
   return shared(client, prefix, memoised).view
 }
 
+/**
+ * The fairness grace the contenders of `prefix` on `client` share (`decidePatiently`): the last
+ * count any of them started, so that a new contender behind a front waiter already seen stalled
+ * does not grant it a new grace.
+ *
+ * @example
+ * events.pipe(contenderState({ prefix, limit: 3, sharedGrace: sharedGrace(client, prefix) }))
+ * @param client - The client of the contenders.
+ * @param prefix - The semaphore prefix.
+ * @returns The shared grace.
+ */
+export function sharedGrace(client: ConsulClient, prefix: string): SharedGrace {
+  return shared(client, prefix, memoised).grace
+}
+
 function memoised(): SharedStep {
+  let counted: CountedGrace | undefined
+  const grace: SharedGrace = { recall: () => counted, remember: (g) => (counted = g) }
   const views = new WeakMap<KVSnapshot, Map<number, SharedView>>()
   const latest = new Map<number, WeakRef<PrefixView>>()
   const view: ViewStep = (snapshot, options) => {
@@ -74,5 +96,9 @@ function memoised(): SharedStep {
     }
     return found
   }
-  return { view, decide: (snapshot, options) => decideInView(view(snapshot, options), options) }
+  return {
+    view,
+    decide: (snapshot, options) => decideInView(view(snapshot, options), options),
+    grace,
+  }
 }

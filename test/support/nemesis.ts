@@ -189,7 +189,7 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
     actor.process = child
     actor.starts++
     actor.exited = new Promise((done) => child.once('exit', () => done()))
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       try {
         const parsed = JSON.parse(line) as Omit<ActorEvent, 'who' | 'kind'> & { message?: string }
         if (parsed.e === ('error' as string)) complaints.push(`${actor.who}: ${parsed.message}`)
@@ -198,7 +198,7 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
         complaints.push(`${actor.who}: ${line}`)
       }
     })
-    createInterface({ input: child.stderr! }).on('line', (line) =>
+    createInterface({ input: child.stderr }).on('line', (line) =>
       complaints.push(`${actor.who} (stderr): ${line}`),
     )
   }
@@ -491,7 +491,7 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
       })),
     ]),
   )
-  await Promise.all(actors.map((a) => a.proxy?.close()))
+  await Promise.all(actors.flatMap((a) => (a.proxy ? [a.proxy.close()] : [])))
 
   // What Consul still holds, once dead sessions had their 2 × TTL to go.
   const s = await liveServer()

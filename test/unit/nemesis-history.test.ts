@@ -6,7 +6,6 @@ import {
   check,
   freeTime,
   type ActorEvent,
-  type ActorKind,
   type CheckOptions,
   type Fault,
   type Occupancy,
@@ -25,7 +24,7 @@ const ev = (
   extra: Partial<ActorEvent> = {},
 ): ActorEvent => ({
   who,
-  kind: (who.startsWith('go') ? 'consul-lock' : 'library') as ActorKind,
+  kind: who.startsWith('go') ? 'consul-lock' : 'library',
   e,
   at,
   ...extra,

@@ -60,6 +60,13 @@ export interface ContenderStateOptions extends LeaseMargin {
    * a stalled front-runner delays others by a bounded time, and the next in line goes first.
    */
   readonly fairnessGraceMs?: number | undefined
+  /**
+   * The fairness grace that the contenders of one process share on a prefix (`decidePatiently`):
+   * a contender that starts behind a front waiter that another one already saw stall behind a
+   * free slot goes on counting from then, instead of granting it a whole grace again. Default:
+   * each contender counts alone.
+   */
+  readonly sharedGrace?: SharedGrace | undefined
   /** Scheduler of every timer and of `now()`; default `asyncScheduler`. */
   readonly scheduler?: SchedulerLike | undefined
   /**
@@ -68,6 +75,31 @@ export interface ContenderStateOptions extends LeaseMargin {
    * single-key lock (see DecideStep).
    */
   readonly decide?: DecideStep | undefined
+}
+
+/**
+ * A fairness grace being counted, as the contenders of one process share it on one prefix: the
+ * waiter first in line when it started, and since when (scheduler ms).
+ *
+ * @example
+ * ```ts
+ * let last: CountedGrace | undefined
+ * const sharedGrace: SharedGrace = { recall: () => last, remember: (grace) => (last = grace) }
+ * ```
+ */
+export interface SharedGrace {
+  /** The grace another contender counted last, if any. */
+  readonly recall: () => CountedGrace | undefined
+  /** Records the grace a contender counts now. */
+  readonly remember: (grace: CountedGrace) => void
+}
+
+/** A fairness grace being counted: whose stall it measures, and since when. */
+export interface CountedGrace {
+  /** The waiter first in line when the count started. */
+  readonly graceFront: string
+  /** Scheduler ms at which it started. */
+  readonly graceSince: number
 }
 
 /**

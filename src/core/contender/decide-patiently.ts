@@ -37,6 +37,9 @@ const notCounting = { graceFront: undefined, graceSince: undefined, patientAt: u
  * lets the grace run out, while a queue whose head is dead (killed, frozen or cut off, its key
  * kept until Consul expires its session) or whose free slots go to contenders that do not queue
  * (`consul lock`, which writes `.lock` on every acquisition) cannot hold a waiter back for long.
+ * With `options.sharedGrace`, a contender that starts counting takes up the count another
+ * contender of its process keeps for the same front waiter: a process that contends again and
+ * again (a new contender per job) does not grant a stalled front waiter a new grace each time.
  *
  * @example
  * const { decision, patientAt } = decidePatiently(snapshot, session, scheduler.now(), state, options)
@@ -61,15 +64,15 @@ export function decidePatiently(
     return { decision: fair, ...notCounting }
   }
   const front = fair.view.waiting[0]?.session
-  const moved =
-    counting.graceFront !== undefined && fair.view.liveHolders.includes(counting.graceFront)
+  // A contender that is not counting yet takes up the count of another contender of its process
+  // when that one measures the stall of the same front waiter.
+  const shared = counting.graceSince === undefined ? options.sharedGrace?.recall() : undefined
+  const from = shared !== undefined && shared.graceFront === front ? shared : counting
+  const moved = from.graceFront !== undefined && fair.view.liveHolders.includes(from.graceFront)
   const since =
-    counting.graceSince !== undefined && !moved
-      ? counting.graceSince
-      : fair.freeSlots > 0
-        ? now
-        : undefined
+    from.graceSince !== undefined && !moved ? from.graceSince : fair.freeSlots > 0 ? now : undefined
   if (since === undefined) return { decision: fair, ...notCounting }
+  if (front !== undefined) options.sharedGrace?.remember({ graceFront: front, graceSince: since })
   const graceMs = options.fairnessGraceMs ?? DEFAULT_FAIRNESS_GRACE_MS
   const patientAt = since + graceFor(fair.rank, graceMs)
   const decision =

@@ -18,7 +18,7 @@
 export function closeOnDispose<H extends { close(): Promise<void> }>(
   handle: H,
   symbols: { readonly asyncDispose?: symbol } = Symbol,
-): H & { [Symbol.asyncDispose](): Promise<void> } {
+): H & AsyncDisposeWhereTyped {
   const asyncDispose = symbols.asyncDispose
   if (asyncDispose !== undefined) {
     // Not enumerable, as a class method would be: spreading the handle does not copy it.
@@ -28,5 +28,24 @@ export function closeOnDispose<H extends { close(): Promise<void> }>(
       configurable: true,
     })
   }
-  return handle as H & { [Symbol.asyncDispose](): Promise<void> }
+  return handle as H & AsyncDisposeWhereTyped
 }
+
+/**
+ * The `[Symbol.asyncDispose](): Promise<void>` method of a handle, which calls its `close()` so
+ * that `await using` closes it when the scope ends (Node 20.4 and later define the symbol).
+ *
+ * The method is declared only where the compiler knows `Symbol.asyncDispose` (lib `esnext` or
+ * `esnext.disposable`, or `@types/node`); elsewhere this type is empty, so that the declarations
+ * still compile for a program whose lib has no such symbol.
+ *
+ * @example
+ * ```ts
+ * await using sem = semaphore({ prefix: 'service/db/lock', limit: 3 })
+ * ```
+ */
+export type AsyncDisposeWhereTyped = SymbolConstructor extends {
+  readonly asyncDispose: infer K extends symbol
+}
+  ? { readonly [P in K]: () => Promise<void> }
+  : Record<never, never>

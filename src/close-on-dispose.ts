@@ -18,34 +18,39 @@
 export function closeOnDispose<H extends { close(): Promise<void> }>(
   handle: H,
   symbols: { readonly asyncDispose?: symbol } = Symbol,
-): H & AsyncDisposeWhereTyped {
-  const asyncDispose = symbols.asyncDispose
-  if (asyncDispose !== undefined) {
+): H & { [asyncDispose](): Promise<void> } {
+  const key = symbols.asyncDispose
+  if (key !== undefined) {
     // Not enumerable, as a class method would be: spreading the handle does not copy it.
-    Object.defineProperty(handle, asyncDispose, {
+    Object.defineProperty(handle, key, {
       value: () => handle.close(),
       writable: true,
       configurable: true,
     })
   }
-  return handle as H & AsyncDisposeWhereTyped
+  return handle as H & { [asyncDispose](): Promise<void> }
 }
 
+/** A key no value has: the dispose method's, where the compiler does not know the symbol. */
+declare const _noAsyncDispose: unique symbol
+type AsyncDisposeName = Extract<'asyncDispose', keyof SymbolConstructor>
+
 /**
- * The `[Symbol.asyncDispose](): Promise<void>` method of a handle, which calls its `close()` so
- * that `await using` closes it when the scope ends (Node 20.4 and later define the symbol).
- *
- * The method is declared only where the compiler knows `Symbol.asyncDispose` (lib `esnext` or
- * `esnext.disposable`, or `@types/node`); elsewhere this type is empty, so that the declarations
- * still compile for a program whose lib has no such symbol.
+ * `Symbol.asyncDispose` for the declarations only (at run time it is no value: use `Symbol`'s):
+ * the key of the handles' `[asyncDispose](): Promise<void>` method, which `await using` calls.
+ * Where the compiler's lib does not know `Symbol.asyncDispose` (neither `esnext` nor
+ * `esnext.disposable`, nor `@types/node`), the method gets a key of its own that nobody can name,
+ * so that the declarations still compile there.
  *
  * @example
  * ```ts
- * await using sem = semaphore({ prefix: 'service/db/lock', limit: 3 })
+ * import { type asyncDispose } from './close-on-dispose.js'
+ * interface Handle {
+ *   close(): Promise<void>
+ *   [asyncDispose](): Promise<void>
+ * }
  * ```
  */
-export type AsyncDisposeWhereTyped = SymbolConstructor extends {
-  readonly asyncDispose: infer K extends symbol
-}
-  ? { readonly [P in K]: () => Promise<void> }
-  : Record<never, never>
+export declare const asyncDispose: [AsyncDisposeName] extends [never]
+  ? typeof _noAsyncDispose
+  : SymbolConstructor[AsyncDisposeName]

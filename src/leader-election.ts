@@ -10,7 +10,7 @@ import {
   throwError,
   type Observable,
 } from 'rxjs'
-import { closeOnDispose, type AsyncDisposeWhereTyped } from './close-on-dispose.js'
+import { closeOnDispose, type asyncDispose } from './close-on-dispose.js'
 import { lockKey } from './core/keys/lock-key.js'
 import type { SlotGuard } from './slot-guard.js'
 import { contenderHandle } from './contender-handle.js'
@@ -98,7 +98,7 @@ export interface LeaderElectionState {
  * process.once('SIGTERM', () => void election.close())
  * ```
  */
-export interface LeaderElection extends SlotGuard, AsyncDisposeWhereTyped {
+export interface LeaderElection extends SlotGuard {
   /**
    * Whether this contender leads now. Starts with false, never repeats a value. Shared: the first
    * subscriber starts contending, late subscribers get the current value at once, the last
@@ -121,6 +121,11 @@ export interface LeaderElection extends SlotGuard, AsyncDisposeWhereTyped {
    * if it could not be cleaned. Subscriptions complete; the object cannot contend again.
    */
   close(): Promise<void>
+  /**
+   * Calls `close()`, so that `await using election = leaderElection(...)` steps down when the
+   * scope ends. Present where the runtime defines `Symbol.asyncDispose` (Node 20.4 and later).
+   */
+  [asyncDispose](): Promise<void>
 }
 
 /**

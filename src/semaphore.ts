@@ -1,5 +1,5 @@
 import { map, type Observable } from 'rxjs'
-import { closeOnDispose, type AsyncDisposeWhereTyped } from './close-on-dispose.js'
+import { closeOnDispose, type asyncDispose } from './close-on-dispose.js'
 import type { SlotGuard } from './slot-guard.js'
 import { contenderHandle } from './contender-handle.js'
 import type { ConsulError } from './consul/errors.js'
@@ -128,7 +128,7 @@ export function sameFailure(
  * process.once('SIGTERM', () => void sem.close().finally(() => work.unsubscribe()))
  * ```
  */
-export interface Semaphore extends SlotGuard, AsyncDisposeWhereTyped {
+export interface Semaphore extends SlotGuard {
   /**
    * Whether this contender holds a slot now. Starts with false, never repeats a value. Shared: the
    * first subscriber starts contending, late subscribers get the current value at once, the last
@@ -144,6 +144,11 @@ export interface Semaphore extends SlotGuard, AsyncDisposeWhereTyped {
    * TTL). Subscriptions complete; the object cannot contend again.
    */
   close(): Promise<void>
+  /**
+   * Calls `close()`, so that `await using sem = semaphore(...)` releases when the scope ends.
+   * Present where the runtime defines `Symbol.asyncDispose` (Node 20.4 and later).
+   */
+  [asyncDispose](): Promise<void>
 }
 
 export function toSemaphoreState(core: ContenderState, limit: number): SemaphoreState {

@@ -1,4 +1,4 @@
-// Issue 15, one default client per process: 200 semaphore contenders (limit 3) created without a
+// One default client per process: 200 semaphore contenders (limit 3) created without a
 // `consul` option in a child process, which reaches the agent through a fault proxy. Counts the
 // blocking list queries of their prefix in flight (one long poll expected, not 200), the most
 // connections the child had open at once (the pool's 16 at most, under the agent's 200 per

@@ -1,4 +1,4 @@
-// Figure 6, replicas: one contender per process, the way services run (issue 16). R replicas
+// Figure 6, replicas: one contender per process, the way services run. R replicas
 // want one of `limit` slots on a fresh prefix; each holds `holdMs`, gives the slot back and
 // contends again, for a warm-up and then a measured steady window. Every request of every replica
 // passes a fault proxy in `pass` mode in front of the agent it talks to, which counts it.

@@ -1,6 +1,6 @@
-// `npm run bench`: every figure of issue 9 in one run, on one machine, against one real Consul
-// agent started here and stopped at the end. Prints the tables and writes bench/results.md and
-// docs/bench-handover.svg. BENCH_QUICK=1 for a smoke run; see bench/config.ts.
+// `npm run bench`: every figure of bench/results.md in one run, on one machine, against one real
+// Consul agent started here and stopped at the end. Prints the tables and writes bench/results.md
+// and docs/bench-handover.svg. BENCH_QUICK=1 for a smoke run; see bench/config.ts.
 import { execFileSync } from 'node:child_process'
 import { cpus, loadavg, release, totalmem, type } from 'node:os'
 import {

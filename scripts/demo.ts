@@ -5,7 +5,8 @@
 // checks that never more than `limit` held at once, writes an SVG of the run, and stops the agent
 // on every way out (done, error, Ctrl-C). Every line it prints comes from a real state$ emission.
 //
-// Options: RXSEM_DEMO_SVG=<path> or `--svg <path>` (default docs/demo-timeline.svg).
+// Options: RXSEM_DEMO_SVG=<path> or `--svg <path>`; by default the picture goes to
+// .cache/demo-timeline.svg, which git ignores. `npm run demo:docs` updates docs/demo-timeline.svg.
 import { randomUUID } from 'node:crypto'
 import { accessSync, constants, mkdirSync, writeFileSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
@@ -28,7 +29,7 @@ let interrupted: NodeJS.Signals | undefined
 function svgPath(): string {
   const flag = process.argv.indexOf('--svg')
   const given = (flag >= 0 ? process.argv[flag + 1] : undefined) ?? process.env['RXSEM_DEMO_SVG']
-  return resolve(given || resolve(root, 'docs/demo-timeline.svg'))
+  return resolve(given || resolve(root, '.cache/demo-timeline.svg'))
 }
 
 function onSignal(signal: NodeJS.Signals): void {

@@ -18,15 +18,39 @@
 export function closeOnDispose<H extends { close(): Promise<void> }>(
   handle: H,
   symbols: { readonly asyncDispose?: symbol } = Symbol,
-): H & { [Symbol.asyncDispose](): Promise<void> } {
-  const asyncDispose = symbols.asyncDispose
-  if (asyncDispose !== undefined) {
+): H & { [asyncDispose](): Promise<void> } {
+  const key = symbols.asyncDispose
+  if (key !== undefined) {
     // Not enumerable, as a class method would be: spreading the handle does not copy it.
-    Object.defineProperty(handle, asyncDispose, {
+    Object.defineProperty(handle, key, {
       value: () => handle.close(),
       writable: true,
       configurable: true,
     })
   }
-  return handle as H & { [Symbol.asyncDispose](): Promise<void> }
+  return handle as H & { [asyncDispose](): Promise<void> }
 }
+
+/** A key no value has: the dispose method's, where the compiler does not know the symbol. */
+declare const _noAsyncDispose: unique symbol
+type AsyncDisposeName = Extract<'asyncDispose', keyof SymbolConstructor>
+
+/**
+ * `Symbol.asyncDispose` for the declarations only (at run time it is no value: use `Symbol`'s):
+ * the key of the handles' `[asyncDispose](): Promise<void>` method, which `await using` calls.
+ * Where the compiler's lib does not know `Symbol.asyncDispose` (neither `esnext` nor
+ * `esnext.disposable`, nor `@types/node`), the method gets a key of its own that nobody can name,
+ * so that the declarations still compile there.
+ *
+ * @example
+ * ```ts
+ * import { type asyncDispose } from './close-on-dispose.js'
+ * interface Handle {
+ *   close(): Promise<void>
+ *   [asyncDispose](): Promise<void>
+ * }
+ * ```
+ */
+export declare const asyncDispose: [AsyncDisposeName] extends [never]
+  ? typeof _noAsyncDispose
+  : SymbolConstructor[AsyncDisposeName]

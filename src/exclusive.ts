@@ -170,9 +170,9 @@ export type ExclusiveResult<T, R> =
  * Runs each task of a stream at most once across every process that runs the same tasks: for
  * each task, one non-blocking acquisition of its key (`?acquire=` as a txn `lock`, with Consul's
  * lock flags, so `consul lock` recognises it); held by someone else → `skipped`; acquired →
- * `run`, then the key is released or deleted (`onDone`). The pattern of the Go post in the seeds
- * (job servers reading the same task list, each skipping the tasks others hold), with one session
- * per subscription instead of one per task.
+ * `run`, then the key is released or deleted (`onDone`). The pattern of a post on Go job servers
+ * with Consul locks (job servers reading the same task list, each skipping the tasks others hold),
+ * with one session per subscription instead of one per task.
  *
  * ```
  * tasks:    -a---b---c-------|

@@ -10,7 +10,7 @@ import {
   throwError,
   type Observable,
 } from 'rxjs'
-import { closeOnDispose } from './close-on-dispose.js'
+import { closeOnDispose, type asyncDispose } from './close-on-dispose.js'
 import { lockKey } from './core/keys/lock-key.js'
 import type { SlotGuard } from './slot-guard.js'
 import { contenderHandle } from './contender-handle.js'
@@ -125,7 +125,7 @@ export interface LeaderElection extends SlotGuard {
    * Calls `close()`, so that `await using election = leaderElection(...)` steps down when the
    * scope ends. Present where the runtime defines `Symbol.asyncDispose` (Node 20.4 and later).
    */
-  [Symbol.asyncDispose](): Promise<void>
+  [asyncDispose](): Promise<void>
 }
 
 /**

@@ -1,5 +1,5 @@
 import { map, type Observable } from 'rxjs'
-import { closeOnDispose } from './close-on-dispose.js'
+import { closeOnDispose, type asyncDispose } from './close-on-dispose.js'
 import type { SlotGuard } from './slot-guard.js'
 import { contenderHandle } from './contender-handle.js'
 import type { ConsulError } from './consul/errors.js'
@@ -148,7 +148,7 @@ export interface Semaphore extends SlotGuard {
    * Calls `close()`, so that `await using sem = semaphore(...)` releases when the scope ends.
    * Present where the runtime defines `Symbol.asyncDispose` (Node 20.4 and later).
    */
-  [Symbol.asyncDispose](): Promise<void>
+  [asyncDispose](): Promise<void>
 }
 
 export function toSemaphoreState(core: ContenderState, limit: number): SemaphoreState {

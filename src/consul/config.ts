@@ -37,16 +37,16 @@ export type Consistency = 'default' | 'consistent' | 'stale'
  * ```
  */
 export interface ConsulTlsOptions {
-  /** PEM of the CA to trust; wins over `caFile`. Default: the system's CAs. */
-  readonly ca?: string | Buffer
+  /** PEM of the CA to trust, as text or bytes; wins over `caFile`. Default: the system's CAs. */
+  readonly ca?: string | Uint8Array
   /** File holding the PEM of the CA to trust (CONSUL_CACERT). */
   readonly caFile?: string
-  /** Client certificate, PEM; wins over `certFile`. Needs a key too. */
-  readonly cert?: string | Buffer
+  /** Client certificate, PEM (text or bytes); wins over `certFile`. Needs a key too. */
+  readonly cert?: string | Uint8Array
   /** File holding the client certificate (CONSUL_CLIENT_CERT). */
   readonly certFile?: string
-  /** Client private key, PEM; wins over `keyFile`. Needs a certificate too. */
-  readonly key?: string | Buffer
+  /** Client private key, PEM (text or bytes); wins over `keyFile`. Needs a certificate too. */
+  readonly key?: string | Uint8Array
   /** File holding the client private key (CONSUL_CLIENT_KEY). */
   readonly keyFile?: string
   /** SNI and certificate name to verify (CONSUL_TLS_SERVER_NAME). */
@@ -117,11 +117,11 @@ export interface ResolvedConfig {
   readonly tls:
     | {
         /** PEM of the CA to trust; undefined: the system's CAs. */
-        readonly ca: string | Buffer | undefined
+        readonly ca: string | undefined
         /** Client certificate, PEM. */
-        readonly cert: string | Buffer | undefined
+        readonly cert: string | undefined
         /** Client private key, PEM. */
-        readonly key: string | Buffer | undefined
+        readonly key: string | undefined
         /** Name for SNI and certificate verification; undefined: the address's host. */
         readonly servername: string | undefined
         /** False only when verification was turned off (`verify: false`). */
@@ -265,12 +265,13 @@ function warnVerifyDisabled(name: string): void {
   )
 }
 
+/** The PEM given as an option (text or bytes; PEM is ASCII text), else read from its file. */
 function pemOrFile(
-  pem: string | Buffer | undefined,
+  pem: string | Uint8Array | undefined,
   file: Setting<string> | undefined,
   what: string,
-): string | Buffer | undefined {
-  if (pem !== undefined) return pem
+): string | undefined {
+  if (pem !== undefined) return typeof pem === 'string' ? pem : new TextDecoder().decode(pem)
   return file === undefined ? undefined : readSecretFile(file.value, file.name, what)
 }
 

@@ -66,6 +66,6 @@ export function acquireDefaultClient(config: ConsulClientConfig = {}): DefaultCl
  * not sit in the map as text, while two configurations that differ in a secret still differ.
  */
 function configurationKey(resolved: ResolvedConfig): string {
-  // Buffers (PEM given as bytes) serialise as their bytes; the field order is resolveConfig's.
+  // The field order is resolveConfig's.
   return createHash('sha256').update(JSON.stringify(resolved)).digest('hex')
 }

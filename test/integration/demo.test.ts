@@ -1,11 +1,10 @@
 // `npm run demo` end to end: the demo starts its own Consul, runs its story, writes its picture
-// and stops the agent, by itself and in time. The log is checked for real transitions, the SVG
-// against the log, and the agent's pid for being gone.
+// where git does not see it and stops the agent, by itself and in time. The log is checked for
+// real transitions, the SVG against the log, and the agent's pid for being gone.
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { describe, it } from 'node:test'
 import { processGone } from '../support/consul-agent.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
@@ -20,11 +19,12 @@ interface DemoRun {
 }
 
 /** Runs the demo as a user would (no terminal), killing it if it outlives `timeoutMs`. */
-function runDemo(svg: string, timeoutMs: number): Promise<DemoRun> {
+function runDemo(timeoutMs: number): Promise<DemoRun> {
   const started = Date.now()
+  const { RXSEM_DEMO_SVG: _given, ...env } = process.env
   const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/demo.ts'], {
     cwd: root,
-    env: { ...process.env, RXSEM_DEMO_SVG: svg },
+    env,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
@@ -43,66 +43,63 @@ function runDemo(svg: string, timeoutMs: number): Promise<DemoRun> {
 
 describe('npm run demo', { timeout: SUITE_TIMEOUT_MS }, () => {
   it(
-    'runs the story on its own Consul, writes the timeline SVG and leaves no process behind',
+    'runs the story on its own Consul, writes the timeline SVG to an ignored file and leaves no process behind',
     {
       timeout: DEMO_TIMEOUT_MS + 15_000,
     },
     async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'rxsem-demo-test-'))
-      const svg = join(dir, 'timeline.svg')
-      try {
-        const run = await runDemo(svg, DEMO_TIMEOUT_MS)
-        const log = run.output
-        assert.equal(run.code, 0, `demo exited ${run.code} after ${run.ms} ms:\n${log}`)
-        assert.ok(run.ms < DEMO_TIMEOUT_MS, `took ${run.ms} ms`)
-        assert.ok(!log.includes('\x1b['), 'no escape codes when stdout is not a terminal')
+      const svg = resolve(root, '.cache/demo-timeline.svg')
+      rmSync(svg, { force: true })
+      const run = await runDemo(DEMO_TIMEOUT_MS)
+      const log = run.output
+      assert.equal(run.code, 0, `demo exited ${run.code} after ${run.ms} ms:\n${log}`)
+      assert.ok(run.ms < DEMO_TIMEOUT_MS, `took ${run.ms} ms`)
+      assert.ok(!log.includes('\x1b['), 'no escape codes when stdout is not a terminal')
 
-        const agent = /consul agent pid (\d+) on 127\.0\.0\.1:\d+/.exec(log)
-        assert.ok(agent?.[1], `no agent pid in the log:\n${log}`)
-        const pid = Number(agent[1])
-        assert.match(log, new RegExp(`consul agent pid ${pid} stopped`))
-        assert.ok(await processGone(pid), `consul agent ${pid} still runs after the demo`)
+      const agent = /consul agent pid (\d+) on 127\.0\.0\.1:\d+/.exec(log)
+      assert.ok(agent?.[1], `no agent pid in the log:\n${log}`)
+      const pid = Number(agent[1])
+      assert.match(log, new RegExp(`consul agent pid ${pid} stopped`))
+      assert.ok(await processGone(pid), `consul agent ${pid} still runs after the demo`)
 
-        const acquired = [
-          ...log.matchAll(/^t=\S+ +(\w+) acquired a slot \(fencing token (\d+)\)/gm),
-        ]
-        const tokens = acquired.map((m) => BigInt(m[2] ?? '0'))
-        assert.ok(acquired.length >= 6, `only ${acquired.length} acquisitions:\n${log}`)
-        assert.ok(
-          tokens.every((token, i) => i === 0 || token > (tokens[i - 1] ?? 0n)),
-          `fencing tokens not increasing: ${tokens.join(', ')}`,
-        )
-        assert.match(log, /^t=\S+ +\w+ released its slot after/m)
+      const acquired = [...log.matchAll(/^t=\S+ +(\w+) acquired a slot \(fencing token (\d+)\)/gm)]
+      const tokens = acquired.map((m) => BigInt(m[2] ?? '0'))
+      assert.ok(acquired.length >= 6, `only ${acquired.length} acquisitions:\n${log}`)
+      assert.ok(
+        tokens.every((token, i) => i === 0 || token > (tokens[i - 1] ?? 0n)),
+        `fencing tokens not increasing: ${tokens.join(', ')}`,
+      )
+      assert.match(log, /^t=\S+ +\w+ released its slot after/m)
 
-        // The operator's victim loses its slot, and a waiter gets it afterwards.
-        const operator = /^t=\S+ +operator destroys (\w+)'s session/m.exec(log)
-        assert.ok(operator?.[1], `no operator line:\n${log}`)
-        const afterCut = log.slice(operator.index)
-        const lost = new RegExp(
-          `^t=\\S+ +${operator[1]} lost its slot \\((removed|session-invalidated)\\)`,
-          'm',
-        ).exec(afterCut)
-        assert.ok(lost, `${operator[1]} never lost its slot:\n${log}`)
-        assert.match(afterCut.slice(lost.index), /acquired a slot/)
+      // The operator's victim loses its slot, and a waiter gets it afterwards.
+      const operator = /^t=\S+ +operator destroys (\w+)'s session/m.exec(log)
+      assert.ok(operator?.[1], `no operator line:\n${log}`)
+      const afterCut = log.slice(operator.index)
+      const lost = new RegExp(
+        `^t=\\S+ +${operator[1]} lost its slot \\((removed|session-invalidated)\\)`,
+        'm',
+      ).exec(afterCut)
+      assert.ok(lost, `${operator[1]} never lost its slot:\n${log}`)
+      assert.match(afterCut.slice(lost.index), /acquired a slot/)
 
-        const most = /max concurrent holders: (\d+) \(limit 2\)/.exec(log)
-        assert.ok(most?.[1] && Number(most[1]) <= 2, `limit not checked or exceeded:\n${log}`)
-        assert.match(log, /Consul after the run: .*\(clean\)/)
+      const most = /max concurrent holders: (\d+) \(limit 2\)/.exec(log)
+      assert.ok(most?.[1] && Number(most[1]) <= 2, `limit not checked or exceeded:\n${log}`)
+      assert.match(log, /Consul after the run: .*\(clean\)/)
 
-        assert.ok(existsSync(svg), `no SVG at ${svg}`)
-        const picture = readFileSync(svg, 'utf8')
-        assert.match(picture, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/)
-        const bars = [...picture.matchAll(/class="hold" data-name="(\w+)" data-token="(\d+)"/g)]
-        assert.deepEqual(
-          bars.map((b) => `${b[1]} ${b[2]}`),
-          acquired.map((a) => `${a[1]} ${a[2]}`),
-          'one bar per holding interval of the log, with its fencing token',
-        )
-        assert.match(picture, new RegExp(`operator destroys ${operator[1]}'s session`))
-        assert.ok(!/(href|src)=/.test(picture), 'no external resources')
-      } finally {
-        rmSync(dir, { recursive: true, force: true })
-      }
+      assert.match(log, /^timeline picture: \.cache\/demo-timeline\.svg$/m)
+      assert.ok(existsSync(svg), `no SVG at ${svg}`)
+      // git check-ignore exits 1 for a file git would list as untracked.
+      execFileSync('git', ['check-ignore', '--quiet', svg], { cwd: root })
+      const picture = readFileSync(svg, 'utf8')
+      assert.match(picture, /^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/)
+      const bars = [...picture.matchAll(/class="hold" data-name="(\w+)" data-token="(\d+)"/g)]
+      assert.deepEqual(
+        bars.map((b) => `${b[1]} ${b[2]}`),
+        acquired.map((a) => `${a[1]} ${a[2]}`),
+        'one bar per holding interval of the log, with its fencing token',
+      )
+      assert.match(picture, new RegExp(`operator destroys ${operator[1]}'s session`))
+      assert.ok(!/(href|src)=/.test(picture), 'no external resources')
     },
   )
 })

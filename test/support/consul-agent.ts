@@ -106,7 +106,8 @@ function installExitHook(): void {
   })
 }
 
-async function portIsFree(port: number): Promise<boolean> {
+/** Whether `port` is free for TCP and UDP on 127.0.0.1 now. */
+export async function portIsFree(port: number): Promise<boolean> {
   const tcp = await new Promise<boolean>((done) => {
     const server = createServer()
     server.once('error', () => done(false))

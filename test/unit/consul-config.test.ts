@@ -135,6 +135,16 @@ describe('Consul client configuration', () => {
     assert.equal(resolved.tls?.rejectUnauthorized, true)
   })
 
+  it('takes PEM given as bytes (a Uint8Array or a Buffer) and hands it to TLS as text', () => {
+    const pem = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n'
+    const resolved = resolveConfig({
+      address: 'https://127.0.0.1:8501',
+      tls: { ca: new TextEncoder().encode(pem), cert: Buffer.from(pem), key: pem },
+      env: {},
+    })
+    assert.deepEqual([resolved.tls?.ca, resolved.tls?.cert, resolved.tls?.key], [pem, pem, pem])
+  })
+
   it('warns once, and only once, when CONSUL_HTTP_SSL_VERIFY=false', async () => {
     const warnings: Error[] = []
     const listen = (w: Error): void => {

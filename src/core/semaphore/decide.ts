@@ -16,10 +16,11 @@ export interface DecideOptions extends PrefixViewOptions, ContenderDecideOptions
 
 /**
  * Decides what this contender does next from one snapshot of its prefix: the whole semaphore
- * algorithm of the seeds (read `.lock`, check flags and limit, prune dead holders, rank waiters,
- * CAS) as a pure function: `prefixView` (what the snapshot says, the same for every contender)
- * then `decideInView` (this contender's place in it). Linear in the number of entries (plus the
- * sort of the waiters); contenders that share a prefix share the first step (effects layer).
+ * algorithm of Consul's semaphore guide (read `.lock`, check flags and limit, prune dead holders,
+ * rank waiters, CAS) as a pure function: `prefixView` (what the snapshot says, the same for every
+ * contender) then `decideInView` (this contender's place in it). Linear in the number of entries
+ * (plus the sort of the waiters); contenders that share a prefix share the first step (effects
+ * layer).
  *
  * - `Held`: this session is among the live holders; nothing to write.
  * - `NotContending`: `<prefix>/<session>` is missing (or not locked by this session): create it.

@@ -6,8 +6,8 @@ export interface PrunedHolders {
 
 /**
  * Splits the holders listed in `.lock` into live ones (their session still locks a key of the
- * prefix) and dead ones, which are left out of the next write (seed 000: "Any of the Holders that
- * are not in that set are pruned").
+ * prefix) and dead ones, which are left out of the next write (Consul's semaphore guide: "Any of
+ * the Holders that are not in that set are pruned").
  *
  * @example
  * pruneHolders(['a', 'b'], new Set(['a'])) // { liveHolders: ['a'], deadHolders: ['b'] }

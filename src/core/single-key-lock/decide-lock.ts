@@ -68,7 +68,7 @@ export function readLockLeader(snapshot: KVSnapshot, prefix: string): LockLeader
 /**
  * Decides what a leader-election contender does next from one snapshot of its prefix: the
  * single-key algorithm of Consul's Go `Lock` (`api/lock.go`, and so `consul lock` without `-n`)
- * and of the Go post in the seeds, as a pure function.
+ * and of a post on Go job servers with Consul locks, as a pure function.
  *
  * - `Held`: the key's session is this one.
  * - `TryAcquire`: the key is missing or nobody holds it: acquire it with this session (txn `lock`,

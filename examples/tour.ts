@@ -1,0 +1,88 @@
+import {
+  EMPTY,
+  filter,
+  firstValueFrom,
+  lastValueFrom,
+  map,
+  switchMap,
+  take,
+  tap,
+  timer,
+} from 'rxjs'
+import {
+  createConsulClient,
+  leaderElection,
+  semaphore,
+  tryAcquire,
+  withSlot,
+} from 'rx-consul-semaphore'
+
+// Stand-ins for your own work: a stream that runs while a slot is held, a one-off job, and
+// batches written to a resource that checks the fencing token.
+const worker$ = timer(0, 200).pipe(
+  take(3),
+  map((n) => `worker: step ${n}`),
+)
+const schedule$ = timer(0, 200).pipe(
+  take(3),
+  map((n) => `scheduler: tick ${n}`),
+)
+const pause = (ms: number) => new Promise((done) => setTimeout(done, ms))
+async function migrate(): Promise<void> {
+  await pause(100)
+  console.log('migrated')
+}
+const batches = ['batch 1', 'batch 2']
+async function writeBatch(
+  batch: string,
+  { signal, fence }: { signal: AbortSignal; fence: bigint },
+) {
+  signal.throwIfAborted() // the slot was lost: stop
+  await pause(50)
+  console.log(`wrote ${batch} with fencing token ${fence}`)
+}
+const bytes = new TextEncoder().encode('migrated')
+
+const consul = createConsulClient() // CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN, ... as Consul's CLI reads them
+
+// At most 3 processes run the migration worker at once.
+const sem = semaphore({ prefix: 'service/db/lock', limit: 3, consul })
+sem.holding$.pipe(switchMap((held) => (held ? worker$ : EMPTY))).subscribe(console.log)
+
+// Who holds, who waits, and a fencing token for the guarded resource.
+sem.state$.subscribe((s) => console.log(s.holding, s.reason, s.fencingToken, s.holders, s.rank))
+
+// A Consul write that commits only while this contender still holds its slot.
+await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
+await sem.fencedTxn([{ verb: 'set', key: 'service/db/state', value: bytes }])
+
+await sem.close() // CAS out of .lock, delete the contender key, destroy the session
+
+// `await using` closes any contender when the block ends, also by a throw (Node 20.4+, TS 5.2+).
+{
+  await using held = await tryAcquire({ prefix: 'service/db/lock', limit: 3, consul })
+  if (held) await migrate()
+}
+
+// Without Rx: run while a slot is held; the signal aborts if the slot is lost, and `slot` checks
+// synchronously (against the wall clock, so also right after a long pause) before each write.
+await withSlot({ prefix: 'service/db/lock', limit: 3, consul }, async (signal, slot) => {
+  for (const batch of batches) await writeBatch(batch, { signal, fence: slot.assertHolding() })
+})
+
+// Leader election on one key, shared with `consul lock service/scheduler/leader ...`.
+const election = leaderElection({ prefix: 'service/scheduler/leader', value: 'node-a', consul })
+election.leader$.subscribe((l) => console.log('leader:', l?.value ?? 'nobody'))
+// The scheduler runs while this process leads; here, for its first three ticks.
+await lastValueFrom(
+  election.holding$.pipe(
+    switchMap((leader) => (leader ? schedule$ : EMPTY)),
+    take(3),
+    tap(console.log),
+  ),
+)
+await election.close() // steps down: the next in line leads at once
+
+// The tour cleans up the key it wrote, and closes the client's connections.
+await consul.kv.delete('service/db/state')()
+await consul.close()

@@ -1,0 +1,53 @@
+// `npm run agent`: a throwaway Consul agent for experiments, started in one line, pointed at by
+// the line it prints, and gone after Ctrl-C.
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { resolve } from 'node:path'
+import { describe, it } from 'node:test'
+import { freePort, processGone } from '../support/consul-agent.js'
+import { eventually } from '../support/observe.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
+
+const root = resolve(import.meta.dirname, '../..')
+
+describe('npm run agent', { timeout: SUITE_TIMEOUT_MS }, () => {
+  it('starts a dev agent, prints the export line of its address, and stops on Ctrl-C', async () => {
+    const port = await freePort()
+    // Its own process group, so that the test's Ctrl-C reaches the group as a terminal's does.
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/agent.ts', '--port', `${port}`],
+      {
+        cwd: root,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
+    let output = ''
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()))
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>
+    try {
+      const addr = await eventually(
+        'the export line',
+        () => /^ {2}export CONSUL_HTTP_ADDR=(\S+)$/m.exec(output)?.[1],
+        20_000,
+      )
+      assert.equal(addr, `127.0.0.1:${port}`)
+      const leader = await fetch(`http://${addr}/v1/status/leader`)
+      assert.match(await leader.text(), /^"127\.0\.0\.1:\d+"/)
+
+      const pid = Number(/\(pid (\d+)\)/.exec(output)?.[1])
+      assert.ok(pid > 0, `no agent pid in:\n${output}`)
+      process.kill(-(child.pid ?? 0), 'SIGINT')
+      const [code] = await exited
+      assert.equal(code, 0, output)
+      assert.match(output, new RegExp(`Consul agent pid ${pid} stopped`))
+      assert.ok(await processGone(pid), `consul ${pid} still runs after Ctrl-C`)
+    } finally {
+      if (child.exitCode === null && child.signalCode === null)
+        process.kill(-(child.pid ?? 0), 'SIGKILL')
+    }
+  })
+})

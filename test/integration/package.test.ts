@@ -1,0 +1,241 @@
+// The package as a user gets it: `npm pack` (in a copy of the sources without dist/, so the pack
+// must build by itself), installed with rxjs into a fresh folder, type-checked for a consumer by
+// TypeScript 5.9 and 7 with and without @types/node, run from `import` and from `require` against
+// the test run's Consul agent, and its `rxsem` bin run from node_modules/.bin.
+import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { promisify } from 'node:util'
+import { after, before, describe, it } from 'node:test'
+import { sharedAgent } from '../support/consul-agent.js'
+import { holdersOf, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
+
+const root = resolve(import.meta.dirname, '../..')
+const run = promisify(execFile)
+
+/** What `npm pack` needs to build the package: the sources and the build's script and configs. */
+const BUILD_INPUTS = [
+  'package.json',
+  'README.md',
+  'src',
+  'scripts/build.mjs',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'tsconfig.build.cjs.json',
+]
+
+const COMPILERS = {
+  'TypeScript 5.9': join(root, 'node_modules/typescript/bin/tsc'),
+  'TypeScript 7': join(root, 'node_modules/typescript-7/bin/tsc'),
+}
+
+/** `await using` on the package's handles, checked where the compiler knows the symbol. */
+const AWAIT_USING = `import { semaphore } from 'rx-consul-semaphore'
+export async function scoped(): Promise<void> {
+  await using sem = semaphore({ prefix: 'service/db/lock', limit: 3 })
+  await sem[Symbol.asyncDispose]()
+}
+`
+
+/** The environment without the npm_* variables of the `npm test` this runs under. */
+function npmEnv(): NodeJS.ProcessEnv {
+  return Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')),
+  )
+}
+
+function versionOf(name: string): string {
+  const path = join(root, 'node_modules', name, 'package.json')
+  return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version
+}
+
+/** Every file under `dir`, as paths relative to it. */
+function filesUnder(dir: string, at = ''): string[] {
+  return readdirSync(join(dir, at), { withFileTypes: true }).flatMap((entry) => {
+    const path = join(at, entry.name)
+    return entry.isDirectory() ? filesUnder(dir, path) : [path]
+  })
+}
+
+describe('the packed package', { timeout: SUITE_TIMEOUT_MS }, () => {
+  let work: string
+  let consumer: string
+  let installed: string
+  let packedFiles: string[]
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+
+  before(async () => {
+    consul = await sharedAgent()
+    work = mkdtempSync(join(tmpdir(), 'rxsem-package-'))
+    const sources = join(work, 'sources')
+    for (const input of BUILD_INPUTS)
+      cpSync(join(root, input), join(sources, input), { recursive: true })
+    symlinkSync(join(root, 'node_modules'), join(sources, 'node_modules'))
+    const packed = await run('npm', ['pack', '--json', '--pack-destination', work], {
+      cwd: sources,
+      env: npmEnv(),
+      maxBuffer: 64 * 1024 * 1024,
+    })
+    const [pack] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[]
+    assert.ok(pack, `npm pack answered no package:\n${packed.stdout}`)
+    packedFiles = pack.files.map((f) => f.path)
+
+    consumer = join(work, 'consumer')
+    mkdirSync(consumer)
+    writeFileSync(join(consumer, 'package.json'), '{ "private": true }\n')
+    await run(
+      'npm',
+      [
+        'install',
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+        join(work, pack.filename),
+        `rxjs@${versionOf('rxjs')}`,
+        `@types/node@${versionOf('@types/node')}`,
+      ],
+      { cwd: consumer, env: npmEnv() },
+    )
+    installed = join(consumer, 'node_modules/rx-consul-semaphore')
+
+    const program = readFileSync(join(import.meta.dirname, 'fixtures/package-consumer.ts'), 'utf8')
+    writeFileSync(join(consumer, 'consumer.mts'), program)
+    writeFileSync(join(consumer, 'consumer.cts'), program)
+    writeFileSync(join(consumer, 'await-using.mts'), AWAIT_USING)
+    const tsconfig = (types: string[], files: string[]): string =>
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          module: 'nodenext',
+          target: 'es2022',
+          types,
+          outDir: 'out',
+        },
+        files,
+      })
+    writeFileSync(
+      join(consumer, 'tsconfig.node.json'),
+      tsconfig(['node'], ['consumer.mts', 'consumer.cts', 'await-using.mts']),
+    )
+    writeFileSync(
+      join(consumer, 'tsconfig.plain.json'),
+      tsconfig([], ['consumer.mts', 'consumer.cts']),
+    )
+  })
+
+  after(async () => {
+    if (work) rmSync(work, { recursive: true, force: true })
+    await consul?.close()
+  })
+
+  it('is built by npm pack itself and ships both builds, their declarations and the bin', () => {
+    for (const file of [
+      'dist/esm/index.js',
+      'dist/esm/index.d.ts',
+      'dist/cjs/index.js',
+      'dist/cjs/index.d.ts',
+      'dist/esm/testing/index.js',
+      'dist/cjs/testing/index.d.ts',
+      'dist/rxsem.cjs',
+      'dist/rxsem-watchdog.sh',
+    ]) {
+      assert.ok(packedFiles.includes(file), `${file} is not in the package`)
+    }
+  })
+
+  it('ships every source file its source maps and declaration maps point to', () => {
+    const maps = filesUnder(installed).filter((f) => f.endsWith('.map'))
+    assert.ok(maps.length > 100, `only ${maps.length} maps in the package`)
+    const missing = maps.flatMap((map) => {
+      const { sources } = JSON.parse(readFileSync(join(installed, map), 'utf8')) as {
+        sources: string[]
+      }
+      return sources
+        .map((source) => join(dirname(map), source))
+        .filter((source) => !existsSync(join(installed, source)))
+        .map((source) => `${map} → ${source}`)
+    })
+    assert.deepEqual(missing, [])
+  })
+
+  for (const [compiler, tsc] of Object.entries(COMPILERS)) {
+    for (const types of ['node', 'plain'] as const) {
+      it(`type-checks for a strict nodenext consumer with ${compiler}, ${types === 'node' ? 'with "types": ["node"]' : 'without @types/node'}`, async () => {
+        const { stdout } = await run(
+          process.execPath,
+          [tsc, '-p', `tsconfig.${types}.json`, '--listFiles', '--noEmit'],
+          { cwd: consumer },
+        ).catch((error: { stdout: string }) => {
+          assert.fail(`${compiler} found errors:\n${error.stdout}`)
+        })
+        const nodeTypes = stdout.split('\n').some((file) => file.includes('/@types/node/'))
+        assert.equal(nodeTypes, types === 'node', 'the program has @types/node exactly when asked')
+      })
+    }
+  }
+
+  it('runs from `import` and from `require` against Consul, and leaves nothing there', async () => {
+    await run(process.execPath, [COMPILERS['TypeScript 7'], '-p', 'tsconfig.plain.json'], {
+      cwd: consumer,
+    })
+    for (const [program, loads] of [
+      ['out/consumer.mjs', /^import .* from 'rx-consul-semaphore';$/m],
+      ['out/consumer.cjs', /= require\("rx-consul-semaphore"\);$/m],
+    ] as const) {
+      assert.match(readFileSync(join(consumer, program), 'utf8'), loads)
+      const { stdout } = await run(process.execPath, [program], {
+        cwd: consumer,
+        env: { PATH: process.env['PATH'] ?? '', CONSUL_HTTP_ADDR: consul.addr },
+        timeout: 30_000,
+      })
+      const seen = JSON.parse(stdout) as Record<string, unknown> & { base: string }
+      assert.deepEqual(
+        { ...seen, base: undefined, fencingToken: undefined },
+        {
+          base: undefined,
+          fencingToken: undefined,
+          committed: true,
+          otherGotTheSlot: false,
+          leader: 'consumer',
+          fakeHeld: true,
+        },
+        program,
+      )
+      assert.match(String(seen.fencingToken), /^\d+$/)
+      assert.deepEqual(
+        {
+          keys: (await listPrefix(consul.url, seen.base)).map((e) => e.Key).sort(),
+          holders: holdersOf((await readLock(consul.url, `${seen.base}/sem`))?.body),
+          sessions: (await sessionsNamed(consul.url, '')).filter((s) => s.Name.includes(seen.base)),
+        },
+        {
+          keys: [`${seen.base}/leader/.lock`, `${seen.base}/sem/.lock`],
+          holders: [],
+          sessions: [],
+        },
+        `what ${program} left in Consul`,
+      )
+    }
+  })
+
+  it('installs the rxsem bin, which prints its usage', async () => {
+    const { stdout } = await run(join(consumer, 'node_modules/.bin/rxsem'), ['--help'], {
+      cwd: consumer,
+      env: { PATH: process.env['PATH'] ?? '' },
+    })
+    assert.match(stdout, /^Usage: rxsem <command>/)
+  })
+})

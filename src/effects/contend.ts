@@ -17,6 +17,7 @@ import {
   Subject,
   switchMap,
   take,
+  takeUntil,
   takeWhile,
   tap,
   throwError,
@@ -299,8 +300,11 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
   const notices = new Subject<ContenderState>()
   let lastState: ContenderState | undefined
   let aclFailuresInRow = 0
+  const closed = closing.pipe(filter(Boolean))
   const retryGeneration = (error: unknown, attempt: number): Observable<unknown> => {
-    if (!isConsulError(error) || !isTransient(error) || closing.value || trying) {
+    // A closed contender ends quietly: whatever failed, its user no longer listens for it.
+    if (closing.value) return EMPTY
+    if (!isConsulError(error) || !isTransient(error) || trying) {
       return throwError(() => toSemaphoreError(error))
     }
     aclFailuresInRow = isAclServerError(error) ? aclFailuresInRow + 1 : 0
@@ -315,7 +319,10 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
         lastFailure: { during: 'session', error },
       })
     }
-    return timer(retryDelayMs(error, backoffMs(attempt), MAX_RETRY_AFTER_MS), scheduler)
+    // close() during the wait ends the run at once, rather than after one more failed attempt.
+    return timer(retryDelayMs(error, backoffMs(attempt), MAX_RETRY_AFTER_MS), scheduler).pipe(
+      takeUntil(closed),
+    )
   }
   const runs = generation.pipe(
     tap((state) => {

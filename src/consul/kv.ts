@@ -17,12 +17,16 @@ import { decodeError, decodeJson, KVEntriesJson, toKVEntry } from './codecs.js'
 import { rejectedBeforeSending, type ConsulError } from './errors.js'
 import { statusError, type HttpAnswer, type Transport } from './http.js'
 import { kvPath } from './keys.js'
+import { notConsul } from './not-consul.js'
 import type { KVEntry, KVSnapshot } from './types.js'
 import { parseUint64, UINT64_MAX } from './uint64-json.js'
 
-/** The `X-Consul-Index` header as an exact bigint. */
+/** The `X-Consul-Index` header as an exact bigint (every agent sends it with a KV read). */
 export function indexOf(answer: HttpAnswer): E.Either<ConsulError, bigint> {
   const header = answer.headers['x-consul-index']
+  if (header === undefined) {
+    return E.left(notConsul(answer, 'its answer to a KV read has no X-Consul-Index header'))
+  }
   const value = typeof header === 'string' ? parseUint64(header) : undefined
   return value === undefined
     ? E.left(

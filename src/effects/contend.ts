@@ -47,6 +47,7 @@ import type { ContenderEvent, PrefixProblem } from '../core/events.js'
 import { tryOnceRefused } from '../core/contender/try-once-refused.js'
 import { waiterSnapshots } from '../core/semaphore/waiter-snapshots.js'
 import { problemError, toSemaphoreError, type SemaphoreError } from '../errors.js'
+import { unreachableError } from './unreachable-error.js'
 import type { ResolvedContenderOptions } from '../options/contender-options.js'
 import { afterEach } from './after-each.js'
 import { isConsulError } from './call-policy.js'
@@ -278,6 +279,11 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
       )
     })
 
+  const closed = closing.pipe(filter(Boolean))
+  // The start-up timeout runs until the first session is created: the first contact with a
+  // usable agent.
+  const contacted = new Subject<void>()
+  let lastStartupFailure: ConsulError | undefined
   const generation = defer(() => {
     const createdAt = scheduler.now()
     return fromCall((signal) =>
@@ -290,23 +296,33 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
         signal,
       }),
     ).pipe(
-      mergeMap((created) =>
-        E.isLeft(created) ? throwError(() => created.left) : withSession(created.right, createdAt),
-      ),
+      mergeMap((created) => {
+        if (E.isLeft(created)) return throwError(() => created.left)
+        contacted.next()
+        return withSession(created.right, createdAt)
+      }),
     )
   })
+  const startupTimeout = Number.isFinite(options.startupTimeoutMs)
+    ? timer(options.startupTimeoutMs, scheduler).pipe(
+        takeUntil(merge(contacted, closed)),
+        mergeMap(() =>
+          throwError(() => unreachableError(client, options.startupTimeoutMs, lastStartupFailure)),
+        ),
+      )
+    : EMPTY
 
   // While no session can be made, the core does not run: these states say why it waits.
   const notices = new Subject<ContenderState>()
   let lastState: ContenderState | undefined
   let aclFailuresInRow = 0
-  const closed = closing.pipe(filter(Boolean))
   const retryGeneration = (error: unknown, attempt: number): Observable<unknown> => {
     // A closed contender ends quietly: whatever failed, its user no longer listens for it.
     if (closing.value) return EMPTY
     if (!isConsulError(error) || !isTransient(error) || trying) {
       return throwError(() => toSemaphoreError(error))
     }
+    lastStartupFailure = error
     aclFailuresInRow = isAclServerError(error) ? aclFailuresInRow + 1 : 0
     if (isAclServerError(error) && aclFailuresInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
       return throwError(() => toSemaphoreError(persistentAclError(error, aclFailuresInRow)))
@@ -335,5 +351,5 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
     repeat({ delay: () => (closing.value || trying ? EMPTY : timer(backoffMs(1), scheduler)) }),
     finalize(() => notices.complete()),
   )
-  return merge(notices, runs)
+  return merge(notices, runs, startupTimeout)
 }

@@ -101,15 +101,20 @@ describe('Consul client failure paths', () => {
     }
   })
 
-  it('treats a 404 as data on KV reads and session renew, and as NotFound elsewhere', async () => {
+  it('treats a 404 as data on KV reads and session renew, and as NotConsul elsewhere', async () => {
     proxy.setMode({ status: 404, body: '' })
     assert.equal(await ok(consul.kv.get(key)), null)
     assert.equal(await ok(consul.session.renew('00000000-0000-0000-0000-000000000000')), null)
     const listed = await fails(consul.kv.list(prefix))
-    assert.equal(listed._tag, 'DecodeError', 'a 404 list without X-Consul-Index is not data')
-    assert.match(listed.message, /X-Consul-Index header: expected uint64 decimal, got nothing/)
+    assert.equal(listed._tag, 'NotConsul', 'a 404 list without X-Consul-Index is not data')
+    assert.match(
+      listed.message,
+      /is not a Consul agent \(its answer to a KV read has no X-Consul-Index/,
+    )
     for (const task of [consul.kv.put(key, 'v'), consul.kv.txn([{ verb: 'get', key }])]) {
-      assert.equal((await fails(task))._tag, 'NotFound')
+      const error = await fails(task)
+      assert.equal(error._tag, 'NotConsul')
+      assert.match(error.message, /is not a Consul agent \(it answered 404 to PUT \/v1\/(kv|txn)/)
     }
   })
 

@@ -49,7 +49,9 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
       const what =
         unreachable._tag === 'Unreachable' || unreachable._tag === 'Timeout'
           ? 'Consul is unreachable'
-          : 'Consul refused the start-up check'
+          : unreachable._tag === 'NotConsul'
+            ? 'no Consul agent at the address'
+            : 'Consul refused the start-up check'
       report.error(`${what}, nothing was started: ${describeError(unreachable)}`)
       return ExitCode.Error
     }

@@ -78,8 +78,11 @@ function get(transport: Transport) {
             consistency: options.consistency ?? transport.config.consistency,
           },
           (answer) => {
+            if (answer.status !== 200 && answer.status !== 404) return E.left(statusError(answer))
+            // Only an agent's 404 is data: another server's says nothing about the key.
+            const index = indexOf(answer)
+            if (E.isLeft(index)) return index
             if (answer.status === 404) return E.right(null)
-            if (answer.status !== 200) return E.left(statusError(answer))
             return pipe(
               decodeJson(KVEntriesJson, answer.body, answer.label),
               E.map((entries) => (entries[0] === undefined ? null : toKVEntry(entries[0]))),

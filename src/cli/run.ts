@@ -188,7 +188,10 @@ async function contendAndRun(
     if (outcome.type !== 'signal') guarding = false
 
     // While the command is being stopped, a second signal means: stop it now.
-    const impatience = signals.received.subscribe(() => child.signal('SIGKILL'))
+    const impatience = signals.received.subscribe((signal) => {
+      report.info(`second ${signal}: SIGKILL to the command's process group now`)
+      child.signal('SIGKILL')
+    })
     try {
       switch (outcome.type) {
         case 'exited': {

@@ -264,6 +264,42 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     await deleteTree(consul.url, prefix)
   })
 
+  it('cuts the grace short on a second SIGINT: SIGKILL at once, release, exit 130', async () => {
+    const prefix = uniquePrefix('cli-sigint-twice')
+    const name = `cli-sigint-twice ${prefix}`
+    const pidFile = file('child')
+    const run = start([
+      'run',
+      '--prefix',
+      prefix,
+      '--limit',
+      '1',
+      '--name',
+      name,
+      '--grace',
+      '60s',
+      '--shell',
+      '--',
+      `trap '' INT; echo $$ > ${pidFile}; while true; do sleep 0.1; done`,
+    ])
+    const child = await pidFrom(pidFile)
+    run.child.kill('SIGINT')
+    await eventually(
+      'the grace to begin',
+      () => (/SIGINT received/.test(run.stderr()) ? true : undefined),
+      CLI_START_MS,
+    )
+    const secondAt = Date.now()
+    run.child.kill('SIGINT')
+    assert.equal(await run.exited, 130, run.stderr())
+    const took = Date.now() - secondAt
+    assert.ok(took < 10_000, `stopped ${took} ms after the second SIGINT, not after the 60 s grace`)
+    assert.ok(await processGone(child, 1000))
+    assert.match(run.stderr(), /second SIGINT/)
+    await assertCleanConsul(prefix, name)
+    await deleteTree(consul.url, prefix)
+  })
+
   it('waits while the slots are held, exits 124 after --timeout or at once with --timeout 0, and 130 on SIGINT, starting nothing', async () => {
     const prefix = uniquePrefix('cli-wait')
     const holderName = `cli-wait-holder ${prefix}`

@@ -3,8 +3,6 @@
 // status, instead of waiting silently or printing an empty prefix.
 import assert from 'node:assert/strict'
 import { mkdtempSync, writeFileSync } from 'node:fs'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -13,25 +11,16 @@ import { createConsulClient, semaphore, type ConsulClient } from '../../src/inde
 import { CLI_START_MS, killAllCli, runCli, startCli } from '../support/cli.js'
 import { freePort, startAgent, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
 import { eventually } from '../support/observe.js'
+import { startNotConsul, type NotConsulServer } from '../support/not-consul-server.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 const ROOT = 'root-token-first-contact'
-
-/** A web server on loopback that is not Consul: every request gets `status` with `body`. */
-async function startNotConsul(status: number, type: string, body: string): Promise<Server> {
-  const server = createServer((request, response) => {
-    request.resume()
-    response.writeHead(status, { 'Content-Type': type }).end(body)
-  })
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
-  return server
-}
 
 describe(
   'rxsem at an address with no agent, or not an agent',
   { timeout: SUITE_TIMEOUT_MS },
   () => {
-    const servers: Server[] = []
+    const servers: NotConsulServer[] = []
     let closedPort: number
     before(async () => {
       closedPort = await freePort()
@@ -45,11 +34,9 @@ describe(
       for (const server of servers) server.close()
     })
 
-    const addressOf = (server: Server) => `127.0.0.1:${(server.address() as AddressInfo).port}`
-
     for (const [i, what] of ['404 text', '200 HTML'].entries()) {
       it(`rxsem run says in one line that a server answering ${what} is not a Consul agent, and exits 1`, async () => {
-        const addr = addressOf(servers[i]!)
+        const addr = servers[i]!.addr
         const result = await runCli(
           ['run', '--prefix', uniquePrefix('not-consul'), '--limit', '1', '--', 'true'],
           {
@@ -63,7 +50,7 @@ describe(
       })
 
       it(`rxsem status says that a server answering ${what} is not a Consul agent, and exits 1`, async () => {
-        const addr = addressOf(servers[i]!)
+        const addr = servers[i]!.addr
         const result = await runCli(['status', '--prefix', uniquePrefix('not-consul')], { addr })
         assert.equal(result.code, 1, result.stderr)
         assert.match(result.stderr, new RegExp(`http://${addr} is not a Consul agent`))

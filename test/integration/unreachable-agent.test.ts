@@ -3,8 +3,6 @@
 // agent says so within its start-up timeout instead of waiting silently for ever.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom, lastValueFrom, type Observable } from 'rxjs'
@@ -20,19 +18,10 @@ import {
 import { freePort, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import { deleteTree, eventually } from '../support/observe.js'
+import { startNotConsul } from '../support/not-consul-server.js'
 import { killTree, SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 const fixture = resolve(import.meta.dirname, 'fixtures/close-unreachable.ts')
-
-/** A web server on loopback that is not Consul: every request gets `status` with `body`. */
-async function startNotConsul(status: number, type: string, body: string): Promise<Server> {
-  const server = createServer((request, response) => {
-    request.resume()
-    response.writeHead(status, { 'Content-Type': type }).end(body)
-  })
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done))
-  return server
-}
 
 /** Everything a bare subscriber of `source` would have been told. */
 function record<T>(source: Observable<T>) {
@@ -192,7 +181,7 @@ describe('a contender whose address is not a Consul agent', { timeout: SUITE_TIM
   for (const answer of answers) {
     it(`errors with NotConsul at once on an answer ${answer.name}`, async () => {
       const server = await startNotConsul(answer.status, answer.type, answer.body)
-      const address = `127.0.0.1:${(server.address() as AddressInfo).port}`
+      const address = server.addr
       const client = createConsulClient({ address })
       try {
         const sem = semaphore({ prefix: uniquePrefix('not-consul'), limit: 1, consul: client })

@@ -93,6 +93,11 @@ async function main(): Promise<number> {
     )
     const runAt = new Date()
     say(`${NAMES.length} contenders, limit ${LIMIT}, prefix ${prefix}`)
+    say(
+      "a fencing token is Consul's index of the .lock write that granted the slot: it only " +
+        "grows, but with every write to Consul, so it starts where the agent's own writes left " +
+        'it and skips numbers between tenures',
+    )
     view.follow(timeline, `rx-consul-semaphore demo · limit ${LIMIT} · Consul on ${agent.addr}`)
     try {
       await runStory({ client, consulUrl: agent.url, prefix, timeline, stop, say })

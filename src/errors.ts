@@ -26,9 +26,18 @@ export type SemaphoreErrorKind =
   /** `<prefix>/.lock` could not be read; it is left as it is. */
   | 'CorruptLock'
   /**
-   * A failure talking to Consul that is not retried: a bad request or an undecodable answer (and,
-   * for `tryAcquire`/`tryLead`, which never retry, an agent that cannot be reached).
+   * No usable Consul agent answered at the address within the contender's `startupTimeout`
+   * (default 15 s), before its first contact with one; for `tryAcquire`/`tryLead`, which never
+   * retry, at the first attempt. The message names the address and the last failure. After a
+   * first contact, an agent that cannot be reached is retried for as long as it lasts.
    */
+  | 'Unreachable'
+  /**
+   * The address answers HTTP, but is not a Consul agent (another web server, or a proxy that
+   * does not pass `/v1/` through): CONSUL_HTTP_ADDR or the address option is wrong.
+   */
+  | 'NotConsul'
+  /** A failure talking to Consul that is not retried: a bad request or an undecodable answer. */
   | 'Consul'
   /**
    * A held slot or task lock was lost (the abort reason of `withSlot`'s and `exclusive`'s
@@ -64,14 +73,38 @@ export class SemaphoreError extends Error {
   }
 }
 
-/** Wraps a permanent ConsulError for the public API. */
+/**
+ * What a PermissionDenied message adds: the variable that carries the token, and the policy.
+ * Exported for `rxsem`, whose own start-up check can be refused the same way.
+ */
+export const PERMISSION_HINT =
+  'Give the ACL token (CONSUL_HTTP_TOKEN or CONSUL_HTTP_TOKEN_FILE) a policy with ' +
+  '`key_prefix "<prefix>/" { policy = "write" }` and `session_prefix "" { policy = "write" }`: ' +
+  'see "ACL policy" in docs/operations.md.'
+
+/** The public kind of a permanent ConsulError. */
+function kindOf(error: ConsulError): SemaphoreErrorKind {
+  switch (error._tag) {
+    case 'PermissionDenied':
+    case 'NotConsul':
+      return error._tag
+    case 'Unreachable':
+    case 'Timeout':
+      return 'Unreachable'
+    default:
+      return 'Consul'
+  }
+}
+
+/**
+ * Wraps a permanent ConsulError for the public API; `doing` leads the message of a refusal, not
+ * that of an agent that cannot be reached or is not one (their messages say so themselves).
+ */
 export function fromConsulError(error: ConsulError, doing: string): SemaphoreError {
-  const kind = error._tag === 'PermissionDenied' ? 'PermissionDenied' : 'Consul'
-  const hint =
-    error._tag === 'PermissionDenied'
-      ? ' The token needs `key_prefix "<prefix>" { policy = "write" }` and `session_prefix "" { policy = "write" }` (see docs/operations.md).'
-      : ''
-  return new SemaphoreError(kind, `${doing}: ${error.message}${hint}`, { cause: error })
+  const kind = kindOf(error)
+  const lead = kind === 'Unreachable' || kind === 'NotConsul' ? '' : `${doing}: `
+  const hint = kind === 'PermissionDenied' ? `. ${PERMISSION_HINT}` : ''
+  return new SemaphoreError(kind, `${lead}${error.message}${hint}`, { cause: error })
 }
 
 /** The SemaphoreError for a prefix problem the core found. */

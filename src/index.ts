@@ -34,7 +34,7 @@ export type {
   TlsRejected,
   Timeout,
   PermissionDenied,
-  NotFound,
+  NotConsul,
   ServerError,
   BadRequest,
   DecodeError,

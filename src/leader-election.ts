@@ -144,12 +144,15 @@ export function toLeaderElectionState(
   const seen = core.snapshot === undefined ? null : readLockLeader(core.snapshot, prefix)
   // A won acquisition answers before the watch shows it: show this session as leader from then.
   const promoted = core.holding && session !== undefined && seen?.session !== session
+  // Once released (close(), last unsubscribe) this session leads no more, whatever the last
+  // snapshot, taken before the release, still says.
+  const released = core.retired === 'released' && seen?.session === session
   return {
     holding: core.holding,
     reason: core.reason,
     session,
     fencingToken: core.holding ? core.fencingToken : undefined,
-    leader: promoted ? { session, value } : seen,
+    leader: promoted ? { session, value } : released ? null : seen,
     connected: core.connected,
     leaseDeadline: core.leaseDeadline,
     ...(core.lastFailure === undefined ? {} : { lastError: toContenderFailure(core.lastFailure) }),

@@ -157,19 +157,26 @@ export function toSemaphoreState(core: ContenderState, limit: number): Semaphore
   const queue = core.view?.waiting ?? []
   // A won CAS answers before the watch shows it: show this session as a holder from that moment.
   const promoted = core.holding && session !== undefined && !listed.includes(session)
+  // Once released (close(), last unsubscribe) the session has left the prefix, whatever the last
+  // snapshot, taken before the release, still lists.
+  const released = core.retired === 'released'
   const decision = core.decision
   // The arrays are the prefix's shared view (the same for every contender of the prefix): they
-  // are copied only in the rare promoted case, never per contender per snapshot.
+  // are copied only in the rare promoted and released cases, never per contender per snapshot.
   return {
     holding: core.holding,
     reason: core.reason,
     session,
-    contending: decision !== undefined && decision.type !== 'NotContending',
+    contending: !released && decision !== undefined && decision.type !== 'NotContending',
     fencingToken: core.holding ? core.fencingToken : undefined,
-    holders: promoted ? [...listed, session] : listed,
-    waiting: promoted ? queue.filter((c) => c.session !== session) : queue,
+    holders: promoted
+      ? [...listed, session]
+      : released
+        ? listed.filter((s) => s !== session)
+        : listed,
+    waiting: promoted || released ? queue.filter((c) => c.session !== session) : queue,
     rank:
-      !promoted && (decision?.type === 'Wait' || decision?.type === 'TryAcquire')
+      !promoted && !released && (decision?.type === 'Wait' || decision?.type === 'TryAcquire')
         ? decision.rank
         : undefined,
     limit,

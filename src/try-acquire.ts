@@ -21,8 +21,8 @@ import type { SemaphoreOptions } from './options/contender-options.js'
  * - Not held: resolves with null once everything it created is gone (contender key deleted,
  *   session destroyed).
  * - Rejects with a SemaphoreError: 'InvalidOptions' (nothing was sent), a prefix problem
- *   ('Conflict', 'LimitConflict', 'CorruptLock'), 'PermissionDenied', or 'Consul' when Consul
- *   cannot be reached (a try-once does not retry).
+ *   ('Conflict', 'LimitConflict', 'CorruptLock'), 'PermissionDenied', 'NotConsul', or
+ *   'Unreachable' when no agent answers (a try-once does not retry).
  *
  * @example
  * ```ts

@@ -5,7 +5,7 @@
  */
 import { ConsulConfigError } from '../consul/config-error.js'
 import type { ConsulError } from '../consul/errors.js'
-import { SemaphoreError } from '../errors.js'
+import { PERMISSION_HINT, SemaphoreError } from '../errors.js'
 import { flagOfSetting } from './consul-flags.js'
 import { UsageError } from './usage-error.js'
 import { WatchdogError } from './watchdog.js'
@@ -43,11 +43,19 @@ function describe(error: unknown): string {
         return `corrupt lock: ${error.message}`
       case 'ReleaseFailed':
         return `release failed: ${error.message}`
+      case 'Unreachable':
+        return `Consul is unreachable: ${error.message}`
+      case 'NotConsul':
+        return `no Consul agent at the address: ${error.message}`
       case 'Consul':
         return `Consul error: ${error.message}`
     }
   }
-  if (isConsulError(error)) return error.message
+  if (isConsulError(error)) {
+    return error._tag === 'PermissionDenied'
+      ? `${error.message}. ${PERMISSION_HINT}`
+      : error.message
+  }
   if (error instanceof WatchdogError) return error.message
   return `unexpected failure: ${error instanceof Error ? error.message : String(error)}`
 }

@@ -1,8 +1,9 @@
 /**
- * The start-up check of `rxsem run`: the library retries transient Consul failures for ever (right
- * for a long-lived holder), but a command line started against a wrong address should say so at
- * once rather than wait silently. One read of the prefix's `.lock` key proves the address, the TLS
- * settings and the token's read permission.
+ * The start-up check of `rxsem run`: the library retries transient Consul failures up to its
+ * start-up timeout (right for a service whose agent may start a little later), but a command line
+ * started against a wrong address should say so at once. One read of the prefix's `.lock` key
+ * proves the address (an agent, and not another server), the TLS settings and the token's read
+ * permission.
  */
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../consul/client-api.js'

@@ -49,7 +49,9 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
       const what =
         unreachable._tag === 'Unreachable' || unreachable._tag === 'Timeout'
           ? 'Consul is unreachable'
-          : 'Consul refused the start-up check'
+          : unreachable._tag === 'NotConsul'
+            ? 'no Consul agent at the address'
+            : 'Consul refused the start-up check'
       report.error(`${what}, nothing was started: ${describeError(unreachable)}`)
       return ExitCode.Error
     }
@@ -186,7 +188,10 @@ async function contendAndRun(
     if (outcome.type !== 'signal') guarding = false
 
     // While the command is being stopped, a second signal means: stop it now.
-    const impatience = signals.received.subscribe(() => child.signal('SIGKILL'))
+    const impatience = signals.received.subscribe((signal) => {
+      report.info(`second ${signal}: SIGKILL to the command's process group now`)
+      child.signal('SIGKILL')
+    })
     try {
       switch (outcome.type) {
         case 'exited': {

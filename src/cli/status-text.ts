@@ -1,6 +1,14 @@
 /** `rxsem status` without `--json`: the same facts, for people. */
 import type { PrefixStatus } from './prefix-status.js'
 
+/** Why a leader that is gone may still be shown, and for how long (a crash releases nothing). */
+const LEADER_NOTE = [
+  'note     the leader is the process of the session shown. If it died without releasing',
+  '         (kill -9, a crash, a lost machine), Consul keeps the key until that session ends,',
+  "         up to 2 x the session's TTL after its last renewal, and then refuses it to everyone",
+  "         for the session's lock-delay (15 s by default) before anyone else can lead.",
+]
+
 const quoted = (text: string | null): string => (text === null ? '-' : JSON.stringify(text))
 
 /**
@@ -25,6 +33,7 @@ export function formatStatus(status: PrefixStatus): string {
       `  ${h.session}  ${h.alive ? 'alive' : 'DEAD '}  value ${quoted(h.value)}  name ${quoted(h.name)}`,
     )
   }
+  if (status.shape === 'lock' && status.holders.length > 0) lines.push(...LEADER_NOTE)
   lines.push(`waiting  ${status.waiting.length}`)
   for (const w of status.waiting) {
     lines.push(`  #${w.rank} ${w.session}  value ${quoted(w.value)}  name ${quoted(w.name)}`)

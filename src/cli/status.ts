@@ -8,13 +8,16 @@ import { ExitCode } from './exit-codes.js'
 import { readPrefixCommand } from './prefix-command.js'
 import { prefixStatus } from './prefix-status.js'
 import { learnSessionNames, sessionsOf, withNames } from './session-names.js'
+import { filteredWarning, unreadableKeys } from './listing-access.js'
 import { formatStatus } from './status-text.js'
 import { statusUsage } from './usage.js'
 
 /**
  * Runs `rxsem status` with the arguments after `status`: prints the status on stdout.
  *
- * @returns 0; throws what `main` reports as one line and exit 1.
+ * @returns 0; 77 when the ACL token may not read the prefix (the status printed may be
+ *   incomplete, a warning on stderr says why); 1 when Consul failed. Throws what `main` reports
+ *   as one line and exit 1.
  */
 export async function statusCommand(argv: readonly string[]): Promise<number> {
   const args = readPrefixCommand(argv, { json: { type: 'boolean' } }, 'status')
@@ -26,7 +29,10 @@ export async function statusCommand(argv: readonly string[]): Promise<number> {
 
   const client = createConsulClient(consulConfigFrom(values))
   try {
-    const listed = await client.kv.list(`${prefix}/`)()
+    const [listed, denied] = await Promise.all([
+      client.kv.list(`${prefix}/`)(),
+      unreadableKeys(client, prefix),
+    ])
     if (E.isLeft(listed)) {
       process.stderr.write(`rxsem: ${describeError(listed.left)}\n`)
       return ExitCode.Error
@@ -36,10 +42,11 @@ export async function statusCommand(argv: readonly string[]): Promise<number> {
     const names = new Map<string, string | null>()
     await learnSessionNames(client, sessionsOf(status.right), names)
     const named = withNames(status.right, names)
+    if (denied.length > 0) process.stderr.write(`rxsem: ${filteredWarning(prefix, denied)}\n`)
     process.stdout.write(
       values['json'] === true ? `${JSON.stringify(named)}\n` : formatStatus(named),
     )
-    return ExitCode.Ok
+    return denied.length > 0 ? ExitCode.Filtered : ExitCode.Ok
   } finally {
     await client.close()
   }

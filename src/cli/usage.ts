@@ -50,9 +50,9 @@ Durations are Go-style: 500ms, 15s, 1m30s.
 
 Exit status:
   the command's own status (128+n if it was killed by signal n) when it ended by itself
-  1    bad flags or options, Consul unreachable at start, permission denied, a conflicting,
-       limit-conflicting or corrupt <prefix>/.lock, no bash 5 for the watchdog: nothing was
-       started
+  1    bad flags or options, Consul unreachable at start, an address that is not a Consul
+       agent, permission denied, a conflicting, limit-conflicting or corrupt <prefix>/.lock, no
+       bash 5 for the watchdog: nothing was started
   71   the watchdog was killed while the command ran; the command was stopped
   75   the slot was lost while the command ran (or the lease ran out while rxsem was
        stopped, and the watchdog stopped the command); the command was stopped
@@ -61,7 +61,8 @@ Exit status:
   129  hung up (SIGHUP, the terminal or ssh connection went away): as for SIGTERM below, and
        the command gets SIGTERM
   130  interrupted (SIGINT); 143  terminated (SIGTERM): the signal is passed to the command,
-       which gets --grace to end before SIGKILL; the slot is released afterwards
+       which gets --grace to end before SIGKILL (a second signal: SIGKILL at once); the slot
+       is released afterwards
 `
 
 export const statusUsage = `Usage: rxsem status --prefix <p> [--json] [--limit <n>] [flags]
@@ -82,7 +83,9 @@ Flags:
 
 ${consulFlagHelp}
 
-Exit status: 0 shown; 1 error (message on stderr).
+Exit status: 0 shown; 1 error (message on stderr); 77 shown, but the ACL token may not read
+<p>, so Consul left out what it may not read and holders or waiters may be missing (a warning
+on stderr names the policy to give).
 `
 
 export const watchUsage = `Usage: rxsem watch --prefix <p> [--limit <n>] [flags]

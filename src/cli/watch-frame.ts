@@ -26,6 +26,8 @@ export interface WatchView {
   readonly status: PrefixStatus | undefined
   /** A problem that makes the prefix unusable for a semaphore (conflict, corrupt .lock...). */
   readonly problem: string | undefined
+  /** Why what is shown may be incomplete (an ACL token that may not read the prefix). */
+  readonly warning?: string | undefined
   /** When this view first saw each live holder hold (ms since the epoch). */
   readonly firstSeen: ReadonlyMap<string, number>
 }
@@ -72,6 +74,9 @@ export function renderFrame(view: WatchView, now: number, width: number): string
   const status = view.status
   if (view.problem !== undefined) {
     lines.push('', ...wrap(`PROBLEM: ${view.problem}`, w))
+  }
+  if (view.warning !== undefined) {
+    lines.push('', ...wrap(`INCOMPLETE: ${view.warning}`, w))
   }
   if (status === undefined) {
     if (view.problem === undefined) lines.push('', 'waiting for the first answer from Consul...')

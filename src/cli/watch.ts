@@ -13,6 +13,7 @@ import { ExitCode } from './exit-codes.js'
 import { readPrefixCommand } from './prefix-command.js'
 import { prefixStatus } from './prefix-status.js'
 import { learnSessionNames, sessionsOf, withNames } from './session-names.js'
+import { filteredWarning, unreadableKeys } from './listing-access.js'
 import { openScreen } from './terminal.js'
 import { watchUsage } from './usage.js'
 import { renderFrame, type Connection, type WatchView } from './watch-frame.js'
@@ -116,6 +117,11 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
     }
 
     draw()
+    void unreadableKeys(client, prefix).then((denied) => {
+      if (finished || denied.length === 0) return
+      view = { ...view, warning: filteredWarning(prefix, denied) }
+      draw()
+    })
     subscription.add(
       client.watchPrefix(`${prefix}/`).subscribe({
         next: onEvent,

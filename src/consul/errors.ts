@@ -81,20 +81,23 @@ export interface PermissionDenied extends ErrorBase {
   readonly body: string
 }
 /**
- * 404 where the call does not expect one (e.g. a path the agent does not serve). A KV read's or a
- * session renewal's 404 is data (`null` or an empty snapshot), not this.
+ * The address answered HTTP, but not as a Consul agent's HTTP API does: a 404 or 501 to a path
+ * every agent serves (a 404 of a KV read or of a session renewal is data, not this), an HTML
+ * page, or a KV read without the `X-Consul-Index` header that every agent sends. Usually
+ * CONSUL_HTTP_ADDR names another web server, or a proxy that does not pass `/v1/` through.
+ * Permanent: the same address would answer the same.
  *
  * @example
  * ```ts
- * if (error._tag === 'NotFound') console.error(`${error.request}: ${error.body}`)
+ * if (error._tag === 'NotConsul') console.error(error.message) // names the address and the sign
  * ```
  */
-export interface NotFound extends ErrorBase {
+export interface NotConsul extends ErrorBase {
   /** Discriminant of the ConsulError union. */
-  readonly _tag: 'NotFound'
-  /** Always 404. */
-  readonly status: 404
-  /** Consul's answer body. */
+  readonly _tag: 'NotConsul'
+  /** The HTTP status of the answer. */
+  readonly status: number
+  /** The start of the answer's body. */
   readonly body: string
 }
 /**
@@ -211,7 +214,7 @@ export type ConsulError =
   | TlsRejected
   | Timeout
   | PermissionDenied
-  | NotFound
+  | NotConsul
   | ServerError
   | BadRequest
   | DecodeError

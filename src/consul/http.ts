@@ -11,6 +11,7 @@ import { Pool, type Dispatcher } from 'undici'
 import type { NetworkHealth } from './client-api.js'
 import type { Consistency, ResolvedConfig } from './config.js'
 import { namesAclProblem, type ConsulError } from './errors.js'
+import { isForeignStatus, isHtmlPage, notConsul } from './not-consul.js'
 import { parseRetryAfter } from './retry-after.js'
 
 export interface HttpRequest {
@@ -34,6 +35,8 @@ export interface HttpAnswer {
   readonly body: string
   /** `GET /v1/kv/p?recurse`: for messages (the query never carries the token). */
   readonly label: string
+  /** Where the answer came from, for messages: `http://127.0.0.1:8500` or `unix:///path`. */
+  readonly origin: string
   /** Wall-clock ms the answer's headers arrived (for an HTTP-date `Retry-After`); default now. */
   readonly receivedAt?: number
 }
@@ -51,12 +54,18 @@ export interface Transport {
   readonly network: NetworkHealth
 }
 
-/** The ConsulError for a status the caller did not expect (403, 404, 429/5xx, other 4xx). */
+/**
+ * The ConsulError for a status the caller did not expect (403, 429/5xx, other 4xx; and 404 or
+ * 501, which no Consul agent answers to this client's requests: NotConsul).
+ */
 export function statusError(answer: HttpAnswer): ConsulError {
   const { status, label } = answer
   const body = answer.body.trim().slice(0, 500)
   const request = label.replace(/\?.*$/, '')
   const said = `${status}${body === '' ? '' : `: ${body}`}`
+  if (isForeignStatus(status)) {
+    return notConsul(answer, `it answered ${status} to ${request}, which every Consul agent serves`)
+  }
   if (status === 403) {
     return {
       _tag: 'PermissionDenied',
@@ -65,11 +74,8 @@ export function statusError(answer: HttpAnswer): ConsulError {
       request,
       message: /ACL not found/i.test(body)
         ? `${label}: permission denied (${said}); Consul does not know the ACL token: it was probably deleted, or never created. Give the client a token that exists (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token option)`
-        : `${label}: permission denied (${said}); give the ACL token a policy that allows this`,
+        : `${label}: permission denied (${said}); the ACL token (CONSUL_HTTP_TOKEN) has no policy that allows this`,
     }
-  }
-  if (status === 404) {
-    return { _tag: 'NotFound', status, body, request, message: `${label}: not found (${said})` }
   }
   if (status === 429 || status >= 500) {
     const retryAfterMs = parseRetryAfter(
@@ -304,6 +310,7 @@ export function createTransport(config: ResolvedConfig): Transport {
         headers: response.headers,
         body,
         label,
+        origin: where,
         receivedAt,
       })
     } catch (error) {
@@ -357,7 +364,11 @@ export function createTransport(config: ResolvedConfig): Transport {
       try {
         const answer = await send(request)
         noteOutcome(answer)
-        const result = E.isLeft(answer) ? answer : interpret(answer.right)
+        const result = E.isLeft(answer)
+          ? answer
+          : isHtmlPage(answer.right)
+            ? E.left(notConsul(answer.right, 'it answered with an HTML page'))
+            : interpret(answer.right)
         return E.isLeft(result) ? E.left(redact(result.left, secrets)) : result
       } catch (error) {
         // Only a bug in an interpreter gets here; it is still a value, never a rejection.

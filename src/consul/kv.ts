@@ -17,12 +17,16 @@ import { decodeError, decodeJson, KVEntriesJson, toKVEntry } from './codecs.js'
 import { rejectedBeforeSending, type ConsulError } from './errors.js'
 import { statusError, type HttpAnswer, type Transport } from './http.js'
 import { kvPath } from './keys.js'
+import { notConsul } from './not-consul.js'
 import type { KVEntry, KVSnapshot } from './types.js'
 import { parseUint64, UINT64_MAX } from './uint64-json.js'
 
-/** The `X-Consul-Index` header as an exact bigint. */
+/** The `X-Consul-Index` header as an exact bigint (every agent sends it with a KV read). */
 export function indexOf(answer: HttpAnswer): E.Either<ConsulError, bigint> {
   const header = answer.headers['x-consul-index']
+  if (header === undefined) {
+    return E.left(notConsul(answer, 'its answer to a KV read has no X-Consul-Index header'))
+  }
   const value = typeof header === 'string' ? parseUint64(header) : undefined
   return value === undefined
     ? E.left(
@@ -74,8 +78,11 @@ function get(transport: Transport) {
             consistency: options.consistency ?? transport.config.consistency,
           },
           (answer) => {
+            if (answer.status !== 200 && answer.status !== 404) return E.left(statusError(answer))
+            // Only an agent's 404 is data: another server's says nothing about the key.
+            const index = indexOf(answer)
+            if (E.isLeft(index)) return index
             if (answer.status === 404) return E.right(null)
-            if (answer.status !== 200) return E.left(statusError(answer))
             return pipe(
               decodeJson(KVEntriesJson, answer.body, answer.label),
               E.map((entries) => (entries[0] === undefined ? null : toKVEntry(entries[0]))),

@@ -17,6 +17,7 @@ import {
   Subject,
   switchMap,
   take,
+  takeUntil,
   takeWhile,
   tap,
   throwError,
@@ -47,6 +48,7 @@ import type { ContenderEvent, PrefixProblem } from '../core/events.js'
 import { tryOnceRefused } from '../core/contender/try-once-refused.js'
 import { waiterSnapshots } from '../core/semaphore/waiter-snapshots.js'
 import { problemError, toSemaphoreError, type SemaphoreError } from '../errors.js'
+import { unreachableError } from './unreachable-error.js'
 import type { ResolvedContenderOptions } from '../options/contender-options.js'
 import { afterEach } from './after-each.js'
 import { isConsulError } from './call-policy.js'
@@ -283,6 +285,11 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
       )
     })
 
+  const closed = closing.pipe(filter(Boolean))
+  // The start-up timeout runs until the first session is created: the first contact with a
+  // usable agent.
+  const contacted = new Subject<void>()
+  let lastStartupFailure: ConsulError | undefined
   const generation = defer(() => {
     const createdAt = scheduler.now()
     return fromCall((signal) =>
@@ -295,20 +302,33 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
         signal,
       }),
     ).pipe(
-      mergeMap((created) =>
-        E.isLeft(created) ? throwError(() => created.left) : withSession(created.right, createdAt),
-      ),
+      mergeMap((created) => {
+        if (E.isLeft(created)) return throwError(() => created.left)
+        contacted.next()
+        return withSession(created.right, createdAt)
+      }),
     )
   })
+  const startupTimeout = Number.isFinite(options.startupTimeoutMs)
+    ? timer(options.startupTimeoutMs, scheduler).pipe(
+        takeUntil(merge(contacted, closed)),
+        mergeMap(() =>
+          throwError(() => unreachableError(client, options.startupTimeoutMs, lastStartupFailure)),
+        ),
+      )
+    : EMPTY
 
   // While no session can be made, the core does not run: these states say why it waits.
   const notices = new Subject<ContenderState>()
   let lastState: ContenderState | undefined
   let aclFailuresInRow = 0
   const retryGeneration = (error: unknown, attempt: number): Observable<unknown> => {
-    if (!isConsulError(error) || !isTransient(error) || closing.value || trying) {
+    // A closed contender ends quietly: whatever failed, its user no longer listens for it.
+    if (closing.value) return EMPTY
+    if (!isConsulError(error) || !isTransient(error) || trying) {
       return throwError(() => toSemaphoreError(error))
     }
+    lastStartupFailure = error
     aclFailuresInRow = isAclServerError(error) ? aclFailuresInRow + 1 : 0
     if (isAclServerError(error) && aclFailuresInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
       return throwError(() => toSemaphoreError(persistentAclError(error, aclFailuresInRow)))
@@ -321,7 +341,10 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
         lastFailure: { during: 'session', error },
       })
     }
-    return timer(retryDelayMs(error, backoffMs(attempt), MAX_RETRY_AFTER_MS), scheduler)
+    // close() during the wait ends the run at once, rather than after one more failed attempt.
+    return timer(retryDelayMs(error, backoffMs(attempt), MAX_RETRY_AFTER_MS), scheduler).pipe(
+      takeUntil(closed),
+    )
   }
   const runs = generation.pipe(
     tap((state) => {
@@ -334,5 +357,5 @@ function contendOnce(options: ContendOptions): Observable<ContenderState> {
     repeat({ delay: () => (closing.value || trying ? EMPTY : timer(backoffMs(1), scheduler)) }),
     finalize(() => notices.complete()),
   )
-  return merge(notices, runs)
+  return merge(notices, runs, startupTimeout)
 }

@@ -59,6 +59,14 @@ export interface ContenderOptions {
       }
   /** Blocking wait of each request of the prefix watch, 1ms to 10m. Default 30s. */
   readonly watchWait?: Duration
+  /**
+   * How long a contender tries to reach a Consul agent before `holding$` errors with
+   * SemaphoreError('Unreachable'), naming the address and the last failure: a duration, or
+   * `Infinity` to wait for ever (e.g. a service that may start before its local agent). It
+   * applies only until the first contact (the first session created); after it, an agent that
+   * cannot be reached is retried for as long as it lasts. Default '15s'.
+   */
+  readonly startupTimeout?: Duration
   /** RxJS scheduler for every timer (tests). Default asyncScheduler. */
   readonly scheduler?: SchedulerLike
 }
@@ -101,6 +109,8 @@ export interface ResolvedContenderOptions {
   readonly checks: readonly string[] | undefined
   readonly leaseMarginMs: number
   readonly watchWaitMs: number | undefined
+  /** Infinity: no start-up timeout. */
+  readonly startupTimeoutMs: number
 }
 
 const invalid = (option: string, problem: string): SemaphoreError =>
@@ -164,6 +174,18 @@ export function resolveContenderOptions(
     }
   }
 
+  const startupTimeoutMs =
+    options.startupTimeout === Infinity ? Infinity : parseDuration(options.startupTimeout ?? '15s')
+  if (
+    startupTimeoutMs === undefined ||
+    !((startupTimeoutMs >= 1 && startupTimeoutMs <= 86_400_000) || startupTimeoutMs === Infinity)
+  ) {
+    throw invalid(
+      'startupTimeout',
+      `${JSON.stringify(options.startupTimeout)} must be a duration from 1ms to 24h, or Infinity (wait for ever).`,
+    )
+  }
+
   return {
     prefix,
     ttlMs,
@@ -175,6 +197,7 @@ export function resolveContenderOptions(
     checks: options.checks,
     leaseMarginMs,
     watchWaitMs,
+    startupTimeoutMs,
   }
 }
 

@@ -292,9 +292,10 @@ describe('bad input', () => {
       }
     })
 
-    for (const [what, mode] of [
-      ['garbage JSON', { garbage: '[{"Key": 7}]' }],
-      ['an oversized answer (8 MB)', { oversized: 8 * 1024 * 1024 }],
+    // The proxy's garbage comes without the X-Consul-Index header that every agent sends.
+    for (const [what, mode, kind] of [
+      ['garbage JSON', { garbage: '[{"Key": 7}]' }, 'NotConsul'],
+      ['an oversized answer (8 MB)', { oversized: 8 * 1024 * 1024 }, 'Consul'],
     ] as const) {
       it(`drops holding to false, then ends with a typed error, when a holder's server answers ${what}`, async () => {
         const p = await proxy()
@@ -308,7 +309,7 @@ describe('bad input', () => {
           await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
           p.setMode(mode)
           const error = await run.semaphoreError(10_000)
-          assert.equal(error.kind, 'Consul', error.message)
+          assert.equal(error.kind, kind, error.message)
           assert.match(error.message, /GET \/v1\/kv\//)
           assert.equal(run.holding.at(-1), false, `holding$ ended false: ${run.holding.join(',')}`)
           await sem.close().catch(() => undefined)

@@ -234,9 +234,10 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     await deleteTree(consul.url, prefix)
   })
 
-  it('SIGKILLs a command that ignores SIGINT after --grace, then exits 130', async () => {
-    const prefix = uniquePrefix('cli-sigint-grace')
-    const name = `cli-sigint-grace ${prefix}`
+  /** `rxsem run` of a shell loop that ignores SIGINT, with `grace`; resolves once it runs. */
+  const startIgnoringSigint = async (label: string, grace: string) => {
+    const prefix = uniquePrefix(label)
+    const name = `${label} ${prefix}`
     const pidFile = file('child')
     const run = start([
       'run',
@@ -247,12 +248,16 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       '--name',
       name,
       '--grace',
-      '500ms',
+      grace,
       '--shell',
       '--',
       `trap '' INT; echo $$ > ${pidFile}; while true; do sleep 0.1; done`,
     ])
-    const child = await pidFrom(pidFile)
+    return { prefix, name, run, child: await pidFrom(pidFile) }
+  }
+
+  it('SIGKILLs a command that ignores SIGINT after --grace, then exits 130', async () => {
+    const { prefix, name, run, child } = await startIgnoringSigint('cli-sigint-grace', '500ms')
     const sentAt = Date.now()
     run.child.kill('SIGINT')
     assert.equal(await run.exited, 130, run.stderr())
@@ -260,6 +265,25 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     // It would loop for ever: ending at all shows the SIGKILL; not before the grace shows the wait.
     assert.ok(took >= 450 && took < 10_000, `stopped after the grace: ${took} ms`)
     assert.ok(await processGone(child, 1000))
+    await assertCleanConsul(prefix, name)
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('cuts the grace short on a second SIGINT: SIGKILL at once, release, exit 130', async () => {
+    const { prefix, name, run, child } = await startIgnoringSigint('cli-sigint-twice', '60s')
+    run.child.kill('SIGINT')
+    await eventually(
+      'the grace to begin',
+      () => (/SIGINT received/.test(run.stderr()) ? true : undefined),
+      CLI_START_MS,
+    )
+    const secondAt = Date.now()
+    run.child.kill('SIGINT')
+    assert.equal(await run.exited, 130, run.stderr())
+    const took = Date.now() - secondAt
+    assert.ok(took < 10_000, `stopped ${took} ms after the second SIGINT, not after the 60 s grace`)
+    assert.ok(await processGone(child, 1000))
+    assert.match(run.stderr(), /second SIGINT/)
     await assertCleanConsul(prefix, name)
     await deleteTree(consul.url, prefix)
   })

@@ -142,6 +142,11 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.deepEqual(seen.waiting, [])
     assert.equal(seen.holders[0]?.alive, true)
     assert.equal(seen.holders[0]?.name, `Consul lock for 'sleep 300' at '${prefix}'`)
+    // In text, it says why a leader that was killed may still be shown, and for how long.
+    const text = await runCli(['status', '--prefix', prefix], { addr: consul.addr })
+    assert.equal(text.code, 0, text.stderr)
+    assert.match(text.stdout, /the leader is the process of the session shown/)
+    assert.match(text.stdout, /up\s+to 2 x the session's TTL[^]*lock-delay/)
     await stopAllConsulLocks([lock])
     await deleteTree(consul.url, prefix)
   })

@@ -101,15 +101,25 @@ describe('Consul client failure paths', () => {
     }
   })
 
-  it('treats a 404 as data on KV reads and session renew, and as NotFound elsewhere', async () => {
-    proxy.setMode({ status: 404, body: '' })
+  it("treats an agent's 404 as data on KV reads and session renew, and any other 404 as NotConsul", async () => {
+    // An agent's 404 to a KV read carries X-Consul-Index; a session renewal's carries nothing.
+    proxy.setMode({ status: 404, body: '', headers: { 'X-Consul-Index': '7' } })
     assert.equal(await ok(consul.kv.get(key)), null)
+    assert.deepEqual(await ok(consul.kv.list(prefix)), { index: 7n, entries: [] })
     assert.equal(await ok(consul.session.renew('00000000-0000-0000-0000-000000000000')), null)
-    const listed = await fails(consul.kv.list(prefix))
-    assert.equal(listed._tag, 'DecodeError', 'a 404 list without X-Consul-Index is not data')
-    assert.match(listed.message, /X-Consul-Index header: expected uint64 decimal, got nothing/)
+    proxy.setMode({ status: 404, body: '' })
+    for (const task of [consul.kv.get(key), consul.kv.list(prefix)]) {
+      const error = await fails(task)
+      assert.equal(error._tag, 'NotConsul', 'a 404 read without X-Consul-Index is not data')
+      assert.match(
+        error.message,
+        /is not a Consul agent \(its answer to a KV read has no X-Consul-Index/,
+      )
+    }
     for (const task of [consul.kv.put(key, 'v'), consul.kv.txn([{ verb: 'get', key }])]) {
-      assert.equal((await fails(task))._tag, 'NotFound')
+      const error = await fails(task)
+      assert.equal(error._tag, 'NotConsul')
+      assert.match(error.message, /is not a Consul agent \(it answered 404 to PUT \/v1\/(kv|txn)/)
     }
   })
 
@@ -177,8 +187,9 @@ describe('Consul client failure paths', () => {
 
   it('names the request and the field path of an answer that does not decode', async () => {
     proxy.setMode({
-      garbage:
-        '[{"LockIndex":0,"Key":"k","Flags":"abc","Value":null,"CreateIndex":1,"ModifyIndex":2}]',
+      status: 200,
+      body: '[{"LockIndex":0,"Key":"k","Flags":"abc","Value":null,"CreateIndex":1,"ModifyIndex":2}]',
+      headers: { 'X-Consul-Index': '2' },
     })
     const error = await fails(consul.kv.get(key))
     assert.equal(error._tag, 'DecodeError')
@@ -194,7 +205,8 @@ describe('Consul client failure paths', () => {
     assert.equal(badSession.message, 'PUT /v1/session/create: ID: expected string, got 42')
     proxy.setMode({ garbage: '<html>oops' })
     for (const [name, task] of everyCall(consul)) {
-      if (name.startsWith('kv.list')) continue // no X-Consul-Index: reported first, tested above
+      // KV reads without X-Consul-Index are NotConsul: reported first, tested above.
+      if (name.startsWith('kv.list') || name.startsWith('kv.get')) continue
       assert.equal((await fails(task))._tag, 'DecodeError', name)
     }
   })

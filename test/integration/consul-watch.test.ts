@@ -206,12 +206,14 @@ describe('watchPrefix', () => {
     }
   })
 
-  it('ends with the typed error on a permanent failure (403, 400, undecodable answer)', async () => {
+  it('ends with the typed error on a permanent failure (403, 400, undecodable answer, not an agent)', async () => {
     const prefix = await seededPrefix()
     const cases = [
       [{ status: 403, body: 'Permission denied' }, 'PermissionDenied'],
       [{ status: 400, body: 'Invalid wait time' }, 'BadRequest'],
-      [{ garbage: '[{"Key": 1}]' }, 'DecodeError'],
+      [{ status: 200, body: '[{"Key": 1}]', headers: { 'X-Consul-Index': '999' } }, 'DecodeError'],
+      // Without the X-Consul-Index header every agent sends, the answer is not an agent's.
+      [{ garbage: '[]' }, 'NotConsul'],
     ] as const
     for (const [mode, tag] of cases) {
       const watch = record(proxied.watchPrefix(`${prefix}/`, { waitMs: 100 }))

@@ -76,11 +76,13 @@ describe('npm run demo', { timeout: SUITE_TIMEOUT_MS }, () => {
       assert.ok(operator?.[1], `no operator line:\n${log}`)
       const afterCut = log.slice(operator.index)
       const lost = new RegExp(
-        `^t=\\S+ +${operator[1]} lost its slot \\((removed|session-invalidated)\\)`,
+        `^t=\\S+ +${operator[1]} lost its slot \\((removed|session-invalidated)\\) after \\S+: \\S`,
         'm',
       ).exec(afterCut)
       assert.ok(lost, `${operator[1]} never lost its slot:\n${log}`)
       assert.match(afterCut.slice(lost.index), /acquired a slot/)
+      // The reader is told what the reason and the fencing tokens mean.
+      assert.match(log, /a fencing token is Consul's index of the \.lock write that granted/)
 
       const most = /max concurrent holders: (\d+) \(limit 2\)/.exec(log)
       assert.ok(most?.[1] && Number(most[1]) <= 2, `limit not checked or exceeded:\n${log}`)

@@ -1,0 +1,40 @@
+import type { ConsulClient } from '../consul/client-api.js'
+import type { ConsulError } from '../consul/errors.js'
+import { SemaphoreError } from '../errors.js'
+
+/** The address of the client's agent, for a client that says it (`createConsulClient`'s). */
+function agentAddress(client: ConsulClient): string {
+  const config = (client as { config?: { origin?: string; socketPath?: string } }).config
+  return config?.socketPath === undefined
+    ? (config?.origin ?? 'the configured address')
+    : `unix://${config.socketPath}`
+}
+
+/**
+ * The SemaphoreError('Unreachable') of a contender that found no usable agent within its start-up
+ * timeout: the address, the last failure (or none: the first request never answered), and what to
+ * do.
+ *
+ * @example
+ * unreachableError(client, 15_000, lastFailure) // "no Consul agent answered at http://…"
+ */
+export function unreachableError(
+  client: ConsulClient,
+  timeoutMs: number,
+  last: ConsulError | undefined,
+): SemaphoreError {
+  const address = agentAddress(client)
+  const within = `within ${timeoutMs / 1000} s (the option startupTimeout)`
+  const what =
+    last === undefined
+      ? `no answer from a Consul agent at ${address} ${within}`
+      : last._tag === 'ServerError'
+        ? `the Consul agent at ${address} did not accept a session ${within}; last: ${last.message}`
+        : `no Consul agent answered at ${address} ${within}; last: ${last.message}`
+  return new SemaphoreError(
+    'Unreachable',
+    `${what}. Start a Consul agent there (\`consul agent -dev\` to try), or set CONSUL_HTTP_ADDR ` +
+      'to the address of a running one; startupTimeout: Infinity waits for ever.',
+    ...(last === undefined ? [] : [{ cause: last }]),
+  )
+}

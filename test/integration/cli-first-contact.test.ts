@@ -1,0 +1,141 @@
+// `rxsem` pointed at the wrong thing: no agent, a web server that is not Consul, or an agent with
+// ACLs whose token may not read the prefix. Each says what is wrong in one line, with its own exit
+// status, instead of waiting silently or printing an empty prefix.
+import assert from 'node:assert/strict'
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { filter, firstValueFrom, type Subscription } from 'rxjs'
+import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
+import { CLI_START_MS, killAllCli, runCli, startCli } from '../support/cli.js'
+import { freePort, startAgent, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { eventually } from '../support/observe.js'
+import { startNotConsul, type NotConsulServer } from '../support/not-consul-server.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
+
+const ROOT = 'root-token-first-contact'
+
+describe(
+  'rxsem at an address with no agent, or not an agent',
+  { timeout: SUITE_TIMEOUT_MS },
+  () => {
+    const servers: NotConsulServer[] = []
+    let closedPort: number
+    before(async () => {
+      closedPort = await freePort()
+      servers.push(
+        await startNotConsul(404, 'text/plain', '404 page not found'),
+        await startNotConsul(200, 'text/html', '<!doctype html><title>Directory listing</title>'),
+      )
+    })
+    after(() => {
+      killAllCli()
+      for (const server of servers) server.close()
+    })
+
+    for (const [i, what] of ['404 text', '200 HTML'].entries()) {
+      it(`rxsem run says in one line that a server answering ${what} is not a Consul agent, and exits 1`, async () => {
+        const addr = servers[i]!.addr
+        const result = await runCli(
+          ['run', '--prefix', uniquePrefix('not-consul'), '--limit', '1', '--', 'true'],
+          {
+            addr,
+          },
+        )
+        assert.equal(result.code, 1, result.stderr)
+        assert.equal(result.stderr.trimEnd().split('\n').length, 1, result.stderr)
+        assert.match(result.stderr, new RegExp(`^rxsem: .*http://${addr} is not a Consul agent`))
+        assert.match(result.stderr, /CONSUL_HTTP_ADDR/)
+      })
+
+      it(`rxsem status says that a server answering ${what} is not a Consul agent, and exits 1`, async () => {
+        const addr = servers[i]!.addr
+        const result = await runCli(['status', '--prefix', uniquePrefix('not-consul')], { addr })
+        assert.equal(result.code, 1, result.stderr)
+        assert.match(result.stderr, new RegExp(`http://${addr} is not a Consul agent`))
+        assert.doesNotMatch(result.stderr, /X-Consul-Index header: expected/)
+        assert.equal(result.stdout, '')
+      })
+    }
+
+    it('rxsem status says that no agent can be reached, and exits 1', async () => {
+      const result = await runCli(['status', '--prefix', uniquePrefix('unreachable')], {
+        addr: `127.0.0.1:${closedPort}`,
+      })
+      assert.equal(result.code, 1, result.stderr)
+      assert.match(
+        result.stderr,
+        new RegExp(`cannot reach the Consul agent at http://127\\.0\\.0\\.1:${closedPort}`),
+      )
+    })
+  },
+)
+
+describe('rxsem with a token that may not read the prefix', { timeout: SUITE_TIMEOUT_MS }, () => {
+  let agent: ConsulAgent
+  let root: ConsulClient
+  let holding: Subscription
+  let rootTokenFile: string
+  const prefix = uniquePrefix('acl-filtered')
+  before(async () => {
+    agent = await startAgent({
+      hcl: [`acl { enabled = true, default_policy = "deny", tokens { master = "${ROOT}" } }`],
+      token: ROOT,
+    })
+    root = createConsulClient({ address: agent.addr, env: { CONSUL_HTTP_TOKEN: ROOT } })
+    rootTokenFile = join(mkdtempSync(join(tmpdir(), 'rxsem-acl-')), 'token')
+    writeFileSync(rootTokenFile, ROOT)
+    // A live holder, which the anonymous token cannot see.
+    const sem = semaphore({ prefix, limit: 2, consul: root })
+    holding = sem.holding$.subscribe()
+    await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
+  })
+  after(async () => {
+    killAllCli()
+    holding.unsubscribe()
+    await root.close()
+    await agent.stop()
+  })
+
+  it('rxsem status warns that the listing may be filtered and exits 77', async () => {
+    const result = await runCli(['status', '--prefix', prefix], { addr: agent.addr })
+    assert.equal(result.code, 77, result.stderr)
+    assert.match(result.stderr, new RegExp(`may not read ${prefix}/\\.lock`))
+    assert.match(result.stderr, /holders and waiters may be missing/)
+    assert.match(result.stderr, /CONSUL_HTTP_TOKEN/)
+    assert.match(result.stderr, /docs\/operations\.md/)
+  })
+
+  it('rxsem status with a token that may read shows the holder and exits 0', async () => {
+    const result = await runCli(
+      ['status', '--prefix', prefix, '--json', '--token-file', rootTokenFile],
+      { addr: agent.addr },
+    )
+    assert.equal(result.code, 0, result.stderr)
+    assert.equal(result.stderr, '')
+    const status = JSON.parse(result.stdout) as { holders: { alive: boolean }[] }
+    assert.equal(status.holders.filter((h) => h.alive).length, 1)
+  })
+
+  it('rxsem watch shows the same warning', async () => {
+    const watch = startCli(['watch', '--prefix', prefix], { addr: agent.addr })
+    await eventually(
+      'the warning in a frame',
+      () => (/INCOMPLETE: the ACL token may not read/.test(watch.stdout()) ? true : undefined),
+      CLI_START_MS,
+    )
+    watch.child.kill('SIGINT')
+    assert.equal(await watch.exited, 0)
+  })
+
+  it('rxsem run names CONSUL_HTTP_TOKEN and the ACL policy when permission is denied', async () => {
+    const result = await runCli(['run', '--prefix', prefix, '--limit', '2', '--', 'true'], {
+      addr: agent.addr,
+    })
+    assert.equal(result.code, 1, result.stderr)
+    assert.match(result.stderr, /permission denied/)
+    assert.match(result.stderr, /CONSUL_HTTP_TOKEN/)
+    assert.match(result.stderr, /"ACL policy" in docs\/operations\.md/)
+  })
+})

@@ -1,0 +1,68 @@
+// The last state a closed contender reports: it has left the prefix, so it is listed neither among
+// the holders nor among the waiters, and a closed leader is no longer shown as the leader.
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { filter, firstValueFrom, type Observable } from 'rxjs'
+import {
+  createConsulClient,
+  leaderElection,
+  semaphore,
+  type ConsulClient,
+} from '../../src/index.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { deleteTree } from '../support/observe.js'
+
+/** Every state `state$` emits, and whether it completed. */
+function record<S>(state$: Observable<S>) {
+  const seen = { states: [] as S[], completed: false }
+  state$.subscribe({ next: (s) => seen.states.push(s), complete: () => (seen.completed = true) })
+  return seen
+}
+
+describe('the state of a closed contender', () => {
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+  let client: ConsulClient
+  before(async () => {
+    consul = await sharedAgent()
+    client = createConsulClient({ address: consul.addr })
+  })
+  after(async () => {
+    await client.close()
+    await consul.close()
+  })
+
+  it('lists neither the closed holder nor the closed waiter', async () => {
+    const prefix = uniquePrefix('closed-state')
+    const holder = semaphore({ prefix, limit: 1, consul: client })
+    const waiter = semaphore({ prefix, limit: 1, consul: client })
+    const held = record(holder.state$)
+    const waited = record(waiter.state$)
+    await firstValueFrom(holder.state$.pipe(filter((s) => s.holding)))
+    await firstValueFrom(waiter.state$.pipe(filter((s) => s.rank === 0)))
+    const holderSession = held.states.at(-1)!.session!
+    const waiterSession = waited.states.at(-1)!.session!
+    await waiter.close()
+    await holder.close()
+    assert.ok(held.completed && waited.completed)
+    const lastHeld = held.states.at(-1)!
+    assert.equal(lastHeld.holding, false)
+    assert.ok(!lastHeld.holders.includes(holderSession), `holders ${lastHeld.holders.join()}`)
+    assert.equal(lastHeld.contending, false)
+    const lastWaited = waited.states.at(-1)!
+    assert.ok(!lastWaited.waiting.some((w) => w.session === waiterSession), 'still waiting')
+    assert.equal(lastWaited.rank, undefined)
+    assert.equal(lastWaited.contending, false)
+    await deleteTree(consul.url, prefix)
+  })
+
+  it('does not show a closed leader as the leader', async () => {
+    const prefix = uniquePrefix('closed-leader')
+    const election = leaderElection({ prefix, consul: client, value: 'closing-leader' })
+    const seen = record(election.state$)
+    await firstValueFrom(election.state$.pipe(filter((s) => s.holding)))
+    await election.close()
+    assert.ok(seen.completed)
+    assert.equal(seen.states.at(-1)!.leader, null)
+    await deleteTree(consul.url, prefix)
+  })
+})

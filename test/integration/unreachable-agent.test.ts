@@ -1,0 +1,207 @@
+// A newcomer's first contact with the library when there is no agent at the address: closing a
+// contender that never reached Consul ends it quietly, and a contender that cannot reach any
+// agent says so within its start-up timeout instead of waiting silently for ever.
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { resolve } from 'node:path'
+import { after, before, describe, it } from 'node:test'
+import { filter, firstValueFrom, lastValueFrom, type Observable } from 'rxjs'
+import {
+  createConsulClient,
+  leaderElection,
+  semaphore,
+  SemaphoreError,
+  tryAcquire,
+  withSlot,
+  type ConsulClient,
+} from '../../src/index.js'
+import { freePort, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { startFaultProxy } from '../support/fault-proxy.js'
+import { deleteTree, eventually } from '../support/observe.js'
+import { startNotConsul } from '../support/not-consul-server.js'
+import { killTree, SUITE_TIMEOUT_MS } from '../support/processes.js'
+
+const fixture = resolve(import.meta.dirname, 'fixtures/close-unreachable.ts')
+
+/** Everything a bare subscriber of `source` would have been told. */
+function record<T>(source: Observable<T>) {
+  const seen = { values: [] as T[], error: undefined as unknown, completed: false }
+  source.subscribe({
+    next: (value) => seen.values.push(value),
+    error: (error: unknown) => (seen.error = error),
+    complete: () => (seen.completed = true),
+  })
+  return seen
+}
+
+describe('a contender whose agent cannot be reached', { timeout: SUITE_TIMEOUT_MS }, () => {
+  let nobody: ConsulClient
+  let address: string
+  before(async () => {
+    // A port nothing listens on: every connection is refused at once.
+    address = `127.0.0.1:${await freePort()}`
+    nobody = createConsulClient({ address })
+  })
+  after(async () => {
+    await nobody.close()
+  })
+
+  for (const kind of ['semaphore', 'leader election'] as const) {
+    it(`completes holding$ and state$ of a closed ${kind}, with no error to a subscriber`, async () => {
+      const prefix = uniquePrefix('close-unreachable')
+      const contender =
+        kind === 'semaphore'
+          ? semaphore({ prefix, limit: 1, consul: nobody })
+          : leaderElection({ prefix, consul: nobody })
+      const holding = record(contender.holding$)
+      const states = record<{ lastError?: unknown }>(contender.state$)
+      await eventually('a failed attempt', () =>
+        states.values.some((s) => s.lastError !== undefined) ? true : undefined,
+      )
+      await contender.close()
+      await eventually(
+        'holding$ and state$ complete',
+        () => (holding.completed && states.completed) || holding.error || states.error || undefined,
+      )
+      assert.equal(holding.error, undefined, 'holding$ errored after close()')
+      assert.equal(states.error, undefined, 'state$ errored after close()')
+      assert.deepEqual(holding.values, [false])
+    })
+
+    it(`lets a process with a bare subscriber to a closed ${kind} exit with status 0`, async () => {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', fixture, kind === 'semaphore' ? 'semaphore' : 'leader'],
+        {
+          env: { PATH: process.env['PATH'], CONSUL_HTTP_ADDR: address },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      )
+      let out = ''
+      let err = ''
+      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+      child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()))
+      const code = await new Promise<number | null>((done) => {
+        const killer = setTimeout(() => child.pid && killTree(child.pid, 'SIGKILL'), 60_000)
+        child.once('close', (status) => {
+          clearTimeout(killer)
+          done(status)
+        })
+      })
+      assert.equal(code, 0, `exit status ${code}; stderr: ${err}`)
+      assert.equal(out, 'closed\n')
+      assert.equal(err, '')
+    })
+  }
+
+  it('rejects withSlot with Unreachable after its startupTimeout, naming the address and what to do', async () => {
+    let called = false
+    const started = Date.now()
+    const failure = withSlot(
+      { prefix: uniquePrefix('unreachable'), limit: 1, consul: nobody, startupTimeout: '1s' },
+      async () => {
+        called = true
+        return Promise.resolve()
+      },
+    )
+    await assert.rejects(failure, (error: unknown) => {
+      assert.ok(error instanceof SemaphoreError)
+      assert.equal(error.kind, 'Unreachable')
+      assert.ok(error.message.includes(`http://${address}`), error.message)
+      assert.match(error.message, /ECONNREFUSED/)
+      assert.match(error.message, /CONSUL_HTTP_ADDR/)
+      assert.match(error.message, /startupTimeout/)
+      assert.doesNotMatch(error.message, /refused the semaphore/)
+      return true
+    })
+    assert.ok(Date.now() - started < 10_000, 'the timeout was not kept')
+    assert.equal(called, false)
+  })
+
+  it('answers tryAcquire at once with Unreachable', async () => {
+    await assert.rejects(
+      tryAcquire({ prefix: uniquePrefix('unreachable-try'), limit: 1, consul: nobody }),
+      (error: unknown) => error instanceof SemaphoreError && error.kind === 'Unreachable',
+    )
+  })
+
+  it('keeps retrying after the first contact, past the startupTimeout, and holds again', async () => {
+    const consul = await sharedAgent()
+    const proxy = await startFaultProxy(consul.addr)
+    const client = createConsulClient({ address: proxy.addr })
+    const prefix = uniquePrefix('unreachable-later')
+    const sem = semaphore({ prefix, limit: 1, consul: client, startupTimeout: '1s' })
+    const states = record(sem.state$)
+    try {
+      await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
+      proxy.setMode('close')
+      proxy.resetCounts()
+      await eventually('holding false', () =>
+        states.values.at(-1)?.holding === false ? true : undefined,
+      )
+      // Longer than the start-up timeout, counted in failed attempts rather than by a clock.
+      await eventually(
+        'failures for 2 s',
+        () => {
+          const failed = states.values.filter((s) => s.lastError !== undefined)
+          return failed.length > 0 && proxy.requests().at(-1)!.at - proxy.requests()[0]!.at > 2000
+            ? true
+            : undefined
+        },
+        15_000,
+      )
+      proxy.setMode('pass')
+      await eventually(
+        'holding again',
+        () => (states.values.at(-1)?.holding ? true : undefined),
+        20_000,
+      )
+      assert.equal(states.error, undefined)
+    } finally {
+      await sem.close()
+      await client.close()
+      await proxy.close()
+      await deleteTree(consul.url, prefix)
+      await consul.close()
+    }
+  })
+})
+
+describe('a contender whose address is not a Consul agent', { timeout: SUITE_TIMEOUT_MS }, () => {
+  const answers = [
+    { name: '404 text/plain', status: 404, type: 'text/plain', body: 'Not Found' },
+    { name: '200 HTML', status: 200, type: 'text/html', body: '<!doctype html><p>hello</p>' },
+    {
+      name: '501 HTML (python3 -m http.server)',
+      status: 501,
+      type: 'text/html',
+      body: '<p>Unsupported method</p>',
+    },
+  ]
+  for (const answer of answers) {
+    it(`errors with NotConsul at once on an answer ${answer.name}`, async () => {
+      const server = await startNotConsul(answer.status, answer.type, answer.body)
+      const address = server.addr
+      const client = createConsulClient({ address })
+      try {
+        const sem = semaphore({ prefix: uniquePrefix('not-consul'), limit: 1, consul: client })
+        const started = Date.now()
+        await assert.rejects(lastValueFrom(sem.holding$), (error: unknown) => {
+          assert.ok(error instanceof SemaphoreError)
+          assert.equal(error.kind, 'NotConsul')
+          assert.ok(
+            error.message.includes(`http://${address} is not a Consul agent`),
+            error.message,
+          )
+          assert.match(error.message, /CONSUL_HTTP_ADDR/)
+          return true
+        })
+        assert.ok(Date.now() - started < 5000, 'not recognised quickly')
+        await sem.close()
+      } finally {
+        await client.close()
+        server.close()
+      }
+    })
+  }
+})

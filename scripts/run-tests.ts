@@ -48,6 +48,15 @@ function sweepLeftovers(runDir: string): number[] {
   return left
 }
 
+/**
+ * How long one test file may run: 180 s, or $RXSEM_TEST_FILE_TIMEOUT_MS for longer runs of the
+ * nemesis suite (NEMESIS_SECONDS).
+ */
+function fileTimeoutMs(): number {
+  const given = Number(process.env['RXSEM_TEST_FILE_TIMEOUT_MS'])
+  return Number.isInteger(given) && given > 0 ? given : 180_000
+}
+
 async function main(): Promise<number> {
   const only = process.argv.slice(2)
   const files =
@@ -83,7 +92,7 @@ async function main(): Promise<number> {
         '--test',
         '--test-reporter=spec',
         '--test-concurrency=3',
-        '--test-timeout=180000',
+        `--test-timeout=${fileTimeoutMs()}`,
         ...files.map((f) => relative(root, f)),
       ],
       {

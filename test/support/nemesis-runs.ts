@@ -1,0 +1,85 @@
+// The nemesis suite's runs, each in a test file of its own (one run takes most of a file's time
+// limit): the mixed workload on one server or a 3-server cluster, and the lost-update workload.
+//
+// Mixed: library actors and `consul lock -n 2` loops share a prefix (limit 2) and act on it while
+// they hold, under kills, pauses, partitions, slow networks, a server restart (one server) or a
+// leader failover (cluster), and operator deletes of `.lock` and of the whole prefix.
+//
+// Lost updates: library actors (limit 1) read a counter in Consul KV and write it back incremented while they
+// hold, under kills, pauses, partitions, slow networks and server restarts: with a plain write
+// right after the guard (`slot.isHolding()`), or with `slot.fencedTxn(...)`, which Consul commits
+// only while the writer's session still holds its key.
+import type { TestContext } from 'node:test'
+import { startCluster, uniquePrefix, type ConsulCluster } from './consul-agent.js'
+import { assertNemesis, nemesisSeconds, nemesisSeed } from './nemesis-assert.js'
+import { runNemesis } from './nemesis.js'
+
+/** How long the counter runs inject faults by default (NEMESIS_SECONDS overrides it). */
+export const COUNTER_SECONDS = nemesisSeconds(60)
+
+/** One seeded counter run on one Consul server, checked by `assertNemesis`. */
+export async function counterRun(
+  t: TestContext,
+  workload: 'counter-fenced' | 'counter-unfenced',
+  seed: number,
+): Promise<void> {
+  let cluster: ConsulCluster | undefined
+  try {
+    cluster = await startCluster(1)
+    const prefix = uniquePrefix(`nemesis-${workload}`)
+    const result = await runNemesis({
+      name: workload,
+      seed: nemesisSeed(seed),
+      prefix,
+      limit: 1,
+      servers: cluster.servers,
+      libraryActors: 3,
+      consulLockActors: 0,
+      workload,
+      counterKey: prefix.replace('rxsem-test/', 'rxsem-test-counter/'),
+      faults: { kill: 2, pause: 3, blackhole: 2, slow: 2, 'agent-restart': 1 },
+      faultMs: COUNTER_SECONDS * 1000,
+      quietMs: 25_000,
+      ttlMs: { library: 10_000, 'consul-lock': 15_000 },
+    })
+    assertNemesis(t, result)
+  } finally {
+    await cluster?.stop()
+  }
+}
+
+/** How long the mixed runs inject faults by default (NEMESIS_SECONDS overrides it). */
+export const MIXED_SECONDS = nemesisSeconds(60)
+
+/** One seeded mixed run on `servers` Consul servers (3: with leader failovers), checked. */
+export async function mixedRun(t: TestContext, servers: 1 | 3, seed: number): Promise<void> {
+  const cluster = await startCluster(servers)
+  try {
+    const result = await runNemesis({
+      name: servers === 1 ? 'single' : 'cluster',
+      seed: nemesisSeed(seed),
+      prefix: uniquePrefix(`nemesis-${servers === 1 ? 'single' : 'cluster'}`),
+      limit: 2,
+      servers: cluster.servers,
+      leader: () => cluster.leader(),
+      libraryActors: 4,
+      consulLockActors: 2,
+      workload: 'tick',
+      faults: {
+        kill: 3,
+        pause: 3,
+        blackhole: 2,
+        slow: 1,
+        ...(servers === 1 ? { 'agent-restart': 1 } : { 'leader-failover': 1 }),
+        'delete-lock': 1,
+        'delete-prefix': 1,
+      },
+      faultMs: MIXED_SECONDS * 1000,
+      quietMs: 35_000,
+      ttlMs: { library: 10_000, 'consul-lock': 15_000 },
+    })
+    assertNemesis(t, result)
+  } finally {
+    await cluster.stop()
+  }
+}

@@ -221,7 +221,8 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
       .catch(() => undefined)
       .then(heal)
     pending.add(done)
-    void done.finally(() => pending.delete(done))
+    // A failed heal (a server that does not come back) fails the run where `pending` is awaited.
+    done.finally(() => pending.delete(done)).catch(() => undefined)
   }
   const timed = (
     kind: FaultKind,
@@ -233,10 +234,7 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
   ): Promise<void> => {
     const from = Date.now()
     if (actor) actor.faulted = true
-    let healed = false
     const heal = async (): Promise<void> => {
-      if (healed) return
-      healed = true
       await end()
       if (actor) actor.faulted = false
       faults.push({

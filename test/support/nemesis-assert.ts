@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { appendFileSync, writeFileSync } from 'node:fs'
 import type { TestContext } from 'node:test'
-import { describeRun, type NemesisResult } from './nemesis.js'
+import { acquisitionRate, describeRun, type NemesisResult } from './nemesis.js'
 
 /** NEMESIS_SEED, or the test's own fixed seed (CI runs the same faults each time). */
 export function nemesisSeed(fallback: number): number {
@@ -89,11 +89,15 @@ export function assertNemesis(t: TestContext, result: NemesisResult): void {
   )
   assert.ok(report.acquisitions.library.tenures > 0, 'the library actors acquired')
   if (config.consulLockActors > 0) {
-    // In proportion to their numbers: neither kind starves the other.
-    const rate = (kind: 'library' | 'consul-lock') =>
-      report.acquisitions[kind].tenures / Math.max(1, report.acquisitions[kind].actors)
-    assert.ok(rate('library') >= rate('consul-lock') / 3, `library actors starved:\n${text}`)
-    assert.ok(rate('consul-lock') >= rate('library') / 3, `consul lock actors starved:\n${text}`)
+    // Neither kind starves the other, counted per second free of faults (faults hit the library
+    // actors more). Not in proportion: `consul lock` takes any free slot at once, while a library
+    // waiter lets the waiters ahead of it go first and waits out a grace behind a dead one
+    // (docs/reliability.md has the measured ratio); the bound catches a starvation, as beside
+    // `consul lock` before the grace was fixed.
+    const library = acquisitionRate(report, 'library')
+    const consulLock = acquisitionRate(report, 'consul-lock')
+    assert.ok(library >= consulLock / 5, `library actors starved:\n${text}`)
+    assert.ok(consulLock >= library / 5, `consul lock actors starved:\n${text}`)
   }
   if (config.workload === 'counter-fenced') {
     assert.equal(report.counter.lost, 0, `fenced writes lost updates:\n${text}`)

@@ -126,9 +126,16 @@ export interface Report {
     readonly distinct: number
     readonly lost: number
   }
-  /** Tenures per actor of each kind, and how many actors of each kind there were. */
+  /**
+   * Per kind of actor: tenures, actors, and the seconds those actors spent free of faults of
+   * their own (from their first line to the end, less their kills, pauses, partitions and slow
+   * networks), the fair denominator of a rate when faults hit one kind more than the other.
+   */
   readonly acquisitions: Readonly<
-    Record<ActorKind, { readonly tenures: number; readonly actors: number }>
+    Record<
+      ActorKind,
+      { readonly tenures: number; readonly actors: number; readonly healthySeconds: number }
+    >
   >
 }
 
@@ -379,10 +386,24 @@ export function check(
   const { maxActing, crowds: found } = crowds(actingStretches(events, options.gapMs), options.limit)
   const waits = waitsOf(events, occupancy, faults, options, endAt)
   const values = events.filter((e) => e.e === 'inc' && e.value !== undefined).map((e) => e.value)
-  const acquisitions = (kind: ActorKind) => ({
-    tenures: tenures.filter((t) => t.kind === kind).length,
-    actors: new Set(events.filter((e) => e.kind === kind).map((e) => e.who)).size,
-  })
+  const acquisitions = (kind: ActorKind) => {
+    const firstLine = new Map<string, number>()
+    for (const e of events) {
+      if (e.kind === kind) firstLine.set(e.who, Math.min(firstLine.get(e.who) ?? e.at, e.at))
+    }
+    let healthyMs = 0
+    for (const [who, from] of firstLine) {
+      const faultedMs = faults
+        .filter((f) => f.who === who)
+        .reduce((sum, f) => sum + Math.max(0, Math.min(f.to, endAt) - Math.max(f.from, from)), 0)
+      healthyMs += endAt - from - faultedMs
+    }
+    return {
+      tenures: tenures.filter((t) => t.kind === kind).length,
+      actors: firstLine.size,
+      healthySeconds: healthyMs / 1000,
+    }
+  }
   return {
     maxActing,
     crowds: found,

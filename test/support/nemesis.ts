@@ -543,6 +543,12 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
   }
 }
 
+/** Acquisitions of one kind of actor per second that its actors spent free of faults. */
+export function acquisitionRate(report: Report, kind: ActorKind): number {
+  const a = report.acquisitions[kind]
+  return a.healthySeconds > 0 ? a.tenures / a.healthySeconds : 0
+}
+
 /** One paragraph a person can read: the seed, the faults, and every violation with its moment. */
 export function describeRun(result: NemesisResult): string {
   const { config, report } = result
@@ -551,9 +557,15 @@ export function describeRun(result: NemesisResult): string {
   for (const f of result.faults) faultCounts.set(f.kind, (faultCounts.get(f.kind) ?? 0) + 1)
   const perActor = (kind: ActorKind) => {
     const a = report.acquisitions[kind]
+    const waits = report.waits
+      .filter((w) => w.kind === kind && !w.faulted && !w.unserved)
+      .map((w) => w.to - w.from)
+      .sort((x, y) => x - y)
     return a.actors === 0
       ? '-'
-      : `${a.tenures} by ${a.actors} (${(a.tenures / a.actors).toFixed(1)} each)`
+      : `${a.tenures} by ${a.actors} (${(a.tenures / a.actors).toFixed(1)} each, ` +
+          `${acquisitionRate(report, kind).toFixed(2)} per healthy actor-second, ` +
+          `median wait ${waits[Math.floor(waits.length / 2)] ?? 0} ms)`
   }
   const judged = report.waits.filter((w) => !w.faulted && !w.unserved && w.kind === 'library')
   const longest = judged.reduce((m, w) => Math.max(m, w.to - w.from), 0)

@@ -147,8 +147,10 @@ describe('the nemesis checker', () => {
       ...tenure('a', 110, 120, 200, 2),
       ...tenure('go1', 0, 300, 400, 0),
     ]
-    const { acquisitions } = check(events, [], [], options, 500)
-    assert.deepEqual(acquisitions.library, { tenures: 2, actors: 1 })
-    assert.deepEqual(acquisitions['consul-lock'], { tenures: 1, actors: 1 })
+    const paused: Fault[] = [{ kind: 'pause', who: 'a', from: 100, to: 200 }]
+    const { acquisitions } = check(events, [], paused, options, 500)
+    // a: from its first line at 0 to the end at 500, less 100 ms paused; go1: from 0 to 500.
+    assert.deepEqual(acquisitions.library, { tenures: 2, actors: 1, healthySeconds: 0.4 })
+    assert.deepEqual(acquisitions['consul-lock'], { tenures: 1, actors: 1, healthySeconds: 0.5 })
   })
 })

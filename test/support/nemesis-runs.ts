@@ -7,8 +7,9 @@
 //
 // Lost updates: library actors (limit 1) read a counter in Consul KV and write it back incremented while they
 // hold, under kills, pauses, partitions, slow networks and server restarts: with a plain write
-// right after the guard (`slot.isHolding()`), or with `slot.fencedTxn(...)`, which Consul commits
-// only while the writer's session still holds its key.
+// after a check of the guard made before the work (`slot.isHolding()`, then the work, then the
+// write: what most code does), or with `slot.fencedTxn(...)`, which Consul commits only while the
+// writer's session still holds its key.
 import type { TestContext } from 'node:test'
 import { startCluster, uniquePrefix, type ConsulCluster } from './consul-agent.js'
 import { assertNemesis, nemesisSeconds, nemesisSeed } from './nemesis-assert.js'

@@ -1,4 +1,4 @@
-// The nemesis suite's lost-update workload with fenced writes (test/support/nemesis-counter.ts):
+// The nemesis suite's lost-update workload with fenced writes (test/support/nemesis-runs.ts):
 // not one update may be lost.
 import { describe, it } from 'node:test'
 import { nemesisTimeoutMs } from '../support/nemesis-assert.js'

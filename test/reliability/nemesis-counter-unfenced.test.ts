@@ -1,5 +1,5 @@
 // The nemesis suite's lost-update workload with plain writes, the guard asked before the work
-// (test/support/nemesis-counter.ts): the lost updates are counted and reported, as measured.
+// (test/support/nemesis-runs.ts): the lost updates are counted and reported, as measured.
 import { describe, it } from 'node:test'
 import { nemesisTimeoutMs } from '../support/nemesis-assert.js'
 import { COUNTER_SECONDS, counterRun } from '../support/nemesis-runs.js'

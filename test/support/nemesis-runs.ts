@@ -38,7 +38,7 @@ export async function counterRun(
       consulLockActors: 0,
       workload,
       counterKey: prefix.replace('rxsem-test/', 'rxsem-test-counter/'),
-      faults: { kill: 2, pause: 3, blackhole: 2, slow: 2, 'agent-restart': 1 },
+      faults: { kill: 2, pause: 5, blackhole: 2, slow: 2, 'agent-restart': 1 },
       faultMs: COUNTER_SECONDS * 1000,
       quietMs: 25_000,
       ttlMs: { library: 10_000, 'consul-lock': 15_000 },

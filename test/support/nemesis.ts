@@ -53,6 +53,8 @@ export interface NemesisConfig {
   readonly workload: 'tick' | 'counter-fenced' | 'counter-unfenced'
   /** The counter's key (outside the prefix), for the counter workloads. */
   readonly counterKey?: string
+  /** How long a pause lasts, at least and at most (ms); default 2 to 20 s. */
+  readonly pauseMs?: readonly [number, number]
   /** Faults to choose from, with their weights. */
   readonly faults: Readonly<Partial<Record<FaultKind, number>>>
   /** How long faults are injected. */
@@ -310,7 +312,7 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
       case 'pause': {
         const actor = pick(libraryFree)
         if (!actor) return false
-        const ms = between(2000, 20_000)
+        const ms = between(...(config.pauseMs ?? [2000, 20_000]))
         await timed(
           'pause',
           actor,

@@ -39,8 +39,8 @@ export async function counterRun(
       workload,
       counterKey: prefix.replace('rxsem-test/', 'rxsem-test-counter/'),
       faults: { kill: 2, pause: 5, blackhole: 2, slow: 2, 'agent-restart': 1 },
-      // Past 2 × TTL, when Consul may have ended the session and given the slot to another.
-      pauseMs: [12_000, 30_000],
+      // Past 2 × TTL: Consul has ended the paused session and another holder has written.
+      pauseMs: [20_000, 40_000],
       faultMs: COUNTER_SECONDS * 1000,
       quietMs: 25_000,
       ttlMs: { library: 10_000, 'consul-lock': 15_000 },

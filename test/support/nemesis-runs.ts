@@ -38,7 +38,7 @@ export async function counterRun(
       consulLockActors: 0,
       workload,
       counterKey: prefix.replace('rxsem-test/', 'rxsem-test-counter/'),
-      faults: { kill: 2, pause: 5, blackhole: 2, slow: 2, 'agent-restart': 1 },
+      faults: { kill: 1, pause: 6, blackhole: 1, slow: 1, 'agent-restart': 1 },
       // Past 2 × TTL: Consul has ended the paused session and another holder has written.
       pauseMs: [20_000, 40_000],
       faultMs: COUNTER_SECONDS * 1000,

@@ -92,12 +92,14 @@ export function assertNemesis(t: TestContext, result: NemesisResult): void {
     // Neither kind starves the other, counted per second free of faults (faults hit the library
     // actors more). Not in proportion: `consul lock` takes any free slot at once, while a library
     // waiter lets the waiters ahead of it go first and waits out a grace behind a dead one
-    // (docs/reliability.md has the measured ratio); the bound catches a starvation, as beside
-    // `consul lock` before the grace was fixed.
+    // (docs/reliability.md has the measured ratio, 0.3 to 0.45). The long waits above catch a
+    // waiter stranded while slots are free; this bound catches a kind that is served an order of
+    // magnitude less than the other, with room for a loaded machine that slows Node processes
+    // more than Go ones.
     const library = acquisitionRate(report, 'library')
     const consulLock = acquisitionRate(report, 'consul-lock')
-    assert.ok(library >= consulLock / 5, `library actors starved:\n${text}`)
-    assert.ok(consulLock >= library / 5, `consul lock actors starved:\n${text}`)
+    assert.ok(library >= consulLock / 8, `library actors starved:\n${text}`)
+    assert.ok(consulLock >= library / 8, `consul lock actors starved:\n${text}`)
   }
   if (config.workload === 'counter-fenced') {
     assert.equal(report.counter.lost, 0, `fenced writes lost updates:\n${text}`)

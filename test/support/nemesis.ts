@@ -53,6 +53,8 @@ export interface NemesisConfig {
   readonly workload: 'tick' | 'counter-fenced' | 'counter-unfenced'
   /** The counter's key (outside the prefix), for the counter workloads. */
   readonly counterKey?: string
+  /** At most this many actors under a fault at once (default: no limit). */
+  readonly maxFaulted?: number
   /** How long a pause lasts, at least and at most (ms); default 2 to 20 s. */
   readonly pauseMs?: readonly [number, number]
   /** Faults to choose from, with their weights. */
@@ -274,7 +276,8 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
   }
 
   const inject = async (kind: FaultKind): Promise<boolean> => {
-    const free = actors.filter((a) => !a.faulted)
+    const busy = actors.filter((a) => a.faulted).length >= (config.maxFaulted ?? Infinity)
+    const free = busy ? [] : actors.filter((a) => !a.faulted)
     const libraryFree = free.filter((a) => a.kind === 'library')
     // Prefer an actor that holds right now: faults matter most to holders.
     const holdingNow = (list: Actor[]): Actor[] =>

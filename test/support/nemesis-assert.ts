@@ -56,6 +56,7 @@ export function assertNemesis(t: TestContext, result: NemesisResult): void {
         faults: result.faults.map((f) => f.kind),
         maxActing: report.maxActing,
         crowds: report.crowds.length,
+        editWindows: report.editWindows.length,
         longWaits: report.longWaits.length,
         longestLibraryWaitMs: report.waits
           .filter((w) => w.kind === 'library' && !w.faulted && !w.unserved)

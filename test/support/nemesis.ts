@@ -528,7 +528,12 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
     events,
     samples,
     faults,
-    { limit: config.limit, gapMs: 500, longWaitMs: 2 * config.ttlMs.library },
+    {
+      limit: config.limit,
+      gapMs: 500,
+      longWaitMs: 2 * config.ttlMs.library,
+      editWindowMs: 1000,
+    },
     endedAt,
   )
   return {
@@ -579,7 +584,7 @@ export function describeRun(result: NemesisResult): string {
       `${config.consulLockActors} consul lock actors, ${config.servers.length} server(s), workload ${config.workload}, ` +
       `${((result.endedAt - result.startedAt) / 1000).toFixed(0)} s (faults for ${(config.faultMs / 1000).toFixed(0)} s)`,
     `  faults: ${result.faults.length} (${[...faultCounts].map(([k, n]) => `${k} ${n}`).join(', ')})`,
-    `  most actors acting at once: ${report.maxActing} (limit ${config.limit}); moments over the limit: ${report.crowds.length}`,
+    `  most actors acting at once: ${report.maxActing} (limit ${config.limit}); moments over the limit: ${report.crowds.length}, and within 1 s of an operator's delete: ${report.editWindows.length}`,
     `  acquisitions: library ${perActor('library')}; consul lock ${perActor('consul-lock')}`,
     `  longest library wait without a fault on the waiter: ${(longest / 1000).toFixed(1)} s; ` +
       `long waits while slots were free: ${report.longWaits.length}`,
@@ -593,7 +598,7 @@ export function describeRun(result: NemesisResult): string {
         `lost updates ${report.counter.lost}`,
     )
   }
-  for (const c of report.crowds) {
+  for (const c of [...report.crowds, ...report.editWindows]) {
     const near = result.faults.filter((f) => f.from <= c.to + 1000 && f.to >= c.from - 30_000)
     lines.push(
       `  VIOLATION at ${t(c.from)}..${t(c.to)}: ${c.actors.length} acting (${c.actors.join(', ')}); ` +

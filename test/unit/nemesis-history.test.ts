@@ -15,6 +15,7 @@ const options: CheckOptions = {
   limit: 1,
   gapMs: 100,
   longWaitMs: 1000,
+  editWindowMs: 300,
 }
 
 const ev = (
@@ -61,6 +62,17 @@ describe('the nemesis checker', () => {
     assert.equal(report.crowds.length, 1)
     assert.deepEqual([...(report.crowds[0]?.actors ?? [])].sort(), ['a', 'b'])
     assert.equal(report.crowds[0]?.from, 150)
+  })
+
+  it("counts a moment over the limit right after an operator's delete apart", () => {
+    const bad = [...tenure('a', 0, 10, 200, 5), ...tenure('b', 5, 150, 400, 9)]
+    const edit: Fault[] = [{ kind: 'delete-lock', from: 100, to: 100 }]
+    const report = check(bad, [], edit, options, 500)
+    assert.equal(report.crowds.length, 0)
+    assert.equal(report.editWindows.length, 1)
+    // Past the window, it is a violation again.
+    const late: Fault[] = [{ kind: 'delete-lock', from: -500, to: -500 }]
+    assert.equal(check(bad, [], late, options, 500).crowds.length, 1)
   })
 
   it('does not count a frozen holder while it is silent, but counts one act after a resume', () => {

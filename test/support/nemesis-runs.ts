@@ -55,7 +55,7 @@ export async function counterRun(
 }
 
 /** How long the mixed runs inject faults by default (NEMESIS_SECONDS overrides it). */
-export const MIXED_SECONDS = nemesisSeconds(60)
+export const MIXED_SECONDS = nemesisSeconds(45)
 
 /** One seeded mixed run on `servers` Consul servers (3: with leader failovers), checked. */
 export async function mixedRun(t: TestContext, servers: 1 | 3, seed: number): Promise<void> {

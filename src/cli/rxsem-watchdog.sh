@@ -73,14 +73,30 @@ fire() {
   exit 2
 }
 
+# Reads one line from rxsem into $line, waiting at most $1 seconds (none: for ever). A read that
+# times out in the middle of a line (a loaded machine can stop us between two bytes of it) keeps
+# what it got in $partial, and the next read completes that line instead of starting anew.
+partial=''
+read_line() {
+  local got status
+  IFS= read -r ${1:+-t "$1"} got
+  status=$?
+  if ((status == 0)); then
+    line=$partial$got
+    partial=''
+  else
+    partial+=$got
+  fi
+  return "$status"
+}
 echo ready
 pgid=''
 deadline=0
 while :; do
-  cmd='' arg1='' arg2=''
+  line=''
   if [[ -z $pgid ]]; then
     # Nothing to guard yet: wait for rxsem's first line, however long it takes.
-    IFS=' ' read -r cmd arg1 arg2 || exit 0
+    read_line '' || exit 0
   else
     now_ms
     left=$((deadline - grace_ms - now))
@@ -88,7 +104,7 @@ while :; do
     # Even at the deadline, wait a moment for a line rxsem already sent: it may extend it.
     ((left < 1)) && left=1
     printf -v timeout '%d.%03d' $((left / 1000)) $((left % 1000))
-    if IFS=' ' read -r -t "$timeout" cmd arg1 arg2; then
+    if read_line "$timeout"; then
       :
     elif (($? > 128)); then
       # Timed out: nothing from rxsem. Has the deadline come? Is there still a command?
@@ -102,6 +118,7 @@ while :; do
       fire rxsem-ended "rxsem (pid $PPID) ended while its command ran"
     fi
   fi
+  IFS=' ' read -r cmd arg1 arg2 <<<"$line"
   case $cmd in
     guard)
       # A pgid of 0 or 1 would make `kill -- -$pgid` reach our own group or every process.

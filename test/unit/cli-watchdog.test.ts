@@ -58,6 +58,27 @@ describe('the watchdog script', () => {
     assert.ok(await processGone(pgid, 2000), 'the group is gone')
   })
 
+  it('completes a line that a timed-out read cut in two, rather than losing its first part', async () => {
+    // A loaded machine can stop the watchdog between two bytes of a line; its `read -t` then times
+    // out with half a line. Here the line is written in two parts, a wait longer than the
+    // watchdog's idle check (1 s) apart: `d`, then `eadline <ms>`.
+    const bash = spawn('bash', [script, '200'], { stdio: ['pipe', 'pipe', 'pipe'] })
+    let stderr = ''
+    bash.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+    const ended = new Promise<number | null>((done) => bash.once('exit', (code) => done(code)))
+    const pgid = group()
+    bash.stdin.write(`guard ${pgid} ${Date.now() + 2500}\n`)
+    bash.stdin.write('d')
+    await new Promise((done) => setTimeout(done, 1300))
+    bash.stdin.write(`eadline ${Date.now() + 60_000}\n`)
+    // Past the first deadline: the group must still run, the line having extended it.
+    await new Promise((done) => setTimeout(done, 2000))
+    assert.equal(await processGone(pgid, 0), false, `the group was stopped:\n${stderr}`)
+    bash.stdin.end('done\n')
+    assert.equal(await ended, 0)
+    assert.doesNotMatch(stderr, /ignored/)
+  })
+
   it('ends by itself once the group is gone', async () => {
     const watchdog = startWatchdog(script)
     assert.equal(await watchdog.ready, undefined)

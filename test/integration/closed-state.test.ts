@@ -10,7 +10,7 @@ import {
   type ConsulClient,
 } from '../../src/index.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree } from '../support/observe.js'
+import { deleteTree, eventually } from '../support/observe.js'
 
 /** Every state `state$` emits, and whether it completed. */
 function record<S>(state$: Observable<S>) {
@@ -33,12 +33,24 @@ describe('the state of a closed contender', () => {
 
   it('lists neither the closed holder nor the closed waiter', async () => {
     const prefix = uniquePrefix('closed-state')
-    const holder = semaphore({ prefix, limit: 1, consul: client })
-    const waiter = semaphore({ prefix, limit: 1, consul: client })
-    const held = record(holder.state$)
-    const waited = record(waiter.state$)
-    await firstValueFrom(holder.state$.pipe(filter((s) => s.holding)))
-    await firstValueFrom(waiter.state$.pipe(filter((s) => s.rank === 0)))
+    const a = semaphore({ prefix, limit: 1, consul: client })
+    const b = semaphore({ prefix, limit: 1, consul: client })
+    const seenA = record(a.state$)
+    const seenB = record(b.state$)
+    // Either may take the slot first: wait until one holds and the other waits first in line.
+    const roles = await eventually(
+      'one holding and the other waiting',
+      () => {
+        const [lastA, lastB] = [seenA.states.at(-1), seenB.states.at(-1)]
+        if (lastA?.holding && lastB?.rank === 0)
+          return { holder: a, held: seenA, waiter: b, waited: seenB }
+        if (lastB?.holding && lastA?.rank === 0)
+          return { holder: b, held: seenB, waiter: a, waited: seenA }
+        return undefined
+      },
+      60_000,
+    )
+    const { holder, held, waiter, waited } = roles
     const holderSession = held.states.at(-1)!.session!
     const waiterSession = waited.states.at(-1)!.session!
     await waiter.close()

@@ -49,12 +49,15 @@ function sweepLeftovers(runDir: string): number[] {
 }
 
 /**
- * How long one test file may run: 180 s, or $RXSEM_TEST_FILE_TIMEOUT_MS for longer runs of the
- * nemesis suite (NEMESIS_SECONDS).
+ * How long one test file may run: $RXSEM_TEST_FILE_TIMEOUT_MS (for longer runs of the nemesis
+ * suite, NEMESIS_SECONDS), else 300 s for the reliability suite, whose files (the nemesis runs,
+ * the soak) run side by side on two cores and slow each other down, and 180 s for the others.
  */
-function fileTimeoutMs(): number {
+function fileTimeoutMs(files: readonly string[]): number {
   const given = Number(process.env['RXSEM_TEST_FILE_TIMEOUT_MS'])
-  return Number.isInteger(given) && given > 0 ? given : 180_000
+  if (Number.isInteger(given) && given > 0) return given
+  const reliability = join(root, 'test/reliability')
+  return files.some((f) => f.startsWith(reliability)) ? 300_000 : 180_000
 }
 
 async function main(): Promise<number> {
@@ -92,7 +95,7 @@ async function main(): Promise<number> {
         '--test',
         '--test-reporter=spec',
         '--test-concurrency=3',
-        `--test-timeout=${fileTimeoutMs()}`,
+        `--test-timeout=${fileTimeoutMs(files)}`,
         ...files.map((f) => relative(root, f)),
       ],
       {

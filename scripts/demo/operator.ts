@@ -4,9 +4,14 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Timeline } from './timeline.js'
 
+/** How recently a victim must have taken its slot (s): well under the shortest work, 1.5 s. */
+const FRESH_HOLD_S = 1
+
 /**
- * At `atSeconds`, destroys the session of the holder that has held the longest (waiting until
- * someone holds, if nobody does then). Resolves without acting when `stop` is aborted first.
+ * At `atSeconds`, destroys the session of a holder that took its slot less than a second ago
+ * (waiting for one, if nobody has): its work (1.5 s at least) is far from done, so the slot is
+ * taken from it, not given back by it at the same moment. Resolves without acting when `stop` is
+ * aborted first.
  */
 export async function operatorDestroysAHolder(
   consulUrl: string,
@@ -18,7 +23,7 @@ export async function operatorDestroysAHolder(
   try {
     await sleep(Math.max(0, atSeconds - timeline.now()) * 1000, undefined, quietly)
     for (;;) {
-      const victim = timeline.holders().sort((a, b) => a.from - b.from)[0]
+      const victim = timeline.holders().find((h) => timeline.now() - h.from < FRESH_HOLD_S)
       if (victim) {
         // Recorded as the request leaves: the watch may report the loss before this call answers.
         timeline.operatorDestroyed(victim.name, victim.session)

@@ -3,7 +3,7 @@
 import { readFileSync, readdirSync } from 'node:fs'
 
 /**
- * A time limit for a suite that runs processes, below the 180 s scripts/run-tests.ts gives a test
+ * A time limit for a suite that runs processes, below the 300 s scripts/run-tests.ts gives a test
  * file: a test that hangs is then named ("did not finish before its parent") and the `after` hooks
  * still stop what it started, instead of the whole file being cancelled without a word.
  */

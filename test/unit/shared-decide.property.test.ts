@@ -155,7 +155,8 @@ describe('sharedDecide (property)', () => {
           previous = view
         }
       }),
-      runs(300),
+      // 600 runs: with 300 the count of kept non-empty arrays came out at 49 once (random seeds).
+      runs(600),
     )
     // Non-empty unchanged arrays must be common, or this proves little.
     for (const [field, count] of Object.entries(kept))

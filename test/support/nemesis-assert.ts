@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict'
 import { appendFileSync, writeFileSync } from 'node:fs'
 import type { TestContext } from 'node:test'
-import { acquisitionRate, describeRun, type NemesisResult } from './nemesis.js'
+import { acquisitionRate, describeRun, servedWaits, type NemesisResult } from './nemesis.js'
 
 /** NEMESIS_SEED, or the test's own fixed seed (CI runs the same faults each time). */
 export function nemesisSeed(fallback: number): number {
@@ -58,12 +58,8 @@ export function assertNemesis(t: TestContext, result: NemesisResult): void {
         crowds: report.crowds.length,
         editWindows: report.editWindows.length,
         longWaits: report.longWaits.length,
-        longestLibraryWaitMs: report.waits
-          .filter((w) => w.kind === 'library' && !w.faulted && !w.unserved)
-          .reduce((m, w) => Math.max(m, w.to - w.from), 0),
-        longestConsulLockWaitMs: report.waits
-          .filter((w) => w.kind === 'consul-lock' && !w.faulted && !w.unserved)
-          .reduce((m, w) => Math.max(m, w.to - w.from), 0),
+        longestLibraryWaitMs: servedWaits(report, 'library').at(-1) ?? 0,
+        longestConsulLockWaitMs: servedWaits(report, 'consul-lock').at(-1) ?? 0,
         acquisitions: report.acquisitions,
         tokenViolations: report.tokenViolations.length,
         counter: report.counter,

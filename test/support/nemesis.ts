@@ -21,21 +21,10 @@ import {
   type Occupancy,
   type Report,
 } from './nemesis-history.js'
-import { holdersOf, listPrefix, readLock, sessionsNamed } from './observe.js'
+import { holdersOf, listPrefix, lockBody, readLock, sessionsNamed } from './observe.js'
+import { seededRandom } from './seeded-random.js'
 
 const fixtures = join(import.meta.dirname, '../reliability/fixtures')
-
-/** A small seeded generator (mulberry32): one seed, one sequence. */
-export function seededRandom(seed: number): () => number {
-  let state = seed >>> 0 || 1
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 export interface NemesisConfig {
   /** Names the run in session names and the report. */
@@ -414,10 +403,7 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
           }),
         ])
         const lock = entries.find((e) => e.Key === `${config.prefix}/.lock`)
-        const body = lock?.Value
-          ? (JSON.parse(Buffer.from(lock.Value, 'base64').toString()) as unknown)
-          : undefined
-        const holders = holdersOf(body)
+        const holders = lock ? holdersOf(lockBody(lock)) : []
         sample = {
           taken: holders.filter((h) => sessions.has(h)).length,
           holders,
@@ -553,6 +539,17 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
   }
 }
 
+/**
+ * How long each wait of one kind of actor lasted (ms, shortest first), of the waits that no fault
+ * on the waiter touched and that ended with a slot.
+ */
+export function servedWaits(report: Report, kind: ActorKind): number[] {
+  return report.waits
+    .filter((w) => w.kind === kind && !w.faulted && !w.unserved)
+    .map((w) => w.to - w.from)
+    .sort((x, y) => x - y)
+}
+
 /** Acquisitions of one kind of actor per second that its actors spent free of faults. */
 export function acquisitionRate(report: Report, kind: ActorKind): number {
   const a = report.acquisitions[kind]
@@ -567,18 +564,14 @@ export function describeRun(result: NemesisResult): string {
   for (const f of result.faults) faultCounts.set(f.kind, (faultCounts.get(f.kind) ?? 0) + 1)
   const perActor = (kind: ActorKind) => {
     const a = report.acquisitions[kind]
-    const waits = report.waits
-      .filter((w) => w.kind === kind && !w.faulted && !w.unserved)
-      .map((w) => w.to - w.from)
-      .sort((x, y) => x - y)
+    const waits = servedWaits(report, kind)
     return a.actors === 0
       ? '-'
       : `${a.tenures} by ${a.actors} (${(a.tenures / a.actors).toFixed(1)} each, ` +
           `${acquisitionRate(report, kind).toFixed(2)} per healthy actor-second, ` +
           `median wait ${waits[Math.floor(waits.length / 2)] ?? 0} ms)`
   }
-  const judged = report.waits.filter((w) => !w.faulted && !w.unserved && w.kind === 'library')
-  const longest = judged.reduce((m, w) => Math.max(m, w.to - w.from), 0)
+  const longest = servedWaits(report, 'library').at(-1) ?? 0
   const lines = [
     `nemesis ${config.name}: seed ${config.seed}, limit ${config.limit}, ${config.libraryActors} library + ` +
       `${config.consulLockActors} consul lock actors, ${config.servers.length} server(s), workload ${config.workload}, ` +

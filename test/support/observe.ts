@@ -36,9 +36,13 @@ export async function readLock(
   prefix: string,
 ): Promise<{ entry: RawEntry; body: unknown } | undefined> {
   const entry = (await listPrefix(url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
-  if (!entry) return undefined
+  return entry && { entry, body: lockBody(entry) }
+}
+
+/** The decoded JSON body of a `.lock` entry, or undefined when its value is empty. */
+export function lockBody(entry: RawEntry): unknown {
   const text = entry.Value === null ? '' : Buffer.from(entry.Value, 'base64').toString('utf8')
-  return { entry, body: text === '' ? undefined : (JSON.parse(text) as unknown) }
+  return text === '' ? undefined : (JSON.parse(text) as unknown)
 }
 
 /** Holders listed in a `.lock` body of any of the three shapes. */

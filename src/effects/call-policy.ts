@@ -55,7 +55,7 @@ export function orThrow<A>(result: E.Either<ConsulError, A>): Observable<A> {
  * in a row is passed on as the permanent PermissionDenied.
  *
  * ```
- * call:    #  (≈200 ms)  #  (≈400 ms)  a|      each # a transient failure, resubscribed after the wait
+ * call:    #  (≈200 ms)  #  (≈400 ms)  a|     # a transient failure: the call is made anew
  * result:  ----------------------------a|
  * ```
  *

@@ -23,16 +23,17 @@ export interface LockAcquireOptions {
   readonly client: ConsulClient
   readonly prefix: string
   readonly scheduler?: SchedulerLike | undefined
-  /** Source of the backoff jitter (lock-delay and write retries), in [0, 1); default Math.random. */
+  /** Source of the jitter of lock-delay and write retries, in [0, 1); default Math.random. */
   readonly random?: () => number
 }
 
 /**
  * Delay before asking again after the n-th lock-delay refusal in a row (`BACKOFF.lockDelay`):
- * 250 ms doubling, capped at 1 s, with up to 25% jitter off, in whole ms. Consul does not say when a lock-delay ends (nor how long the
- * invalidated holder's delay was), so polling is the only way to learn it; the cap bounds the
- * takeover to at most ~1 s after the delay ends, where Go's `Lock` sleeps a fixed 5 s. A refused
- * txn `lock` costs the leader a map lookup (pre-check, no Raft write), so this is cheap.
+ * 250 ms doubling, capped at 1 s, with up to 25% jitter off, in whole ms. Consul does not say
+ * when a lock-delay ends (nor how long the invalidated holder's delay was), so polling is the
+ * only way to learn it; the cap bounds the takeover to at most ~1 s after the delay ends, where
+ * Go's `Lock` sleeps a fixed 5 s. A refused txn `lock` costs the leader a map lookup (pre-check,
+ * no Raft write), so this is cheap.
  *
  * @example
  * lockDelayBackoffMs(1, () => 0) // 188: the first refusal, jitter at its lowest

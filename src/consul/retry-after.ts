@@ -29,7 +29,3 @@ export function parseRetryAfter(
   const at = Date.parse(text)
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs)
 }
-
-// The pacing after a 429/503 lives in backoff.ts (`throttledDelay`, MAX_RETRY_AFTER_MS). These
-// names stay here only while contend.ts and session-lease.ts import them from this file.
-export { MAX_RETRY_AFTER_MS, throttledDelay as retryDelayMs } from './backoff.js'

@@ -2,8 +2,7 @@
 // backoff.ts's, specified in backoff.test.ts.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { throttledDelay } from '../../src/consul/backoff.js'
-import { parseRetryAfter, retryDelayMs } from '../../src/consul/retry-after.js'
+import { parseRetryAfter } from '../../src/consul/retry-after.js'
 
 const now = Date.parse('2026-11-25T06:00:00Z')
 
@@ -37,11 +36,5 @@ describe('parseRetryAfter', () => {
   it('keeps an absurd number finite', () => {
     const ms = parseRetryAfter('9'.repeat(40), now)
     assert.ok(ms !== undefined && Number.isFinite(ms) && ms <= Number.MAX_SAFE_INTEGER)
-  })
-})
-
-describe('retryDelayMs', () => {
-  it("is backoff.ts's throttledDelay, kept here for the effects that still import it", () => {
-    assert.equal(retryDelayMs, throttledDelay)
   })
 })

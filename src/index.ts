@@ -1,12 +1,55 @@
 /**
  * rx-consul-semaphore: a reactive distributed semaphore and leader election on Consul.
  *
+ * This entry is what users compose with: the contenders (`semaphore`, `leaderElection`), their
+ * one-shot and Promise forms (`tryAcquire`, `tryLead`, `withSlot`, `exclusive`), their options,
+ * states and errors, and the Consul client they run on with its capability interface. Removing
+ * or changing any of these names is a breaking change. The pure core's building blocks (the
+ * decide steps, the contender reducer and its state, the `.lock` codec) are in
+ * `rx-consul-semaphore/experimental`, which may change in any minor release; test doubles are in
+ * `rx-consul-semaphore/testing`. test/unit/public-surface.test.ts pins the list below.
+ *
  * @packageDocumentation
  */
+
+// The contenders and their public states.
+export {
+  semaphore,
+  type ContenderFailure,
+  type Semaphore,
+  type SemaphoreState,
+} from './semaphore.js'
+export {
+  leaderElection,
+  type LeaderElection,
+  type LeaderElectionOptions,
+  type LeaderElectionState,
+} from './leader-election.js'
+export type { ContenderOptions, SemaphoreOptions, Duration } from './options/contender-options.js'
+export type { RankedContender, TransitionReason } from './core/events.js'
+export type { LockLeader } from './core/single-key-lock/decide-lock.js'
+export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
+
+// One-shot, Promise and per-task forms.
+export { tryAcquire, tryLead } from './try-acquire.js'
+export { withSlot } from './with-slot.js'
+export type { SlotGuard } from './slot-guard.js'
+export {
+  exclusive,
+  type ExclusiveOptions,
+  type ExclusiveResult,
+  type ExclusiveClosed,
+} from './exclusive.js'
+export type { TaskKeyFinish } from './effects/task-lock-finish.js'
+export type { TaskLossReason } from './core/task-lock/task-lock-loss.js'
+
+// Interop with `consul lock`: where the keys are and which flags mark them.
 export { SEMAPHORE_FLAGS, LOCK_FLAGS, CONTENDER_FLAGS, HOLDER_FLAGS } from './consul/flags.js'
-export type { KVEntry, KVSnapshot, WatchEvent } from './consul/types.js'
-export type { ConsulError } from './consul/errors.js'
-export { isTransient } from './consul/errors.js'
+export { lockKey } from './core/keys/lock-key.js'
+export { contenderKey } from './core/keys/contender-key.js'
+
+// The Consul client: its configuration, its capability interface (pass your own, or wrap one),
+// and its typed failures.
 export { createConsulClient, type ConsulHttpClient } from './consul/client.js'
 export type {
   ConsulClientConfig,
@@ -15,7 +58,6 @@ export type {
   ResolvedConfig,
 } from './consul/config.js'
 export { ConsulConfigError } from './consul/config-error.js'
-export { watchPrefix } from './consul/watch-prefix.js'
 export type {
   ConsulClient,
   CallOptions,
@@ -28,8 +70,13 @@ export type {
   TxnOp,
   TxnResult,
   WatchOptions,
+  NetworkHealth,
 } from './consul/client-api.js'
+export type { KVEntry, KVSnapshot, WatchEvent } from './consul/types.js'
+export { watchPrefix } from './consul/watch-prefix.js'
+export { isTransient } from './consul/errors.js'
 export type {
+  ConsulError,
   Unreachable,
   TlsRejected,
   Timeout,
@@ -41,62 +88,3 @@ export type {
   TooLarge,
   Aborted,
 } from './consul/errors.js'
-export type {
-  ContenderEvent,
-  Decision,
-  LockShape,
-  PrefixProblem,
-  RankedContender,
-  SemaphoreView,
-  TransitionReason,
-} from './core/events.js'
-export { decide, type DecideOptions } from './core/semaphore/decide.js'
-export { lockKey } from './core/keys/lock-key.js'
-export { contenderKey } from './core/keys/contender-key.js'
-export { decodeLock } from './core/lock-body/decode-lock.js'
-export { encodeLock } from './core/lock-body/encode-lock.js'
-export type { LockRecord } from './core/lock-body/lock-record.js'
-export { isPrefixProblem } from './core/contender/is-prefix-problem.js'
-export { leaseDeadline, type LeaseMargin } from './core/contender/lease-deadline.js'
-export type {
-  ContenderAction,
-  ContenderState,
-  ContenderStateOptions,
-  CountedGrace,
-  SharedGrace,
-} from './core/contender/contender-state-model.js'
-export { contenderState } from './core/contender/contender-state.js'
-export { holding } from './core/contender/holding.js'
-export { releaseLock, type ReleaseDecision } from './core/lock-body/release-lock.js'
-export {
-  semaphore,
-  type ContenderFailure,
-  type Semaphore,
-  type SemaphoreState,
-} from './semaphore.js'
-export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
-export type { ContenderOptions, SemaphoreOptions, Duration } from './options/contender-options.js'
-export { withSlot } from './with-slot.js'
-export type { SlotGuard } from './slot-guard.js'
-export {
-  leaderElection,
-  type LeaderElection,
-  type LeaderElectionOptions,
-  type LeaderElectionState,
-} from './leader-election.js'
-export {
-  decideLock,
-  readLockLeader,
-  type DecideLockOptions,
-  type LockLeader,
-} from './core/single-key-lock/decide-lock.js'
-export type { DecideStep } from './core/contender/contender-state-model.js'
-export { tryAcquire, tryLead } from './try-acquire.js'
-export {
-  exclusive,
-  type ExclusiveOptions,
-  type ExclusiveResult,
-  type ExclusiveClosed,
-} from './exclusive.js'
-export type { TaskKeyFinish } from './effects/task-lock-finish.js'
-export type { TaskLossReason } from './core/task-lock/task-lock-loss.js'

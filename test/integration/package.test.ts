@@ -1,7 +1,9 @@
 // The package as a user gets it: `npm pack` (in a copy of the sources without dist/, so the pack
 // must build by itself), installed with rxjs into a fresh folder, type-checked for a consumer by
 // TypeScript 5.9 and 7 with and without @types/node, run from `import` and from `require` against
-// the test run's Consul agent, and its `rxsem` bin run from node_modules/.bin.
+// the test run's Consul agent, and its `rxsem` bin run from node_modules/.bin. Its three entries
+// (the root, /testing and /experimental) resolve for each, and their types also for a consumer
+// still on `moduleResolution: node10` (through "typesVersions").
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import {
@@ -47,6 +49,13 @@ export async function scoped(): Promise<void> {
   await using sem = semaphore({ prefix: 'service/db/lock', limit: 3 })
   await sem[Symbol.asyncDispose]()
 }
+`
+
+/** Types of every entry, for a CommonJS consumer whose resolution ignores the "exports" map. */
+const NODE10_TYPES = `import type { Semaphore } from 'rx-consul-semaphore'
+import type { FakeSemaphore } from 'rx-consul-semaphore/testing'
+import type { ContenderState } from 'rx-consul-semaphore/experimental'
+export type Entries = [Semaphore, FakeSemaphore, ContenderState]
 `
 
 /** The environment without the npm_* variables of the `npm test` this runs under. */
@@ -116,6 +125,7 @@ describe('the packed package', { timeout: 280_000 }, () => {
     writeFileSync(join(consumer, 'consumer.mts'), program)
     writeFileSync(join(consumer, 'consumer.cts'), program)
     writeFileSync(join(consumer, 'await-using.mts'), AWAIT_USING)
+    writeFileSync(join(consumer, 'node10.ts'), NODE10_TYPES)
     const tsconfig = (types: string[], files: string[]): string =>
       JSON.stringify({
         compilerOptions: {
@@ -135,6 +145,21 @@ describe('the packed package', { timeout: 280_000 }, () => {
       join(consumer, 'tsconfig.plain.json'),
       tsconfig([], ['consumer.mts', 'consumer.cts']),
     )
+    writeFileSync(
+      join(consumer, 'tsconfig.node10.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          module: 'commonjs',
+          moduleResolution: 'node10',
+          ignoreDeprecations: '5.0',
+          target: 'es2022',
+          types: [],
+          noEmit: true,
+        },
+        files: ['node10.ts'],
+      }),
+    )
   })
 
   after(async () => {
@@ -150,6 +175,10 @@ describe('the packed package', { timeout: 280_000 }, () => {
       'dist/cjs/index.d.ts',
       'dist/esm/testing/index.js',
       'dist/cjs/testing/index.d.ts',
+      'dist/esm/experimental.js',
+      'dist/esm/experimental.d.ts',
+      'dist/cjs/experimental.js',
+      'dist/cjs/experimental.d.ts',
       'dist/rxsem.cjs',
       'dist/rxsem-watchdog.sh',
     ]) {
@@ -188,15 +217,32 @@ describe('the packed package', { timeout: 280_000 }, () => {
     }
   }
 
+  it('resolves the types of every entry for a node10 consumer with TypeScript 5.9', async () => {
+    await run(process.execPath, [COMPILERS['TypeScript 5.9'], '-p', 'tsconfig.node10.json'], {
+      cwd: consumer,
+    }).catch((error: { stdout: string }) => {
+      assert.fail(`TypeScript 5.9 found errors:\n${error.stdout}`)
+    })
+  })
+
   it('runs from `import` and from `require` against Consul, and leaves nothing there', async () => {
     await run(process.execPath, [COMPILERS['TypeScript 7'], '-p', 'tsconfig.plain.json'], {
       cwd: consumer,
     })
-    for (const [program, loads] of [
-      ['out/consumer.mjs', /^import .* from 'rx-consul-semaphore';$/m],
-      ['out/consumer.cjs', /= require\("rx-consul-semaphore"\);$/m],
+    for (const [program, loads, loadsCore] of [
+      [
+        'out/consumer.mjs',
+        /^import .* from 'rx-consul-semaphore';$/m,
+        /^import .* from 'rx-consul-semaphore\/experimental';$/m,
+      ],
+      [
+        'out/consumer.cjs',
+        /= require\("rx-consul-semaphore"\);$/m,
+        /= require\("rx-consul-semaphore\/experimental"\);$/m,
+      ],
     ] as const) {
       assert.match(readFileSync(join(consumer, program), 'utf8'), loads)
+      assert.match(readFileSync(join(consumer, program), 'utf8'), loadsCore)
       const { stdout } = await run(process.execPath, [program], {
         cwd: consumer,
         env: { PATH: process.env['PATH'] ?? '', CONSUL_HTTP_ADDR: consul.addr },
@@ -209,6 +255,7 @@ describe('the packed package', { timeout: 280_000 }, () => {
           base: undefined,
           fencingToken: undefined,
           committed: true,
+          coreDecided: 'Held',
           otherGotTheSlot: false,
           leader: 'consumer',
           fakeHeld: true,

@@ -44,6 +44,15 @@ const testingProbe = (t: string, rx: string): string =>
        sem.closeCount, election.closeCount].join(' ') })()`
 const testingExpected = 'function function false,true,false 1 1'
 
+/** The pure core's pieces run in that build: a decision, and a `.lock` body written and read back. */
+const experimentalProbe = (x: string): string =>
+  `(() => { const d = ${x}.decide({ index: 1n, entries: [] }, { prefix: 'p', session: 's', limit: 2 });
+     const body = ${x}.encodeLock({ limit: 2, holders: ['a'], shape: 'guide-list' });
+     const read = ${x}.decodeLock(body, 'p/.lock');
+     return [typeof ${x}.contenderState, d.type, new TextDecoder().decode(body),
+       read._tag, read.right.holders.join()].join(' ') })()`
+const experimentalExpected = 'function NotContending {"Limit":2,"Holders":["a"]} Right a'
+
 describe('package exports', () => {
   it('can be imported as an ES module by plain Node', async () => {
     const out = await plainNode(
@@ -82,12 +91,47 @@ describe('package exports', () => {
     assert.equal(out, testingExpected)
   })
 
+  it('can import the pure core of rx-consul-semaphore/experimental as an ES module', async () => {
+    const out = await plainNode(
+      'module',
+      `const x = await import('rx-consul-semaphore/experimental'); console.log(${experimentalProbe('x')})`,
+    )
+    assert.equal(out, experimentalExpected)
+  })
+
+  it('can require the pure core of rx-consul-semaphore/experimental as a CommonJS module', async () => {
+    const out = await plainNode(
+      'commonjs',
+      `const x = require('rx-consul-semaphore/experimental');
+       if (!/dist[\\\\/]cjs[\\\\/]experimental\\.js$/.test(require.resolve('rx-consul-semaphore/experimental'))) throw new Error('not the cjs build')
+       console.log(${experimentalProbe('x')})`,
+    )
+    assert.equal(out, experimentalExpected)
+  })
+
+  it('keeps the pure core out of the root entry in both builds', async () => {
+    const names = ['decide', 'contenderState', 'holding', 'releaseLock', 'encodeLock']
+    const probe = (m: string): string =>
+      `console.log(${JSON.stringify(names)}.filter((n) => n in ${m}).join() || 'none')`
+    const esm = await plainNode(
+      'module',
+      `const m = await import('rx-consul-semaphore'); ${probe('m')}`,
+    )
+    const cjs = await plainNode(
+      'commonjs',
+      `const m = require('rx-consul-semaphore'); ${probe('m')}`,
+    )
+    assert.deepEqual([esm, cjs], ['none', 'none'])
+  })
+
   it('ships type declarations for both module systems', () => {
     for (const d of [
       'dist/esm/index.d.ts',
       'dist/cjs/index.d.ts',
       'dist/esm/testing/index.d.ts',
       'dist/cjs/testing/index.d.ts',
+      'dist/esm/experimental.d.ts',
+      'dist/cjs/experimental.d.ts',
     ]) {
       assert.ok(existsSync(`${root}/${d}`), `${d} is missing`)
     }

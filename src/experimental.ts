@@ -1,0 +1,52 @@
+/**
+ * rx-consul-semaphore/experimental: the pure core's building blocks, for those who build their
+ * own contender on them or study its decisions.
+ *
+ * EXPERIMENTAL: these names follow the core's internals and may change or go away in any minor
+ * release (semver does not cover this entry). What users compose with is in the root entry,
+ * `rx-consul-semaphore`, which this entry does not repeat: import `KVSnapshot`, `WatchEvent`,
+ * `TransitionReason`, `RankedContender` or `LockLeader` from there.
+ *
+ * @example
+ * ```ts
+ * import { decide } from 'rx-consul-semaphore/experimental'
+ * const decision = decide(snapshot, { prefix: 'service/db/lock', session, limit: 3 })
+ * if (decision.type === 'TryAcquire') console.log('CAS .lock at index', decision.cas)
+ * ```
+ * @packageDocumentation
+ */
+
+// The semaphore decision, one snapshot at a time.
+export { decide, type DecideOptions } from './core/semaphore/decide.js'
+export type {
+  ContenderEvent,
+  Decision,
+  LockShape,
+  PrefixProblem,
+  SemaphoreView,
+} from './core/events.js'
+export { isPrefixProblem } from './core/contender/is-prefix-problem.js'
+
+// The single-key lock of `consul lock` (leader election).
+export {
+  decideLock,
+  readLockLeader,
+  type DecideLockOptions,
+} from './core/single-key-lock/decide-lock.js'
+
+// The contender state machine: the reducer as an operator, its state and its boolean projection.
+export { contenderState } from './core/contender/contender-state.js'
+export { holding } from './core/contender/holding.js'
+export type {
+  ContenderAction,
+  ContenderState,
+  ContenderStateOptions,
+  DecideStep,
+} from './core/contender/contender-state-model.js'
+export { leaseDeadline, type LeaseMargin } from './core/contender/lease-deadline.js'
+
+// The `.lock` body: read, write, and the release of a holder.
+export { decodeLock } from './core/lock-body/decode-lock.js'
+export { encodeLock } from './core/lock-body/encode-lock.js'
+export type { LockRecord } from './core/lock-body/lock-record.js'
+export { releaseLock, type ReleaseDecision } from './core/lock-body/release-lock.js'

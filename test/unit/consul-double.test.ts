@@ -13,7 +13,28 @@ import {
   unreachable,
   type ConsulDouble,
 } from '../support/consul-double.js'
+import { CONSUL_SCENARIOS } from '../support/consul-scenarios.js'
 import { failure, ok } from '../integration/consul-test-kit.js'
+
+describe('the Consul double passes the shared scenario table, in virtual time', () => {
+  for (const scenario of CONSUL_SCENARIOS) {
+    it(scenario.name, { timeout: 20_000 }, async () => {
+      const scheduler = new VirtualTimeScheduler()
+      const double = createConsulDouble({ scheduler })
+      const stop = autoAdvance(scheduler)
+      try {
+        await scenario.run(() => double.connect(), {
+          prefix: 'rxsem-test/double',
+          now: () => scheduler.now(),
+        })
+      } finally {
+        stop()
+        await double.close()
+      }
+      assert.deepEqual(scheduler.actions, [], 'closing the double left no timer scheduled')
+    })
+  }
+})
 
 describe('the Consul double: controls', () => {
   let scheduler: VirtualTimeScheduler

@@ -81,8 +81,6 @@ export class PrefixCoordinator {
   private subscription: Subscription | undefined
   private last: KVSnapshot | undefined
   private failing: WatchEvent | undefined
-  /** `.lock` as the last snapshot showed it (null: none); kept across the watch's stops. */
-  private knownLock: KVEntry | null | undefined
   private joining = 0
 
   constructor(
@@ -105,13 +103,9 @@ export class PrefixCoordinator {
    * differs.
    */
   mayJoin(limit: number): boolean {
-    return (
-      this.protocol.join !== undefined &&
-      this.watching.size === 0 &&
-      this.joining === 0 &&
-      this.knownLock !== undefined &&
-      E.isRight(readLock(this.knownLock ?? undefined, lockKey(this.prefix), limit))
-    )
+    if (this.protocol.join === undefined || this.watching.size > 0 || this.joining > 0) return false
+    const lock = knownLock(this.client, this.prefix)
+    return lock !== undefined && E.isRight(readLock(lock ?? undefined, lockKey(this.prefix), limit))
   }
 
   /** Counts a join in flight; returns its end (idempotent). */
@@ -163,7 +157,11 @@ export class PrefixCoordinator {
 
   private keep(snapshot: KVSnapshot): void {
     this.last = snapshot
-    this.knownLock = snapshot.entries.find((e) => e.key === lockKey(this.prefix)) ?? null
+    rememberLock(
+      this.client,
+      this.prefix,
+      snapshot.entries.find((e) => e.key === lockKey(this.prefix)) ?? null,
+    )
   }
 
   private deliver(event: WatchEvent): void {
@@ -268,6 +266,31 @@ function waitForKey(
     )
     return merge(keyEvents, rechecks)
   })
+}
+
+/**
+ * How many prefixes a client remembers the `.lock` of after their coordinators are gone: enough for
+ * every prefix a service contends on, bounded for one that contends on ever new prefixes.
+ */
+export const REMEMBERED_LOCKS = 256
+
+/**
+ * `.lock` as a client last saw it per prefix (null: none), kept after the prefix's coordinator is
+ * gone: a replica's next tenure on the same client may then join in one transaction. A bounded
+ * cache (least recently seen first out), keyed weakly by the client.
+ */
+const seenLocks = new WeakMap<ConsulClient, Map<string, KVEntry | null>>()
+
+function knownLock(client: ConsulClient, prefix: string): KVEntry | null | undefined {
+  return seenLocks.get(client)?.get(prefix)
+}
+
+function rememberLock(client: ConsulClient, prefix: string, lock: KVEntry | null): void {
+  let locks = seenLocks.get(client)
+  if (!locks) seenLocks.set(client, (locks = new Map<string, KVEntry | null>()))
+  locks.delete(prefix)
+  locks.set(prefix, lock)
+  if (locks.size > REMEMBERED_LOCKS) locks.delete(locks.keys().next().value as string)
 }
 
 const coordinators = refCountedRegistry<PrefixCoordinator>()

@@ -1,0 +1,236 @@
+// The prefix coordinator and its members (src/effects/coordinator/) in virtual time, on the
+// in-memory Consul double (test/support/consul-double.ts, proven against a real agent by the
+// shared scenario table). These are the orderings that used to need a live agent: a watch that
+// fails under a holder, a renewal that never answers, a session that expires, a process of many
+// waiters; and the coordinator's own promises: one view per snapshot, one decision per contender
+// per snapshot, one long poll per prefix, nothing kept once its contenders are gone.
+import assert from 'node:assert/strict'
+import { afterEach, beforeEach, describe, it } from 'node:test'
+import { VirtualTimeScheduler, filter, firstValueFrom, type Subscription } from 'rxjs'
+import type { KVSnapshot } from '../../src/consul/types.js'
+import type { ContenderState } from '../../src/core/contender/contender-state-model.js'
+import { contend, type ContenderRun } from '../../src/effects/coordinator/member.js'
+import { coordinatorCount } from '../../src/effects/coordinator/prefix-coordinator.js'
+import type { ContenderProtocol } from '../../src/effects/protocol/contender-protocol.js'
+import { semaphoreProtocol } from '../../src/effects/protocol/semaphore-protocol.js'
+import { resolveContenderOptions } from '../../src/options/contender-options.js'
+import { semaphore, type Semaphore, type SemaphoreState } from '../../src/semaphore.js'
+import {
+  autoAdvance,
+  createConsulDouble,
+  unreachable,
+  type ConsulDouble,
+} from '../support/consul-double.js'
+
+const prefix = 'svc/coordinated'
+
+describe('the prefix coordinator, in virtual time on the Consul double', () => {
+  let scheduler: VirtualTimeScheduler
+  let double: ConsulDouble
+  let stopTime: () => void
+  const subscriptions: Subscription[] = []
+
+  beforeEach(() => {
+    scheduler = new VirtualTimeScheduler()
+    double = createConsulDouble({ scheduler })
+    stopTime = autoAdvance(scheduler)
+  })
+  afterEach(async () => {
+    for (const s of subscriptions.splice(0)) s.unsubscribe()
+    stopTime()
+    await double.close()
+  })
+
+  const contender = (options: { ttl?: string; limit?: number } = {}): Semaphore =>
+    semaphore({
+      prefix,
+      limit: options.limit ?? 1,
+      consul: double.client,
+      scheduler,
+      ...(options.ttl !== undefined ? { ttl: options.ttl } : {}),
+    })
+  const follow = (sem: Semaphore): SemaphoreState[] => {
+    const seen: SemaphoreState[] = []
+    subscriptions.push(sem.state$.subscribe((s) => seen.push(s)))
+    return seen
+  }
+  const reach = (sem: Semaphore, ok: (s: SemaphoreState) => boolean): Promise<SemaphoreState> =>
+    firstValueFrom(sem.state$.pipe(filter(ok)))
+
+  it('drops holding the moment the watch fails, and takes it back (restored) when it answers again', async () => {
+    const holder = contender()
+    const seen = follow(holder)
+    await reach(holder, (s) => s.holding)
+    // The next long poll fails (a dropped connection), and the retries after it, for a while.
+    double.fail('kv.list', unreachable(), { times: 3 })
+    const listed = double.index()
+    double.put(`${prefix}/unrelated`, 'x') // wakes the long poll, which then fails
+    await reach(holder, (s) => !s.holding)
+    assert.equal(seen.at(-1)?.reason, 'watch-failed')
+    const back = await reach(holder, (s) => s.holding)
+    assert.equal(back.reason, 'restored')
+    assert.ok(double.index() > listed)
+    await holder.close()
+    assert.equal(double.sessions().length, 0, 'close() destroyed the session')
+  })
+
+  it('drops holding at the lease deadline when a renewal never answers, not a moment later', async () => {
+    const holder = contender({ ttl: '10s' })
+    const seen = follow(holder)
+    const held = await reach(holder, (s) => s.holding)
+    const deadline = held.leaseDeadline as number
+    // Every renewal from now on hangs (a frozen agent, a partition that drops packets).
+    const gate = double.hold('session.renew')
+    await gate.reached
+    const dropped = await reach(holder, (s) => !s.holding)
+    assert.equal(dropped.reason, 'lease-expired')
+    assert.equal(scheduler.now(), deadline, 'at exactly the deadline (TTL − 10 % margin)')
+    assert.ok(seen.filter((s) => s.holding).length > 0)
+    gate.release()
+    await holder.close().catch(() => undefined)
+  })
+
+  it('starts over with a new session when Consul expires its session, and holds again', async () => {
+    const holder = contender()
+    follow(holder)
+    const first = await reach(holder, (s) => s.holding)
+    double.expireSession(first.session as string)
+    const lost = await reach(holder, (s) => !s.holding)
+    assert.ok(
+      lost.reason === 'session-invalidated' || lost.reason === 'removed',
+      String(lost.reason),
+    )
+    const again = await reach(holder, (s) => s.holding && s.session !== first.session)
+    assert.notEqual(again.session, first.session)
+    await holder.close()
+    assert.deepEqual(
+      double.entries(prefix + '/').filter((e) => e.session !== undefined),
+      [],
+    )
+  })
+
+  it('parks a process whose waiters are all far back on one long poll of the key ahead', async () => {
+    // Another process holds and has the two front places; this one has five waiters behind.
+    const other = double.connect('other')
+    const theirs = Array.from({ length: 3 }, () =>
+      semaphore({ prefix, limit: 1, consul: other, scheduler }),
+    )
+    for (const s of theirs) follow(s)
+    await reach(theirs[0] as Semaphore, (s) => s.holding)
+    await Promise.all(theirs.map((s) => reach(s, (st) => st.contending)))
+    const ours = Array.from({ length: 5 }, () => contender())
+    for (const s of ours) follow(s)
+    await Promise.all(ours.map((s) => reach(s, (st) => st.rank !== undefined)))
+    const polls = async (): Promise<readonly string[]> => {
+      for (;;) {
+        const inFlight = double
+          .calls()
+          .filter((c) => c.client === 'client' && c.method === 'kv.list' && c.answer === undefined)
+        if (inFlight.length > 0) return inFlight.map((c) => c.keys[0] ?? '')
+        await new Promise((done) => setTimeout(done, 2))
+      }
+    }
+    const secondTheirs = (await reach(theirs[2] as Semaphore, (s) => s.session !== undefined))
+      .session as string
+    assert.deepEqual(await polls(), [`${prefix}/${secondTheirs}`], 'one poll, on the key ahead')
+    // Hand over one by one: everyone is served, in the order they came.
+    const everyone = [...theirs, ...ours]
+    const order: number[] = []
+    const left = new Set(everyone.keys())
+    while (left.size > 0) {
+      const next = await Promise.race(
+        [...left].map((i) => reach(everyone[i] as Semaphore, (st) => st.holding).then(() => i)),
+      )
+      order.push(next)
+      left.delete(next)
+      await (everyone[next] as Semaphore).close()
+    }
+    assert.deepEqual(order, [0, 1, 2, 3, 4, 5, 6, 7])
+    assert.equal(coordinatorCount(), 0, 'the coordinators are gone with their last contenders')
+    assert.equal(double.sessions().length, 0)
+  })
+
+  describe('decisions counted (a member and a protocol whose decide step counts)', () => {
+    /** The semaphore, counting each contender's decisions per snapshot and the views computed. */
+    function countingProtocol(): {
+      protocol: ContenderProtocol
+      decisions: Map<string, number>
+      views: () => number
+    } {
+      const decisions = new Map<string, number>()
+      let views = (): number => 0
+      const protocol: ContenderProtocol = {
+        ...semaphoreProtocol,
+        decide: (c) => {
+          views = c.cache.computed
+          const step = semaphoreProtocol.decide(c)
+          return (snapshot: KVSnapshot, options) => {
+            if (options.ignoreRank !== true) {
+              const key = `${options.session}@${snapshot.index}`
+              decisions.set(key, (decisions.get(key) ?? 0) + 1)
+            }
+            return step(snapshot, options)
+          }
+        },
+      }
+      return { protocol, decisions, views: () => views() }
+    }
+
+    it('computes one view per snapshot, and each contender decides once per snapshot', async () => {
+      const { protocol, decisions, views } = countingProtocol()
+      const states = new Map<number, ContenderState>()
+      const runs: ContenderRun[] = []
+      const releases: Promise<unknown>[] = []
+      const snapshotsSeen = new Set<bigint>()
+      for (let i = 0; i < 30; i++) {
+        runs.push(
+          contend(
+            {
+              ...resolveContenderOptions({ prefix }, 'coordinator test'),
+              client: double.client,
+              protocol,
+              limit: 3,
+              fairness: true,
+              // No fairness grace runs out in this test: a wake-up decides again on the same
+              // snapshot, which is a new decision (time moved), not a repeated one.
+              fairnessGraceMs: 3_600_000,
+              scheduler,
+              onRelease: (r) => releases.push(r),
+            },
+            {
+              next: (s) => {
+                states.set(i, s)
+                if (s.snapshot) snapshotsSeen.add(s.snapshot.index)
+              },
+              error: (e) => assert.fail(e),
+              complete: () => undefined,
+            },
+          ),
+        )
+      }
+      const until = async (ok: () => boolean): Promise<void> => {
+        while (!ok()) await new Promise((done) => setTimeout(done, 2))
+      }
+      const holders = (): number[] => [...states].filter(([, s]) => s.holding).map(([i]) => i)
+      await until(() => holders().length === 3)
+      // Churn: the holders give their slots back one by one, twelve times.
+      for (let round = 0; round < 12; round++) {
+        const h = holders()[0] as number
+        runs[h]?.close()
+        await until(() => holders().length === 3 && !holders().includes(h))
+      }
+      for (const run of runs) run.close()
+      await Promise.all(releases)
+      const repeated = [...decisions].filter(([, n]) => n > 1)
+      assert.deepEqual(repeated, [], 'a contender decided twice on one snapshot')
+      assert.ok(decisions.size > 30, `decisions: ${decisions.size}`)
+      // One view per snapshot the contenders stepped on (a wake-up decides again on the same one).
+      assert.ok(
+        views() <= snapshotsSeen.size,
+        `views ${views()} for ${snapshotsSeen.size} snapshots`,
+      )
+      assert.equal(coordinatorCount(), 0)
+      assert.equal(double.sessions().length, 0)
+    })
+  })
+})

@@ -2,11 +2,11 @@
 // verdict, and the watch frame's layout.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { splitAtCommand } from '../../src/cli/args.js'
-import { planRun, runFlagSpec, type RunPlan } from '../../src/cli/run-plan.js'
+import { splitAtCommand } from '../../src/cli/args/parse-flags.js'
+import { planRun, runFlagSpec, type RunPlan } from '../../src/cli/run/plan.js'
 import { tryOnceVerdict } from '../../src/cli/try-once.js'
-import { UsageError } from '../../src/cli/usage-error.js'
-import { renderFrame, type WatchView } from '../../src/cli/watch-frame.js'
+import { UsageError } from '../../src/cli/args/parse-flags.js'
+import { renderFrame, type WatchView } from '../../src/cli/watch/frame.js'
 import { SemaphoreError } from '../../src/errors.js'
 
 const plan = (argv: string[]): RunPlan => {

@@ -2,17 +2,14 @@
  * What `rxsem run` says about a change of its contender's state: the key lines (waiting, holding,
  * lost) for everyone, and every other transition with its reason for `--verbose`.
  */
-import type { SemaphoreState } from '../semaphore.js'
-import { tryOnceVerdict } from './try-once.js'
+import type { SemaphoreState } from '../../semaphore.js'
+import { shortSession } from '../report.js'
+import { tryOnceVerdict } from '../try-once.js'
 
 export interface TransitionLine {
   readonly level: 'info' | 'detail'
   readonly message: string
 }
-
-/** The first 8 characters of a session id, enough to tell sessions apart in a message. */
-export const shortSession = (session: string | undefined): string =>
-  session === undefined ? 'none' : session.slice(0, 8)
 
 /** The `(reason, session, fencing token)` tail of a holding line. */
 export function holdingDetails(state: SemaphoreState): string {

@@ -4,10 +4,10 @@
  * the semaphore's state, so the rest of the command has one shape to follow.
  */
 import { EMPTY, catchError, distinctUntilChanged, map, type Observable } from 'rxjs'
-import type { ConsulClient } from '../consul/client-api.js'
-import { leaderElection, type LeaderElectionState } from '../leader-election.js'
-import { semaphore, type SemaphoreState } from '../semaphore.js'
-import type { RunPlan } from './run-plan.js'
+import type { ConsulClient } from '../../consul/client-api.js'
+import { leaderElection, type LeaderElectionState } from '../../leader-election.js'
+import { semaphore, type SemaphoreState } from '../../semaphore.js'
+import type { RunPlan } from './plan.js'
 
 /** A session's lease: trusted until `deadlineMs` (epoch ms), as the library counts it. */
 export interface Lease {

@@ -1,10 +1,11 @@
 /**
  * The two waits of `rxsem run` as Observables: for a slot (or a reason not to run), then, while
- * the command runs, for the slot to be lost.
+ * the command runs, for the slot to be lost; and the stop signals that can cut either short.
  */
 import {
   EMPTY,
   ReplaySubject,
+  Subject,
   catchError,
   endWith,
   filter,
@@ -17,10 +18,10 @@ import {
   timer,
   type Observable,
 } from 'rxjs'
-import type { SemaphoreState } from '../semaphore.js'
+import type { SemaphoreState } from '../../semaphore.js'
 import type { CliContender } from './contender.js'
-import { describeError } from './describe-error.js'
-import { tryOnceVerdict } from './try-once.js'
+import { describeError } from '../report.js'
+import { tryOnceVerdict } from '../try-once.js'
 
 /**
  * The contender's states, subscribed once for the whole run and replayed (last state, error,
@@ -110,4 +111,30 @@ export function slotLost(state$: Observable<SemaphoreState>): Observable<string>
     catchError((error: unknown) => of(describeError(error))),
     first(),
   )
+}
+
+/**
+ * SIGINT, SIGTERM and SIGHUP as a stream, for as long as `rxsem run` lives. The handlers are
+ * installed once, up front: a signal between two phases must never fall back to Node's default (die
+ * at once, leaving the command to the watchdog and the slot to the TTL). SIGHUP comes when the
+ * terminal or ssh connection of `rxsem run` goes away.
+ */
+export class StopSignals {
+  private readonly subject = new Subject<NodeJS.Signals>()
+  private readonly handler = (signal: NodeJS.Signals): void => this.subject.next(signal)
+
+  constructor(private readonly names: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+    for (const name of names) process.on(name, this.handler)
+  }
+
+  /** Each signal as it arrives (hot: only signals after subscribing). */
+  get received(): Observable<NodeJS.Signals> {
+    return this.subject.asObservable()
+  }
+
+  /** Removes the handlers. */
+  dispose(): void {
+    for (const name of this.names) process.off(name, this.handler)
+    this.subject.complete()
+  }
 }

@@ -117,7 +117,9 @@ async function contendAndRun(
   let previous: Parameters<typeof describeTransition>[0]
   const narrator = state$.subscribe({
     next: (state) => {
-      for (const line of describeTransition(previous, state)) report[line.level](line.message)
+      for (const line of describeTransition(previous, state, plan.timeoutMs !== 0)) {
+        report[line.level](line.message)
+      }
       previous = state
     },
     // Errors are reported by the phase that sees them.

@@ -7,6 +7,8 @@ import {
   ReplaySubject,
   Subject,
   catchError,
+  concatWith,
+  defer,
   endWith,
   filter,
   first,
@@ -19,9 +21,8 @@ import {
   type Observable,
 } from 'rxjs'
 import type { SemaphoreState } from '../../semaphore.js'
-import type { CliContender } from './contender.js'
+import { tryOnceVerdictOf, type CliContender } from './contender.js'
 import { describeError } from '../report.js'
-import { tryOnceVerdict } from '../try-once.js'
 
 /**
  * The contender's states, subscribed once for the whole run and replayed (last state, error,
@@ -49,7 +50,9 @@ export const TRY_ONCE_BACKSTOP_MS = 10_000
 
 /**
  * Waits for the first of: a held slot, an error (of the contender, or one `trouble` emits, such as
- * the watchdog's), the timeout, a signal.
+ * the watchdog's), the timeout, a signal. With `--timeout 0` (a try-once contender, see
+ * `createContender`), "not held" by the try-once rule, or the contender's end before it held, is
+ * a timeout at once.
  */
 export function waitForSlot(
   state$: Observable<SemaphoreState>,
@@ -59,21 +62,28 @@ export function waitForSlot(
 ): Promise<Waited> {
   const { timeoutMs, prefix } = plan
   const tryOnce = timeoutMs === 0
+  let last: SemaphoreState | undefined
   const verdicts: Observable<Waited> = state$.pipe(
     mergeMap((state): Observable<Waited> => {
+      last = state
       if (state.holding) return of({ type: 'held', state })
-      if (tryOnce && tryOnceVerdict(state) === 'not-held') {
-        return of({
-          type: 'timeout',
-          why: `no free slot of ${prefix} for this contender now (${state.holders.length} of ${state.limit} held, --timeout 0)`,
-        })
+      if (tryOnce && tryOnceVerdictOf(state, false) === 'not-held') {
+        return of(notHeldNow(prefix, state))
       }
       return EMPTY
     }),
-    endWith<Waited>({
-      type: 'failed',
-      error: new Error('the contender stopped before holding a slot; please report this'),
-    }),
+    concatWith(
+      defer(() =>
+        of<Waited>(
+          tryOnce
+            ? notHeldNow(prefix, last)
+            : {
+                type: 'failed',
+                error: new Error('the contender stopped before holding a slot; please report this'),
+              },
+        ),
+      ),
+    ),
     catchError((error: unknown) => of<Waited>({ type: 'failed', error })),
   )
   const limitMs = tryOnce ? TRY_ONCE_BACKSTOP_MS : timeoutMs
@@ -96,6 +106,20 @@ export function waitForSlot(
       trouble.pipe(map((error): Waited => ({ type: 'failed', error }))),
     ),
   )
+}
+
+/** The answer of `--timeout 0` without a slot, after `state` (the last one seen). */
+function notHeldNow(prefix: string, state: SemaphoreState | undefined): Waited {
+  const held = state === undefined ? '' : `${state.holders.length} of ${state.limit} held`
+  return {
+    type: 'timeout',
+    why:
+      state === undefined || state.holders.length >= state.limit
+        ? `no free slot of ${prefix} for this contender now (${held}, --timeout 0)`
+        : // The try-once contender ended its run on a refusal its state does not show.
+          `Consul gave this contender no slot of ${prefix} now (${held}: refused for the lock-delay ` +
+          `after a holder's session ended, or its session ended; --timeout 0)`,
+  }
 }
 
 /**

@@ -44,7 +44,8 @@ export type Waited =
 
 /**
  * `--timeout 0` waits this long at most for its one decision, should Consul stop answering after
- * the start-up check: the library would otherwise retry for ever.
+ * the start-up check: a try-once contender ends on a failed request, but one that hangs fails only
+ * at the transport's timeout.
  */
 export const TRY_ONCE_BACKSTOP_MS = 10_000
 
@@ -110,11 +111,14 @@ export function waitForSlot(
 
 /** The answer of `--timeout 0` without a slot, after `state` (the last one seen). */
 function notHeldNow(prefix: string, state: SemaphoreState | undefined): Waited {
-  const held = state === undefined ? '' : `${state.holders.length} of ${state.limit} held`
+  if (state === undefined) {
+    return { type: 'timeout', why: `no slot of ${prefix} for this contender now (--timeout 0)` }
+  }
+  const held = `${state.holders.length} of ${state.limit} held`
   return {
     type: 'timeout',
     why:
-      state === undefined || state.holders.length >= state.limit
+      state.holders.length >= state.limit
         ? `no free slot of ${prefix} for this contender now (${held}, --timeout 0)`
         : // The try-once contender ended its run on a refusal its state does not show.
           `Consul gave this contender no slot of ${prefix} now (${held}: refused for the lock-delay ` +

@@ -80,8 +80,8 @@ if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) {
 }
 chmodSync(bin, 0o755)
 
-// The watchdog of `rxsem run` is a bash script the CLI finds next to its own file
-// (src/cli/watchdog.ts): beside the bin, and beside the unbundled CLI of each build.
+// The watchdog of `rxsem run` is a bash script the CLI finds beside the bundled bin or beside the
+// CLI's entry (src/cli/run/watchdog.ts): beside the bin, and beside main.js of each build.
 for (const dir of ['dist', 'dist/esm/cli', 'dist/cjs/cli']) {
   copyFileSync('src/cli/rxsem-watchdog.sh', join(dir, 'rxsem-watchdog.sh'))
 }

@@ -19,6 +19,7 @@ import { freePort, processGone, sharedAgent, uniquePrefix } from '../support/con
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
+  createRawSession,
   deleteTree,
   destroyRawSession,
   eventually,
@@ -377,6 +378,87 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(existsSync(marker), true)
     await assertCleanConsul(prefix, 'cli-wait')
     await deleteTree(consul.url, prefix)
+  })
+
+  it('tries once as tryAcquire and tryLead do: a free slot behind a waiter is taken, and a lock-delay answers 124 at once', async () => {
+    // A waiter ahead in line that never takes its turn (its process is gone, its key kept until
+    // its session ends): a try-once contender does not wait, so it keeps no place behind it.
+    const prefix = uniquePrefix('cli-once-queue')
+    const ahead = await createRawSession(consul.url, { Name: `cli-once ${prefix}`, TTL: '30s' })
+    assert.equal(
+      await putRaw(
+        consul.url,
+        `${prefix}/${ahead}`,
+        'ahead',
+        `acquire=${ahead}&flags=${SEMAPHORE_FLAGS}`,
+      ),
+      true,
+    )
+    const marker = file('started')
+    const name = `cli-once-run ${prefix}`
+    const free = await cli([
+      'run',
+      '--prefix',
+      prefix,
+      '--limit',
+      '1',
+      '--name',
+      name,
+      '--timeout',
+      '0',
+      '--shell',
+      '--',
+      `touch ${marker}`,
+    ])
+    assert.equal(free.code, 0, `the free slot was taken: ${free.stderr}`)
+    assert.equal(existsSync(marker), true)
+    assert.deepEqual(
+      (await listPrefix(consul.url, prefix)).map((e) => e.Key).filter((k) => !k.endsWith('/.lock')),
+      [`${prefix}/${ahead}`],
+      'only the waiter ahead is left',
+    )
+    assert.deepEqual(await holders(prefix), [], '.lock lists nobody')
+    assert.deepEqual(await sessionsNamed(consul.url, name), [], 'no session is left')
+    await destroyRawSession(consul.url, ahead)
+    await deleteTree(consul.url, prefix)
+
+    // A leader's session invalidated: Consul refuses the free key for its lock-delay.
+    const leaderPrefix = uniquePrefix('cli-once-delay')
+    const leader = await createRawSession(consul.url, {
+      Name: `cli-once ${leaderPrefix}`,
+      LockDelay: '60s',
+    })
+    assert.equal(
+      await putRaw(
+        consul.url,
+        `${leaderPrefix}/.lock`,
+        'leader',
+        `acquire=${leader}&flags=${LOCK_FLAGS}`,
+      ),
+      true,
+    )
+    await destroyRawSession(consul.url, leader)
+    const delayedMarker = file('started')
+    const delayedName = `cli-once-leader ${leaderPrefix}`
+    const delayed = await cli([
+      'run',
+      '--leader',
+      '--prefix',
+      leaderPrefix,
+      '--name',
+      delayedName,
+      '--timeout',
+      '0',
+      '--shell',
+      '--',
+      `touch ${delayedMarker}`,
+    ])
+    assert.equal(delayed.code, 124, delayed.stderr)
+    // Not the 10 s backstop's "no decision": the refusal itself is the answer.
+    assert.match(delayed.stderr, /refused for the lock-delay/)
+    assert.equal(existsSync(delayedMarker), false, 'no command was started')
+    assert.deepEqual(await sessionsNamed(consul.url, delayedName), [], 'no session is left')
+    await deleteTree(consul.url, leaderPrefix)
   })
 
   it('exits 1 with one line and starts nothing on bad options, unreachable Consul, conflict, limit conflict and corrupt .lock', async () => {

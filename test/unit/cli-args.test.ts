@@ -1,12 +1,11 @@
 // The pure parts of the `rxsem` command line: argument splitting and checking, the try-once
-// verdict, and the watch frame's layout.
+// rule on the public state, and the watch frame's layout.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { splitAtCommand } from '../../src/cli/args.js'
-import { planRun, runFlagSpec, type RunPlan } from '../../src/cli/run-plan.js'
-import { tryOnceVerdict } from '../../src/cli/try-once.js'
-import { UsageError } from '../../src/cli/usage-error.js'
-import { renderFrame, type WatchView } from '../../src/cli/watch-frame.js'
+import { splitAtCommand, UsageError } from '../../src/cli/args/parse-flags.js'
+import { planRun, runFlagSpec, type RunPlan } from '../../src/cli/run/plan.js'
+import { tryOnceVerdictOf } from '../../src/cli/run/contender.js'
+import { renderFrame, type WatchView } from '../../src/cli/watch/frame.js'
 import { SemaphoreError } from '../../src/errors.js'
 
 const plan = (argv: string[]): RunPlan => {
@@ -67,7 +66,7 @@ describe('rxsem run arguments', () => {
   })
 })
 
-describe('tryOnceVerdict', () => {
+describe('tryOnceVerdictOf (the try-once rule on the public state)', () => {
   const state = {
     holding: false,
     session: 's',
@@ -77,17 +76,24 @@ describe('tryOnceVerdict', () => {
     rank: 0,
   }
   it('should say held when holding', () =>
-    assert.equal(tryOnceVerdict({ ...state, holding: true }), 'held'))
+    assert.equal(tryOnceVerdictOf({ ...state, holding: true }, false), 'held'))
   it('should wait for the decision before the key is in Consul', () =>
-    assert.equal(tryOnceVerdict({ ...state, contending: false }), 'undecided'))
+    assert.equal(tryOnceVerdictOf({ ...state, contending: false }, false), 'undecided'))
+  it('should wait for holding when listed as a holder', () =>
+    assert.equal(tryOnceVerdictOf({ ...state, holders: ['s'] }, false), 'undecided'))
   it('should say not held when every slot is taken', () =>
-    assert.equal(tryOnceVerdict({ ...state, holders: ['a', 'b'] }), 'not-held'))
-  it('should say not held when waiters ranked first take the free slots', () =>
-    assert.equal(tryOnceVerdict({ ...state, holders: ['a'], rank: 1 }), 'not-held'))
+    assert.equal(tryOnceVerdictOf({ ...state, holders: ['a', 'b'] }, false), 'not-held'))
+  it('should take a free slot behind waiters when it does not wait (--timeout 0)', () =>
+    assert.equal(tryOnceVerdictOf({ ...state, holders: ['a'], rank: 1 }, false), 'undecided'))
+  it('should say no slot is for it when waiters ranked first take the free slots', () =>
+    assert.equal(tryOnceVerdictOf({ ...state, holders: ['a'], rank: 1 }, true), 'not-held'))
   it('should wait for the CAS when a free slot is meant for it', () =>
-    assert.equal(tryOnceVerdict({ ...state, holders: ['a'], rank: 0 }), 'undecided'))
+    assert.equal(tryOnceVerdictOf({ ...state, holders: ['a'], rank: 0 }, true), 'undecided'))
   it('should wait for the error after a prefix problem (no rank)', () =>
-    assert.equal(tryOnceVerdict({ ...state, rank: undefined }), 'undecided'))
+    assert.equal(
+      tryOnceVerdictOf({ ...state, holders: ['a', 'b'], rank: undefined }, false),
+      'undecided',
+    ))
 })
 
 describe('watch frame', () => {

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { startWatchdog, WATCHDOG_GRACE_MS, WATCHDOG_SCRIPT } from '../../src/cli/watchdog.js'
+import { startWatchdog, WATCHDOG_GRACE_MS, WATCHDOG_SCRIPT } from '../../src/cli/run/watchdog.js'
 import { processGone } from '../support/consul-agent.js'
 import { startTime } from '../support/processes.js'
 

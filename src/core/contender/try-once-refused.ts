@@ -1,8 +1,10 @@
+import type { SemaphoreView } from '../events.js'
 import type { ContenderState } from './contender-state-model.js'
+import { tryOnceVerdict, type TryOnceFacts } from './try-once-verdict.js'
 
 /**
- * Whether a try-once contender (one that will not wait) has its answer "not held" in this state:
- * the core's decision, once its contender key exists, says another holder is in the way.
+ * Whether a try-once contender (one that will not wait) has its answer "not held" in this state,
+ * by the try-once rule (`tryOnceVerdict`) on the core's facts:
  *
  * - `Wait`: no free slot (the semaphore, with fairness off: a try-once contender ignores its rank
  *   because it will not wait anyway), or another session on the lock;
@@ -19,8 +21,37 @@ import type { ContenderState } from './contender-state-model.js'
  * @returns true when the contender should give up now.
  */
 export function tryOnceRefused(state: ContenderState): boolean {
-  if (state.holding || state.retired !== undefined) return false
-  const decision = state.decision
-  if (decision?.type === 'Wait') return true
-  return decision?.type === 'TryAcquire' && state.next === undefined && state.retryAt !== undefined
+  return tryOnceVerdict(tryOnceFacts(state)) === 'not-held'
 }
+
+/**
+ * The try-once facts of the core's state. A try-once contender runs with fairness off, and a lock
+ * has no queue: its facts are unranked.
+ *
+ * @example
+ * tryOnceVerdict(tryOnceFacts(state)) // 'held' | 'not-held' | 'undecided'
+ * @param state - The core's state after an event.
+ * @returns The facts the try-once rule reads.
+ */
+export function tryOnceFacts(state: ContenderState): TryOnceFacts {
+  const decision = state.decision
+  const contending = decision?.type === 'Wait' || decision?.type === 'TryAcquire'
+  return {
+    holding: state.holding,
+    place:
+      state.retired !== undefined || decision === undefined || decision.type === 'NotContending'
+        ? 'none'
+        : decision.type === 'Held'
+          ? 'listed'
+          : contending
+            ? 'contending'
+            : 'problem',
+    freeSlots: contending ? freeSlots(decision.view) : 0,
+    rank: contending ? decision.rank : undefined,
+    ranked: false,
+    lockDelayed:
+      decision?.type === 'TryAcquire' && state.next === undefined && state.retryAt !== undefined,
+  }
+}
+
+const freeSlots = (view: SemaphoreView): number => Math.max(0, view.limit - view.liveHolders.length)

@@ -1,6 +1,6 @@
 /** The arguments `rxsem status` and `rxsem watch` share: a prefix, the limit to expect, help. */
-import { resolveContenderOptions } from '../options/contender-options.js'
-import { parseFlags, rejectPositionals, type OptionSpec, type ParsedValues } from './args.js'
+import { resolveContenderOptions } from '../../options/contender-options.js'
+import { parseFlags, rejectPositionals, type OptionSpec, type ParsedValues } from './parse-flags.js'
 import { consulFlagSpec } from './consul-flags.js'
 import { countFlag, requiredFlag } from './flag-values.js'
 

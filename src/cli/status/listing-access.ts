@@ -7,9 +7,9 @@
  * refusal of either says the listing cannot be trusted. No `acl:read` is needed.
  */
 import * as E from 'fp-ts/lib/Either.js'
-import type { ConsulClient } from '../consul/client-api.js'
-import { contenderKey } from '../core/keys/contender-key.js'
-import { lockKey } from '../core/keys/lock-key.js'
+import type { ConsulClient } from '../../consul/client-api.js'
+import { contenderKey } from '../../core/keys/contender-key.js'
+import { lockKey } from '../../core/keys/lock-key.js'
 
 /** A session id no contender has: the probe of "a contender key" reads a key that never exists. */
 const PROBE_SESSION = '00000000-0000-0000-0000-000000000000'

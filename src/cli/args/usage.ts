@@ -37,7 +37,7 @@ Flags:
                        (default "rxsem run '<command>' at <prefix>")
   --value <text>       value of this contender's key (default <hostname>:<pid>)
   --timeout <duration> give up when no slot is held within it (exit 124); 0 tries once:
-                       run if a slot is free for this contender now, else exit 124
+                       run if a slot is free now, whatever the queue, else exit 124
   --grace <duration>   time between SIGTERM and SIGKILL when stopping the command (default 5s)
   --shell              run the command through /bin/sh -c "<command and args joined by spaces>"
   --verbose            tell every transition and its reason (on stderr)

@@ -3,8 +3,8 @@
  * this view first saw each) and the waiters, laid out for a terminal `width` columns wide (80 is
  * the design width). Pure: the time and everything shown come in as arguments.
  */
-import type { HolderStatus, PrefixStatus } from './prefix-status.js'
-import { shortSession } from './transitions.js'
+import type { HolderStatus, PrefixStatus } from '../status/prefix-status.js'
+import { shortSession } from '../report.js'
 
 /** The watch's connection to Consul. */
 export type Connection =

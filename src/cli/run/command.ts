@@ -12,20 +12,27 @@
  * command's group from its start to its end against rxsem itself: rxsem killed, or frozen past the
  * lease deadline.
  */
+import * as E from 'fp-ts/lib/Either.js'
 import { firstValueFrom, from, map, merge, type Observable } from 'rxjs'
-import { createConsulClient } from '../consul/client.js'
-import type { ConsulHttpClient } from '../consul/client.js'
+import { createConsulClient } from '../../consul/client.js'
+import type { ConsulHttpClient } from '../../consul/client.js'
+import type { ConsulClient } from '../../consul/client-api.js'
+import type { ConsulError } from '../../consul/errors.js'
+import { lockKey } from '../../core/keys/lock-key.js'
 import { startChildGroup, exitStatusOf, type ChildExit } from './child-group.js'
 import { createContender, type CliContender, type Lease } from './contender.js'
-import { describeError } from './describe-error.js'
-import { ExitCode, signalExitCode } from './exit-codes.js'
-import { checkReachable } from './reachability.js'
-import { createReporter, type Reporter } from './reporter.js'
-import { planRun, type RunPlan } from './run-plan.js'
-import { StopSignals } from './stop-signals.js'
-import { states, slotLost, waitForSlot } from './run-phases.js'
+import {
+  createReporter,
+  describeError,
+  ExitCode,
+  signalExitCode,
+  type Reporter,
+} from '../report.js'
+import { planRun, type RunPlan } from './plan.js'
+import { StopSignals } from './phases.js'
+import { states, slotLost, waitForSlot } from './phases.js'
 import { describeTransition } from './transitions.js'
-import { runUsage } from './usage.js'
+import { runUsage } from '../args/usage.js'
 import { WatchdogError, startWatchdog, type Watchdog, type WatchdogEnd } from './watchdog.js'
 
 /**
@@ -110,7 +117,9 @@ async function contendAndRun(
   let previous: Parameters<typeof describeTransition>[0]
   const narrator = state$.subscribe({
     next: (state) => {
-      for (const line of describeTransition(previous, state)) report[line.level](line.message)
+      for (const line of describeTransition(previous, state, plan.timeoutMs !== 0)) {
+        report[line.level](line.message)
+      }
       previous = state
     },
     // Errors are reported by the phase that sees them.
@@ -281,6 +290,23 @@ async function contendAndRun(
     leases.unsubscribe()
     narrator.unsubscribe()
   }
+}
+
+/**
+ * The start-up check: one read of `<prefix>/.lock`. The library retries transient Consul failures
+ * up to its start-up timeout (right for a service whose agent may start a little later), but a
+ * command line started against a wrong address should say so at once. The read proves the address
+ * (an agent, and not another server), the TLS settings and the token's read permission.
+ *
+ * @returns Nothing when Consul answered (whatever the key holds), else the error to report: any
+ *   failure at start is fatal, the transient ones included.
+ */
+async function checkReachable(
+  client: Pick<ConsulClient, 'kv'>,
+  prefix: string,
+): Promise<ConsulError | undefined> {
+  const answer = await client.kv.get(lockKey(prefix))()
+  return E.isLeft(answer) ? answer.left : undefined
 }
 
 /** The watchdog ended while the slot is awaited: no command could be guarded. */

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { signalExitCode } from './exit-codes.js'
+import { signalExitCode } from '../report.js'
 
 /** How the child ended. */
 export type ChildExit =

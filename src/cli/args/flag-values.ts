@@ -1,7 +1,7 @@
 /** Typed readers of parsed flag values, each failing with a UsageError that names the flag. */
-import { durationMs } from '../consul/durations.js'
-import type { ParsedValues } from './args.js'
-import { UsageError } from './usage-error.js'
+import { durationMs } from '../../consul/durations.js'
+import type { ParsedValues } from './parse-flags.js'
+import { UsageError } from './parse-flags.js'
 
 /** The string value of `--name`, or undefined when absent. */
 export function stringFlag(values: ParsedValues, name: string): string | undefined {

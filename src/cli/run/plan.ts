@@ -2,13 +2,13 @@
  * `rxsem run`'s command line, checked: everything the run needs, or a UsageError /
  * SemaphoreError('InvalidOptions') before anything is sent to Consul.
  */
-import type { ConsulClientConfig } from '../consul/config.js'
-import { resolveContenderOptions, resolveLimit } from '../options/contender-options.js'
-import { parseFlags, splitAtCommand, type OptionSpec } from './args.js'
-import { consulConfigFrom, consulFlagSpec } from './consul-flags.js'
-import { countFlag, durationFlag, stringFlag, requiredFlag } from './flag-values.js'
-import type { Verbosity } from './reporter.js'
-import { UsageError } from './usage-error.js'
+import type { ConsulClientConfig } from '../../consul/config.js'
+import { resolveContenderOptions, resolveLimit } from '../../options/contender-options.js'
+import { parseFlags, splitAtCommand, type OptionSpec } from '../args/parse-flags.js'
+import { consulConfigFrom, consulFlagSpec } from '../args/consul-flags.js'
+import { countFlag, durationFlag, stringFlag, requiredFlag } from '../args/flag-values.js'
+import type { Verbosity } from '../report.js'
+import { UsageError } from '../args/parse-flags.js'
 
 export interface RunPlan {
   readonly help: boolean

@@ -3,7 +3,21 @@
  * say which flag is wrong and how to see the right ones.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { UsageError } from './usage-error.js'
+
+/**
+ * A command line `rxsem` cannot act on: an unknown command or flag, a missing or malformed value.
+ * `main` prints its message on one line with a pointer to `--help`, and exits 1.
+ */
+export class UsageError extends Error {
+  override readonly name = 'UsageError'
+  constructor(
+    message: string,
+    /** The command whose `--help` explains the fix, e.g. 'run'; undefined for `rxsem` itself. */
+    readonly command?: string,
+  ) {
+    super(message)
+  }
+}
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>
 

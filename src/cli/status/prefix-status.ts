@@ -4,16 +4,16 @@
  * `consul lock` leader lock, which the core refuses as a conflict but an operator wants to see.
  */
 import * as E from 'fp-ts/lib/Either.js'
-import { LOCK_FLAGS } from '../consul/flags.js'
-import type { KVEntry, KVSnapshot } from '../consul/types.js'
-import { contenderKey } from '../core/keys/contender-key.js'
-import { decodeLock } from '../core/lock-body/decode-lock.js'
-import type { LockShape, PrefixProblem } from '../core/events.js'
-import { liveSessions } from '../core/semaphore/live-sessions.js'
-import { lockKey } from '../core/keys/lock-key.js'
-import { pruneHolders } from '../core/semaphore/prune-holders.js'
-import { readLock } from '../core/lock-body/read-lock.js'
-import { waitingContenders } from '../core/semaphore/waiting-contenders.js'
+import { LOCK_FLAGS } from '../../consul/flags.js'
+import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import { contenderKey } from '../../core/keys/contender-key.js'
+import { decodeLock } from '../../core/lock-body/decode-lock.js'
+import type { LockShape, PrefixProblem } from '../../core/events.js'
+import { liveSessions } from '../../core/semaphore/live-sessions.js'
+import { lockKey } from '../../core/keys/lock-key.js'
+import { pruneHolders } from '../../core/semaphore/prune-holders.js'
+import { readLock } from '../../core/lock-body/read-lock.js'
+import { waitingContenders } from '../../core/semaphore/waiting-contenders.js'
 
 /** A `.lock` body shape, or 'lock' for the single key of `consul lock` without `-n`. */
 export type StatusShape = LockShape | 'lock'

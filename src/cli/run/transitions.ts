@@ -2,17 +2,14 @@
  * What `rxsem run` says about a change of its contender's state: the key lines (waiting, holding,
  * lost) for everyone, and every other transition with its reason for `--verbose`.
  */
-import type { SemaphoreState } from '../semaphore.js'
-import { tryOnceVerdict } from './try-once.js'
+import type { SemaphoreState } from '../../semaphore.js'
+import { shortSession } from '../report.js'
+import { tryOnceVerdictOf } from './contender.js'
 
 export interface TransitionLine {
   readonly level: 'info' | 'detail'
   readonly message: string
 }
-
-/** The first 8 characters of a session id, enough to tell sessions apart in a message. */
-export const shortSession = (session: string | undefined): string =>
-  session === undefined ? 'none' : session.slice(0, 8)
 
 /** The `(reason, session, fencing token)` tail of a holding line. */
 export function holdingDetails(state: SemaphoreState): string {
@@ -22,6 +19,8 @@ export function holdingDetails(state: SemaphoreState): string {
 
 /**
  * The lines to print for the change from `previous` (undefined for the first state) to `next`.
+ * `ranked`: the contender waits for its turn (false for `--timeout 0`), so that "waiting" means no
+ * slot is for it now.
  *
  * @example
  * describeTransition(waiting, held) // [{ level: 'info', message: 'holding slot (acquired, session 1234abcd, fencing token 57)' }]
@@ -29,6 +28,7 @@ export function holdingDetails(state: SemaphoreState): string {
 export function describeTransition(
   previous: SemaphoreState | undefined,
   next: SemaphoreState,
+  ranked = true,
 ): TransitionLine[] {
   const lines: TransitionLine[] = []
   const detail = (message: string): void => void lines.push({ level: 'detail', message })
@@ -54,7 +54,7 @@ export function describeTransition(
   } else if (!next.holding && next.contending && next.rank !== undefined) {
     const queue = `${next.holders.length} of ${next.limit} held, rank ${next.rank}`
     const queued = (state: SemaphoreState | undefined): boolean =>
-      state !== undefined && !state.holding && tryOnceVerdict(state) === 'not-held'
+      state !== undefined && !state.holding && tryOnceVerdictOf(state, ranked) === 'not-held'
     if (queued(next) && !queued(previous)) {
       info(`waiting for a slot (${queue})`)
     } else if (previous?.rank !== next.rank || previous.holders.length !== next.holders.length) {

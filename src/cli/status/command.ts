@@ -1,16 +1,15 @@
 /** `rxsem status`: the semaphore at a prefix, from one `kv.list`. */
 import * as E from 'fp-ts/lib/Either.js'
-import { createConsulClient } from '../consul/client.js'
-import { problemError } from '../errors.js'
-import { consulConfigFrom } from './consul-flags.js'
-import { describeError } from './describe-error.js'
-import { ExitCode } from './exit-codes.js'
-import { readPrefixCommand } from './prefix-command.js'
+import { createConsulClient } from '../../consul/client.js'
+import { problemError } from '../../errors.js'
+import { consulConfigFrom } from '../args/consul-flags.js'
+import { describeError, ExitCode } from '../report.js'
+import { readPrefixCommand } from '../args/prefix-command.js'
 import { prefixStatus } from './prefix-status.js'
 import { learnSessionNames, sessionsOf, withNames } from './session-names.js'
 import { filteredWarning, unreadableKeys } from './listing-access.js'
-import { formatStatus } from './status-text.js'
-import { statusUsage } from './usage.js'
+import { formatStatus } from './text.js'
+import { statusUsage } from '../args/usage.js'
 
 /**
  * Runs `rxsem status` with the arguments after `status`: prints the status on stdout.

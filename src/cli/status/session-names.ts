@@ -3,7 +3,7 @@
  * (a name is a courtesy to the reader; a token that may not read sessions still gets the status).
  */
 import * as E from 'fp-ts/lib/Either.js'
-import type { ConsulClient } from '../consul/client-api.js'
+import type { ConsulClient } from '../../consul/client-api.js'
 import type { PrefixStatus } from './prefix-status.js'
 
 /** Looks up names of sessions not in `known`, and adds them to it (null: gone). */

@@ -3,8 +3,8 @@
  * `-ca-file`, ...). Each overrides its CONSUL_* variable; unset ones fall back to it. There is no
  * `--token`: see `parseFlags`.
  */
-import type { ConsulClientConfig } from '../consul/config.js'
-import type { OptionSpec, ParsedValues } from './args.js'
+import type { ConsulClientConfig } from '../../consul/config.js'
+import type { OptionSpec, ParsedValues } from './parse-flags.js'
 
 /** parseArgs spec of the connection flags. */
 export const consulFlagSpec = {

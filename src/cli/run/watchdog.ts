@@ -1,7 +1,7 @@
 /**
- * The watchdog of `rxsem run`: a small bash script (`rxsem-watchdog.sh`, next to the bin), not a
- * second Node process, in a session and process group of its own, that stops the command's process
- * group when rxsem can no longer guard it: rxsem ended (its stdin pipe closes) or the lease
+ * The watchdog of `rxsem run`: a small bash script (`rxsem-watchdog.sh`, beside the CLI's entry),
+ * not a second Node process, in a session and process group of its own, that stops the command's
+ * process group when rxsem can no longer guard it: rxsem ended (its stdin pipe closes) or the lease
  * deadline passed without a renewal (rxsem frozen). See docs/cli.md, "The watchdog".
  *
  * ```
@@ -64,16 +64,24 @@ export interface Watchdog {
   finish(withinMs?: number): Promise<WatchdogEnd>
 }
 
-/** Where the script is: next to this module's file (the bundled bin, or its unbundled forms). */
+/**
+ * Where the script is: beside the bundled bin (this module's own file, dist/rxsem.cjs), or else
+ * beside the CLI's entry (src/cli/main.ts, dist/esm/cli/main.js, dist/cjs/cli/main.js), where the
+ * build copies it; the first of them that has it.
+ */
 export function watchdogScriptPath(): string {
   // The bundled bin is CommonJS (__filename is dist/rxsem.cjs); an ES module run (tsx, dist/esm)
-  // has no __filename, and is then the entry itself (src/cli/main.ts, dist/esm/cli/main.js).
-  if (typeof __filename === 'string') return join(dirname(__filename), WATCHDOG_SCRIPT)
+  // has no __filename. The unbundled CommonJS build has one, but it names dist/cjs/cli/run/, and
+  // the script is beside its entry.
+  const places: string[] = []
+  if (typeof __filename === 'string') places.push(dirname(__filename))
   try {
-    return join(dirname(realpathSync(process.argv[1] ?? '.')), WATCHDOG_SCRIPT)
+    places.push(dirname(realpathSync(process.argv[1] ?? '.')))
   } catch {
-    return WATCHDOG_SCRIPT
+    // No entry file to look beside (`node -e`): only the module's own place is left.
   }
+  const scripts = places.map((place) => join(place, WATCHDOG_SCRIPT))
+  return scripts.find((script) => existsSync(script)) ?? scripts[0] ?? WATCHDOG_SCRIPT
 }
 
 /**

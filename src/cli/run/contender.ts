@@ -4,10 +4,11 @@
  * the semaphore's state, so the rest of the command has one shape to follow.
  */
 import { EMPTY, catchError, distinctUntilChanged, map, type Observable } from 'rxjs'
-import type { ConsulClient } from '../consul/client-api.js'
-import { leaderElection, type LeaderElectionState } from '../leader-election.js'
-import { semaphore, type SemaphoreState } from '../semaphore.js'
-import type { RunPlan } from './run-plan.js'
+import type { ConsulClient } from '../../consul/client-api.js'
+import { leaderElection, type LeaderElectionState } from '../../leader-election.js'
+import { semaphore, type SemaphoreState } from '../../semaphore.js'
+import { tryOnceVerdict, type TryOnceVerdict } from '../../core/contender/try-once-verdict.js'
+import type { RunPlan } from './plan.js'
 
 /** A session's lease: trusted until `deadlineMs` (epoch ms), as the library counts it. */
 export interface Lease {
@@ -30,11 +31,18 @@ export interface CliContender {
 /** What the contender needs from the run's plan (a leader's limit is 1), and the client. */
 export type ContenderSpec = Pick<
   RunPlan,
-  'leader' | 'prefix' | 'limit' | 'ttl' | 'sessionName' | 'value'
+  'leader' | 'prefix' | 'limit' | 'ttl' | 'sessionName' | 'value' | 'timeoutMs'
 > & { readonly consul: ConsulClient }
 
-/** The contender the flags ask for; nothing is sent to Consul before `state$` is subscribed. */
+/**
+ * The contender the flags ask for; nothing is sent to Consul before `state$` is subscribed. With
+ * `--timeout 0` it is the library's try-once contender, the one `tryAcquire` and `tryLead` use:
+ * unranked, it ends its `state$` without holding when the try-once rule answers "not held" (or
+ * Consul refuses the lock for a lock-delay, which `state$` does not show), and fails rather than
+ * retries.
+ */
 export function createContender(spec: ContenderSpec): CliContender {
+  const internals = { tryOnce: spec.timeoutMs === 0 }
   const common = {
     prefix: spec.prefix,
     consul: spec.consul,
@@ -43,10 +51,10 @@ export function createContender(spec: ContenderSpec): CliContender {
     ...(spec.value !== undefined ? { value: spec.value } : {}),
   }
   if (!spec.leader) {
-    const sem = semaphore({ ...common, limit: spec.limit })
+    const sem = semaphore({ ...common, limit: spec.limit }, internals)
     return { state$: sem.state$, lease$: leases(sem.state$), close: () => sem.close() }
   }
-  const election = leaderElection(common)
+  const election = leaderElection(common, internals)
   const state$ = election.state$.pipe(map(asSemaphoreState))
   return { state$, lease$: leases(state$), close: () => election.close() }
 }
@@ -85,4 +93,38 @@ export function asSemaphoreState(state: LeaderElectionState): SemaphoreState {
     leaseDeadline: state.leaseDeadline,
     ...(state.lastError === undefined ? {} : { lastError: state.lastError }),
   }
+}
+
+/**
+ * The try-once rule (`tryOnceVerdict`) on the public state. `ranked`: the contender takes a free
+ * slot only in its turn (a waiting `rxsem run`; not a `--timeout 0` one, which is unranked). A
+ * lock-delay refusal is not in `state$`: a try-once contender ends its `state$` on it instead.
+ *
+ * @example
+ * tryOnceVerdictOf({ ...state, holders: ['a'], limit: 1, rank: 0 }, false) // 'not-held'
+ * @param state - A state of the contender.
+ * @param ranked - Whether the contender waits for its turn.
+ * @returns Whether the one try has an answer yet, and which.
+ */
+export function tryOnceVerdictOf(
+  state: Pick<SemaphoreState, 'holding' | 'session' | 'contending' | 'holders' | 'limit' | 'rank'>,
+  ranked: boolean,
+): TryOnceVerdict {
+  const listed = state.session !== undefined && state.holders.includes(state.session)
+  return tryOnceVerdict({
+    holding: state.holding,
+    // Contending without a rank is a prefix problem: a waiter of the semaphore is ranked, and a
+    // non-leader of the lock is 'next' (asSemaphoreState).
+    place: !state.contending
+      ? 'none'
+      : listed
+        ? 'listed'
+        : state.rank === undefined
+          ? 'problem'
+          : 'contending',
+    freeSlots: Math.max(0, state.limit - state.holders.length),
+    rank: state.rank,
+    ranked,
+    lockDelayed: false,
+  })
 }

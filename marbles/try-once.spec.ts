@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
+import { TestScheduler } from 'rxjs/testing'
+import { LOCK_FLAGS } from '../src/consul/flags.js'
+import type { ContenderState } from '../src/core/contender/contender-state-model.js'
+import { contenderState } from '../src/core/contender/contender-state.js'
+import { tryOnceRefused } from '../src/core/contender/try-once-refused.js'
+import type { ContenderEvent } from '../src/core/events.js'
+import { lockDecider } from '../src/core/single-key-lock/decide-lock.js'
+import { casFailed, casOk, created, seen, sessionGone } from './support/events.js'
+import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
+
+const testScheduler = (): TestScheduler =>
+  new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
+
+/** Unsubscribes well before the 900 ms lease deadline of `c`. */
+const watchFor400ms = '^ 400ms !'
+const verdicts = { f: false, t: true }
+
+/** Whether a try-once contender gives up, each change once. */
+const refused: OperatorFunction<ContenderState, boolean> = (s) =>
+  s.pipe(map(tryOnceRefused), distinctUntilChanged())
+
+describe('tryOnceRefused on the semaphore', () => {
+  const prefix = 'svc/lock'
+  // A try-once contender runs with fairness off.
+  const options = { prefix, limit: 1, fairness: false }
+  const me = contenderEntry(prefix, 'me', 5n)
+  const a = contenderEntry(prefix, 'a', 3n)
+  const events = {
+    c: created('me', 1000, 0),
+    k: seen(snapshotOf([me])),
+    h: seen(snapshotOf([a, me, lockEntry(prefix, '{"Limit":1,"Holders":{"a":true}}', 6n)])),
+    w: seen(snapshotOf([a, me])),
+    F: casFailed,
+    K: casOk(['me'], 7n),
+    x: sessionGone,
+  }
+
+  it('should give up when the first decision finds every slot held', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-h', events)
+      const expected = '   f-t'
+      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+        expected,
+        verdicts,
+      )
+    })
+  })
+
+  it('should not give up while its CAS for a free slot is on the way, and hold', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-k-K', events)
+      const expected = '   f----'
+      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+        expected,
+        verdicts,
+      )
+    })
+  })
+
+  it('should take a free slot behind a waiter that arrived first', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // `a` waits ahead of `me` (an older key, no .lock yet): unranked, `me` tries anyway.
+      const source = cold('c-w', events)
+      const expected = '   f--'
+      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+        expected,
+        verdicts,
+      )
+    })
+  })
+
+  it('should wait for the snapshot after a lost CAS, which shows the winner', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-k-F-h', events)
+      const expected = '   f-----t'
+      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+        expected,
+        verdicts,
+      )
+    })
+  })
+
+  it('should leave the answer to the run when the session is gone', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-h-x', events)
+      const expected = '   f-t-f'
+      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+        expected,
+        verdicts,
+      )
+    })
+  })
+})
+
+describe('tryOnceRefused on the single-key lock', () => {
+  const prefix = 'svc/leader'
+  const options = { prefix, limit: 1, fairness: false, decide: lockDecider('node-a') }
+  const lockKey = (session: string | undefined, modifyIndex: bigint) =>
+    snapshotOf([lockEntry(prefix, 'v', modifyIndex, { flags: LOCK_FLAGS, session })])
+  const retry: ContenderEvent = { type: 'retry', inMs: 250 }
+  const events = {
+    c: created('me', 1000, 0),
+    f: seen(lockKey(undefined, 10n)),
+    o: seen(lockKey('other', 11n)),
+    k: casOk(['me'], 21n),
+    R: retry,
+  }
+
+  it('should give up when another session holds the key', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-o', events)
+      const expected = '   f-t'
+      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+        expected,
+        verdicts,
+      )
+    })
+  })
+
+  it('should give up when Consul refuses the free key for a lock-delay', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // A contender that went on would ask again 250 ms later; a try-once one has its answer.
+      const source = cold('c-f-R', events)
+      const expected = '   f---t 249ms f'
+      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+        expected,
+        verdicts,
+      )
+    })
+  })
+
+  it('should not give up on a free key, and hold once the acquisition answers', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-f-k', events)
+      const expected = '   f----'
+      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+        expected,
+        verdicts,
+      )
+    })
+  })
+})

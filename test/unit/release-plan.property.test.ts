@@ -9,7 +9,7 @@ import fc from 'fast-check'
 import type { TxnResult } from '../../src/consul/client-api.js'
 import type { ConsulError } from '../../src/consul/errors.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS } from '../../src/consul/flags.js'
-import type { KVEntry, KVSnapshot } from '../../src/consul/types.js'
+import type { KVSnapshot } from '../../src/consul/types.js'
 import type { ReleaseAnswer, ReleaseCall } from '../../src/core/release/release-call.js'
 import {
   releaseNext,
@@ -233,7 +233,7 @@ describe('releaseStart / releaseNext over any answers', () => {
           }
           const answer = answers[i]
           if (answer?.type === 'get' && E.isRight(answer.result)) {
-            seen = (answer.result.right)?.modifyIndex
+            seen = answer.result.right?.modifyIndex
           }
         })
         assert.ok(casWrites <= c.attempts, `${casWrites} CAS writes, ${c.attempts} attempts`)

@@ -87,6 +87,9 @@ export interface ReleaseState {
   readonly keyGone: boolean
 }
 
+/** What the release has done so far, besides the call in flight. */
+type Progress = Omit<ReleaseState, 'phase' | 'inFlight'>
+
 /** A step of the semaphore release: a call to make, or the result. */
 export type ReleaseStep = PlanStep<ReleaseState, E.Either<ConsulError, ReleaseOutcome>>
 
@@ -127,22 +130,19 @@ export type ReleaseStep = PlanStep<ReleaseState, E.Either<ConsulError, ReleaseOu
  */
 export function releaseStart(input: ReleaseInput): ReleaseStep {
   const { prefix, session, limit } = input
-  const read: ReleaseCall = { type: 'get', key: lockKey(prefix) }
-  const state: ReleaseState = {
+  const state: Progress = {
     prefix,
     session,
     limit,
     attempts: input.attempts ?? 10,
-    phase: { type: 'Read' },
-    inFlight: firstTry(read),
     casSent: 0,
     keyGone: false,
   }
-  if (input.hint === undefined) return ask(state, { type: 'Read' }, read)
+  if (input.hint === undefined) return read(state)
   const offered = handOffLock(input.hint, { prefix, session, limit }, input.hintView)
   if (offered !== undefined) return handOff(state, offered)
   const hinted = releaseLock(input.hint, { prefix, session, limit })
-  return hinted.type === 'WriteRelease' ? casOut(state, hinted) : ask(state, { type: 'Read' }, read)
+  return hinted.type === 'WriteRelease' ? casOut(state, hinted) : read(state)
 }
 
 /**
@@ -213,7 +213,7 @@ function answered(state: ReleaseState, answer: ReleaseAnswer): ReleaseStep {
 }
 
 /** What to do with `.lock` as read (null: missing). */
-function decide(state: ReleaseState, entry: KVEntry | null): ReleaseStep {
+function decide(state: Progress, entry: KVEntry | null): ReleaseStep {
   const snapshot = { index: entry?.modifyIndex ?? 0n, entries: entry === null ? [] : [entry] }
   const decision = releaseLock(snapshot, state)
   if (decision.type === 'WriteRelease') return casOut(state, decision)
@@ -227,40 +227,40 @@ function decide(state: ReleaseState, entry: KVEntry | null): ReleaseStep {
   return ask(state, { type: 'DeleteKey', decision }, { type: 'delete', key })
 }
 
-function handOff(state: ReleaseState, offered: HandOff): ReleaseStep {
+function handOff(state: Progress, offered: HandOff): ReleaseStep {
   const ops = handOffOps(state.prefix, contenderKey(state.prefix, state.session), offered)
   return sendCas(state, { type: 'HandOff', handOff: offered }, { type: 'txn', ops })
 }
 
-function casOut(state: ReleaseState, write: WriteRelease): ReleaseStep {
+function casOut(state: Progress, write: WriteRelease): ReleaseStep {
   const ops = casOutOps(state.prefix, contenderKey(state.prefix, state.session), write)
   return sendCas(state, { type: 'CasOut' }, { type: 'txn', ops })
 }
 
 /** Sends a CAS of `.lock`, unless the attempts are used up: then the destroy frees the slot. */
-function sendCas(state: ReleaseState, phase: Phase, call: ReleaseCall): ReleaseStep {
+function sendCas(state: Progress, phase: Phase, call: ReleaseCall): ReleaseStep {
   if (state.casSent >= state.attempts) return destroy(state, E.right({ type: 'GaveUp' }))
   return ask({ ...state, casSent: state.casSent + 1 }, phase, call)
 }
 
 /** After a lost CAS: a few jittered ms, so that writers stop colliding in step, then read again. */
-function lostCas(state: ReleaseState, random: number, pause: Phase): ReleaseStep {
+function lostCas(state: Progress, random: number, pause: Phase): ReleaseStep {
   if (state.casSent >= state.attempts) return destroy(state, E.right({ type: 'GaveUp' }))
   const ms = backoffDelay(BACKOFF.releaseCas, state.casSent, { random: () => random })
   return ask(state, pause, { type: 'wait', ms })
 }
 
-function read(state: ReleaseState): ReleaseStep {
+function read(state: Progress): ReleaseStep {
   return ask(state, { type: 'Read' }, readCall(state))
 }
 
 /** Only `.lock` is read, not the prefix: with a thousand contenders that is a thousand entries. */
-const readCall = (state: ReleaseState): ReleaseCall => ({ type: 'get', key: lockKey(state.prefix) })
+const readCall = (state: Progress): ReleaseCall => ({ type: 'get', key: lockKey(state.prefix) })
 
-function destroy(state: ReleaseState, settled: E.Either<ConsulError, ReleaseOutcome>): ReleaseStep {
+function destroy(state: Progress, settled: E.Either<ConsulError, ReleaseOutcome>): ReleaseStep {
   return ask(state, { type: 'Destroy', settled }, { type: 'destroy', session: state.session })
 }
 
-function ask(state: ReleaseState, phase: Phase, call: ReleaseCall): ReleaseStep {
+function ask(state: Progress, phase: Phase, call: ReleaseCall): ReleaseStep {
   return { type: 'call', call, state: { ...state, phase, inFlight: firstTry(call) } }
 }

@@ -21,7 +21,12 @@ import { asyncScheduler, type SchedulerLike } from 'rxjs'
 import type { ConsulClient, SessionInfo, TxnOp, WatchOptions } from '../../src/consul/client-api.js'
 import { resolveConfig } from '../../src/consul/config.js'
 import type { ConsulError } from '../../src/consul/errors.js'
-import { statusError, type HttpRequest, type Transport } from '../../src/consul/http.js'
+import {
+  statusError,
+  type HttpAnswer,
+  type HttpRequest,
+  type Transport,
+} from '../../src/consul/http.js'
 import { createKv } from '../../src/consul/kv.js'
 import { createSessions } from '../../src/consul/sessions.js'
 import { createTxn } from '../../src/consul/txn.js'
@@ -99,6 +104,11 @@ export interface ConsulDouble {
   index(): bigint
   /** Expires a session now, as Consul's TTL timer does; false if it did not exist. */
   expireSession(id: string): boolean
+  /**
+   * Restarts the agent as a dev agent restarts: empty, every session gone, the raft index back
+   * at `startIndex` (indexes go backwards); blocking lists in flight fail as Unreachable.
+   */
+  restart(): void
   /** An operator's plain write (`consul kv put`), outside every client. */
   put(key: string, value: Uint8Array | string | null, options?: { flags?: bigint }): void
   /** An operator's delete (`consul kv delete [-recurse]`), outside every client. */
@@ -202,64 +212,66 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
   const log: DoubleCall[] = []
   const faults: Fault[] = []
   const gates: Gate[] = []
-  const closers = new Set<() => void>()
+  /** One per client: aborted when the client (or the whole double) closes. */
+  const closings = new Set<AbortController>()
   let count = 0
 
-  function transportFor(): { transport: Transport; close: () => void } {
-    const inFlight = new Set<AbortController>()
-    let closed = false
-    const aborted = (request: HttpRequest, label: string, why: string): ConsulError => ({
-      _tag: 'Aborted',
-      request: `${request.method} ${request.path}`,
-      message: `${label}: ${why}`,
+  const aborted = (request: string, why: 'caller' | 'closed'): ConsulError => ({
+    _tag: 'Aborted',
+    request: request.replace(/\?.*$/, ''),
+    message: `${request}: ${why === 'caller' ? 'aborted by the caller' : 'the client is closed'}`,
+  })
+
+  /** Resolves with `why` once either signal fires (never, if neither does). */
+  function whenAborted(
+    caller: AbortSignal | undefined,
+    closing: AbortSignal,
+  ): { readonly fired: Promise<'caller' | 'closed'>; readonly stop: () => void } {
+    let stop = (): void => undefined
+    const fired = new Promise<'caller' | 'closed'>((resolve) => {
+      const onCaller = (): void => resolve('caller')
+      const onClose = (): void => resolve('closed')
+      caller?.addEventListener('abort', onCaller, { once: true })
+      closing.addEventListener('abort', onClose, { once: true })
+      stop = () => {
+        caller?.removeEventListener('abort', onCaller)
+        closing.removeEventListener('abort', onClose)
+      }
     })
-    const transport: Transport = {
+    return { fired, stop }
+  }
+
+  /** The transport of one client: requests go to the double's agent, not to the network. */
+  function transportFor(closing: AbortSignal): Transport {
+    return {
       config,
       network: { failures: () => 0, onRecovered: () => () => undefined },
       call:
         <A>(
           request: HttpRequest,
-          interpret: (
-            answer: import('../../src/consul/http.js').HttpAnswer,
-          ) => E.Either<ConsulError, A>,
+          interpret: (answer: HttpAnswer) => E.Either<ConsulError, A>,
         ): TE.TaskEither<ConsulError, A> =>
         async () => {
           const label = `${request.method} ${request.path}${queryString(request.query)}`
-          if (closed) return E.left(aborted(request, label, 'the client is closed'))
-          if (request.signal?.aborted) {
-            return E.left(aborted(request, label, 'aborted by the caller'))
-          }
+          if (closing.aborted) return E.left(aborted(label, 'closed'))
+          if (request.signal?.aborted) return E.left(aborted(label, 'caller'))
           const controller = new AbortController()
-          const onCallerAbort = (): void =>
-            controller.abort(aborted(request, label, 'aborted by the caller'))
-          request.signal?.addEventListener('abort', onCallerAbort, { once: true })
-          inFlight.add(controller)
+          const watch = whenAborted(request.signal, closing)
+          void watch.fired.then((why) => controller.abort(aborted(label, why)))
           try {
             const answer = await server.handle(request, label, controller.signal)
             return E.isLeft(answer) ? answer : interpret(answer.right)
           } finally {
-            inFlight.delete(controller)
-            request.signal?.removeEventListener('abort', onCallerAbort)
+            watch.stop()
           }
         },
       close: () => Promise.resolve(),
     }
-    const close = (): void => {
-      closed = true
-      for (const controller of inFlight) {
-        controller.abort({
-          _tag: 'Aborted',
-          message: 'the client is closed',
-          request: undefined,
-        } satisfies ConsulError)
-      }
-    }
-    return { transport, close }
   }
 
   /** Fault injection, gates and the call log, around one call of a client. */
   function guarded<A>(
-    client: string,
+    client: { readonly name: string; readonly closing: AbortSignal },
     method: DoubleMethod,
     keys: readonly string[],
     args: string,
@@ -267,7 +279,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
     run: TE.TaskEither<ConsulError, A>,
   ): TE.TaskEither<ConsulError, A> {
     return async () => {
-      const call: DoubleCall = { client, method, keys, args, at: scheduler.now() }
+      const call: DoubleCall = { client: client.name, method, keys, args, at: scheduler.now() }
       log.push(call)
       const settle = (answer: E.Either<ConsulError, A>): E.Either<ConsulError, A> => {
         call.answer = E.isLeft(answer)
@@ -293,25 +305,15 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
         gate.taken = true
         gates.splice(gates.indexOf(gate), 1)
         gate.reached(call)
-        const held = await new Promise<E.Either<ConsulError, 'go'>>((resume) => {
-          const go = (): void => {
-            signal?.removeEventListener('abort', onAbort)
-            closers.delete(onClose)
-            resume(gate.decided?.error === undefined ? E.right('go') : E.left(gate.decided.error))
-          }
-          const stop = (why: string): void => {
-            signal?.removeEventListener('abort', onAbort)
-            closers.delete(onClose)
-            resume(E.left({ _tag: 'Aborted', request: method, message: `${method}: ${why}` }))
-          }
-          const onAbort = (): void => stop('aborted by the caller')
-          const onClose = (): void => stop('the client is closed')
-          if (gate.decided !== undefined) return go()
-          gate.wake = go
-          signal?.addEventListener('abort', onAbort, { once: true })
-          closers.add(onClose)
+        const watch = whenAborted(signal, client.closing)
+        const opened = new Promise<'go'>((resolve) => {
+          if (gate.decided !== undefined) resolve('go')
+          else gate.wake = () => resolve('go')
         })
-        if (E.isLeft(held)) return settle(held)
+        const outcome = await Promise.race([opened, watch.fired])
+        watch.stop()
+        if (outcome !== 'go') return settle(E.left(aborted(`${method} ${args}`, outcome)))
+        if (gate.decided?.error !== undefined) return settle(E.left(gate.decided.error))
       }
       return settle(await run())
     }
@@ -319,16 +321,18 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
 
   function connect(name = count === 0 ? 'client' : `client-${count + 1}`): ConsulClient {
     count += 1
-    const { transport, close } = transportFor()
-    closers.add(close)
+    const closing = new AbortController()
+    closings.add(closing)
+    const me = { name, closing: closing.signal }
+    const transport = transportFor(closing.signal)
     const kv = { ...createKv(transport), txn: createTxn(transport) }
     const session = createSessions(transport)
     const client: ConsulClient = {
       kv: {
-        get: (key, o) => guarded(name, 'kv.get', [key], key, o?.signal, kv.get(key, o)),
+        get: (key, o) => guarded(me, 'kv.get', [key], key, o?.signal, kv.get(key, o)),
         list: (prefix, o) =>
           guarded(
-            name,
+            me,
             'kv.list',
             [prefix],
             o?.index === undefined ? prefix : `${prefix}@${o.index}`,
@@ -337,7 +341,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
           ),
         put: (key, value, o) =>
           guarded(
-            name,
+            me,
             'kv.put',
             [key],
             `${key}${o?.cas !== undefined ? `?cas=${o.cas}` : ''}${o?.acquire !== undefined ? `?acquire=${o.acquire}` : ''}${o?.release !== undefined ? `?release=${o.release}` : ''}`,
@@ -346,7 +350,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
           ),
         delete: (key, o) =>
           guarded(
-            name,
+            me,
             'kv.delete',
             [key],
             `${key}${o?.recurse === true ? '?recurse' : ''}${o?.cas !== undefined ? `?cas=${o.cas}` : ''}`,
@@ -355,7 +359,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
           ),
         txn: (ops, o) =>
           guarded(
-            name,
+            me,
             'kv.txn',
             ops.map((op) => op.key),
             txnSummary(ops),
@@ -365,11 +369,11 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
       },
       session: {
         create: (o) =>
-          guarded(name, 'session.create', [], o?.name ?? '', o?.signal, session.create(o)),
-        renew: (id, o) => guarded(name, 'session.renew', [id], id, o?.signal, session.renew(id, o)),
+          guarded(me, 'session.create', [], o?.name ?? '', o?.signal, session.create(o)),
+        renew: (id, o) => guarded(me, 'session.renew', [id], id, o?.signal, session.renew(id, o)),
         destroy: (id, o) =>
-          guarded(name, 'session.destroy', [id], id, o?.signal, session.destroy(id, o)),
-        info: (id, o) => guarded(name, 'session.info', [id], id, o?.signal, session.info(id, o)),
+          guarded(me, 'session.destroy', [id], id, o?.signal, session.destroy(id, o)),
+        info: (id, o) => guarded(me, 'session.info', [id], id, o?.signal, session.info(id, o)),
       },
       watchPrefix: (prefix: string, watchOptions?: WatchOptions) =>
         watchPrefix(client, prefix, {
@@ -378,8 +382,8 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
           ...watchOptions,
         }),
       close: () => {
-        close()
-        closers.delete(close)
+        closing.abort()
+        closings.delete(closing)
         return Promise.resolve()
       },
     }
@@ -406,6 +410,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
       })),
     index: () => server.state.raftIndex,
     expireSession: (id) => server.destroySession(id),
+    restart: () => server.restart(unreachable('GET /v1/kv/')),
     put: (key, value, o) =>
       server.operatorPut(
         key,
@@ -452,8 +457,8 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
     },
     calls: () => log,
     close: () => {
-      for (const close of [...closers]) close()
-      closers.clear()
+      for (const closing of closings) closing.abort()
+      closings.clear()
       gates.length = 0
       server.close()
       return Promise.resolve()

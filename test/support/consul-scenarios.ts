@@ -352,6 +352,28 @@ export const CONSUL_SCENARIOS: readonly ConsulScenario[] = [
     },
   },
   {
+    name: "Consul 1.8: a session id that is not a UUID is a 500 'failed session lookup' for renew, info, destroy and acquire",
+    run: async (client, { prefix }) => {
+      const c = client()
+      const calls = {
+        renew: c.session.renew('not-a-uuid'),
+        info: c.session.info('zzzzzzzz-zzzz-zzzz-zzzz-zzzzzzzzzzzz'),
+        destroy: c.session.destroy('00000000-0000-4000-8000-00000000000'),
+        acquire: c.kv.put(`${prefix}/k`, 'x', { acquire: 'not-a-uuid' }),
+      }
+      for (const [name, call] of Object.entries(calls)) {
+        const error = await failure(call)
+        assert.ok(error._tag === 'ServerError' && error.status === 500, `${name}: ${error._tag}`)
+        assert.match(error.body, /^failed session lookup: index error: /, name)
+      }
+      assert.match(
+        (await failure(calls.info)).message,
+        /Invalid UUID: encoding\/hex: invalid byte: U\+007A 'z'/,
+      )
+      assert.equal(await ok(c.kv.put(`${prefix}/k`, 'x', { release: 'not-a-uuid' })), false)
+    },
+  },
+  {
     name: 'a destroyed session renews as null and reads as null; destroying it again answers true',
     run: async (client) => {
       const c = client()

@@ -6,6 +6,8 @@ import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
 import { VirtualTimeScheduler } from 'rxjs'
+import { TestScheduler } from 'rxjs/testing'
+import type { WatchEvent } from '../../src/consul/types.js'
 import {
   advanceBy,
   autoAdvance,
@@ -96,6 +98,117 @@ describe('the Consul double: controls', () => {
       assert.equal(scheduler.now(), 30_000)
     } finally {
       stop()
+    }
+  })
+
+  it('lets a test answer a held call with an error, unapplied', async () => {
+    const gate = double.hold('kv.put')
+    const put = double.client.kv.put('p/k', 'x')()
+    await gate.reached
+    gate.fail(unreachable('PUT /v1/kv/'))
+    const answer = await put
+    assert.ok(E.isLeft(answer) && answer.left._tag === 'Unreachable')
+    assert.deepEqual(double.entries('p/'), [])
+  })
+
+  it('answers Aborted to a held call or a blocking list whose caller aborts, or whose client closes; other clients go on', async () => {
+    const caller = new AbortController()
+    const gate = double.hold('kv.put')
+    const held = double.client.kv.put('p/k', 'x', { signal: caller.signal })()
+    await gate.reached
+    caller.abort()
+    assert.equal((await failure(() => held))._tag, 'Aborted')
+    gate.release()
+    const closing = double.connect('closing')
+    const list = closing.kv.list('p/', { index: 99n, waitMs: 60_000 })()
+    const stillHeld = double.hold('kv.put', { when: (call) => call.client === 'closing' })
+    const put = closing.kv.put('p/k', 'x')()
+    await stillHeld.reached
+    await closing.close()
+    for (const answer of [await list, await put]) {
+      assert.ok(E.isLeft(answer) && answer.left._tag === 'Aborted')
+      assert.match(answer.left.message, /the client is closed/)
+    }
+    assert.equal((await failure(closing.kv.get('p/k')))._tag, 'Aborted')
+    assert.equal(await ok(double.client.kv.put('p/k', 'y')), true)
+    assert.deepEqual(scheduler.actions, [], "the blocking list's timer is gone")
+  })
+
+  it('runs the TSDoc example: a held txn loses to the write that landed first', async () => {
+    const stop = autoAdvance(scheduler)
+    try {
+      const a = double.client
+      const b = double.connect('b')
+      const gate = double.hold('kv.txn', { when: (call) => call.client === 'client' })
+      const first = a.kv.txn([{ verb: 'cas', key: 'p/.lock', value: null, index: 0n }])()
+      await gate.reached
+      await ok(b.kv.put('p/.lock', 'b', { cas: 0n }))
+      gate.release()
+      const answer = await ok(() => first)
+      assert.ok(!answer.committed)
+      assert.match(answer.errors[0]?.what ?? '', /index is stale/)
+    } finally {
+      stop()
+    }
+  })
+
+  it('feeds the real watch loop: a snapshot, disconnected on an injected failure, the snapshot again', async () => {
+    double.put('p/a', 'x')
+    const events: WatchEvent[] = []
+    const subscription = double.client
+      .watchPrefix('p/', { waitMs: 30_000, random: () => 0.5, backoff: { initialMs: 1_000 } })
+      .subscribe((event) => events.push(event))
+    await advanceBy(scheduler, 0)
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['snapshot'],
+    )
+    double.fail('kv.list', unreachable('GET /v1/kv/p'))
+    await advanceBy(scheduler, 30_000) // the long poll answers unchanged; the next one fails
+    assert.deepEqual(
+      events.map((e) => (e.type === 'disconnected' ? `d${e.attempt}:${e.retryInMs}` : e.type)),
+      ['snapshot', 'd1:500'],
+    )
+    await advanceBy(scheduler, 500)
+    assert.deepEqual(
+      events.map((e) => e.type),
+      ['snapshot', 'disconnected', 'snapshot'],
+    )
+    subscription.unsubscribe()
+  })
+
+  it('restarts empty with its index started over, which the watch emits as a reset', async () => {
+    double.put('p/a', 'x')
+    double.put('p/b', 'x')
+    const events: WatchEvent[] = []
+    const subscription = double.client
+      .watchPrefix('p/', { random: () => 0 })
+      .subscribe((event) => events.push(event))
+    await advanceBy(scheduler, 0)
+    const before = events[0]?.type === 'snapshot' ? events[0].snapshot.index : 0n
+    double.restart()
+    assert.deepEqual(double.sessions(), [])
+    double.put('p/c', 'x')
+    await advanceBy(scheduler, 100)
+    const last = events.at(-1)
+    assert.equal(last?.type, 'snapshot')
+    assert.ok(last?.type === 'snapshot' && last.reset === true && last.snapshot.index < before)
+    assert.deepEqual(
+      last.snapshot.entries.map((e) => e.key),
+      ['p/c'],
+    )
+    subscription.unsubscribe()
+  })
+
+  it('runs on a TestScheduler used outside run(), which is a VirtualTimeScheduler', async () => {
+    const testScheduler = new TestScheduler((a, b) => assert.deepEqual(a, b))
+    const onTest = createConsulDouble({ scheduler: testScheduler })
+    try {
+      await ok(onTest.client.session.create({ ttl: '10s' }))
+      await advanceBy(testScheduler, 20_000)
+      assert.deepEqual(onTest.sessions(), [])
+    } finally {
+      await onTest.close()
     }
   })
 

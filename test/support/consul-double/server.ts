@@ -10,7 +10,13 @@ import { durationMs, parseGoDuration } from '../../../src/consul/durations.js'
 import type { ConsulError } from '../../../src/consul/errors.js'
 import type { HttpAnswer, HttpRequest } from '../../../src/consul/http.js'
 import { parseConsulJson, parseUint64 } from '../../../src/consul/uint64-json.js'
-import { ConsulState, type StoredEntry, type StoredSession, type Touched } from './state.js'
+import {
+  ConsulState,
+  malformedSessionId,
+  type StoredEntry,
+  type StoredSession,
+  type Touched,
+} from './state.js'
 import { applyTxn, type TxnOpBody } from './txn.js'
 
 /** The agent's knobs. */
@@ -35,6 +41,8 @@ interface BlockedList {
   readonly min: bigint
   last: ReturnType<ConsulState['list']>
   readonly answer: (listing: ReturnType<ConsulState['list']>) => void
+  /** Ends the listing with a failure instead (the agent went away). */
+  readonly fail: (error: ConsulError) => void
 }
 
 function entryJson(entry: StoredEntry, withValue = true): string {
@@ -71,7 +79,7 @@ const bytes = (body: HttpRequest['body']): Uint8Array | null =>
 
 /** The agent of a double: one state, one scheduler, any number of clients. */
 export class DoubleServer {
-  readonly state: ConsulState
+  state: ConsulState
   private readonly blocked = new Set<BlockedList>()
   private readonly ttlTimers = new Map<string, Subscription>()
 
@@ -164,6 +172,10 @@ export class DoubleServer {
     if (action !== null) {
       const [, verb = '', encoded = ''] = action
       const id = decodeURIComponent(encoded)
+      const malformed = malformedSessionId(id)
+      if (malformed !== undefined) {
+        return answer(500, `failed session lookup: index error: ${malformed}`)
+      }
       const session = this.state.sessions.get(id)
       if (verb === 'info') return answer(200, session ? `[${sessionJson(session)}]` : '[]')
       if (verb === 'renew') {
@@ -201,6 +213,10 @@ export class DoubleServer {
         answer: (listing) => {
           done()
           resolve(E.right(listing))
+        },
+        fail: (error) => {
+          done()
+          resolve(E.left(error))
         },
       }
       this.blocked.add(waiter)
@@ -402,6 +418,17 @@ export class DoubleServer {
     this.writing((t) =>
       recurse ? this.state.deleteTree(key, idx, t) : this.state.delete(key, idx, t),
     )
+  }
+
+  /**
+   * A dev agent's restart: it comes back empty, every key and session gone, its raft index
+   * started over (so indexes go backwards); the blocked listings fail with `dropped`, as their
+   * connections do.
+   */
+  restart(dropped: ConsulError): void {
+    this.close()
+    for (const waiter of [...this.blocked]) waiter.fail(dropped)
+    this.state = new ConsulState(this.options.startIndex)
   }
 
   /** Stops the TTL timers (blocked listings end with their clients, which abort them). */

@@ -53,6 +53,20 @@ function sameEntry(a: StoredEntry, b: StoredEntry): boolean {
   )
 }
 
+/**
+ * Why Consul 1.8 cannot look a session id up (its session table is indexed by UUID), as the text
+ * after `failed session lookup: index error: `; undefined for a well-formed id.
+ */
+export function malformedSessionId(id: string): string | undefined {
+  if (id.length !== 36) return 'UUID must be 36 characters'
+  const hyphen = [8, 13, 18, 23].find((at) => id[at] !== '-')
+  if (hyphen !== undefined) return `UUID should have a hyphen at index ${hyphen}`
+  const bad = [...id.replace(/-/g, '')].find((c) => !/[0-9a-fA-F]/.test(c))
+  if (bad === undefined) return undefined
+  const code = `U+${(bad.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}`
+  return `Invalid UUID: encoding/hex: invalid byte: ${code} '${bad}'`
+}
+
 /** The answer of a lock or unlock: done, refused (false), or Consul's error text. */
 export type LockOutcome = { readonly ok: boolean } | { readonly error: string }
 
@@ -173,6 +187,9 @@ export class ConsulState {
     touched: Touched,
   ): LockOutcome {
     if (session === '') return { error: 'missing session' }
+    const malformed = malformedSessionId(session)
+    if (malformed !== undefined)
+      return { error: `failed session lookup: index error: ${malformed}` }
     if (!this.sessions.has(session)) return { error: `invalid session ${JSON.stringify(session)}` }
     const existing = this.entries.get(key)
     if (existing?.session !== undefined && existing.session !== session) return { ok: false }

@@ -1,5 +1,4 @@
 import * as E from 'fp-ts/lib/Either.js'
-import type * as TE from 'fp-ts/lib/TaskEither.js'
 import {
   of,
   retry,
@@ -16,15 +15,7 @@ import {
   persistentAclError,
   type ConsulError,
 } from '../consul/errors.js'
-import {
-  BACKOFF,
-  RELEASE_THROTTLE_CAP_MS,
-  backoffDelay,
-  throttledDelay,
-} from '../consul/backoff.js'
-
-// One definition, in backoff.ts; the release paths import it from here.
-export { RELEASE_THROTTLE_CAP_MS }
+import { BACKOFF, backoffDelay } from '../consul/backoff.js'
 
 /** Whether a thrown value is one of the Consul layer's typed errors. */
 export function isConsulError(value: unknown): value is ConsulError {
@@ -85,28 +76,4 @@ export function retryTransient<A>(
       return timer(backoffDelay(BACKOFF.write, attempt, { random, error }), scheduler)
     },
   })
-}
-
-/**
- * Runs a Consul call again after a transient failure, up to `attempts` calls in all, 100 ms
- * doubling between them: for the release paths, which are Promises because close() awaits them.
- * A release that gives up on the first 500 or reset connection leaves the session to its TTL,
- * which a flaky network makes common. A 429/503 waits what `Retry-After` asks, but at most
- * RELEASE_THROTTLE_CAP_MS: close() should not hang for a rate limit, and the TTL cleans up after
- * a release that gave up.
- *
- * @example
- * const deleted = await withTransientRetries(client.kv.delete(key))
- * @returns The call's last answer.
- */
-export async function withTransientRetries<A>(
-  call: TE.TaskEither<ConsulError, A>,
-  attempts = 4,
-): Promise<E.Either<ConsulError, A>> {
-  for (let attempt = 1; ; attempt++) {
-    const result = await call()
-    if (E.isRight(result) || attempt >= attempts || !isTransient(result.left)) return result
-    const delayMs = throttledDelay(result.left, 100 * 2 ** (attempt - 1), RELEASE_THROTTLE_CAP_MS)
-    await new Promise((resume) => setTimeout(resume, delayMs))
-  }
 }

@@ -13,7 +13,7 @@ import {
   type ConsulClient,
 } from '../../src/index.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
-import { releaseSlot } from '../../src/effects/release-slot.js'
+import { releaseSlot } from '../../src/effects/release/release-slot.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {

@@ -1,6 +1,6 @@
 import { problemError } from '../../errors.js'
 import { joinQueue, performAction } from '../perform-action.js'
-import { releaseSlot } from '../release-slot.js'
+import { releaseSlot } from '../release/release-slot.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 
 /**

@@ -1,0 +1,123 @@
+import * as E from 'fp-ts/lib/Either.js'
+import type { ConsulError } from '../../consul/errors.js'
+import { LOCK_FLAGS } from '../../consul/flags.js'
+import { lockKey } from '../keys/lock-key.js'
+import {
+  answerValue,
+  firstTry,
+  settle,
+  triageAnswer,
+  type CallInFlight,
+  type PlanStep,
+  type ReleaseAnswer,
+  type ReleaseCall,
+} from './release-call.js'
+
+/** What a single-key lock release starts from. */
+export interface LockReleaseInput {
+  readonly prefix: string
+  readonly session: string
+  /** The value the lock was acquired with: `?release` rewrites the value, so send it again. */
+  readonly value: string
+}
+
+/** Whether the key was this session's to give back (`?release` answered true). */
+export type LockReleaseOutcome = { readonly type: 'Released' } | { readonly type: 'NotHeld' }
+
+/** The lock release between two calls. */
+export interface LockReleaseState {
+  readonly session: string
+  readonly phase:
+    | { readonly type: 'Release' }
+    | { readonly type: 'Destroy'; readonly settled: E.Either<ConsulError, LockReleaseOutcome> }
+  readonly inFlight: CallInFlight
+}
+
+/** A step of the lock release: a call to make, or the result. */
+export type LockReleaseStep = PlanStep<LockReleaseState, E.Either<ConsulError, LockReleaseOutcome>>
+
+/**
+ * The first step of giving the single-key lock back, as Go's `Lock.Unlock` does: `?release=` on
+ * `<prefix>/.lock` with the same value and LOCK_FLAGS (Consul replaces value and flags on release,
+ * so anything else would change what others read), then destroy the session, even when the
+ * release failed (Consul then frees the key itself after the lock-delay, not after the TTL).
+ *
+ * ```
+ * put ?release ─► destroy      (each call tried again after a transient failure)
+ * ```
+ *
+ * The order matters for the handover: an explicit release sets no lock-delay, so a waiter can
+ * acquire at once; destroying a session that still holds the key would invalidate it and make
+ * Consul refuse the key to everyone for the lock-delay. The key stays, unheld, with this
+ * contender's value: deleting it would race a waiter's acquisition.
+ *
+ * @example
+ * ```ts
+ * let step = lockReleaseStart({ prefix: 'svc/leader', session, value: 'node-a' })
+ * while (step.type === 'call') step = lockReleaseNext(step.state, await run(step.call))
+ * ```
+ * @param input - Prefix, session and the value the lock was taken with.
+ * @returns The first call to make.
+ */
+export function lockReleaseStart(input: LockReleaseInput): LockReleaseStep {
+  const call: ReleaseCall = {
+    type: 'put',
+    key: lockKey(input.prefix),
+    value: input.value,
+    release: input.session,
+    flags: LOCK_FLAGS,
+  }
+  const state: LockReleaseState = {
+    session: input.session,
+    phase: { type: 'Release' },
+    inFlight: firstTry(call),
+  }
+  return { type: 'call', call, state }
+}
+
+/**
+ * The next step of a lock release, given the answer to the previous call.
+ *
+ * @example
+ * ```ts
+ * const next = lockReleaseNext(step.state, { type: 'put', result: E.right(true), random: 0.5 })
+ * ```
+ * @param state - The state of the previous step.
+ * @param answer - The answer to its call.
+ * @returns The next call, or the result.
+ * @throws TypeError when the answer is not to the call asked (a driver's bug).
+ */
+export function lockReleaseNext(state: LockReleaseState, answer: ReleaseAnswer): LockReleaseStep {
+  const triage = triageAnswer(state.inFlight, answer)
+  const { phase } = state
+  switch (triage.type) {
+    case 'retry':
+    case 'resend':
+      return { type: 'call', call: triage.call, state: { ...state, inFlight: triage.inFlight } }
+    case 'failed':
+      return phase.type === 'Destroy'
+        ? { type: 'done', result: settle(phase.settled, E.left(triage.error)) }
+        : destroy(state, E.left(triage.error))
+    case 'answered':
+      if (phase.type === 'Destroy') {
+        const destroyed = answerValue(triage.answer, 'destroy')
+        return { type: 'done', result: settle(phase.settled, E.right(destroyed)) }
+      }
+      return destroy(
+        state,
+        E.right({ type: answerValue(triage.answer, 'put') ? 'Released' : 'NotHeld' }),
+      )
+  }
+}
+
+function destroy(
+  state: LockReleaseState,
+  settled: E.Either<ConsulError, LockReleaseOutcome>,
+): LockReleaseStep {
+  const call: ReleaseCall = { type: 'destroy', session: state.session }
+  return {
+    type: 'call',
+    call,
+    state: { ...state, phase: { type: 'Destroy', settled }, inFlight: firstTry(call) },
+  }
+}

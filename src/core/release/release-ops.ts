@@ -1,0 +1,61 @@
+import type { TxnOp } from '../../consul/client-api.js'
+import { HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../consul/flags.js'
+import { lockKey } from '../keys/lock-key.js'
+import type { HandOff } from '../semaphore/hand-off.js'
+
+/**
+ * The plain release transaction: `.lock` without this session, CASed on the ModifyIndex it was
+ * computed from, and this contender's key deleted, in one write.
+ *
+ * @example
+ * ```ts
+ * const ops = casOutOps('svc/lock', 'svc/lock/me', { body, cas: 40n })
+ * ```
+ * @param prefix - The semaphore prefix.
+ * @param ownKey - This contender's key.
+ * @param write - The new `.lock` body and the index `.lock` must still have.
+ * @returns The transaction's operations.
+ */
+export function casOutOps(
+  prefix: string,
+  ownKey: string,
+  write: { readonly body: Uint8Array; readonly cas: bigint },
+): TxnOp[] {
+  return [
+    {
+      verb: 'cas',
+      key: lockKey(prefix),
+      value: write.body,
+      flags: SEMAPHORE_FLAGS,
+      index: write.cas,
+    },
+    { verb: 'delete', key: ownKey },
+  ]
+}
+
+/**
+ * The hand-off transaction: the heir still locks its key (op 0, so a rollback there means the heir
+ * left), `.lock` moves from this holder to the heir, this holder's key goes, and the heir's key is
+ * rewritten (same value, HOLDER_FLAGS; the write keeps its lock) so that the heir learns the
+ * hand-off's index from its own key.
+ *
+ * @example
+ * ```ts
+ * const ops = handOffOps('svc/lock', 'svc/lock/me', handOff)
+ * ```
+ * @param prefix - The semaphore prefix.
+ * @param ownKey - This holder's key.
+ * @param handOff - The hand-off to write.
+ * @returns The transaction's operations.
+ */
+export function handOffOps(prefix: string, ownKey: string, handOff: HandOff): TxnOp[] {
+  const heirKey = handOff.heirEntry.key
+  return [
+    { verb: 'check-session', key: heirKey, session: handOff.heir },
+    ...casOutOps(prefix, ownKey, handOff),
+    { verb: 'set', key: heirKey, value: handOff.heirEntry.value, flags: HOLDER_FLAGS },
+  ]
+}
+
+/** Index of the hand-off's heir check: a rollback naming it means the heir no longer waits. */
+export const HEIR_CHECK_OP = 0

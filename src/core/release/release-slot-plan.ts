@@ -1,0 +1,266 @@
+import * as E from 'fp-ts/lib/Either.js'
+import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
+import type { ConsulError } from '../../consul/errors.js'
+import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import type { PrefixProblem } from '../events.js'
+import { contenderKey } from '../keys/contender-key.js'
+import { lockKey } from '../keys/lock-key.js'
+import { releaseLock, type ReleaseDecision } from '../lock-body/release-lock.js'
+import { handOffAgain, handOffLock, type HandOff } from '../semaphore/hand-off.js'
+import type { PrefixView } from '../semaphore/prefix-view.js'
+import {
+  answerValue,
+  firstTry,
+  settle,
+  triageAnswer,
+  type CallInFlight,
+  type PlanStep,
+  type ReleaseAnswer,
+  type ReleaseCall,
+} from './release-call.js'
+import { HEIR_CHECK_OP, casOutOps, handOffOps } from './release-ops.js'
+
+/** What a semaphore release starts from. */
+export interface ReleaseInput {
+  readonly prefix: string
+  readonly session: string
+  readonly limit: number
+  /** CAS writes of `.lock` (hand-offs and plain) before giving up on a churning `.lock`. Default 10. */
+  readonly attempts?: number | undefined
+  /**
+   * The last snapshot this contender saw. When its `.lock` lists the session, the first CAS is
+   * computed from it (no read first); one that does not list it is ignored, since it may predate
+   * the contender's own CAS. A stale hint costs one lost CAS, never a wrong write.
+   */
+  readonly hint?: KVSnapshot | undefined
+  /** The hint's view, when the caller's contenders decided on it (saves pruning and ranking). */
+  readonly hintView?: E.Either<PrefixProblem, PrefixView> | undefined
+}
+
+/**
+ * How the slot went back (the session destroy follows each).
+ *
+ * @example
+ * ```ts
+ * const outcome: ReleaseOutcome = { type: 'HandedOff', heir: 'a1b2…' }
+ * ```
+ */
+export type ReleaseOutcome =
+  /** A hand-off committed: `.lock` names the heir in this session's place. */
+  | { readonly type: 'HandedOff'; readonly heir: string }
+  /** CASed out of `.lock`, with the contender key, in one transaction. */
+  | { readonly type: 'Released' }
+  /** `.lock` did not list the session once its key was gone: nothing to give back. */
+  | { readonly type: 'NotListed' }
+  /** `.lock` must not be written (conflict, limit conflict, corrupt): only the key went. */
+  | { readonly type: 'KeyOnly'; readonly problem: PrefixProblem }
+  /**
+   * Every CAS lost: the session destroy frees the slot instead (Consul deletes the key with the
+   * session, and every acquirer prunes the session from `.lock`).
+   */
+  | { readonly type: 'GaveUp' }
+
+/** What the release is doing now; the call in flight is in `ReleaseState.inFlight`. */
+type Phase =
+  | { readonly type: 'HandOff'; readonly handOff: HandOff }
+  | { readonly type: 'PauseForHandOff'; readonly handOff: HandOff }
+  | { readonly type: 'ReadForHandOff'; readonly handOff: HandOff }
+  | { readonly type: 'PauseForRead' }
+  | { readonly type: 'Read' }
+  | { readonly type: 'CasOut' }
+  | { readonly type: 'DeleteKey'; readonly decision: Exclude<ReleaseDecision, WriteRelease> }
+  | { readonly type: 'Destroy'; readonly settled: E.Either<ConsulError, ReleaseOutcome> }
+
+type WriteRelease = Extract<ReleaseDecision, { type: 'WriteRelease' }>
+
+/** The release between two calls; hand it back to `releaseNext` with the answer. */
+export interface ReleaseState {
+  readonly prefix: string
+  readonly session: string
+  readonly limit: number
+  readonly attempts: number
+  readonly phase: Phase
+  readonly inFlight: CallInFlight
+  /** CAS writes of `.lock` sent so far. */
+  readonly casSent: number
+  /** The contender key was deleted (by this release's own delete). */
+  readonly keyGone: boolean
+}
+
+/** What the release has done so far, besides the call in flight. */
+type Progress = Omit<ReleaseState, 'phase' | 'inFlight'>
+
+/** A step of the semaphore release: a call to make, or the result. */
+export type ReleaseStep = PlanStep<ReleaseState, E.Either<ConsulError, ReleaseOutcome>>
+
+/**
+ * The first step of giving a semaphore slot back, as a pure plan that a driver runs
+ * (`releaseNext` takes each answer). The order is the guides': CAS this session out of `.lock`
+ * with the deletion of its key, then destroy the session.
+ *
+ * ```
+ * hint lists us, ours first in line:  txn hand-off ─► destroy
+ * hint lists us:                      txn cas-out ─► destroy
+ * no usable hint:                     get .lock ─► txn cas-out ─► destroy
+ * not listed (a waiter):              get .lock ─► delete key ─► get .lock ─► destroy
+ * CAS lost:                           … ─► wait 0-5 ms ─► get .lock ─► txn again (at most `attempts`)
+ * ```
+ *
+ * - Hand-off: when the hint lists the session and the first waiter runs this library, the
+ *   transaction names that waiter in `.lock` instead (`handOffLock`). A lost CAS is tried again,
+ *   to the same heir, from `.lock` as read after it (`handOffAgain`); a heir that left (the check
+ *   of its key rolled back) or was served meanwhile turns it into the plain release.
+ * - A waiter deletes its key before its last read of `.lock`: a hand-off can name it until the key
+ *   is gone (its transaction checks the key), so a "not listed" read before the delete proves
+ *   nothing.
+ * - A `.lock` that must not be written (conflict, corrupt) only loses the key.
+ * - Every Consul call is tried again after a transient failure (`triageAnswer`); a failure that
+ *   stays ends the KV part, and the session is destroyed all the same.
+ * - After `attempts` lost CAS writes the release gives up and destroys the session, which frees
+ *   the slot too.
+ *
+ * @example
+ * ```ts
+ * let step = releaseStart({ prefix: 'svc/lock', session, limit: 3, hint })
+ * while (step.type === 'call') step = releaseNext(step.state, await run(step.call))
+ * if (E.isLeft(step.result)) console.error(step.result.left.message)
+ * ```
+ * @param input - Prefix, session, limit, and optionally the hint, its view and the CAS attempts.
+ * @returns The first call to make.
+ */
+export function releaseStart(input: ReleaseInput): ReleaseStep {
+  const { prefix, session, limit } = input
+  const state: Progress = {
+    prefix,
+    session,
+    limit,
+    attempts: input.attempts ?? 10,
+    casSent: 0,
+    keyGone: false,
+  }
+  if (input.hint === undefined) return read(state)
+  const offered = handOffLock(input.hint, { prefix, session, limit }, input.hintView)
+  if (offered !== undefined) return handOff(state, offered)
+  const hinted = releaseLock(input.hint, { prefix, session, limit })
+  return hinted.type === 'WriteRelease' ? casOut(state, hinted) : read(state)
+}
+
+/**
+ * The next step of a semaphore release, given the answer to the call of the previous one.
+ *
+ * @example
+ * ```ts
+ * const next = releaseNext(step.state, { type: 'get', result: E.right(entry), random: Math.random() })
+ * ```
+ * @param state - The state of the previous step.
+ * @param answer - The answer to its call, with a random number for the jitter of a next wait.
+ * @returns The next call, or the result.
+ * @throws TypeError when the answer is not to the call asked (a driver's bug).
+ */
+export function releaseNext(state: ReleaseState, answer: ReleaseAnswer): ReleaseStep {
+  const triage = triageAnswer(state.inFlight, answer)
+  switch (triage.type) {
+    case 'retry':
+    case 'resend':
+      return { type: 'call', call: triage.call, state: { ...state, inFlight: triage.inFlight } }
+    case 'failed':
+      return state.phase.type === 'Destroy'
+        ? { type: 'done', result: settle(state.phase.settled, E.left(triage.error)) }
+        : destroy(state, E.left(triage.error))
+    case 'answered':
+      return answered(state, triage.answer)
+  }
+}
+
+function answered(state: ReleaseState, answer: ReleaseAnswer): ReleaseStep {
+  const { phase } = state
+  switch (phase.type) {
+    case 'HandOff': {
+      const txn = answerValue(answer, 'txn')
+      if (txn.committed)
+        return destroy(state, E.right({ type: 'HandedOff', heir: phase.handOff.heir }))
+      if (txn.errors.some((e) => e.opIndex === HEIR_CHECK_OP)) return read(state)
+      return lostCas(state, answer.random, { type: 'PauseForHandOff', handOff: phase.handOff })
+    }
+    case 'PauseForHandOff':
+      return ask(state, { type: 'ReadForHandOff', handOff: phase.handOff }, readCall(state))
+    case 'ReadForHandOff': {
+      const entry = answerValue(answer, 'get')
+      const again = handOffAgain(entry ?? undefined, state, phase.handOff)
+      // The read is as fresh as the plain release's would be: decide on it, no second read.
+      return again !== undefined ? handOff(state, again) : decide(state, entry)
+    }
+    case 'PauseForRead':
+      return read(state)
+    case 'Read':
+      return decide(state, answerValue(answer, 'get'))
+    case 'CasOut': {
+      const txn = answerValue(answer, 'txn')
+      if (txn.committed) return destroy(state, E.right({ type: 'Released' }))
+      return lostCas(state, answer.random, { type: 'PauseForRead' })
+    }
+    case 'DeleteKey': {
+      const gone = { ...state, keyGone: true }
+      if (phase.decision.type === 'NotListed') return read(gone)
+      return destroy(gone, E.right({ type: 'KeyOnly', problem: phase.decision }))
+    }
+    case 'Destroy':
+      return {
+        type: 'done',
+        result: settle(phase.settled, E.right(answerValue(answer, 'destroy'))),
+      }
+  }
+}
+
+/** What to do with `.lock` as read (null: missing). */
+function decide(state: Progress, entry: KVEntry | null): ReleaseStep {
+  const snapshot = { index: entry?.modifyIndex ?? 0n, entries: entry === null ? [] : [entry] }
+  const decision = releaseLock(snapshot, state)
+  if (decision.type === 'WriteRelease') return casOut(state, decision)
+  // Not listed once the key was gone: no hand-off can name this session any more.
+  if (state.keyGone) {
+    const outcome: ReleaseOutcome =
+      decision.type === 'NotListed' ? { type: 'NotListed' } : { type: 'KeyOnly', problem: decision }
+    return destroy(state, E.right(outcome))
+  }
+  const key = contenderKey(state.prefix, state.session)
+  return ask(state, { type: 'DeleteKey', decision }, { type: 'delete', key })
+}
+
+function handOff(state: Progress, offered: HandOff): ReleaseStep {
+  const ops = handOffOps(state.prefix, contenderKey(state.prefix, state.session), offered)
+  return sendCas(state, { type: 'HandOff', handOff: offered }, { type: 'txn', ops })
+}
+
+function casOut(state: Progress, write: WriteRelease): ReleaseStep {
+  const ops = casOutOps(state.prefix, contenderKey(state.prefix, state.session), write)
+  return sendCas(state, { type: 'CasOut' }, { type: 'txn', ops })
+}
+
+/** Sends a CAS of `.lock`, unless the attempts are used up: then the destroy frees the slot. */
+function sendCas(state: Progress, phase: Phase, call: ReleaseCall): ReleaseStep {
+  if (state.casSent >= state.attempts) return destroy(state, E.right({ type: 'GaveUp' }))
+  return ask({ ...state, casSent: state.casSent + 1 }, phase, call)
+}
+
+/** After a lost CAS: a few jittered ms, so that writers stop colliding in step, then read again. */
+function lostCas(state: Progress, random: number, pause: Phase): ReleaseStep {
+  if (state.casSent >= state.attempts) return destroy(state, E.right({ type: 'GaveUp' }))
+  const ms = backoffDelay(BACKOFF.releaseCas, state.casSent, { random: () => random })
+  return ask(state, pause, { type: 'wait', ms })
+}
+
+function read(state: Progress): ReleaseStep {
+  return ask(state, { type: 'Read' }, readCall(state))
+}
+
+/** Only `.lock` is read, not the prefix: with a thousand contenders that is a thousand entries. */
+const readCall = (state: Progress): ReleaseCall => ({ type: 'get', key: lockKey(state.prefix) })
+
+function destroy(state: Progress, settled: E.Either<ConsulError, ReleaseOutcome>): ReleaseStep {
+  return ask(state, { type: 'Destroy', settled }, { type: 'destroy', session: state.session })
+}
+
+function ask(state: Progress, phase: Phase, call: ReleaseCall): ReleaseStep {
+  return { type: 'call', call, state: { ...state, phase, inFlight: firstTry(call) } }
+}

@@ -40,6 +40,7 @@ export const lockProtocol: ContenderProtocol = {
       prefix: contender.prefix,
       session,
       value: contender.value,
+      scheduler: contender.scheduler,
     }),
   problemError: lockProblemError,
 }

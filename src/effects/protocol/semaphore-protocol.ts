@@ -45,6 +45,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       prefix: contender.prefix,
       session,
       limit: contender.limit,
+      scheduler: contender.scheduler,
       hint: lastSeen,
       hintView:
         lastSeen &&

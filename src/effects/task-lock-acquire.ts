@@ -12,9 +12,14 @@ import {
 import type { ConsulClient, TxnResult } from '../consul/client-api.js'
 import type { ConsulError } from '../consul/errors.js'
 import { LOCK_FLAGS } from '../consul/flags.js'
-import { isConsulError, isSessionInvalid, orThrow, retryTransient } from './call-policy.js'
-import { fromCall } from './from-call.js'
-import { lockAnswer } from './lock-answer.js'
+import {
+  fromCall,
+  isConsulError,
+  isSessionInvalid,
+  orThrow,
+  retryTransient,
+} from './call-policy.js'
+import { lockAnswer } from './protocol/lock-answer.js'
 
 /** The answer of one non-blocking acquisition of a task key. */
 export type TaskLockAnswer =

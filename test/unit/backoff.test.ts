@@ -17,7 +17,7 @@ import {
   DEFAULT_BACKOFF_INITIAL_MS,
   DEFAULT_BACKOFF_MAX_MS,
 } from '../../src/consul/watch-prefix.js'
-import { lockDelayBackoffMs } from '../../src/effects/lock-acquire.js'
+import { lockDelayBackoffMs } from '../../src/effects/protocol/lock-acquire.js'
 import { seededRandom } from '../support/seeded-random.js'
 
 const serverError = (status: number, retryAfterMs?: number): ConsulError => ({

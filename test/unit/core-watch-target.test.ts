@@ -60,7 +60,9 @@ describe('watchTarget', () => {
       go('g2', 12n),
       ours('w3', 13n),
     ])
-    assert.deepEqual(watchTarget(mixed, prefix, decisions(mixed, [local('w3')])), { type: 'prefix' })
+    assert.deepEqual(watchTarget(mixed, prefix, decisions(mixed, [local('w3')])), {
+      type: 'prefix',
+    })
   })
 
   it('watches the prefix while a slot is free, however far back: the waiters ahead may be dead', () => {
@@ -79,7 +81,9 @@ describe('watchTarget', () => {
       ours('w2', 12n),
       ours('w3', 13n),
     ])
-    assert.deepEqual(watchTarget(conflict, prefix, decisions(conflict, [local('w3')])), { type: 'prefix' })
+    assert.deepEqual(watchTarget(conflict, prefix, decisions(conflict, [local('w3')])), {
+      type: 'prefix',
+    })
   })
 
   it('tells targets apart by key and index', () => {

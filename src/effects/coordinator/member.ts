@@ -35,7 +35,7 @@ import type { ResolvedContenderOptions } from '../../options/contender-options.j
 import { isConsulError } from '../call-policy.js'
 import type { ContenderProtocol, ProtocolContender } from '../protocol/contender-protocol.js'
 import { keepSessionAlive } from '../session-lease.js'
-import { unreachableError } from '../unreachable-error.js'
+import { unreachableError } from './unreachable-error.js'
 import {
   coordinatorFor,
   type CoordinatedMember,

@@ -27,9 +27,9 @@ import {
   watchTarget,
   type WatchTarget,
 } from '../../core/semaphore/watch-target.js'
-import { fromCall } from '../from-call.js'
 import type { ContenderProtocol } from '../protocol/contender-protocol.js'
 import { refCountedRegistry, type RegistryLease } from '../registry.js'
+import { fromCall } from '../call-policy.js'
 
 /** A registered contender, as the coordinator drives it (see `Member`). */
 export interface CoordinatedMember {

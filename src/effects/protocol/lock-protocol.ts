@@ -2,7 +2,7 @@ import { SEMAPHORE_FLAGS } from '../../consul/flags.js'
 import type { PrefixProblem } from '../../core/events.js'
 import { lockDecider } from '../../core/single-key-lock/decide-lock.js'
 import { SemaphoreError, problemError } from '../../errors.js'
-import { lockAcquirer } from '../lock-acquire.js'
+import { lockAcquirer } from './lock-acquire.js'
 import { releaseLockKey } from '../release/lock-release.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 

@@ -1,5 +1,5 @@
 import { problemError } from '../../errors.js'
-import { joinQueue, performAction } from '../perform-action.js'
+import { joinQueue, performAction } from './perform-action.js'
 import { releaseSlot } from '../release/release-slot.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 

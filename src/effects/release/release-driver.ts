@@ -2,7 +2,7 @@ import type { Observable, SchedulerLike } from 'rxjs'
 import { EMPTY, asyncScheduler, expand, filter, lastValueFrom, map, of, timer } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
 import type { PlanStep, ReleaseAnswer, ReleaseCall } from '../../core/release/release-call.js'
-import { fromCall } from '../from-call.js'
+import { fromCall } from '../call-policy.js'
 
 /** What a release driver runs a plan's calls with. */
 export interface ReleaseDriverOptions {

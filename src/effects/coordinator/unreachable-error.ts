@@ -1,6 +1,6 @@
-import type { ConsulClient } from '../consul/client-api.js'
-import type { ConsulError } from '../consul/errors.js'
-import { SemaphoreError } from '../errors.js'
+import type { ConsulClient } from '../../consul/client-api.js'
+import type { ConsulError } from '../../consul/errors.js'
+import { SemaphoreError } from '../../errors.js'
 
 /** The address of the client's agent, for a client that says it (`createConsulClient`'s). */
 function agentAddress(client: ConsulClient): string {

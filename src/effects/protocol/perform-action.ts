@@ -9,16 +9,21 @@ import {
   type SchedulerLike,
 } from 'rxjs'
 import { catchError, map, mergeMap } from 'rxjs/operators'
-import { BACKOFF, backoffDelay } from '../consul/backoff.js'
-import type { ConsulClient } from '../consul/client-api.js'
-import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../consul/flags.js'
-import type { KVEntry, KVSnapshot } from '../consul/types.js'
-import type { ContenderAction } from '../core/contender/contender-state-model.js'
-import { contenderKey } from '../core/keys/contender-key.js'
-import { lockKey } from '../core/keys/lock-key.js'
-import type { ContenderEvent } from '../core/events.js'
-import { isConsulError, isSessionInvalid, orThrow, retryTransient } from './call-policy.js'
-import { fromCall } from './from-call.js'
+import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
+import type { ConsulClient } from '../../consul/client-api.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../consul/flags.js'
+import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import type { ContenderAction } from '../../core/contender/contender-state-model.js'
+import { contenderKey } from '../../core/keys/contender-key.js'
+import { lockKey } from '../../core/keys/lock-key.js'
+import type { ContenderEvent } from '../../core/events.js'
+import {
+  fromCall,
+  isConsulError,
+  isSessionInvalid,
+  orThrow,
+  retryTransient,
+} from '../call-policy.js'
 
 const utf8 = new TextEncoder()
 

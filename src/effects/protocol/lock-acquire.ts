@@ -9,14 +9,19 @@ import {
   type Observable,
   type SchedulerLike,
 } from 'rxjs'
-import { BACKOFF, backoffDelay } from '../consul/backoff.js'
-import type { ConsulClient, TxnResult } from '../consul/client-api.js'
-import { LOCK_FLAGS } from '../consul/flags.js'
-import type { ContenderAction } from '../core/contender/contender-state-model.js'
-import type { ContenderEvent } from '../core/events.js'
-import { lockKey } from '../core/keys/lock-key.js'
-import { isConsulError, isSessionInvalid, orThrow, retryTransient } from './call-policy.js'
-import { fromCall } from './from-call.js'
+import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
+import type { ConsulClient, TxnResult } from '../../consul/client-api.js'
+import { LOCK_FLAGS } from '../../consul/flags.js'
+import type { ContenderAction } from '../../core/contender/contender-state-model.js'
+import type { ContenderEvent } from '../../core/events.js'
+import { lockKey } from '../../core/keys/lock-key.js'
+import {
+  fromCall,
+  isConsulError,
+  isSessionInvalid,
+  orThrow,
+  retryTransient,
+} from '../call-policy.js'
 import { lockAnswer } from './lock-answer.js'
 
 export interface LockAcquireOptions {

@@ -1,5 +1,5 @@
-import type { TxnResult } from '../consul/client-api.js'
-import { namesInvalidSession } from './call-policy.js'
+import type { TxnResult } from '../../consul/client-api.js'
+import { namesInvalidSession } from '../call-policy.js'
 
 /** What Consul said to a one-op txn `lock` on a key. */
 export type LockAnswer =

@@ -517,12 +517,29 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
     ]),
   })
 
-  tables.push({
+  // A run of some steps (BENCH_ONLY) shows only what it measured.
+  const shownTables = r.only === undefined ? tables : tables.filter(ranInThisRun)
+  const shownTargets = r.only === undefined ? targets : targets.filter((t) => t.pass !== undefined)
+  shownTables.push({
     title: 'Targets',
     head: ['target', 'implementation', 'value', 'threshold', 'result'],
-    rows: targets.map((t) => [t.what, t.implementation, t.value, t.threshold, verdict(t.pass)]),
+    rows: shownTargets.map((t) => [
+      t.what,
+      t.implementation,
+      t.value,
+      t.threshold,
+      verdict(t.pass),
+    ]),
   })
-  return { tables, targets }
+  return { tables: shownTables, targets }
+}
+
+/** Whether a table has a figure of this run: a column of results, a row not left out by BENCH_ONLY. */
+function ranInThisRun(table: Table): boolean {
+  return (
+    table.head.length > 1 &&
+    table.rows.some((row) => !row.some((cell) => cell.startsWith('not run (BENCH_ONLY')))
+  )
 }
 
 /** Figure 5d's table and target (bench/exclusive-keys.ts). */

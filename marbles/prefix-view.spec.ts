@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { ConsulClient } from '../src/consul/client-api.js'
 import { decide } from '../src/core/semaphore/decide.js'
-import { sharedDecide } from '../src/effects/shared-decide.js'
+import { viewCache } from '../src/core/semaphore/view-cache.js'
 import { decideScenarios, type DecideScenario } from './support/decide-scenarios.js'
 
 /**
@@ -20,13 +19,12 @@ function secondContender({ snapshot, options }: DecideScenario): string {
 }
 
 describe('prefixView', () => {
-  describe('shared by the contenders of a prefix (sharedDecide)', () => {
+  describe('shared by the contenders of a prefix (viewCache)', () => {
     for (const [name, scenario] of Object.entries(decideScenarios)) {
       it(`should give two contenders the decisions they would get alone for ${name}`, () => {
         const { snapshot, options } = scenario
         const second = { ...options, session: secondContender(scenario) }
-        // One decider per test: the client is only the key its deciders are kept under.
-        const decideStep = sharedDecide({} as ConsulClient, options.prefix)
+        const decideStep = viewCache().decide
         const theirs = decideStep(snapshot, second)
         const mine = decideStep(snapshot, options)
         assert.deepStrictEqual(mine, decide(snapshot, options))

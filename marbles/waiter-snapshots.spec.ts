@@ -1,14 +1,20 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { defer, filter, type MonoTypeOperatorFunction, type SchedulerLike } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import type { WatchEvent } from '../src/consul/types.js'
 import { decide } from '../src/core/semaphore/decide.js'
-import { waiterSnapshots } from '../src/core/semaphore/waiter-snapshots.js'
+import { passToWaiter, type WaiterPassed } from '../src/core/semaphore/pass-to-waiter.js'
 import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
 
 const prefix = 'svc/lock'
-const testScheduler = (): TestScheduler =>
-  new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
+const testScheduler = (): TestScheduler => {
+  const scheduler = new TestScheduler((actual, expected) =>
+    assert.deepStrictEqual(actual, expected),
+  )
+  testNow = scheduler
+  return scheduler
+}
 
 const lockedBy = (index: bigint, ...holders: string[]) =>
   lockEntry(
@@ -60,9 +66,44 @@ const events: Record<string, WatchEvent> = {
   },
 }
 
-const options = (refreshMs = 1000) => ({ prefix, session: 'me', limit: 1, decide, refreshMs })
+const options = (refreshMs = 1000) => ({
+  prefix,
+  session: 'me',
+  limit: 1,
+  decide,
+  refreshMs,
+  fairness: true,
+})
 
-describe('waiterSnapshots', () => {
+/**
+ * The snapshots one contender steps on, as the prefix's coordinator applies `passToWaiter`: its
+ * decision on every snapshot, computed once; a `disconnected` forgets what passed last.
+ */
+function waiterSnapshots(
+  o: ReturnType<typeof options>,
+  scheduler?: SchedulerLike,
+): MonoTypeOperatorFunction<WatchEvent> {
+  return (events) =>
+    defer(() => {
+      let passed: WaiterPassed | undefined
+      return events.pipe(
+        filter((event) => {
+          if (event.type !== 'snapshot') {
+            passed = undefined
+            return true
+          }
+          const decision = o.decide(event.snapshot, o)
+          const next = passToWaiter(passed, decision, (scheduler ?? testNow).now(), o.refreshMs)
+          if (next !== undefined) passed = next
+          return next !== undefined
+        }),
+      )
+    })
+}
+/** Inside `TestScheduler.run`, Date-free virtual time comes from the test scheduler itself. */
+let testNow: SchedulerLike
+
+describe('passToWaiter (marbles of the snapshots a waiter steps on)', () => {
   it('should pass the first snapshot, then hold back those that leave a waiter far back', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('a-b-c--b-|', events)

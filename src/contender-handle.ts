@@ -1,23 +1,18 @@
 import * as E from 'fp-ts/lib/Either.js'
 import {
   BehaviorSubject,
+  Observable,
   asyncScheduler,
-  catchError,
-  concat,
   defer,
-  distinctUntilChanged,
   finalize,
-  of,
-  scan,
-  tap,
-  throwError,
-  type Observable,
   type SchedulerLike,
 } from 'rxjs'
 import type { ConsulClient } from './consul/client-api.js'
 import { acquireDefaultClient, type DefaultClientLease } from './consul/default-client.js'
 import type { ConsulError } from './consul/errors.js'
+import type { ContenderState } from './core/contender/contender-state-model.js'
 import type { TransitionReason } from './core/events.js'
+import { contend, type ContendOptions, type ContenderRun } from './effects/coordinator/member.js'
 import { SemaphoreError, toSemaphoreError } from './errors.js'
 import { sharedStates } from './shared-states.js'
 import { slotGuard, type SlotGuard } from './slot-guard.js'
@@ -54,8 +49,16 @@ export interface ContenderHandleSpec<S extends HeldState> {
   readonly consul: ConsulClient | undefined
   /** The state before anything is known. */
   readonly idle: S
-  /** The contender's public states; subscribed anew for each first subscriber. May throw. */
-  readonly states: (lifecycle: ContenderLifecycle) => Observable<S>
+  /**
+   * The contender's options (without the client and the release sink, which the handle gives),
+   * resolved anew for each first subscriber. May throw a SemaphoreError('InvalidOptions').
+   */
+  readonly options: () => Omit<ContendOptions, 'client' | 'onRelease'>
+  /** The public state of a core state, given the options the contender runs with. */
+  readonly toState: (
+    core: ContenderState,
+    options: Omit<ContendOptions, 'client' | 'onRelease'>,
+  ) => S
   /** Whether two states would look the same to a subscriber. */
   readonly same: (a: S, b: S) => boolean
   /** The state said when a holder fails: no longer holding, its release under way. */
@@ -163,30 +166,60 @@ export function contenderHandle<S extends HeldState>(
     now: () => (spec.scheduler ?? asyncScheduler).now(),
   })
 
-  const states = defer(() => {
+  // The running contenders (one per first subscription), for close().
+  const runs = new Set<ContenderRun>()
+  // One Observable, no operator chain: a thousand waiting contenders are a thousand members and
+  // their subscribers, nothing more (see the bench's subscribers per contender).
+  const states = new Observable<S>((subscriber) => {
     let last: S | undefined
-    return concat(
-      of(spec.idle),
-      defer(() => (closing.value ? of<S>() : withClient(() => spec.states(lifecycle)))).pipe(
-        // A new session starts with an empty state: keep the reason of the last transition.
-        scan((previous, next) =>
-          next.reason === undefined ? { ...next, reason: previous.reason } : next,
-        ),
-      ),
-    ).pipe(
-      tap((state) => (last = current = state)),
-      // Option errors are thrown inside defer, Consul errors arrive typed: all leave as
-      // SemaphoreError. A holder that fails says false first: its slot is given back (contend's
-      // finalize starts the release), and holding$ must never end on true.
-      catchError((error: unknown) =>
-        concat(
-          last?.holding ? of(spec.dropped(last)) : of(),
-          throwError(() => toSemaphoreError(error)),
-        ),
-      ),
-      finalize(() => (current = undefined)),
-    )
-  }).pipe(distinctUntilChanged(spec.same))
+    const push = (state: S): void => {
+      current = state
+      if (last !== undefined && spec.same(last, state)) return
+      last = state
+      subscriber.next(state)
+    }
+    push(spec.idle)
+    if (closing.value) {
+      subscriber.complete()
+      return undefined
+    }
+    const done = use()
+    let run: ContenderRun | undefined
+    try {
+      const options = spec.options()
+      run = contend(
+        { ...options, client: client(), onRelease: lifecycle.onRelease },
+        {
+          // A new session starts with an empty state: keep the reason of the last transition.
+          next: (core) => {
+            const state = spec.toState(core, options)
+            push(state.reason === undefined ? { ...state, reason: last?.reason } : state)
+          },
+          // A holder that fails says false first: its slot is given back (the member started the
+          // release), and holding$ must never end on true.
+          error: (error) => {
+            if (last?.holding === true) push(spec.dropped(last))
+            subscriber.error(error)
+          },
+          complete: () => subscriber.complete(),
+        },
+      )
+      runs.add(run)
+    } catch (error) {
+      // Options are resolved here: their errors leave as SemaphoreError too.
+      subscriber.error(toSemaphoreError(error))
+    }
+    return () => {
+      if (run !== undefined) {
+        runs.delete(run)
+        run.stop()
+      }
+      current = undefined
+      // The member's stop hands its release to onRelease during this same teardown; letting go
+      // a microtask later makes sure that release holds the client first.
+      queueMicrotask(done)
+    }
+  })
   const { state$, holding$ } = sharedStates(states)
 
   return {
@@ -196,6 +229,7 @@ export function contenderHandle<S extends HeldState>(
     guard,
     close: async () => {
       closing.next(true)
+      for (const run of [...runs]) run.close()
       const results = await Promise.all(releases)
       releases.clear()
       // When that was the last use of the default client, wait until its connections are closed.

@@ -3,7 +3,6 @@ import {
   catchError,
   defer,
   filter,
-  map,
   of,
   share,
   takeUntil,
@@ -14,15 +13,12 @@ import { closeOnDispose, type asyncDispose } from './close-on-dispose.js'
 import { lockKey } from './core/keys/lock-key.js'
 import type { SlotGuard } from './slot-guard.js'
 import { contenderHandle } from './contender-handle.js'
-import { SEMAPHORE_FLAGS } from './consul/flags.js'
 import type { ContenderState } from './core/contender/contender-state-model.js'
-import { lockDecider, readLockLeader, type LockLeader } from './core/single-key-lock/decide-lock.js'
-import type { PrefixProblem, TransitionReason } from './core/events.js'
-import { contend, type ContenderProtocol } from './effects/contend.js'
-import { lockAcquirer } from './effects/lock-acquire.js'
+import { readLockLeader, type LockLeader } from './core/single-key-lock/decide-lock.js'
+import type { TransitionReason } from './core/events.js'
 import { lockLeader, sameLeader } from './effects/lock-leader.js'
-import { releaseLockKey } from './effects/lock-release.js'
-import { SemaphoreError, problemError, toSemaphoreError } from './errors.js'
+import { lockProtocol } from './effects/protocol/lock-protocol.js'
+import { toSemaphoreError } from './errors.js'
 import { resolveContenderOptions, type ContenderOptions } from './options/contender-options.js'
 import {
   sameFailure,
@@ -199,37 +195,17 @@ export function leaderElection(
   const { state$, holding$, close, lifecycle, guard } = contenderHandle<LeaderElectionState>({
     consul: options.consul,
     idle,
-    states: ({ closing, onRelease, client }) => {
-      const resolved = resolveContenderOptions(options, 'rx-consul-semaphore leader')
-      const consul = client()
-      const scheduler = options.scheduler
-      const protocol: ContenderProtocol = {
-        behavior: 'release',
-        decide: lockDecider(resolved.value),
-        performer: lockAcquirer({ client: consul, prefix: resolved.prefix, scheduler }),
-        release: (session) =>
-          releaseLockKey({
-            client: consul,
-            prefix: resolved.prefix,
-            session,
-            value: resolved.value,
-          }),
-        problemError: lockProblemError,
-      }
-      return contend({
-        ...resolved,
-        client: consul,
-        limit: 1,
-        // No queue on a lock: whoever acquires first after a release leads, as with Go's Lock.
-        fairness: false,
-        fairnessGraceMs: undefined,
-        closing,
-        onRelease,
-        scheduler,
-        protocol,
-        tryOnce: internal.tryOnce,
-      }).pipe(map((core) => toLeaderElectionState(core, resolved.prefix, resolved.value)))
-    },
+    options: () => ({
+      ...resolveContenderOptions(options, 'rx-consul-semaphore leader'),
+      protocol: lockProtocol,
+      limit: 1,
+      // No queue on a lock: whoever acquires first after a release leads, as with Go's Lock.
+      fairness: false,
+      fairnessGraceMs: undefined,
+      scheduler: options.scheduler,
+      tryOnce: internal.tryOnce,
+    }),
+    toState: (core, resolved) => toLeaderElectionState(core, resolved.prefix, resolved.value),
     same: sameState,
     dropped: steppedDown,
     releaseFailedHint:
@@ -256,23 +232,6 @@ export function leaderElection(
   )
 
   return closeOnDispose({ state$, holding$, leader$, close, ...guard })
-}
-
-/** The SemaphoreError for a prefix problem of the lock (only Conflict can arise). */
-function lockProblemError(problem: PrefixProblem): SemaphoreError {
-  if (problem.type !== 'Conflict') return problemError(problem)
-  const what =
-    problem.flags === SEMAPHORE_FLAGS
-      ? 'a semaphore (`consul lock -n N` or semaphore())'
-      : problem.flags === 0n
-        ? 'a key written without lock flags, by hand or by another tool'
-        : 'some other use'
-  return new SemaphoreError(
-    'Conflict',
-    `${problem.key} has flags ${problem.flags}, so it is not a lock: it is ${what}. ` +
-      "Nothing was written (Consul's Go Lock refuses it too). Choose another prefix, or delete " +
-      `the key (consul kv delete ${problem.key}) once nothing uses it.`,
-  )
 }
 
 function steppedDown(last: LeaderElectionState): LeaderElectionState {

@@ -1,4 +1,4 @@
-import { map, type Observable } from 'rxjs'
+import type { Observable } from 'rxjs'
 import { closeOnDispose, type asyncDispose } from './close-on-dispose.js'
 import type { SlotGuard } from './slot-guard.js'
 import { contenderHandle } from './contender-handle.js'
@@ -7,7 +7,7 @@ import type { ContenderState } from './core/contender/contender-state-model.js'
 import type { LastFailure } from './core/contender/last-failure.js'
 import type { RankedContender, TransitionReason } from './core/events.js'
 import { contenderKey } from './core/keys/contender-key.js'
-import { contend } from './effects/contend.js'
+import { semaphoreProtocol } from './effects/protocol/semaphore-protocol.js'
 import {
   resolveContenderOptions,
   resolveLimit,
@@ -229,23 +229,19 @@ export function semaphore(
   const { state$, holding$, close, guard } = contenderHandle<SemaphoreState>({
     consul: options.consul,
     idle: idle(limitForState),
-    states: ({ closing, onRelease, client }) => {
-      const resolved = resolveContenderOptions(options, 'rx-consul-semaphore')
-      const limit = resolveLimit(options.limit)
+    options: () => {
       const fairness = options.fairness ?? true
-      return contend({
-        ...resolved,
-        client: client(),
-        limit,
-        // A try-once contender will not wait: it tries whenever a slot is free, whatever its rank.
+      return {
+        ...resolveContenderOptions(options, 'rx-consul-semaphore'),
+        protocol: semaphoreProtocol,
+        limit: resolveLimit(options.limit),
         fairness: fairness !== false && internal.tryOnce !== true,
         fairnessGraceMs: typeof fairness === 'object' ? fairness.graceMs : undefined,
-        closing,
-        onRelease,
         scheduler: options.scheduler,
         tryOnce: internal.tryOnce,
-      }).pipe(map((core) => toSemaphoreState(core, limitForState)))
+      }
     },
+    toState: (core) => toSemaphoreState(core, limitForState),
     same: sameState,
     dropped: lostOnError,
     releaseFailedHint: 'The session expires by its TTL and other contenders then prune it.',

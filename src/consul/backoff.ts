@@ -47,16 +47,49 @@ export const RELEASE_THROTTLE_CAP_MS = 2000
 
 /** The library's retry loops, each with its policy. */
 export const BACKOFF = {
-  /** A blocking-query watch after a transient failure (full jitter, as clients of Consul do). */
-  watch: { name: 'watch', initialMs: 1000, maxMs: 30_000, jitter: 1, throttleCapMs: 60_000 },
+  /**
+   * A blocking-query watch after a transient failure (full jitter, as clients of Consul do); the
+   * defaults of `WatchOptions.backoff`, which a caller may change.
+   */
+  watch: {
+    name: 'watch',
+    initialMs: 250,
+    maxMs: 10_000,
+    jitter: 1,
+    throttleCapMs: MAX_RETRY_AFTER_MS,
+  },
   /** A contender's session creation, and its start-over with a new session. */
-  session: { name: 'session', initialMs: 250, maxMs: 10_000, jitter: 0.5, throttleCapMs: 60_000 },
+  session: {
+    name: 'session',
+    initialMs: 250,
+    maxMs: 10_000,
+    jitter: 0.5,
+    throttleCapMs: MAX_RETRY_AFTER_MS,
+  },
   /** A renewal of a session's TTL (the caller caps it by the time left to the lease deadline). */
-  renewal: { name: 'renewal', initialMs: 1000, maxMs: 1000, jitter: 0, throttleCapMs: 60_000 },
+  renewal: {
+    name: 'renewal',
+    initialMs: 1000,
+    maxMs: 1000,
+    jitter: 0,
+    throttleCapMs: MAX_RETRY_AFTER_MS,
+  },
   /** A write (key acquire, CAS) after a transient failure. */
-  write: { name: 'write', initialMs: 200, maxMs: 2000, jitter: 0.5, throttleCapMs: 60_000 },
+  write: {
+    name: 'write',
+    initialMs: 200,
+    maxMs: 2000,
+    jitter: 0.5,
+    throttleCapMs: MAX_RETRY_AFTER_MS,
+  },
   /** A write whose answer was lost and cannot be checked now: decide again on the next snapshot. */
-  recheck: { name: 'recheck', initialMs: 1000, maxMs: 1000, jitter: 0, throttleCapMs: 60_000 },
+  recheck: {
+    name: 'recheck',
+    initialMs: 1000,
+    maxMs: 1000,
+    jitter: 0,
+    throttleCapMs: MAX_RETRY_AFTER_MS,
+  },
   /** A release call (CAS out, delete, destroy) after a transient failure: close() awaits it. */
   release: {
     name: 'release',
@@ -66,14 +99,20 @@ export const BACKOFF = {
     throttleCapMs: RELEASE_THROTTLE_CAP_MS,
   },
   /** A release's CAS of `.lock` that lost to another write: try again at once, spread a little. */
-  releaseCas: { name: 'releaseCas', initialMs: 5, maxMs: 50, jitter: 1, throttleCapMs: 2000 },
+  releaseCas: {
+    name: 'releaseCas',
+    initialMs: 5,
+    maxMs: 50,
+    jitter: 1,
+    throttleCapMs: RELEASE_THROTTLE_CAP_MS,
+  },
   /** The single-key lock refused during Consul's lock-delay, which no snapshot shows ending. */
   lockDelay: {
     name: 'lockDelay',
     initialMs: 250,
     maxMs: 1000,
     jitter: 0.25,
-    throttleCapMs: 60_000,
+    throttleCapMs: MAX_RETRY_AFTER_MS,
   },
 } as const satisfies Record<string, BackoffPolicy>
 
@@ -103,7 +142,11 @@ export function backoffDelay(
   options: BackoffOptions = {},
 ): number {
   const random = options.random ?? Math.random
-  const ceiling = Math.min(policy.maxMs, policy.initialMs * 2 ** Math.max(0, attempt - 1))
+  // 0 × 2 ** 1024 would be NaN: a loop with no first delay (tests) may fail that often in a row.
+  const ceiling =
+    policy.initialMs <= 0
+      ? 0
+      : Math.min(policy.maxMs, policy.initialMs * 2 ** Math.max(0, attempt - 1))
   const own = ceiling * (1 - policy.jitter + policy.jitter * random())
   const paced =
     options.error === undefined

@@ -1,9 +1,9 @@
 /**
- * Pacing of retries after Consul asked the client to slow down: a 429 (rate limit on reads, or the
- * client agent's `rpc_rate`) or a 503 (rate limit on writes that must reach the leader), with or
- * without a `Retry-After` header. Pure: time and randomness come from the caller.
+ * `Retry-After`, the header with which Consul (or a proxy before it) asks the client to slow down:
+ * a 429 (rate limit on reads, or the client agent's `rpc_rate`) or a 503 (rate limit on writes that
+ * must reach the leader). Pure: the time comes from the caller. The retry loops' delays, this
+ * header's included, are `backoff.ts`'s.
  */
-import { isThrottled, type ConsulError } from './errors.js'
 
 const HTTP_DATE_DAY = /^(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)/i
 
@@ -30,40 +30,6 @@ export function parseRetryAfter(
   return Number.isNaN(at) ? undefined : Math.max(0, at - nowMs)
 }
 
-/**
- * 60 s: the longest wait a `Retry-After` can impose on a retry loop of this library. A longer one
- * is more likely a misconfigured proxy than a plan, and a contender that waits longer looks hung.
- */
-export const MAX_RETRY_AFTER_MS = 60_000
-
-/**
- * The least wait after a 429 or 503 that named no delay: a rate-limited server is not helped by
- * the 100-250 ms first retry that suits a dropped connection.
- */
-export const THROTTLED_MIN_MS = 1000
-
-/**
- * How long to wait before the next try after `error`, given what the caller's own backoff says
- * for this attempt (`backoffMs`). Other failures keep `backoffMs`. A 429 or 503 waits at least
- * its `Retry-After` (or THROTTLED_MIN_MS without one), plus up to a quarter more of jitter so that
- * clients told the same delay do not come back in the same instant; never more than `capMs` (an
- * absurd Retry-After, or the lease deadline of a renewal, wins over what the server asked).
- *
- * @example
- * timer(retryDelayMs(error, backoff(attempt), 10_000, Math.random))
- * @param error - The failure to retry.
- * @param backoffMs - The caller's backoff for this attempt, jitter included.
- * @param capMs - The longest acceptable wait.
- * @param random - Source of the jitter, in [0, 1).
- * @returns The delay in ms.
- */
-export function retryDelayMs(
-  error: ConsulError,
-  backoffMs: number,
-  capMs: number,
-  random: () => number = Math.random,
-): number {
-  if (!isThrottled(error)) return backoffMs
-  const asked = Math.max(backoffMs, error.retryAfterMs ?? THROTTLED_MIN_MS)
-  return Math.max(0, Math.min(capMs, asked * (1 + random() / 4)))
-}
+// The pacing after a 429/503 lives in backoff.ts (`throttledDelay`, MAX_RETRY_AFTER_MS). These
+// names stay here only while contend.ts and session-lease.ts import them from this file.
+export { MAX_RETRY_AFTER_MS, throttledDelay as retryDelayMs } from './backoff.js'

@@ -1,7 +1,8 @@
 /**
  * `watchPrefix`: a KV prefix as a stream of snapshots, from a blocking-query long-poll loop
  * (consul-http-semantics §4). Transient failures are reported at once as `disconnected` events
- * and retried with capped, fully jittered exponential backoff; permanent ones end the stream.
+ * and retried with capped, fully jittered exponential backoff (`BACKOFF.watch`, or the caller's
+ * numbers); permanent ones end the stream.
  */
 import { asyncScheduler, Observable, timer, type Subscription } from 'rxjs'
 import * as E from 'fp-ts/lib/Either.js'
@@ -14,7 +15,7 @@ import {
   rejectedBeforeSending,
   type ConsulError,
 } from './errors.js'
-import { MAX_RETRY_AFTER_MS, retryDelayMs } from './retry-after.js'
+import { BACKOFF, MAX_RETRY_AFTER_MS, backoffDelay, type BackoffPolicy } from './backoff.js'
 import type { KVSnapshot, WatchEvent } from './types.js'
 
 /**
@@ -24,8 +25,8 @@ import type { KVSnapshot, WatchEvent } from './types.js'
  * waits (Consul's default is 5 min) would hide such a dead connection for minutes.
  */
 export const DEFAULT_WAIT_MS = 30_000
-export const DEFAULT_BACKOFF_INITIAL_MS = 250
-export const DEFAULT_BACKOFF_MAX_MS = 10_000
+export const DEFAULT_BACKOFF_INITIAL_MS = BACKOFF.watch.initialMs
+export const DEFAULT_BACKOFF_MAX_MS = BACKOFF.watch.maxMs
 /**
  * 10 ms: under sustained churn (many contenders coming and going) a watch polls at most 100 times
  * a second, and a contender learns of a freed slot within about 10 ms. At 50 ms, measured with 30
@@ -80,6 +81,14 @@ export function watchPrefix(
   const minIntervalMs = options.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS
   const scheduler = options.scheduler ?? asyncScheduler
   const random = options.random ?? Math.random
+  // BACKOFF.watch with the caller's numbers; a Retry-After may ask for up to 60 s, or maxMs if
+  // the caller allows longer.
+  const policy: BackoffPolicy = {
+    ...BACKOFF.watch,
+    initialMs,
+    maxMs,
+    throttleCapMs: Math.max(maxMs, MAX_RETRY_AFTER_MS),
+  }
   // A prefix that ends in '/' is listed without it and the answer filtered: Consul 1.8 keys the
   // tombstone of `DELETE <prefix>?recurse` (what `consul kv delete -recurse` sends) without the
   // slash, and only a listing that covers that key is woken by the delete.
@@ -161,9 +170,7 @@ export function watchPrefix(
         return
       }
       failuresInRow += 1
-      const ceiling = Math.min(maxMs, initialMs * 2 ** (failuresInRow - 1))
-      const backoffMs = Math.floor(random() * ceiling)
-      const paced = retryDelayMs(error, backoffMs, Math.max(maxMs, MAX_RETRY_AFTER_MS), random)
+      const paced = backoffDelay(policy, failuresInRow, { random, error })
       const retryInMs = Math.max(Math.floor(paced), untilNextStart())
       // The next answer is a non-blocking read that is emitted even if its index did not move.
       mustEmit = true

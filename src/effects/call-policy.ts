@@ -16,7 +16,15 @@ import {
   persistentAclError,
   type ConsulError,
 } from '../consul/errors.js'
-import { MAX_RETRY_AFTER_MS, retryDelayMs } from '../consul/retry-after.js'
+import {
+  BACKOFF,
+  RELEASE_THROTTLE_CAP_MS,
+  backoffDelay,
+  throttledDelay,
+} from '../consul/backoff.js'
+
+// One definition, in backoff.ts; the release paths import it from here.
+export { RELEASE_THROTTLE_CAP_MS }
 
 /** Whether a thrown value is one of the Consul layer's typed errors. */
 export function isConsulError(value: unknown): value is ConsulError {
@@ -39,14 +47,31 @@ export function orThrow<A>(result: E.Either<ConsulError, A>): Observable<A> {
 }
 
 /**
- * Retries a write a few times (5) after a transient failure, with exponential backoff and jitter
- * (200 ms doubling, capped at 2 s; a 429/503 waits at least its `Retry-After`, up to
- * MAX_RETRY_AFTER_MS). A session Consul no longer has is not transient, whatever the status says:
- * it is passed on at once so the caller can start over with a new session. A 500 naming an ACL
- * problem that comes back ACL_FAILURES_BEFORE_PERMANENT times in a row is passed on as the
- * permanent PermissionDenied.
+ * Retries a write a few times (5) after a transient failure, waiting on `scheduler` as
+ * `BACKOFF.write` says (200 ms doubling, capped at 2 s, the upper half jittered; a 429/503 waits
+ * at least its `Retry-After`, up to MAX_RETRY_AFTER_MS). A session Consul no longer has is not
+ * transient, whatever the status says: it is passed on at once so the caller can start over with
+ * a new session. A 500 naming an ACL problem that comes back ACL_FAILURES_BEFORE_PERMANENT times
+ * in a row is passed on as the permanent PermissionDenied.
+ *
+ * ```
+ * call:    #  (≈200 ms)  #  (≈400 ms)  a|     # a transient failure: the call is made anew
+ * result:  ----------------------------a|
+ * ```
+ *
+ * @example
+ * fromCall((signal) => client.kv.put(key, value, { signal })).pipe(
+ *   mergeMap(orThrow),
+ *   retryTransient(scheduler),
+ * )
+ * @param scheduler - Where the delays are waited (a TestScheduler in specs).
+ * @param random - Source of the jitter, in [0, 1); default Math.random.
+ * @returns The operator: the source's values, or its last error.
  */
-export function retryTransient<A>(scheduler: SchedulerLike): MonoTypeOperatorFunction<A> {
+export function retryTransient<A>(
+  scheduler: SchedulerLike,
+  random: () => number = Math.random,
+): MonoTypeOperatorFunction<A> {
   return retry<A>({
     count: 5,
     delay: (error: unknown, attempt) => {
@@ -57,8 +82,7 @@ export function retryTransient<A>(scheduler: SchedulerLike): MonoTypeOperatorFun
       if (isAclServerError(error) && attempt >= ACL_FAILURES_BEFORE_PERMANENT) {
         return throwError(() => persistentAclError(error, attempt))
       }
-      const backoffMs = Math.min(2000, 100 * 2 ** attempt) * (0.5 + Math.random() / 2)
-      return timer(retryDelayMs(error, backoffMs, MAX_RETRY_AFTER_MS), scheduler)
+      return timer(backoffDelay(BACKOFF.write, attempt, { random, error }), scheduler)
     },
   })
 }
@@ -82,10 +106,7 @@ export async function withTransientRetries<A>(
   for (let attempt = 1; ; attempt++) {
     const result = await call()
     if (E.isRight(result) || attempt >= attempts || !isTransient(result.left)) return result
-    const delayMs = retryDelayMs(result.left, 100 * 2 ** (attempt - 1), RELEASE_THROTTLE_CAP_MS)
+    const delayMs = throttledDelay(result.left, 100 * 2 ** (attempt - 1), RELEASE_THROTTLE_CAP_MS)
     await new Promise((resume) => setTimeout(resume, delayMs))
   }
 }
-
-/** The longest a release waits between two tries for a throttled (429/503) answer. */
-export const RELEASE_THROTTLE_CAP_MS = 2000

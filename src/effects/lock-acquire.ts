@@ -9,6 +9,7 @@ import {
   type Observable,
   type SchedulerLike,
 } from 'rxjs'
+import { BACKOFF, backoffDelay } from '../consul/backoff.js'
 import type { ConsulClient, TxnResult } from '../consul/client-api.js'
 import { LOCK_FLAGS } from '../consul/flags.js'
 import type { ContenderAction } from '../core/contender/contender-state-model.js'
@@ -22,19 +23,26 @@ export interface LockAcquireOptions {
   readonly client: ConsulClient
   readonly prefix: string
   readonly scheduler?: SchedulerLike | undefined
-  /** Source of the backoff jitter, in [0, 1); default Math.random. */
+  /** Source of the jitter of lock-delay and write retries, in [0, 1); default Math.random. */
   readonly random?: () => number
 }
 
 /**
- * Delay before asking again after the n-th lock-delay refusal in a row: 250 ms doubling, capped at
- * 1 s, with up to 25% jitter off. Consul does not say when a lock-delay ends (nor how long the
- * invalidated holder's delay was), so polling is the only way to learn it; the cap bounds the
- * takeover to at most ~1 s after the delay ends, where Go's `Lock` sleeps a fixed 5 s. A refused
- * txn `lock` costs the leader a map lookup (pre-check, no Raft write), so this is cheap.
+ * Delay before asking again after the n-th lock-delay refusal in a row (`BACKOFF.lockDelay`):
+ * 250 ms doubling, capped at 1 s, with up to 25% jitter off, in whole ms. Consul does not say
+ * when a lock-delay ends (nor how long the invalidated holder's delay was), so polling is the
+ * only way to learn it; the cap bounds the takeover to at most ~1 s after the delay ends, where
+ * Go's `Lock` sleeps a fixed 5 s. A refused txn `lock` costs the leader a map lookup (pre-check,
+ * no Raft write), so this is cheap.
+ *
+ * @example
+ * lockDelayBackoffMs(1, () => 0) // 188: the first refusal, jitter at its lowest
+ * @param attempt - Lock-delay refusals in a row, 1 for the first.
+ * @param random - Source of the jitter, in [0, 1); default Math.random.
+ * @returns The delay in ms.
  */
 export const lockDelayBackoffMs = (attempt: number, random: () => number = Math.random): number =>
-  Math.round(Math.min(1000, 250 * 2 ** Math.max(0, attempt - 1)) * (0.75 + random() / 4))
+  Math.round(backoffDelay(BACKOFF.lockDelay, attempt, { random }))
 
 /**
  * The lock's performer for `contend`: makes the acquisition the core asks for and reports its
@@ -93,7 +101,7 @@ export function lockAcquirer(
         ),
       ).pipe(
         mergeMap(orThrow),
-        retryTransient(scheduler),
+        retryTransient(scheduler, options.random),
         map(answer),
         catchError((error: unknown) =>
           isConsulError(error) && isSessionInvalid(error)

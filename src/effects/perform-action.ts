@@ -9,6 +9,7 @@ import {
   type SchedulerLike,
 } from 'rxjs'
 import { catchError, map, mergeMap } from 'rxjs/operators'
+import { BACKOFF, backoffDelay } from '../consul/backoff.js'
 import type { ConsulClient } from '../consul/client-api.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../consul/flags.js'
 import type { KVEntry, KVSnapshot } from '../consul/types.js'
@@ -127,7 +128,9 @@ export function performAction(
             mergeMap((info) =>
               info === null
                 ? of<ContenderEvent>({ type: 'session-gone' })
-                : timer(1000, scheduler).pipe(mergeMap(() => acquireKey)),
+                : timer(backoffDelay(BACKOFF.recheck, 1), scheduler).pipe(
+                    mergeMap(() => acquireKey),
+                  ),
             ),
           ),
     ),

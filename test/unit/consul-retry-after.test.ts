@@ -1,25 +1,11 @@
-// Retry pacing after Consul asks to slow down: Retry-After as seconds or an HTTP date, and the
-// delay the retry loops take from it (never shorter than asked, jittered, capped).
+// Retry-After as seconds or an HTTP date. The delays the retry loops take from it are
+// backoff.ts's, specified in backoff.test.ts.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { ConsulError } from '../../src/consul/errors.js'
-import {
-  MAX_RETRY_AFTER_MS,
-  parseRetryAfter,
-  retryDelayMs,
-  THROTTLED_MIN_MS,
-} from '../../src/consul/retry-after.js'
+import { throttledDelay } from '../../src/consul/backoff.js'
+import { parseRetryAfter, retryDelayMs } from '../../src/consul/retry-after.js'
 
 const now = Date.parse('2026-11-25T06:00:00Z')
-
-const serverError = (status: number, retryAfterMs?: number): ConsulError => ({
-  _tag: 'ServerError',
-  status,
-  body: 'rate limit exceeded, try again later or against a different server',
-  request: 'GET /v1/kv/p',
-  message: 'GET /v1/kv/p: rate limited',
-  ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-})
 
 describe('parseRetryAfter', () => {
   it('reads delay-seconds', () => {
@@ -55,55 +41,7 @@ describe('parseRetryAfter', () => {
 })
 
 describe('retryDelayMs', () => {
-  const unreachable: ConsulError = { _tag: 'Unreachable', message: 'down' }
-
-  it("keeps the caller's backoff for failures that are not throttling (500, reset)", () => {
-    assert.equal(
-      retryDelayMs(serverError(500, 30_000), 123, 60_000, () => 0.5),
-      123,
-    )
-    assert.equal(
-      retryDelayMs(unreachable, 77, 60_000, () => 0.5),
-      77,
-    )
-  })
-
-  it('waits at least Retry-After after a 429 or a 503, plus up to a quarter of jitter', () => {
-    for (const status of [429, 503]) {
-      assert.equal(
-        retryDelayMs(serverError(status, 2000), 100, 60_000, () => 0),
-        2000,
-      )
-      assert.equal(
-        retryDelayMs(serverError(status, 2000), 100, 60_000, () => 0.999),
-        2499.5,
-      )
-    }
-  })
-
-  it('waits at least THROTTLED_MIN_MS after a 429 without Retry-After', () => {
-    assert.equal(
-      retryDelayMs(serverError(429), 100, 60_000, () => 0),
-      THROTTLED_MIN_MS,
-    )
-  })
-
-  it('keeps a longer backoff than Retry-After asks', () => {
-    assert.equal(
-      retryDelayMs(serverError(429, 1000), 8000, 60_000, () => 0),
-      8000,
-    )
-  })
-
-  it('caps an absurd Retry-After, and honours a cap below it (a lease deadline)', () => {
-    const hour = serverError(429, 3_600_000)
-    assert.equal(
-      retryDelayMs(hour, 100, MAX_RETRY_AFTER_MS, () => 0.5),
-      MAX_RETRY_AFTER_MS,
-    )
-    assert.equal(
-      retryDelayMs(serverError(503, 30_000), 100, 2500, () => 0.5),
-      2500,
-    )
+  it("is backoff.ts's throttledDelay, kept here for the effects that still import it", () => {
+    assert.equal(retryDelayMs, throttledDelay)
   })
 })

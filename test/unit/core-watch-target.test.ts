@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../src/consul/flags.js'
+import type { KVSnapshot } from '../../src/consul/types.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import { sameWatchTarget, watchTarget } from '../../src/core/semaphore/watch-target.js'
 import { contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
@@ -12,6 +13,9 @@ const go = (session: string, createIndex: bigint) => contenderEntry(prefix, sess
 const held = lockEntry(prefix, '{"Limit":1,"Holders":{"h":true}}', 50n)
 const holder = contenderEntry(prefix, 'h', 1n, { flags: HOLDER_FLAGS, modifyIndex: 50n })
 const local = (session: string) => ({ session, limit: 1 })
+/** The decisions of this process's contenders on a snapshot, as the coordinator has them. */
+const decisions = (snapshot: KVSnapshot, locals: readonly { session: string; limit: number }[]) =>
+  locals.map((l) => decide(snapshot, { prefix, ...l }))
 
 describe('watchTarget', () => {
   const queue = snapshotOf([
@@ -24,7 +28,7 @@ describe('watchTarget', () => {
   ])
 
   it('parks a process whose contenders all wait behind the first two places on the key ahead', () => {
-    assert.deepEqual(watchTarget(queue, prefix, [local('w3')], decide), {
+    assert.deepEqual(watchTarget(queue, prefix, decisions(queue, [local('w3')])), {
       type: 'key',
       key: `${prefix}/w2`,
       modifyIndex: 30n,
@@ -32,19 +36,19 @@ describe('watchTarget', () => {
   })
 
   it('takes the best-placed contender of the process', () => {
-    const target = watchTarget(queue, prefix, [local('w3'), local('w2')], decide)
+    const target = watchTarget(queue, prefix, decisions(queue, [local('w3'), local('w2')]))
     assert.deepEqual(target, { type: 'key', key: `${prefix}/w1`, modifyIndex: 11n })
   })
 
   it('watches the prefix for the front of the queue, a holder, a contender without its key, or no contender', () => {
     for (const who of [['w0'], ['w1'], ['h'], ['w3', 'w1'], ['nobody']]) {
       assert.deepEqual(
-        watchTarget(queue, prefix, who.map(local), decide),
+        watchTarget(queue, prefix, decisions(queue, who.map(local))),
         { type: 'prefix' },
         who.join(),
       )
     }
-    assert.deepEqual(watchTarget(queue, prefix, [], decide), { type: 'prefix' })
+    assert.deepEqual(watchTarget(queue, prefix, decisions(queue, [])), { type: 'prefix' })
   })
 
   it('watches the prefix when the waiter ahead is a Go contender, whose key does not change when it acquires', () => {
@@ -56,7 +60,7 @@ describe('watchTarget', () => {
       go('g2', 12n),
       ours('w3', 13n),
     ])
-    assert.deepEqual(watchTarget(mixed, prefix, [local('w3')], decide), { type: 'prefix' })
+    assert.deepEqual(watchTarget(mixed, prefix, decisions(mixed, [local('w3')])), { type: 'prefix' })
   })
 
   it('watches the prefix while a slot is free, however far back: the waiters ahead may be dead', () => {
@@ -64,7 +68,7 @@ describe('watchTarget', () => {
       lockEntry(prefix, '{"Limit":1,"Holders":{}}', 50n),
       ...queue.entries.filter((e) => e.key !== `${prefix}/.lock` && e.key !== `${prefix}/h`),
     ])
-    assert.deepEqual(watchTarget(free, prefix, [local('w3')], decide), { type: 'prefix' })
+    assert.deepEqual(watchTarget(free, prefix, decisions(free, [local('w3')])), { type: 'prefix' })
   })
 
   it('watches the prefix on a prefix problem', () => {
@@ -75,7 +79,7 @@ describe('watchTarget', () => {
       ours('w2', 12n),
       ours('w3', 13n),
     ])
-    assert.deepEqual(watchTarget(conflict, prefix, [local('w3')], decide), { type: 'prefix' })
+    assert.deepEqual(watchTarget(conflict, prefix, decisions(conflict, [local('w3')])), { type: 'prefix' })
   })
 
   it('tells targets apart by key and index', () => {

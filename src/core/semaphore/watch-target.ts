@@ -1,8 +1,8 @@
 import { CONTENDER_FLAGS } from '../../consul/flags.js'
 import type { KVSnapshot } from '../../consul/types.js'
-import type { DecideStep } from '../contender/contender-state-model.js'
+import type { Decision } from '../events.js'
 import { contenderKey } from '../keys/contender-key.js'
-import { FRONT_PLACES } from './waiter-snapshots.js'
+import { FRONT_PLACES } from './pass-to-waiter.js'
 
 /**
  * What a process must long-poll for its semaphore contenders of one prefix: the whole prefix, or
@@ -29,16 +29,6 @@ export type WatchTarget =
       readonly modifyIndex: bigint
     }
 
-/** A semaphore contender of this process, as `watchTarget` asks about it. */
-export interface LocalContender {
-  /** Its session. */
-  readonly session: string
-  /** Its slot limit. */
-  readonly limit: number
-  /** Its fairness (see `decide`). */
-  readonly fairness?: boolean | undefined
-}
-
 /** The target that never misses anything. */
 export const WHOLE_PREFIX: WatchTarget = { type: 'prefix' }
 
@@ -63,27 +53,27 @@ export const WHOLE_PREFIX: WatchTarget = { type: 'prefix' }
  *
  * @example
  * ```ts
- * const target = watchTarget(snapshot, 'svc/lock', [{ session, limit: 3 }], decide)
+ * const target = watchTarget(snapshot, 'svc/lock', [decide(snapshot, { prefix, session, limit: 3 })])
  * if (target.type === 'key') console.log('long-poll', target.key)
  * ```
  * @param snapshot - The prefix as last seen.
  * @param prefix - The semaphore prefix.
- * @param locals - This process's contenders of the prefix (with a session).
- * @param decide - Their decide step.
+ * @param decisions - The decisions of this process's contenders of the prefix on the snapshot
+ *   (each computed once per snapshot, by the prefix's coordinator); undefined for one that has
+ *   none yet, which watches the prefix.
  * @returns What to long-poll next.
  */
 export function watchTarget(
   snapshot: KVSnapshot,
   prefix: string,
-  locals: Iterable<LocalContender>,
-  decide: DecideStep,
+  decisions: Iterable<Decision | undefined>,
 ): WatchTarget {
   let best: { rank: number; ahead: string } | undefined
-  for (const local of locals) {
-    const decision = decide(snapshot, { prefix, ...local })
+  for (const decision of decisions) {
     // A free slot it may not take yet is worth watching: the fairness grace counts on snapshots
     // of the prefix (the waiters ahead may be dead, and only their sessions' expiry moves them).
     if (
+      decision === undefined ||
       decision.type !== 'Wait' ||
       decision.rank === undefined ||
       decision.rank < FRONT_PLACES ||

@@ -1,4 +1,4 @@
-// Properties of the decide step contenders of one prefix share (sharedDecide), on generated
+// Properties of the decide step contenders of one prefix share (viewCache), on generated
 // histories of a prefix. A failure prints its seed, path and shrunk case; FC_SEED=<seed>
 // FC_PATH=<path> replays it (test/support/property-runs.ts).
 import assert from 'node:assert/strict'
@@ -6,11 +6,10 @@ import { describe, it } from 'node:test'
 import { isDeepStrictEqual } from 'node:util'
 import * as E from 'fp-ts/lib/Either.js'
 import fc from 'fast-check'
-import type { ConsulClient } from '../../src/consul/client-api.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import type { Decision, SemaphoreView } from '../../src/core/events.js'
 import { decide } from '../../src/core/semaphore/decide.js'
-import { sharedDecide, sharedView } from '../../src/effects/shared-decide.js'
+import { viewCache } from '../../src/core/semaphore/view-cache.js'
 import {
   semaphoreHistory,
   SESSIONS,
@@ -53,11 +52,9 @@ const run: fc.Arbitrary<Run> = fc.record({
   turns: fc.array(fc.nat({ max: 3 }), { maxLength: 32 }),
 })
 
-/** Each contender's decisions on each snapshot, all deciding through one `sharedDecide` step. */
+/** Each contender's decisions on each snapshot, all deciding through one `viewCache`. */
 function replayShared({ history, contenders, turns }: Run): Decision[][] {
-  // sharedDecide only uses the client as a WeakMap key; a fresh one gives a fresh decider per run.
-  const client = {} as ConsulClient
-  const decideStep = sharedDecide(client, prefix)
+  const decideStep = viewCache().decide
   const decisions: Decision[][] = history.snapshots.map(() => [])
   const seen = contenders.map(() => 0)
   const advance = (i: number): void => {
@@ -78,7 +75,7 @@ function replayShared({ history, contenders, turns }: Run): Decision[][] {
   return decisions
 }
 
-describe('sharedDecide (property)', () => {
+describe('viewCache (property)', () => {
   it('should give every contender of a prefix, in any interleaving, the decisions it would get alone', () => {
     fc.assert(
       fc.property(run, (r) => {
@@ -115,12 +112,12 @@ describe('sharedDecide (property)', () => {
     assert.ok(shared > 300, `snapshots with a view: ${shared}`)
   })
 
-  it('should give a release the very view its contenders decided on (sharedView), computed once', () => {
+  it('should give a release the very view its contenders decided on (its view step), computed once', () => {
     fc.assert(
       fc.property(run, (r) => {
-        const client = {} as ConsulClient
-        const decideStep = sharedDecide(client, prefix)
-        const viewStep = sharedView(client, prefix)
+        const cache = viewCache()
+        const decideStep = cache.decide
+        const viewStep = cache.view
         const options = { prefix, limit: r.history.limit }
         for (const snapshot of r.history.snapshots) {
           const decided = decideStep(snapshot, {

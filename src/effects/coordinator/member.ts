@@ -1,0 +1,557 @@
+import * as E from 'fp-ts/lib/Either.js'
+import {
+  asyncScheduler,
+  defaultIfEmpty,
+  take,
+  type Observable,
+  type SchedulerLike,
+  type Subscription,
+} from 'rxjs'
+import type { ConsulClient } from '../../consul/client-api.js'
+import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
+import {
+  ACL_FAILURES_BEFORE_PERMANENT,
+  isAclServerError,
+  isTransient,
+  persistentAclError,
+  type ConsulError,
+} from '../../consul/errors.js'
+import type { KVSnapshot, WatchEvent } from '../../consul/types.js'
+import type { ContenderInput } from '../../core/contender/contender-input.js'
+import {
+  initialContenderState,
+  type ContenderAction,
+  type ContenderState,
+  type ContenderStateOptions,
+  type DecideStep,
+} from '../../core/contender/contender-state-model.js'
+import { reduceContender } from '../../core/contender/reduce-contender.js'
+import { sameContenderState } from '../../core/contender/same-contender-state.js'
+import { tryOnceRefused } from '../../core/contender/try-once-refused.js'
+import type { ContenderEvent, Decision } from '../../core/events.js'
+import { passToWaiter, type WaiterPassed } from '../../core/semaphore/pass-to-waiter.js'
+import { toSemaphoreError, type SemaphoreError } from '../../errors.js'
+import type { ResolvedContenderOptions } from '../../options/contender-options.js'
+import { isConsulError } from '../call-policy.js'
+import type { ContenderProtocol, ProtocolContender } from '../protocol/contender-protocol.js'
+import { keepSessionAlive } from '../session-lease.js'
+import { unreachableError } from '../unreachable-error.js'
+import {
+  coordinatorFor,
+  type CoordinatedMember,
+  type PrefixCoordinator,
+} from './prefix-coordinator.js'
+
+/** Everything one contender needs: its resolved options, its client and its protocol. */
+export interface ContendOptions extends ResolvedContenderOptions {
+  readonly client: ConsulClient
+  readonly protocol: ContenderProtocol
+  readonly limit: number
+  readonly fairness: boolean
+  readonly fairnessGraceMs: number | undefined
+  /** Receives each release this contender starts in the background, so close() can await it. */
+  readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
+  readonly scheduler?: SchedulerLike | undefined
+  /** Source of the jitter of every retry and of the waiters' refresh; default Math.random. */
+  readonly random?: (() => number) | undefined
+  /**
+   * Try once (`tryAcquire`, `tryLead`): until it first holds, the contender gives up at the first
+   * refusal (`tryOnceRefused`) or failure instead of waiting or retrying: it releases, completes,
+   * and starts no new session. Once it has held, it behaves as any contender.
+   */
+  readonly tryOnce?: boolean | undefined
+}
+
+/** Where a contender's states go: the core's state after each event, across sessions. */
+export interface ContenderObserver {
+  readonly next: (state: ContenderState) => void
+  /** A prefix problem or a permanent failure; nothing follows. */
+  readonly error: (error: SemaphoreError) => void
+  /** The contender was closed (and its release started), or a try-once contender gave up. */
+  readonly complete: () => void
+}
+
+/** A running contender: what its handle can ask of it. */
+export interface ContenderRun {
+  /** Release now and contend no more; completes the observer once the release started. */
+  readonly close: () => void
+  /** Nobody listens any more: release in the background, and tell the observer nothing more. */
+  readonly stop: () => void
+}
+
+/** How often a waiter far back in the queue steps on a snapshot that changes nothing for it (ms). */
+const WAITER_REFRESH_MS = 1000
+
+/**
+ * One contender (of a semaphore, or of a leader election, by `options.protocol`), from session to
+ * slot and back, until it is closed or stopped. It registers with its prefix's coordinator, which
+ * owns the one watch; each event runs through the core's pure reducer (`reduceContender`), and
+ * the member does what the new state asks: start or cancel a write (`state.next`), set its one
+ * timer (`state.wakeAt`), renew its session, release. No Observable pipeline per contender: a
+ * waiting contender is this object, its state, and two scheduler timers (lease and wake-up).
+ *
+ * ```
+ * create session ─► join ─► follow the prefix ─► decide/step ─► write ─► holding … release
+ *        ▲                                                                    │
+ *        └──── session gone (new session) / transient failure (backoff) ◄────┘
+ * ```
+ *
+ * When the session is lost it starts over with a new one; transient failures are retried with the
+ * `session` backoff; a prefix problem or a permanent failure ends it with a SemaphoreError. Until
+ * the first session is created, the retries last at most `startupTimeoutMs` (then `Unreachable`).
+ *
+ * @example
+ * const run = contend({ ...resolved, client, protocol: semaphoreProtocol, limit: 3, ... }, {
+ *   next: (state) => console.log(state.holding),
+ *   error: (error) => console.error(error.message),
+ *   complete: () => console.log('done'),
+ * })
+ * // ... later
+ * run.close()
+ * @param options - The contender's options, client and protocol.
+ * @param observer - Receives its states.
+ * @returns The handle to close or stop it.
+ */
+export function contend(options: ContendOptions, observer: ContenderObserver): ContenderRun {
+  const member = new Member(options, observer)
+  member.start()
+  return { close: () => member.close(), stop: () => member.stop() }
+}
+
+class Member implements CoordinatedMember {
+  private readonly scheduler: SchedulerLike
+  private readonly random: () => number
+  private readonly coordinator: PrefixCoordinator
+  private readonly leaveCoordinator: () => void
+  private readonly contender: ProtocolContender
+  private readonly core: ContenderStateOptions
+  private readonly refreshMs: number
+  private readonly decide: DecideStep
+
+  private state: ContenderState = initialContenderState
+  /** The state after the last event of a run (the base of the notices between runs). */
+  private lastRunState: ContenderState | undefined
+  private finished = false
+  private closing = false
+  private trying: boolean
+  private gaveUp = false
+  private lastStartupFailure: ConsulError | undefined
+  /** Failures in a row of session creation / runs (reset by a run's first state). */
+  private attempt = 0
+  private aclInRow = 0
+
+  // The run of the current session.
+  private session: string | undefined
+  private running = false
+  private released = false
+  private perform: ((action: ContenderAction) => Observable<ContenderEvent>) | undefined
+  private action: ContenderAction | undefined
+  private actionRun: Subscription | undefined
+  private following = false
+  private joinRun: Subscription | undefined
+  private joinDone: (() => void) | undefined
+  private seedIndex: bigint | undefined
+  private passed: WaiterPassed | undefined
+  /** The decision on the last snapshot delivered, and whether the reducer took it yet. */
+  private memo: { snapshot: KVSnapshot; decision: Decision; taken: boolean } | undefined
+  private readonly inbox: ContenderInput[] = []
+  private stepping = false
+
+  // Timers and calls in flight.
+  private wakeTimer: Subscription | undefined
+  private wakeAt: number | undefined
+  private stopLease: (() => void) | undefined
+  private retryTimer: Subscription | undefined
+  private startupTimer: Subscription | undefined
+  private createCall: AbortController | undefined
+
+  constructor(
+    private readonly options: ContendOptions,
+    private readonly observer: ContenderObserver,
+  ) {
+    this.scheduler = options.scheduler ?? asyncScheduler
+    this.random = options.random ?? Math.random
+    this.trying = options.tryOnce === true
+    const lease = coordinatorFor(options.client, options.prefix, options.protocol, {
+      waitMs: options.watchWaitMs,
+      scheduler: options.scheduler,
+    })
+    this.coordinator = lease.value
+    this.leaveCoordinator = lease.release
+    this.contender = {
+      client: options.client,
+      prefix: options.prefix,
+      limit: options.limit,
+      value: options.value,
+      fairness: options.fairness,
+      scheduler: this.scheduler,
+      cache: this.coordinator.cache,
+    }
+    const decide = options.protocol.decide(this.contender)
+    this.decide = decide
+    this.core = {
+      prefix: options.prefix,
+      limit: options.limit,
+      fairness: options.fairness,
+      fairnessGraceMs: options.fairnessGraceMs,
+      leaseMarginMs: options.leaseMarginMs,
+      scheduler: this.scheduler,
+      sharedGrace: options.protocol.sharedGrace(this.contender),
+      // The decision on a new snapshot is computed once: the coordinator asked for it already
+      // (its watch target, the waiter's filter), and the reducer takes it here. Deciding again on
+      // the same snapshot (a wake-up, a renewal after a lapse) is a fresh decision, as the core
+      // expects (it tells fresh decisions by identity).
+      decide: (snapshot, decideOptions) => {
+        const memo = this.memo
+        if (decideOptions.ignoreRank !== true && memo?.snapshot === snapshot && !memo.taken) {
+          memo.taken = true
+          return memo.decision
+        }
+        return decide(snapshot, decideOptions)
+      },
+    }
+    // 1 to 2 s, so that a thousand waiters of a process do not all refresh on one snapshot.
+    this.refreshMs = WAITER_REFRESH_MS * (1 + this.random())
+  }
+
+  start(): void {
+    const timeoutMs = this.options.startupTimeoutMs
+    if (Number.isFinite(timeoutMs)) {
+      this.startupTimer = this.scheduler.schedule(() => {
+        this.startupTimer = undefined
+        this.fail(unreachableError(this.options.client, timeoutMs, this.lastStartupFailure))
+      }, timeoutMs)
+    }
+    this.create()
+  }
+
+  close(): void {
+    if (this.finished || this.closing) return
+    this.closing = true
+    this.cancel('startupTimer')
+    if (this.running) {
+      this.input({ type: 'release-requested' })
+    } else if (this.createCall === undefined) {
+      // Waiting to retry or to start over: a closed contender ends quietly.
+      this.end()
+    }
+    // A session being created is released as soon as it exists (`begin`).
+  }
+
+  stop(): void {
+    if (this.finished) return
+    if (this.running) this.endRun(true)
+    this.finish()
+  }
+
+  // ── CoordinatedMember ────────────────────────────────────────────────────────────────────────
+
+  decisionOn(snapshot: KVSnapshot): Decision | undefined {
+    const session = this.session
+    if (session === undefined) return undefined
+    if (this.memo?.snapshot === snapshot) return this.memo.decision
+    const decision = this.decide(snapshot, {
+      prefix: this.options.prefix,
+      session,
+      limit: this.options.limit,
+      fairness: this.options.fairness,
+    })
+    this.memo = { snapshot, decision, taken: false }
+    return decision
+  }
+
+  onWatch(event: WatchEvent): void {
+    if (!this.running) return
+    if (event.type === 'snapshot') {
+      // Nothing older than a join's answer, unless the watch says the index went back (reset).
+      if (
+        this.seedIndex !== undefined &&
+        event.reset !== true &&
+        event.snapshot.index < this.seedIndex
+      ) {
+        return
+      }
+      if (this.options.protocol.herdFree) {
+        const decision = this.decisionOn(event.snapshot)
+        if (decision !== undefined) {
+          const passed = passToWaiter(this.passed, decision, this.scheduler.now(), this.refreshMs)
+          if (passed === undefined) return
+          this.passed = passed
+        }
+      }
+    } else {
+      // The first snapshot after a failure passes: it reconnects.
+      this.passed = undefined
+    }
+    this.input(event)
+  }
+
+  onWatchError(error: unknown): void {
+    this.following = false
+    this.runFailed(error)
+  }
+
+  // ── sessions ─────────────────────────────────────────────────────────────────────────────────
+
+  private create(): void {
+    const { client, protocol } = this.options
+    const createdAt = this.scheduler.now()
+    const controller = new AbortController()
+    this.createCall = controller
+    void client.session
+      .create({
+        name: this.options.sessionName,
+        ttl: this.options.ttl,
+        behavior: protocol.behavior,
+        ...(this.options.lockDelay !== undefined ? { lockDelay: this.options.lockDelay } : {}),
+        ...(this.options.checks !== undefined ? { nodeChecks: this.options.checks } : {}),
+        signal: controller.signal,
+      })()
+      .then((created) => {
+        if (this.createCall !== controller) return
+        this.createCall = undefined
+        if (E.isLeft(created)) {
+          this.failed(created.left)
+          return
+        }
+        this.cancel('startupTimer')
+        this.begin(created.right, createdAt)
+      })
+  }
+
+  private begin(session: string, createdAt: number): void {
+    this.session = session
+    this.running = true
+    this.released = false
+    this.memo = undefined
+    this.passed = undefined
+    this.seedIndex = undefined
+    this.perform = this.options.protocol.performer(this.contender, session)
+    this.state = initialContenderState
+    this.emit(this.state)
+    this.input({ type: 'session-created', session, ttlMs: this.options.ttlMs, sentAt: createdAt })
+    if (this.closing) {
+      this.input({ type: 'release-requested' })
+      return
+    }
+    if (!this.running) return
+    this.stopLease = keepSessionAlive(
+      {
+        client: this.options.client,
+        session,
+        ttlMs: this.options.ttlMs,
+        createdAt,
+        leaseMarginMs: this.options.leaseMarginMs,
+        scheduler: this.scheduler,
+        random: this.random,
+      },
+      { event: (event) => this.input(event), error: (error) => this.runFailed(error) },
+    )
+    this.join()
+  }
+
+  /** Follows the prefix's watch; the process's only contender of a sound prefix joins first. */
+  private join(): void {
+    const { protocol } = this.options
+    if (protocol.join === undefined || !this.coordinator.mayJoin(this.options.limit)) {
+      this.follow(undefined)
+      return
+    }
+    this.joinDone = this.coordinator.startJoin()
+    this.joinRun = protocol
+      .join(this.contender, this.session as string)
+      .pipe(defaultIfEmpty(undefined), take(1))
+      .subscribe((seed) => {
+        this.joinDone?.()
+        this.joinDone = undefined
+        this.joinRun = undefined
+        if (this.running) this.follow(seed)
+      })
+  }
+
+  private follow(seed: KVSnapshot | undefined): void {
+    this.seedIndex = seed?.index
+    this.following = true
+    this.coordinator.follow(this, seed)
+  }
+
+  // ── the state machine ────────────────────────────────────────────────────────────────────────
+
+  /** Feeds one input to the reducer; inputs that arrive while it steps wait their turn. */
+  private input(input: ContenderInput): void {
+    this.inbox.push(input)
+    if (this.stepping) return
+    this.stepping = true
+    try {
+      for (let next = this.inbox.shift(); next !== undefined; next = this.inbox.shift()) {
+        if (this.running) this.step(next)
+      }
+    } finally {
+      this.stepping = false
+      this.inbox.length = 0
+    }
+  }
+
+  private step(input: ContenderInput): void {
+    const before = this.state
+    const after = reduceContender(before, input, this.scheduler.now(), this.core)
+    this.state = after
+    this.lastRunState = after
+    this.attempt = 0
+    this.aclInRow = 0
+    if (!sameContenderState(before, after)) this.emit(after)
+    if (after.wakeAt !== this.wakeAt) this.scheduleWake(after.wakeAt)
+    if (after.next !== this.action) this.startAction(after.next)
+    if (after.holding) this.trying = false
+    if (this.trying && tryOnceRefused(after)) this.gaveUp = true
+    if (after.problem !== undefined) {
+      this.endRun(true)
+      this.fail(this.options.protocol.problemError(after.problem))
+    } else if (after.retired !== undefined || this.gaveUp) {
+      // A requested release starts right after every subscriber heard holding false.
+      this.endRun(after.retired !== 'session-gone')
+      this.afterRun()
+    }
+  }
+
+  private scheduleWake(at: number | undefined): void {
+    this.cancel('wakeTimer')
+    this.wakeAt = at
+    if (at === undefined) return
+    this.wakeTimer = this.scheduler.schedule(
+      () => {
+        this.wakeTimer = undefined
+        this.input({ type: 'wake' })
+      },
+      Math.max(0, at - this.scheduler.now()),
+    )
+  }
+
+  /** Starts the write the core asks for; a new action cancels the previous attempt. */
+  private startAction(action: ContenderAction | undefined): void {
+    this.actionRun?.unsubscribe()
+    this.actionRun = undefined
+    this.action = action
+    if (action === undefined || this.perform === undefined) return
+    const run = this.perform(action).subscribe({
+      next: (event: ContenderEvent) => this.input(event),
+      error: (error: unknown) => this.runFailed(error),
+    })
+    // An action that answered at once has already made way for the next one.
+    if (this.action === action && !run.closed) this.actionRun = run
+  }
+
+  // ── ends of runs ─────────────────────────────────────────────────────────────────────────────
+
+  /** Ends the current session's run: release (unless told not to), then tear it down. */
+  private endRun(release: boolean): void {
+    if (!this.running) return
+    this.running = false
+    const session = this.session
+    if (
+      release &&
+      !this.released &&
+      session !== undefined &&
+      this.state.retired !== 'session-gone'
+    ) {
+      this.released = true
+      this.options.onRelease(
+        this.options.protocol.release(this.contender, session, this.state.snapshot),
+      )
+    }
+    this.cancel('wakeTimer')
+    this.wakeAt = undefined
+    this.stopLease?.()
+    this.stopLease = undefined
+    this.actionRun?.unsubscribe()
+    this.actionRun = undefined
+    this.action = undefined
+    this.joinRun?.unsubscribe()
+    this.joinRun = undefined
+    this.joinDone?.()
+    this.joinDone = undefined
+    if (this.following) this.coordinator.unfollow(this)
+    this.following = false
+    this.memo = undefined
+  }
+
+  /** After a run that ended by itself: the session is gone (start over) or the contender is done. */
+  private afterRun(): void {
+    // A try-once contender that lost its session before it held has its answer: not held.
+    if (this.closing || this.trying || this.gaveUp) return this.end()
+    this.retryAfter(backoffDelay(BACKOFF.session, 1, { random: this.random }))
+  }
+
+  /** A failure inside a run (a write, the lease, the watch): release, then retry or give up. */
+  private runFailed(error: unknown): void {
+    if (!this.running) return
+    this.endRun(true)
+    this.failed(error)
+  }
+
+  /** A failure of a session's creation or of its run. */
+  private failed(error: unknown): void {
+    if (this.finished) return
+    // A closed contender ends quietly: whatever failed, its user no longer listens for it.
+    if (this.closing) return this.end()
+    if (!isConsulError(error) || !isTransient(error) || this.trying) {
+      return this.fail(toSemaphoreError(error))
+    }
+    this.lastStartupFailure = error
+    this.aclInRow = isAclServerError(error) ? this.aclInRow + 1 : 0
+    if (isAclServerError(error) && this.aclInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
+      return this.fail(toSemaphoreError(persistentAclError(error, this.aclInRow)))
+    }
+    // While no session can be made, the core does not run: these states say why it waits.
+    if (this.lastRunState?.holding !== true) {
+      this.emit({
+        ...(this.lastRunState ?? initialContenderState),
+        connected: false,
+        next: undefined,
+        lastFailure: { during: 'session', error },
+      })
+    }
+    this.attempt++
+    this.retryAfter(backoffDelay(BACKOFF.session, this.attempt, { error, random: this.random }))
+  }
+
+  private retryAfter(delayMs: number): void {
+    this.retryTimer = this.scheduler.schedule(() => {
+      this.retryTimer = undefined
+      if (this.closing) return this.end()
+      this.create()
+    }, delayMs)
+  }
+
+  private emit(state: ContenderState): void {
+    if (!this.finished) this.observer.next(state)
+  }
+
+  private end(): void {
+    if (this.finished) return
+    this.finish()
+    this.observer.complete()
+  }
+
+  private fail(error: SemaphoreError): void {
+    if (this.finished) return
+    if (this.running) this.endRun(true)
+    this.finish()
+    this.observer.error(error)
+  }
+
+  /** Stops every timer and call; leaves the coordinator. Emits nothing. */
+  private finish(): void {
+    this.finished = true
+    this.cancel('startupTimer')
+    this.cancel('retryTimer')
+    this.createCall?.abort()
+    this.createCall = undefined
+    this.leaveCoordinator()
+  }
+
+  private cancel(timer: 'wakeTimer' | 'retryTimer' | 'startupTimer'): void {
+    this[timer]?.unsubscribe()
+    this[timer] = undefined
+  }
+}

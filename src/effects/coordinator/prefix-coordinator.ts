@@ -1,0 +1,301 @@
+import * as E from 'fp-ts/lib/Either.js'
+import {
+  BehaviorSubject,
+  EMPTY,
+  asyncScheduler,
+  concatMap,
+  defer,
+  distinctUntilChanged,
+  interval,
+  merge,
+  mergeMap,
+  of,
+  switchMap,
+  type Observable,
+  type SchedulerLike,
+  type Subscription,
+} from 'rxjs'
+import type { ConsulClient, WatchOptions } from '../../consul/client-api.js'
+import type { KVEntry, KVSnapshot, WatchEvent } from '../../consul/types.js'
+import type { Decision } from '../../core/events.js'
+import { lockKey } from '../../core/keys/lock-key.js'
+import { readLock } from '../../core/lock-body/read-lock.js'
+import { viewCache, type ViewCache } from '../../core/semaphore/view-cache.js'
+import {
+  WHOLE_PREFIX,
+  sameWatchTarget,
+  watchTarget,
+  type WatchTarget,
+} from '../../core/semaphore/watch-target.js'
+import { fromCall } from '../from-call.js'
+import type { ContenderProtocol } from '../protocol/contender-protocol.js'
+import { refCountedRegistry, type RegistryLease } from '../registry.js'
+
+/** A registered contender, as the coordinator drives it (see `Member`). */
+export interface CoordinatedMember {
+  /**
+   * This member's decision on a snapshot, computed once per snapshot (the coordinator asks it for
+   * its watch target; the member steps on the same one). Undefined without a session.
+   */
+  readonly decisionOn: (snapshot: KVSnapshot) => Decision | undefined
+  /** A watch event of the prefix. */
+  readonly onWatch: (event: WatchEvent) => void
+  /** The prefix's watch failed for good (a permanent error). */
+  readonly onWatchError: (error: unknown) => void
+}
+
+/** The coordinator's watch options (the first member's; the watch is shared). */
+export interface CoordinatorWatchOptions extends WatchOptions {
+  readonly scheduler?: SchedulerLike | undefined
+}
+
+/**
+ * How long a waiter stays parked on the key ahead before it lists the prefix once anyway: the
+ * waiter ahead may be dead (killed, frozen, cut off), and then its key changes only when Consul
+ * expires its session, TTL to 2 × TTL later, while slots may stand free. One listing per parked
+ * process every 5 s finds that out; the fairness grace does the rest (`decidePatiently`).
+ */
+export const PARKED_RECHECK_MS = 5000
+
+/**
+ * One per (client, prefix, protocol) in a process: the prefix's one watch, its last snapshot, the
+ * views its contenders share (`viewCache`), and the members to step on each event. On every
+ * snapshot it hands the event to each member (which decides once, in O(1), on the shared view, and
+ * steps its pure state machine when the snapshot concerns it), then chooses once what the process
+ * long-polls next (`watchTarget`: the whole prefix, or only the key of the waiter ahead).
+ *
+ * ```
+ * watch ─► snapshot ─► member.onWatch × n  (decideInView on the one view, reduceContender)
+ *                 └──► watchTarget(decisions) ─► next long poll: prefix | key ahead
+ * ```
+ *
+ * The watch runs while at least one member has a session; a late member is given the last
+ * snapshot at once (and the `disconnected` after it while the watch fails), so it never believes
+ * in a snapshot the watch has lost.
+ */
+export class PrefixCoordinator {
+  /** The views of this prefix's snapshots, shared by its members. */
+  readonly cache: ViewCache = viewCache()
+  private readonly watching = new Set<CoordinatedMember>()
+  private readonly target = new BehaviorSubject<WatchTarget>(WHOLE_PREFIX)
+  private subscription: Subscription | undefined
+  private last: KVSnapshot | undefined
+  private failing: WatchEvent | undefined
+  /** `.lock` as the last snapshot showed it (null: none); kept across the watch's stops. */
+  private knownLock: KVEntry | null | undefined
+  private joining = 0
+
+  constructor(
+    private readonly client: ConsulClient,
+    private readonly prefix: string,
+    private readonly protocol: ContenderProtocol,
+    private readonly options: CoordinatorWatchOptions,
+  ) {}
+
+  /** Members following the watch now (for tests and benchmarks). */
+  get size(): number {
+    return this.watching.size
+  }
+
+  /**
+   * Whether a member of `limit` may join in one transaction (`ContenderProtocol.join`): it is the
+   * only member, nobody else is joining, and a snapshot of this prefix showed a `.lock` such a
+   * contender may write. A join writes its key before it reads `.lock`, and a contender must write
+   * nothing under a prefix held by `consul lock`, or with a `.lock` it cannot read or whose limit
+   * differs.
+   */
+  mayJoin(limit: number): boolean {
+    return (
+      this.protocol.join !== undefined &&
+      this.watching.size === 0 &&
+      this.joining === 0 &&
+      this.knownLock !== undefined &&
+      E.isRight(readLock(this.knownLock ?? undefined, lockKey(this.prefix), limit))
+    )
+  }
+
+  /** Counts a join in flight; returns its end (idempotent). */
+  startJoin(): () => void {
+    this.joining++
+    let done = false
+    return () => {
+      if (!done) this.joining--
+      done = true
+    }
+  }
+
+  /**
+   * Adds a member to the watch: it gets the last snapshot (or `seed`, a join's answer, which
+   * becomes the last snapshot when it is newer) and a pending `disconnected` at once, then every
+   * event. Starts the watch if it is the first.
+   */
+  follow(member: CoordinatedMember, seed?: KVSnapshot): void {
+    if (seed !== undefined && (this.last === undefined || seed.index > this.last.index)) {
+      this.keep(seed)
+    }
+    this.watching.add(member)
+    if (this.last !== undefined) member.onWatch({ type: 'snapshot', snapshot: this.last })
+    if (this.failing !== undefined) member.onWatch(this.failing)
+    this.retarget()
+    this.subscription ??= this.watch().subscribe({
+      next: (event) => this.deliver(event),
+      error: (error: unknown) => this.fail(error),
+    })
+  }
+
+  /** Removes a member from the watch; the last one stops it. */
+  unfollow(member: CoordinatedMember): void {
+    if (!this.watching.delete(member)) return
+    if (this.watching.size > 0) {
+      this.retarget()
+      return
+    }
+    this.stop()
+  }
+
+  private stop(): void {
+    this.subscription?.unsubscribe()
+    this.subscription = undefined
+    this.last = undefined
+    this.failing = undefined
+    this.target.next(WHOLE_PREFIX)
+  }
+
+  private keep(snapshot: KVSnapshot): void {
+    this.last = snapshot
+    this.knownLock = snapshot.entries.find((e) => e.key === lockKey(this.prefix)) ?? null
+  }
+
+  private deliver(event: WatchEvent): void {
+    // A listing below what the members saw (the prefix watch marks its own) is a reset too.
+    const marked: WatchEvent =
+      event.type === 'snapshot' &&
+      event.reset !== true &&
+      this.last !== undefined &&
+      event.snapshot.index < this.last.index
+        ? { ...event, reset: true }
+        : event
+    if (marked.type === 'snapshot') {
+      this.keep(marked.snapshot)
+      this.failing = undefined
+    } else {
+      this.failing = marked
+    }
+    // A copy: a member may leave, or another join, while the event is handed out.
+    for (const member of [...this.watching]) member.onWatch(marked)
+    if (marked.type === 'snapshot') this.retarget()
+  }
+
+  private fail(error: unknown): void {
+    const members = [...this.watching]
+    this.watching.clear()
+    this.stop()
+    for (const member of members) member.onWatchError(error)
+  }
+
+  /** Chooses what to long-poll from the members' decisions on the last snapshot. */
+  private retarget(): void {
+    const last = this.last
+    if (last === undefined || !this.protocol.herdFree) {
+      this.target.next(WHOLE_PREFIX)
+      return
+    }
+    this.target.next(watchTarget(last, this.prefix, this.decisionsOn(last)))
+  }
+
+  private *decisionsOn(snapshot: KVSnapshot): Iterable<Decision | undefined> {
+    for (const member of this.watching) yield member.decisionOn(snapshot)
+  }
+
+  private watch(): Observable<WatchEvent> {
+    const { scheduler: _scheduler, ...watchOptions } = this.options
+    const options: WatchOptions = { ...watchOptions, scheduler: this.options.scheduler }
+    return this.target.pipe(
+      distinctUntilChanged(sameWatchTarget),
+      // Each long poll starts from what the members have already seen: the last snapshot's index
+      // for the prefix, the key's index in it for a key. No read at once on every switch.
+      switchMap((to) =>
+        to.type === 'prefix'
+          ? this.client.watchPrefix(`${this.prefix}/`, {
+              ...options,
+              startIndex: this.last?.index,
+              startEntries: this.last?.entries,
+            })
+          : waitForKey(this.client, this.prefix, to, options, () => this.target.next(WHOLE_PREFIX)),
+      ),
+    )
+  }
+}
+
+/**
+ * Long-polls one contender key; when it changes, goes, or the poll reconnects, and every
+ * `PARKED_RECHECK_MS` in any case, lists the prefix once and emits that snapshot. A failed list
+ * hands back to the prefix watch (`fallBack`), whose loop reports and retries failures.
+ */
+function waitForKey(
+  client: ConsulClient,
+  prefix: string,
+  to: Extract<WatchTarget, { type: 'key' }>,
+  options: WatchOptions,
+  fallBack: () => void,
+): Observable<WatchEvent> {
+  const listOnce = (): Observable<WatchEvent> =>
+    fromCall((signal) =>
+      client.kv.list(`${prefix}/`, { signal, consistency: options.consistency }),
+    ).pipe(
+      mergeMap((listed) => {
+        if (E.isRight(listed)) return of<WatchEvent>({ type: 'snapshot', snapshot: listed.right })
+        fallBack()
+        return EMPTY
+      }),
+    )
+  return defer(() => {
+    let reconnected = false
+    const keyEvents = client.watchPrefix(to.key, { ...options, startIndex: to.modifyIndex }).pipe(
+      concatMap((event): Observable<WatchEvent> => {
+        if (event.type === 'disconnected') {
+          reconnected = true
+          return of(event)
+        }
+        const entry = event.snapshot.entries.find((e) => e.key === to.key)
+        if (!reconnected && entry?.modifyIndex === to.modifyIndex) return EMPTY
+        reconnected = false
+        return listOnce()
+      }),
+    )
+    const rechecks = interval(PARKED_RECHECK_MS, options.scheduler ?? asyncScheduler).pipe(
+      concatMap(listOnce),
+    )
+    return merge(keyEvents, rechecks)
+  })
+}
+
+const coordinators = refCountedRegistry<PrefixCoordinator>()
+
+/**
+ * The coordinator of (client, prefix, protocol), made by its first member and forgotten when its
+ * last member leaves.
+ *
+ * @example
+ * const lease = coordinatorFor(client, 'svc/lock', semaphoreProtocol, { waitMs: 30_000 })
+ * lease.value.follow(member)
+ * // ... when the member is done
+ * lease.value.unfollow(member)
+ * lease.release()
+ * @returns A lease on the coordinator; release it when the member is done.
+ */
+export function coordinatorFor(
+  client: ConsulClient,
+  prefix: string,
+  protocol: ContenderProtocol,
+  options: CoordinatorWatchOptions,
+): RegistryLease<PrefixCoordinator> {
+  return coordinators.acquire(
+    client,
+    `${protocol.kind}:${prefix}`,
+    () => new PrefixCoordinator(client, prefix, protocol, options),
+  )
+}
+
+/** How many coordinators the process holds now (for tests and benchmarks). */
+export const coordinatorCount = (): number => coordinators.size()

@@ -1,0 +1,81 @@
+import type * as E from 'fp-ts/lib/Either.js'
+import type { Observable, SchedulerLike } from 'rxjs'
+import type { ConsulClient } from '../../consul/client-api.js'
+import type { ConsulError } from '../../consul/errors.js'
+import type { KVSnapshot } from '../../consul/types.js'
+import type {
+  ContenderAction,
+  DecideStep,
+  SharedGrace,
+} from '../../core/contender/contender-state-model.js'
+import type { ViewCache } from '../../core/semaphore/view-cache.js'
+import type { ContenderEvent, PrefixProblem } from '../../core/events.js'
+import type { SemaphoreError } from '../../errors.js'
+
+/** What a protocol knows of one contender: its prefix, client and the prefix's shared cache. */
+export interface ProtocolContender {
+  readonly client: ConsulClient
+  readonly prefix: string
+  readonly limit: number
+  readonly value: string
+  readonly fairness: boolean
+  readonly scheduler: SchedulerLike
+  /** The views of the prefix's snapshots, shared by the contenders of the prefix. */
+  readonly cache: ViewCache
+}
+
+/**
+ * What makes a contender a semaphore contender (`semaphoreProtocol`) or a leader-election contender
+ * (`lockProtocol`). Everything else (the session and its lease, the prefix's one watch, the core's
+ * state machine, retries, starting over with a new session, release) is the prefix coordinator's
+ * and its members' (`coordinator/`), the same for both.
+ */
+export interface ContenderProtocol {
+  /** Tells coordinators apart in the registry: a prefix has one coordinator per protocol. */
+  readonly kind: 'semaphore' | 'lock'
+  /**
+   * Behavior of the sessions: 'delete' for the semaphore (its contender keys go with the session),
+   * 'release' for the lock, as Go's `Lock` does (the key and its value stay, the holder is cleared).
+   */
+  readonly behavior: 'release' | 'delete'
+  /**
+   * Herd-free waiting: the coordinator long-polls only the key of the waiter ahead while every
+   * contender of the process waits far back (`watchTarget`), and a waiter far back steps only on
+   * the snapshots that concern it (`passToWaiter`). The semaphore's queue has it; the lock has no
+   * queue.
+   */
+  readonly herdFree: boolean
+  /** The core's decide step for a contender. */
+  readonly decide: (contender: ProtocolContender) => DecideStep
+  /** The fairness grace a contender shares with the others of its prefix, if any. */
+  readonly sharedGrace: (contender: ProtocolContender) => SharedGrace | undefined
+  /**
+   * Makes the writes the core asks for, for one session (so it may keep per-session state, such as
+   * a backoff). Each action's Observable is cancelled when the core asks for something else; its
+   * events are fed back into the core.
+   */
+  readonly performer: (
+    contender: ProtocolContender,
+    session: string,
+  ) => (action: ContenderAction) => Observable<ContenderEvent>
+  /**
+   * Joins the queue in one transaction (its key, then the prefix), when the coordinator allows it
+   * (the process's only contender, on a prefix whose `.lock` it has seen to be writable): the
+   * prefix as of its own write, or undefined to start as the others do.
+   */
+  readonly join?: (
+    contender: ProtocolContender,
+    session: string,
+  ) => Observable<KVSnapshot | undefined>
+  /**
+   * Gives the slot back and destroys the session (never rejects: errors are Lefts). `lastSeen` is
+   * the last snapshot the contender decided on, a hint that may save a read.
+   */
+  readonly release: (
+    contender: ProtocolContender,
+    session: string,
+    lastSeen: KVSnapshot | undefined,
+  ) => Promise<E.Either<ConsulError, void>>
+  /** The public error for a prefix problem the core found. */
+  readonly problemError: (problem: PrefixProblem) => SemaphoreError
+}

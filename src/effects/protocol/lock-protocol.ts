@@ -1,0 +1,61 @@
+import { SEMAPHORE_FLAGS } from '../../consul/flags.js'
+import type { PrefixProblem } from '../../core/events.js'
+import { lockDecider } from '../../core/single-key-lock/decide-lock.js'
+import { SemaphoreError, problemError } from '../../errors.js'
+import { lockAcquirer } from '../lock-acquire.js'
+import { releaseLockKey } from '../lock-release.js'
+import type { ContenderProtocol } from './contender-protocol.js'
+
+/**
+ * Consul's single-key lock, as `consul lock <prefix>` (no `-n`) and Consul's leader-election guide
+ * run it, read top to bottom:
+ *
+ * 1. a session with behavior `release` (the member creates it), so the key and its value stay when
+ *    the session ends, and only its holder is cleared;
+ * 2. decide on each snapshot of the prefix: is `<prefix>/.lock` free, ours, or another's; a key
+ *    with other flags than the lock's is a conflict, never written (`decideLock`);
+ * 3. acquire: a transaction `lock` of the key with the session and LOCK_FLAGS; a refusal during
+ *    Consul's lock-delay is retried after a short backoff, since no snapshot shows it ending
+ *    (`lockAcquirer`);
+ * 4. release: `?release=` with the same value and flags, then destroy the session
+ *    (`releaseLockKey`).
+ *
+ * There is no queue: whoever acquires first after a release leads, as with Go's Lock.
+ */
+export const lockProtocol: ContenderProtocol = {
+  kind: 'lock',
+  behavior: 'release',
+  herdFree: false,
+  decide: (contender) => lockDecider(contender.value),
+  sharedGrace: () => undefined,
+  performer: (contender, session) =>
+    lockAcquirer({
+      client: contender.client,
+      prefix: contender.prefix,
+      scheduler: contender.scheduler,
+    })(session),
+  release: (contender, session) =>
+    releaseLockKey({
+      client: contender.client,
+      prefix: contender.prefix,
+      session,
+      value: contender.value,
+    }),
+  problemError: lockProblemError,
+}
+
+function lockProblemError(problem: PrefixProblem): SemaphoreError {
+  if (problem.type !== 'Conflict') return problemError(problem)
+  const what =
+    problem.flags === SEMAPHORE_FLAGS
+      ? 'a semaphore (`consul lock -n N` or semaphore())'
+      : problem.flags === 0n
+        ? 'a key written without lock flags, by hand or by another tool'
+        : 'some other use'
+  return new SemaphoreError(
+    'Conflict',
+    `${problem.key} has flags ${problem.flags}, so it is not a lock: it is ${what}. ` +
+      "Nothing was written (Consul's Go Lock refuses it too). Choose another prefix, or delete " +
+      `the key (consul kv delete ${problem.key}) once nothing uses it.`,
+  )
+}

@@ -1,0 +1,54 @@
+import { problemError } from '../../errors.js'
+import { joinQueue, performAction } from '../perform-action.js'
+import { releaseSlot } from '../release-slot.js'
+import type { ContenderProtocol } from './contender-protocol.js'
+
+/**
+ * Consul's semaphore, as `consul lock -n <limit>` and Consul's semaphore guide run it, read top to
+ * bottom:
+ *
+ * 1. a session with behavior `delete` (the member creates it), so a contender key goes with it;
+ * 2. join: the contender key `<prefix>/<session>` taken with the session (`?acquire=`, flags
+ *    CONTENDER_FLAGS), or in one transaction with a read of the prefix when the process has seen
+ *    a sound `.lock` there (`joinQueue`);
+ * 3. decide on each snapshot of the prefix (the view shared by the prefix's contenders: read
+ *    `.lock`, prune dead holders, rank the waiters; `decideInView`);
+ * 4. acquire: a transaction that checks the session still locks its key, CASes `.lock` on its
+ *    ModifyIndex with this session added, and marks the key HOLDER_FLAGS (`performAction`);
+ * 5. release: CAS the session out of `.lock` (or hand the slot to the first waiter) with the
+ *    deletion of the key, then destroy the session (`releaseSlot`).
+ */
+export const semaphoreProtocol: ContenderProtocol = {
+  kind: 'semaphore',
+  behavior: 'delete',
+  herdFree: true,
+  decide: (contender) => contender.cache.decide,
+  sharedGrace: (contender) => contender.cache.grace,
+  performer: (contender, session) => (action) =>
+    performAction(action, {
+      client: contender.client,
+      prefix: contender.prefix,
+      session,
+      value: contender.value,
+      scheduler: contender.scheduler,
+    }),
+  join: (contender, session) =>
+    joinQueue({
+      client: contender.client,
+      prefix: contender.prefix,
+      session,
+      value: contender.value,
+    }),
+  release: (contender, session, lastSeen) =>
+    releaseSlot({
+      client: contender.client,
+      prefix: contender.prefix,
+      session,
+      limit: contender.limit,
+      hint: lastSeen,
+      hintView:
+        lastSeen &&
+        contender.cache.view(lastSeen, { prefix: contender.prefix, limit: contender.limit }),
+    }),
+  problemError,
+}

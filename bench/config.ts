@@ -1,13 +1,40 @@
 // How big each figure's run is. BENCH_QUICK=1 shrinks everything to a smoke run of about a
 // minute; single counts can be overridden (BENCH_HANDOVERS, BENCH_FLOOR_SAMPLES,
-// BENCH_PARTITION_TRIALS) so that a quiet machine can buy tighter percentiles with more time.
+// BENCH_PARTITION_TRIALS, BENCH_EXCLUSIVE_KEYS) so that a quiet machine can buy tighter
+// percentiles with more time.
+//
+// Which figures run: BENCH_ONLY, a comma-separated list of steps (all when unset), e.g.
+// BENCH_ONLY=scale,exclusive. The scale figure's setups: BENCH_SCALE, a comma-separated list of
+// <prefixes>x<contenders per prefix>, e.g. BENCH_SCALE=1x1000. A run with BENCH_ONLY prints its
+// tables and leaves bench/results.md (a full run's) as it is.
+
+/** The steps of `npm run bench`, in the order they run. */
+export const BENCH_STEPS = [
+  'startup',
+  'process-cost',
+  'floor',
+  'decide',
+  'handover',
+  'contention',
+  'partition',
+  'scale',
+  'default-client',
+  'replicas',
+  'exclusive',
+] as const
+export type BenchStep = (typeof BENCH_STEPS)[number]
 
 export interface ScaleSetup {
   readonly prefixes: number
   readonly perPrefix: number
   readonly limit: number
   readonly churnMs: number
+  /** Heap snapshots at baseline and steady state (read after the run: costly past 1,000). */
+  readonly heapSnapshots: boolean
 }
+
+/** Most contenders of a scale setup whose worker writes heap snapshots. */
+const HEAP_SNAPSHOTS_UP_TO = 1000
 
 /** Figure 6: replicas, one contender per process (bench/replicas.ts). */
 export interface ReplicasConfig {
@@ -23,6 +50,10 @@ export interface ReplicasConfig {
 
 export interface BenchConfig {
   readonly quick: boolean
+  /** The steps to run (BENCH_ONLY); all of them by default. */
+  readonly steps: ReadonlySet<BenchStep>
+  /** Whether only some steps run: then bench/results.md is not written. */
+  readonly partial: boolean
   /** Samples of each floor figure (CAS write, wake-up). */
   readonly floorSamples: number
   /** Handovers to collect per implementation and limit. */
@@ -37,6 +68,8 @@ export interface BenchConfig {
   /** The scale figure's setups: one prefix at growing sizes, and the same total over 10. */
   readonly scale: readonly ScaleSetup[]
   readonly replicas: ReplicasConfig
+  /** Distinct task keys that `exclusive(...)` serves on one long-lived client. */
+  readonly exclusiveKeys: number
   /** Whether to run the process-based implementations (rxsem run, consul lock) at all. */
   readonly cli: boolean
 }
@@ -49,34 +82,68 @@ function count(name: string, fallback: number): number {
   return value
 }
 
+function steps(): ReadonlySet<BenchStep> {
+  const raw = process.env['BENCH_ONLY']
+  if (raw === undefined || raw.trim() === '') return new Set(BENCH_STEPS)
+  const asked = raw.split(',').map((step) => step.trim())
+  const unknown = asked.filter((step) => !(BENCH_STEPS as readonly string[]).includes(step))
+  if (unknown.length > 0) {
+    throw new Error(
+      `BENCH_ONLY=${raw}: no step ${unknown.join(', ')}; the steps: ${BENCH_STEPS.join(', ')}`,
+    )
+  }
+  return new Set(asked as BenchStep[])
+}
+
+/** BENCH_SCALE's setups as [prefixes, contenders per prefix], or undefined when unset. */
+function scaleSetups(): [number, number][] | undefined {
+  const raw = process.env['BENCH_SCALE']
+  if (raw === undefined || raw.trim() === '') return undefined
+  return raw.split(',').map((setup) => {
+    const match = /^\s*(\d+)x(\d+)\s*$/.exec(setup)
+    const prefixes = Number(match?.[1])
+    const perPrefix = Number(match?.[2])
+    if (!match || prefixes < 1 || perPrefix < 1) {
+      throw new Error(`BENCH_SCALE=${raw}: want <prefixes>x<contenders per prefix>, e.g. 1x1000`)
+    }
+    return [prefixes, perPrefix]
+  })
+}
+
 export function benchConfig(): BenchConfig {
   const quick = process.env['BENCH_QUICK'] === '1'
+  const selected = steps()
   return {
     quick,
+    steps: selected,
+    partial: selected.size < BENCH_STEPS.length,
     floorSamples: count('BENCH_FLOOR_SAMPLES', quick ? 50 : 250),
     handovers: count('BENCH_HANDOVERS', quick ? 10 : 50),
     contention: quick
       ? { contenders: 10, limit: 3, holdMs: 50, acquisitions: 30 }
       : { contenders: 30, limit: 3, holdMs: 50, acquisitions: 150 },
     partitionTrials: count('BENCH_PARTITION_TRIALS', quick ? 1 : 3),
-    scale: (quick
-      ? [
-          [1, 20],
-          [1, 200],
-          [10, 20],
-        ]
-      : [
-          [1, 100],
-          [1, 1000],
-          [1, 10_000],
-          [10, 100],
-        ]
-    ).map(([prefixes, perPrefix]) => ({
-      prefixes: prefixes ?? 1,
-      perPrefix: perPrefix ?? 1,
+    scale: (
+      scaleSetups() ??
+      (quick
+        ? [
+            [1, 20],
+            [1, 200],
+            [10, 20],
+          ]
+        : [
+            [1, 100],
+            [1, 1000],
+            [1, 10_000],
+            [10, 100],
+          ])
+    ).map(([prefixes = 1, perPrefix = 1]) => ({
+      prefixes,
+      perPrefix,
       limit: 10,
       // 10,000 contenders hand slots over slowly: a longer window, so that some releases fall in it.
-      churnMs: quick ? 2000 : (perPrefix ?? 1) >= 10_000 ? 15_000 : 5000,
+      churnMs: quick ? 2000 : perPrefix >= 10_000 ? 15_000 : 5000,
+      heapSnapshots: prefixes * perPrefix <= HEAP_SNAPSHOTS_UP_TO,
     })),
     replicas: quick
       ? { counts: [4, 8], clusterCounts: [], limit: 3, holdMs: 50, warmupMs: 1000, steadyMs: 4000 }
@@ -90,6 +157,7 @@ export function benchConfig(): BenchConfig {
           warmupMs: 3000,
           steadyMs: 12_000,
         },
+    exclusiveKeys: count('BENCH_EXCLUSIVE_KEYS', quick ? 5000 : 100_000),
     cli: process.env['BENCH_NO_CLI'] !== '1',
   }
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { renderChart, type Series } from './chart.js'
 import { repoRoot } from './children.js'
 import type { ContentionRun } from './contention.js'
+import type { ExclusiveKeysResult } from './exclusive-keys.js'
 import type { HandoverRun } from './handover.js'
 import type { ReplicasRun } from './replicas.js'
 import { measured, type BenchResults, type NotMeasured, type PartitionRun } from './results.js'
@@ -357,6 +358,18 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
       row('RSS added by the contenders', (x) => `${(x.rssMb - x.baselineRssMb).toFixed(1)} MB`),
       row('RSS added per contender', (x) => `${x.rssKbPerContender.toFixed(1)} KB`),
       row('live JS heap after a full GC (whole process)', (x) => `${x.heapMb.toFixed(1)} MB`),
+      row(
+        'live JS heap added per contender (after a full GC)',
+        (x) => `${x.heapKbPerContender.toFixed(1)} KB`,
+      ),
+      row('live heap added per contender (heap snapshot)', (x) =>
+        x.census ? `${x.census.liveKbPerContender.toFixed(1)} KB` : 'no snapshot',
+      ),
+      row('live RxJS subscribers per contender (heap snapshot)', (x) =>
+        x.census
+          ? `${x.census.subscribersPerContender.toFixed(1)} (${x.census.baselineSubscribers} → ${x.census.steadySubscribers})`
+          : 'no snapshot',
+      ),
       row('TCP sockets in the process', (x) => String(x.tcpSockets)),
       row('client connections seen by the proxy', (x) => String(x.proxyConnections)),
       row('long-poll connections per prefix', (x) => x.longPollsPerPrefix.toFixed(2)),
@@ -376,6 +389,7 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
     notes: [
       "Churn: every holder releases 100 ms after it acquired and a new contender takes its place. CPU is the whole process during the churn (releases, new sessions, renewals, every contender's state updates) divided by the acquisitions (CPU per release) or by the blocking-list answers the proxy passed (per snapshot).",
       "RSS added: the worker's RSS once every contender waits or holds, minus its RSS before the first contender (tsx and the library loaded).",
+      'Per contender: what the contenders added to the worker (steady state minus before the first contender) / contenders. Heap after a full GC: process.memoryUsage().heapUsed. Heap snapshot (setups of at most 1,000 contenders): the sum of the self sizes of the objects in a V8 heap snapshot, which holds only live objects; subscribers: live objects of the classes Subscriber, SafeSubscriber and OperatorSubscriber (every RxJS 7 subscriber is one; operators make OperatorSubscribers, subscribe() a SafeSubscriber), counts before → at steady state in parentheses.',
     ],
   })
   const thousand = onePrefix(1000)
@@ -404,6 +418,20 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
       value: thousand ? `${(thousand.rssMb - thousand.baselineRssMb).toFixed(1)} MB` : '—',
       threshold: '≤ 100 MB',
       pass: thousand ? thousand.rssMb - thousand.baselineRssMb <= 100 : undefined,
+    },
+    {
+      what: '1,000 contenders on one prefix: live heap per contender (heap snapshot)',
+      implementation: 'library',
+      value: thousand?.census ? `${thousand.census.liveKbPerContender.toFixed(1)} KB` : '—',
+      threshold: '≤ 8 KB',
+      pass: thousand?.census ? thousand.census.liveKbPerContender <= 8 : undefined,
+    },
+    {
+      what: '1,000 contenders on one prefix: live RxJS subscribers per contender',
+      implementation: 'library',
+      value: thousand?.census ? thousand.census.subscribersPerContender.toFixed(1) : '—',
+      threshold: '≤ 6',
+      pass: thousand?.census ? thousand.census.subscribersPerContender <= 6 : undefined,
     },
     {
       what: 'CPU per release, 1,000 contenders / 100 (at most linear growth)',
@@ -469,6 +497,10 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
     },
   )
 
+  const exclusive = exclusiveFigure(r.exclusiveKeys)
+  tables.push(exclusive.table)
+  targets.push(exclusive.target)
+
   const replicas = replicasFigure(r)
   tables.push(replicas.table)
   targets.push(...replicas.targets)
@@ -485,12 +517,73 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
     ]),
   })
 
-  tables.push({
+  // A run of some steps (BENCH_ONLY) shows only what it measured.
+  const shownTables = r.only === undefined ? tables : tables.filter(ranInThisRun)
+  const shownTargets = r.only === undefined ? targets : targets.filter((t) => t.pass !== undefined)
+  shownTables.push({
     title: 'Targets',
     head: ['target', 'implementation', 'value', 'threshold', 'result'],
-    rows: targets.map((t) => [t.what, t.implementation, t.value, t.threshold, verdict(t.pass)]),
+    rows: shownTargets.map((t) => [
+      t.what,
+      t.implementation,
+      t.value,
+      t.threshold,
+      verdict(t.pass),
+    ]),
   })
-  return { tables, targets }
+  return { tables: shownTables, targets }
+}
+
+/** Whether a table has a figure of this run: a column of results, a row not left out by BENCH_ONLY. */
+function ranInThisRun(table: Table): boolean {
+  return (
+    table.head.length > 1 &&
+    table.rows.some((row) => !row.some((cell) => cell.startsWith('not run (BENCH_ONLY')))
+  )
+}
+
+/** Figure 5d's table and target (bench/exclusive-keys.ts). */
+function exclusiveFigure(x: ExclusiveKeysResult | NotMeasured): { table: Table; target: Target } {
+  const keys = measured(x) ? x.keys.toLocaleString('en-US') : undefined
+  const grownMb = measured(x) ? x.endHeapMb - x.startHeapMb : Number.NaN
+  const table: Table = {
+    title: `5d. exclusive(...) over ${keys ?? 'many'} distinct task keys on one long-lived client`,
+    head: ['figure', 'value'],
+    rows: measured(x)
+      ? [
+          ['task keys (one exclusive subscription, concurrency)', `${keys} (${x.concurrency})`],
+          [
+            'outcomes',
+            Object.entries(x.outcomes)
+              .map(([outcome, n]) => `${outcome} ${n}`)
+              .join(', '),
+          ],
+          [
+            'time, tasks per second',
+            `${(x.ms / 1000).toFixed(1)} s, ${((1000 * x.keys) / x.ms).toFixed(0)}/s`,
+          ],
+          ['live heap before the first task', `${x.startHeapMb.toFixed(1)} MB`],
+          [
+            'live heap after each tenth of the tasks',
+            x.heapMbByTenth.map((h) => h.toFixed(1)).join(' / ') + ' MB',
+          ],
+          ['live heap once every task is done', `${x.endHeapMb.toFixed(1)} MB`],
+          ['heap added', `${grownMb.toFixed(1)} MB`],
+          ['shared watches left in the process', String(x.watchesLeft)],
+        ]
+      : [['not measured', x.notMeasured]],
+    notes: [
+      'One child process (bench/exclusive-worker.ts, --expose-gc) with one client and one exclusive(...) subscription over tasks 0 … n-1, each with its own key and no watchPrefix (each running task watches its key), run = an async no-op, onDone delete. Live heap = process.memoryUsage().heapUsed after a full GC; the client stays open until the last figure. BENCH_EXCLUSIVE_KEYS sets n.',
+    ],
+  }
+  const target: Target = {
+    what: `exclusive over ${keys ?? 'n'} distinct task keys: live heap back to the start within 5 MB`,
+    implementation: 'library',
+    value: measured(x) ? `${grownMb.toFixed(1)} MB added` : '—',
+    threshold: '≤ 5 MB',
+    pass: measured(x) ? grownMb <= 5 : undefined,
+  }
+  return { table, target }
 }
 
 /** Figure 6's table and targets (bench/replicas.ts). */
@@ -697,9 +790,16 @@ export function writeReport(r: BenchResults): void {
     `- CPU: ${m.cpu}, ${m.cores} cores; memory ${m.memoryGb.toFixed(1)} GB; ${m.os}`,
     `- Node ${m.node}; ${m.consul} (dev agent on 127.0.0.1, started by the bench)`,
     `- Date: ${m.date}; load average at the end: ${m.loadAverage.map((l) => l.toFixed(2)).join(' / ')}`,
-    `- Run: ${r.quick ? 'BENCH_QUICK=1 (smoke run, small samples)' : 'full'}; took ${r.durationS.toFixed(0)} s`,
+    `- Run: ${r.quick ? 'BENCH_QUICK=1 (smoke run, small samples)' : 'full'}${r.only === undefined ? '' : `, only ${r.only.join(', ')}`}; took ${r.durationS.toFixed(0)} s`,
   ]
   process.stdout.write(`${tables.map(text).join('\n')}\n\nMachine\n${machineLines.join('\n')}\n`)
+  if (r.only !== undefined) {
+    // Part of a run: the files keep the last full run's figures.
+    process.stdout.write(
+      '\nBENCH_ONLY: bench/results.md and docs/bench-handover.svg left as they are\n',
+    )
+    return
+  }
   const md = [
     '# Benchmark results',
     '',

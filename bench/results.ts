@@ -3,6 +3,7 @@ import type { ReplicasConfig } from './config.js'
 import type { ContentionRun } from './contention.js'
 import type { DecideRow } from './decide.js'
 import type { DefaultClientResult } from './default-client.js'
+import type { ExclusiveKeysResult } from './exclusive-keys.js'
 import type { FloorResult } from './floor.js'
 import type { HandoverRun } from './handover.js'
 import type { PartitionTrial } from './partition.js'
@@ -42,6 +43,8 @@ export interface Machine {
 export interface BenchResults {
   readonly machine: Machine
   readonly quick: boolean
+  /** BENCH_ONLY's steps, when only some ran; undefined for a full run. */
+  readonly only: readonly string[] | undefined
   readonly durationS: number
   /** Median ms from spawning the built `rxsem run --help` to its exit. */
   readonly rxsemStartupMs: number | undefined
@@ -68,6 +71,7 @@ export interface BenchResults {
   readonly partition: readonly (PartitionRun | NotMeasured)[]
   readonly scale: readonly (ScaleResult | NotMeasured)[]
   readonly defaultClient: DefaultClientResult | NotMeasured
+  readonly exclusiveKeys: ExclusiveKeysResult | NotMeasured
   readonly replicas: readonly (ReplicasRun | ReplicasNotMeasured)[]
   readonly replicasSetup: ReplicasConfig
   readonly decide: readonly DecideRow[]

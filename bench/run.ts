@@ -1,6 +1,7 @@
 // `npm run bench`: every figure of bench/results.md in one run, on one machine, against one real
 // Consul agent started here and stopped at the end. Prints the tables and writes bench/results.md
-// and docs/bench-handover.svg. BENCH_QUICK=1 for a smoke run; see bench/config.ts.
+// and docs/bench-handover.svg. BENCH_QUICK=1 for a smoke run; BENCH_ONLY=scale,exclusive (say) runs
+// only those steps and writes no file; see bench/config.ts.
 import { execFileSync } from 'node:child_process'
 import { cpus, loadavg, release, totalmem, type } from 'node:os'
 import {
@@ -21,10 +22,11 @@ import {
   startupsMs,
   type CliImplementation,
 } from './children.js'
-import { benchConfig } from './config.js'
+import { benchConfig, type BenchStep } from './config.js'
 import { cliContention, libraryContention } from './contention.js'
 import { measureDecide } from './decide.js'
 import { measureDefaultClient } from './default-client.js'
+import { measureExclusiveKeys } from './exclusive-keys.js'
 import { measureFloor } from './floor.js'
 import { cliHandovers, libraryHandovers, type Pace } from './handover.js'
 import { cliPartitionTrial, libraryPartitionTrial } from './partition.js'
@@ -41,6 +43,12 @@ import { measureScale, type ScaleResult } from './scale.js'
 
 const started = performance.now()
 const config = benchConfig()
+const on = (step: BenchStep): boolean => config.steps.has(step)
+/** The figure of a step that BENCH_ONLY left out. */
+const notRun = (implementation: string): NotMeasured => ({
+  implementation,
+  notMeasured: `not run (BENCH_ONLY=${process.env['BENCH_ONLY'] ?? ''})`,
+})
 const log = (line: string): void =>
   void process.stderr.write(
     `[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${line}\n`,
@@ -105,15 +113,16 @@ async function main(): Promise<void> {
         })
     }
     // rxsem's start-up and a bare node's, 20 runs each in turns (target: at most 2x node's).
-    const [rxsemStartupMs, nodeStartupMs] = clis.includes(rxsemRun)
-      ? startupsMs(
-          [
-            [...rxsemBin, 'run', '--help'],
-            [process.execPath, '-e', '0'],
-          ],
-          20,
-        )
-      : []
+    const [rxsemStartupMs, nodeStartupMs] =
+      on('startup') && clis.includes(rxsemRun)
+        ? startupsMs(
+            [
+              [...rxsemBin, 'run', '--help'],
+              [process.execPath, '-e', '0'],
+            ],
+            20,
+          )
+        : []
 
     // What one acquisition's process costs, uncontended (limit 3, the command `true`), in turns.
     const costPrefix = 'rxsem-bench/process-cost'
@@ -147,15 +156,19 @@ async function main(): Promise<void> {
         : []),
       ['node -e 0', [process.execPath, '-e', '0']],
     ]
-    const costs = processCosts(
-      costed.map(([, argv]) => argv),
-      config.quick ? 5 : 15,
-    )
+    const costs = on('process-cost')
+      ? processCosts(
+          costed.map(([, argv]) => argv),
+          config.quick ? 5 : 15,
+        )
+      : undefined
     const processCost = costs?.map((cost, i) => ({ implementation: costed[i]?.[0] ?? '', ...cost }))
 
-    const floor = await attempt('floor', 'consul', () => measureFloor(addr, config.floorSamples))
-    log('decide')
-    const decide = measureDecide(config.quick)
+    const floor = on('floor')
+      ? await attempt('floor', 'consul', () => measureFloor(addr, config.floorSamples))
+      : notRun('consul')
+    if (on('decide')) log('decide')
+    const decide = on('decide') ? measureDecide(config.quick) : []
 
     const paceOf = (implementation: string, limit: number): Pace => {
       if (implementation === rxsemRun.name) {
@@ -168,7 +181,7 @@ async function main(): Promise<void> {
       return { readyMs: 150, startupMs: 0, holdMs: 300 }
     }
     const handover = []
-    for (const limit of [1, 3]) {
+    for (const limit of on('handover') ? [1, 3] : []) {
       handover.push(
         await attempt(
           'handover',
@@ -188,17 +201,17 @@ async function main(): Promise<void> {
         )
       }
     }
-    handover.push(...skipped)
+    if (on('handover')) handover.push(...skipped)
 
-    const contention = [
-      await attempt('contention', 'library', () => libraryContention(addr, config.contention)),
-    ]
-    for (const cli of clis) {
+    const contention = on('contention')
+      ? [await attempt('contention', 'library', () => libraryContention(addr, config.contention))]
+      : []
+    for (const cli of on('contention') ? clis : []) {
       contention.push(
         await attempt('contention', cli.name, () => cliContention(cli, addr, config.contention)),
       )
     }
-    contention.push(...skipped)
+    if (on('contention')) contention.push(...skipped)
 
     // The implementations' trials run side by side (separate prefixes and proxies): a trial is
     // mostly waiting for TTLs, and this keeps the bench within its time budget.
@@ -218,7 +231,7 @@ async function main(): Promise<void> {
       partitionImpls.map((p) => [p.name, []]),
     )
     const failures = new Map<string, string>()
-    for (let t = 0; t < config.partitionTrials; t++) {
+    for (let t = 0; on('partition') && t < config.partitionTrials; t++) {
       log(`partition trial ${t + 1}/${config.partitionTrials}`)
       await Promise.all(
         partitionImpls.map(async (p) => {
@@ -230,25 +243,27 @@ async function main(): Promise<void> {
         }),
       )
     }
-    const partition: (PartitionRun | NotMeasured)[] = partitionImpls.map((p) => {
-      const done = trials.get(p.name) ?? []
-      const failure = failures.get(p.name)
-      if (done.length === 0)
-        return { implementation: p.name, notMeasured: `failed: ${failure ?? '?'}` }
-      return { implementation: p.name, ttl: p.ttl, trials: done }
-    })
-    partition.push(...skipped)
+    const partition: (PartitionRun | NotMeasured)[] = (on('partition') ? partitionImpls : []).map(
+      (p) => {
+        const done = trials.get(p.name) ?? []
+        const failure = failures.get(p.name)
+        if (done.length === 0)
+          return { implementation: p.name, notMeasured: `failed: ${failure ?? '?'}` }
+        return { implementation: p.name, ttl: p.ttl, trials: done }
+      },
+    )
+    if (on('partition')) partition.push(...skipped)
 
     const scale: (ScaleResult | NotMeasured)[] = []
-    for (const setup of config.scale) {
+    for (const setup of on('scale') ? config.scale : []) {
       log(`scale: ${setup.perPrefix * setup.prefixes} contenders on ${setup.prefixes} prefix(es)`)
       scale.push(await attempt('scale', 'library', () => measureScale(addr, setup)))
     }
 
-    log('default client: 200 contenders without a consul option')
-    const defaultClient = await attempt('default client', 'library', () =>
-      measureDefaultClient(addr),
-    )
+    if (on('default-client')) log('default client: 200 contenders without a consul option')
+    const defaultClient = on('default-client')
+      ? await attempt('default client', 'library', () => measureDefaultClient(addr))
+      : notRun('library')
 
     // Figure 6: one contender per process, on the one agent, then on 3 servers + 2 client agents.
     const replicas: BenchResults['replicas'][number][] = []
@@ -268,8 +283,9 @@ async function main(): Promise<void> {
         }
       }
     }
-    await replicaRuns({ name: 'one agent', agents: [addr] }, config.replicas.counts)
-    if (config.replicas.clusterCounts.length > 0) {
+    if (on('replicas'))
+      await replicaRuns({ name: 'one agent', agents: [addr] }, config.replicas.counts)
+    if (on('replicas') && config.replicas.clusterCounts.length > 0) {
       const fleet = '3 servers + 2 client agents'
       log('replicas: starting 3 servers and 2 client agents')
       let cluster: ConsulCluster | undefined
@@ -305,9 +321,17 @@ async function main(): Promise<void> {
       }
     }
 
+    // Last: it leaves the agent with as many deleted keys as it served.
+    const exclusiveKeys = on('exclusive')
+      ? await attempt(`exclusive over ${config.exclusiveKeys} distinct task keys`, 'library', () =>
+          measureExclusiveKeys(addr, config.exclusiveKeys),
+        )
+      : notRun('library')
+
     const results: BenchResults = {
       machine: machine(),
       quick: config.quick,
+      only: config.partial ? [...config.steps] : undefined,
       durationS: (performance.now() - started) / 1000,
       rxsemStartupMs,
       nodeStartupMs,
@@ -319,6 +343,7 @@ async function main(): Promise<void> {
       partition,
       scale,
       defaultClient,
+      exclusiveKeys,
       replicas,
       replicasSetup: config.replicas,
       decide,

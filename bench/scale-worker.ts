@@ -1,16 +1,28 @@
 // The process of figure 5: `contenders` semaphores over `prefixes` prefixes, all on one client,
 // with nothing else in the process, so that its RSS is the library's. Driven by bench/scale.ts
-// over IPC: baseline → steady (measured) → churn (measured) → close.
+// over IPC: baseline → steady (measured) → churn (measured) → close. With BENCH_HEAP_SNAPSHOTS set
+// to a folder, it also writes a heap snapshot there at baseline and at steady state (bench/scale.ts
+// reads them once the worker is gone: the census would cost this process CPU and memory).
+import { join } from 'node:path'
+import { writeHeapSnapshot } from 'node:v8'
 import type { Subscription } from 'rxjs'
 import { createConsulClient } from '../src/consul/client.js'
 import { semaphore, type Semaphore } from '../src/semaphore.js'
 
 export type WorkerMessage =
-  | { readonly type: 'baseline'; readonly rssMb: number }
+  | {
+      readonly type: 'baseline'
+      readonly rssMb: number
+      /** Live heap after a full collection, before the first contender. */
+      readonly heapMb: number
+      /** The heap snapshot's path, when asked for one. */
+      readonly snapshot: string | undefined
+    }
   | {
       readonly type: 'steady'
       readonly rssMb: number
       readonly heapMb: number
+      readonly snapshot: string | undefined
       readonly tcpSockets: number
       readonly holders: number
       readonly contending: number
@@ -37,6 +49,15 @@ const send = (message: WorkerMessage): void => {
   process.send?.(message)
 }
 const mb = (bytes: number): number => bytes / 1024 / 1024
+const snapshots = process.env['BENCH_HEAP_SNAPSHOTS']
+/** The live heap: after a full collection (the worker runs with --expose-gc), not garbage. */
+const liveHeapMb = (): number => {
+  ;(globalThis as { gc?: () => void }).gc?.()
+  return mb(process.memoryUsage().heapUsed)
+}
+/** A heap snapshot in the asked folder (V8 collects garbage first), or nothing when not asked. */
+const heapSnapshot = (name: string): string | undefined =>
+  snapshots === undefined ? undefined : writeHeapSnapshot(join(snapshots, `${name}.heapsnapshot`))
 
 interface Contender {
   readonly prefix: string
@@ -99,7 +120,15 @@ function retire(contender: Contender): void {
 const wait = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 async function main(): Promise<void> {
-  send({ type: 'baseline', rssMb: mb(process.memoryUsage().rss) })
+  const baselineHeapMb = liveHeapMb()
+  const baselineSnapshot = heapSnapshot('baseline')
+  // RSS after the snapshot: what writing it left in the process counts in both RSS figures.
+  send({
+    type: 'baseline',
+    rssMb: mb(process.memoryUsage().rss),
+    heapMb: baselineHeapMb,
+    snapshot: baselineSnapshot,
+  })
   const started = performance.now()
   for (let p = 0; p < prefixes; p++) {
     for (let c = 0; c < each; c++) contend(`bench-scale/${runId}/p${p}`)
@@ -121,13 +150,16 @@ async function main(): Promise<void> {
   await wait(2000) // let the start-up burst's garbage and sockets settle
   const tcpSockets = process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length
   const rssMb = mb(process.memoryUsage().rss)
-  // Live heap: after a full collection (the worker runs with --expose-gc), not the start-up's garbage.
-  ;(globalThis as { gc?: () => void }).gc?.()
-  const memory = process.memoryUsage()
+  const heapMb = liveHeapMb()
+  const snapshot = heapSnapshot('steady')
+  // Writing the snapshot stops the process for a while: let the renewals and answers it held up
+  // go through before the churn is measured.
+  if (snapshot !== undefined) await wait(2000)
   send({
     type: 'steady',
     rssMb,
-    heapMb: mb(memory.heapUsed),
+    heapMb,
+    snapshot,
     tcpSockets,
     holders: [...live].filter((c) => c.holding).length,
     contending: [...live].filter((c) => c.contending).length,

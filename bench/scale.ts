@@ -9,10 +9,37 @@
 //            of the process per acquisition (each follows a release) and per prefix snapshot
 //            delivered (blocking list answers at the proxy; each is fanned out to every
 //            contender of its prefix).
+//   per contender (setups of at most 1,000 contenders, bench/config.ts): heap snapshots of the
+//            worker before the first contender and at steady state, read here once it is gone
+//            (bench/heap-census.ts): the live heap they added, and the live RxJS subscribers:
+//            objects of the classes `Subscriber`, `SafeSubscriber` and `OperatorSubscriber`,
+//            which every subscriber of RxJS 7 is (operators' are OperatorSubscriber, subscribe()'s
+//            SafeSubscriber). Subscriptions that are not subscribers (a Subject's teardown, a
+//            scheduler's action) are not counted.
 import { fork } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
+import type { ScaleSetup } from './config.js'
+import { heapCensus } from './heap-census.js'
 import type { WorkerMessage } from './scale-worker.js'
+
+/** The classes whose live instances are the live RxJS subscribers (RxJS 7). */
+export const SUBSCRIBER_CLASSES = ['Subscriber', 'SafeSubscriber', 'OperatorSubscriber'] as const
+
+/** What the heap snapshots say the contenders added (baseline → steady state). */
+export interface ScaleCensus {
+  /** Live bytes in the snapshot (sum of self sizes) added / contenders, in KB. */
+  readonly liveKbPerContender: number
+  readonly baselineSubscribers: number
+  readonly steadySubscribers: number
+  /** Live subscribers added / contenders. */
+  readonly subscribersPerContender: number
+  /** Added live instances of each subscriber class. */
+  readonly subscribersByClass: Readonly<Record<string, number>>
+}
 
 export interface ScaleResult {
   readonly contenders: number
@@ -23,7 +50,13 @@ export interface ScaleResult {
   readonly holders: number
   readonly baselineRssMb: number
   readonly rssMb: number
+  /** Live heap after a full collection, before the first contender / at steady state. */
+  readonly baselineHeapMb: number
   readonly heapMb: number
+  /** Live heap added by the contenders (after a full collection each time) / contenders. */
+  readonly heapKbPerContender: number
+  /** From heap snapshots; undefined for setups that take none (more than 1,000 contenders). */
+  readonly census: ScaleCensus | undefined
   readonly tcpSockets: number
   readonly proxyConnections: number
   readonly longPollsPerPrefix: number
@@ -41,19 +74,23 @@ export interface ScaleResult {
   readonly failedReleases: number
 }
 
-export async function measureScale(
-  addr: string,
-  setup: { prefixes: number; perPrefix: number; limit: number; churnMs: number },
-): Promise<ScaleResult> {
+export async function measureScale(addr: string, setup: ScaleSetup): Promise<ScaleResult> {
   const contenderCount = setup.prefixes * setup.perPrefix
   const proxy = await startFaultProxy(addr)
   const runId = String(Date.now())
+  const snapshots = setup.heapSnapshots
+    ? mkdtempSync(join(tmpdir(), 'rxsem-bench-heap-'))
+    : undefined
   const worker = fork(
     new URL('./scale-worker.ts', import.meta.url).pathname,
     [proxy.addr, String(setup.prefixes), String(setup.perPrefix), String(setup.limit), runId],
     {
       execArgv: ['--import', 'tsx', '--expose-gc'],
-      env: { ...process.env, BENCH_CHURN_MS: String(setup.churnMs) },
+      env: {
+        ...process.env,
+        BENCH_CHURN_MS: String(setup.churnMs),
+        ...(snapshots === undefined ? {} : { BENCH_HEAP_SNAPSHOTS: snapshots }),
+      },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     },
   )
@@ -97,6 +134,12 @@ export async function measureScale(
       ).length
     worker.send('close')
     const closed = await next('closed', 120_000 + contenderCount * 20)
+    // The snapshots are read once the worker is gone, so that reading them costs it nothing.
+    await Promise.race([exited, sleep(10_000)])
+    const census =
+      baseline.snapshot !== undefined && steady.snapshot !== undefined
+        ? await scaleCensus(baseline.snapshot, steady.snapshot, contenderCount)
+        : undefined
     return {
       contenders: contenderCount,
       prefixes: setup.prefixes,
@@ -106,7 +149,10 @@ export async function measureScale(
       holders: steady.holders,
       baselineRssMb: baseline.rssMb,
       rssMb: steady.rssMb,
+      baselineHeapMb: baseline.heapMb,
       heapMb: steady.heapMb,
+      heapKbPerContender: ((steady.heapMb - baseline.heapMb) * 1024) / contenderCount,
+      census,
       tcpSockets: steady.tcpSockets,
       proxyConnections,
       longPollsPerPrefix: fewestInFlight / setup.prefixes,
@@ -128,5 +174,29 @@ export async function measureScale(
       clearTimeout(timer)
     }
     await proxy.close()
+    if (snapshots !== undefined) rmSync(snapshots, { recursive: true, force: true })
+  }
+}
+
+async function scaleCensus(
+  baselinePath: string,
+  steadyPath: string,
+  contenders: number,
+): Promise<ScaleCensus> {
+  const before = await heapCensus(baselinePath, SUBSCRIBER_CLASSES)
+  const after = await heapCensus(steadyPath, SUBSCRIBER_CLASSES)
+  const subscribers = (census: typeof before): number =>
+    SUBSCRIBER_CLASSES.reduce((sum, name) => sum + (census.instances[name] ?? 0), 0)
+  return {
+    liveKbPerContender: (after.liveBytes - before.liveBytes) / 1024 / contenders,
+    baselineSubscribers: subscribers(before),
+    steadySubscribers: subscribers(after),
+    subscribersPerContender: (subscribers(after) - subscribers(before)) / contenders,
+    subscribersByClass: Object.fromEntries(
+      SUBSCRIBER_CLASSES.map((name) => [
+        name,
+        (after.instances[name] ?? 0) - (before.instances[name] ?? 0),
+      ]),
+    ),
   }
 }

@@ -1,0 +1,98 @@
+// exclusive(...) on one long-lived client over thousands of distinct task keys: nothing per task
+// key stays in the process once its task is done (issue 23: the shared-watch registry used to keep
+// one entry per key for as long as the client lived).
+import assert from 'node:assert/strict'
+import { after, before, describe, it } from 'node:test'
+import { setFlagsFromString } from 'node:v8'
+import { runInNewContext } from 'node:vm'
+import { from, lastValueFrom, reduce } from 'rxjs'
+import {
+  createConsulClient,
+  exclusive,
+  type ConsulClient,
+  type ExclusiveClosed,
+  type ExclusiveResult,
+} from '../../src/index.js'
+import { sharedWatchCount } from '../../src/effects/shared-watch.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { deleteTree, listPrefix } from '../support/observe.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
+
+/** A full collection; the test runner starts files without --expose-gc, so it is exposed here. */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc')
+  ;(runInNewContext('gc') as () => void)()
+}
+
+describe('exclusive on a long-lived client', { timeout: SUITE_TIMEOUT_MS }, () => {
+  let consul: Awaited<ReturnType<typeof sharedAgent>>
+  let client: ConsulClient
+
+  before(async () => {
+    consul = await sharedAgent()
+    client = createConsulClient({ address: consul.addr })
+  })
+  after(async () => {
+    await client.close()
+    await consul.close()
+  })
+
+  /** Runs `count` distinct tasks under `prefix` (each its own key, no watchPrefix) to the end. */
+  const runTasks = async (prefix: string, first: number, count: number) => {
+    let heldWhileRunning = 0
+    let onClosed!: (closed: ExclusiveClosed) => void
+    const closed = new Promise<ExclusiveClosed>((done) => (onClosed = done))
+    const ids = Array.from({ length: count }, (_, i) => first + i)
+    // Only the outcome of each result is kept: the results themselves would hold 2,000 keys.
+    const outcomes = await lastValueFrom(
+      from(ids).pipe(
+        exclusive<number, number>({
+          consul: client,
+          keyOf: (id) => `${prefix}/task/${id}`,
+          run: async (id) => {
+            // The task's loss watch is subscribed once run has started: let it be.
+            await Promise.resolve()
+            heldWhileRunning = Math.max(heldWhileRunning, sharedWatchCount())
+            return id
+          },
+          concurrency: 16,
+          onDone: 'delete',
+          onClosed,
+        }),
+        reduce<ExclusiveResult<number, number>, Record<string, number>>(
+          (counts, r) => ({ ...counts, [r.outcome]: (counts[r.outcome] ?? 0) + 1 }),
+          {},
+        ),
+      ),
+    )
+    return { outcomes, heldWhileRunning, closed: await closed }
+  }
+
+  it('holds no shared watch, and no more heap, once 2,000 distinct tasks are done', async (t) => {
+    const prefix = uniquePrefix('exclusive-registry')
+    // A first round of as many tasks warms up the client (connections, compiled code, the agent's
+    // answers) before the heap is read: after 200 tasks the next 2,000 still grew it by 1.2 MB,
+    // after 2,000 the heap stays within a few hundred KB round after round.
+    const warmup = await runTasks(prefix, 0, 2000)
+    assert.deepEqual(warmup.outcomes, { done: 2000 })
+    assert.equal(sharedWatchCount(), 0, 'no shared watch left after the warm-up')
+    collectGarbage()
+    const heapBefore = process.memoryUsage().heapUsed
+
+    const run = await runTasks(prefix, 2000, 2000)
+    assert.deepEqual(run.outcomes, { done: 2000 })
+    assert.equal(run.closed.error, undefined)
+    assert.ok(run.heldWhileRunning >= 1, 'a running task holds its watch (the count is live)')
+    assert.ok(run.heldWhileRunning <= 16, `at most one watch per running task`)
+    assert.equal(sharedWatchCount(), 0, 'no shared watch left for 2,000 finished task keys')
+
+    collectGarbage()
+    const grownKb = (process.memoryUsage().heapUsed - heapBefore) / 1024
+    t.diagnostic(`heap after 2,000 more task keys: ${grownKb.toFixed(0)} KB more`)
+    // The registry of before kept about 1.6 KB per key: it grew by 3.2 MB a round of 2,000 keys.
+    assert.ok(grownKb < 1024, `the heap grew by ${grownKb.toFixed(0)} KB over 2,000 task keys`)
+
+    assert.deepEqual(await listPrefix(consul.url, prefix), [], 'every task key deleted')
+    await deleteTree(consul.url, prefix)
+  })
+})

@@ -19,12 +19,12 @@ import {
 import { acquireDefaultClient, type DefaultClientLease } from './consul/default-client.js'
 import { taskLockLoss, type TaskLossReason } from './core/task-lock/task-lock-loss.js'
 import { sharedWatch } from './effects/shared-watch.js'
-import type { TaskKeyFinish } from './effects/task-lock-finish.js'
+import type { TaskKeyFinish } from './effects/task-lock/task-lock-finish.js'
 import {
   TaskLockSession,
   type TaskAcquisition,
   type TaskLockSessionClosed,
-} from './effects/task-lock-session.js'
+} from './effects/task-lock/task-lock-session.js'
 import { SemaphoreError, fromConsulError } from './errors.js'
 import { resolveContenderOptions, type ContenderOptions } from './options/contender-options.js'
 

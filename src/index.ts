@@ -40,7 +40,7 @@ export {
   type ExclusiveResult,
   type ExclusiveClosed,
 } from './exclusive.js'
-export type { TaskKeyFinish } from './effects/task-lock-finish.js'
+export type { TaskKeyFinish } from './effects/task-lock/task-lock-finish.js'
 export type { TaskLossReason } from './core/task-lock/task-lock-loss.js'
 
 // Interop with `consul lock`: where the keys are and which flags mark them.

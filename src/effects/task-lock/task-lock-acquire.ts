@@ -9,17 +9,17 @@ import {
   throwError,
   type SchedulerLike,
 } from 'rxjs'
-import type { ConsulClient, TxnResult } from '../consul/client-api.js'
-import type { ConsulError } from '../consul/errors.js'
-import { LOCK_FLAGS } from '../consul/flags.js'
+import type { ConsulClient, TxnResult } from '../../consul/client-api.js'
+import type { ConsulError } from '../../consul/errors.js'
+import { LOCK_FLAGS } from '../../consul/flags.js'
 import {
   fromCall,
   isConsulError,
   isSessionInvalid,
   orThrow,
   retryTransient,
-} from './call-policy.js'
-import { lockAnswer } from './protocol/lock-answer.js'
+} from '../call-policy.js'
+import { lockAnswer } from '../protocol/lock-answer.js'
 
 /** The answer of one non-blocking acquisition of a task key. */
 export type TaskLockAnswer =

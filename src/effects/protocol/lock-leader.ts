@@ -1,8 +1,8 @@
 import { distinctUntilChanged, filter, map, type Observable } from 'rxjs'
-import type { ConsulClient, WatchOptions } from '../consul/client-api.js'
-import type { WatchEvent } from '../consul/types.js'
-import { readLockLeader, type LockLeader } from '../core/single-key-lock/decide-lock.js'
-import { sharedWatch } from './shared-watch.js'
+import type { ConsulClient, WatchOptions } from '../../consul/client-api.js'
+import type { WatchEvent } from '../../consul/types.js'
+import { readLockLeader, type LockLeader } from '../../core/single-key-lock/decide-lock.js'
+import { sharedWatch } from '../shared-watch.js'
 
 /**
  * Whether two leader readings name the same leader with the same value.

@@ -6,8 +6,17 @@
 import { join } from 'node:path'
 import { writeHeapSnapshot } from 'node:v8'
 import type { Subscription } from 'rxjs'
-import { createConsulClient } from '../src/consul/client.js'
-import { semaphore, type Semaphore } from '../src/semaphore.js'
+import type { Semaphore } from '../src/semaphore.js'
+
+// The library as users run it: the build (`npm run bench` builds first), not the sources through
+// tsx, whose transform gives every closure a name property (about a third more heap per
+// contender). BENCH_LIB=src measures the sources instead, as the figures before issue 23 were.
+const library = (
+  process.env['BENCH_LIB'] === 'src'
+    ? await import('../src/index.js')
+    : await import(new URL('../dist/esm/index.js', import.meta.url).href)
+) as typeof import('../src/index.js')
+const { createConsulClient, semaphore } = library
 
 export type WorkerMessage =
   | {

@@ -98,14 +98,20 @@ export function fromCall<A>(
 ): Observable<E.Either<ConsulError, A>> {
   return new Observable((subscriber) => {
     const controller = new AbortController()
+    let answered = false
     call(controller.signal)().then(
       (result) => {
+        answered = true
         subscriber.next(result)
         subscriber.complete()
       },
       // The Consul layer's tasks never reject; this only routes a bug there to the subscriber.
       (error: unknown) => subscriber.error(error),
     )
-    return () => controller.abort()
+    // Only a call still in flight is aborted: an abort makes a DOMException with its stack,
+    // which every answered write would otherwise pay for nothing.
+    return () => {
+      if (!answered) controller.abort()
+    }
   })
 }

@@ -1,7 +1,13 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { Observable, asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs'
+import {
+  Observable,
+  asyncScheduler,
+  type SchedulerAction,
+  type SchedulerLike,
+  type Subscription,
+} from 'rxjs'
 import { BACKOFF, throttledDelay } from '../consul/backoff.js'
-import type { ConsulClient } from '../consul/client-api.js'
+import type { ConsulClient, SessionInfo } from '../consul/client-api.js'
 import {
   ACL_FAILURES_BEFORE_PERMANENT,
   isAclServerError,
@@ -36,17 +42,26 @@ export interface SessionLeaseOptions {
 
 /** Where a lease reports: each renewal step, and a permanent failure (after which it stops). */
 export interface LeaseListener {
-  readonly event: (event: LeaseEvent) => void
-  readonly error: (error: ConsulError) => void
+  readonly onLease: (event: LeaseEvent) => void
+  readonly onLeaseError: (error: ConsulError) => void
 }
 
 /** The shortest wait between two renewals after a 429/503, however close the deadline. */
 const MIN_THROTTLED_RETRY_MS = 250
 
+/** What the next renewal needs to know about the last one that succeeded. */
+interface Renewal {
+  readonly lease: SessionLease
+  readonly ttlMs: number
+  readonly lastSentAt: number
+  readonly aclInRow: number
+}
+
 /**
  * Keeps a session alive: renews it TTL/2 after the last successful renewal was sent (adopting the
  * TTL the server returns), retries a failed renewal every `retryMs` until stopped, and reports
- * each step. A scheduler timer and at most one request in flight: no Observable per session.
+ * each step to its listener. One scheduler timer and at most one request in flight, and no closure
+ * per session: a process with ten thousand contenders keeps ten thousand of these.
  *
  * ```
  *        renew     renew   fails fails  renew answers 404
@@ -66,95 +81,102 @@ const MIN_THROTTLED_RETRY_MS = 250
  * the slot. Nothing but a successful renewal moves the deadline.
  *
  * @example
- * const stop = keepSessionAlive(
+ * const lease = new SessionLease(
  *   { client, session, ttlMs: 15000, createdAt: asyncScheduler.now() },
- *   { event: (e) => console.log(e.type), error: (e) => console.error(e.message) },
+ *   { onLease: (e) => console.log(e.type), onLeaseError: (e) => console.error(e.message) },
  * )
- * @returns A function that stops the lease (idempotent).
+ * // ... later
+ * lease.stop()
  */
-export function keepSessionAlive(
-  options: SessionLeaseOptions,
-  listener: LeaseListener,
-): () => void {
-  const scheduler = options.scheduler ?? asyncScheduler
-  const retryMs = options.retryMs ?? BACKOFF.renewal.initialMs
-  const random = options.random ?? Math.random
-  const { client, session } = options
-  let timer: Subscription | undefined
-  let call: AbortController | undefined
-  let stopped = false
+export class SessionLease {
+  private readonly scheduler: SchedulerLike
+  private timer: Subscription | undefined
+  private call: AbortController | undefined
+  private stopped = false
 
-  const renewAt = (at: number, ttlMs: number, lastSentAt: number, aclInRow: number): void => {
-    timer = scheduler.schedule(
-      () => {
-        timer = undefined
-        renew(ttlMs, lastSentAt, aclInRow)
-      },
-      Math.max(0, at - scheduler.now()),
-    )
+  constructor(
+    private readonly options: SessionLeaseOptions,
+    private readonly listener: LeaseListener,
+  ) {
+    this.scheduler = options.scheduler ?? asyncScheduler
+    const { createdAt, ttlMs } = options
+    this.renewAt(createdAt + ttlMs / 2, { lease: this, ttlMs, lastSentAt: createdAt, aclInRow: 0 })
   }
 
-  const renew = (ttlMs: number, lastSentAt: number, aclInRow: number): void => {
-    const sentAt = scheduler.now()
+  /** Stops renewing and aborts the request in flight (idempotent). */
+  stop(): void {
+    this.stopped = true
+    this.timer?.unsubscribe()
+    this.timer = undefined
+    this.call?.abort()
+    this.call = undefined
+  }
+
+  private renewAt(at: number, last: Renewal): void {
+    this.timer = this.scheduler.schedule(renewNow, Math.max(0, at - this.scheduler.now()), last)
+  }
+
+  /** Sends a renewal (called by the timer). */
+  renew(last: Renewal): void {
+    this.timer = undefined
+    const sentAt = this.scheduler.now()
     const controller = new AbortController()
-    call = controller
-    void client.session
-      .renew(session, { signal: controller.signal })()
+    this.call = controller
+    void this.options.client.session
+      .renew(this.options.session, { signal: controller.signal })()
       .then((result) => {
-        if (stopped || call !== controller) return
-        call = undefined
-        if (E.isLeft(result)) {
-          const error = result.left
-          if (!isTransient(error)) return stopWith(error)
-          const acl = isAclServerError(error) ? aclInRow + 1 : 0
-          if (isAclServerError(error) && acl >= ACL_FAILURES_BEFORE_PERMANENT) {
-            return stopWith(persistentAclError(error, acl))
-          }
-          listener.event({ type: 'renewal-failed', error })
-          if (stopped) return
-          const now = scheduler.now()
-          const deadline = leaseDeadline(lastSentAt, ttlMs, {
-            leaseMarginMs: options.leaseMarginMs,
-          })
-          // Consul drops a session 2 × TTL after its last renewal: past our deadline, that is
-          // what is left to save.
-          const target = now < deadline ? deadline : lastSentAt + 2 * ttlMs
-          const capMs = Math.max(MIN_THROTTLED_RETRY_MS, (target - now) / 2)
-          return renewAt(
-            now + throttledDelay(error, retryMs, capMs, random),
-            ttlMs,
-            lastSentAt,
-            acl,
-          )
-        }
-        if (result.right === null) {
-          stopped = true
-          return listener.event({ type: 'session-gone' })
-        }
-        const serverTtlMs = result.right.ttlMs ?? ttlMs
-        listener.event({ type: 'session-renewed', ttlMs: serverTtlMs, sentAt })
-        if (!stopped) renewAt(sentAt + serverTtlMs / 2, serverTtlMs, sentAt, 0)
+        if (this.stopped || this.call !== controller) return
+        this.call = undefined
+        if (E.isRight(result)) return this.renewed(result.right, sentAt, last)
+        this.failed(result.left, last)
       })
   }
 
-  const stop = (): void => {
-    stopped = true
-    timer?.unsubscribe()
-    timer = undefined
-    call?.abort()
-    call = undefined
-  }
-  const stopWith = (error: ConsulError): void => {
-    stop()
-    listener.error(error)
+  private renewed(info: SessionInfo | null, sentAt: number, last: Renewal): void {
+    if (info === null) {
+      this.stopped = true
+      return this.listener.onLease({ type: 'session-gone' })
+    }
+    const ttlMs = info.ttlMs ?? last.ttlMs
+    this.listener.onLease({ type: 'session-renewed', ttlMs, sentAt })
+    if (!this.stopped)
+      this.renewAt(sentAt + ttlMs / 2, { ...last, ttlMs, lastSentAt: sentAt, aclInRow: 0 })
   }
 
-  renewAt(options.createdAt + options.ttlMs / 2, options.ttlMs, options.createdAt, 0)
-  return stop
+  private failed(error: ConsulError, last: Renewal): void {
+    if (!isTransient(error)) return this.stopWith(error)
+    const aclInRow = isAclServerError(error) ? last.aclInRow + 1 : 0
+    if (isAclServerError(error) && aclInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
+      return this.stopWith(persistentAclError(error, aclInRow))
+    }
+    this.listener.onLease({ type: 'renewal-failed', error })
+    if (this.stopped) return
+    const now = this.scheduler.now()
+    const deadline = leaseDeadline(last.lastSentAt, last.ttlMs, {
+      leaseMarginMs: this.options.leaseMarginMs,
+    })
+    // Consul drops a session 2 × TTL after its last renewal: past our deadline, that is what is
+    // left to save.
+    const target = now < deadline ? deadline : last.lastSentAt + 2 * last.ttlMs
+    const capMs = Math.max(MIN_THROTTLED_RETRY_MS, (target - now) / 2)
+    const retryMs = this.options.retryMs ?? BACKOFF.renewal.initialMs
+    const delay = throttledDelay(error, retryMs, capMs, this.options.random ?? Math.random)
+    this.renewAt(now + delay, { ...last, aclInRow })
+  }
+
+  private stopWith(error: ConsulError): void {
+    this.stop()
+    this.listener.onLeaseError(error)
+  }
+}
+
+/** The timer's work: one module-level function for every lease (its state says which). */
+function renewNow(this: SchedulerAction<Renewal>, last?: Renewal): void {
+  last?.lease.renew(last)
 }
 
 /**
- * `keepSessionAlive` as an Observable: renewal events while subscribed; completes after
+ * `SessionLease` as an Observable: renewal events while subscribed; completes after
  * `session-gone`, errors with a permanent failure; unsubscribing stops the lease.
  *
  * @example
@@ -163,13 +185,14 @@ export function keepSessionAlive(
  * @returns Renewal events.
  */
 export function sessionLease(options: SessionLeaseOptions): Observable<LeaseEvent> {
-  return new Observable<LeaseEvent>((subscriber) =>
-    keepSessionAlive(options, {
-      event: (event) => {
+  return new Observable<LeaseEvent>((subscriber) => {
+    const lease = new SessionLease(options, {
+      onLease: (event) => {
         subscriber.next(event)
         if (event.type === 'session-gone') subscriber.complete()
       },
-      error: (error) => subscriber.error(error),
-    }),
-  )
+      onLeaseError: (error) => subscriber.error(error),
+    })
+    return () => lease.stop()
+  })
 }

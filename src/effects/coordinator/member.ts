@@ -34,7 +34,7 @@ import { toSemaphoreError, type SemaphoreError } from '../../errors.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
 import { isConsulError } from '../call-policy.js'
 import type { ContenderProtocol, ProtocolContender } from '../protocol/contender-protocol.js'
-import { keepSessionAlive } from '../session-lease.js'
+import { SessionLease, type LeaseEvent, type LeaseListener } from '../session-lease.js'
 import { unreachableError } from './unreachable-error.js'
 import {
   coordinatorFor,
@@ -118,7 +118,7 @@ export function contend(options: ContendOptions, observer: ContenderObserver): C
   return { close: () => member.close(), stop: () => member.stop() }
 }
 
-class Member implements CoordinatedMember {
+class Member implements CoordinatedMember, LeaseListener {
   private readonly scheduler: SchedulerLike
   private readonly random: () => number
   private readonly coordinator: PrefixCoordinator
@@ -160,7 +160,7 @@ class Member implements CoordinatedMember {
   // Timers and calls in flight.
   private wakeTimer: Subscription | undefined
   private wakeAt: number | undefined
-  private stopLease: (() => void) | undefined
+  private lease: SessionLease | undefined
   private retryTimer: Subscription | undefined
   private startupTimer: Subscription | undefined
   private createCall: AbortController | undefined
@@ -286,6 +286,16 @@ class Member implements CoordinatedMember {
     this.input(event)
   }
 
+  // ── LeaseListener ────────────────────────────────────────────────────────────────────────────
+
+  onLease(event: LeaseEvent): void {
+    this.input(event)
+  }
+
+  onLeaseError(error: ConsulError): void {
+    this.runFailed(error)
+  }
+
   onWatchError(error: unknown): void {
     this.following = false
     this.runFailed(error)
@@ -335,7 +345,7 @@ class Member implements CoordinatedMember {
       return
     }
     if (!this.running) return
-    this.stopLease = keepSessionAlive(
+    this.lease = new SessionLease(
       {
         client: this.options.client,
         session,
@@ -345,7 +355,7 @@ class Member implements CoordinatedMember {
         scheduler: this.scheduler,
         random: this.random,
       },
-      { event: (event) => this.input(event), error: (error) => this.runFailed(error) },
+      this,
     )
     this.join()
   }
@@ -461,8 +471,8 @@ class Member implements CoordinatedMember {
     }
     this.cancel('wakeTimer')
     this.wakeAt = undefined
-    this.stopLease?.()
-    this.stopLease = undefined
+    this.lease?.stop()
+    this.lease = undefined
     this.actionRun?.unsubscribe()
     this.actionRun = undefined
     this.action = undefined

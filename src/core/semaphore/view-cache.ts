@@ -42,12 +42,11 @@ export interface ViewCache {
  * const mine = cache.decide(snapshot, { prefix: 'svc/lock', session: 'a', limit: 3 })
  * const theirs = cache.decide(snapshot, { prefix: 'svc/lock', session: 'b', limit: 3 })
  * mine.view === theirs.view // true
+ * @param grace - Where the fairness grace is kept; default: in this cache.
  * @returns A fresh cache: one per prefix (the coordinator of the prefix owns it).
  */
-export function viewCache(): ViewCache {
-  let counted: CountedGrace | undefined
+export function viewCache(grace: SharedGrace = countedHere()): ViewCache {
   let computed = 0
-  const grace: SharedGrace = { recall: () => counted, remember: (g) => (counted = g) }
   const views = new WeakMap<KVSnapshot, Map<number, SharedView>>()
   const latest = new Map<number, WeakRef<PrefixView>>()
   const view: ViewStep = (snapshot, options) => {
@@ -68,4 +67,10 @@ export function viewCache(): ViewCache {
     grace,
     computed: () => computed,
   }
+}
+
+/** A fairness grace kept in a variable. */
+function countedHere(): SharedGrace {
+  let counted: CountedGrace | undefined
+  return { recall: () => counted, remember: (g) => (counted = g) }
 }

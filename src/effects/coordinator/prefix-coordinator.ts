@@ -20,6 +20,7 @@ import type { KVEntry, KVSnapshot, WatchEvent } from '../../consul/types.js'
 import type { Decision } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import { readLock } from '../../core/lock-body/read-lock.js'
+import type { CountedGrace } from '../../core/contender/contender-state-model.js'
 import { viewCache, type ViewCache } from '../../core/semaphore/view-cache.js'
 import {
   WHOLE_PREFIX,
@@ -75,7 +76,8 @@ export const PARKED_RECHECK_MS = 5000
  */
 export class PrefixCoordinator {
   /** The views of this prefix's snapshots, shared by its members. */
-  readonly cache: ViewCache = viewCache()
+  readonly cache: ViewCache
+  private readonly memory: PrefixMemory
   private readonly watching = new Set<CoordinatedMember>()
   private readonly target = new BehaviorSubject<WatchTarget>(WHOLE_PREFIX)
   private subscription: Subscription | undefined
@@ -88,7 +90,13 @@ export class PrefixCoordinator {
     private readonly prefix: string,
     private readonly protocol: ContenderProtocol,
     private readonly options: CoordinatorWatchOptions,
-  ) {}
+  ) {
+    const memory = (this.memory = memoryOf(client, prefix))
+    this.cache = viewCache({
+      recall: () => memory.grace,
+      remember: (grace) => (memory.grace = grace),
+    })
+  }
 
   /** Members following the watch now (for tests and benchmarks). */
   get size(): number {
@@ -104,7 +112,7 @@ export class PrefixCoordinator {
    */
   mayJoin(limit: number): boolean {
     if (this.protocol.join === undefined || this.watching.size > 0 || this.joining > 0) return false
-    const lock = knownLock(this.client, this.prefix)
+    const lock = this.memory.lock
     return lock !== undefined && E.isRight(readLock(lock ?? undefined, lockKey(this.prefix), limit))
   }
 
@@ -157,11 +165,7 @@ export class PrefixCoordinator {
 
   private keep(snapshot: KVSnapshot): void {
     this.last = snapshot
-    rememberLock(
-      this.client,
-      this.prefix,
-      snapshot.entries.find((e) => e.key === lockKey(this.prefix)) ?? null,
-    )
+    this.memory.lock = snapshot.entries.find((e) => e.key === lockKey(this.prefix)) ?? null
   }
 
   private deliver(event: WatchEvent): void {
@@ -269,28 +273,33 @@ function waitForKey(
 }
 
 /**
- * How many prefixes a client remembers the `.lock` of after their coordinators are gone: enough for
- * every prefix a service contends on, bounded for one that contends on ever new prefixes.
+ * How many prefixes a client remembers after their coordinators are gone: enough for every prefix
+ * a service contends on, bounded for one that contends on ever new prefixes.
  */
-export const REMEMBERED_LOCKS = 256
+export const REMEMBERED_PREFIXES = 256
 
-/**
- * `.lock` as a client last saw it per prefix (null: none), kept after the prefix's coordinator is
- * gone: a replica's next tenure on the same client may then join in one transaction. A bounded
- * cache (least recently seen first out), keyed weakly by the client.
- */
-const seenLocks = new WeakMap<ConsulClient, Map<string, KVEntry | null>>()
-
-function knownLock(client: ConsulClient, prefix: string): KVEntry | null | undefined {
-  return seenLocks.get(client)?.get(prefix)
+/** What a client remembers of a prefix between its coordinators (a replica's tenures). */
+interface PrefixMemory {
+  /** `.lock` as last seen (null: none; undefined: never seen): the one-transaction join needs it. */
+  lock: KVEntry | null | undefined
+  /**
+   * The fairness grace counted last (`decidePatiently`): a process that contends again and again
+   * does not grant a stalled front waiter a new grace per tenure.
+   */
+  grace: CountedGrace | undefined
 }
 
-function rememberLock(client: ConsulClient, prefix: string, lock: KVEntry | null): void {
-  let locks = seenLocks.get(client)
-  if (!locks) seenLocks.set(client, (locks = new Map<string, KVEntry | null>()))
-  locks.delete(prefix)
-  locks.set(prefix, lock)
-  if (locks.size > REMEMBERED_LOCKS) locks.delete(locks.keys().next().value as string)
+/** A bounded cache (least recently used first out) per client, keyed weakly by the client. */
+const memories = new WeakMap<ConsulClient, Map<string, PrefixMemory>>()
+
+function memoryOf(client: ConsulClient, prefix: string): PrefixMemory {
+  let byPrefix = memories.get(client)
+  if (!byPrefix) memories.set(client, (byPrefix = new Map<string, PrefixMemory>()))
+  const memory = byPrefix.get(prefix) ?? { lock: undefined, grace: undefined }
+  byPrefix.delete(prefix)
+  byPrefix.set(prefix, memory)
+  if (byPrefix.size > REMEMBERED_PREFIXES) byPrefix.delete(byPrefix.keys().next().value as string)
+  return memory
 }
 
 const coordinators = refCountedRegistry<PrefixCoordinator>()

@@ -519,3 +519,51 @@ describe('contenderState', () => {
     })
   })
 })
+
+/** The holder `a` of `q`, whose key is older than ours. */
+const queueHead = contenderEntry(prefix, 'a', 1n, { flags: HOLDER_FLAGS, modifyIndex: 9n })
+
+describe('contenderState: the phase', () => {
+  const phases = {
+    i: 'idle',
+    j: 'joining',
+    W: 'waiting',
+    A: 'acquiring',
+    h: 'holding',
+    d: 'doubtful',
+    r: 'retired',
+  } as const
+  const phaseEvents = {
+    ...events,
+    e: seen(snapshotOf([])),
+    q: seen(snapshotOf([lockEntry(prefix, '{"Limit":1,"Holders":{"a":true}}', 9n), queueHead, me])),
+  }
+
+  it('should name where the contender is: joining, acquiring, holding, doubtful, holding, retired', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c 9ms e 9ms w 9ms k 9ms d 9ms L 9ms r', phaseEvents)
+      const expected = '   (ij) 16ms A 9ms h 9ms d 9ms h 9ms r'
+      expectObservable(
+        source.pipe(
+          contenderState(options),
+          field((s) => s.phase),
+        ),
+        '^ 100ms !',
+      ).toBe(expected, phases)
+    })
+  })
+
+  it('should be waiting behind a holder, and acquiring once the slot is free', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c 9ms q 9ms w', phaseEvents)
+      const expected = '   (ij) 6ms W 9ms A'
+      expectObservable(
+        source.pipe(
+          contenderState(options),
+          field((s) => s.phase),
+        ),
+        '^ 100ms !',
+      ).toBe(expected, phases)
+    })
+  })
+})

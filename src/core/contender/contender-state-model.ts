@@ -103,6 +103,27 @@ export interface CountedGrace {
 }
 
 /**
+ * Where a contender is, derived from its facts after every event (`settleContender`): one name
+ * for what is otherwise a combination of fields.
+ *
+ * ```
+ * idle ─► joining ─► waiting ⇄ acquiring ─► holding ⇄ doubtful
+ *              (any) ─► stopped (a prefix problem)   (any) ─► retired (released / session gone)
+ * ```
+ *
+ * - `idle`: no session yet;
+ * - `joining`: a session, but its contender key is not in the last snapshot (or none was seen);
+ * - `waiting`: in the queue, with no free slot its turn allows (`Wait`);
+ * - `acquiring`: its turn: the CAS of `.lock` is asked for or in flight (`TryAcquire`);
+ * - `holding`: `holding` is true;
+ * - `doubtful`: `.lock` lists it, but the watch, the lease or the session is in doubt;
+ * - `stopped`: the prefix has a problem no retry fixes (conflict, limit conflict, corrupt);
+ * - `retired`: released, or its session is gone; no more writes for this session.
+ */
+export type ContenderPhase =
+  'idle' | 'joining' | 'waiting' | 'acquiring' | 'holding' | 'doubtful' | 'stopped' | 'retired'
+
+/**
  * Everything the core knows about one contender after each event. `holding` is the library's
  * safety signal; `next` is the write the effects layer should make.
  *
@@ -116,6 +137,8 @@ export interface CountedGrace {
  * ```
  */
 export interface ContenderState {
+  /** Where the contender is (derived from the other fields; see ContenderPhase). */
+  readonly phase: ContenderPhase
   /** The current session, from the last `session-created`. */
   readonly session: string | undefined
   /** True only while `.lock` lists this live session, the watch is connected and the lease valid. */
@@ -176,6 +199,7 @@ export interface ContenderState {
 
 /** The state before any event: not holding, not connected, nothing known. */
 export const initialContenderState: ContenderState = {
+  phase: 'idle',
   session: undefined,
   holding: false,
   reason: undefined,

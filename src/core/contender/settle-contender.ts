@@ -1,5 +1,5 @@
 import type { ContenderInput } from './contender-input.js'
-import type { ContenderAction, ContenderState } from './contender-state-model.js'
+import type { ContenderAction, ContenderPhase, ContenderState } from './contender-state-model.js'
 import type { Decision, TransitionReason } from '../events.js'
 import { sameAction } from './same-action.js'
 
@@ -37,11 +37,31 @@ export function settleContender(
   const next = !open ? undefined : sameAction(prev.next, candidate) ? prev.next : candidate
   return {
     ...s,
+    phase: phaseOf(s, holding),
     holding,
     reason,
     heldInTenure: s.heldInTenure || rising,
     next,
     wakeAt: earliestAfter(now, [s.leaseDeadline, s.patientAt, s.retryAt]),
+  }
+}
+
+/** The phase the facts of a state (and whether it holds now) put the contender in. */
+function phaseOf(s: ContenderState, holding: boolean): ContenderPhase {
+  if (s.retired !== undefined) return 'retired'
+  if (s.problem !== undefined) return 'stopped'
+  if (holding) return 'holding'
+  if (s.listed) return 'doubtful'
+  if (s.session === undefined) return 'idle'
+  switch (s.decision?.type) {
+    case 'Wait':
+      return 'waiting'
+    case 'TryAcquire':
+      return 'acquiring'
+    case 'Held':
+      return 'doubtful'
+    default:
+      return 'joining'
   }
 }
 

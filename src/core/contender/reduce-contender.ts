@@ -6,7 +6,8 @@ import { settleContender } from './settle-contender.js'
 
 /**
  * The contender state machine as a pure reducer: one input and the scheduler time in, the next
- * state out. `contenderState` runs it with `scan` and fires the timers it asks for (`wakeAt`).
+ * state out. The prefix coordinator's members step it on each event and fire the timer it asks for
+ * (`wakeAt`); `contenderState` is the same machine as an operator (`scan`), for marble specs.
  *
  * @example
  * const next = reduceContender(state, { type: 'release-requested' }, scheduler.now(), options)

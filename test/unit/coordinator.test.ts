@@ -14,6 +14,7 @@ import { coordinatorCount } from '../../src/effects/coordinator/prefix-coordinat
 import type { ContenderProtocol } from '../../src/effects/protocol/contender-protocol.js'
 import { semaphoreProtocol } from '../../src/effects/protocol/semaphore-protocol.js'
 import { resolveContenderOptions } from '../../src/options/contender-options.js'
+import { leaderElection } from '../../src/leader-election.js'
 import { semaphore, type Semaphore, type SemaphoreState } from '../../src/semaphore.js'
 import {
   autoAdvance,
@@ -148,6 +149,28 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
     assert.deepEqual(order, [0, 1, 2, 3, 4, 5, 6, 7])
     assert.equal(coordinatorCount(), 0, 'the coordinators are gone with their last contenders')
     assert.equal(double.sessions().length, 0)
+  })
+
+  it('serves a leader election and its leader$ with one long poll of the prefix', async () => {
+    const election = leaderElection({ prefix, value: 'node-a', consul: double.client, scheduler })
+    subscriptions.push(election.state$.subscribe(), election.leader$.subscribe())
+    await firstValueFrom(election.state$.pipe(filter((s) => s.holding)))
+    await firstValueFrom(election.leader$.pipe(filter((l) => l?.value === 'node-a')))
+    for (;;) {
+      const inFlight = double
+        .calls()
+        .filter((c) => c.method === 'kv.list' && c.answer === undefined)
+      if (inFlight.length > 0) {
+        assert.deepEqual(
+          inFlight.map((c) => c.keys[0]),
+          [prefix],
+          'one long poll, shared by the contender and leader$',
+        )
+        break
+      }
+      await new Promise((done) => setTimeout(done, 2))
+    }
+    await election.close()
   })
 
   describe('decisions counted (a member and a protocol whose decide step counts)', () => {

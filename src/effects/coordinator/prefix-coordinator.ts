@@ -30,6 +30,7 @@ import {
 } from '../../core/semaphore/watch-target.js'
 import type { ContenderProtocol } from '../protocol/contender-protocol.js'
 import { refCountedRegistry, type RegistryLease } from '../registry.js'
+import { sharedWatch } from '../shared-watch.js'
 import { fromCall } from '../call-policy.js'
 
 /** A registered contender, as the coordinator drives it (see `Member`). */
@@ -212,6 +213,9 @@ export class PrefixCoordinator {
   private watch(): Observable<WatchEvent> {
     const { scheduler: _scheduler, ...watchOptions } = this.options
     const options: WatchOptions = { ...watchOptions, scheduler: this.options.scheduler }
+    // Without a queue there is no target to choose: the prefix watch of the process, which a
+    // leader election's `leader$` reads too (one long poll for both).
+    if (!this.protocol.herdFree) return sharedWatch(this.client, `${this.prefix}/`, options)
     return this.target.pipe(
       distinctUntilChanged(sameWatchTarget),
       // Each long poll starts from what the members have already seen: the last snapshot's index

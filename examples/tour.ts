@@ -66,7 +66,9 @@ await sem.close() // CAS out of .lock, delete the contender key, destroy the ses
 
 // Without Rx: run while a slot is held; the signal aborts if the slot is lost, and `slot` checks
 // synchronously (against the wall clock, so also right after a long pause) before each write.
-await withSlot({ prefix: 'service/db/lock', limit: 3, consul }, async (signal, slot) => {
+// `signal` bounds the wait as Node's APIs do: no slot within 5 s rejects with kind 'Aborted'.
+const limits = { prefix: 'service/db/lock', limit: 3, consul, signal: AbortSignal.timeout(5000) }
+await withSlot(limits, async (signal, slot) => {
   for (const batch of batches) await writeBatch(batch, { signal, fence: slot.assertHolding() })
 })
 

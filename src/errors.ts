@@ -46,6 +46,11 @@ export type SemaphoreErrorKind =
   | 'SlotLost'
   /** `close()` could not leave Consul clean (the slot is given up locally all the same). */
   | 'ReleaseFailed'
+  /**
+   * The caller's `signal` aborted the wait (or the hold): everything was released first. Its
+   * `cause` is the signal's reason (a TimeoutError for `AbortSignal.timeout(ms)`).
+   */
+  | 'Aborted'
 
 /**
  * The one error type the public API throws or errors with: `kind` says what went wrong, the message
@@ -139,4 +144,29 @@ export function toSemaphoreError(error: unknown): SemaphoreError {
     return fromConsulError(error as ConsulError, 'Consul refused the semaphore')
   }
   return new SemaphoreError('Consul', `unexpected failure: ${String(error)}`, { cause: error })
+}
+
+/**
+ * The error of a wait that the caller's signal aborted, as Node's own APIs reject on an abort
+ * (`events.once`, `timers/promises`): its `cause` is the signal's reason.
+ *
+ * @example
+ * signal.addEventListener('abort', () => reject(abortedError(signal, 'waiting for a slot')))
+ * @param signal - The aborted signal.
+ * @param what - What was aborted, for the message.
+ * @returns SemaphoreError('Aborted').
+ */
+export function abortedError(signal: AbortSignal, what: string): SemaphoreError {
+  const reason: unknown = signal.reason
+  const why =
+    reason instanceof Error
+      ? `${reason.name}: ${reason.message}`
+      : typeof reason === 'string'
+        ? reason
+        : 'aborted'
+  return new SemaphoreError(
+    'Aborted',
+    `${what} was aborted by its signal (${why}); its session and key are released.`,
+    { cause: reason },
+  )
 }

@@ -31,8 +31,8 @@ export type { LockLeader } from './core/single-key-lock/decide-lock.js'
 export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
 
 // One-shot, Promise and per-task forms.
-export { tryAcquire, tryLead } from './try-acquire.js'
-export { withSlot } from './with-slot.js'
+export { tryAcquire, tryLead, type TryOptions } from './try-acquire.js'
+export { withSlot, type WithSlotOptions } from './with-slot.js'
 export type { SlotGuard } from './slot-guard.js'
 export {
   exclusive,

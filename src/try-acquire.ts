@@ -7,6 +7,7 @@ import {
 } from './leader-election.js'
 import { semaphore, type Semaphore } from './semaphore.js'
 import type { SemaphoreOptions } from './options/contender-options.js'
+import { abortedError } from './errors.js'
 
 /**
  * One attempt at a slot of the semaphore under `options.prefix`, answered at once: the same
@@ -22,7 +23,10 @@ import type { SemaphoreOptions } from './options/contender-options.js'
  *   session destroyed).
  * - Rejects with a SemaphoreError: 'InvalidOptions' (nothing was sent), a prefix problem
  *   ('Conflict', 'LimitConflict', 'CorruptLock'), 'PermissionDenied', 'NotConsul', or
- *   'Unreachable' when no agent answers (a try-once does not retry).
+ *   'Unreachable' when no agent answers (a try-once does not retry), or 'Aborted' when
+ *   `options.signal` aborted the attempt (everything it created is gone by then).
+ * - After it resolved with a holder, an abort of `options.signal` closes that holder, as
+ *   `close()` does.
  *
  * @example
  * ```ts
@@ -33,8 +37,16 @@ import type { SemaphoreOptions } from './options/contender-options.js'
  * @param options - The options of `semaphore(...)`; `fairness` is ignored.
  * @returns The holding contender, or null.
  */
-export function tryAcquire(options: SemaphoreOptions): Promise<Semaphore | null> {
-  return settleTry(semaphore(options, { tryOnce: true }))
+export function tryAcquire(options: TryOptions<SemaphoreOptions>): Promise<Semaphore | null> {
+  const { signal, ...semaphoreOptions } = options
+  if (signal?.aborted === true) return Promise.reject(abortedError(signal, 'trying for a slot'))
+  return settleTry(semaphore(semaphoreOptions, { tryOnce: true }), signal)
+}
+
+/** The options of a try-once: the contender's, and the caller's signal. */
+export type TryOptions<O> = O & {
+  /** Aborts the attempt (and then the hold it won); see `tryAcquire`. */
+  readonly signal?: AbortSignal | undefined
 }
 
 /**
@@ -55,8 +67,12 @@ export function tryAcquire(options: SemaphoreOptions): Promise<Semaphore | null>
  * @param options - The options of `leaderElection(...)`.
  * @returns The leading election, or null.
  */
-export function tryLead(options: LeaderElectionOptions): Promise<LeaderElection | null> {
-  return settleTry(leaderElection(options, { tryOnce: true }))
+export function tryLead(
+  options: TryOptions<LeaderElectionOptions>,
+): Promise<LeaderElection | null> {
+  const { signal, ...electionOptions } = options
+  if (signal?.aborted === true) return Promise.reject(abortedError(signal, 'trying to lead'))
+  return settleTry(leaderElection(electionOptions, { tryOnce: true }), signal)
 }
 
 interface Contender {
@@ -68,11 +84,17 @@ interface Contender {
  * Subscribes to a try-once contender until it answers (holding, or its state completes), and
  * keeps that subscription for the holder, so that it stays a holder until `close()`.
  */
-async function settleTry<C extends Contender>(contender: C): Promise<C | null> {
+async function settleTry<C extends Contender>(
+  contender: C,
+  signal: AbortSignal | undefined,
+): Promise<C | null> {
   let keeper: Subscription | undefined
   let held: boolean
+  let onAbort: (() => void) | undefined
   try {
     held = await new Promise<boolean>((resolve, reject) => {
+      onAbort = () => reject(abortedError(signal as AbortSignal, 'trying for a slot'))
+      signal?.addEventListener('abort', onAbort, { once: true })
       keeper = contender.state$.subscribe({
         next: (state) => state.holding && resolve(true),
         complete: () => resolve(false),
@@ -80,24 +102,30 @@ async function settleTry<C extends Contender>(contender: C): Promise<C | null> {
       })
     })
   } catch (error: unknown) {
-    // The contender's finalize has started its release; wait for it before answering.
+    if (onAbort) signal?.removeEventListener('abort', onAbort)
+    // The contender's finalize has started its release (or the abort asks for it): wait for it
+    // before answering, so that nothing it created is left when the promise settles.
     await contender.close().catch(() => undefined)
+    keeper?.unsubscribe()
     throw error
   }
+  if (onAbort) signal?.removeEventListener('abort', onAbort)
   if (!held) {
     keeper?.unsubscribe()
     await contender.close()
     return null
   }
+  const close = async (): Promise<void> => {
+    if (stopOnAbort) signal?.removeEventListener('abort', stopOnAbort)
+    try {
+      await contender.close()
+    } finally {
+      keeper?.unsubscribe()
+    }
+  }
+  // Held: the same signal now ends the hold, as close() does.
+  const stopOnAbort = signal && ((): void => void close().catch(() => undefined))
+  if (stopOnAbort) signal?.addEventListener('abort', stopOnAbort, { once: true })
   // The spread leaves out the contender's dispose method, which would skip the unsubscribe.
-  return closeOnDispose({
-    ...contender,
-    async close() {
-      try {
-        await contender.close()
-      } finally {
-        keeper?.unsubscribe()
-      }
-    },
-  })
+  return closeOnDispose({ ...contender, close })
 }

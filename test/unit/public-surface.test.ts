@@ -54,6 +54,8 @@ const TYPES = [
   'ExclusiveResult',
   'SlotGuard',
   'TaskKeyFinish',
+  'TryOptions',
+  'WithSlotOptions',
   'TaskLossReason',
   // The Consul client, its configuration and capability interface.
   'CallOptions',

@@ -75,7 +75,7 @@ export function withSlot<T>(
     }
     const subscription = sem.holding$.subscribe({
       next: (holding) => {
-        if (holding && !started) {
+        if (holding && !started && !settled) {
           started = true
           const { isHolding, assertHolding, fencedTxn } = sem
           work(controller.signal, { isHolding, assertHolding, fencedTxn }).then(

@@ -75,8 +75,11 @@ export interface Timeout extends ErrorBase {
 export interface PermissionDenied extends ErrorBase {
   /** Discriminant of the ConsulError union. */
   readonly _tag: 'PermissionDenied'
-  /** 403; or 500 for an ACL problem Consul kept answering as a server failure (see above). */
-  readonly status: 403 | 500
+  /**
+   * 403; or 500 for an ACL problem Consul kept answering as a server failure (see above); or 200
+   * for a listing Consul 1.11+ marked as filtered by ACLs (`filteredListingError`).
+   */
+  readonly status: 403 | 500 | 200
   /** Consul's answer body, e.g. `Permission denied`. */
   readonly body: string
 }
@@ -290,4 +293,29 @@ export function persistentAclError(error: ServerError, tries: number): Permissio
 /** A 429 or 503: Consul's rate limits (or an overloaded server) ask the client to slow down. */
 export function isThrottled(error: ConsulError): error is ServerError {
   return error._tag === 'ServerError' && (error.status === 429 || error.status === 503)
+}
+
+/**
+ * The permanent PermissionDenied of a listing that Consul 1.11+ marked as filtered by ACLs
+ * (`X-Consul-Results-Filtered-By-ACLs: true`): a contender must not decide on part of a prefix
+ * (a hidden holder or `.lock` would look like a free slot).
+ *
+ * @example
+ * if (snapshot.filteredByAcls) subscriber.error(filteredListingError(prefix))
+ * @param prefix - The prefix listed.
+ * @returns PermissionDenied, status 200.
+ */
+export function filteredListingError(prefix: string): PermissionDenied {
+  const request = `GET /v1/kv/${prefix}?recurse`
+  return {
+    _tag: 'PermissionDenied',
+    status: 200,
+    body: 'X-Consul-Results-Filtered-By-ACLs: true',
+    request,
+    message:
+      `${request}: Consul's ACLs left keys out of the listing of ${prefix} ` +
+      '(X-Consul-Results-Filtered-By-ACLs), so no slot can be decided on it; give the token ' +
+      `(CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token option) key_prefix "${prefix}" read ` +
+      'and write',
+  }
 }

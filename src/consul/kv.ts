@@ -37,6 +37,12 @@ export function indexOf(answer: HttpAnswer): E.Either<ConsulError, bigint> {
     : E.right(value)
 }
 
+/** `{ filteredByAcls: true }` when Consul 1.11+ says its ACLs left keys out of a listing. */
+function filtered(answer: HttpAnswer): { filteredByAcls?: true } {
+  const header = answer.headers['x-consul-results-filtered-by-acls']
+  return header === 'true' ? { filteredByAcls: true } : {}
+}
+
 /** `true`/`false` bodies (dev agents add a newline). Anything else is a DecodeError. */
 export function booleanAnswer(answer: HttpAnswer): E.Either<ConsulError, boolean> {
   if (answer.status !== 200) return E.left(statusError(answer))
@@ -133,12 +139,17 @@ function list(transport: Transport) {
               indexOf(answer),
               E.flatMap((snapshotIndex) =>
                 answer.status === 404
-                  ? E.right({ index: snapshotIndex, entries: [] })
+                  ? E.right<ConsulError, KVSnapshot>({
+                      index: snapshotIndex,
+                      entries: [],
+                      ...filtered(answer),
+                    })
                   : pipe(
                       decodeJson(KVEntriesJson, answer.body, answer.label),
-                      E.map((entries) => ({
+                      E.map((entries): KVSnapshot => ({
                         index: snapshotIndex,
                         entries: entries.map(toKVEntry),
+                        ...filtered(answer),
                       })),
                     ),
               ),

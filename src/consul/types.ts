@@ -51,6 +51,11 @@ export interface KVSnapshot {
   readonly index: bigint
   /** Entries sorted by key, as Consul returns them; empty when the prefix has no keys (404). */
   readonly entries: readonly KVEntry[]
+  /**
+   * Present (true) when Consul 1.11+ said that its ACLs left keys out of this listing
+   * (`X-Consul-Results-Filtered-By-ACLs: true`): the entries are not the whole prefix.
+   */
+  readonly filteredByAcls?: true
 }
 
 /**

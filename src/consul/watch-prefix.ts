@@ -12,6 +12,7 @@ import {
   isAclServerError,
   isTransient,
   persistentAclError,
+  filteredListingError,
   rejectedBeforeSending,
   type ConsulError,
 } from './errors.js'
@@ -96,7 +97,7 @@ export function watchPrefix(
   const within = (snapshot: KVSnapshot): KVSnapshot =>
     listed === prefix || snapshot.entries.every((e) => e.key.startsWith(prefix))
       ? snapshot
-      : { index: snapshot.index, entries: snapshot.entries.filter((e) => e.key.startsWith(prefix)) }
+      : { ...snapshot, entries: snapshot.entries.filter((e) => e.key.startsWith(prefix)) }
 
   return new Observable<WatchEvent>((subscriber) => {
     const invalid = (
@@ -180,6 +181,11 @@ export function watchPrefix(
     }
 
     const onSnapshot = (snapshot: KVSnapshot): void => {
+      // Part of the prefix is no picture of it: a hidden holder would look like a free slot.
+      if (snapshot.filteredByAcls === true) {
+        subscriber.error(filteredListingError(prefix))
+        return
+      }
       failuresInRow = 0
       aclFailuresInRow = 0
       if (blockOn !== undefined && snapshot.index < blockOn) {

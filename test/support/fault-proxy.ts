@@ -27,6 +27,8 @@ export type FaultMode =
   | 'blackhole'
   /** Wait this long, then forward. */
   | { readonly latencyMs: number }
+  /** Forward faithfully, and add these headers to the agent's answer. */
+  | { readonly addHeaders: Readonly<Record<string, string>> }
   /** Answer 200 application/json with this body without contacting the agent. */
   | { readonly garbage: string }
   /**
@@ -172,7 +174,11 @@ function endToEnd(rawHeaders: readonly string[], host?: string): string[] {
 
 /** What one request gets: the random mode resolved to a plain one. */
 type Action =
-  | { readonly kind: 'pass'; readonly delayMs: number }
+  | {
+      readonly kind: 'pass'
+      readonly delayMs: number
+      readonly addHeaders?: Readonly<Record<string, string>>
+    }
   | { readonly kind: 'close' }
   | { readonly kind: 'blackhole' }
   | {
@@ -194,6 +200,7 @@ function actionFor(
   if (mode === 'close') return { kind: 'close' }
   if (mode === 'blackhole') return { kind: 'blackhole' }
   if ('latencyMs' in mode) return { kind: 'pass', delayMs: mode.latencyMs }
+  if ('addHeaders' in mode) return { kind: 'pass', delayMs: 0, addHeaders: mode.addHeaders }
   if ('garbage' in mode)
     return { kind: 'answer', status: 200, type: 'application/json', body: mode.garbage }
   if ('oversized' in mode)
@@ -319,7 +326,12 @@ export async function startFaultProxy(
   const timers = new Set<NodeJS.Timeout>()
   let closing: Promise<void> | undefined
 
-  const forward = (req: IncomingMessage, res: ServerResponse, seenAs: SeenRequest): void => {
+  const forward = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    seenAs: SeenRequest,
+    addHeaders: Readonly<Record<string, string>> = {},
+  ): void => {
     const upstream = httpRequest({
       agent: upstreamAgent,
       host: targetHost,
@@ -346,7 +358,10 @@ export async function startFaultProxy(
         answer.resume()
         return
       }
-      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.rawHeaders))
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, [
+        ...endToEnd(answer.rawHeaders),
+        ...Object.entries(addHeaders).flat(),
+      ])
       const status = answer.statusCode ?? 502
       keepShort(answer, 64, (chunks) => {
         seenAs.answer = { status, body: chunks && shortBody(chunks, answer) }
@@ -424,7 +439,7 @@ export async function startFaultProxy(
           return
         case 'pass':
           if (action.delayMs <= 0) {
-            forward(req, res, seenAs)
+            forward(req, res, seenAs, action.addHeaders)
             return
           }
           {

@@ -11,11 +11,13 @@ import {
   mergeMap,
   of,
   switchMap,
+  throwError,
   type Observable,
   type SchedulerLike,
   type Subscription,
 } from 'rxjs'
 import type { ConsulClient, WatchOptions } from '../../consul/client-api.js'
+import { filteredListingError } from '../../consul/errors.js'
 import type { KVEntry, KVSnapshot, WatchEvent } from '../../consul/types.js'
 import type { Decision } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
@@ -250,9 +252,15 @@ function waitForKey(
       client.kv.list(`${prefix}/`, { signal, consistency: options.consistency }),
     ).pipe(
       mergeMap((listed) => {
-        if (E.isRight(listed)) return of<WatchEvent>({ type: 'snapshot', snapshot: listed.right })
-        fallBack()
-        return EMPTY
+        if (E.isLeft(listed)) {
+          fallBack()
+          return EMPTY
+        }
+        // As the prefix watch does: part of the prefix is no picture of it.
+        if (listed.right.filteredByAcls === true) {
+          return throwError(() => filteredListingError(`${prefix}/`))
+        }
+        return of<WatchEvent>({ type: 'snapshot', snapshot: listed.right })
       }),
     )
   return defer(() => {

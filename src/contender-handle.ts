@@ -17,20 +17,13 @@ import { SemaphoreError, toSemaphoreError } from './errors.js'
 import { sharedStates } from './shared-states.js'
 import { slotGuard, type SlotGuard } from './slot-guard.js'
 
-/** What a running contender gets from its handle. */
+/** What the streams of a handle other than `state$` (such as `leader$`) get from it. */
 export interface ContenderLifecycle {
   /** Becomes true on close(): release now, contend no more. */
   readonly closing: BehaviorSubject<boolean>
-  /** Hands each background release to the handle, so close() can await it. */
-  readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
   /**
-   * The Consul client of a running subscription (of `states`, or of `withClient`): the one given
-   * in the options, or the process's shared default client.
-   */
-  readonly client: () => ConsulClient
-  /**
-   * `use(client)`, holding a reference to the shared default client while it is subscribed (for
-   * streams of the handle other than `states`, such as `leader$`).
+   * `use(client)`, holding a reference to the shared default client while it is subscribed: the
+   * client given in the options, or the process's shared default one.
    */
   readonly withClient: <T>(use: (client: ConsulClient) => Observable<T>) => Observable<T>
 }
@@ -130,8 +123,8 @@ export function contenderHandle<S extends HeldState>(
     defer(() => {
       const done = use()
       try {
-        // The contender's own finalize hands its release to onRelease during this same teardown;
-        // letting go a microtask later makes sure that release holds the client first.
+        // Let go a microtask later, as the states' teardown does: a stream resubscribed in the
+        // same turn keeps the default client rather than closing and reopening it.
         return run(client()).pipe(finalize(() => queueMicrotask(done)))
       } catch (error) {
         done()
@@ -139,23 +132,20 @@ export function contenderHandle<S extends HeldState>(
       }
     })
 
-  const lifecycle: ContenderLifecycle = {
-    closing,
-    onRelease: (release) => {
-      const done = use()
-      // Releases resolve to an Either; the catch only keeps a bug from becoming an unhandled
-      // rejection.
-      releases.add(
-        release
-          .catch((error: unknown) =>
-            E.left<ConsulError>({ _tag: 'Unreachable', message: String(error), cause: error }),
-          )
-          .finally(done),
-      )
-    },
-    client,
-    withClient,
+  // Hands each background release to the handle, so close() can await it.
+  const onRelease = (release: Promise<E.Either<ConsulError, void>>): void => {
+    const done = use()
+    // Releases resolve to an Either; the catch only keeps a bug from becoming an unhandled
+    // rejection.
+    releases.add(
+      release
+        .catch((error: unknown) =>
+          E.left<ConsulError>({ _tag: 'Unreachable', message: String(error), cause: error }),
+        )
+        .finally(done),
+    )
   }
+  const lifecycle: ContenderLifecycle = { closing, withClient }
 
   // The latest state of the running contender, renewals included, for the guard.
   let current: S | undefined
@@ -166,8 +156,8 @@ export function contenderHandle<S extends HeldState>(
     now: () => (spec.scheduler ?? asyncScheduler).now(),
   })
 
-  // The running contenders (one per first subscription), for close().
-  const runs = new Set<ContenderRun>()
+  // The running contender (`state$` is shared: one at a time), for close().
+  let running: ContenderRun | undefined
   // One Observable, no operator chain: a thousand waiting contenders are a thousand members and
   // their subscribers, nothing more (see the bench's subscribers per contender).
   const states = new Observable<S>((subscriber) => {
@@ -188,7 +178,7 @@ export function contenderHandle<S extends HeldState>(
     try {
       const options = spec.options()
       run = contend(
-        { ...options, client: client(), onRelease: lifecycle.onRelease },
+        { ...options, client: client(), onRelease },
         {
           // A new session starts with an empty state: keep the reason of the last transition.
           next: (core) => {
@@ -204,14 +194,14 @@ export function contenderHandle<S extends HeldState>(
           complete: () => subscriber.complete(),
         },
       )
-      runs.add(run)
+      running = run
     } catch (error) {
       // Options are resolved here: their errors leave as SemaphoreError too.
       subscriber.error(toSemaphoreError(error))
     }
     return () => {
       if (run !== undefined) {
-        runs.delete(run)
+        if (running === run) running = undefined
         run.stop()
       }
       current = undefined
@@ -229,7 +219,7 @@ export function contenderHandle<S extends HeldState>(
     guard,
     close: async () => {
       closing.next(true)
-      for (const run of [...runs]) run.close()
+      running?.close()
       const results = await Promise.all(releases)
       releases.clear()
       // When that was the last use of the default client, wait until its connections are closed.

@@ -70,12 +70,21 @@ describe('the watchdog script', () => {
     bash.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
     const ended = new Promise<number | null>((done) => bash.once('exit', (code) => done(code)))
     const pgid = group()
-    bash.stdin.write(`guard ${pgid} ${Date.now() + 2500}\n`)
+    let stdout = ''
+    bash.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    const firstDeadline = Date.now() + 2500
+    bash.stdin.write(`guard ${pgid} ${firstDeadline}\n`)
     bash.stdin.write('d')
+    // The pause is the fault under test (longer than the idle check), not a wait for a state.
     await new Promise((done) => setTimeout(done, 1300))
     bash.stdin.write(`eadline ${Date.now() + 60_000}\n`)
-    // Past the first deadline: the group must still run, the line having extended it.
-    await new Promise((done) => setTimeout(done, 2000))
+    // Nothing is to happen, so the state waited for is the moment the first deadline is behind
+    // us (with the watchdog's own check after it): had the line been lost, the watchdog would
+    // have fired then.
+    while (Date.now() < firstDeadline + 500) {
+      await new Promise((done) => setTimeout(done, 50))
+    }
+    assert.doesNotMatch(stdout, /fired/)
     assert.equal(await processGone(pgid, 0), false, `the group was stopped:\n${stderr}`)
     bash.stdin.end('done\n')
     assert.equal(await ended, 0)

@@ -115,10 +115,10 @@ const WAITER_REFRESH_MS = 1000
 export function contend(options: ContendOptions, observer: ContenderObserver): ContenderRun {
   const member = new Member(options, observer)
   member.start()
-  return { close: () => member.close(), stop: () => member.stop() }
+  return member
 }
 
-class Member implements CoordinatedMember, LeaseListener {
+class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   private readonly scheduler: SchedulerLike
   private readonly random: () => number
   private readonly coordinator: PrefixCoordinator
@@ -128,9 +128,8 @@ class Member implements CoordinatedMember, LeaseListener {
   private readonly refreshMs: number
   private readonly decide: DecideStep
 
+  /** The state after the last event (between runs: the last run's, the base of the notices). */
   private state: ContenderState = initialContenderState
-  /** The state after the last event of a run (the base of the notices between runs). */
-  private lastRunState: ContenderState | undefined
   private finished = false
   private closing = false
   private trying: boolean
@@ -159,7 +158,6 @@ class Member implements CoordinatedMember, LeaseListener {
 
   // Timers and calls in flight.
   private wakeTimer: Subscription | undefined
-  private wakeAt: number | undefined
   private lease: SessionLease | undefined
   private retryTimer: Subscription | undefined
   private startupTimer: Subscription | undefined
@@ -406,11 +404,10 @@ class Member implements CoordinatedMember, LeaseListener {
     const before = this.state
     const after = reduceContender(before, input, this.scheduler.now(), this.core)
     this.state = after
-    this.lastRunState = after
     this.attempt = 0
     this.aclInRow = 0
     if (!sameContenderState(before, after)) this.emit(after)
-    if (after.wakeAt !== this.wakeAt) this.scheduleWake(after.wakeAt)
+    if (after.wakeAt !== before.wakeAt) this.scheduleWake(after.wakeAt)
     if (after.next !== this.action) this.startAction(after.next)
     if (after.holding) this.trying = false
     if (this.trying && tryOnceRefused(after)) this.gaveUp = true
@@ -426,7 +423,6 @@ class Member implements CoordinatedMember, LeaseListener {
 
   private scheduleWake(at: number | undefined): void {
     this.cancel('wakeTimer')
-    this.wakeAt = at
     if (at === undefined) return
     this.wakeTimer = this.scheduler.schedule(
       () => {
@@ -470,7 +466,6 @@ class Member implements CoordinatedMember, LeaseListener {
       )
     }
     this.cancel('wakeTimer')
-    this.wakeAt = undefined
     this.lease?.stop()
     this.lease = undefined
     this.actionRun?.unsubscribe()
@@ -513,9 +508,9 @@ class Member implements CoordinatedMember, LeaseListener {
       return this.fail(toSemaphoreError(persistentAclError(error, this.aclInRow)))
     }
     // While no session can be made, the core does not run: these states say why it waits.
-    if (this.lastRunState?.holding !== true) {
+    if (!this.state.holding) {
       this.emit({
-        ...(this.lastRunState ?? initialContenderState),
+        ...this.state,
         connected: false,
         next: undefined,
         lastFailure: { during: 'session', error },

@@ -11,8 +11,6 @@ export interface RegistryLease<V> {
 export interface Registry<V> {
   /** The value for (client, key), made by `create` when nobody holds one; counted until released. */
   readonly acquire: (client: ConsulClient, key: string, create: () => V) => RegistryLease<V>
-  /** The value for (client, key) if somebody holds it, without holding it. */
-  readonly peek: (client: ConsulClient, key: string) => V | undefined
   /** How many values are held now (for tests and benchmarks). */
   readonly size: () => number
 }
@@ -65,7 +63,6 @@ export function refCountedRegistry<V>(dispose?: (value: V) => void): Registry<V>
         },
       }
     },
-    peek: (client, key) => byClient.get(client)?.get(key)?.value,
     size: () => held,
   }
 }

@@ -101,11 +101,6 @@ export class PrefixCoordinator {
     })
   }
 
-  /** Members following the watch now (for tests and benchmarks). */
-  get size(): number {
-    return this.watching.size
-  }
-
   /**
    * Whether a member of `limit` may join in one transaction (`ContenderProtocol.join`): it is the
    * only member, nobody else is joining, and a snapshot of this prefix showed a `.lock` such a
@@ -213,8 +208,7 @@ export class PrefixCoordinator {
   }
 
   private watch(): Observable<WatchEvent> {
-    const { scheduler: _scheduler, ...watchOptions } = this.options
-    const options: WatchOptions = { ...watchOptions, scheduler: this.options.scheduler }
+    const options: WatchOptions = this.options
     // Without a queue there is no target to choose: the prefix watch of the process, which a
     // leader election's `leader$` reads too (one long poll for both).
     if (!this.protocol.herdFree) return sharedWatch(this.client, `${this.prefix}/`, options)

@@ -107,6 +107,22 @@ describe('decide', () => {
       })
     })
 
+    it('should keep a holder Held under a .lock whose limit an operator changed', () => {
+      expectType(decideIn('a .lock with another limit that lists me'), 'Held')
+    })
+
+    it('should take a raised limit when it follows the limit, writing that limit', () => {
+      const decision = expectType(decideIn('a raised limit, followed'), 'TryAcquire')
+      assert.equal(text(decision.body), '{"Limit":3,"Holders":{"a":true,"b":true,"me":true}}')
+      assert.equal(decision.view.limit, 3)
+    })
+
+    it('should admit no one while the holders are more than a lowered limit it follows', () => {
+      const decision = expectType(decideIn('a limit lowered under its holders, followed'), 'Wait')
+      assert.equal(decision.freeSlots, 0)
+      assert.equal(decision.view.limit, 1)
+    })
+
     it('should throw a RangeError when the local limit is not a positive integer', () => {
       const { snapshot } = scenario('a missing .lock')
       assert.throws(() => decide(snapshot, { ...options, limit: 0 }), RangeError)

@@ -252,11 +252,6 @@ describe('releaseStart / releaseNext: a .lock it must not write', () => {
   const cases = [
     ['corrupt', lockEntry(prefix, '{"Limit":2,', 40n), 'CorruptLock'],
     ['of consul lock', lockEntry(prefix, 'x', 40n, { flags: LOCK_FLAGS }), 'Conflict'],
-    [
-      'of another limit',
-      lockEntry(prefix, '{"Limit":3,"Holders":{"me":true}}', 40n),
-      'LimitConflict',
-    ],
   ] as const
   for (const [what, entry, problem] of cases) {
     it(`should delete only its key under a .lock ${what}, and not read again`, () => {
@@ -279,6 +274,75 @@ describe('releaseStart / releaseNext: a .lock it must not write', () => {
       destroyed(),
     ])
     assert.deepEqual(calls, [call.read, call.deleteKey, call.destroy])
+  })
+})
+
+describe('releaseStart / releaseNext: a limit an operator changed', () => {
+  const limited = (limit: number, holders: string, index: bigint) =>
+    lockEntry(prefix, `{"Limit":${limit},"Holders":{${holders}}}`, index)
+  const casOutAt = (limit: number, index: bigint, holders: string) =>
+    `txn [cas ${prefix}/.lock@${index} {"Limit":${limit},"Holders":{${holders}}} flags=SEMAPHORE; delete ${prefix}/me]`
+
+  it('should CAS itself out of a .lock that states another limit now, writing that limit back', () => {
+    const raised = limited(3, '"me":true,"other":true', 46n)
+    const { calls, result } = play(releaseStart(input), releaseNext, [
+      answer.lock(raised),
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [call.read, casOutAt(3, 46n, '"other":true'), call.destroy])
+    assert.deepEqual(result, E.right({ type: 'Released' }))
+  })
+
+  it('should not hand its slot on when it does not follow the new limit (the plain release)', () => {
+    const raised = limited(3, '"me":true', 46n)
+    const hint = snapshotOf([raised, me, ours('w1', 10n)])
+    const { calls } = play(releaseStart({ ...input, hint }), releaseNext, [
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [casOutAt(3, 46n, ''), call.destroy])
+  })
+
+  it('should not hand its slot on while the holders are more than a lowered limit', () => {
+    const lowered = lockEntry(prefix, '{"Limit":1,"Holders":{"me":true,"other":true}}', 47n)
+    const hint = snapshotOf([lowered, me, ours('other', 6n, HOLDER_FLAGS), ours('w1', 10n)])
+    const follower = { ...input, followLimit: true, hint }
+    const { calls } = play(releaseStart(follower), releaseNext, [committed(), destroyed()])
+    assert.deepEqual(calls, [casOutAt(1, 47n, '"other":true'), call.destroy])
+  })
+
+  it('should hand its slot on under a raised limit when it follows the limit', () => {
+    const raised = limited(3, '"me":true', 46n)
+    const hint = snapshotOf([raised, me, ours('w1', 10n)])
+    const follower = { ...input, followLimit: true, hint }
+    const { calls, result } = play(releaseStart(follower), releaseNext, [committed(), destroyed()])
+    assert.deepEqual(calls, [
+      `txn [check-session ${prefix}/w1 w1; ` +
+        `cas ${prefix}/.lock@46 {"Limit":3,"Holders":{"w1":true}} flags=SEMAPHORE; ` +
+        `delete ${prefix}/me; set ${prefix}/w1  flags=HOLDER]`,
+      call.destroy,
+    ])
+    assert.deepEqual(result, E.right({ type: 'HandedOff', heir: 'w1' }))
+  })
+
+  it('should give up a hand-off retried after the limit was lowered under the holders', () => {
+    const lowered = lockEntry(prefix, '{"Limit":1,"Holders":{"me":true,"other":true}}', 48n)
+    const follower = { ...input, followLimit: true, hint: handOffHint }
+    const { calls } = play(releaseStart(follower), releaseNext, [
+      rolledBack(CAS_OP, 0),
+      waited(),
+      answer.lock(lowered),
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [
+      call.handOff(40n, '"w1":true'),
+      'wait 0ms',
+      call.read,
+      casOutAt(1, 48n, '"other":true'),
+      call.destroy,
+    ])
   })
 })
 

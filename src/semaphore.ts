@@ -54,7 +54,10 @@ export interface SemaphoreState {
    * the first two in line; further back it is updated when the contender moves (see `holders`).
    */
   readonly rank: number | undefined
-  /** The slot limit from the options. */
+  /**
+   * The slot limit in force: the one `.lock` states once a snapshot was read (an operator may
+   * change it: `followLimit`), the options' before that.
+   */
   readonly limit: number
   /** The prefix watch is connected (its last request succeeded). */
   readonly connected: boolean
@@ -179,7 +182,7 @@ export function toSemaphoreState(core: ContenderState, limit: number): Semaphore
       !promoted && !released && (decision?.type === 'Wait' || decision?.type === 'TryAcquire')
         ? decision.rank
         : undefined,
-    limit,
+    limit: core.view?.limit ?? limit,
     connected: core.connected,
     leaseDeadline: core.leaseDeadline,
     ...(core.lastFailure === undefined ? {} : { lastError: toContenderFailure(core.lastFailure) }),
@@ -235,6 +238,7 @@ export function semaphore(
         ...resolveContenderOptions(options, 'rx-consul-semaphore'),
         protocol: semaphoreProtocol,
         limit: resolveLimit(options.limit),
+        followLimit: options.followLimit === true,
         fairness: fairness !== false && internal.tryOnce !== true,
         fairnessGraceMs: typeof fairness === 'object' ? fairness.graceMs : undefined,
         scheduler: options.scheduler,

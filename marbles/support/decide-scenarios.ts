@@ -108,6 +108,28 @@ export const decideScenarios = {
     snapshot: snapshotOf([lockEntry(prefix, '{"Limit":5,"Holders":{}}', 40n), me]),
     options,
   },
+  'a .lock with another limit that lists me': {
+    snapshot: snapshotOf([lockEntry(prefix, '{"Limit":5,"Holders":{"me":true}}', 40n), me]),
+    options,
+  },
+  'a raised limit, followed': {
+    snapshot: snapshotOf([
+      lockEntry(prefix, '{"Limit":3,"Holders":{"a":true,"b":true}}', 40n),
+      contenderEntry(prefix, 'a', 10n),
+      contenderEntry(prefix, 'b', 11n),
+      me,
+    ]),
+    options: { ...options, followLimit: true },
+  },
+  'a limit lowered under its holders, followed': {
+    snapshot: snapshotOf([
+      lockEntry(prefix, '{"Limit":1,"Holders":{"a":true,"b":true}}', 40n),
+      contenderEntry(prefix, 'a', 10n),
+      contenderEntry(prefix, 'b', 11n),
+      me,
+    ]),
+    options: { ...options, followLimit: true },
+  },
   ...Object.fromEntries(
     corruptBodies.map(([what, body]) => [
       `a corrupt .lock: ${what}`,

@@ -57,7 +57,11 @@ export interface RankedContender {
  * ```
  */
 export interface SemaphoreView {
-  /** The slot limit (this contender's, which `.lock` agrees with). */
+  /**
+   * The slot limit in force: the one `.lock` states (this contender's own while there is no
+   * `.lock` yet). A contender that does not follow the limit decides only when the two agree,
+   * but keeps a slot it holds when an operator changes the limit (`LimitConflict` otherwise).
+   */
   readonly limit: number
   /** The shape `.lock` was read in; undefined while it has no body (or for a single-key lock). */
   readonly shape: LockShape | undefined

@@ -81,8 +81,20 @@ export interface ContenderOptions {
  * ```
  */
 export interface SemaphoreOptions extends ContenderOptions {
-  /** How many contenders may hold a slot at once; all contenders of a prefix must agree. */
+  /**
+   * How many contenders may hold a slot at once; all contenders of a prefix must agree, unless
+   * `followLimit`. With `followLimit`, the limit written when this contender creates `.lock`.
+   */
   readonly limit: number
+  /**
+   * Follow the limit `.lock` states instead of failing with LimitConflict when it is not
+   * `limit`, so that an operator can change it live (`rxsem set-limit`, `setLimit(...)`): a raise
+   * admits at once, a lowering lets the holders finish and admits no one until they are fewer
+   * than the new limit. `state$`'s `limit` tells the limit in force. Default false: a `.lock` with
+   * another limit stops a contender that does not hold (as `consul lock -n` does), while a
+   * holder keeps its slot until it gives it back.
+   */
+  readonly followLimit?: boolean
   /**
    * Serve waiters in arrival order (true, default), so that a release wakes one CAS attempt; after
    * `graceMs` (default 2000) of unused free slots any waiter may try. false: everyone tries.

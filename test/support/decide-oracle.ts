@@ -14,6 +14,8 @@ import { decodeLock } from '../../src/core/lock-body/decode-lock.js'
 export interface OracleOptions {
   readonly prefix: string
   readonly limit: number
+  /** Take the limit `.lock` states rather than refusing another one. */
+  readonly followLimit?: boolean | undefined
   readonly session: string
   readonly fairness?: boolean | undefined
   readonly ignoreRank?: boolean | undefined
@@ -23,7 +25,7 @@ const utf8 = new TextEncoder()
 
 /** The decision the rules give `options.session` on `snapshot`. */
 export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): Decision {
-  const { prefix, limit, session } = options
+  const { prefix, session } = options
   const key = `${prefix}/.lock`
   const lock = snapshot.entries.find((entry) => entry.key === key)
 
@@ -34,9 +36,10 @@ export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): 
   const read = lock === undefined ? E.right(undefined) : decodeLock(lock.value, key)
   if (E.isLeft(read)) return read.left
   const record = read.right
-  if (record !== undefined && record.limit !== limit) {
-    return { type: 'LimitConflict', key, lockLimit: record.limit, localLimit: limit }
-  }
+  // The limit in force is the one `.lock` states; ours only names a `.lock` not written yet.
+  const limit = record?.limit ?? options.limit
+  const conflict =
+    record !== undefined && record.limit !== options.limit && options.followLimit !== true
 
   // A session is alive while it locks any key of the listing.
   const live = new Set(snapshot.entries.map((entry) => entry.session).filter((s) => !!s))
@@ -66,7 +69,12 @@ export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): 
   const lockIndex = lock?.modifyIndex ?? 0n
   const view = { limit, shape: record?.shape, lockIndex, liveHolders, deadHolders, waiting }
 
+  // A holder keeps its slot whatever limit `.lock` states; a contender that disagrees with the
+  // limit and does not follow it may do nothing else.
   if (liveHolders.includes(session)) return { type: 'Held', view }
+  if (conflict) {
+    return { type: 'LimitConflict', key, lockLimit: limit, localLimit: options.limit }
+  }
   const own = snapshot.entries.find((entry: KVEntry) => entry.key === `${prefix}/${session}`)
   if (own === undefined || own.session !== session) return { type: 'NotContending', view }
 

@@ -27,23 +27,35 @@ const OUTSIDER = 'outsider-1'
 /** Every session to ask: those that may have keys, the dead, a stranger, one with nothing. */
 const askers = [...SESSIONS, ...GHOSTS, STRANGER, OUTSIDER]
 
-/** Whether a contender may skip the queue: fairness off or ignoreRank, each unset, on or off. */
+/**
+ * Whether a contender may skip the queue (fairness off or ignoreRank) and whether it follows the
+ * limit `.lock` states: each unset, on or off.
+ */
 const contenderOptions = fc.record({
   fairness: fc.option(fc.boolean(), { nil: undefined }),
   ignoreRank: fc.option(fc.boolean(), { nil: undefined }),
+  followLimit: fc.option(fc.boolean(), { nil: undefined }),
 })
+
+type ContenderCase = [SemaphoreCase, { readonly followLimit?: boolean | undefined }]
 
 const cases = fc.tuple(semaphoreCase(prefix), contenderOptions)
 
-/** The problem the generated `.lock` was meant to have, if any. */
-function intendedProblem(c: SemaphoreCase): Decision['type'] | undefined {
+/** The problem the generated `.lock` was meant to have for this contender, if any. */
+function intendedProblem([c, contender]: ContenderCase): Decision['type'] | undefined {
   const { lock } = c
   if (lock.kind === 'absent') return undefined
   if (lock.flags !== 0n && lock.flags !== SEMAPHORE_FLAGS) return 'Conflict'
   if (lock.kind === 'corrupt') return 'CorruptLock'
-  if (lock.kind === 'valid' && lock.limit !== c.limit) return 'LimitConflict'
+  if (lock.kind === 'valid' && lock.limit !== c.limit && contender.followLimit !== true) {
+    return 'LimitConflict'
+  }
   return undefined
 }
+
+/** The limit in force: the one a valid `.lock` states, the contenders' own without one. */
+const limitInForce = (c: SemaphoreCase): number =>
+  c.lock.kind === 'valid' ? c.lock.limit : c.limit
 
 /** The holders the generated `.lock` lists (once each), and which of them are alive. */
 function intendedHolders(c: SemaphoreCase): { listed: string[]; live: Set<string> } {
@@ -53,13 +65,18 @@ function intendedHolders(c: SemaphoreCase): { listed: string[]; live: Set<string
 }
 
 describe('decide (property)', () => {
-  it("should never write over a corrupt .lock, another tool's flags or another limit", () => {
+  it("should never write over a corrupt .lock, another tool's flags or another limit (unless it follows it)", () => {
     fc.assert(
-      fc.property(cases, ([c, contender]) => {
-        const problem = intendedProblem(c)
+      fc.property(cases, (k) => {
+        const [c, contender] = k
+        const problem = intendedProblem(k)
+        const { listed, live } = intendedHolders(c)
         for (const session of askers) {
           const decision = decide(c.snapshot, { prefix, limit: c.limit, session, ...contender })
+          const holds = listed.includes(session) && live.has(session)
           if (problem === undefined) assert.ok(decision.view !== undefined, 'decides on a view')
+          // An operator's change of the limit never takes a slot from its holder.
+          else if (problem === 'LimitConflict' && holds) assert.equal(decision.type, 'Held')
           else assert.equal(decision.type, problem)
         }
       }),
@@ -67,10 +84,12 @@ describe('decide (property)', () => {
     )
   })
 
-  it('should say Held to every live holder, and to no one else', () => {
+  it('should say Held to every live holder, and to no one else, whatever limit .lock states', () => {
     fc.assert(
-      fc.property(cases, ([c, contender]) => {
-        fc.pre(intendedProblem(c) === undefined)
+      fc.property(cases, (k) => {
+        const [c, contender] = k
+        const problem = intendedProblem(k)
+        fc.pre(problem === undefined || problem === 'LimitConflict')
         const { listed, live } = intendedHolders(c)
         for (const session of askers) {
           const decision = decide(c.snapshot, { prefix, limit: c.limit, session, ...contender })
@@ -84,20 +103,25 @@ describe('decide (property)', () => {
 
   it("should try only for a free slot, on .lock's ModifyIndex, keeping the live holders in the shape read", () => {
     fc.assert(
-      fc.property(cases, ([c, contender]) => {
-        fc.pre(intendedProblem(c) === undefined)
+      fc.property(cases, (k) => {
+        const [c, contender] = k
+        fc.pre(intendedProblem(k) === undefined)
         const { listed, live } = intendedHolders(c)
         const liveHolders = listed.filter((h) => live.has(h))
+        const limit = limitInForce(c)
         for (const session of askers) {
           const decision = decide(c.snapshot, { prefix, limit: c.limit, session, ...contender })
           if (decision.type !== 'TryAcquire') continue
-          assert.ok(liveHolders.length < c.limit, 'tries only with a free slot')
+          assert.ok(
+            liveHolders.length < limit,
+            'tries only with a free slot under the limit in force',
+          )
           const lockIndex = c.lock.kind === 'absent' ? 0n : c.lock.modifyIndex
           assert.equal(decision.cas, lockIndex, ".lock's ModifyIndex, 0n if absent")
           const written = decodeLock(decision.body, 'k')
           assert.ok(E.isRight(written) && written.right !== undefined, 'the body decodes')
           const body = written.right
-          assert.equal(body.limit, c.limit)
+          assert.equal(body.limit, limit, 'writes the limit in force, never its own over it')
           const shape = c.lock.kind === 'valid' ? c.lock.shape : 'go-map'
           assert.equal(body.shape, shape, "written in the shape read (Go's for a new one)")
           assert.ok(body.holders.includes(session), 'the deciding session is in the body')
@@ -106,7 +130,7 @@ describe('decide (property)', () => {
             body.holders.every((h) => live.has(h)),
             'dead holders pruned',
           )
-          assert.ok(body.holders.length <= c.limit, 'never more holders than the limit')
+          assert.ok(body.holders.length <= limit, 'never more holders than the limit')
         }
       }),
       runs(1000),
@@ -141,7 +165,8 @@ describe('prefixView and decideInView (property)', () => {
   it('should give each session, from one shared view, the decision the rules give it alone', () => {
     fc.assert(
       fc.property(cases, ([c, contender]) => {
-        const shared = prefixView(c.snapshot, { prefix, limit: c.limit })
+        const { followLimit } = contender
+        const shared = prefixView(c.snapshot, { prefix, limit: c.limit, followLimit })
         for (const session of askers) {
           const options = { prefix, limit: c.limit, session, ...contender }
           assert.deepStrictEqual(

@@ -5,7 +5,7 @@ import { releaseLock } from '../../src/core/lock-body/release-lock.js'
 import { contenderEntry, lockEntry, snapshotOf, text } from '../../marbles/support/snapshot.js'
 
 const prefix = 'svc/lock'
-const options = { prefix, session: 'me', limit: 3 }
+const options = { prefix, session: 'me' }
 
 describe('releaseLock', () => {
   it('should remove only this session, keep the shape and CAS on the ModifyIndex', () => {
@@ -21,6 +21,14 @@ describe('releaseLock', () => {
     const lock = lockEntry(prefix, '{"Limit":3,"Holders":{"a":true}}', 40n)
     assert.deepEqual(releaseLock(snapshotOf([lock]), options), { type: 'NotListed' })
     assert.deepEqual(releaseLock(snapshotOf([]), options), { type: 'NotListed' })
+  })
+
+  it('should let a holder leave a .lock whose limit an operator changed, keeping the new limit', () => {
+    const lock = lockEntry(prefix, '{"Limit":5,"Holders":{"a":true,"me":true}}', 41n)
+    const release = releaseLock(snapshotOf([lock]), options)
+    assert.ok(release.type === 'WriteRelease', release.type)
+    assert.equal(text(release.body), '{"Limit":5,"Holders":{"a":true}}')
+    assert.equal(release.cas, 41n)
   })
 
   it('should never write over a .lock of another tool', () => {

@@ -101,7 +101,8 @@ describe('viewCache (property)', () => {
     fc.assert(
       fc.property(run, (r) => {
         for (const decisions of replayShared(r)) {
-          const views = decisions.map((d) => d.view)
+          // Under a `.lock` of another limit only its holders decide on a view (Held).
+          const views = decisions.flatMap((d) => (d.view === undefined ? [] : [d.view]))
           const [first] = views
           views.forEach((view) => assert.equal(view, first, 'the same SemaphoreView'))
           if (first !== undefined) shared += 1
@@ -128,7 +129,12 @@ describe('viewCache (property)', () => {
           assert.equal(looked, viewStep(snapshot, options), 'memoised: the same Either')
           if (decided.view !== undefined) {
             assert.ok(E.isRight(looked) && looked.right.view === decided.view, 'the same view')
-          } else assert.ok(E.isLeft(looked), 'a prefix problem either way')
+          } else {
+            assert.ok(
+              E.isLeft(looked) || looked.right.limitConflict !== undefined,
+              'a prefix problem either way',
+            )
+          }
         }
       }),
       runs(100),
@@ -141,8 +147,13 @@ describe('viewCache (property)', () => {
       fc.property(run, (r) => {
         let previous: SemaphoreView | undefined
         for (const decisions of replayShared(r)) {
-          const view = decisions[0]?.view
-          if (view === undefined) continue // a prefix problem: the latest view stays the one before
+          const view = decisions.find((d) => d.view !== undefined)?.view
+          // A prefix problem, or a limit conflict no holder of these decided on: the view the
+          // cache keeps may be one this replay did not see, so compare from the next one on.
+          if (view === undefined) {
+            previous = undefined
+            continue
+          }
           for (const field of ['waiting', 'liveHolders', 'deadHolders'] as const) {
             if (previous === undefined) continue
             if (!isDeepStrictEqual(view[field], previous[field])) continue

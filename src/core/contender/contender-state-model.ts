@@ -50,8 +50,10 @@ export type DecideStep = (snapshot: KVSnapshot, options: DecideOptions) => Decis
 export interface ContenderStateOptions extends LeaseMargin {
   /** The semaphore prefix all contenders agree on. */
   readonly prefix: string
-  /** The slot limit, a positive integer; `.lock` must agree. */
+  /** The slot limit, a positive integer; `.lock` must agree unless `followLimit`. */
   readonly limit: number
+  /** Take the limit `.lock` states (see `PrefixViewOptions.followLimit`). Default false. */
+  readonly followLimit?: boolean | undefined
   /** Rank waiters so that a release wakes one CAS attempt (default true); see `decide`. */
   readonly fairness?: boolean | undefined
   /**

@@ -57,7 +57,13 @@ export function decidePatiently(
   counting: Pick<PatientDecision, 'graceFront' | 'graceSince'>,
   options: ContenderStateOptions,
 ): PatientDecision {
-  const base = { prefix: options.prefix, session, limit: options.limit, fairness: options.fairness }
+  const base = {
+    prefix: options.prefix,
+    session,
+    limit: options.limit,
+    followLimit: options.followLimit,
+    fairness: options.fairness,
+  }
   const decideStep = options.decide ?? decide
   const fair = decideStep(snapshot, base)
   if (options.fairness === false || fair.type !== 'Wait' || fair.rank === undefined) {

@@ -16,19 +16,21 @@ export interface ReadLock {
 /**
  * Checks the `.lock` entry of a snapshot the way Go's `Semaphore.Acquire` does, in its order:
  * flags (0 or SEMAPHORE_FLAGS, anything else is another tool's key: Conflict), body (CorruptLock),
- * limit agreement (LimitConflict). A missing key or an empty value means no holders yet.
+ * limit agreement (LimitConflict, only when `localLimit` is given). A missing key or an empty value
+ * means no holders yet.
  *
  * @example
  * readLock(undefined, 'svc/.lock', 3) // right({ record: undefined, lockIndex: 0n })
  * @param entry - The `.lock` entry of the snapshot, if any.
  * @param key - The `.lock` key, named in problems.
- * @param localLimit - This contender's limit.
+ * @param localLimit - This contender's limit; omitted, any limit `.lock` states is accepted (a
+ *   release, a contender that follows the limit, an operator changing it).
  * @returns The usable lock, or the problem that forbids any write.
  */
 export function readLock(
   entry: KVEntry | undefined,
   key: string,
-  localLimit: number,
+  localLimit?: number,
 ): E.Either<PrefixProblem, ReadLock> {
   if (entry === undefined) return E.right({ record: undefined, lockIndex: 0n })
   // Flags 0: a `.lock` written by a client that sets none (the guides' curl, the Java post).
@@ -38,7 +40,7 @@ export function readLock(
   return pipe(
     decodeLock(entry.value, key),
     E.flatMap((record): E.Either<PrefixProblem, ReadLock> =>
-      record !== undefined && record.limit !== localLimit
+      record !== undefined && localLimit !== undefined && record.limit !== localLimit
         ? E.left({ type: 'LimitConflict', key, lockLimit: record.limit, localLimit })
         : E.right({ record, lockIndex: entry.modifyIndex }),
     ),

@@ -10,7 +10,7 @@ import { readLock } from './read-lock.js'
  *
  * @example
  * ```ts
- * const release: ReleaseDecision = releaseLock(snapshot, { prefix, session, limit: 3 })
+ * const release: ReleaseDecision = releaseLock(snapshot, { prefix, session })
  * if (release.type === 'NotListed') console.log('nothing to give back')
  * ```
  */
@@ -41,25 +41,25 @@ export type ReleaseDecision =
  * @example
  * ```ts
  * const prefix = 'service/db/lock'
- * const release = releaseLock(snapshot, { prefix, session, limit: 3 })
+ * const release = releaseLock(snapshot, { prefix, session })
  * if (release.type === 'WriteRelease') {
  *   const options = { cas: release.cas, flags: SEMAPHORE_FLAGS }
  *   await consul.kv.put(lockKey(prefix), release.body, options)()
  * }
  * ```
  * @param snapshot - The prefix snapshot (only `.lock` is read).
- * @param options - Prefix, session and limit.
+ * @param options - Prefix and session.
  * @returns The write to make, NotListed, or the problem that forbids writing.
  */
 export function releaseLock(
   snapshot: KVSnapshot,
-  options: { readonly prefix: string; readonly session: string; readonly limit: number },
+  options: { readonly prefix: string; readonly session: string },
 ): ReleaseDecision {
   const key = lockKey(options.prefix)
+  // Whatever limit `.lock` states now (an operator may have changed it), a holder may leave it.
   const lock = readLock(
     snapshot.entries.find((entry) => entry.key === key),
     key,
-    options.limit,
   )
   if (E.isLeft(lock)) return lock.left
   const { record, lockIndex } = lock.right

@@ -25,6 +25,8 @@ export interface ReleaseInput {
   readonly prefix: string
   readonly session: string
   readonly limit: number
+  /** The holder takes the limit `.lock` states (see `PrefixViewOptions.followLimit`). */
+  readonly followLimit?: boolean | undefined
   /** CAS writes of `.lock` (hand-offs and plain) before giving up on a churning `.lock`. Default 10. */
   readonly attempts?: number | undefined
   /**
@@ -78,6 +80,7 @@ export interface ReleaseState {
   readonly prefix: string
   readonly session: string
   readonly limit: number
+  readonly followLimit: boolean | undefined
   readonly attempts: number
   readonly phase: Phase
   readonly inFlight: CallInFlight
@@ -129,19 +132,20 @@ export type ReleaseStep = PlanStep<ReleaseState, E.Either<ConsulError, ReleaseOu
  * @returns The first call to make.
  */
 export function releaseStart(input: ReleaseInput): ReleaseStep {
-  const { prefix, session, limit } = input
+  const { prefix, session, limit, followLimit } = input
   const state: Progress = {
     prefix,
     session,
     limit,
+    followLimit,
     attempts: input.attempts ?? 10,
     casSent: 0,
     keyGone: false,
   }
   if (input.hint === undefined) return read(state)
-  const offered = handOffLock(input.hint, { prefix, session, limit }, input.hintView)
+  const offered = handOffLock(input.hint, state, input.hintView)
   if (offered !== undefined) return handOff(state, offered)
-  const hinted = releaseLock(input.hint, { prefix, session, limit })
+  const hinted = releaseLock(input.hint, state)
   return hinted.type === 'WriteRelease' ? casOut(state, hinted) : read(state)
 }
 

@@ -51,6 +51,9 @@ export function decideInView(
     const acquiredAt = acquired.get(session)
     return acquiredAt === undefined ? { type: 'Held', view } : { type: 'Held', view, acquiredAt }
   }
+  // A `.lock` whose limit an operator changed keeps its holders (as Go's holders keep theirs); a
+  // contender that does not follow the limit only refuses to join or take a slot.
+  if (shared.right.limitConflict !== undefined) return shared.right.limitConflict
   if (!contenders.has(session)) return { type: 'NotContending', view }
 
   const freeSlots = Math.max(0, view.limit - view.liveHolders.length)

@@ -22,14 +22,17 @@ export interface DecideOptions extends PrefixViewOptions, ContenderDecideOptions
  * (plus the sort of the waiters); contenders that share a prefix share the first step (effects
  * layer).
  *
- * - `Held`: this session is among the live holders; nothing to write.
+ * - `Held`: this session is among the live holders; nothing to write. A holder stays `Held`
+ *   whatever limit `.lock` states: an operator's change of the limit never takes a slot away.
  * - `NotContending`: `<prefix>/<session>` is missing (or not locked by this session): create it.
  * - `TryAcquire`: PUT `body` to `.lock` with `?cas=<cas>` (0n creates) and SEMAPHORE_FLAGS. The
  *   body is the pruned holders plus this session, in the shape `.lock` was read in (Go's for a
  *   new one).
  * - `Wait`: no free slot, or a free slot that the waiter ranked first should take (one CAS at a
  *   time: the next in line tries once the first one's write shows in a snapshot).
- * - `Conflict` / `LimitConflict` / `CorruptLock`: never write; no retry fixes these.
+ * - `Conflict` / `LimitConflict` / `CorruptLock`: never write; no retry fixes these. A limit
+ *   that is not this contender's is a `LimitConflict` unless `followLimit`, which takes it; a
+ *   limit under the holders' count (lowered by an operator) is a `Wait` with no free slot.
  *
  * Safety never depends on the ranking: the CAS on `.lock`'s ModifyIndex serialises every writer,
  * including Go clients that do not rank themselves.

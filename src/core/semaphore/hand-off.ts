@@ -30,10 +30,22 @@ export interface HandOff {
   readonly cas: bigint
 }
 
+/** Whose slot is handed on, and the limit it contends with. */
+export interface HandOffOptions {
+  /** The semaphore prefix. */
+  readonly prefix: string
+  /** The holder giving its slot. */
+  readonly session: string
+  /** The holder's limit: `.lock` must state it, unless `followLimit`. */
+  readonly limit: number
+  /** The holder takes the limit `.lock` states (see `PrefixViewOptions.followLimit`). */
+  readonly followLimit?: boolean | undefined
+}
+
 /**
  * Whether this holder's release can hand its slot straight to the next waiter, from a snapshot
  * that lists it: only when `.lock` is readable and agrees with the limit, this session is a live
- * holder in it, and the first waiter in line runs this library (its key has CONTENDER_FLAGS). A
+ * holder in it, the holders are not more than the limit (an operator may have lowered it), and the first waiter in line runs this library (its key has CONTENDER_FLAGS). A
  * Go waiter would not know that it was handed a slot (its loop only counts holders), so when one
  * is first in line, or there is no waiter, the release is the plain one (`releaseLock`). Dead
  * holders are pruned, as any acquisition prunes them: the heir's acquisition is written by the
@@ -54,13 +66,15 @@ export interface HandOff {
  */
 export function handOffLock(
   snapshot: KVSnapshot,
-  options: { readonly prefix: string; readonly session: string; readonly limit: number },
+  options: HandOffOptions,
   shared: E.Either<PrefixProblem, PrefixView> = prefixView(snapshot, options),
 ): HandOff | undefined {
-  if (E.isLeft(shared)) return undefined
+  if (E.isLeft(shared) || shared.right.limitConflict !== undefined) return undefined
   const { view, holders } = shared.right
   const heir = view.waiting[0]?.session
   if (heir === undefined || !holders.has(options.session)) return undefined
+  // A limit lowered under its holders admits no one until they are fewer than it.
+  if (view.liveHolders.length > view.limit) return undefined
   const key = contenderKey(options.prefix, heir)
   const heirEntry = snapshot.entries.find((entry) => entry.key === key)
   if (heirEntry?.flags !== CONTENDER_FLAGS || heirEntry.session !== heir) return undefined
@@ -95,16 +109,18 @@ export function handOffLock(
  */
 export function handOffAgain(
   entry: KVEntry | undefined,
-  options: { readonly prefix: string; readonly session: string; readonly limit: number },
+  options: HandOffOptions,
   previous: HandOff,
 ): HandOff | undefined {
   const key = lockKey(options.prefix)
-  const lock = readLock(entry, key, options.limit)
+  const lock = readLock(entry, key, options.followLimit === true ? undefined : options.limit)
   if (E.isLeft(lock) || lock.right.record === undefined) return undefined
   const { record, lockIndex } = lock.right
   if (!record.holders.includes(options.session) || record.holders.includes(previous.heir)) {
     return undefined
   }
+  // Counted with the dead holders still listed (no listing here to prune them): never over.
+  if (record.holders.length > record.limit) return undefined
   const holders = [...record.holders.filter((h) => h !== options.session), previous.heir]
   return { ...previous, body: encodeLock({ ...record, holders }), cas: lockIndex }
 }

@@ -31,14 +31,30 @@ export interface PrefixView {
   readonly ranks: ReadonlyMap<string, number>
   /** Holders whose key the write that made them holders rewrote: its index (HOLDER_FLAGS). */
   readonly acquired: ReadonlyMap<string, bigint>
+  /**
+   * `.lock` states another limit than the contender's own, which does not follow it: the
+   * contender may keep a slot it holds (and give it back), but may not join, take or hand one on.
+   */
+  readonly limitConflict: LimitConflict | undefined
 }
+
+/** The prefix problem of a `.lock` whose limit is not the contender's. */
+export type LimitConflict = Extract<PrefixProblem, { readonly type: 'LimitConflict' }>
 
 /** What the view depends on besides the snapshot. */
 export interface PrefixViewOptions {
   /** The semaphore prefix all contenders agree on. */
   readonly prefix: string
-  /** The slot limit (a positive integer); `.lock` must agree. */
+  /**
+   * The slot limit (a positive integer): the one written when this contender creates `.lock`, and
+   * the one `.lock` must state unless `followLimit`.
+   */
   readonly limit: number
+  /**
+   * Take the limit `.lock` states, whatever it is (an operator may change it live: `setLimit`),
+   * instead of refusing a `.lock` that states another one (LimitConflict). Default false.
+   */
+  readonly followLimit?: boolean | undefined
 }
 
 /**
@@ -77,17 +93,20 @@ export function prefixView(
   const lock = readLock(
     snapshot.entries.find((entry) => entry.key === key),
     key,
-    limit,
   )
   if (E.isLeft(lock)) return lock
   const { record, lockIndex } = lock.right
+  const limitConflict: LimitConflict | undefined =
+    record === undefined || record.limit === limit || options.followLimit === true
+      ? undefined
+      : { type: 'LimitConflict', key, lockLimit: record.limit, localLimit: limit }
 
   const pruned = pruneHolders(record?.holders ?? [], liveSessions(snapshot.entries))
   const holders = new Set(pruned.liveHolders)
   const waiting = waitingContenders(snapshot.entries, prefix, holders)
   const before = previous?.view
   const view: SemaphoreView = {
-    limit,
+    limit: record?.limit ?? limit,
     shape: record?.shape,
     lockIndex,
     liveHolders: reuse(pruned.liveHolders, before?.liveHolders, sameString),
@@ -96,7 +115,7 @@ export function prefixView(
   }
   const ranks = new Map<string, number>()
   for (const contender of view.waiting) ranks.set(contender.session, contender.rank)
-  return E.right({ view, holders, ranks, ...ownKeys(snapshot, prefix) })
+  return E.right({ view, holders, ranks, limitConflict, ...ownKeys(snapshot, prefix) })
 }
 
 /**

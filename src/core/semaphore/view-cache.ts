@@ -52,12 +52,13 @@ export function viewCache(grace: SharedGrace = countedHere()): ViewCache {
   const view: ViewStep = (snapshot, options) => {
     let byLimit = views.get(snapshot)
     if (!byLimit) views.set(snapshot, (byLimit = new Map<number, SharedView>()))
-    let found = byLimit.get(options.limit)
+    const key = viewKey(options)
+    let found = byLimit.get(key)
     if (!found) {
       computed++
-      found = prefixView(snapshot, options, latest.get(options.limit)?.deref())
-      byLimit.set(options.limit, found)
-      if (E.isRight(found)) latest.set(options.limit, new WeakRef(found.right))
+      found = prefixView(snapshot, options, latest.get(key)?.deref())
+      byLimit.set(key, found)
+      if (E.isRight(found)) latest.set(key, new WeakRef(found.right))
     }
     return found
   }
@@ -70,6 +71,10 @@ export function viewCache(grace: SharedGrace = countedHere()): ViewCache {
 }
 
 /** A fairness grace kept in a variable. */
+/** One number per distinct view: the limit, negated for a contender that follows `.lock`'s. */
+const viewKey = (options: PrefixViewOptions): number =>
+  options.followLimit === true ? -options.limit : options.limit
+
 function countedHere(): SharedGrace {
   let counted: CountedGrace | undefined
   return { recall: () => counted, remember: (g) => (counted = g) }

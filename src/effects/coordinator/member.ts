@@ -47,6 +47,8 @@ export interface ContendOptions extends ResolvedContenderOptions {
   readonly client: ConsulClient
   readonly protocol: ContenderProtocol
   readonly limit: number
+  /** Take the limit `.lock` states (`SemaphoreOptions.followLimit`). Default false. */
+  readonly followLimit?: boolean | undefined
   readonly fairness: boolean
   readonly fairnessGraceMs: number | undefined
   /** Receives each release this contender starts in the background, so close() can await it. */
@@ -180,6 +182,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       client: options.client,
       prefix: options.prefix,
       limit: options.limit,
+      followLimit: options.followLimit === true,
       value: options.value,
       fairness: options.fairness,
       scheduler: this.scheduler,
@@ -190,6 +193,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     this.core = {
       prefix: options.prefix,
       limit: options.limit,
+      followLimit: options.followLimit,
       fairness: options.fairness,
       fairnessGraceMs: options.fairnessGraceMs,
       leaseMarginMs: options.leaseMarginMs,
@@ -252,6 +256,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       prefix: this.options.prefix,
       session,
       limit: this.options.limit,
+      followLimit: this.options.followLimit,
       fairness: this.options.fairness,
     })
     this.memo = { snapshot, decision, taken: false }
@@ -361,7 +366,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   /** Follows the prefix's watch; the process's only contender of a sound prefix joins first. */
   private join(): void {
     const { protocol } = this.options
-    if (protocol.join === undefined || !this.coordinator.mayJoin(this.options.limit)) {
+    if (protocol.join === undefined || !this.coordinator.mayJoin(this.contender)) {
       this.follow(undefined)
       return
     }

@@ -102,15 +102,16 @@ export class PrefixCoordinator {
   }
 
   /**
-   * Whether a member of `limit` may join in one transaction (`ContenderProtocol.join`): it is the
+   * Whether a member of `limit` (or one that follows `.lock`'s) may join in one transaction (`ContenderProtocol.join`): it is the
    * only member, nobody else is joining, and a snapshot of this prefix showed a `.lock` such a
    * contender may write. A join writes its key before it reads `.lock`, and a contender must write
    * nothing under a prefix held by `consul lock`, or with a `.lock` it cannot read or whose limit
    * differs.
    */
-  mayJoin(limit: number): boolean {
+  mayJoin(member: { readonly limit: number; readonly followLimit: boolean }): boolean {
     if (this.protocol.join === undefined || this.watching.size > 0 || this.joining > 0) return false
     const lock = this.memory.lock
+    const limit = member.followLimit ? undefined : member.limit
     return lock !== undefined && E.isRight(readLock(lock ?? undefined, lockKey(this.prefix), limit))
   }
 

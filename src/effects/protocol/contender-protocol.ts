@@ -17,6 +17,7 @@ export interface ProtocolContender {
   readonly client: ConsulClient
   readonly prefix: string
   readonly limit: number
+  readonly followLimit: boolean
   readonly value: string
   readonly fairness: boolean
   readonly scheduler: SchedulerLike

@@ -45,11 +45,10 @@ export const semaphoreProtocol: ContenderProtocol = {
       prefix: contender.prefix,
       session,
       limit: contender.limit,
+      followLimit: contender.followLimit,
       scheduler: contender.scheduler,
       hint: lastSeen,
-      hintView:
-        lastSeen &&
-        contender.cache.view(lastSeen, { prefix: contender.prefix, limit: contender.limit }),
+      hintView: lastSeen && contender.cache.view(lastSeen, contender),
     }),
   problemError,
 }

@@ -126,7 +126,9 @@ export function problemError(problem: PrefixProblem): SemaphoreError {
       return new SemaphoreError(
         'LimitConflict',
         `${problem.key} says the limit is ${problem.lockLimit}, but this contender was given limit ` +
-          `${problem.localLimit}. All contenders of a prefix must use the same limit; nothing was written.`,
+          `${problem.localLimit}. Nothing was written. All contenders of a prefix must use the same ` +
+          'limit, or take the one .lock states (option followLimit, rxsem run --follow-limit); ' +
+          'an operator changes it with `rxsem set-limit`.',
       )
     case 'CorruptLock':
       return new SemaphoreError(

@@ -33,6 +33,7 @@ export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
 // One-shot, Promise and per-task forms.
 export { tryAcquire, tryLead, type TryOptions } from './try-acquire.js'
 export { withSlot, type WithSlotOptions } from './with-slot.js'
+export { setLimit, type LimitChange, type SetLimitOptions } from './set-limit.js'
 export type { SlotGuard } from './slot-guard.js'
 export {
   exclusive,

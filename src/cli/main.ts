@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * `rxsem`: the command line of rx-consul-semaphore. Dispatches to `run`, `status` and `watch`;
+ * `rxsem`: the command line of rx-consul-semaphore. Dispatches to `run`, `status`, `watch` and
+ * `set-limit`;
  * every failure ends here as one `rxsem: ...` line on stderr and exit status 1.
  *
  * @packageDocumentation
@@ -8,6 +9,7 @@
 import { setFlagsFromString } from 'node:v8'
 import { describeError, ExitCode } from './report.js'
 import { runCommand } from './run/command.js'
+import { setLimitCommand } from './set-limit/command.js'
 import { statusCommand } from './status/command.js'
 import { mainUsage } from './args/usage.js'
 import { UsageError } from './args/parse-flags.js'
@@ -15,6 +17,7 @@ import { watchCommand } from './watch/command.js'
 
 const commands: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
   run: runCommand,
+  'set-limit': setLimitCommand,
   status: statusCommand,
   watch: watchCommand,
 }
@@ -33,8 +36,8 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === undefined) {
     throw new UsageError(
       name.startsWith('-')
-        ? `unknown flag ${name} before the command; the commands are run, status and watch.`
-        : `unknown command ${JSON.stringify(name)}; the commands are run, status and watch.`,
+        ? `unknown flag ${name} before the command; the commands are run, status, watch and set-limit.`
+        : `unknown command ${JSON.stringify(name)}; the commands are run, status, watch and set-limit.`,
     )
   }
   return command(rest)

@@ -49,6 +49,18 @@ describe('rxsem run arguments', () => {
     assert.equal(p.verbosity, 'normal')
     assert.equal(p.consul.address, '127.0.0.1:8501')
     assert.equal(p.sessionName, "rxsem run 'true' at svc/lock")
+    assert.equal(p.followLimit, false)
+  })
+
+  it('takes --follow-limit for a semaphore, and refuses it with --leader', () => {
+    assert.equal(
+      plan(['--prefix', 'p', '--limit', '2', '--follow-limit', '--', 'true']).followLimit,
+      true,
+    )
+    assert.throws(
+      () => planRun(['--leader', '--prefix', 'p', '--follow-limit', '--', 'true']),
+      /--leader holds a one-holder lock, whose limit is always 1/,
+    )
   })
 
   it('refuses a raw token, a missing command, --limit with --leader, and a bad TTL', () => {

@@ -26,6 +26,7 @@ const VALUES = [
   'leaderElection',
   'lockKey',
   'semaphore',
+  'setLimit',
   'tryAcquire',
   'tryLead',
   'watchPrefix',
@@ -48,6 +49,9 @@ const TYPES = [
   'SemaphoreOptions',
   'SemaphoreState',
   'TransitionReason',
+  // Changing a prefix's limit live.
+  'LimitChange',
+  'SetLimitOptions',
   // withSlot and exclusive.
   'ExclusiveClosed',
   'ExclusiveOptions',

@@ -1,4 +1,7 @@
-/** The arguments `rxsem status` and `rxsem watch` share: a prefix, the limit to expect, help. */
+/**
+ * The arguments `rxsem status`, `rxsem watch` and `rxsem set-limit` share: a prefix, a limit (to
+ * expect, or to set), help.
+ */
 import { resolveContenderOptions } from '../../options/contender-options.js'
 import { parseFlags, rejectPositionals, type OptionSpec, type ParsedValues } from './parse-flags.js'
 import { consulFlagSpec } from './consul-flags.js'
@@ -29,7 +32,7 @@ export type PrefixCommand =
 export function readPrefixCommand(
   argv: readonly string[],
   extra: OptionSpec,
-  command: 'status' | 'watch',
+  command: 'status' | 'watch' | 'set-limit',
 ): PrefixCommand {
   const spec: OptionSpec = {
     prefix: { type: 'string' },

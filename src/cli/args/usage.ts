@@ -6,9 +6,10 @@ export const mainUsage = `Usage: rxsem <command> [flags]
 A distributed semaphore and leader lock on Consul, interoperable with \`consul lock\`.
 
 Commands:
-  run      hold a slot of a semaphore (or the leader lock) while a command runs
-  status   show the holders and waiters of a prefix, once (--json for scripts)
-  watch    show the holders and waiters of a prefix live, until q or Ctrl-C
+  run        hold a slot of a semaphore (or the leader lock) while a command runs
+  status     show the holders and waiters of a prefix, once (--json for scripts)
+  watch      show the holders and waiters of a prefix live, until q or Ctrl-C
+  set-limit  change the limit of a semaphore live, keeping its holders
 
 Run \`rxsem <command> --help\` for its flags.
 `
@@ -30,7 +31,10 @@ lease deadline: SIGTERM 0.5 s before it, then SIGKILL).
 
 Flags:
   --prefix <p>         KV prefix all contenders agree on, e.g. service/db/lock
-  --limit <n>          most holders at once; every contender of the prefix must use the same
+  --limit <n>          most holders at once; every contender of the prefix must use the same,
+                       unless --follow-limit
+  --follow-limit       take the limit <p>/.lock states (an operator may change it with
+                       \`rxsem set-limit\`); --limit is then only the limit of a new .lock
   --leader             hold the leader lock (one holder) instead of a semaphore slot
   --ttl <duration>     session TTL, 10s to 24h (default 15s)
   --name <text>        session name shown by \`rxsem status\` and Consul's UI
@@ -102,4 +106,28 @@ Flags:
 ${consulFlagHelp}
 
 Exit status: 0 after q, Ctrl-C, SIGINT or SIGTERM; 1 error (message on stderr).
+`
+
+export const setLimitUsage = `Usage: rxsem set-limit --prefix <p> --limit <n> [--json] [flags]
+
+Changes the limit of the semaphore at <p> live: one check-and-set of <p>/.lock that keeps its
+holders, so no slot is taken from anyone and no acquisition or release in between is lost.
+Contenders started with --follow-limit (rxsem run) or followLimit (the library) take the new
+limit at their next read: a raise admits waiters at once; a lowering lets the holders finish
+and admits no one until fewer than <n> hold. Other contenders, and \`consul lock -n\` with
+another limit, fail with a limit conflict when they next try for a slot; their holders keep
+their slots until they release. Without a .lock yet, one is created with no holders.
+
+Flags:
+  --prefix <p>   KV prefix of the semaphore
+  --limit <n>    the new limit, a whole number of at least 1
+  --json         print one JSON object: {"prefix","previous","limit","holders","index"}
+                 (previous is null when there was no .lock; index is .lock's ModifyIndex)
+  -h, --help     show this help
+
+${consulFlagHelp}
+
+Exit status: 0 written (or the limit was already <n>); 1 error (message on stderr): bad flags,
+a .lock of \`consul lock\` without -n or that cannot be read (never written over), Consul
+unreachable or refusing.
 `

@@ -31,7 +31,7 @@ export interface CliContender {
 /** What the contender needs from the run's plan (a leader's limit is 1), and the client. */
 export type ContenderSpec = Pick<
   RunPlan,
-  'leader' | 'prefix' | 'limit' | 'ttl' | 'sessionName' | 'value' | 'timeoutMs'
+  'leader' | 'prefix' | 'limit' | 'followLimit' | 'ttl' | 'sessionName' | 'value' | 'timeoutMs'
 > & { readonly consul: ConsulClient }
 
 /**
@@ -51,7 +51,10 @@ export function createContender(spec: ContenderSpec): CliContender {
     ...(spec.value !== undefined ? { value: spec.value } : {}),
   }
   if (!spec.leader) {
-    const sem = semaphore({ ...common, limit: spec.limit }, internals)
+    const sem = semaphore(
+      { ...common, limit: spec.limit, followLimit: spec.followLimit },
+      internals,
+    )
     return { state$: sem.state$, lease$: leases(sem.state$), close: () => sem.close() }
   }
   const election = leaderElection(common, internals)

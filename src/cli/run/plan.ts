@@ -15,6 +15,8 @@ export interface RunPlan {
   readonly leader: boolean
   readonly prefix: string
   readonly limit: number
+  /** `--follow-limit`: take the limit `.lock` states (`SemaphoreOptions.followLimit`). */
+  readonly followLimit: boolean
   readonly ttl: string | undefined
   readonly sessionName: string
   readonly value: string | undefined
@@ -33,6 +35,7 @@ export const runFlagSpec = {
   prefix: { type: 'string' },
   limit: { type: 'string' },
   leader: { type: 'boolean' },
+  'follow-limit': { type: 'boolean' },
   ttl: { type: 'string' },
   name: { type: 'string' },
   value: { type: 'string' },
@@ -62,6 +65,13 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
   if (leader && limitFlag !== undefined && limitFlag !== 1) {
     throw new UsageError('--leader holds a one-holder lock: leave out --limit.', 'run')
   }
+  const followLimit = values['follow-limit'] === true
+  if (leader && followLimit) {
+    throw new UsageError(
+      '--leader holds a one-holder lock, whose limit is always 1: leave out --follow-limit.',
+      'run',
+    )
+  }
   if (!leader && limitFlag === undefined) {
     throw new UsageError('--limit is required (or --leader for a one-holder lock).', 'run')
   }
@@ -87,6 +97,7 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
     leader,
     prefix: resolved.prefix,
     limit,
+    followLimit,
     ttl,
     sessionName,
     value,

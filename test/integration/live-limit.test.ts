@@ -18,13 +18,7 @@ import {
 } from '../../src/index.js'
 import { startCli, startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import {
-  deleteTree,
-  eventually,
-  holdersOf,
-  listPrefix,
-  readLock,
-} from '../support/observe.js'
+import { deleteTree, eventually, holdersOf, listPrefix, readLock } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 /** One tenure as its contender saw it: from holding$ true to false, and its fencing token. */

@@ -49,6 +49,17 @@ describe('rxsem run arguments', () => {
     assert.equal(p.verbosity, 'normal')
     assert.equal(p.consul.address, '127.0.0.1:8501')
     assert.equal(p.sessionName, "rxsem run 'true' at svc/lock")
+    assert.equal(p.rideThrough, false)
+  })
+
+  it('rides through a Consul outage only when --ride-through is given', () => {
+    const base = ['--prefix', 'p', '--limit', '1']
+    assert.equal(plan([...base, '--ride-through', '--', 'true']).rideThrough, true)
+    assert.equal(plan([...base, '--', 'true']).rideThrough, false)
+    assert.equal(
+      plan(['--prefix', 'p', '--leader', '--ride-through', '--', 'true']).rideThrough,
+      true,
+    )
   })
 
   it('refuses a raw token, a missing command, --limit with --leader, and a bad TTL', () => {

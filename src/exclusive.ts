@@ -44,7 +44,8 @@ import { resolveContenderOptions, type ContenderOptions } from './options/conten
  */
 export interface ExclusiveOptions<T, R> extends Omit<
   ContenderOptions,
-  'prefix' | 'watchWait' | 'value'
+  // A task lock drops at a watch failure (`taskLockLoss`); riding through is for contenders.
+  'prefix' | 'watchWait' | 'value' | 'rideThrough'
 > {
   /** The task's lock key, e.g. `task => 'service/jobs/task/' + task.id`. */
   readonly keyOf: (task: T) => string

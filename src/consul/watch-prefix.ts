@@ -54,7 +54,10 @@ const PROGRESS_BURST = 5
  * the previous answer. A snapshot is emitted when the index changes, on the first answer, on the
  * first answer after a `disconnected` (even with an unchanged index: the consumer dropped its
  * state), and after the index went backwards (agent restart, snapshot restore: the loop resets
- * to a non-blocking read and emits what it reads).
+ * to a non-blocking read and emits what it reads). Those two non-blocking reads, which a consumer
+ * takes as the truth, are made in `consistent` mode unless the watch reads `stale`: right after a
+ * Consul leader election, a default read could come from a leader that has not applied the last
+ * writes yet.
  *
  * @example
  * ```ts
@@ -137,6 +140,17 @@ export function watchPrefix(
     let emitted: KVSnapshot['entries'] | undefined =
       start === undefined ? undefined : options.startEntries
     let aclFailuresInRow = 0
+    /**
+     * The next read follows a failure or an index that went back: it does not block, so a server
+     * that became leader a moment ago could answer it from a state that lacks the last writes it
+     * has not applied yet (Consul's default mode serves reads from the leader's state without
+     * waiting for its first barrier), and a consumer takes such an answer as the truth. It is
+     * read in `consistent` mode, which Consul answers only once the leader has applied everything
+     * (a 500 "Not ready to serve consistent reads" before, retried like any failure), unless the
+     * watch was asked for `stale` reads. A blocking read cannot be stale this way: it waits for
+     * an index past the one it blocks on.
+     */
+    let recovering = false
     let lastStart = Number.NEGATIVE_INFINITY
     // Token bucket for polls that follow progress (the index moved): a burst of changes, such as a
     // hand-over (release, then the next holder's CAS), is followed at once, while sustained churn
@@ -176,6 +190,7 @@ export function watchPrefix(
       // The next answer is a non-blocking read that is emitted even if its index did not move.
       mustEmit = true
       blockOn = undefined
+      recovering = true
       subscriber.next({ type: 'disconnected', error, attempt: failuresInRow, retryInMs })
       schedule(retryInMs)
     }
@@ -188,10 +203,12 @@ export function watchPrefix(
       }
       failuresInRow = 0
       aclFailuresInRow = 0
+      recovering = false
       if (blockOn !== undefined && snapshot.index < blockOn) {
         // The index went backwards (restart, restore, tombstone reaping): start over.
         blockOn = undefined
         mustEmit = true
+        recovering = true
         schedule(untilNextStart())
         return
       }
@@ -238,7 +255,8 @@ export function watchPrefix(
       inFlight = mine
       const request = client.kv.list(listed, {
         signal: stop.signal,
-        consistency: options.consistency,
+        consistency:
+          recovering && options.consistency !== 'stale' ? 'consistent' : options.consistency,
         ...(blockOn === undefined ? {} : { index: blockOn, waitMs }),
       })
       // The TaskEither never rejects; the catch only guards against a bug in this file.

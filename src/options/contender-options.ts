@@ -67,6 +67,18 @@ export interface ContenderOptions {
    * cannot be reached is retried for as long as it lasts. Default '15s'.
    */
   readonly startupTimeout?: Duration
+  /**
+   * Ride through a Consul outage as short as the lease: a holder whose watch fails (no answer, a
+   * 500 while the Consul servers elect a leader) or whose renewals fail keeps `holding$` true
+   * until its lease deadline (last successful renewal sent + TTL − `leaseMargin`), and not a
+   * moment longer; a renewal that succeeds meanwhile moves the deadline, as always. It turns false
+   * at once when an answer shows the slot gone (the session gone, its key or its place in `.lock`
+   * gone, as soon as Consul answers again). A contender that did not hold when the watch failed
+   * waits for the watch before it holds. The trade: an operator's removal of the holder (or any
+   * edit of `.lock` by hand) is seen only when Consul answers again, not while it is unreachable;
+   * see docs/safety.md. Default false: a watch failure drops `holding$` at once ('watch-failed').
+   */
+  readonly rideThrough?: boolean
   /** RxJS scheduler for every timer (tests). Default asyncScheduler. */
   readonly scheduler?: SchedulerLike
 }
@@ -123,6 +135,8 @@ export interface ResolvedContenderOptions {
   readonly watchWaitMs: number | undefined
   /** Infinity: no start-up timeout. */
   readonly startupTimeoutMs: number
+  /** Keep holding through a watch failure until the lease deadline (see ContenderOptions). */
+  readonly rideThrough: boolean
 }
 
 const invalid = (option: string, problem: string): SemaphoreError =>
@@ -198,6 +212,10 @@ export function resolveContenderOptions(
     )
   }
 
+  if (options.rideThrough !== undefined && typeof options.rideThrough !== 'boolean') {
+    throw invalid('rideThrough', `${JSON.stringify(options.rideThrough)} must be true or false.`)
+  }
+
   return {
     prefix,
     ttlMs,
@@ -210,6 +228,7 @@ export function resolveContenderOptions(
     leaseMarginMs,
     watchWaitMs,
     startupTimeoutMs,
+    rideThrough: options.rideThrough === true,
   }
 }
 

@@ -231,6 +231,11 @@ describe('bad input', () => {
       ['an absolute prefix', { prefix: '/svc/lock' }, /must not start with "\/"/],
       ['a prefix with an empty segment', { prefix: 'svc//lock' }, /empty/],
       ['a prefix with ".."', { prefix: 'svc/../lock' }, /"\.\."/],
+      [
+        'a rideThrough that is not a boolean',
+        { rideThrough: 'yes' as unknown as boolean },
+        /option rideThrough: "yes" must be true or false/,
+      ],
     ]
     for (const [what, options, message] of cases) {
       it(`errors with InvalidOptions for ${what}, before sending anything`, async () => {

@@ -92,7 +92,8 @@ describe('watchPrefix when the index goes backwards', () => {
       assert.ok((after?.index ?? high) < high)
       assert.deepEqual(watch.disconnects(), [], 'no disconnect: the index just went back')
       const queries = proxy.requests().map((r) => r.query)
-      const reset = queries.indexOf('recurse')
+      // Consistent: a leader elected a moment ago could answer a default read from an old state.
+      const reset = queries.indexOf('recurse&consistent')
       assert.ok(reset > 0, `a non-blocking re-read after the blocking poll: ${queries.join(' | ')}`)
       assert.ok(queries.slice(0, reset).every((q) => q.includes(`index=${high}`)))
     } finally {

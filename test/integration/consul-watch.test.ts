@@ -172,7 +172,11 @@ describe('watchPrefix', () => {
       const after = watch.snapshots()[1]
       assert.equal(after?.index, before?.index, 'same index, emitted anyway after a disconnect')
       assert.deepEqual(keysOf(after), keysOf(before))
-      assert.equal(proxy.requests()[0]?.query, 'recurse', 're-read without blocking')
+      assert.equal(
+        proxy.requests()[0]?.query,
+        'recurse&consistent',
+        're-read without blocking, in consistent mode',
+      )
       assert.equal(watch.error(), undefined)
     } finally {
       proxy.setMode('pass')

@@ -5,6 +5,8 @@ import { describe, it } from 'node:test'
 import { splitAtCommand, UsageError } from '../../src/cli/args/parse-flags.js'
 import { planRun, runFlagSpec, type RunPlan } from '../../src/cli/run/plan.js'
 import { tryOnceVerdictOf } from '../../src/cli/run/contender.js'
+import { describeTransition } from '../../src/cli/run/transitions.js'
+import type { SemaphoreState } from '../../src/semaphore.js'
 import { renderFrame, type WatchView } from '../../src/cli/watch/frame.js'
 import { SemaphoreError } from '../../src/errors.js'
 
@@ -50,6 +52,7 @@ describe('rxsem run arguments', () => {
     assert.equal(p.consul.address, '127.0.0.1:8501')
     assert.equal(p.sessionName, "rxsem run 'true' at svc/lock")
     assert.equal(p.followLimit, false)
+    assert.equal(p.rideThrough, false)
   })
 
   it('takes --follow-limit for a semaphore, and refuses it with --leader', () => {
@@ -60,6 +63,16 @@ describe('rxsem run arguments', () => {
     assert.throws(
       () => planRun(['--leader', '--prefix', 'p', '--follow-limit', '--', 'true']),
       /--leader holds a one-holder lock, whose limit is always 1/,
+    )
+  })
+
+  it('rides through a Consul outage only when --ride-through is given', () => {
+    const base = ['--prefix', 'p', '--limit', '1']
+    assert.equal(plan([...base, '--ride-through', '--', 'true']).rideThrough, true)
+    assert.equal(plan([...base, '--', 'true']).rideThrough, false)
+    assert.equal(
+      plan(['--prefix', 'p', '--leader', '--ride-through', '--', 'true']).rideThrough,
+      true,
     )
   })
 
@@ -134,5 +147,38 @@ describe('watch frame', () => {
     )
     assert.ok(lines.some((line) => line.startsWith('11111111  ') && line.includes('1m15s')))
     assert.ok(lines.some((line) => line.startsWith('22222222  DEAD')))
+  })
+})
+
+describe('rxsem run --verbose on a failed watch', () => {
+  const held: SemaphoreState = {
+    holding: true,
+    reason: 'acquired',
+    session: 'abcdef0123',
+    contending: true,
+    fencingToken: 7n,
+    holders: ['abcdef0123'],
+    waiting: [],
+    rank: undefined,
+    limit: 1,
+    connected: true,
+    leaseDeadline: 1000,
+  }
+  const messages = (previous: SemaphoreState, next: SemaphoreState): string[] =>
+    describeTransition(previous, next).map((line) => line.message)
+
+  it('says a holder that rides the failure holds on until the lease deadline', () => {
+    assert.ok(
+      messages(held, { ...held, connected: false }).includes(
+        'watch disconnected; retrying, holding on until the lease deadline (--ride-through)',
+      ),
+    )
+  })
+
+  it('says only that it retries when the failure dropped the slot', () => {
+    const dropped = { ...held, holding: false, reason: 'watch-failed' as const, connected: false }
+    const lines = messages(held, dropped)
+    assert.ok(lines.includes('watch disconnected; retrying'))
+    assert.ok(lines.includes('slot dropped (watch-failed)'))
   })
 })

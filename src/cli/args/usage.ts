@@ -43,6 +43,9 @@ Flags:
   --timeout <duration> give up when no slot is held within it (exit 124); 0 tries once:
                        run if a slot is free now, whatever the queue, else exit 124
   --grace <duration>   time between SIGTERM and SIGKILL when stopping the command (default 5s)
+  --ride-through       keep the command running while Consul does not answer (a leader
+                       election of its servers) until the lease deadline, instead of stopping it
+                       at the first failed watch; stopped at once if an answer shows the slot gone
   --shell              run the command through /bin/sh -c "<command and args joined by spaces>"
   --verbose            tell every transition and its reason (on stderr)
   --quiet              print nothing but errors

@@ -31,7 +31,15 @@ export interface CliContender {
 /** What the contender needs from the run's plan (a leader's limit is 1), and the client. */
 export type ContenderSpec = Pick<
   RunPlan,
-  'leader' | 'prefix' | 'limit' | 'followLimit' | 'ttl' | 'sessionName' | 'value' | 'timeoutMs'
+  | 'leader'
+  | 'prefix'
+  | 'limit'
+  | 'followLimit'
+  | 'ttl'
+  | 'sessionName'
+  | 'value'
+  | 'timeoutMs'
+  | 'rideThrough'
 > & { readonly consul: ConsulClient }
 
 /**
@@ -49,6 +57,7 @@ export function createContender(spec: ContenderSpec): CliContender {
     sessionName: spec.sessionName,
     ...(spec.ttl !== undefined ? { ttl: spec.ttl } : {}),
     ...(spec.value !== undefined ? { value: spec.value } : {}),
+    ...(spec.rideThrough ? { rideThrough: true } : {}),
   }
   if (!spec.leader) {
     const sem = semaphore(

@@ -23,6 +23,8 @@ export interface RunPlan {
   /** undefined: wait for ever; 0: try once. */
   readonly timeoutMs: number | undefined
   readonly graceMs: number
+  /** `--ride-through`: keep the command running through a Consul outage up to the lease. */
+  readonly rideThrough: boolean
   readonly shell: boolean
   readonly verbosity: Verbosity
   readonly command: readonly string[]
@@ -41,6 +43,7 @@ export const runFlagSpec = {
   value: { type: 'string' },
   timeout: { type: 'string' },
   grace: { type: 'string' },
+  'ride-through': { type: 'boolean' },
   shell: { type: 'boolean' },
   verbose: { type: 'boolean' },
   quiet: { type: 'boolean' },
@@ -103,6 +106,7 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
     value,
     timeoutMs: durationFlag(values, 'timeout', 'run'),
     graceMs: durationFlag(values, 'grace', 'run') ?? DEFAULT_GRACE_MS,
+    rideThrough: values['ride-through'] === true,
     shell: values['shell'] === true,
     verbosity:
       values['verbose'] === true ? 'verbose' : values['quiet'] === true ? 'quiet' : 'normal',

@@ -38,7 +38,14 @@ export function describeTransition(
     detail(`session ${shortSession(next.session)} created`)
   }
   if (previous !== undefined && previous.connected !== next.connected) {
-    detail(next.connected ? 'watch connected' : 'watch disconnected; retrying')
+    const riding = !next.connected && next.holding && previous.holding
+    detail(
+      next.connected
+        ? 'watch connected'
+        : riding
+          ? 'watch disconnected; retrying, holding on until the lease deadline (--ride-through)'
+          : 'watch disconnected; retrying',
+    )
   }
   const failure = next.lastError
   if (failure !== undefined && failure.message !== previous?.lastError?.message) {

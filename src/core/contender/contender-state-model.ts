@@ -77,6 +77,18 @@ export interface ContenderStateOptions extends LeaseMargin {
    * single-key lock (see DecideStep).
    */
   readonly decide?: DecideStep | undefined
+  /**
+   * Ride through a failing watch (default false). A holder whose watch reports `disconnected`
+   * keeps `holding` until its lease deadline instead of dropping it at once ('watch-failed'): a
+   * session Consul still renews holds its key, so no contender that follows the protocol can prune
+   * it meanwhile, and Consul renews every session's TTL when its servers elect a new leader. It
+   * drops at once when an answer shows the slot gone (a snapshot without it: 'removed'; the
+   * session gone: 'session-invalidated'), and at the deadline ('lease-expired'), which only a
+   * successful renewal moves. A contender that did not hold when the watch failed does not rise
+   * before the watch answers again. What it trades: an operator's edit of `.lock`, or the deletion
+   * of its key, is seen only when Consul answers again (docs/safety.md).
+   */
+  readonly rideThrough?: boolean | undefined
 }
 
 /**
@@ -117,7 +129,8 @@ export interface CountedGrace {
  * - `joining`: a session, but its contender key is not in the last snapshot (or none was seen);
  * - `waiting`: in the queue, with no free slot its turn allows (`Wait`);
  * - `acquiring`: its turn: the CAS of `.lock` is asked for or in flight (`TryAcquire`);
- * - `holding`: `holding` is true;
+ * - `holding`: `holding` is true (with `rideThrough`, also while its watch is down: `connected`
+ *   false and `lastFailure` tell that it rides on its lease);
  * - `doubtful`: `.lock` lists it, but the watch, the lease or the session is in doubt;
  * - `stopped`: the prefix has a problem no retry fixes (conflict, limit conflict, corrupt);
  * - `retired`: released, or its session is gone; no more writes for this session.
@@ -143,7 +156,10 @@ export interface ContenderState {
   readonly phase: ContenderPhase
   /** The current session, from the last `session-created`. */
   readonly session: string | undefined
-  /** True only while `.lock` lists this live session, the watch is connected and the lease valid. */
+  /**
+   * True only while `.lock` lists this live session, the watch is connected and the lease valid
+   * (with `rideThrough`, a holder stays true while the watch is down, until the lease deadline).
+   */
   readonly holding: boolean
   /** Why `holding` last changed; undefined before the first change. */
   readonly reason: TransitionReason | undefined

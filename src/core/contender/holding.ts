@@ -8,6 +8,8 @@ import type { ContenderEvent } from '../events.js'
  * change (never twice the same value in a row). True only after a CAS that added this session or a
  * snapshot listing it live, and only while the watch is connected and the lease valid; false at
  * once on removal, session loss, watch failure or release, and at the latest at the lease deadline.
+ * With `options.rideThrough`, a watch failure drops it only at the lease deadline (see
+ * `settleContender`).
  *
  * ```
  * events:  -c--s--k---d---s------r--|    c: session-created, s: snapshot listing us after k,

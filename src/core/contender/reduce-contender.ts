@@ -29,7 +29,8 @@ export function reduceContender(
   // the lease deadline or retry it was for would never be acted on. So a wake counts as `wakeAt`
   // at the earliest; acting a moment early on a deadline only drops `holding` sooner.
   const at = input.type === 'wake' && state.wakeAt !== undefined ? Math.max(now, state.wakeAt) : now
-  const settled = settleContender(state, applyContenderInput(state, input, at, options), input, at)
+  const applied = applyContenderInput(state, input, at, options)
+  const settled = settleContender(state, applied, input, at, options)
   const lastFailure = lastFailureAfter(state.lastFailure, input)
   return lastFailure === settled.lastFailure ? settled : { ...settled, lastFailure }
 }

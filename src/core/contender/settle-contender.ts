@@ -1,5 +1,10 @@
 import type { ContenderInput } from './contender-input.js'
-import type { ContenderAction, ContenderPhase, ContenderState } from './contender-state-model.js'
+import type {
+  ContenderAction,
+  ContenderPhase,
+  ContenderState,
+  ContenderStateOptions,
+} from './contender-state-model.js'
 import type { Decision, TransitionReason } from '../events.js'
 import { sameAction } from './same-action.js'
 
@@ -7,12 +12,24 @@ import { sameAction } from './same-action.js'
  * Derives what follows from the facts after an input: `holding` (listed, connected, lease valid,
  * not retired), the `reason` of a change, the `next` write and the next timer `wakeAt`.
  *
+ * With `options.rideThrough`, a holder rides through a watch failure: it stays holding while the
+ * watch is down, for as long as it stays listed, its lease valid and its session not retired.
+ * Only a holder rides: a contender that did not hold when the watch failed (or that dropped while
+ * it was down) rises only once the watch answers again.
+ *
+ * ```
+ * events:  C-l-d           C: session created (TTL 100: lease deadline 90), d: disconnected
+ * default: f-t-f           'watch-failed'
+ * ride:    f-t 87ms f      'lease-expired' at 90, unless a renewal moves the deadline first
+ * ```
+ *
  * @example
- * settleContender(before, applyContenderInput(before, input, now, options), input, now)
+ * settleContender(before, applyContenderInput(before, input, now, options), input, now, options)
  * @param prev - The state before the input.
  * @param s - The state with the input's facts applied.
  * @param input - The input.
  * @param now - Scheduler time of the input.
+ * @param options - The contender's options (`rideThrough`).
  * @returns The settled state.
  */
 export function settleContender(
@@ -20,10 +37,13 @@ export function settleContender(
   s: ContenderState,
   input: ContenderInput,
   now: number,
+  options: Pick<ContenderStateOptions, 'rideThrough'> = {},
 ): ContenderState {
   const leaseValid = s.leaseDeadline !== undefined && now < s.leaseDeadline
   const ending = input.type === 'end'
-  const holding = s.listed && s.connected && leaseValid && s.retired === undefined && !ending
+  // The watch vouches for the listing; without it, only a holder riding on its lease keeps it.
+  const watched = s.connected || (options.rideThrough === true && prev.holding)
+  const holding = s.listed && watched && leaseValid && s.retired === undefined && !ending
   const rising = holding && !prev.holding
   const reason: TransitionReason | undefined = rising
     ? s.heldInTenure
@@ -69,8 +89,9 @@ function fallReason(s: ContenderState, leaseValid: boolean, ending: boolean): Tr
   if (ending || s.retired === 'released') return 'released'
   if (s.retired === 'session-gone') return 'session-invalidated'
   if (!leaseValid) return 'lease-expired'
-  if (!s.connected) return 'watch-failed'
-  return 'removed'
+  // Before the watch: a riding holder that an answer shows unlisted was removed, connected or not.
+  if (!s.listed) return 'removed'
+  return 'watch-failed'
 }
 
 function actionOf(decision: Decision | undefined): ContenderAction | undefined {

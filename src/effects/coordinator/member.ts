@@ -197,6 +197,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       fairness: options.fairness,
       fairnessGraceMs: options.fairnessGraceMs,
       leaseMarginMs: options.leaseMarginMs,
+      rideThrough: options.rideThrough,
       scheduler: this.scheduler,
       sharedGrace: options.protocol.sharedGrace(this.contender),
       // The decision on a new snapshot is computed once: the coordinator asked for it already

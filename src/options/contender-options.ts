@@ -3,6 +3,7 @@ import type { SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
 import { SemaphoreError } from '../errors.js'
 import { durationMs as parseDuration } from '../consul/durations.js'
+import type { TelemetryOptions } from '../telemetry/telemetry-options.js'
 
 /**
  * A Go-style duration ('15s', '1m30s', '500ms') or a number of milliseconds.
@@ -69,6 +70,12 @@ export interface ContenderOptions {
   readonly startupTimeout?: Duration
   /** RxJS scheduler for every timer (tests). Default asyncScheduler. */
   readonly scheduler?: SchedulerLike
+  /**
+   * OpenTelemetry metrics and spans (docs/observability.md): `false` measures nothing; an object
+   * names the MeterProvider and TracerProvider to report to. Default: the global providers of
+   * `@opentelemetry/api`, when it is installed (a no-op until an SDK registers them).
+   */
+  readonly telemetry?: false | TelemetryOptions
 }
 
 /**
@@ -111,6 +118,7 @@ export interface ResolvedContenderOptions {
   readonly watchWaitMs: number | undefined
   /** Infinity: no start-up timeout. */
   readonly startupTimeoutMs: number
+  readonly telemetry: false | TelemetryOptions | undefined
 }
 
 const invalid = (option: string, problem: string): SemaphoreError =>
@@ -198,7 +206,26 @@ export function resolveContenderOptions(
     leaseMarginMs,
     watchWaitMs,
     startupTimeoutMs,
+    telemetry: resolveTelemetry(options.telemetry),
   }
+}
+
+function resolveTelemetry(telemetry: unknown): false | TelemetryOptions | undefined {
+  if (telemetry === undefined || telemetry === false) return telemetry
+  if (typeof telemetry !== 'object' || telemetry === null) {
+    throw invalid('telemetry', 'must be false or { meterProvider?, tracerProvider? }')
+  }
+  const { meterProvider, tracerProvider } = telemetry as Record<string, unknown>
+  const lacks = (provider: unknown, method: string): boolean =>
+    provider !== undefined &&
+    typeof (provider as Record<string, unknown> | null)?.[method] !== 'function'
+  if (lacks(meterProvider, 'getMeter')) {
+    throw invalid('telemetry', 'meterProvider must be a MeterProvider (it has no getMeter)')
+  }
+  if (lacks(tracerProvider, 'getTracer')) {
+    throw invalid('telemetry', 'tracerProvider must be a TracerProvider (it has no getTracer)')
+  }
+  return telemetry
 }
 
 /** Validates the semaphore's own options. */

@@ -48,6 +48,10 @@ const TYPES = [
   'SemaphoreOptions',
   'SemaphoreState',
   'TransitionReason',
+  // Where a contender's metrics and spans go (docs/observability.md).
+  'MeterProviderLike',
+  'TelemetryOptions',
+  'TracerProviderLike',
   // withSlot and exclusive.
   'ExclusiveClosed',
   'ExclusiveOptions',

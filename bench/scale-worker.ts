@@ -18,6 +18,37 @@ const library = (
 ) as typeof import('../src/index.js')
 const { createConsulClient, semaphore } = library
 
+/**
+ * What the contenders report to (bench/telemetry-cost.ts): `off`, `telemetry: false`; `api`, the
+ * API's global no-op providers (the default with @opentelemetry/api installed and no SDK); `sdk`,
+ * an SDK MeterProvider whose reader collects every second; `sdk-spans`, that and an SDK
+ * TracerProvider that batches the spans to memory. Unset: the default (`api`).
+ */
+const telemetryMode = process.env['BENCH_TELEMETRY'] ?? 'api'
+if (telemetryMode === 'sdk' || telemetryMode === 'sdk-spans') {
+  const { metrics, trace } = await import('@opentelemetry/api')
+  const sdk = await import('@opentelemetry/sdk-metrics')
+  metrics.setGlobalMeterProvider(
+    new sdk.MeterProvider({
+      readers: [
+        new sdk.PeriodicExportingMetricReader({
+          exporter: new sdk.InMemoryMetricExporter(sdk.AggregationTemporality.CUMULATIVE),
+          exportIntervalMillis: 1000,
+        }),
+      ],
+    }),
+  )
+  if (telemetryMode === 'sdk-spans') {
+    const traces = await import('@opentelemetry/sdk-trace-base')
+    trace.setGlobalTracerProvider(
+      new traces.BasicTracerProvider({
+        spanProcessors: [new traces.BatchSpanProcessor(new traces.InMemorySpanExporter())],
+      }),
+    )
+  }
+}
+const telemetry = telemetryMode === 'off' ? { telemetry: false as const } : {}
+
 export type WorkerMessage =
   | {
       readonly type: 'baseline'
@@ -85,7 +116,7 @@ const closing: Promise<void>[] = []
 let failedReleases = 0
 
 function contend(prefix: string): void {
-  const sem = semaphore({ prefix, limit: slots, consul: client })
+  const sem = semaphore({ prefix, limit: slots, consul: client, ...telemetry })
   const contender: Contender = {
     prefix,
     sem,

@@ -74,7 +74,14 @@ export interface ScaleResult {
   readonly failedReleases: number
 }
 
-export async function measureScale(addr: string, setup: ScaleSetup): Promise<ScaleResult> {
+/**
+ * @param env - More environment for the worker, e.g. BENCH_TELEMETRY (bench/telemetry-cost.ts).
+ */
+export async function measureScale(
+  addr: string,
+  setup: ScaleSetup,
+  env: Readonly<Record<string, string>> = {},
+): Promise<ScaleResult> {
   const contenderCount = setup.prefixes * setup.perPrefix
   const proxy = await startFaultProxy(addr)
   const runId = String(Date.now())
@@ -88,6 +95,7 @@ export async function measureScale(addr: string, setup: ScaleSetup): Promise<Sca
       execArgv: ['--import', 'tsx', '--expose-gc'],
       env: {
         ...process.env,
+        ...env,
         BENCH_CHURN_MS: String(setup.churnMs),
         ...(snapshots === undefined ? {} : { BENCH_HEAP_SNAPSHOTS: snapshots }),
       },

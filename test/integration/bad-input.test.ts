@@ -231,6 +231,16 @@ describe('bad input', () => {
       ['an absolute prefix', { prefix: '/svc/lock' }, /must not start with "\/"/],
       ['a prefix with an empty segment', { prefix: 'svc//lock' }, /empty/],
       ['a prefix with ".."', { prefix: 'svc/../lock' }, /"\.\."/],
+      [
+        'telemetry that is neither false nor providers',
+        { telemetry: true as unknown as false },
+        /option telemetry: must be false or/,
+      ],
+      [
+        'a meterProvider with no getMeter',
+        { telemetry: { meterProvider: {} as never } },
+        /option telemetry: meterProvider must be a MeterProvider/,
+      ],
     ]
     for (const [what, options, message] of cases) {
       it(`errors with InvalidOptions for ${what}, before sending anything`, async () => {

@@ -634,6 +634,7 @@ function telemetryFigure(x: TelemetryCostResult | NotMeasured | undefined): {
       'each round (acquisitions)',
       'median',
       'vs nothing',
+      'telemetry in the CPU profile',
     ],
     rows: run
       ? run.variants.map((v) => [
@@ -642,28 +643,32 @@ function telemetryFigure(x: TelemetryCostResult | NotMeasured | undefined): {
           v.cpuMsPerRelease.map((c, i) => `${c.toFixed(1)} (${v.acquisitions[i]})`).join(' / '),
           v.medianCpuMsPerRelease.toFixed(1),
           v.variant === 'off' ? '—' : percent(v.overOff),
+          `${(v.profileShare * 100).toFixed(2)} % of ${v.profileSamples} samples`,
         ])
       : [['not measured', x === undefined ? 'not in this run' : (x as NotMeasured).notMeasured]],
     notes: [
       `The scale figure's churn (table 5a) at limit ${run?.limit ?? 10}: every holder releases after 100 ms and a new contender takes its place, for ${((run?.churnMs ?? 5000) / 1000).toFixed(0)} s; CPU = the worker's user + system time in that window / acquisitions, pooled over the rounds (all their CPU / all their acquisitions). The variants run in turns, ${run?.rounds ?? 'n'} rounds, each round starting with the next variant; BENCH_TELEMETRY_ROUNDS sets the rounds. A collection every second is harsher than a Prometheus scrape (15 s and more) or the SDK's default export interval (60 s).`,
+      "The A/B comparison ('vs nothing') spreads by more than the effect sought: the rounds of one variant differ by up to 20 % (the work in a window varies with its acquisitions, the machine with its load). The last column is the telemetry's own CPU in the same runs: V8's sampling profiler (1 ms) over each window, the share of the busy samples with telemetry code on the stack, the function itself or anything it called (src/telemetry, the request feed, @opentelemetry/*), pooled over the rounds. Garbage collection of what the telemetry allocated is not attributed to it.",
     ],
   }
   const sdk = variant('sdk')
   const api = variant('api')
+  const share = (v: TelemetryCostResult['variants'][number] | undefined): string =>
+    v ? `${(v.profileShare * 100).toFixed(2)} % of the CPU (A/B ${percent(v.overOff)})` : '—'
   const targets: Target[] = [
     {
-      what: 'metrics with an SDK installed, 1,000 contenders on one prefix: CPU per release',
+      what: `metrics with an SDK installed, ${run?.contenders.toLocaleString('en-US') ?? '1,000'} contenders on one prefix: the telemetry's CPU`,
       implementation: 'library',
-      value: sdk ? percent(sdk.overOff) : '—',
-      threshold: '≤ +2 %',
-      pass: sdk ? sdk.overOff <= 0.02 : undefined,
+      value: share(sdk),
+      threshold: '≤ 2 %',
+      pass: sdk ? sdk.profileShare <= 0.02 : undefined,
     },
     {
-      what: 'telemetry with @opentelemetry/api and no SDK: CPU per release',
+      what: 'telemetry with @opentelemetry/api and no SDK: its CPU',
       implementation: 'library',
-      value: api ? percent(api.overOff) : '—',
-      threshold: 'not measurable (≤ +2 %)',
-      pass: api ? api.overOff <= 0.02 : undefined,
+      value: share(api),
+      threshold: 'not measurable (≤ 0.5 %)',
+      pass: api ? api.profileShare <= 0.005 : undefined,
     },
   ]
   return { table, targets }

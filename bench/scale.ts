@@ -24,7 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
 import type { ScaleSetup } from './config.js'
 import { heapCensus } from './heap-census.js'
-import type { WorkerMessage } from './scale-worker.js'
+import type { TelemetryProfile, WorkerMessage } from './scale-worker.js'
 
 /** The classes whose live instances are the live RxJS subscribers (RxJS 7). */
 export const SUBSCRIBER_CLASSES = ['Subscriber', 'SafeSubscriber', 'OperatorSubscriber'] as const
@@ -72,6 +72,8 @@ export interface ScaleResult {
   /** RSS added by the contenders (steady minus baseline) / contenders. */
   readonly rssKbPerContender: number
   readonly failedReleases: number
+  /** The churn window's CPU profile, counted, when the worker was asked to take one. */
+  readonly telemetryProfile: TelemetryProfile | undefined
 }
 
 /**
@@ -173,6 +175,7 @@ export async function measureScale(
         churned.acquisitions > 0 ? churned.cpuUs / 1000 / churned.acquisitions : Number.NaN,
       rssKbPerContender: ((steady.rssMb - baseline.rssMb) * 1024) / contenderCount,
       failedReleases: closed.failedReleases,
+      telemetryProfile: churned.profile,
     }
   } finally {
     if (worker.exitCode === null) {

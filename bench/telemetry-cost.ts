@@ -5,6 +5,10 @@
 // TracerProvider. The variants run in turns, round after round, so that a machine's drift falls on
 // all of them alike. The CPU is the worker's user + system time during the churn window, per
 // acquisition (each follows a release), pooled over the rounds (their CPU / their acquisitions).
+// That comparison spreads by more than the few percent sought (the work in a window varies with
+// the acquisitions in it, and the machine with its load), so each window is also profiled (V8's
+// sampling profiler, 1 ms): the share of busy samples with telemetry code on the stack is the
+// telemetry's own CPU in that very run.
 import { measureScale, type ScaleResult } from './scale.js'
 import type { ScaleSetup } from './config.js'
 import { percentile } from './stats.js'
@@ -25,6 +29,13 @@ export interface TelemetryCostVariant {
   readonly acquisitions: readonly number[]
   /** Pooled CPU per release over the `off` variant's, minus 1 (0.02: 2 % more). */
   readonly overOff: number
+  /**
+   * The share of the window's busy CPU profile samples that had telemetry code on the stack
+   * (itself or what it called), pooled over the rounds: the telemetry's own cost, measured inside
+   * the same runs, free of the run-to-run spread of `overOff`.
+   */
+  readonly profileShare: number
+  readonly profileSamples: number
 }
 
 export interface TelemetryCostResult {
@@ -61,9 +72,14 @@ export async function measureTelemetryCost(
       (_, i) => TELEMETRY_VARIANTS[(i + round) % TELEMETRY_VARIANTS.length] as TelemetryVariant,
     )
     for (const variant of order) {
-      const run = await measureScale(addr, setup, { BENCH_TELEMETRY: variant })
+      const run = await measureScale(addr, setup, {
+        BENCH_TELEMETRY: variant,
+        BENCH_PROFILE_TELEMETRY: '1',
+      })
+      const profile = run.telemetryProfile
+      const share = profile ? (100 * profile.telemetrySamples) / profile.busySamples : Number.NaN
       log(
-        `telemetry: round ${round + 1}/${config.rounds}, ${variant}: ${run.cpuMsPerRelease.toFixed(1)} ms CPU per release (${run.churnAcquisitions} acquisitions)`,
+        `telemetry: round ${round + 1}/${config.rounds}, ${variant}: ${run.cpuMsPerRelease.toFixed(1)} ms CPU per release (${run.churnAcquisitions} acquisitions), telemetry ${share.toFixed(2)} % of ${profile?.busySamples ?? 0} profile samples`,
       )
       runs.get(variant)?.push(run)
     }
@@ -92,6 +108,10 @@ export async function measureTelemetryCost(
         pooledCpuMsPerRelease: pooledOf(variant),
         acquisitions: done.map((r) => r.churnAcquisitions),
         overOff: pooledOf(variant) / off - 1,
+        profileShare:
+          done.reduce((n, r) => n + (r.telemetryProfile?.telemetrySamples ?? 0), 0) /
+          done.reduce((n, r) => n + (r.telemetryProfile?.busySamples ?? 0), 0),
+        profileSamples: done.reduce((n, r) => n + (r.telemetryProfile?.busySamples ?? 0), 0),
       }
     }),
   }

@@ -13,7 +13,7 @@ import type { Consistency, ResolvedConfig } from './config.js'
 import { namesAclProblem, type ConsulError } from './errors.js'
 import { isForeignStatus, isHtmlPage, notConsul } from './not-consul.js'
 import { parseRetryAfter } from './retry-after.js'
-import { endpointOf, requestFeed, type RequestFeed } from './request-feed.js'
+import { requestFeed, type RequestFeed } from './request-feed.js'
 
 export interface HttpRequest {
   readonly method: 'GET' | 'PUT' | 'DELETE'
@@ -374,10 +374,7 @@ export function createTransport(config: ResolvedConfig): Transport {
           : isHtmlPage(answer.right)
             ? E.left(notConsul(answer.right, 'it answered with an HTML page'))
             : interpret(answer.right)
-        requests.publish({
-          endpoint: endpointOf(request),
-          error: E.isLeft(result) ? result.left._tag : undefined,
-        })
+        requests.publish(request, E.isLeft(result) ? result.left._tag : undefined)
         return E.isLeft(result) ? E.left(redact(result.left, secrets)) : result
       } catch (error) {
         // Only a bug in an interpreter gets here; it is still a value, never a rejection.

@@ -66,15 +66,22 @@ export function endpointOf(
 }
 
 /** The feed and the function that publishes to it, for a transport. */
-export function requestFeed(): RequestFeed & { readonly publish: (o: RequestOutcome) => void } {
+export function requestFeed(): RequestFeed & {
+  /** Tells the listeners how `request` ended; costs nothing while nobody listens. */
+  readonly publish: (
+    request: Pick<HttpRequest, 'method' | 'path' | 'query'>,
+    error: ConsulError['_tag'] | undefined,
+  ) => void
+} {
   const listeners = new Set<(outcome: RequestOutcome) => void>()
   return {
     listen: (listener) => {
       listeners.add(listener)
       return () => listeners.delete(listener)
     },
-    publish: (outcome) => {
+    publish: (request, error) => {
       if (listeners.size === 0) return
+      const outcome: RequestOutcome = { endpoint: endpointOf(request), error }
       for (const listener of listeners) {
         try {
           listener(outcome)

@@ -14,7 +14,7 @@ import type {
   TracerProvider,
 } from '@opentelemetry/api'
 import type { ConsulClient } from '../consul/client-api.js'
-import { requestFeedOf, type RequestOutcome } from '../consul/request-feed.js'
+import { requestFeedOf, type ConsulEndpoint, type RequestOutcome } from '../consul/request-feed.js'
 import type { ContenderPhase } from '../core/contender/contender-state-model.js'
 import { ATTRIBUTES, DURATION_BUCKETS_S, METRICS } from './metric-names.js'
 import type { OtelApiModule } from './otel-api.cjs'
@@ -34,13 +34,25 @@ export class MetricInstruments {
   readonly handovers: Counter
   readonly losses: Counter
   readonly casConflicts: Counter
-  private readonly consulRequests: Counter
   /** Counts by phase, per contender attribute set (prefix, limit, protocol). */
   private readonly phases = new Map<string, PhaseTally>()
   private readonly counted = new WeakSet<ConsulClient>()
-  private readonly requestAttributes = new Map<string, Attributes>()
+  /**
+   * Consul requests counted here and reported when the SDK collects: a request is frequent (a
+   * thousand contenders renew over a hundred sessions a second), and a synchronous counter's
+   * add() hashes its attributes each time, which cost the library a few percent of its CPU.
+   */
+  private readonly requests = new Map<ConsulEndpoint, RequestTally>()
 
-  constructor(meter: Meter) {
+  /**
+   * @param meter - The library's meter.
+   * @param live - False for the API's no-op meter (no SDK registered): then nothing is tallied
+   *   for it (the requests, the phases), since nothing would ever read it.
+   */
+  constructor(
+    meter: Meter,
+    private readonly live = true,
+  ) {
     const durations = { advice: { explicitBucketBoundaries: DURATION_BUCKETS_S } }
     this.acquisitions = meter.createCounter(METRICS.acquisitions, {
       description: 'Tenures begun: a won CAS or a hand-off made this contender a holder',
@@ -68,11 +80,13 @@ export class MetricInstruments {
       description: 'Acquiring writes that lost to another writer',
       unit: '{conflict}',
     })
-    this.consulRequests = meter.createCounter(METRICS.consulRequests, {
-      description:
-        'Consul HTTP requests, by endpoint kind, with the error kind of those that failed',
-      unit: '{request}',
-    })
+    meter
+      .createObservableCounter(METRICS.consulRequests, {
+        description:
+          'Consul HTTP requests, by endpoint kind, with the error kind of those that failed',
+        unit: '{request}',
+      })
+      .addCallback((result) => this.observeRequests(result))
     meter
       .createObservableUpDownCounter(METRICS.contenders, {
         description: 'Contenders of this process, by phase',
@@ -83,6 +97,7 @@ export class MetricInstruments {
 
   /** The phase counts of one attribute set (prefix, limit, protocol). */
   phaseCounts(key: string, attributes: Attributes): PhaseCounts {
+    if (!this.live) return NO_PHASE_COUNTS
     let tally = this.phases.get(key)
     if (tally === undefined) {
       tally = new PhaseTally(attributes)
@@ -93,29 +108,48 @@ export class MetricInstruments {
 
   /** Counts the requests of `client` from now on (once per client; only createConsulClient's). */
   countRequestsOf(client: ConsulClient): void {
-    if (this.counted.has(client)) return
+    if (!this.live || this.counted.has(client)) return
     this.counted.add(client)
-    requestFeedOf(client)?.listen((outcome) =>
-      this.consulRequests.add(1, this.attributesOf(outcome)),
-    )
+    requestFeedOf(client)?.listen((outcome) => this.countRequest(outcome))
   }
 
-  private attributesOf(outcome: RequestOutcome): Attributes {
-    const key = `${outcome.endpoint} ${outcome.error ?? ''}`
-    let attributes = this.requestAttributes.get(key)
-    if (attributes === undefined) {
-      attributes =
-        outcome.error === undefined
-          ? { [ATTRIBUTES.endpoint]: outcome.endpoint }
-          : { [ATTRIBUTES.endpoint]: outcome.endpoint, [ATTRIBUTES.errorType]: outcome.error }
-      this.requestAttributes.set(key, attributes)
+  private countRequest({ endpoint, error }: RequestOutcome): void {
+    let tally = this.requests.get(endpoint)
+    if (tally === undefined) {
+      tally = { ok: { n: 0, attributes: { [ATTRIBUTES.endpoint]: endpoint } }, failed: new Map() }
+      this.requests.set(endpoint, tally)
     }
-    return attributes
+    if (error === undefined) {
+      tally.ok.n++
+      return
+    }
+    let failed = tally.failed.get(error)
+    if (failed === undefined) {
+      const attributes = { [ATTRIBUTES.endpoint]: endpoint, [ATTRIBUTES.errorType]: error }
+      failed = { n: 0, attributes }
+      tally.failed.set(error, failed)
+    }
+    failed.n++
+  }
+
+  private observeRequests(result: ObservableResult): void {
+    for (const { ok, failed } of this.requests.values()) {
+      if (ok.n > 0) result.observe(ok.n, ok.attributes)
+      for (const count of failed.values()) result.observe(count.n, count.attributes)
+    }
   }
 
   private observePhases(result: ObservableResult): void {
     for (const tally of this.phases.values()) tally.observe(result)
   }
+}
+
+const NO_PHASE_COUNTS: PhaseCounts = { move: () => undefined }
+
+/** The requests of one endpoint kind: those that succeeded, and the failed ones by error kind. */
+interface RequestTally {
+  readonly ok: { n: number; readonly attributes: Attributes }
+  readonly failed: Map<string, { n: number; readonly attributes: Attributes }>
 }
 
 /** Contenders per phase for one attribute set; a phase once seen is reported, also at 0. */
@@ -158,7 +192,10 @@ export function metricInstruments(
   const meterProvider = (provider as MeterProvider | undefined) ?? api.metrics.getMeterProvider()
   let instruments = instrumentsByProvider.get(meterProvider)
   if (instruments === undefined) {
-    instruments = new MetricInstruments(meterProvider.getMeter(SCOPE_NAME, SCOPE_VERSION))
+    const meter = meterProvider.getMeter(SCOPE_NAME, SCOPE_VERSION)
+    // The global provider before an SDK registers one hands out the API's no-op meter.
+    const noop = typeof api.createNoopMeter === 'function' && meter === api.createNoopMeter()
+    instruments = new MetricInstruments(meter, !noop)
     instrumentsByProvider.set(meterProvider, instruments)
   }
   return instruments

@@ -16,7 +16,7 @@ export const METRICS = {
   losses: 'rxsem.losses',
   /** Counter: acquiring writes that lost (`.lock` changed first; for a lock, the key was taken). */
   casConflicts: 'rxsem.cas.conflicts',
-  /** Counter: Consul requests, by `rxsem.consul.endpoint`, with `error.type` when they failed. */
+  /** Observable counter: Consul requests, by `rxsem.consul.endpoint`, with `error.type` when they failed. */
   consulRequests: 'rxsem.consul.requests',
   /** Observable up-down counter: contenders of this process, by `rxsem.phase`. */
   contenders: 'rxsem.contenders',

@@ -111,9 +111,10 @@ class ContenderReports implements ContenderTelemetry {
     // The spans belong to whatever the user was doing when the contender started (a request
     // handler's span, say), not to whichever callback later delivers a Consul answer.
     this.parent = api.context.active()
-    this.metrics.countRequestsOf(facts.client)
-    this.phases.move(undefined, 'idle')
     this.openWait(facts.now)
+    this.metrics.countRequestsOf(facts.client)
+    // Last: a constructor that threw above leaves no contender counted for ever.
+    this.phases.move(undefined, 'idle')
   }
 
   stepped(state: ContenderState, input: ContenderInput, now: number): void {

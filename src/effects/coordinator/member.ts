@@ -416,9 +416,10 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
 
   private step(input: ContenderInput): void {
     const before = this.state
-    const after = reduceContender(before, input, this.scheduler.now(), this.core)
+    const now = this.scheduler.now()
+    const after = reduceContender(before, input, now, this.core)
     this.state = after
-    this.telemetry.stepped(after, input, this.scheduler.now())
+    this.telemetry.stepped(after, input, now)
     this.attempt = 0
     this.aclInRow = 0
     if (!sameContenderState(before, after)) this.emit(after)

@@ -5,8 +5,11 @@
 //
 // Which figures run: BENCH_ONLY, a comma-separated list of steps (all when unset), e.g.
 // BENCH_ONLY=scale,exclusive. The scale figure's setups: BENCH_SCALE, a comma-separated list of
-// <prefixes>x<contenders per prefix>, e.g. BENCH_SCALE=1x1000. A run with BENCH_ONLY prints its
-// tables and leaves bench/results.md (a full run's) as it is.
+// <prefixes>x<contenders per prefix>, e.g. BENCH_SCALE=1x1000. The telemetry figure:
+// BENCH_TELEMETRY_ROUNDS rounds of its four variants, at BENCH_TELEMETRY_CONTENDERS contenders on
+// one prefix. A run with BENCH_ONLY prints its tables and leaves bench/results.md (a full run's) as
+// it is.
+import type { TelemetryCostConfig } from './telemetry-cost.js'
 
 /** The steps of `npm run bench`, in the order they run. */
 export const BENCH_STEPS = [
@@ -18,6 +21,7 @@ export const BENCH_STEPS = [
   'contention',
   'partition',
   'scale',
+  'telemetry',
   'default-client',
   'replicas',
   'exclusive',
@@ -68,6 +72,8 @@ export interface BenchConfig {
   /** The scale figure's setups: one prefix at growing sizes, and the same total over 10. */
   readonly scale: readonly ScaleSetup[]
   readonly replicas: ReplicasConfig
+  /** Figure 5e: the telemetry's CPU at scale (bench/telemetry-cost.ts). */
+  readonly telemetryCost: TelemetryCostConfig
   /** Distinct task keys that `exclusive(...)` serves on one long-lived client. */
   readonly exclusiveKeys: number
   /** Whether to run the process-based implementations (rxsem run, consul lock) at all. */
@@ -157,6 +163,13 @@ export function benchConfig(): BenchConfig {
           warmupMs: 3000,
           steadyMs: 12_000,
         },
+    telemetryCost: {
+      contenders: count('BENCH_TELEMETRY_CONTENDERS', quick ? 200 : 1000),
+      limit: 10,
+      // Longer than the scale figure's window: the difference sought is a few percent.
+      churnMs: quick ? 2000 : 10_000,
+      rounds: count('BENCH_TELEMETRY_ROUNDS', quick ? 1 : 3),
+    },
     exclusiveKeys: count('BENCH_EXCLUSIVE_KEYS', quick ? 5000 : 100_000),
     cli: process.env['BENCH_NO_CLI'] !== '1',
   }

@@ -10,6 +10,7 @@ import type { HandoverRun } from './handover.js'
 import type { ReplicasRun } from './replicas.js'
 import { measured, type BenchResults, type NotMeasured, type PartitionRun } from './results.js'
 import type { ScaleResult } from './scale.js'
+import type { TelemetryCostResult } from './telemetry-cost.js'
 import { summarize } from './stats.js'
 
 type Table = {
@@ -522,6 +523,10 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
   tables.push(exclusive.table)
   targets.push(exclusive.target)
 
+  const telemetry = telemetryFigure(r.telemetryCost)
+  tables.push(telemetry.table)
+  targets.push(...telemetry.targets)
+
   const replicas = replicasFigure(r)
   tables.push(replicas.table)
   targets.push(...replicas.targets)
@@ -605,6 +610,68 @@ function exclusiveFigure(x: ExclusiveKeysResult | NotMeasured): { table: Table; 
     pass: measured(x) ? grownMb <= 5 : undefined,
   }
   return { table, target }
+}
+
+/** Figure 5e's table and targets (bench/telemetry-cost.ts). */
+function telemetryFigure(x: TelemetryCostResult | NotMeasured | undefined): {
+  table: Table
+  targets: Target[]
+} {
+  const run = x !== undefined && measured(x) ? x : undefined
+  const variant = (name: string) => run?.variants.find((v) => v.variant === name)
+  const described: Readonly<Record<string, string>> = {
+    off: 'nothing (telemetry: false, as without @opentelemetry/api)',
+    api: '@opentelemetry/api, no SDK (its no-op providers)',
+    sdk: 'SDK MeterProvider, reader collecting every 1 s',
+    'sdk-spans': 'that, and an SDK TracerProvider (batched spans)',
+  }
+  const percent = (over: number): string => `${over >= 0 ? '+' : ''}${(over * 100).toFixed(1)} %`
+  const table: Table = {
+    title: `5e. Telemetry CPU at ${run?.contenders.toLocaleString('en-US') ?? '1,000'} contenders on one prefix`,
+    head: [
+      'contenders report to',
+      'CPU ms per release (pooled)',
+      'each round (acquisitions)',
+      'median',
+      'vs nothing',
+      'telemetry in the CPU profile',
+    ],
+    rows: run
+      ? run.variants.map((v) => [
+          described[v.variant] ?? v.variant,
+          v.pooledCpuMsPerRelease.toFixed(1),
+          v.cpuMsPerRelease.map((c, i) => `${c.toFixed(1)} (${v.acquisitions[i]})`).join(' / '),
+          v.medianCpuMsPerRelease.toFixed(1),
+          v.variant === 'off' ? '—' : percent(v.overOff),
+          `${(v.profileShare * 100).toFixed(2)} % of ${v.profileSamples} samples`,
+        ])
+      : [['not measured', x === undefined ? 'not in this run' : (x as NotMeasured).notMeasured]],
+    notes: [
+      `The scale figure's churn (table 5a) at limit ${run?.limit ?? 10}: every holder releases after 100 ms and a new contender takes its place, for ${((run?.churnMs ?? 5000) / 1000).toFixed(0)} s; CPU = the worker's user + system time in that window / acquisitions, pooled over the rounds (all their CPU / all their acquisitions). The variants run in turns, ${run?.rounds ?? 'n'} rounds, each round starting with the next variant; BENCH_TELEMETRY_ROUNDS sets the rounds. A collection every second is harsher than a Prometheus scrape (15 s and more) or the SDK's default export interval (60 s).`,
+      "The A/B comparison ('vs nothing') spreads by more than the effect sought: the rounds of one variant differ by up to 20 % (the work in a window varies with its acquisitions, the machine with its load). The last column is the telemetry's own CPU in the same runs: V8's sampling profiler (1 ms) over each window, the share of the busy samples with telemetry code on the stack, the function itself or anything it called (src/telemetry, the request feed, @opentelemetry/*), pooled over the rounds. Garbage collection of what the telemetry allocated is not attributed to it.",
+    ],
+  }
+  const sdk = variant('sdk')
+  const api = variant('api')
+  const share = (v: TelemetryCostResult['variants'][number] | undefined): string =>
+    v ? `${(v.profileShare * 100).toFixed(2)} % of the CPU (A/B ${percent(v.overOff)})` : '—'
+  const targets: Target[] = [
+    {
+      what: `metrics with an SDK installed, ${run?.contenders.toLocaleString('en-US') ?? '1,000'} contenders on one prefix: the telemetry's CPU`,
+      implementation: 'library',
+      value: share(sdk),
+      threshold: '≤ 2 %',
+      pass: sdk ? sdk.profileShare <= 0.02 : undefined,
+    },
+    {
+      what: 'telemetry with @opentelemetry/api and no SDK: its CPU',
+      implementation: 'library',
+      value: share(api),
+      threshold: 'not measurable (≤ 0.5 %)',
+      pass: api ? api.profileShare <= 0.005 : undefined,
+    },
+  ]
+  return { table, targets }
 }
 
 /** Figure 6's table and targets (bench/replicas.ts). */

@@ -9,6 +9,7 @@ import type { HandoverRun } from './handover.js'
 import type { PartitionTrial } from './partition.js'
 import type { ReplicasRun } from './replicas.js'
 import type { ScaleResult } from './scale.js'
+import type { TelemetryCostResult } from './telemetry-cost.js'
 
 /** A figure that was not measured, and why (never a made-up number). */
 export interface NotMeasured {
@@ -72,6 +73,8 @@ export interface BenchResults {
   readonly scale: readonly (ScaleResult | NotMeasured)[]
   readonly defaultClient: DefaultClientResult | NotMeasured
   readonly exclusiveKeys: ExclusiveKeysResult | NotMeasured
+  /** Figure 5e; undefined in results written before it existed. */
+  readonly telemetryCost?: TelemetryCostResult | NotMeasured
   readonly replicas: readonly (ReplicasRun | ReplicasNotMeasured)[]
   readonly replicasSetup: ReplicasConfig
   readonly decide: readonly DecideRow[]

@@ -40,6 +40,7 @@ import {
   type PartitionRun,
 } from './results.js'
 import { measureScale, type ScaleResult } from './scale.js'
+import { measureTelemetryCost } from './telemetry-cost.js'
 
 const started = performance.now()
 const config = benchConfig()
@@ -260,6 +261,12 @@ async function main(): Promise<void> {
       scale.push(await attempt('scale', 'library', () => measureScale(addr, setup)))
     }
 
+    const t = config.telemetryCost
+    if (on('telemetry')) log(`telemetry: ${t.contenders} contenders, ${t.rounds} round(s)`)
+    const telemetryCost = on('telemetry')
+      ? await attempt('telemetry cost', 'library', () => measureTelemetryCost(addr, t, log))
+      : notRun('library')
+
     if (on('default-client')) log('default client: 200 contenders without a consul option')
     const defaultClient = on('default-client')
       ? await attempt('default client', 'library', () => measureDefaultClient(addr))
@@ -344,6 +351,7 @@ async function main(): Promise<void> {
       scale,
       defaultClient,
       exclusiveKeys,
+      telemetryCost,
       replicas,
       replicasSetup: config.replicas,
       decide,

@@ -3,6 +3,7 @@
 // over IPC: baseline → steady (measured) → churn (measured) → close. With BENCH_HEAP_SNAPSHOTS set
 // to a folder, it also writes a heap snapshot there at baseline and at steady state (bench/scale.ts
 // reads them once the worker is gone: the census would cost this process CPU and memory).
+import { Session } from 'node:inspector/promises'
 import { join } from 'node:path'
 import { writeHeapSnapshot } from 'node:v8'
 import type { Subscription } from 'rxjs'
@@ -17,6 +18,37 @@ const library = (
     : await import(new URL('../dist/esm/index.js', import.meta.url).href)
 ) as typeof import('../src/index.js')
 const { createConsulClient, semaphore } = library
+
+/**
+ * What the contenders report to (bench/telemetry-cost.ts): `off`, `telemetry: false`; `api`, the
+ * API's global no-op providers (the default with @opentelemetry/api installed and no SDK); `sdk`,
+ * an SDK MeterProvider whose reader collects every second; `sdk-spans`, that and an SDK
+ * TracerProvider that batches the spans to memory. Unset: the default (`api`).
+ */
+const telemetryMode = process.env['BENCH_TELEMETRY'] ?? 'api'
+if (telemetryMode === 'sdk' || telemetryMode === 'sdk-spans') {
+  const { metrics, trace } = await import('@opentelemetry/api')
+  const sdk = await import('@opentelemetry/sdk-metrics')
+  metrics.setGlobalMeterProvider(
+    new sdk.MeterProvider({
+      readers: [
+        new sdk.PeriodicExportingMetricReader({
+          exporter: new sdk.InMemoryMetricExporter(sdk.AggregationTemporality.CUMULATIVE),
+          exportIntervalMillis: 1000,
+        }),
+      ],
+    }),
+  )
+  if (telemetryMode === 'sdk-spans') {
+    const traces = await import('@opentelemetry/sdk-trace-base')
+    trace.setGlobalTracerProvider(
+      new traces.BasicTracerProvider({
+        spanProcessors: [new traces.BatchSpanProcessor(new traces.InMemorySpanExporter())],
+      }),
+    )
+  }
+}
+const telemetry = telemetryMode === 'off' ? { telemetry: false as const } : {}
 
 export type WorkerMessage =
   | {
@@ -46,6 +78,8 @@ export type WorkerMessage =
       readonly acquisitions: number
       readonly stateEmissions: number
       readonly ms: number
+      /** With BENCH_PROFILE_TELEMETRY set: the window's CPU profile, counted (see below). */
+      readonly profile: TelemetryProfile | undefined
     }
   | { readonly type: 'closed'; readonly failedReleases: number }
 
@@ -85,7 +119,7 @@ const closing: Promise<void>[] = []
 let failedReleases = 0
 
 function contend(prefix: string): void {
-  const sem = semaphore({ prefix, limit: slots, consul: client })
+  const sem = semaphore({ prefix, limit: slots, consul: client, ...telemetry })
   const contender: Contender = {
     prefix,
     sem,
@@ -177,10 +211,71 @@ async function main(): Promise<void> {
   })
 }
 
+/** Samples of a CPU profile, and those with telemetry code anywhere on their stack. */
+export interface TelemetryProfile {
+  /** Samples in which the process ran JavaScript or native code (not idle). */
+  readonly busySamples: number
+  /** Of those, samples with a frame of the telemetry on the stack (inclusive time). */
+  readonly telemetrySamples: number
+}
+
+/**
+ * The telemetry's code: the library's src/telemetry (built), the request feed the transport
+ * publishes to, and the OpenTelemetry packages (API, SDK).
+ */
+const TELEMETRY_CODE = /\/telemetry\/|\/consul\/request-feed\.js|\/@opentelemetry\//
+
+interface ProfileNode {
+  readonly id: number
+  readonly callFrame: { readonly url: string; readonly functionName: string }
+  readonly children?: readonly number[]
+}
+
+/** Counts the samples of a V8 CPU profile that ran telemetry code, itself or below it. */
+function countTelemetry(profile: {
+  readonly nodes: readonly ProfileNode[]
+  readonly samples?: readonly number[]
+}): TelemetryProfile {
+  const parent = new Map<number, number>()
+  const byId = new Map<number, ProfileNode>()
+  for (const node of profile.nodes) {
+    byId.set(node.id, node)
+    for (const child of node.children ?? []) parent.set(child, node.id)
+  }
+  const idle = new Set(['(idle)', '(program)', '(root)'])
+  const memo = new Map<number, boolean>()
+  const inTelemetry = (id: number): boolean => {
+    const known = memo.get(id)
+    if (known !== undefined) return known
+    const node = byId.get(id)
+    const up = parent.get(id)
+    const found =
+      node !== undefined &&
+      (TELEMETRY_CODE.test(node.callFrame.url) || (up !== undefined && inTelemetry(up)))
+    memo.set(id, found)
+    return found
+  }
+  let busySamples = 0
+  let telemetrySamples = 0
+  for (const id of profile.samples ?? []) {
+    const name = byId.get(id)?.callFrame.functionName ?? ''
+    if (idle.has(name)) continue
+    busySamples++
+    if (inTelemetry(id)) telemetrySamples++
+  }
+  return { busySamples, telemetrySamples }
+}
+
 process.on('message', (message: string) => {
   if (message === 'churn') {
     void (async () => {
       const ms = Number(process.env['BENCH_CHURN_MS'] ?? 5000)
+      const profiler = process.env['BENCH_PROFILE_TELEMETRY'] === '1' ? new Session() : undefined
+      if (profiler !== undefined) {
+        profiler.connect()
+        await profiler.post('Profiler.enable')
+        await profiler.post('Profiler.start')
+      }
       acquisitions = 0
       stateEmissions = 0
       const cpu = process.cpuUsage()
@@ -192,12 +287,18 @@ process.on('message', (message: string) => {
       await wait(ms)
       churning = false
       const used = process.cpuUsage(cpu)
+      const profile =
+        profiler === undefined
+          ? undefined
+          : countTelemetry((await profiler.post('Profiler.stop')).profile)
+      profiler?.disconnect()
       send({
         type: 'churned',
         cpuUs: used.user + used.system,
         acquisitions,
         stateEmissions,
         ms: performance.now() - start,
+        profile,
       })
     })()
   } else if (message === 'close') {

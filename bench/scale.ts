@@ -24,7 +24,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
 import type { ScaleSetup } from './config.js'
 import { heapCensus } from './heap-census.js'
-import type { WorkerMessage } from './scale-worker.js'
+import type { TelemetryProfile, WorkerMessage } from './scale-worker.js'
 
 /** The classes whose live instances are the live RxJS subscribers (RxJS 7). */
 export const SUBSCRIBER_CLASSES = ['Subscriber', 'SafeSubscriber', 'OperatorSubscriber'] as const
@@ -72,9 +72,18 @@ export interface ScaleResult {
   /** RSS added by the contenders (steady minus baseline) / contenders. */
   readonly rssKbPerContender: number
   readonly failedReleases: number
+  /** The churn window's CPU profile, counted, when the worker was asked to take one. */
+  readonly telemetryProfile: TelemetryProfile | undefined
 }
 
-export async function measureScale(addr: string, setup: ScaleSetup): Promise<ScaleResult> {
+/**
+ * @param env - More environment for the worker, e.g. BENCH_TELEMETRY (bench/telemetry-cost.ts).
+ */
+export async function measureScale(
+  addr: string,
+  setup: ScaleSetup,
+  env: Readonly<Record<string, string>> = {},
+): Promise<ScaleResult> {
   const contenderCount = setup.prefixes * setup.perPrefix
   const proxy = await startFaultProxy(addr)
   const runId = String(Date.now())
@@ -88,6 +97,7 @@ export async function measureScale(addr: string, setup: ScaleSetup): Promise<Sca
       execArgv: ['--import', 'tsx', '--expose-gc'],
       env: {
         ...process.env,
+        ...env,
         BENCH_CHURN_MS: String(setup.churnMs),
         ...(snapshots === undefined ? {} : { BENCH_HEAP_SNAPSHOTS: snapshots }),
       },
@@ -165,6 +175,7 @@ export async function measureScale(addr: string, setup: ScaleSetup): Promise<Sca
         churned.acquisitions > 0 ? churned.cpuUs / 1000 / churned.acquisitions : Number.NaN,
       rssKbPerContender: ((steady.rssMb - baseline.rssMb) * 1024) / contenderCount,
       failedReleases: closed.failedReleases,
+      telemetryProfile: churned.profile,
     }
   } finally {
     if (worker.exitCode === null) {

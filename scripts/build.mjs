@@ -56,6 +56,9 @@ await build({
   target: 'node20',
   format: 'cjs',
   mainFields: ['module', 'main'],
+  // An optional peer (src/telemetry/otel-api.cts): required at run time where it is installed,
+  // never bundled.
+  external: ['@opentelemetry/api'],
   alias: {
     rxjs: join(packageDir('rxjs'), 'dist/esm'),
     'fp-ts/lib': join(packageDir('fp-ts'), 'es6'),

@@ -26,6 +26,11 @@ export {
   type LeaderElectionState,
 } from './leader-election.js'
 export type { ContenderOptions, SemaphoreOptions, Duration } from './options/contender-options.js'
+export type {
+  MeterProviderLike,
+  TelemetryOptions,
+  TracerProviderLike,
+} from './telemetry/telemetry-options.js'
 export type { RankedContender, TransitionReason } from './core/events.js'
 export type { LockLeader } from './core/single-key-lock/decide-lock.js'
 export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'

@@ -5,6 +5,7 @@ import type { ConsulClient, WatchOptions } from './client-api.js'
 import { resolveConfig, type ConsulClientConfig, type ResolvedConfig } from './config.js'
 import { createTransport } from './http.js'
 import { createKv } from './kv.js'
+import { attachRequestFeed } from './request-feed.js'
 import { createSessions } from './sessions.js'
 import { createTxn } from './txn.js'
 import { watchPrefix } from './watch-prefix.js'
@@ -57,5 +58,6 @@ export function clientForConfig(resolved: ResolvedConfig): ConsulHttpClient {
     network: transport.network,
     close: () => transport.close(),
   }
+  attachRequestFeed(client, transport.requests)
   return client
 }

@@ -13,6 +13,7 @@ import type { Consistency, ResolvedConfig } from './config.js'
 import { namesAclProblem, type ConsulError } from './errors.js'
 import { isForeignStatus, isHtmlPage, notConsul } from './not-consul.js'
 import { parseRetryAfter } from './retry-after.js'
+import { requestFeed, type RequestFeed } from './request-feed.js'
 
 export interface HttpRequest {
   readonly method: 'GET' | 'PUT' | 'DELETE'
@@ -52,6 +53,8 @@ export interface Transport {
   close(): Promise<void>
   /** What this client has seen of its connection to the agent (see NetworkHealth). */
   readonly network: NetworkHealth
+  /** Every request's kind and outcome, for the telemetry (see request-feed.ts). */
+  readonly requests: RequestFeed
 }
 
 /**
@@ -215,6 +218,7 @@ export function createTransport(config: ResolvedConfig): Transport {
     const { user, password } = config.basicAuth
     headers['Authorization'] = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`
   }
+  const requests = requestFeed()
   const where = config.socketPath === undefined ? config.origin : `unix://${config.socketPath}`
   const inFlight = new Set<AbortController>()
   let closing: Promise<void> | undefined
@@ -360,6 +364,7 @@ export function createTransport(config: ResolvedConfig): Transport {
   return {
     config,
     network,
+    requests,
     call: (request, interpret) => async () => {
       try {
         const answer = await send(request)
@@ -369,6 +374,7 @@ export function createTransport(config: ResolvedConfig): Transport {
           : isHtmlPage(answer.right)
             ? E.left(notConsul(answer.right, 'it answered with an HTML page'))
             : interpret(answer.right)
+        requests.publish(request, E.isLeft(result) ? result.left._tag : undefined)
         return E.isLeft(result) ? E.left(redact(result.left, secrets)) : result
       } catch (error) {
         // Only a bug in an interpreter gets here; it is still a value, never a rejection.

@@ -3,6 +3,7 @@ import type { SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
 import { SemaphoreError } from '../errors.js'
 import { durationMs as parseDuration } from '../consul/durations.js'
+import type { TelemetryOptions } from '../telemetry/telemetry-options.js'
 
 /**
  * A Go-style duration ('15s', '1m30s', '500ms') or a number of milliseconds.
@@ -81,6 +82,12 @@ export interface ContenderOptions {
   readonly rideThrough?: boolean
   /** RxJS scheduler for every timer (tests). Default asyncScheduler. */
   readonly scheduler?: SchedulerLike
+  /**
+   * OpenTelemetry metrics and spans (docs/observability.md): `false` measures nothing; an object
+   * names the MeterProvider and TracerProvider to report to. Default: the global providers of
+   * `@opentelemetry/api`, when it is installed (a no-op until an SDK registers them).
+   */
+  readonly telemetry?: false | TelemetryOptions
 }
 
 /**
@@ -137,6 +144,7 @@ export interface ResolvedContenderOptions {
   readonly startupTimeoutMs: number
   /** Keep holding through a watch failure until the lease deadline (see ContenderOptions). */
   readonly rideThrough: boolean
+  readonly telemetry: false | TelemetryOptions | undefined
 }
 
 const invalid = (option: string, problem: string): SemaphoreError =>
@@ -229,7 +237,26 @@ export function resolveContenderOptions(
     watchWaitMs,
     startupTimeoutMs,
     rideThrough: options.rideThrough === true,
+    telemetry: resolveTelemetry(options.telemetry),
   }
+}
+
+function resolveTelemetry(telemetry: unknown): false | TelemetryOptions | undefined {
+  if (telemetry === undefined || telemetry === false) return telemetry
+  if (typeof telemetry !== 'object' || telemetry === null) {
+    throw invalid('telemetry', 'must be false or { meterProvider?, tracerProvider? }')
+  }
+  const { meterProvider, tracerProvider } = telemetry as Record<string, unknown>
+  const lacks = (provider: unknown, method: string): boolean =>
+    provider !== undefined &&
+    typeof (provider as Record<string, unknown> | null)?.[method] !== 'function'
+  if (lacks(meterProvider, 'getMeter')) {
+    throw invalid('telemetry', 'meterProvider must be a MeterProvider (it has no getMeter)')
+  }
+  if (lacks(tracerProvider, 'getTracer')) {
+    throw invalid('telemetry', 'tracerProvider must be a TracerProvider (it has no getTracer)')
+  }
+  return telemetry
 }
 
 /** Validates the semaphore's own options. */

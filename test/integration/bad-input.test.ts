@@ -236,6 +236,16 @@ describe('bad input', () => {
         { rideThrough: 'yes' as unknown as boolean },
         /option rideThrough: "yes" must be true or false/,
       ],
+      [
+        'telemetry that is neither false nor providers',
+        { telemetry: true as unknown as false },
+        /option telemetry: must be false or/,
+      ],
+      [
+        'a meterProvider with no getMeter',
+        { telemetry: { meterProvider: {} as never } },
+        /option telemetry: meterProvider must be a MeterProvider/,
+      ],
     ]
     for (const [what, options, message] of cases) {
       it(`errors with InvalidOptions for ${what}, before sending anything`, async () => {

@@ -18,6 +18,7 @@ import {
   writeFileSync,
 } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { after, before, describe, it } from 'node:test'
@@ -226,6 +227,12 @@ describe('the packed package', { timeout: 280_000 }, () => {
   })
 
   it('runs from `import` and from `require` against Consul, and leaves nothing there', async () => {
+    // @opentelemetry/api is an optional peer that the consumer does not have: the package loads
+    // and runs without it (src/telemetry/otel-api.cts), in both builds.
+    assert.throws(
+      () => createRequire(join(installed, 'package.json')).resolve('@opentelemetry/api'),
+      /Cannot find module '@opentelemetry\/api'/,
+    )
     await run(process.execPath, [COMPILERS['TypeScript 7'], '-p', 'tsconfig.plain.json'], {
       cwd: consumer,
     })
@@ -277,6 +284,16 @@ describe('the packed package', { timeout: 280_000 }, () => {
         `what ${program} left in Consul`,
       )
     }
+  })
+
+  it('declares @opentelemetry/api an optional peer, which npm did not install', () => {
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      peerDependencies?: Record<string, string>
+      peerDependenciesMeta?: Record<string, { optional?: boolean }>
+    }
+    assert.ok(manifest.peerDependencies?.['@opentelemetry/api'])
+    assert.equal(manifest.peerDependenciesMeta?.['@opentelemetry/api']?.optional, true)
+    assert.ok(!existsSync(join(consumer, 'node_modules/@opentelemetry/api')))
   })
 
   it('installs the rxsem bin, which prints its usage', async () => {

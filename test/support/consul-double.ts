@@ -28,6 +28,7 @@ import {
   type Transport,
 } from '../../src/consul/http.js'
 import { createKv } from '../../src/consul/kv.js'
+import { requestFeed } from '../../src/consul/request-feed.js'
 import { createSessions } from '../../src/consul/sessions.js'
 import { createTxn } from '../../src/consul/txn.js'
 import type { KVEntry } from '../../src/consul/types.js'
@@ -246,6 +247,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
     return {
       config,
       network: { failures: () => 0, onRecovered: () => () => undefined },
+      requests: requestFeed(),
       call:
         <A>(
           request: HttpRequest,

@@ -52,6 +52,10 @@ const TYPES = [
   // Changing a prefix's limit live.
   'LimitChange',
   'SetLimitOptions',
+  // Where a contender's metrics and spans go (docs/observability.md).
+  'MeterProviderLike',
+  'TelemetryOptions',
+  'TracerProviderLike',
   // withSlot and exclusive.
   'ExclusiveClosed',
   'ExclusiveOptions',

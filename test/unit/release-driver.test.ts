@@ -102,7 +102,7 @@ describe('release driver on the Consul double, in virtual time', () => {
     const hint = await snapshot(double.client)
     const start = double.calls().length
     const result = await releaseSlot({ client: double.client, prefix, session: me, limit: 2, hint })
-    assert.deepEqual(result, E.right(undefined))
+    assert.deepEqual(result, E.right({ type: 'Released' }))
     assert.deepEqual(callsOf('client', start, { [me]: 'me' }), [
       `kv.txn cas ${lockKey}@${hint.entries.find((e) => e.key === lockKey)?.modifyIndex}, delete ${prefix}/me`,
       'session.destroy me',
@@ -117,7 +117,7 @@ describe('release driver on the Consul double, in virtual time', () => {
     const next = await waiter(double.client)
     const hint = await snapshot(double.client)
     const result = await releaseSlot({ client: double.client, prefix, session: me, limit: 2, hint })
-    assert.deepEqual(result, E.right(undefined))
+    assert.deepEqual(result, E.right({ type: 'HandedOff', heir: next }))
     assert.deepEqual(holders(), [next])
     const heirKey = double.entries(prefix).find((e) => e.key === `${prefix}/${next}`)
     assert.equal(heirKey?.flags, HOLDER_FLAGS, "the heir's key says it holds")
@@ -144,7 +144,7 @@ describe('release driver on the Consul double, in virtual time', () => {
     await gate.reached
     const joined = await holder(other)
     gate.release()
-    assert.deepEqual(await released, E.right(undefined))
+    assert.deepEqual(await released, E.right({ type: 'Released' }))
     const mine = double
       .calls()
       .slice(start)
@@ -182,9 +182,9 @@ describe('release driver on the Consul double, in virtual time', () => {
     gates[0]?.release()
     await gates[1]?.reached
     const left = await releaseSlot({ client: other, prefix, session: joined, limit: 2, scheduler })
-    assert.deepEqual(left, E.right(undefined))
+    assert.deepEqual(left, E.right({ type: 'Released' }))
     gates[1]?.release()
-    assert.deepEqual(await released, E.right(undefined))
+    assert.deepEqual(await released, E.right({ type: 'GaveUp' }))
     const txns = double.calls().filter(from('kv.txn', 'releaser'))
     assert.deepEqual(
       txns.map((c) => c.answer),
@@ -215,11 +215,11 @@ describe('release driver on the Consul double, in virtual time', () => {
       scheduler,
       random,
     })
-    assert.deepEqual(handOff, E.right(undefined))
+    assert.deepEqual(handOff, E.right({ type: 'HandedOff', heir: me }))
     assert.deepEqual(holders(), [me], 'the hand-off named the waiter')
     const handedAt = double.entries(prefix).find((e) => e.key === lockKey)?.modifyIndex
     gate.release()
-    assert.deepEqual(await released, E.right(undefined))
+    assert.deepEqual(await released, E.right({ type: 'Released' }))
     assert.deepEqual(callsOf('waiter', start, { [me]: 'me' }), [
       `kv.get ${lockKey}`,
       `kv.delete ${prefix}/me`,
@@ -243,7 +243,7 @@ describe('release driver on the Consul double, in virtual time', () => {
       limit: 2,
       scheduler,
     })
-    assert.deepEqual(result, E.right(undefined))
+    assert.deepEqual(result, E.right({ type: 'Released' }))
     const gets = double
       .calls()
       .slice(start)

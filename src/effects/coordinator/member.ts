@@ -35,6 +35,11 @@ import type { ResolvedContenderOptions } from '../../options/contender-options.j
 import { isConsulError } from '../call-policy.js'
 import type { ContenderProtocol, ProtocolContender } from '../protocol/contender-protocol.js'
 import { SessionLease, type LeaseEvent, type LeaseListener } from '../session-lease.js'
+import {
+  contenderTelemetry,
+  type ContenderEnd,
+  type ContenderTelemetry,
+} from '../../telemetry/contender-telemetry.js'
 import { unreachableError } from './unreachable-error.js'
 import {
   coordinatorFor,
@@ -129,6 +134,8 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   private readonly core: ContenderStateOptions
   private readonly refreshMs: number
   private readonly decide: DecideStep
+  /** Metrics and spans of this contender (docs/observability.md); no-ops without an SDK. */
+  private readonly telemetry: ContenderTelemetry
 
   /** The state after the last event (between runs: the last run's, the base of the notices). */
   private state: ContenderState = initialContenderState
@@ -215,6 +222,13 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     }
     // 1 to 2 s, so that a thousand waiters of a process do not all refresh on one snapshot.
     this.refreshMs = WAITER_REFRESH_MS * (1 + this.random())
+    this.telemetry = contenderTelemetry(options.telemetry, {
+      prefix: options.prefix,
+      limit: options.limit,
+      protocol: options.protocol.kind,
+      client: options.client,
+      now: this.scheduler.now(),
+    })
   }
 
   start(): void {
@@ -244,7 +258,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   stop(): void {
     if (this.finished) return
     if (this.running) this.endRun(true)
-    this.finish()
+    this.finish('closed')
   }
 
   // ── CoordinatedMember ────────────────────────────────────────────────────────────────────────
@@ -408,8 +422,10 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
 
   private step(input: ContenderInput): void {
     const before = this.state
-    const after = reduceContender(before, input, this.scheduler.now(), this.core)
+    const now = this.scheduler.now()
+    const after = reduceContender(before, input, now, this.core)
     this.state = after
+    this.telemetry.stepped(after, input, now)
     this.attempt = 0
     this.aclInRow = 0
     if (!sameContenderState(before, after)) this.emit(after)
@@ -467,8 +483,13 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       this.state.retired !== 'session-gone'
     ) {
       this.released = true
+      const release = this.options.protocol.release(this.contender, session, this.state.snapshot)
+      const telemetry = this.telemetry
       this.options.onRelease(
-        this.options.protocol.release(this.contender, session, this.state.snapshot),
+        release.then((result) => {
+          telemetry.released(result)
+          return E.map((): void => undefined)(result)
+        }),
       )
     }
     this.cancel('wakeTimer')
@@ -540,20 +561,21 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
 
   private end(): void {
     if (this.finished) return
-    this.finish()
+    this.finish(this.closing ? 'closed' : 'refused')
     this.observer.complete()
   }
 
   private fail(error: SemaphoreError): void {
     if (this.finished) return
     if (this.running) this.endRun(true)
-    this.finish()
+    this.finish({ failed: error.kind })
     this.observer.error(error)
   }
 
   /** Stops every timer and call; leaves the coordinator. Emits nothing. */
-  private finish(): void {
+  private finish(why: ContenderEnd): void {
     this.finished = true
+    this.telemetry.ended(why, this.scheduler.now())
     this.cancel('startupTimer')
     this.cancel('retryTimer')
     this.createCall?.abort()

@@ -8,6 +8,7 @@ import type {
   DecideStep,
   SharedGrace,
 } from '../../core/contender/contender-state-model.js'
+import type { ReleaseOutcome } from '../../core/release/release-slot-plan.js'
 import type { ViewCache } from '../../core/semaphore/view-cache.js'
 import type { ContenderEvent, PrefixProblem } from '../../core/events.js'
 import type { SemaphoreError } from '../../errors.js'
@@ -70,13 +71,14 @@ export interface ContenderProtocol {
   ) => Observable<KVSnapshot | undefined>
   /**
    * Gives the slot back and destroys the session (never rejects: errors are Lefts). `lastSeen` is
-   * the last snapshot the contender decided on, a hint that may save a read.
+   * the last snapshot the contender decided on, a hint that may save a read. A semaphore's release
+   * answers how the slot went back (a hand-off, for the telemetry); a lock's, nothing.
    */
   readonly release: (
     contender: ProtocolContender,
     session: string,
     lastSeen: KVSnapshot | undefined,
-  ) => Promise<E.Either<ConsulError, void>>
+  ) => Promise<E.Either<ConsulError, ReleaseOutcome | void>>
   /** The public error for a prefix problem the core found. */
   readonly problemError: (problem: PrefixProblem) => SemaphoreError
 }

@@ -4,6 +4,7 @@ import {
   releaseNext,
   releaseStart,
   type ReleaseInput,
+  type ReleaseOutcome,
 } from '../../core/release/release-slot-plan.js'
 import { runReleasePlan, type ReleaseDriverOptions } from './release-driver.js'
 
@@ -18,14 +19,13 @@ export interface ReleaseSlotOptions extends ReleaseInput, ReleaseDriverOptions {
  * @example
  * const result = await releaseSlot({ client, prefix: 'svc/lock', session, limit: 3 })
  * if (E.isLeft(result)) console.error(result.left.message)
- * @returns Right when the session and its contender key are gone (and `.lock` no longer lists it,
+ * @returns Right with how the slot went back (`HandedOff` names the heir) when the session and its contender key are gone (and `.lock` no longer lists it,
  *   or lists a session every acquirer prunes); Left with the error that stopped it (the session
  *   is still destroyed when Consul lets it be; otherwise it expires by its TTL, and others prune
  *   it).
  */
 export async function releaseSlot(
   options: ReleaseSlotOptions,
-): Promise<E.Either<ConsulError, void>> {
-  const result = await runReleasePlan(releaseStart(options), releaseNext, options)
-  return E.map((): void => undefined)(result)
+): Promise<E.Either<ConsulError, ReleaseOutcome>> {
+  return runReleasePlan(releaseStart(options), releaseNext, options)
 }

@@ -10,6 +10,7 @@ import { contenderKey } from './core/keys/contender-key.js'
 import { semaphoreProtocol } from './effects/protocol/semaphore-protocol.js'
 import {
   resolveContenderOptions,
+  resolveFollowLimit,
   resolveLimit,
   type SemaphoreOptions,
 } from './options/contender-options.js'
@@ -238,7 +239,7 @@ export function semaphore(
         ...resolveContenderOptions(options, 'rx-consul-semaphore'),
         protocol: semaphoreProtocol,
         limit: resolveLimit(options.limit),
-        followLimit: options.followLimit === true,
+        followLimit: resolveFollowLimit(options.followLimit),
         fairness: fairness !== false && internal.tryOnce !== true,
         fairnessGraceMs: typeof fairness === 'object' ? fairness.graceMs : undefined,
         scheduler: options.scheduler,

@@ -260,6 +260,14 @@ function resolveTelemetry(telemetry: unknown): false | TelemetryOptions | undefi
 }
 
 /** Validates the semaphore's own options. */
+/** Validates `followLimit`; throws SemaphoreError('InvalidOptions'). */
+export function resolveFollowLimit(followLimit: unknown): boolean {
+  if (followLimit !== undefined && typeof followLimit !== 'boolean') {
+    throw invalid('followLimit', `${JSON.stringify(followLimit)} must be true or false.`)
+  }
+  return followLimit === true
+}
+
 export function resolveLimit(limit: unknown): number {
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
     throw invalid('limit', `${JSON.stringify(limit)} must be a whole number of at least 1.`)

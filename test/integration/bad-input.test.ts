@@ -237,6 +237,11 @@ describe('bad input', () => {
         /option rideThrough: "yes" must be true or false/,
       ],
       [
+        'a followLimit that is not a boolean',
+        { followLimit: 1 as unknown as boolean },
+        /option followLimit: 1 must be true or false/,
+      ],
+      [
         'telemetry that is neither false nor providers',
         { telemetry: true as unknown as false },
         /option telemetry: must be false or/,

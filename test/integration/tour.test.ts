@@ -50,6 +50,7 @@ describe('the API tour (examples/tour.ts)', { timeout: SUITE_TIMEOUT_MS }, () =>
       assert.ok(stdout.split('\n').includes(line), `no "${line}" in:\n${stdout}`)
     }
     assert.match(stdout, /^wrote batch 2 with fencing token \d+$/m)
+    assert.match(stdout, /^metrics: .*\brxsem\.acquisitions\b.*\brxsem\.hold\.duration\b/m)
 
     // What stays is what `consul lock` leaves too: each prefix's `.lock`, with no holder.
     const entries = [

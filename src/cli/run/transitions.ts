@@ -47,6 +47,10 @@ export function describeTransition(
           : 'watch disconnected; retrying',
     )
   }
+  // With --follow-limit, an operator's `rxsem set-limit` shows here.
+  if (previous !== undefined && previous.limit !== next.limit) {
+    detail(`limit now ${next.limit} (was ${previous.limit})`)
+  }
   const failure = next.lastError
   if (failure !== undefined && failure.message !== previous?.lastError?.message) {
     detail(

@@ -55,7 +55,11 @@ export function describeChange({ prefix, previous, limit, holders }: LimitChange
       : `${prefix}: limit ${previous} -> ${limit} (${held}).`,
   ]
   if (holders > limit) {
-    lines.push(`The ${held} keep their slots; no one is admitted until fewer than ${limit} hold.`)
+    const leave = holders - limit + 1
+    lines.push(
+      `The ${held} keep their slots; no one is admitted until ${leave} of them ` +
+        `${leave === 1 ? 'has' : 'have'} released.`,
+    )
   }
   lines.push(
     `Contenders with --follow-limit (followLimit) use ${limit} from their next read. Others (and`,

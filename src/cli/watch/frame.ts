@@ -82,11 +82,16 @@ export function renderFrame(view: WatchView, now: number, width: number): string
     if (view.problem === undefined) lines.push('', 'waiting for the first answer from Consul...')
   } else {
     const live = status.holders.filter((h) => h.alive).length
+    // A limit lowered under its holders (`rxsem set-limit`): say what it means for the queue.
+    const over =
+      status.limit !== null && live > status.limit
+        ? ` (over the limit: no one is admitted until ${releases(live - status.limit + 1)})`
+        : ''
     const kind =
       status.shape === 'lock' ? 'leader lock (consul lock)' : `shape ${status.shape ?? 'none yet'}`
     lines.push(
       fit(
-        `limit ${status.limit ?? '?'}, ${kind}: ${live}${status.limit === null ? '' : ` of ${status.limit}`} held, ${status.waiting.length} waiting`,
+        `limit ${status.limit ?? '?'}, ${kind}: ${live}${status.limit === null ? '' : ` of ${status.limit}`} held${over}, ${status.waiting.length} waiting`,
         w,
         false,
       ),
@@ -147,4 +152,9 @@ function wrap(text: string, width: number): string[] {
   }
   if (line !== '') lines.push(line)
   return lines
+}
+
+/** `1 holder releases`, `3 holders release`: what must happen before a lowered limit admits. */
+function releases(n: number): string {
+  return `${n} ${n === 1 ? 'holder releases' : 'holders release'}`
 }

@@ -4,17 +4,10 @@
 // back as close() does. Counted in Consul: no session and no key of the aborted contender is left
 // when the promise settles.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
-import {
-  createConsulClient,
-  SemaphoreError,
-  semaphore,
-  tryAcquire,
-  tryLead,
-  withSlot,
-  type ConsulClient,
-} from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { describe, it } from 'node:test'
+import { SemaphoreError, semaphore, tryAcquire, tryLead, withSlot } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, eventually, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
 
 /** The rejection of an aborted wait: typed, with the signal's reason as its cause. */
@@ -28,23 +21,19 @@ function isAborted(cause: (reason: unknown) => void) {
 }
 
 describe('a signal bounds or cancels a wait', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
-    await client.close()
-    await consul.close()
-  })
+  const agent = agentSuite()
 
   /** A holder of the only slot, and what it left in Consul (its session and key). */
   async function heldBySomeoneElse(prefix: string) {
-    const holder = semaphore({ prefix, limit: 1, consul: client, sessionName: `holder ${prefix}` })
+    const holder = semaphore({
+      prefix,
+      limit: 1,
+      consul: agent.client,
+      sessionName: `holder ${prefix}`,
+    })
     const sub = holder.holding$.subscribe()
     await eventually('holder holds', async () =>
-      (await readLock(consul.url, prefix)) ? true : undefined,
+      (await readLock(agent.url, prefix)) ? true : undefined,
     )
     return {
       close: async () => {
@@ -61,7 +50,7 @@ describe('a signal bounds or cancels a wait', () => {
     const controller = new AbortController()
     let ran = false
     const waiting = withSlot(
-      { prefix, limit: 1, consul: client, sessionName: name, signal: controller.signal },
+      { prefix, limit: 1, consul: agent.client, sessionName: name, signal: controller.signal },
       () => {
         ran = true
         return Promise.resolve()
@@ -69,8 +58,8 @@ describe('a signal bounds or cancels a wait', () => {
     )
     // The waiter is queued: its session and its contender key are in Consul.
     const [session] = await eventually('waiter queued', async () => {
-      const sessions = await sessionsNamed(consul.url, name)
-      const keys = await listPrefix(consul.url, prefix)
+      const sessions = await sessionsNamed(agent.url, name)
+      const keys = await listPrefix(agent.url, prefix)
       return sessions.length === 1 && keys.some((k) => k.Key.endsWith(sessions[0]?.ID ?? '?'))
         ? sessions.map((s) => s.ID)
         : undefined
@@ -82,14 +71,14 @@ describe('a signal bounds or cancels a wait', () => {
       isAborted((cause) => assert.equal(cause, reason)),
     )
     // Counted the moment the promise settled: nothing of the waiter is left.
-    assert.deepEqual(await sessionsNamed(consul.url, name), [])
+    assert.deepEqual(await sessionsNamed(agent.url, name), [])
     assert.equal(
-      (await listPrefix(consul.url, prefix)).filter((k) => k.Key.endsWith(session ?? '?')).length,
+      (await listPrefix(agent.url, prefix)).filter((k) => k.Key.endsWith(session ?? '?')).length,
       0,
     )
     assert.equal(ran, false)
     await holder.close()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('withSlot: AbortSignal.timeout bounds the wait, its TimeoutError as the cause', async () => {
@@ -99,15 +88,21 @@ describe('a signal bounds or cancels a wait', () => {
     const started = Date.now()
     await assert.rejects(
       withSlot(
-        { prefix, limit: 1, consul: client, sessionName: name, signal: AbortSignal.timeout(300) },
+        {
+          prefix,
+          limit: 1,
+          consul: agent.client,
+          sessionName: name,
+          signal: AbortSignal.timeout(300),
+        },
         () => Promise.resolve(undefined),
       ),
       isAborted((cause) => assert.equal((cause as Error).name, 'TimeoutError')),
     )
     assert.ok(Date.now() - started >= 290)
-    assert.deepEqual(await sessionsNamed(consul.url, name), [])
+    assert.deepEqual(await sessionsNamed(agent.url, name), [])
     await holder.close()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('withSlot: a signal aborted already rejects at once and sends nothing', async () => {
@@ -115,13 +110,19 @@ describe('a signal bounds or cancels a wait', () => {
     const name = `never ${prefix}`
     await assert.rejects(
       withSlot(
-        { prefix, limit: 1, consul: client, sessionName: name, signal: AbortSignal.abort('no') },
+        {
+          prefix,
+          limit: 1,
+          consul: agent.client,
+          sessionName: name,
+          signal: AbortSignal.abort('no'),
+        },
         () => Promise.resolve(undefined),
       ),
       isAborted((cause) => assert.equal(cause, 'no')),
     )
-    assert.deepEqual(await sessionsNamed(consul.url, name), [])
-    assert.deepEqual(await listPrefix(consul.url, prefix), [])
+    assert.deepEqual(await sessionsNamed(agent.url, name), [])
+    assert.deepEqual(await listPrefix(agent.url, prefix), [])
   })
 
   it('withSlot: an abort while the work runs gives the slot back at once and aborts the work’s signal', async () => {
@@ -129,12 +130,12 @@ describe('a signal bounds or cancels a wait', () => {
     const name = `worker ${prefix}`
     const controller = new AbortController()
     const outcome = withSlot(
-      { prefix, limit: 1, consul: client, sessionName: name, signal: controller.signal },
+      { prefix, limit: 1, consul: agent.client, sessionName: name, signal: controller.signal },
       async (signal) => {
         controller.abort(new Error('shutting down'))
         // The slot is given back while the work still runs: its session goes.
         await eventually('session released', async () =>
-          (await sessionsNamed(consul.url, name)).length === 0 ? true : undefined,
+          (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
         )
         assert.ok(signal.aborted)
         return signal.reason as unknown
@@ -142,17 +143,17 @@ describe('a signal bounds or cancels a wait', () => {
     )
     const reason = await outcome
     assert.ok(reason instanceof SemaphoreError && reason.kind === 'Aborted', String(reason))
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('tryAcquire and tryLead: an aborted signal rejects at once; after the slot is held, an abort closes the holder', async () => {
     const prefix = uniquePrefix('abort-try')
     await assert.rejects(
-      tryAcquire({ prefix, limit: 1, consul: client, signal: AbortSignal.abort() }),
+      tryAcquire({ prefix, limit: 1, consul: agent.client, signal: AbortSignal.abort() }),
       isAborted(() => undefined),
     )
     await assert.rejects(
-      tryLead({ prefix: `${prefix}-lead`, consul: client, signal: AbortSignal.abort() }),
+      tryLead({ prefix: `${prefix}-lead`, consul: agent.client, signal: AbortSignal.abort() }),
       isAborted(() => undefined),
     )
     const name = `try ${prefix}`
@@ -160,17 +161,17 @@ describe('a signal bounds or cancels a wait', () => {
     const held = await tryAcquire({
       prefix,
       limit: 1,
-      consul: client,
+      consul: agent.client,
       sessionName: name,
       signal: controller.signal,
     })
     assert.ok(held !== null)
-    assert.equal((await sessionsNamed(consul.url, name)).length, 1)
+    assert.equal((await sessionsNamed(agent.url, name)).length, 1)
     controller.abort()
     await eventually('the holder closed', async () =>
-      (await sessionsNamed(consul.url, name)).length === 0 ? true : undefined,
+      (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
     )
     await held.close()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 })

@@ -2,42 +2,28 @@
 // tsx (esbuild) lowers `await using` for Node 20, which does not parse it yet; the disposal itself
 // runs the library's own Symbol.asyncDispose method.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
-import {
-  createConsulClient,
-  leaderElection,
-  semaphore,
-  tryAcquire,
-  type ConsulClient,
-} from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { leaderElection, semaphore, tryAcquire } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, holdersOf, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
 
 describe('await using', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
-    await client.close()
-    await consul.close()
-  })
+  const agent = agentSuite()
 
   /** What is left of a semaphore under `prefix`: keys other than `.lock`, holders, sessions. */
   async function leftovers(prefix: string, name: string) {
     return {
-      keys: (await listPrefix(consul.url, prefix)).map((e) => e.Key),
-      holders: holdersOf((await readLock(consul.url, prefix))?.body),
-      sessions: await sessionsNamed(consul.url, name),
+      keys: (await listPrefix(agent.url, prefix)).map((e) => e.Key),
+      holders: holdersOf((await readLock(agent.url, prefix))?.body),
+      sessions: await sessionsNamed(agent.url, name),
     }
   }
 
   /** The leader's `.lock` key, whose value is the leader's, not JSON. */
   async function lockEntry(prefix: string) {
-    return (await listPrefix(consul.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
+    return (await listPrefix(agent.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
   }
 
   it('releases the semaphore slot when the scope ends normally', async () => {
@@ -45,12 +31,12 @@ describe('await using', () => {
     const name = `await-using ${prefix}`
     let subscription: Subscription | undefined
     {
-      await using sem = semaphore({ prefix, limit: 3, consul: client, sessionName: name })
+      await using sem = semaphore({ prefix, limit: 3, consul: agent.client, sessionName: name })
       // A subscriber for the whole scope: only the disposal may release the slot.
       subscription = sem.holding$.subscribe()
       const state = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
-      assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [state.session])
-      assert.equal((await sessionsNamed(consul.url, name)).length, 1)
+      assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [state.session])
+      assert.equal((await sessionsNamed(agent.url, name)).length, 1)
     }
     assert.equal(subscription.closed, true, 'close() completed the subscription')
     assert.deepEqual(await leftovers(prefix, name), {
@@ -58,18 +44,18 @@ describe('await using', () => {
       holders: [],
       sessions: [],
     })
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('releases the semaphore slot when the scope throws, and passes the error on', async () => {
     const prefix = uniquePrefix('await-using-throw')
     const name = `await-using-throw ${prefix}`
     await assert.rejects(async () => {
-      await using sem = semaphore({ prefix, limit: 3, consul: client, sessionName: name })
+      await using sem = semaphore({ prefix, limit: 3, consul: agent.client, sessionName: name })
       sem.holding$.subscribe()
       await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
-      assert.equal(holdersOf((await readLock(consul.url, prefix))?.body).length, 1)
-      assert.equal((await sessionsNamed(consul.url, name)).length, 1)
+      assert.equal(holdersOf((await readLock(agent.url, prefix))?.body).length, 1)
+      assert.equal((await sessionsNamed(agent.url, name)).length, 1)
       throw new Error('the guarded work failed')
     }, /the guarded work failed/)
     assert.deepEqual(await leftovers(prefix, name), {
@@ -77,37 +63,42 @@ describe('await using', () => {
       holders: [],
       sessions: [],
     })
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('gives a tryAcquire slot back when the scope ends', async () => {
     const prefix = uniquePrefix('await-using-try')
     const name = `await-using-try ${prefix}`
     {
-      await using sem = await tryAcquire({ prefix, limit: 1, consul: client, sessionName: name })
+      await using sem = await tryAcquire({
+        prefix,
+        limit: 1,
+        consul: agent.client,
+        sessionName: name,
+      })
       assert.ok(sem, 'the slot was free')
-      assert.equal(holdersOf((await readLock(consul.url, prefix))?.body).length, 1)
+      assert.equal(holdersOf((await readLock(agent.url, prefix))?.body).length, 1)
     }
     assert.deepEqual(await leftovers(prefix, name), {
       keys: [`${prefix}/.lock`],
       holders: [],
       sessions: [],
     })
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('steps down from a leader election when the scope throws', async () => {
     const prefix = uniquePrefix('await-using-lead')
     const name = `await-using-lead ${prefix}`
     await assert.rejects(async () => {
-      await using election = leaderElection({ prefix, consul: client, sessionName: name })
+      await using election = leaderElection({ prefix, consul: agent.client, sessionName: name })
       election.holding$.subscribe()
       await firstValueFrom(election.holding$.pipe(filter(Boolean)))
       assert.ok((await lockEntry(prefix))?.Session, 'the lock key is held')
       throw new Error('the leader work failed')
     }, /the leader work failed/)
     assert.equal((await lockEntry(prefix))?.Session, undefined, 'the lock key has no holder')
-    assert.deepEqual(await sessionsNamed(consul.url, name), [])
-    await deleteTree(consul.url, prefix)
+    assert.deepEqual(await sessionsNamed(agent.url, name), [])
+    await deleteTree(agent.url, prefix)
   })
 })

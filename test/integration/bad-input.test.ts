@@ -3,18 +3,18 @@
 // typed SemaphoreError whose message says what to do, or in a contender that waits with holding$
 // false; never in a write over someone else's data.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import {
   createConsulClient,
   semaphore,
   SemaphoreError,
-  type ConsulClient,
   type Semaphore,
   type SemaphoreOptions,
   type SemaphoreState,
 } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
@@ -63,20 +63,14 @@ function follow(sem: Semaphore) {
 }
 
 describe('bad input', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
   const proxies: FaultProxy[] = []
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
+  // Registered above agentSuite(), so it runs before the client and the agent close.
   after(async () => {
     await Promise.all(proxies.map((p) => p.close()))
-    await client.close()
-    await consul.close()
   })
+  const agent = agentSuite()
   const proxy = async (): Promise<FaultProxy> => {
-    const p = await startFaultProxy(consul.addr)
+    const p = await startFaultProxy(agent.addr)
     proxies.push(p)
     return p
   }
@@ -84,14 +78,14 @@ describe('bad input', () => {
   /** No contender key and no session of `name` is left under `prefix` (`.lock` may stay). */
   const nothingLeft = (prefix: string, name: string) =>
     eventually('contender keys and sessions gone', async () => {
-      const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
-      const sessions = await sessionsNamed(consul.url, name)
+      const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
+      const sessions = await sessionsNamed(agent.url, name)
       return keys.every((k) => k === `${prefix}/.lock`) && sessions.length === 0 ? true : undefined
     })
 
   /** Destroys every session named `name` (one a failed release left to its TTL). */
   const destroySessions = async (name: string) => {
-    for (const s of await sessionsNamed(consul.url, name)) await destroyRawSession(consul.url, s.ID)
+    for (const s of await sessionsNamed(agent.url, name)) await destroyRawSession(agent.url, s.ID)
   }
 
   describe('a corrupt .lock', () => {
@@ -111,9 +105,9 @@ describe('bad input', () => {
       it(`errors with CorruptLock for ${what}, naming the key, and leaves it as it was`, async () => {
         const prefix = uniquePrefix('bad-lock')
         const name = `bad-lock ${prefix}`
-        await putRaw(consul.url, `${prefix}/.lock`, body, `flags=${SEMAPHORE_FLAGS}`)
-        const before = await listPrefix(consul.url, prefix)
-        const run = follow(semaphore({ prefix, limit: 2, consul: client, sessionName: name }))
+        await putRaw(agent.url, `${prefix}/.lock`, body, `flags=${SEMAPHORE_FLAGS}`)
+        const before = await listPrefix(agent.url, prefix)
+        const run = follow(semaphore({ prefix, limit: 2, consul: agent.client, sessionName: name }))
         const error = await run.semaphoreError()
         assert.equal(error.kind, 'CorruptLock', error.message)
         assert.match(error.message, new RegExp(`${prefix}/\\.lock`))
@@ -121,8 +115,8 @@ describe('bad input', () => {
         assert.match(error.message, /left as it is/)
         assert.deepEqual(run.holding, [false])
         await nothingLeft(prefix, name)
-        assert.deepEqual(await listPrefix(consul.url, prefix), before, '.lock untouched')
-        await deleteTree(consul.url, prefix)
+        assert.deepEqual(await listPrefix(agent.url, prefix), before, '.lock untouched')
+        await deleteTree(agent.url, prefix)
       })
     }
   })
@@ -137,86 +131,86 @@ describe('bad input', () => {
       (_, i) => `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`,
     )
     await putRaw(
-      consul.url,
+      agent.url,
       `${prefix}/.lock`,
       JSON.stringify({ Limit: 2, Holders: dead }),
       `flags=${SEMAPHORE_FLAGS}`,
     )
-    const sem = semaphore({ prefix, limit: 2, consul: client })
+    const sem = semaphore({ prefix, limit: 2, consul: agent.client })
     const run = follow(sem)
     const state = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
-    assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [state.session])
+    assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [state.session])
     await sem.close()
     run.stop()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('treats more live holders than the limit as full: it waits, writes nothing, and takes a slot once enough leave', async () => {
     const prefix = uniquePrefix('over-full')
     const live: string[] = []
     for (let i = 0; i < 3; i++) {
-      const s = await createRawSession(consul.url, { Name: `over-full ${i}`, TTL: '15s' })
-      await putRaw(consul.url, `${prefix}/${s}`, '', `acquire=${s}&flags=${SEMAPHORE_FLAGS}`)
+      const s = await createRawSession(agent.url, { Name: `over-full ${i}`, TTL: '15s' })
+      await putRaw(agent.url, `${prefix}/${s}`, '', `acquire=${s}&flags=${SEMAPHORE_FLAGS}`)
       live.push(s)
     }
     await putRaw(
-      consul.url,
+      agent.url,
       `${prefix}/.lock`,
       JSON.stringify({ Limit: 2, Holders: live }),
       `flags=${SEMAPHORE_FLAGS}`,
     )
-    const before = await readLock(consul.url, prefix)
-    const sem = semaphore({ prefix, limit: 2, consul: client })
+    const before = await readLock(agent.url, prefix)
+    const sem = semaphore({ prefix, limit: 2, consul: agent.client })
     const run = follow(sem)
     await firstValueFrom(sem.state$.pipe(filter((s) => s.contending)))
     await sleep(700)
     assert.deepEqual(run.holding, [false])
     assert.equal(run.failed(), false, 'not an error: a full semaphore')
-    assert.equal((await readLock(consul.url, prefix))?.entry.ModifyIndex, before?.entry.ModifyIndex)
+    assert.equal((await readLock(agent.url, prefix))?.entry.ModifyIndex, before?.entry.ModifyIndex)
     // Two leave: one live holder remains, so one slot is free.
-    await destroyRawSession(consul.url, live[0] ?? '')
-    await destroyRawSession(consul.url, live[1] ?? '')
+    await destroyRawSession(agent.url, live[0] ?? '')
+    await destroyRawSession(agent.url, live[1] ?? '')
     const held = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
     assert.deepEqual(held.holders.slice().sort(), [live[2], held.session].sort())
     await sem.close()
     run.stop()
-    await destroyRawSession(consul.url, live[2] ?? '')
-    await deleteTree(consul.url, prefix)
+    await destroyRawSession(agent.url, live[2] ?? '')
+    await deleteTree(agent.url, prefix)
   })
 
   it('errors with Conflict when .lock carries the flags of another use, and writes nothing', async () => {
     const prefix = uniquePrefix('foreign-flags')
     const name = `foreign-flags ${prefix}`
-    await putRaw(consul.url, `${prefix}/.lock`, '{"Limit":2,"Holders":{}}', 'flags=42')
-    const before = await listPrefix(consul.url, prefix)
-    const run = follow(semaphore({ prefix, limit: 2, consul: client, sessionName: name }))
+    await putRaw(agent.url, `${prefix}/.lock`, '{"Limit":2,"Holders":{}}', 'flags=42')
+    const before = await listPrefix(agent.url, prefix)
+    const run = follow(semaphore({ prefix, limit: 2, consul: agent.client, sessionName: name }))
     const error = await run.semaphoreError()
     assert.equal(error.kind, 'Conflict')
     assert.match(error.message, /flags 42/)
     assert.match(error.message, /Choose another prefix/)
     await nothingLeft(prefix, name)
-    assert.deepEqual(await listPrefix(consul.url, prefix), before)
-    await deleteTree(consul.url, prefix)
+    assert.deepEqual(await listPrefix(agent.url, prefix), before)
+    await deleteTree(agent.url, prefix)
   })
 
   it('errors with LimitConflict naming both limits when .lock says another limit', async () => {
     const prefix = uniquePrefix('limit-mismatch')
     const name = `limit-mismatch ${prefix}`
     await putRaw(
-      consul.url,
+      agent.url,
       `${prefix}/.lock`,
       '{"Limit":3,"Holders":{}}',
       `flags=${SEMAPHORE_FLAGS}`,
     )
-    const before = await listPrefix(consul.url, prefix)
-    const run = follow(semaphore({ prefix, limit: 4, consul: client, sessionName: name }))
+    const before = await listPrefix(agent.url, prefix)
+    const run = follow(semaphore({ prefix, limit: 4, consul: agent.client, sessionName: name }))
     const error = await run.semaphoreError()
     assert.equal(error.kind, 'LimitConflict')
     assert.match(error.message, /limit is 3/)
     assert.match(error.message, /limit 4/)
     await nothingLeft(prefix, name)
-    assert.deepEqual(await listPrefix(consul.url, prefix), before)
-    await deleteTree(consul.url, prefix)
+    assert.deepEqual(await listPrefix(agent.url, prefix), before)
+    await deleteTree(agent.url, prefix)
   })
 
   describe('invalid options', () => {
@@ -273,11 +267,11 @@ describe('bad input', () => {
 
     it('normalises a trailing slash: "a/b/" is the same semaphore as "a/b"', async () => {
       const prefix = uniquePrefix('trailing')
-      const slashed = semaphore({ prefix: `${prefix}/`, limit: 1, consul: client })
-      const plain = semaphore({ prefix, limit: 1, consul: client })
+      const slashed = semaphore({ prefix: `${prefix}/`, limit: 1, consul: agent.client })
+      const plain = semaphore({ prefix, limit: 1, consul: agent.client })
       const first = follow(slashed)
       const held = await firstValueFrom(slashed.state$.pipe(filter((s) => s.holding)))
-      const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key).sort()
+      const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key).sort()
       assert.deepEqual(keys, [`${prefix}/${held.session}`, `${prefix}/.lock`].sort())
       const second = follow(plain)
       // Both share one watch (same client, same normalised prefix): wait for the snapshot that
@@ -292,7 +286,7 @@ describe('bad input', () => {
       await plain.close()
       first.stop()
       second.stop()
-      await deleteTree(consul.url, prefix)
+      await deleteTree(agent.url, prefix)
     })
   })
 
@@ -337,7 +331,7 @@ describe('bad input', () => {
           p.setMode('pass')
           await c.close()
           await destroySessions(name)
-          await deleteTree(consul.url, prefix)
+          await deleteTree(agent.url, prefix)
         }
       })
     }
@@ -375,7 +369,7 @@ describe('bad input', () => {
         run.stop()
       } finally {
         await c.close()
-        await deleteTree(consul.url, prefix)
+        await deleteTree(agent.url, prefix)
       }
     })
 
@@ -401,7 +395,7 @@ describe('bad input', () => {
         run.stop()
       } finally {
         await c.close()
-        await deleteTree(consul.url, prefix)
+        await deleteTree(agent.url, prefix)
       }
     })
   })

@@ -1,15 +1,11 @@
 // The last state a closed contender reports: it has left the prefix, so it is listed neither among
 // the holders nor among the waiters, and a closed leader is no longer shown as the leader.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { filter, firstValueFrom, type Observable } from 'rxjs'
-import {
-  createConsulClient,
-  leaderElection,
-  semaphore,
-  type ConsulClient,
-} from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { leaderElection, semaphore } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, eventually } from '../support/observe.js'
 
 /** Every state `state$` emits, and whether it completed. */
@@ -20,21 +16,12 @@ function record<S>(state$: Observable<S>) {
 }
 
 describe('the state of a closed contender', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
-    await client.close()
-    await consul.close()
-  })
+  const agent = agentSuite()
 
   it('lists neither the closed holder nor the closed waiter', async () => {
     const prefix = uniquePrefix('closed-state')
-    const a = semaphore({ prefix, limit: 1, consul: client })
-    const b = semaphore({ prefix, limit: 1, consul: client })
+    const a = semaphore({ prefix, limit: 1, consul: agent.client })
+    const b = semaphore({ prefix, limit: 1, consul: agent.client })
     const seenA = record(a.state$)
     const seenB = record(b.state$)
     // Either may take the slot first: wait until one holds and the other waits first in line.
@@ -64,17 +51,17 @@ describe('the state of a closed contender', () => {
     assert.ok(!lastWaited.waiting.some((w) => w.session === waiterSession), 'still waiting')
     assert.equal(lastWaited.rank, undefined)
     assert.equal(lastWaited.contending, false)
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('does not show a closed leader as the leader', async () => {
     const prefix = uniquePrefix('closed-leader')
-    const election = leaderElection({ prefix, consul: client, value: 'closing-leader' })
+    const election = leaderElection({ prefix, consul: agent.client, value: 'closing-leader' })
     const seen = record(election.state$)
     await firstValueFrom(election.state$.pipe(filter((s) => s.holding)))
     await election.close()
     assert.ok(seen.completed)
     assert.equal(seen.states.at(-1)!.leader, null)
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 })

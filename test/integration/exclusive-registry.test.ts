@@ -2,19 +2,14 @@
 // key stays in the process once its task is done (issue 23: the shared-watch registry used to keep
 // one entry per key for as long as the client lived).
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { from, lastValueFrom, reduce } from 'rxjs'
-import {
-  createConsulClient,
-  exclusive,
-  type ConsulClient,
-  type ExclusiveClosed,
-  type ExclusiveResult,
-} from '../../src/index.js'
+import { exclusive, type ExclusiveClosed, type ExclusiveResult } from '../../src/index.js'
 import { sharedWatchCount } from '../../src/effects/shared-watch.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, listPrefix } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
@@ -25,17 +20,7 @@ function collectGarbage(): void {
 }
 
 describe('exclusive on a long-lived client', { timeout: SUITE_TIMEOUT_MS }, () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
-    await client.close()
-    await consul.close()
-  })
+  const agent = agentSuite()
 
   /** Runs `count` distinct tasks under `prefix` (each its own key, no watchPrefix) to the end. */
   const runTasks = async (prefix: string, first: number, count: number) => {
@@ -47,7 +32,7 @@ describe('exclusive on a long-lived client', { timeout: SUITE_TIMEOUT_MS }, () =
     const outcomes = await lastValueFrom(
       from(ids).pipe(
         exclusive<number, number>({
-          consul: client,
+          consul: agent.client,
           keyOf: (id) => `${prefix}/task/${id}`,
           run: async (id) => {
             // The task's loss watch is subscribed once run has started: let it be.
@@ -92,7 +77,7 @@ describe('exclusive on a long-lived client', { timeout: SUITE_TIMEOUT_MS }, () =
     // The registry of before kept about 1.6 KB per key: it grew by 3.2 MB a round of 2,000 keys.
     assert.ok(grownKb < 1024, `the heap grew by ${grownKb.toFixed(0)} KB over 2,000 task keys`)
 
-    assert.deepEqual(await listPrefix(consul.url, prefix), [], 'every task key deleted')
-    await deleteTree(consul.url, prefix)
+    assert.deepEqual(await listPrefix(agent.url, prefix), [], 'every task key deleted')
+    await deleteTree(agent.url, prefix)
   })
 })

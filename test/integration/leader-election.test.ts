@@ -9,15 +9,14 @@ import { after, before, describe, it } from 'node:test'
 import { pathToFileURL } from 'node:url'
 import { firstValueFrom, filter, type Subscription } from 'rxjs'
 import {
-  createConsulClient,
   leaderElection,
   SemaphoreError,
-  type ConsulClient,
   type LeaderElection,
   type LeaderElectionOptions,
   type LockLeader,
 } from '../../src/index.js'
-import { consulBin, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { consulBin, uniquePrefix } from '../support/consul-agent.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
@@ -38,8 +37,6 @@ const now = () => performance.timeOrigin + performance.now()
 const repoRoot = resolve(import.meta.dirname, '../..')
 
 describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
   let scratch: string
   const children = new Set<ChildProcess>()
   const elections = new Set<LeaderElection>()
@@ -50,11 +47,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     return e
   }
 
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
+  before(() => {
     scratch = mkdtempSync(join(tmpdir(), 'rxsem-leader-'))
   })
+  // Registered above agentSuite(), so it runs before the client and the agent close.
   after(async () => {
     // A failed test must not leave a `consul lock` or a leader process behind.
     await Promise.allSettled([...elections].map((e) => e.close()))
@@ -62,13 +58,12 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
       if (child.exitCode === null && child.pid) killTree(child.pid, 'SIGKILL')
     await Promise.all([...children].map(exited))
     rmSync(scratch, { recursive: true, force: true })
-    await client.close()
-    await consul.close()
   })
+  const agent = agentSuite()
 
   const held = (e: LeaderElection) => firstValueFrom(e.holding$.pipe(filter(Boolean)))
   const lockOf = async (prefix: string): Promise<RawEntry | undefined> =>
-    (await listPrefix(consul.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
+    (await listPrefix(agent.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
   const valueOf = (entry: RawEntry | undefined): string | null =>
     entry?.Value ? Buffer.from(entry.Value, 'base64').toString('utf8') : null
 
@@ -88,7 +83,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
    */
   function consulLock(prefix: string, log: string, body: string): ChildProcess {
     const command = `echo start $(date +%s%3N) >> ${log}; ${body}; echo end $(date +%s%3N) >> ${log}`
-    const child = spawn(consulBin(), ['lock', `-http-addr=${consul.addr}`, prefix, command], {
+    const child = spawn(consulBin(), ['lock', `-http-addr=${agent.addr}`, prefix, command], {
       env: { ...process.env, SHELL: '/bin/sh' },
       stdio: ['ignore', 'ignore', 'pipe'],
     })
@@ -106,7 +101,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     await eventually(
       `${logs.length} consul lock sessions`,
       async () => {
-        const sessions = await sessionsNamed(consul.url, 'Consul lock for')
+        const sessions = await sessionsNamed(agent.url, 'Consul lock for')
         for (const log of logs) if (sessions.some((s) => s.Name.includes(log))) seen.add(log)
         for (const log of logs) if (existsSync(log)) seen.add(log)
         return seen.size === logs.length ? true : undefined
@@ -135,7 +130,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
   it('leads when uncontended, names itself in leader$, and close() leaves the key unheld and no session', async () => {
     const prefix = uniquePrefix('leader-uncontended')
     const name = `leader-uncontended ${prefix}`
-    const e = elect({ prefix, value: 'node-a', consul: client, sessionName: name })
+    const e = elect({ prefix, value: 'node-a', consul: agent.client, sessionName: name })
     const seen: boolean[] = []
     const sub = e.holding$.subscribe((h) => seen.push(h))
     const leader = follow(e)
@@ -162,14 +157,14 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(left?.Session, undefined, 'nobody holds the key')
     assert.equal(valueOf(left), 'node-a', 'the value stays, as Go leaves it')
     assert.equal(left?.Flags, LOCK_FLAGS)
-    assert.deepEqual(await sessionsNamed(consul.url, name), [])
-    await deleteTree(consul.url, prefix)
+    assert.deepEqual(await sessionsNamed(agent.url, name), [])
+    await deleteTree(agent.url, prefix)
   })
 
   it('hands leadership over at once when the leader closes (no lock-delay on release)', async () => {
     const prefix = uniquePrefix('leader-handover')
-    const a = elect({ prefix, value: 'a', consul: client })
-    const b = elect({ prefix, value: 'b', consul: client })
+    const a = elect({ prefix, value: 'a', consul: agent.client })
+    const b = elect({ prefix, value: 'b', consul: agent.client })
     const subs = [a.holding$.subscribe()]
     await held(a)
     const sessionA = (await firstValueFrom(a.state$)).session
@@ -193,31 +188,31 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
     await b.close()
     subs.forEach((s) => s.unsubscribe())
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('follows the election in leader$ without creating a session', async () => {
     const prefix = uniquePrefix('leader-observer')
     const name = `observer ${prefix}`
-    const observer = elect({ prefix, consul: client, sessionName: name })
+    const observer = elect({ prefix, consul: agent.client, sessionName: name })
     const seen: (LockLeader | null)[] = []
     const sub = observer.leader$.subscribe((l) => seen.push(l))
     await eventually('nobody leads', () => (seen.length > 0 ? true : undefined))
     assert.deepEqual(seen, [null])
-    const leader = elect({ prefix, value: 'the-one', consul: client })
+    const leader = elect({ prefix, value: 'the-one', consul: agent.client })
     const lsub = leader.holding$.subscribe()
     await held(leader)
     const session = (await firstValueFrom(leader.state$)).session ?? ''
     await eventually('observer sees the leader', () => (seen.length === 2 ? true : undefined))
     assert.deepEqual(seen, [null, { session, value: 'the-one' }])
-    assert.deepEqual(await sessionsNamed(consul.url, name), [], 'no session for a reader')
+    assert.deepEqual(await sessionsNamed(agent.url, name), [], 'no session for a reader')
     await leader.close()
     lsub.unsubscribe()
     await eventually('observer sees nobody', () => (seen.length === 3 ? true : undefined))
     assert.equal(seen[2], null)
     await observer.close()
     sub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   for (const [what, flags, body] of [
@@ -227,9 +222,9 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     it(`errors with a typed Conflict and writes nothing on ${what}`, async () => {
       const prefix = uniquePrefix('leader-conflict')
       const name = `leader-conflict ${prefix}`
-      await putRaw(consul.url, `${prefix}/.lock`, body, `flags=${flags}`)
-      const before = await listPrefix(consul.url, prefix)
-      const e = elect({ prefix, consul: client, sessionName: name })
+      await putRaw(agent.url, `${prefix}/.lock`, body, `flags=${flags}`)
+      const before = await listPrefix(agent.url, prefix)
+      const e = elect({ prefix, consul: agent.client, sessionName: name })
       const seen: boolean[] = []
       const error = await new Promise<unknown>((done) =>
         e.holding$.subscribe({ next: (h) => seen.push(h), error: done }),
@@ -239,42 +234,42 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
       assert.match(error.message, /\.lock/)
       assert.match(error.message, /not a lock/)
       assert.deepEqual(seen, [false])
-      assert.deepEqual(await listPrefix(consul.url, prefix), before, 'nothing written')
+      assert.deepEqual(await listPrefix(agent.url, prefix), before, 'nothing written')
       await eventually('session destroyed', async () =>
-        (await sessionsNamed(consul.url, name)).length === 0 ? true : undefined,
+        (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
       )
       await e.close()
-      await deleteTree(consul.url, prefix)
+      await deleteTree(agent.url, prefix)
     })
   }
 
   it('leaves no session when unsubscribed while waiting', async () => {
     const prefix = uniquePrefix('leader-cancel-wait')
-    const leader = elect({ prefix, value: 'leader', consul: client })
+    const leader = elect({ prefix, value: 'leader', consul: agent.client })
     const lsub = leader.holding$.subscribe()
     await held(leader)
     const leaderSession = (await firstValueFrom(leader.state$)).session
     const name = `waiter ${prefix}`
-    const waiter = elect({ prefix, consul: client, sessionName: name })
+    const waiter = elect({ prefix, consul: agent.client, sessionName: name })
     const wsub = waiter.holding$.subscribe()
     await firstValueFrom(
       waiter.state$.pipe(filter((s) => s.session !== undefined && s.leader !== null)),
     )
-    assert.equal((await sessionsNamed(consul.url, name)).length, 1, 'the waiter had a session')
+    assert.equal((await sessionsNamed(agent.url, name)).length, 1, 'the waiter had a session')
     wsub.unsubscribe()
     await eventually('waiter session gone', async () =>
-      (await sessionsNamed(consul.url, name)).length === 0 ? true : undefined,
+      (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
     )
     assert.equal((await lockOf(prefix))?.Session, leaderSession, 'the leader still leads')
     await leader.close()
     lsub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it("takes over after the leader's session is destroyed, once its lock-delay ends, not before", async () => {
     // The leader is another client (as Go's Lock would be), with a 2 s lock-delay.
     const prefix = uniquePrefix('leader-lock-delay')
-    const foreign = await createRawSession(consul.url, {
+    const foreign = await createRawSession(agent.url, {
       Name: `foreign ${prefix}`,
       TTL: '30s',
       Behavior: 'release',
@@ -282,13 +277,13 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     })
     assert.ok(
       await putRaw(
-        consul.url,
+        agent.url,
         `${prefix}/.lock`,
         'foreign',
         `acquire=${foreign}&flags=${LOCK_FLAGS}`,
       ),
     )
-    const waiter = elect({ prefix, value: 'waiter', consul: client })
+    const waiter = elect({ prefix, value: 'waiter', consul: agent.client })
     const seen: { holding: boolean; at: number }[] = []
     const sub = waiter.holding$.subscribe((holding) => seen.push({ holding, at: now() }))
     const waiting = await firstValueFrom(
@@ -296,7 +291,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
     assert.deepEqual(waiting.leader, { session: foreign, value: 'foreign' })
     const destroyedAt = now()
-    await destroyRawSession(consul.url, foreign)
+    await destroyRawSession(agent.url, foreign)
     await held(waiter)
     const takeover = (seen.find((s) => s.holding)?.at ?? Infinity) - destroyedAt
     console.log(`# takeover after destroy with lock-delay 2 s: ${takeover.toFixed(0)} ms`)
@@ -308,7 +303,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.ok(takeover < 3300, `led ${takeover.toFixed(0)} ms after the destroy: not ~delay + 1 s`)
     await waiter.close()
     sub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('replaces a leader killed with SIGKILL only after its session is invalidated', async () => {
@@ -325,7 +320,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
     const doomed = spawn(process.execPath, ['--import', 'tsx', script], {
       cwd: repoRoot,
-      env: { ...process.env, ADDR: consul.addr, PREFIX: prefix },
+      env: { ...process.env, ADDR: agent.addr, PREFIX: prefix },
       stdio: ['ignore', 'pipe', 'inherit'],
     })
     children.add(doomed)
@@ -339,7 +334,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
       doomed.once('exit', (code) => fail(new Error(`the leader process exited early (${code})`)))
     })
 
-    const follower = elect({ prefix, value: 'follower', consul: client })
+    const follower = elect({ prefix, value: 'follower', consul: agent.client })
     const seen: { holding: boolean; at: number }[] = []
     const sub = follower.holding$.subscribe((holding) => seen.push({ holding, at: now() }))
     await firstValueFrom(
@@ -358,7 +353,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     let goneAt = Infinity
     while (goneAt === Infinity && now() - killedAt < 40_000) {
       const sentAt = now()
-      const res = await fetch(`${consul.url}/v1/session/info/${doomedSession}`)
+      const res = await fetch(`${agent.url}/v1/session/info/${doomedSession}`)
       const info = (await res.json()) as unknown[] | null
       if (info && info.length > 0) lastAliveSentAt = sentAt
       else goneAt = now()
@@ -383,7 +378,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(valueOf(lock), 'follower')
     await follower.close()
     sub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('shares leadership with `consul lock`: one leader at a time, and leader$ names it everywhere', async () => {
@@ -398,14 +393,14 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     const lockHolder = await lockOf(prefix)
     assert.ok(lockHolder?.Session)
     assert.equal(lockHolder.Flags, LOCK_FLAGS)
-    const [goLock] = (await sessionsNamed(consul.url, 'Consul lock for')).filter(
+    const [goLock] = (await sessionsNamed(agent.url, 'Consul lock for')).filter(
       (s) => s.ID === lockHolder.Session,
     )
     assert.ok(goLock, 'the key is held by the `consul lock` session')
 
     const ours = [
-      elect({ prefix, value: 'a', consul: client }),
-      elect({ prefix, value: 'b', consul: client }),
+      elect({ prefix, value: 'a', consul: agent.client }),
+      elect({ prefix, value: 'b', consul: agent.client }),
     ] as const
     const subs = ours.map((e, i) =>
       e.holding$.subscribe((h) => recorder.record(i === 0 ? 'a' : 'b', h)),
@@ -459,7 +454,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     }
     assert.equal(recorder.intervals().length, 4, JSON.stringify(recorder.intervals()))
     assert.equal(recorder.maxConcurrent(), 1, JSON.stringify(recorder.intervals()))
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('never has two leaders while `consul lock` processes and leaderElection contend together', async () => {
@@ -471,7 +466,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     await consulLocksStarted(logs)
     const cycle = async (who: string): Promise<void> => {
       for (let round = 0; round < 2; round++) {
-        const e = elect({ prefix, value: who, consul: client })
+        const e = elect({ prefix, value: who, consul: agent.client })
         const sub = e.holding$.subscribe((h) => recorder.record(`${who}.${round}`, h))
         await held(e)
         await sleep(300)
@@ -487,7 +482,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     }
     assert.equal(recorder.intervals().length, 7, JSON.stringify(recorder.intervals()))
     assert.equal(recorder.maxConcurrent(), 1, JSON.stringify(recorder.intervals()))
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 })
 

@@ -5,19 +5,18 @@
 // given the old limit fails as it always did, one given the new limit joins, and a Go holder
 // releases under the new limit. Nothing is deleted by hand.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import {
-  createConsulClient,
   semaphore,
   SemaphoreError,
   setLimit,
-  type ConsulClient,
   type Semaphore,
   type SemaphoreState,
 } from '../../src/index.js'
 import { startCli, startConsulLock, stopAllConsulLocks } from '../support/cli.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, eventually, holdersOf, listPrefix, readLock } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
@@ -59,17 +58,11 @@ function overLimit(
 }
 
 describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
+  // Registered above agentSuite(), so it runs before the client and the agent close.
   after(async () => {
     await stopAllConsulLocks()
-    await client.close()
-    await consul.close()
   })
+  const agent = agentSuite()
 
   it('raises 2 to 3 and lowers it back under load: never over the limit in force, everyone served', async () => {
     const prefix = uniquePrefix('live-limit')
@@ -78,13 +71,19 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     const live = new Set<string>()
     let most = 0
     let stopping = false
-    const first = await setLimit({ prefix, limit: 2, consul: client })
+    const first = await setLimit({ prefix, limit: 2, consul: agent.client })
     const changes = [{ index: first.index, limit: 2 }]
 
     // Each contender holds ~150 ms, gives the slot back, and contends again, until stopped.
     const loop = async (who: string): Promise<void> => {
       while (!stopping) {
-        const sem = semaphore({ prefix, limit: 2, followLimit: true, consul: client, value: who })
+        const sem = semaphore({
+          prefix,
+          limit: 2,
+          followLimit: true,
+          consul: agent.client,
+          value: who,
+        })
         let tenure: Tenure | undefined
         const sub = sem.state$.subscribe((s: SemaphoreState) => {
           if (s.holding && tenure === undefined) {
@@ -114,7 +113,7 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
     assert.ok(most <= 2, `${most} held at once under limit 2`)
 
-    const raised = await setLimit({ prefix, limit: 3, consul: client })
+    const raised = await setLimit({ prefix, limit: 3, consul: agent.client })
     assert.deepEqual([raised.previous, raised.limit], [2, 3])
     changes.push({ index: raised.index, limit: 3 })
     most = live.size
@@ -124,7 +123,7 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
       60_000,
     )
 
-    const lowered = await setLimit({ prefix, limit: 2, consul: client })
+    const lowered = await setLimit({ prefix, limit: 2, consul: agent.client })
     assert.deepEqual([lowered.previous, lowered.limit], [3, 2])
     changes.push({ index: lowered.index, limit: 2 })
     await eventually(
@@ -139,12 +138,12 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     const afterLowering = tenures.filter((t) => t.token > lowered.index)
     assert.ok(afterLowering.length >= CONTENDERS, `${afterLowering.length} tenures after`)
     // `.lock` was never deleted by hand: it states the last limit, with no holders left.
-    const lock = await readLock(consul.url, prefix)
+    const lock = await readLock(agent.url, prefix)
     assert.ok(lock, '.lock is still there')
     assert.deepEqual(lock.body, { Limit: 2, Holders: {} })
-    const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+    const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
     assert.deepEqual(keys, [`${prefix}/.lock`], 'no contender key left')
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('lets a holder that does not follow the limit keep its slot, stops such a waiter, and admits a follower', async () => {
@@ -153,7 +152,7 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     const errors = new Map<string, unknown>()
     const subs: Subscription[] = []
     const start = (who: string, followLimit: boolean): Semaphore => {
-      const sem = semaphore({ prefix, limit: 1, followLimit, consul: client, value: who })
+      const sem = semaphore({ prefix, limit: 1, followLimit, consul: agent.client, value: who })
       subs.push(
         sem.state$.subscribe({
           next: (s) => states.set(who, s),
@@ -172,7 +171,7 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
         : undefined,
     )
 
-    await setLimit({ prefix, limit: 2, consul: client })
+    await setLimit({ prefix, limit: 2, consul: agent.client })
     await eventually('the follower holds beside the holder', () =>
       states.get('follower')?.holding === true ? true : undefined,
     )
@@ -189,35 +188,35 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
 
     // It leaves `.lock` by CAS under the new limit: only the follower is listed after.
     await strict.close()
-    const lock = await readLock(consul.url, prefix)
+    const lock = await readLock(agent.url, prefix)
     assert.ok(lock)
     assert.deepEqual(holdersOf(lock.body), [states.get('follower')?.session])
     assert.equal((lock.body as { Limit: number }).Limit, 2)
     await Promise.all([waiter.close(), follower.close()])
     subs.forEach((s) => s.unsubscribe())
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('keeps one limit in .lock beside consul lock -n: the old limit fails, the new one joins, a Go holder releases', async () => {
     const prefix = uniquePrefix('live-limit-go')
     // A Go contender first in line, holding until stopped.
-    const goHolder = startConsulLock(consul.addr, ['-n=2', prefix, 'sleep 600'])
+    const goHolder = startConsulLock(agent.addr, ['-n=2', prefix, 'sleep 600'])
     await eventually(
       'consul lock -n 2 holds',
       async () => {
-        const lock = await readLock(consul.url, prefix)
+        const lock = await readLock(agent.url, prefix)
         return lock && holdersOf(lock.body).length === 1 ? true : undefined
       },
       60_000,
     )
     const ours = [0, 1].map((i) =>
-      semaphore({ prefix, limit: 2, followLimit: true, consul: client, value: `ours-${i}` }),
+      semaphore({ prefix, limit: 2, followLimit: true, consul: agent.client, value: `ours-${i}` }),
     )
     const held = ours.map(() => false)
     const subs = ours.map((sem, i) => sem.holding$.subscribe((h) => (held[i] = h)))
     await eventually('one of ours holds beside Go, the other waits', async () => {
-      const lock = await readLock(consul.url, prefix)
-      const keys = await listPrefix(consul.url, prefix)
+      const lock = await readLock(agent.url, prefix)
+      const keys = await listPrefix(agent.url, prefix)
       return held.filter(Boolean).length === 1 &&
         lock &&
         holdersOf(lock.body).length === 2 &&
@@ -226,20 +225,20 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
         : undefined
     })
 
-    const change = await setLimit({ prefix, limit: 3, consul: client })
+    const change = await setLimit({ prefix, limit: 3, consul: agent.client })
     assert.deepEqual([change.previous, change.limit, change.holders], [2, 3, 2])
     await eventually('both of ours hold beside Go', () => (held.every(Boolean) ? true : undefined))
 
     // A Go contender given the old limit fails, and says why.
-    const old = startConsulLock(consul.addr, ['-n=2', prefix, 'true'])
+    const old = startConsulLock(agent.addr, ['-n=2', prefix, 'true'])
     assert.equal(await old.exited, 1)
     assert.match(old.stderr(), /semaphore limit conflict \(lock: 3, local: 2\)/)
     // One given the new limit joins the queue behind the three holders.
-    const fresh = startConsulLock(consul.addr, ['-n=3', prefix, 'true'])
+    const fresh = startConsulLock(agent.addr, ['-n=3', prefix, 'true'])
     await eventually(
       'consul lock -n 3 waits in line',
       async () => {
-        const keys = await listPrefix(consul.url, prefix)
+        const keys = await listPrefix(agent.url, prefix)
         return keys.length === 5 ? true : undefined
       },
       60_000,
@@ -248,23 +247,23 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     // The Go holder releases under the new limit; the -n 3 waiter takes the slot and ends.
     await stopAllConsulLocks([goHolder])
     assert.equal(await fresh.exited, 0, fresh.stderr())
-    const lock = await readLock(consul.url, prefix)
+    const lock = await readLock(agent.url, prefix)
     assert.ok(lock)
     const body = lock.body as { Limit: number }
     assert.equal(body.Limit, 3, 'one consistent limit in .lock')
     assert.equal(holdersOf(body).length, 2, 'our two holders, the Go ones gone')
     await Promise.all(ours.map((sem) => sem.close()))
     subs.forEach((s) => s.unsubscribe())
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('rxsem set-limit tells what changed, and never writes over a consul lock key', async () => {
     const prefix = uniquePrefix('live-limit-cli')
-    const run = startCli(['set-limit', '--prefix', prefix, '--limit', '3'], { addr: consul.addr })
+    const run = startCli(['set-limit', '--prefix', prefix, '--limit', '3'], { addr: agent.addr })
     assert.equal(await run.exited, 0, run.stderr())
     assert.match(run.stdout(), new RegExp(`^${prefix}: limit set to 3 \\(there was no .lock`))
     const json = startCli(['set-limit', '--prefix', prefix, '--limit', '2', '--json'], {
-      addr: consul.addr,
+      addr: agent.addr,
     })
     assert.equal(await json.exited, 0, json.stderr())
     const printed = JSON.parse(json.stdout()) as Record<string, unknown>
@@ -274,21 +273,21 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
 
     const leaderPrefix = uniquePrefix('live-limit-cli-leader')
-    const leader = startConsulLock(consul.addr, [leaderPrefix, 'sleep 600'])
+    const leader = startConsulLock(agent.addr, [leaderPrefix, 'sleep 600'])
     await eventually(
       'consul lock holds',
-      async () => (await readLock(consul.url, leaderPrefix)) ?? undefined,
+      async () => (await readLock(agent.url, leaderPrefix)) ?? undefined,
       60_000,
     )
-    const before = await readLock(consul.url, leaderPrefix)
+    const before = await readLock(agent.url, leaderPrefix)
     const refused = startCli(['set-limit', '--prefix', leaderPrefix, '--limit', '2'], {
-      addr: consul.addr,
+      addr: agent.addr,
     })
     assert.equal(await refused.exited, 1)
     assert.match(refused.stderr(), /has flags \d+, so another kind of client uses this prefix/)
-    assert.deepEqual(await readLock(consul.url, leaderPrefix), before, 'left as it was')
+    assert.deepEqual(await readLock(agent.url, leaderPrefix), before, 'left as it was')
     await stopAllConsulLocks([leader])
-    await deleteTree(consul.url, prefix)
-    await deleteTree(consul.url, leaderPrefix)
+    await deleteTree(agent.url, prefix)
+    await deleteTree(agent.url, leaderPrefix)
   })
 })

@@ -13,6 +13,7 @@ import {
   type Semaphore,
   type WatchEvent,
 } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 import {
@@ -181,30 +182,21 @@ describe('a recursive delete of the prefix', () => {
 })
 
 describe('watchPrefix and a recursive delete', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
-    await client.close()
-    await consul.close()
-  })
+  const agent = agentSuite()
 
   /** A prefix with two keys and the tombstone of a third, and a sibling tree beside it. */
   async function prefixWithTombstone(): Promise<string> {
     const prefix = uniquePrefix('watch-delete')
-    for (const key of ['a', 'b', 'c']) await putRaw(consul.url, `${prefix}/${key}`, key)
-    await putRaw(consul.url, `${prefix}-sibling/x`, 'x')
-    await fetch(`${consul.url}/v1/kv/${prefix}/a`, { method: 'DELETE' }).then((r) => r.text())
+    for (const key of ['a', 'b', 'c']) await putRaw(agent.url, `${prefix}/${key}`, key)
+    await putRaw(agent.url, `${prefix}-sibling/x`, 'x')
+    await fetch(`${agent.url}/v1/kv/${prefix}/a`, { method: 'DELETE' }).then((r) => r.text())
     return prefix
   }
 
   it('wakes a watch of `<prefix>/` at once for DELETE <prefix>?recurse, and keeps siblings out', async () => {
     const prefix = await prefixWithTombstone()
     const events: WatchEvent[] = []
-    const sub = client
+    const sub = agent.client
       .watchPrefix(`${prefix}/`, { waitMs: 20_000 })
       .subscribe((e) => events.push(e))
     await eventually('the first snapshot', () => (events.length > 0 ? true : undefined))
@@ -218,23 +210,25 @@ describe('watchPrefix and a recursive delete', () => {
       )
     }
     const deletedAt = performance.now()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
     await eventually('the delete wakes the watch', () => (events.length > 1 ? true : undefined))
     sub.unsubscribe()
     assert.ok(performance.now() - deletedAt < 5000, 'woken long before the 20 s wait ended')
     const woken = events[1]
     assert.ok(woken?.type === 'snapshot' && woken.snapshot.entries.length === 0)
-    await deleteTree(consul.url, `${prefix}-sibling`)
+    await deleteTree(agent.url, `${prefix}-sibling`)
   })
 
   it('marks the late answer to a delete of a parent prefix as a reset', async () => {
     const prefix = await prefixWithTombstone()
     const parent = prefix.slice(0, prefix.lastIndexOf('/'))
     const events: WatchEvent[] = []
-    const sub = client.watchPrefix(`${prefix}/`, { waitMs: 1500 }).subscribe((e) => events.push(e))
+    const sub = agent.client
+      .watchPrefix(`${prefix}/`, { waitMs: 1500 })
+      .subscribe((e) => events.push(e))
     await eventually('the first snapshot', () => (events.length > 0 ? true : undefined))
     const before = events[0]?.type === 'snapshot' ? events[0].snapshot.index : 0n
-    await deleteTree(consul.url, parent)
+    await deleteTree(agent.url, parent)
     const reset = await eventually(
       'a reset snapshot',
       () => events.find((e) => e.type === 'snapshot' && e.reset === true),

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import {
   createConsulClient,
@@ -16,7 +16,8 @@ import {
   type ConsulClient,
 } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
-import { consulBin, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { consulBin, uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
@@ -87,20 +88,14 @@ async function queueAt(
 }
 
 describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
   const children: ChildProcess[] = []
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
+  // Registered above agentSuite(), so it runs before the client and the agent close.
   after(async () => {
     for (const child of children)
       if (child.exitCode === null && child.pid) killTree(child.pid, 'SIGKILL')
     await stopAllConsulLocks()
-    await client.close()
-    await consul.close()
   })
+  const agent = agentSuite()
 
   /**
    * Starts `runs` `consul lock -n <limit>` processes on `prefix`, each holding `holdS` seconds (or,
@@ -123,7 +118,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
         [
           'lock',
           `-n=${limit}`,
-          `-http-addr=${consul.addr}`,
+          `-http-addr=${agent.addr}`,
           prefix,
           `echo start $(date +%s%3N) >> ${log}; ${hold}; echo end $(date +%s%3N) >> ${log}`,
         ],
@@ -151,7 +146,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     await eventually(
       `all ${runs} consul lock processes in the queue`,
       async () => {
-        const { holders, waiting } = await queueAt(consul.url, prefix)
+        const { holders, waiting } = await queueAt(agent.url, prefix)
         for (const c of [...holders, ...waiting]) seen.add(c.session)
         const held = Array.from({ length: runs }, (_, i) => i).filter((i) =>
           childStarted(join(dir, `go-${i}.log`)),
@@ -169,7 +164,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
 
     // Both sides, as Consul shows them: the live holders listed in .lock, at every change.
     let maxListed = 0
-    const watch = client.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
+    const watch = agent.client.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
       if (event.type !== 'snapshot') return
       const lock = event.snapshot.entries.find((e) => e.key === `${prefix}/.lock`)
       const live = new Set(event.snapshot.entries.flatMap((e) => (e.session ? [e.session] : [])))
@@ -198,7 +193,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     const done: Promise<void>[] = []
     for (let i = 0; i < ours; i++) {
       const who = `rx${i}`
-      const sem = semaphore({ prefix, limit: 3, consul: client, value: who })
+      const sem = semaphore({ prefix, limit: 3, consul: agent.client, value: who })
       done.push(
         new Promise<void>((resolve, reject) => {
           subs.push(
@@ -237,10 +232,10 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     assert.ok(maxListed <= 3, `.lock never listed more than 3 live holders, saw ${maxListed}`)
     assert.ok(maxListed >= 2, `the two kinds of contender overlapped in .lock (saw ${maxListed})`)
     await eventually('consul lock cleaned up', async () => {
-      const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+      const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
       return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
     })
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('serves consul lock -n 2 contenders first in line before ours behind them, never more than 2 holders', async () => {
@@ -255,7 +250,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       const sem = semaphore({
         prefix,
         limit: 2,
-        consul: client,
+        consul: agent.client,
         value: who,
         fairness: { graceMs: 60_000 },
       })
@@ -295,7 +290,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     const goQueued = await eventually(
       'the consul lock processes queued behind a and b',
       async () => {
-        const queue = await queueAt(consul.url, prefix)
+        const queue = await queueAt(agent.url, prefix)
         return queue.waiting.length === goRuns ? queue : undefined
       },
       60_000,
@@ -306,7 +301,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     const queued = await eventually(
       'c, d and e queued behind the consul lock processes',
       async () => {
-        const queue = await queueAt(consul.url, prefix)
+        const queue = await queueAt(agent.url, prefix)
         return queue.waiting.length === goRuns + 3 ? queue : undefined
       },
       60_000,
@@ -360,14 +355,14 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       assert.ok(late.from >= lastGoStart, `${late.who} held only after every consul lock had`)
     }
     assert.ok(recorder.maxConcurrent() <= 2, `at most 2 at once, saw ${recorder.maxConcurrent()}`)
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('joins replica tenures in one transaction beside consul lock -n 2 processes: never more than 2 holders, everyone served', async () => {
     const prefix = uniquePrefix('interop-join')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
     const recorder = new SafetyRecorder(2, () => Date.now())
-    const proxy = await startFaultProxy(consul.addr)
+    const proxy = await startFaultProxy(agent.addr)
     // Two replicas with a client each; each runs three tenures one after the other, so that its
     // second and third join on a prefix its client has seen (with Go's .lock in it).
     const replicaClients = [0, 1].map(() => createConsulClient({ address: proxy.addr, env: {} }))
@@ -417,10 +412,10 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       await Promise.all(replicaClients.map((c) => c.close()))
       await proxy.close()
       await eventually('consul lock cleaned up', async () => {
-        const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+        const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
         return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
       })
-      await deleteTree(consul.url, prefix)
+      await deleteTree(agent.url, prefix)
     }
   })
 
@@ -437,7 +432,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       [
         'lock',
         '-n=2',
-        `-http-addr=${consul.addr}`,
+        `-http-addr=${agent.addr}`,
         prefix,
         `echo start $(date +%s%3N) >> ${log}; while [ ! -e ${release} ]; do sleep 0.02; done; echo end $(date +%s%3N) >> ${log}`,
       ],
@@ -446,8 +441,8 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     children.push(child)
     const exited = new Promise((done) => child.once('exit', done))
     await eventually('consul lock holds', () => childStarted(log) || undefined, 60_000)
-    const a = semaphore({ prefix, limit: 2, consul: client, value: 'a' })
-    const b = semaphore({ prefix, limit: 2, consul: client, value: 'b' })
+    const a = semaphore({ prefix, limit: 2, consul: agent.client, value: 'a' })
+    const b = semaphore({ prefix, limit: 2, consul: agent.client, value: 'b' })
     const subs = [
       a.holding$.subscribe((h) => recorder.record('a', h)),
       b.holding$.subscribe((h) => recorder.record('b', h)),
@@ -455,7 +450,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     await eventually(
       'one of ours holding beside consul lock, the other waiting',
       async () => {
-        const { holders, waiting } = await queueAt(consul.url, prefix)
+        const { holders, waiting } = await queueAt(agent.url, prefix)
         const ours = (c: QueuedKey) => c.value === 'a' || c.value === 'b'
         return holders.length === 2 &&
           holders.filter(ours).length === 1 &&
@@ -486,7 +481,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     await b.close()
     subs.forEach((s) => s.unsubscribe())
     rmSync(dir, { recursive: true, force: true })
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('refuses a holder map with a number value, as consul lock -n 2 does, and neither side writes .lock', async () => {
@@ -496,12 +491,12 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     const holder = randomUUID()
     const body = `{"Limit":2,"Holders":{"${holder}":1}}`
     const name = `interop-map-value ${prefix}`
-    await putRaw(consul.url, `${prefix}/.lock`, body, `flags=${SEMAPHORE_FLAGS}`)
+    await putRaw(agent.url, `${prefix}/.lock`, body, `flags=${SEMAPHORE_FLAGS}`)
     const lockEntry = async () =>
-      (await listPrefix(consul.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
+      (await listPrefix(agent.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
     const before = await lockEntry()
     assert.equal(before?.Value, Buffer.from(body).toString('base64'))
-    const go = startConsulLock(consul.addr, ['-n=2', '-timeout=10s', prefix, `touch ${marker}`])
+    const go = startConsulLock(agent.addr, ['-n=2', '-timeout=10s', prefix, `touch ${marker}`])
     let subscription: Subscription | undefined
     try {
       const code = await go.exited
@@ -513,9 +508,9 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       )
       assert.equal(existsSync(marker), false, 'consul lock ran nothing')
       assert.deepEqual(await lockEntry(), before, 'consul lock left .lock as it was')
-      const goLeft = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+      const goLeft = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
 
-      const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: name })
+      const sem = semaphore({ prefix, limit: 2, consul: agent.client, sessionName: name })
       const holding: boolean[] = []
       const error = await new Promise<unknown>((done) => {
         const timer = setTimeout(() => done(new Error('no error within 10 s')), 10_000)
@@ -537,17 +532,17 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       assert.ok(!holding.includes(true), 'never held')
       assert.deepEqual(await lockEntry(), before, 'semaphore left .lock byte for byte as it was')
       await eventually('our contender key and session gone', async () => {
-        const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
-        const sessions = await sessionsNamed(consul.url, name)
+        const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
+        const sessions = await sessionsNamed(agent.url, name)
         return sessions.length === 0 && keys.every((k) => goLeft.includes(k)) ? true : undefined
       })
     } finally {
       subscription?.unsubscribe()
       await stopAllConsulLocks([go])
       // consul lock leaves its contender key behind, held by its session until the TTL runs out.
-      for (const entry of await listPrefix(consul.url, prefix))
-        if (entry.Session !== undefined) await destroyRawSession(consul.url, entry.Session)
-      await deleteTree(consul.url, prefix)
+      for (const entry of await listPrefix(agent.url, prefix))
+        if (entry.Session !== undefined) await destroyRawSession(agent.url, entry.Session)
+      await deleteTree(agent.url, prefix)
       rmSync(dir, { recursive: true, force: true })
     }
   })

@@ -1,15 +1,10 @@
 // semaphore(...) end to end against a real Consul agent.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { firstValueFrom, filter, type Subscription } from 'rxjs'
-import {
-  createConsulClient,
-  semaphore,
-  SemaphoreError,
-  type ConsulClient,
-  type Semaphore,
-} from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { semaphore, SemaphoreError, type Semaphore } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
@@ -28,23 +23,14 @@ import { SafetyRecorder } from '../support/safety-recorder.js'
 const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 describe('semaphore', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
-    await client.close()
-    await consul.close()
-  })
+  const agent = agentSuite()
 
   const held = (sem: Semaphore) => firstValueFrom(sem.holding$.pipe(filter(Boolean)))
 
   it('acquires an uncontended slot, and close() leaves no contender key and no session', async () => {
     const prefix = uniquePrefix('uncontended')
     const name = `uncontended ${prefix}`
-    const sem = semaphore({ prefix, limit: 1, consul: client, sessionName: name })
+    const sem = semaphore({ prefix, limit: 1, consul: agent.client, sessionName: name })
     const seen: boolean[] = []
     const sub = sem.holding$.subscribe((h) => seen.push(h))
     await held(sem)
@@ -52,28 +38,28 @@ describe('semaphore', () => {
     assert.ok(state.session, 'the state names the session')
     assert.ok(state.fencingToken !== undefined && state.fencingToken > 0n)
     assert.deepEqual(state.holders, [state.session])
-    const lock = await readLock(consul.url, prefix)
+    const lock = await readLock(agent.url, prefix)
     assert.equal(lock?.entry.Flags, SEMAPHORE_FLAGS)
     assert.deepEqual(lock?.body, { Limit: 1, Holders: { [state.session]: true } })
 
     await sem.close()
     sub.unsubscribe()
     assert.deepEqual(seen, [false, true, false])
-    const left = await listPrefix(consul.url, prefix)
+    const left = await listPrefix(agent.url, prefix)
     assert.deepEqual(
       left.map((e) => e.Key),
       [`${prefix}/.lock`],
       'only the coordinating key stays',
     )
-    assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [])
-    assert.deepEqual(await sessionsNamed(consul.url, name), [])
-    await deleteTree(consul.url, prefix)
+    assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [])
+    assert.deepEqual(await sessionsNamed(agent.url, name), [])
+    await deleteTree(agent.url, prefix)
   })
 
   it('hands the slot over to a waiter when the holder closes', async () => {
     const prefix = uniquePrefix('handover')
-    const a = semaphore({ prefix, limit: 1, consul: client })
-    const b = semaphore({ prefix, limit: 1, consul: client })
+    const a = semaphore({ prefix, limit: 1, consul: agent.client })
+    const b = semaphore({ prefix, limit: 1, consul: agent.client })
     const subs = [a.holding$.subscribe()]
     await held(a)
     subs.push(b.holding$.subscribe())
@@ -89,7 +75,7 @@ describe('semaphore', () => {
     )
     await b.close()
     subs.forEach((s) => s.unsubscribe())
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('never lets more than 3 of 10 contenders hold at once, and serves all in arrival order', async () => {
@@ -102,7 +88,7 @@ describe('semaphore', () => {
     const tokens = new Map<string, bigint>()
     for (let i = 0; i < 10; i++) {
       const who = `c${i}`
-      const sem = semaphore({ prefix, limit: 3, consul: client, value: who })
+      const sem = semaphore({ prefix, limit: 3, consul: agent.client, value: who })
       done.push(
         new Promise<void>((resolve, reject) => {
           let holding = false
@@ -143,21 +129,21 @@ describe('semaphore', () => {
         `${late} acquired while ${overtaken.join(', ')} (arrived before it) still waited`,
       )
     }
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('drops to false when an operator removes its session from .lock, and takes a slot again', async () => {
     const prefix = uniquePrefix('operator-cas')
-    const sem = semaphore({ prefix, limit: 1, consul: client })
+    const sem = semaphore({ prefix, limit: 1, consul: agent.client })
     const seen: { holding: boolean; at: number }[] = []
     const sub = sem.holding$.subscribe((holding) => seen.push({ holding, at: Date.now() }))
     await held(sem)
-    const lock = await readLock(consul.url, prefix)
+    const lock = await readLock(agent.url, prefix)
     assert.ok(lock)
     const removedAt = Date.now()
     assert.ok(
       await putRaw(
-        consul.url,
+        agent.url,
         `${prefix}/.lock`,
         JSON.stringify({ Limit: 1, Holders: {} }),
         `cas=${lock.entry.ModifyIndex}&flags=${SEMAPHORE_FLAGS}`,
@@ -176,18 +162,18 @@ describe('semaphore', () => {
     )
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('drops to false when an operator destroys its session, then contends again with a new session', async () => {
     const prefix = uniquePrefix('operator-destroy')
-    const sem = semaphore({ prefix, limit: 1, consul: client })
+    const sem = semaphore({ prefix, limit: 1, consul: agent.client })
     const sub = sem.holding$.subscribe()
     await held(sem)
     const first = await firstValueFrom(sem.state$)
     assert.ok(first.session)
     const destroyedAt = Date.now()
-    await destroyRawSession(consul.url, first.session)
+    await destroyRawSession(agent.url, first.session)
     const lost = await firstValueFrom(sem.state$.pipe(filter((s) => !s.holding)))
     assert.ok(
       lost.reason === 'session-invalidated' || lost.reason === 'removed',
@@ -201,26 +187,26 @@ describe('semaphore', () => {
     assert.ok(Date.now() - destroyedAt < 3000, `took ${Date.now() - destroyedAt} ms to hold again`)
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('prunes a dead holder listed in .lock and uses its slot', async () => {
     const prefix = uniquePrefix('dead-holder')
     const dead = '00000000-dead-dead-dead-000000000000'
     await putRaw(
-      consul.url,
+      agent.url,
       `${prefix}/.lock`,
       JSON.stringify({ Limit: 1, Holders: { [dead]: true } }),
       `flags=${SEMAPHORE_FLAGS}`,
     )
-    const sem = semaphore({ prefix, limit: 1, consul: client })
+    const sem = semaphore({ prefix, limit: 1, consul: agent.client })
     const sub = sem.holding$.subscribe()
     await held(sem)
     const session = (await firstValueFrom(sem.state$)).session
-    assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [session])
+    assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [session])
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   for (const [shape, body, expected] of [
@@ -230,23 +216,28 @@ describe('semaphore', () => {
   ] as const) {
     it(`reads a .lock in the ${shape} shape and writes it back in that shape`, async () => {
       const prefix = uniquePrefix(`shape-${shape}`)
-      await putRaw(consul.url, `${prefix}/.lock`, JSON.stringify(body))
-      const sem = semaphore({ prefix, limit: 2, consul: client })
+      await putRaw(agent.url, `${prefix}/.lock`, JSON.stringify(body))
+      const sem = semaphore({ prefix, limit: 2, consul: agent.client })
       const sub = sem.holding$.subscribe()
       await held(sem)
       const session = (await firstValueFrom(sem.state$)).session ?? ''
-      assert.deepEqual((await readLock(consul.url, prefix))?.body, expected(session))
+      assert.deepEqual((await readLock(agent.url, prefix))?.body, expected(session))
       await sem.close()
       sub.unsubscribe()
-      await deleteTree(consul.url, prefix)
+      await deleteTree(agent.url, prefix)
     })
   }
 
   it('errors with a typed Conflict and writes nothing when `consul lock` holds the prefix', async () => {
     const prefix = uniquePrefix('conflict')
-    await putRaw(consul.url, `${prefix}/.lock`, 'node-a', `flags=${LOCK_FLAGS}`)
-    const before = await listPrefix(consul.url, prefix)
-    const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: `conflict ${prefix}` })
+    await putRaw(agent.url, `${prefix}/.lock`, 'node-a', `flags=${LOCK_FLAGS}`)
+    const before = await listPrefix(agent.url, prefix)
+    const sem = semaphore({
+      prefix,
+      limit: 2,
+      consul: agent.client,
+      sessionName: `conflict ${prefix}`,
+    })
     const seen: boolean[] = []
     const error = await new Promise<unknown>((resolve) =>
       sem.holding$.subscribe({ next: (h) => seen.push(h), error: resolve }),
@@ -255,7 +246,7 @@ describe('semaphore', () => {
     assert.equal(error.kind, 'Conflict')
     assert.match(error.message, /\.lock/)
     assert.deepEqual(seen, [false])
-    const entries = await listPrefix(consul.url, prefix)
+    const entries = await listPrefix(agent.url, prefix)
     assert.deepEqual(
       entries.map((e) => e.Key),
       [`${prefix}/.lock`],
@@ -264,32 +255,33 @@ describe('semaphore', () => {
     assert.deepEqual(entries, before, '.lock untouched')
     // Again on the same client, which has now seen the prefix: still nothing written (a join in
     // one transaction would write the contender key before reading .lock; it is not tried here).
-    const again = semaphore({ prefix, limit: 2, consul: client, sessionName: `conflict ${prefix}` })
+    const again = semaphore({
+      prefix,
+      limit: 2,
+      consul: agent.client,
+      sessionName: `conflict ${prefix}`,
+    })
     const againError = await new Promise<unknown>((resolve) =>
       again.holding$.subscribe({ error: resolve }),
     )
     assert.ok(againError instanceof SemaphoreError && againError.kind === 'Conflict')
-    assert.deepEqual(
-      await listPrefix(consul.url, prefix),
-      before,
-      'nothing written the second time',
-    )
+    assert.deepEqual(await listPrefix(agent.url, prefix), before, 'nothing written the second time')
     await eventually('session destroyed', async () =>
-      (await sessionsNamed(consul.url, `conflict ${prefix}`)).length === 0 ? true : undefined,
+      (await sessionsNamed(agent.url, `conflict ${prefix}`)).length === 0 ? true : undefined,
     )
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('errors with a typed LimitConflict naming both limits and writes nothing', async () => {
     const prefix = uniquePrefix('limit-conflict')
     await putRaw(
-      consul.url,
+      agent.url,
       `${prefix}/.lock`,
       JSON.stringify({ Limit: 5, Holders: {} }),
       `flags=${SEMAPHORE_FLAGS}`,
     )
-    const before = await readLock(consul.url, prefix)
-    const sem = semaphore({ prefix, limit: 2, consul: client })
+    const before = await readLock(agent.url, prefix)
+    const sem = semaphore({ prefix, limit: 2, consul: agent.client })
     const error = await new Promise<unknown>((resolve) =>
       sem.holding$.subscribe({ error: resolve }),
     )
@@ -297,51 +289,51 @@ describe('semaphore', () => {
     assert.equal(error.kind, 'LimitConflict')
     assert.match(error.message, /5/)
     assert.match(error.message, /2/)
-    assert.equal((await readLock(consul.url, prefix))?.entry.ModifyIndex, before?.entry.ModifyIndex)
-    await deleteTree(consul.url, prefix)
+    assert.equal((await readLock(agent.url, prefix))?.entry.ModifyIndex, before?.entry.ModifyIndex)
+    await deleteTree(agent.url, prefix)
   })
 
   it('cleans up when unsubscribed while still waiting', async () => {
     const prefix = uniquePrefix('cancel-wait')
-    const holder = semaphore({ prefix, limit: 1, consul: client })
+    const holder = semaphore({ prefix, limit: 1, consul: agent.client })
     const hsub = holder.holding$.subscribe()
     await held(holder)
     const name = `waiter ${prefix}`
-    const waiter = semaphore({ prefix, limit: 1, consul: client, sessionName: name })
+    const waiter = semaphore({ prefix, limit: 1, consul: agent.client, sessionName: name })
     const wsub = waiter.holding$.subscribe()
     await firstValueFrom(waiter.state$.pipe(filter((s) => s.contending)))
     wsub.unsubscribe()
     await eventually('waiter cleaned up', async () => {
-      const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
-      const sessions = await sessionsNamed(consul.url, name)
+      const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
+      const sessions = await sessionsNamed(agent.url, name)
       return keys.length === 2 && sessions.length === 0 ? true : undefined
     })
     await holder.close()
     hsub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('shares the slots correctly with a session of another client listed by hand', async () => {
     // A foreign contender following the guide: its own session, contender key and .lock entry.
     const prefix = uniquePrefix('foreign')
-    const foreign = await createRawSession(consul.url, {
+    const foreign = await createRawSession(agent.url, {
       Name: 'foreign',
       TTL: '15s',
       Behavior: 'delete',
     })
     await putRaw(
-      consul.url,
+      agent.url,
       `${prefix}/${foreign}`,
       'foreign',
       `acquire=${foreign}&flags=${SEMAPHORE_FLAGS}`,
     )
     await putRaw(
-      consul.url,
+      agent.url,
       `${prefix}/.lock`,
       JSON.stringify({ Limit: 1, Holders: { [foreign]: true } }),
       `cas=0&flags=${SEMAPHORE_FLAGS}`,
     )
-    const sem = semaphore({ prefix, limit: 1, consul: client })
+    const sem = semaphore({ prefix, limit: 1, consul: agent.client })
     const seen: boolean[] = []
     const sub = sem.holding$.subscribe((h) => seen.push(h))
     // The 500 ms in which nothing may happen start once it contends and sees the foreign holder
@@ -351,10 +343,10 @@ describe('semaphore', () => {
     )
     await sleep(500)
     assert.deepEqual(seen, [false], 'waits while the foreign holder is alive')
-    await destroyRawSession(consul.url, foreign)
+    await destroyRawSession(agent.url, foreign)
     await held(sem)
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 })

@@ -1,17 +1,17 @@
 // The synchronous guard (`isHolding`, `assertHolding`) and the fenced write (`fencedTxn`) of a
 // contender, against a real agent.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import {
   SemaphoreError,
-  createConsulClient,
   leaderElection,
   semaphore,
   withSlot,
   type ConsulClient,
 } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import { destroyRawSession, putRaw } from '../support/observe.js'
 
 const utf8 = new TextEncoder()
@@ -26,21 +26,12 @@ const isSlotLost = (error: unknown): boolean =>
   error instanceof SemaphoreError && error.kind === 'SlotLost'
 
 describe('the slot guard and the fenced write', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
-    await client.close()
-    await consul.close()
-  })
+  const agent = agentSuite()
 
   it('isHolding and assertHolding follow the slot, and assertHolding gives the fencing token', async () => {
     const prefix = uniquePrefix('guard')
-    const holder = semaphore({ prefix, limit: 1, consul: client })
-    const waiter = semaphore({ prefix, limit: 1, consul: client })
+    const holder = semaphore({ prefix, limit: 1, consul: agent.client })
+    const waiter = semaphore({ prefix, limit: 1, consul: agent.client })
     assert.equal(holder.isHolding(), false, 'not subscribed: not holding')
     assert.throws(() => holder.assertHolding(), isSlotLost)
     const holderSub = holder.holding$.subscribe()
@@ -69,7 +60,7 @@ describe('the slot guard and the fenced write', () => {
   it('fencedTxn commits while held; its answer covers only the given operations', async () => {
     const prefix = uniquePrefix('fenced')
     const counter = `${prefix}-data/counter`
-    const sem = semaphore({ prefix, limit: 1, consul: client })
+    const sem = semaphore({ prefix, limit: 1, consul: agent.client })
     const sub = sem.holding$.subscribe()
     await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
     const result = await sem.fencedTxn([{ verb: 'set', key: counter, value: utf8.encode('1') }])
@@ -79,7 +70,7 @@ describe('the slot guard and the fenced write', () => {
       [counter],
       'the check of the contender key is not among the results',
     )
-    assert.equal(await readValue(consul.url, counter), '1')
+    assert.equal(await readValue(agent.url, counter), '1')
 
     // An operation of the caller's that fails rolls back with its own index, not a lost slot.
     const lost = await sem.fencedTxn([
@@ -88,7 +79,7 @@ describe('the slot guard and the fenced write', () => {
     ])
     assert.equal(lost.committed, false)
     assert.deepEqual(lost.committed ? [] : lost.errors.map((e) => e.opIndex), [1])
-    assert.equal(await readValue(consul.url, counter), '1', 'a rollback writes nothing')
+    assert.equal(await readValue(agent.url, counter), '1', 'a rollback writes nothing')
 
     await sem.close()
     sub.unsubscribe()
@@ -96,26 +87,26 @@ describe('the slot guard and the fenced write', () => {
       sem.fencedTxn([{ verb: 'set', key: counter, value: utf8.encode('4') }]),
       isSlotLost,
     )
-    assert.equal(await readValue(consul.url, counter), '1')
-    await fetch(`${consul.url}/v1/kv/${prefix}-data?recurse`, { method: 'DELETE' })
+    assert.equal(await readValue(agent.url, counter), '1')
+    await fetch(`${agent.url}/v1/kv/${prefix}-data?recurse`, { method: 'DELETE' })
   })
 
   it('fencedTxn is refused by Consul when the session is gone before the holder noticed', async () => {
     const prefix = uniquePrefix('fenced-late')
     const counter = `${prefix}-data/counter`
-    await putRaw(consul.url, counter, 'before')
+    await putRaw(agent.url, counter, 'before')
     // The holder's watch is held back, as a partition or a pause would: it cannot learn that its
     // session ended. TTL 60 s: no renewal (every 30 s) answers in the meantime either.
     let frozen = false
     const gated: ConsulClient = {
-      ...client,
-      watchPrefix: (p, o) => client.watchPrefix(p, o).pipe(filter(() => !frozen)),
+      ...agent.client,
+      watchPrefix: (p, o) => agent.client.watchPrefix(p, o).pipe(filter(() => !frozen)),
     }
     const sem = semaphore({ prefix, limit: 1, consul: gated, ttl: '60s' })
     const sub = sem.holding$.subscribe()
     const state = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
     frozen = true
-    await destroyRawSession(consul.url, state.session ?? '')
+    await destroyRawSession(agent.url, state.session ?? '')
     assert.equal(sem.isHolding(), true, 'the holder has not noticed (its lease is still valid)')
     await assert.rejects(
       sem.fencedTxn([{ verb: 'set', key: counter, value: utf8.encode('stale write') }]),
@@ -124,17 +115,17 @@ describe('the slot guard and the fenced write', () => {
         error instanceof Error &&
         /Consul refused the fenced write, nothing was written/.test(error.message),
     )
-    assert.equal(await readValue(consul.url, counter), 'before', 'nothing was written')
+    assert.equal(await readValue(agent.url, counter), 'before', 'nothing was written')
     frozen = false
     await sem.close()
     sub.unsubscribe()
-    await fetch(`${consul.url}/v1/kv/${prefix}-data?recurse`, { method: 'DELETE' })
+    await fetch(`${agent.url}/v1/kv/${prefix}-data?recurse`, { method: 'DELETE' })
   })
 
   it("a leader election's fenced write checks the lock key; withSlot's work gets the guard", async () => {
     const prefix = uniquePrefix('fenced-leader')
     const key = `${prefix}-data/leader-wrote`
-    const election = leaderElection({ prefix, consul: client, value: 'node-a' })
+    const election = leaderElection({ prefix, consul: agent.client, value: 'node-a' })
     const sub = election.holding$.subscribe()
     await firstValueFrom(election.holding$.pipe(filter(Boolean)))
     assert.equal(election.isHolding(), true)
@@ -145,7 +136,7 @@ describe('the slot guard and the fenced write', () => {
 
     const slotPrefix = uniquePrefix('fenced-with-slot')
     const token = await withSlot(
-      { prefix: slotPrefix, limit: 1, consul: client },
+      { prefix: slotPrefix, limit: 1, consul: agent.client },
       async (_, slot) => {
         const written = await slot.fencedTxn([{ verb: 'set', key, value: utf8.encode('b') }])
         assert.equal(written.committed, true)
@@ -153,7 +144,7 @@ describe('the slot guard and the fenced write', () => {
       },
     )
     assert.ok(token > 0n)
-    assert.equal(await readValue(consul.url, key), 'b')
-    await fetch(`${consul.url}/v1/kv/${prefix}-data?recurse`, { method: 'DELETE' })
+    assert.equal(await readValue(agent.url, key), 'b')
+    await fetch(`${agent.url}/v1/kv/${prefix}-data?recurse`, { method: 'DELETE' })
   })
 })

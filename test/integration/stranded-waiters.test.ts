@@ -5,15 +5,11 @@
 // fairness grace: it must not sleep parked on the key of a dead waiter ahead, and others' writes
 // of `.lock` must not keep restarting its grace.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { filter, firstValueFrom, timeout } from 'rxjs'
-import {
-  CONTENDER_FLAGS,
-  createConsulClient,
-  semaphore,
-  type ConsulClient,
-} from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { CONTENDER_FLAGS, semaphore } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import {
   SEMAPHORE_FLAGS,
   createRawSession,
@@ -23,18 +19,12 @@ import {
 } from '../support/observe.js'
 
 describe('waiters behind a dead head of the queue', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
   const sessions: string[] = []
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
+  // Registered above agentSuite(), so it runs before the client and the agent close.
   after(async () => {
-    await Promise.all(sessions.map((id) => destroyRawSession(consul.url, id)))
-    await client.close()
-    await consul.close()
+    await Promise.all(sessions.map((id) => destroyRawSession(agent.url, id)))
   })
+  const agent = agentSuite()
 
   /**
    * `count` contenders of this library that queued and then died: their keys stay, locked by
@@ -42,10 +32,10 @@ describe('waiters behind a dead head of the queue', () => {
    */
   async function deadWaiters(prefix: string, count: number): Promise<void> {
     for (let i = 0; i < count; i++) {
-      const id = await createRawSession(consul.url, { TTL: '300s', Behavior: 'delete' })
+      const id = await createRawSession(agent.url, { TTL: '300s', Behavior: 'delete' })
       sessions.push(id)
       const ok = await putRaw(
-        consul.url,
+        agent.url,
         `${prefix}/${id}`,
         '',
         `acquire=${id}&flags=${String(CONTENDER_FLAGS)}`,
@@ -58,23 +48,23 @@ describe('waiters behind a dead head of the queue', () => {
     const prefix = uniquePrefix('stranded-parked')
     // A live holder (a raw session), then three dead waiters: the slot is taken when ours queues
     // fourth, so it parks on the key of the waiter just ahead, which will never change.
-    const holder = await createRawSession(consul.url, { TTL: '300s', Behavior: 'delete' })
+    const holder = await createRawSession(agent.url, { TTL: '300s', Behavior: 'delete' })
     sessions.push(holder)
-    await putRaw(consul.url, `${prefix}/${holder}`, '', `acquire=${holder}`)
+    await putRaw(agent.url, `${prefix}/${holder}`, '', `acquire=${holder}`)
     await putRaw(
-      consul.url,
+      agent.url,
       `${prefix}/.lock`,
       JSON.stringify({ Limit: 1, Holders: { [holder]: true } }),
       `flags=${SEMAPHORE_FLAGS}`,
     )
     await deadWaiters(prefix, 3)
-    const sem = semaphore({ prefix, limit: 1, consul: client, fairness: { graceMs: 1000 } })
+    const sem = semaphore({ prefix, limit: 1, consul: agent.client, fairness: { graceMs: 1000 } })
     const sub = sem.holding$.subscribe()
     const queued = await firstValueFrom(sem.state$.pipe(filter((s) => s.rank !== undefined)))
     assert.equal(queued.rank, 3, 'three dead waiters ahead')
     // The holder leaves; its key goes with its session, so `.lock` lists it dead: a free slot,
     // which no write to the key ahead of ours tells us about.
-    await destroyRawSession(consul.url, holder)
+    await destroyRawSession(agent.url, holder)
     const since = Date.now()
     // A re-check of the prefix within 5 s, then a grace of 1 s plus a quarter for each of the 2
     // places further back. Parked until the key ahead changes, it would wait for that dead
@@ -85,19 +75,19 @@ describe('waiters behind a dead head of the queue', () => {
     assert.ok(waited < 15_000, `held ${waited} ms after the slot came free`)
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('a waiter behind a dead head takes a free slot that a contender outside the queue keeps rewriting', async () => {
     const prefix = uniquePrefix('stranded-churn')
     await putRaw(
-      consul.url,
+      agent.url,
       `${prefix}/.lock`,
       '{"Limit":1,"Holders":{}}',
       `flags=${SEMAPHORE_FLAGS}`,
     )
     await deadWaiters(prefix, 1)
-    const sem = semaphore({ prefix, limit: 1, consul: client, fairness: { graceMs: 1000 } })
+    const sem = semaphore({ prefix, limit: 1, consul: agent.client, fairness: { graceMs: 1000 } })
     const sub = sem.holding$.subscribe()
     await firstValueFrom(sem.state$.pipe(filter((s) => s.rank === 1)))
     // Every 200 ms `.lock` is written again, as by `consul lock -n` contenders that take the slot
@@ -109,7 +99,7 @@ describe('waiters behind a dead head of the queue', () => {
       writes++
       const body = writes % 2 === 0 ? {} : { 'gone-contender': true }
       void putRaw(
-        consul.url,
+        agent.url,
         `${prefix}/.lock`,
         JSON.stringify({ Limit: 1, Holders: body }),
         `flags=${SEMAPHORE_FLAGS}`,
@@ -123,6 +113,6 @@ describe('waiters behind a dead head of the queue', () => {
     assert.ok(writes >= 3, `held while .lock was being rewritten (${writes} writes)`)
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 })

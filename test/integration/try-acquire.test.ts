@@ -1,18 +1,11 @@
 // tryAcquire / tryLead against a real Consul agent: one attempt, answered at once, nothing left
 // behind when not held.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { firstValueFrom } from 'rxjs'
-import {
-  createConsulClient,
-  leaderElection,
-  semaphore,
-  SemaphoreError,
-  tryAcquire,
-  tryLead,
-  type ConsulClient,
-} from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { leaderElection, semaphore, SemaphoreError, tryAcquire, tryLead } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import {
   deleteTree,
   eventually,
@@ -23,130 +16,124 @@ import {
 } from '../support/observe.js'
 
 describe('tryAcquire and tryLead', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
   const closers: (() => Promise<void>)[] = []
 
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
+  // Registered above agentSuite(), so it runs before the client and the agent close.
   after(async () => {
     await Promise.allSettled(closers.map((close) => close()))
-    await client.close()
-    await consul.close()
   })
+  const agent = agentSuite()
 
   it('answers null at once on a full semaphore and leaves no key and no session', async () => {
     const prefix = uniquePrefix('try-full')
-    const holder = semaphore({ prefix, limit: 1, consul: client, value: 'holder' })
+    const holder = semaphore({ prefix, limit: 1, consul: agent.client, value: 'holder' })
     closers.push(() => holder.close())
     const sub = holder.holding$.subscribe()
     await eventually('the holder holds', async () =>
-      holdersOf((await readLock(consul.url, prefix))?.body).length === 1 ? true : undefined,
+      holdersOf((await readLock(agent.url, prefix))?.body).length === 1 ? true : undefined,
     )
-    const before = await listPrefix(consul.url, prefix)
+    const before = await listPrefix(agent.url, prefix)
 
     const name = `try-full ${prefix}`
     const started = performance.now()
-    const answer = await tryAcquire({ prefix, limit: 1, consul: client, sessionName: name })
+    const answer = await tryAcquire({ prefix, limit: 1, consul: agent.client, sessionName: name })
     const tookMs = performance.now() - started
     console.log(`# tryAcquire on a full semaphore answered null in ${tookMs.toFixed(0)} ms`)
 
     assert.equal(answer, null)
     assert.ok(tookMs < 1000, `answered in ${tookMs.toFixed(0)} ms`)
     assert.deepEqual(
-      (await listPrefix(consul.url, prefix)).map((e) => e.Key),
+      (await listPrefix(agent.url, prefix)).map((e) => e.Key),
       before.map((e) => e.Key),
       'its contender key is gone',
     )
-    assert.deepEqual(await sessionsNamed(consul.url, name), [], 'its session is destroyed')
+    assert.deepEqual(await sessionsNamed(agent.url, name), [], 'its session is destroyed')
     sub.unsubscribe()
     await holder.close()
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('holds a free semaphore slot, keeps it without a subscriber, and gives it back on close', async () => {
     const prefix = uniquePrefix('try-free')
-    const sem = await tryAcquire({ prefix, limit: 2, consul: client })
+    const sem = await tryAcquire({ prefix, limit: 2, consul: agent.client })
     assert.ok(sem, 'held')
     closers.push(() => sem.close())
     const state = await firstValueFrom(sem.state$)
     assert.equal(state.holding, true)
     assert.ok(state.session)
-    assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [state.session])
-    const other = await tryAcquire({ prefix, limit: 2, consul: client })
+    assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [state.session])
+    const other = await tryAcquire({ prefix, limit: 2, consul: agent.client })
     assert.ok(other, 'the second slot is free too')
-    const third = await tryAcquire({ prefix, limit: 2, consul: client })
+    const third = await tryAcquire({ prefix, limit: 2, consul: agent.client })
     assert.equal(third, null, 'both slots are taken')
     await other.close()
     await sem.close()
-    assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [])
-    await deleteTree(consul.url, prefix)
+    assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [])
+    await deleteTree(agent.url, prefix)
   })
 
   it('answers null at once when another session leads, and leads when nobody does', async () => {
     const prefix = uniquePrefix('try-lead')
-    const leader = leaderElection({ prefix, consul: client, value: 'leader' })
+    const leader = leaderElection({ prefix, consul: agent.client, value: 'leader' })
     closers.push(() => leader.close())
     const sub = leader.holding$.subscribe()
     await eventually('the leader leads', async () =>
-      (await listPrefix(consul.url, prefix)).find((e) => e.Session) ? true : undefined,
+      (await listPrefix(agent.url, prefix)).find((e) => e.Session) ? true : undefined,
     )
     const name = `try-lead ${prefix}`
     const started = performance.now()
-    const answer = await tryLead({ prefix, consul: client, sessionName: name })
+    const answer = await tryLead({ prefix, consul: agent.client, sessionName: name })
     const tookMs = performance.now() - started
     console.log(`# tryLead on a held lock answered null in ${tookMs.toFixed(0)} ms`)
     assert.equal(answer, null)
     assert.ok(tookMs < 1000, `answered in ${tookMs.toFixed(0)} ms`)
-    assert.deepEqual(await sessionsNamed(consul.url, name), [], 'its session is destroyed')
+    assert.deepEqual(await sessionsNamed(agent.url, name), [], 'its session is destroyed')
 
     sub.unsubscribe()
     await leader.close()
-    const mine = await tryLead({ prefix, consul: client, value: 'me' })
+    const mine = await tryLead({ prefix, consul: agent.client, value: 'me' })
     assert.ok(mine, 'leads once the lock is free')
     closers.push(() => mine.close())
     const state = await firstValueFrom(mine.state$)
     assert.equal(state.holding, true)
-    const lock = (await listPrefix(consul.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
+    const lock = (await listPrefix(agent.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
     assert.equal(lock?.Session, state.session)
     await mine.close()
-    const after = (await listPrefix(consul.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
+    const after = (await listPrefix(agent.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
     assert.equal(after?.Session, undefined, 'released on close')
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('answers null during the lock-delay of an invalidated leader', async () => {
     const prefix = uniquePrefix('try-lead-delay')
-    const leader = leaderElection({ prefix, consul: client, lockDelay: '5s' })
+    const leader = leaderElection({ prefix, consul: agent.client, lockDelay: '5s' })
     const sub = leader.holding$.subscribe()
     const holder = await eventually(
       'the leader leads',
-      async () => (await listPrefix(consul.url, prefix)).find((e) => e.Session)?.Session,
+      async () => (await listPrefix(agent.url, prefix)).find((e) => e.Session)?.Session,
     )
     // Invalidate the leader's session behind its back: Consul puts the key under lock-delay.
-    await client.session.destroy(holder)()
+    await agent.client.session.destroy(holder)()
     await eventually('the key is free', async () =>
-      (await listPrefix(consul.url, prefix)).find((e) => e.Session) ? undefined : true,
+      (await listPrefix(agent.url, prefix)).find((e) => e.Session) ? undefined : true,
     )
     sub.unsubscribe()
     await leader.close()
     const started = performance.now()
-    const answer = await tryLead({ prefix, consul: client })
+    const answer = await tryLead({ prefix, consul: agent.client })
     const tookMs = performance.now() - started
     assert.equal(answer, null, 'refused by the lock-delay')
     assert.ok(tookMs < 1000, `answered in ${tookMs.toFixed(0)} ms`)
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('rejects invalid options with SemaphoreError InvalidOptions', async () => {
     await assert.rejects(
-      tryAcquire({ prefix: '/bad', limit: 1, consul: client }),
+      tryAcquire({ prefix: '/bad', limit: 1, consul: agent.client }),
       (error: unknown) => error instanceof SemaphoreError && error.kind === 'InvalidOptions',
     )
     await assert.rejects(
-      tryLead({ prefix: 'ok', ttl: '1s', consul: client }),
+      tryLead({ prefix: 'ok', ttl: '1s', consul: agent.client }),
       (error: unknown) => error instanceof SemaphoreError && error.kind === 'InvalidOptions',
     )
   })

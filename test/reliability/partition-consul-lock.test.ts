@@ -7,10 +7,11 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
-import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
-import { consulBin, processGone, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { semaphore } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { consulBin, processGone, uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import { deleteTree, eventually, listPrefix } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
@@ -29,22 +30,13 @@ function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
 }
 
 describe('a partitioned consul lock -n 2 holder (comparison)', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
-    await client.close()
-    await consul.close()
-  })
+  const agent = agentSuite()
 
   it('measures consul lock -n 2 in the same situation (for comparison; its overlap is a finding)', async (t) => {
     const prefix = uniquePrefix('partition-consul-lock')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-partition-'))
     const log = join(dir, 'child.log')
-    const proxy = await startFaultProxy(consul.addr)
+    const proxy = await startFaultProxy(agent.addr)
     const recorder = new SafetyRecorder(2, () => Date.now())
     const script =
       `echo start $(date +%s%3N) >> ${log}; ` +
@@ -65,8 +57,8 @@ describe('a partitioned consul lock -n 2 holder (comparison)', () => {
         return undefined
       }
     }
-    const a = semaphore({ prefix, limit: 2, consul: client })
-    const b = semaphore({ prefix, limit: 2, consul: client })
+    const a = semaphore({ prefix, limit: 2, consul: agent.client })
+    const b = semaphore({ prefix, limit: 2, consul: agent.client })
     const subs = [a.holding$.subscribe((h) => recorder.record('ours-a', h))]
     try {
       // consul lock starts, and holds, when a loaded machine gets to it.
@@ -133,11 +125,11 @@ describe('a partitioned consul lock -n 2 holder (comparison)', () => {
     await eventually(
       'the partitioned session invalidated and its key deleted',
       async () => {
-        const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+        const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
         return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
       },
       40_000,
     )
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 })

@@ -2,10 +2,11 @@
 // before its lease deadline, so before Consul can invalidate its session and hand the slot on:
 // no overlap, in every trial. partition-consul-lock.test.ts measures `consul lock -n 2` likewise.
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
-import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { createConsulClient, semaphore } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import { deleteTree, eventually, sessionsNamed } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
@@ -15,16 +16,7 @@ const TTL_MS = 10_000
 const TRIALS = 3
 
 describe('a partitioned holder', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
-    await client.close()
-    await consul.close()
-  })
+  const agent = agentSuite()
 
   /** Polls the session until Consul no longer has it; returns when it was last seen alive. */
   const watchSession = (session: string) => {
@@ -33,7 +25,7 @@ describe('a partitioned holder', () => {
     const done = (async () => {
       for (;;) {
         const askedAt = Date.now()
-        const res = await fetch(`${consul.url}/v1/session/info/${session}`)
+        const res = await fetch(`${agent.url}/v1/session/info/${session}`)
         const body = (await res.json()) as unknown[] | null
         if (body === null || body.length === 0) {
           goneSeenAt = Date.now()
@@ -50,7 +42,7 @@ describe('a partitioned holder', () => {
     it(`trial ${trial} of ${TRIALS}: stops holding before its lease deadline, and before anyone takes over (TTL 10s)`, async (t) => {
       const prefix = uniquePrefix(`partition-${trial}`)
       const name = `partition ${prefix}`
-      const proxy = await startFaultProxy(consul.addr)
+      const proxy = await startFaultProxy(agent.addr)
       const holderClient = createConsulClient({ address: proxy.addr })
       const recorder = new SafetyRecorder(1, () => Date.now())
       const holder = semaphore({
@@ -60,7 +52,13 @@ describe('a partitioned holder', () => {
         ttl: TTL_MS,
         sessionName: name,
       })
-      const waiter = semaphore({ prefix, limit: 1, consul: client, ttl: TTL_MS, sessionName: name })
+      const waiter = semaphore({
+        prefix,
+        limit: 1,
+        consul: agent.client,
+        ttl: TTL_MS,
+        sessionName: name,
+      })
       const subs = [holder.holding$.subscribe((h) => recorder.record('holder', h))]
       try {
         const held = await firstValueFrom(holder.state$.pipe(filter((s) => s.holding)))
@@ -117,9 +115,9 @@ describe('a partitioned holder', () => {
         await proxy.close()
       }
       await eventually('sessions gone', async () =>
-        (await sessionsNamed(consul.url, name)).length === 0 ? true : undefined,
+        (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
       )
-      await deleteTree(consul.url, prefix)
+      await deleteTree(agent.url, prefix)
     })
   }
 })

@@ -5,10 +5,11 @@ import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
-import { after, before, describe, it } from 'node:test'
+import { after, describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
-import { HOLDER_FLAGS, createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
-import { processGone, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { HOLDER_FLAGS, semaphore } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { processGone, uniquePrefix } from '../support/consul-agent.js'
 import {
   deleteTree,
   eventually,
@@ -53,24 +54,18 @@ function startContender(addr: string, prefix: string, name: string) {
 const CHILD_START_MS = 60_000
 
 describe('contender processes killed with SIGKILL', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
   const children: ChildProcess[] = []
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
+  // Registered above agentSuite(), so it runs before the client and the agent close.
+  after(() => {
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
-    await client.close()
-    await consul.close()
   })
+  const agent = agentSuite()
 
   it('frees the slot only once the killed holder session is gone, and the waiter then uses it', async (t) => {
     const prefix = uniquePrefix('sigkill')
     const name = `sigkill ${prefix}`
     const recorder = new SafetyRecorder(1, () => Date.now())
-    const holder = startContender(consul.addr, prefix, name)
+    const holder = startContender(agent.addr, prefix, name)
     children.push(holder.child)
     const holderState = await eventually(
       'the child holds',
@@ -79,14 +74,20 @@ describe('contender processes killed with SIGKILL', () => {
     )
     const holderSession = holderState.session ?? ''
     recorder.record('child-holder', true, Date.now())
-    const queued = startContender(consul.addr, prefix, name)
+    const queued = startContender(agent.addr, prefix, name)
     children.push(queued.child)
     const queuedState = await eventually(
       'the second child waits',
       () => queued.states.find((s) => s.rank !== undefined),
       CHILD_START_MS,
     )
-    const waiter = semaphore({ prefix, limit: 1, consul: client, ttl: '10s', sessionName: name })
+    const waiter = semaphore({
+      prefix,
+      limit: 1,
+      consul: agent.client,
+      ttl: '10s',
+      sessionName: name,
+    })
     const sub = waiter.holding$.subscribe((h) => recorder.record('in-process-waiter', h))
     try {
       await firstValueFrom(waiter.state$.pipe(filter((s) => s.rank !== undefined)))
@@ -107,7 +108,7 @@ describe('contender processes killed with SIGKILL', () => {
         'the killed holder session invalidated',
         async () => {
           const askedAt = Date.now()
-          const res = await fetch(`${consul.url}/v1/session/info/${holderSession}`)
+          const res = await fetch(`${agent.url}/v1/session/info/${holderSession}`)
           const body = (await res.json()) as unknown[] | null
           if (body !== null && body.length > 0) {
             lastAliveAskedAt = askedAt
@@ -119,7 +120,7 @@ describe('contender processes killed with SIGKILL', () => {
         30_000,
       )
       // Once the session is gone, so is its contender key.
-      const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+      const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
       assert.ok(!keys.includes(`${prefix}/${holderSession}`), 'no key of the killed holder left')
       await firstValueFrom(waiter.holding$.pipe(filter(Boolean)))
       const takenAt = heldAt ?? Date.now()
@@ -127,13 +128,13 @@ describe('contender processes killed with SIGKILL', () => {
       await eventually(
         'the queued child session gone too, with its key',
         async () => {
-          const left = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+          const left = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
           return left.includes(`${prefix}/${queuedState.session}`) ? undefined : true
         },
         30_000,
       )
       const waiterSession = (await firstValueFrom(waiter.state$)).session
-      assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [waiterSession])
+      assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [waiterSession])
       assert.equal(recorder.assertSafe(), 0)
       t.diagnostic(
         `SIGKILL (TTL 10s): holder session invalidated ${goneAt - killedAt} ms after the kill; ` +
@@ -145,28 +146,40 @@ describe('contender processes killed with SIGKILL', () => {
       sub.unsubscribe()
     }
     await eventually('nothing left', async () => {
-      const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
-      const sessions = await sessionsNamed(consul.url, name)
+      const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
+      const sessions = await sessionsNamed(agent.url, name)
       return keys.every((k) => k === `${prefix}/.lock`) && sessions.length === 0 ? true : undefined
     })
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 
   it('frees a slot handed to a waiter killed at that moment, once its session is gone', async (t) => {
     const prefix = uniquePrefix('sigkill-hand-off')
     const name = `sigkill-hand-off ${prefix}`
     const recorder = new SafetyRecorder(1, () => Date.now())
-    const holder = semaphore({ prefix, limit: 1, consul: client, ttl: '10s', sessionName: name })
+    const holder = semaphore({
+      prefix,
+      limit: 1,
+      consul: agent.client,
+      ttl: '10s',
+      sessionName: name,
+    })
     const holderSub = holder.holding$.subscribe((h) => recorder.record('holder', h))
     await firstValueFrom(holder.holding$.pipe(filter(Boolean)))
-    const doomed = startContender(consul.addr, prefix, name)
+    const doomed = startContender(agent.addr, prefix, name)
     children.push(doomed.child)
     const doomedState = await eventually(
       'the child waits first in line',
       () => doomed.states.find((s) => s.rank === 0),
       CHILD_START_MS,
     )
-    const next = semaphore({ prefix, limit: 1, consul: client, ttl: '10s', sessionName: name })
+    const next = semaphore({
+      prefix,
+      limit: 1,
+      consul: agent.client,
+      ttl: '10s',
+      sessionName: name,
+    })
     const nextSub = next.holding$.subscribe((h) => recorder.record('next', h))
     try {
       // The holder's last snapshot lists the child first: kill it, and release at once.
@@ -174,7 +187,7 @@ describe('contender processes killed with SIGKILL', () => {
       const killedAt = Date.now()
       doomed.child.kill('SIGKILL')
       await holder.close()
-      const childKey = (await listPrefix(consul.url, prefix)).find(
+      const childKey = (await listPrefix(agent.url, prefix)).find(
         (e) => e.Key === `${prefix}/${doomedState.session}`,
       )
       assert.equal(
@@ -182,7 +195,7 @@ describe('contender processes killed with SIGKILL', () => {
         String(HOLDER_FLAGS),
         'the release handed the slot to the child',
       )
-      assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [doomedState.session])
+      assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [doomedState.session])
       assert.ok(doomed.child.pid && (await processGone(doomed.child.pid)), 'the child is gone')
 
       let lastAliveAskedAt = killedAt
@@ -190,7 +203,7 @@ describe('contender processes killed with SIGKILL', () => {
         "the killed child's session invalidated",
         async () => {
           const askedAt = Date.now()
-          const res = await fetch(`${consul.url}/v1/session/info/${doomedState.session}`)
+          const res = await fetch(`${agent.url}/v1/session/info/${doomedState.session}`)
           const body = (await res.json()) as unknown[] | null
           if (body !== null && body.length > 0) {
             lastAliveAskedAt = askedAt
@@ -218,6 +231,6 @@ describe('contender processes killed with SIGKILL', () => {
       nextSub.unsubscribe()
       holderSub.unsubscribe()
     }
-    await deleteTree(consul.url, prefix)
+    await deleteTree(agent.url, prefix)
   })
 })

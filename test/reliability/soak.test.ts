@@ -2,13 +2,14 @@
 // sockets or timers, heap flat. RXSEM_SOAK_CYCLES sets the count (the issue asks for 10,000; the
 // default keeps this file under about 3 minutes on a 2-core machine, see docs/reliability.md).
 import assert from 'node:assert/strict'
-import { after, before, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { readdirSync, readlinkSync } from 'node:fs'
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { filter, firstValueFrom } from 'rxjs'
-import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { semaphore } from '../../src/index.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { uniquePrefix } from '../support/consul-agent.js'
 import { deleteTree, eventually, listPrefix, sessionsNamed } from '../support/observe.js'
 
 const CYCLES = Number(process.env['RXSEM_SOAK_CYCLES'] ?? 10_000)
@@ -51,23 +52,14 @@ async function heapAfterGc(): Promise<number> {
 const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`
 
 describe('soak', () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  let client: ConsulClient
-  before(async () => {
-    consul = await sharedAgent()
-    client = createConsulClient({ address: consul.addr })
-  })
-  after(async () => {
-    await client.close()
-    await consul.close()
-  })
+  const agent = agentSuite()
 
   it(`runs ${CYCLES} acquire/release cycles with no leak in Consul, sockets, timers or heap`, async (t) => {
     assert.ok(Number.isInteger(CYCLES) && CYCLES > 0, 'RXSEM_SOAK_CYCLES is a positive integer')
     const prefixes = Array.from({ length: LANES }, (_, lane) => uniquePrefix(`soak-${lane}`))
     const name = `soak ${prefixes[0] ?? ''}`
     const cycle = async (prefix: string): Promise<void> => {
-      const sem = semaphore({ prefix, limit: 1, consul: client, sessionName: name })
+      const sem = semaphore({ prefix, limit: 1, consul: agent.client, sessionName: name })
       const sub = sem.holding$.subscribe()
       await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
       await sem.close()
@@ -129,11 +121,11 @@ describe('soak', () => {
     assert.ok(heapEnd - heapStart < 8 * 1024 * 1024, `heap grew ${mb(heapEnd - heapStart)}`)
     for (const prefix of prefixes) {
       await eventually('nothing left in Consul', async () => {
-        const keys = (await listPrefix(consul.url, prefix)).map((e) => e.Key)
+        const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
         return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
       })
-      await deleteTree(consul.url, prefix)
+      await deleteTree(agent.url, prefix)
     }
-    assert.deepEqual(await sessionsNamed(consul.url, name), [], 'no session left')
+    assert.deepEqual(await sessionsNamed(agent.url, name), [], 'no session left')
   })
 })

@@ -61,12 +61,14 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   /**
    * `ms`, from the moment the child was done (`what`) to its exit, is well below the default
-   * client's idle grace: neither the grace timer nor the idle client's sockets held it up.
+   * client's idle grace: neither the grace timer nor the idle client's sockets held it up. (Tens
+   * of ms on a quiet machine, some hundreds when test files run side by side.)
    */
   const assertPrompt = (ms: number | undefined, what: string): void => {
+    const within = DEFAULT_CLIENT_IDLE_GRACE_MS / 2
     assert.ok(
-      (ms ?? Infinity) < 1000,
-      `exited ${ms} ms after ${what}, not within 1 s (the idle grace is ${DEFAULT_CLIENT_IDLE_GRACE_MS} ms)`,
+      (ms ?? Infinity) < within,
+      `exited ${ms} ms after ${what}, not within ${within} ms (the idle grace is ${DEFAULT_CLIENT_IDLE_GRACE_MS} ms)`,
     )
   }
 

@@ -95,7 +95,8 @@ export function contenderHandle<S extends HeldState>(
 
   // Without a client in the options, the handle holds one reference to the process's default
   // client while it has users: running subscriptions and background releases. With none left it
-  // gives the reference back, so a process whose contenders all ended can exit and leaks no pool.
+  // gives the reference back; the client then stays open for a short idle grace, so the next
+  // tenure reuses it, and is closed after it. Nothing of an idle client keeps the process alive.
   let lease: DefaultClientLease | undefined
   let users = 0
   let returned: Promise<void> = Promise.resolve()
@@ -222,7 +223,8 @@ export function contenderHandle<S extends HeldState>(
       running?.close()
       const results = await Promise.all(releases)
       releases.clear()
-      // When that was the last use of the default client, wait until its connections are closed.
+      // Giving back the default client resolves at once (its close, after the idle grace, is in
+      // the background); awaited all the same, so that close() ends after it.
       await returned
       const failed = results.find(E.isLeft)
       if (failed && E.isLeft(failed)) {

@@ -35,7 +35,8 @@ export interface ContenderOptions {
   readonly prefix: string
   /**
    * A Consul client (`createConsulClient(...)`), never closed by the library. Default: the
-   * process's shared client for the CONSUL_* variables, closed once no contender uses it.
+   * process's shared client for the CONSUL_* variables, closed 5 s after no contender uses it
+   * (the next one within those 5 s reuses it); it never keeps the process alive.
    */
   readonly consul?: ConsulClient
   /** Session TTL, 10s to 24h. Default '15s'. */

@@ -1,6 +1,8 @@
 // Contenders created without a `consul` option share one client per configuration in a process
-// (issue 15): one long poll per prefix, one bounded pool, closed when the last of them is done, so
-// that the process can end by itself. A client the user passes in stays the user's.
+// (issue 15): one long poll per prefix, one bounded pool. When the last of them is done the client
+// stays open for an idle grace, so that the next tenure reuses it (issue 25), and is closed after
+// it; nothing of it keeps the process from ending by itself at once. A client the user passes in
+// stays the user's.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
@@ -11,9 +13,18 @@ import {
   semaphore,
   type ConsulClient,
 } from '../../src/index.js'
-import { acquireDefaultClient } from '../../src/consul/default-client.js'
+import {
+  DEFAULT_CLIENT_IDLE_GRACE_MS,
+  acquireDefaultClient,
+  closeIdleDefaultClients,
+} from '../../src/consul/default-client.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { runDefaultClientChild, type DefaultClientRun } from '../support/default-client-child.js'
+import {
+  runDefaultClientChild,
+  runTenuresChild,
+  type DefaultClientRun,
+  type TenuresRun,
+} from '../support/default-client-child.js'
 import { deleteTree, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
@@ -38,7 +49,8 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.deepEqual(await sessionsNamed(consul.url, `default-client ${prefix}`), [])
   }
 
-  const assertExitedBySelf = (run: DefaultClientRun): void => {
+  /** The child ended by itself (not killed 20 s after the command), with exit code 0. */
+  const assertExitedBySelf = (run: DefaultClientRun | TenuresRun): void => {
     assert.notEqual(
       run.exitedBySelfMs,
       undefined,
@@ -47,7 +59,20 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(run.exitCode, 0, `exit code ${run.exitCode}; stderr: ${run.stderr}`)
   }
 
-  it('gives 200 contenders of a process one long poll and at most 16 connections, and lets it exit once all are closed', async () => {
+  /**
+   * `ms`, from the moment the child was done (`what`) to its exit, is well below the default
+   * client's idle grace: neither the grace timer nor the idle client's sockets held it up. (Tens
+   * of ms on a quiet machine, some hundreds when test files run side by side.)
+   */
+  const assertPrompt = (ms: number | undefined, what: string): void => {
+    const within = DEFAULT_CLIENT_IDLE_GRACE_MS / 2
+    assert.ok(
+      (ms ?? Infinity) < within,
+      `exited ${ms} ms after ${what}, not within ${within} ms (the idle grace is ${DEFAULT_CLIENT_IDLE_GRACE_MS} ms)`,
+    )
+  }
+
+  it('gives 200 contenders of a process one long poll and at most 16 connections, and lets it exit once all are closed', async (t) => {
     const prefix = uniquePrefix('default-client-close')
     const run = await runDefaultClientChild({
       agentAddr: consul.addr,
@@ -57,7 +82,14 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
     })
     assert.equal(run.longPollsOnPrefix, 1, 'blocking list queries of the prefix in flight')
     assert.ok(run.peakConnections <= 16, `${run.peakConnections} connections at most (pool of 16)`)
+    t.diagnostic(
+      `exit ${run.exitedBySelfMs} ms after the command, ${run.exitedAfterLastWordMs} ms after the last close() resolved, ${run.exitedAfterLastRequestMs} ms after the last request`,
+    )
     assertExitedBySelf(run)
+    // From the command: 200 close()s, their releases, then the exit; from the last close(): the
+    // exit alone, which the default client's idle grace must not hold up.
+    assertPrompt(run.exitedAfterLastWordMs, 'the last close() resolved')
+    assertPrompt(run.exitedAfterLastRequestMs, 'its last request')
     assert.deepEqual(
       run.messages.find((m) => m.type === 'closed'),
       { type: 'closed', failedCloses: 0 },
@@ -66,7 +98,7 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
     await deleteTree(consul.url, prefix)
   })
 
-  it('lets the process exit by itself when its contenders are only unsubscribed, after their releases', async () => {
+  it('lets the process exit by itself when its contenders are only unsubscribed, after their releases', async (t) => {
     const prefix = uniquePrefix('default-client-unsubscribe')
     const run = await runDefaultClientChild({
       agentAddr: consul.addr,
@@ -76,7 +108,13 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
     })
     assert.equal(run.longPollsOnPrefix, 1, 'blocking list queries of the prefix in flight')
     assert.ok(run.peakConnections <= 16, `${run.peakConnections} connections at most (pool of 16)`)
+    t.diagnostic(
+      `exit ${run.exitedBySelfMs} ms after the command, ${run.exitedAfterLastRequestMs} ms after the last request`,
+    )
     assertExitedBySelf(run)
+    // From the command: 200 unsubscribes, their background releases, then the exit; from the last
+    // release's last request: the exit alone.
+    assertPrompt(run.exitedAfterLastRequestMs, 'its last request')
     // The background releases finished before the client closed: nothing was cut off.
     await assertPrefixEmpty(prefix)
     await deleteTree(consul.url, prefix)
@@ -103,34 +141,118 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
     }
   })
 
-  it('shares one client per configuration and closes it when its last user lets go', async () => {
+  for (const how of ['withSlot', 'semaphore'] as const) {
+    it(`reuses one client for a replica's tenures one after the other (${how}), which join in one transaction, and lets the process exit at once after the last`, async (t) => {
+      const prefix = uniquePrefix(`default-client-tenures-${how}`)
+      const run = await runTenuresChild({ agentAddr: consul.addr, prefix, tenures: 6, how })
+      t.diagnostic(
+        `requests per tenure ${run.tenures.map((x) => x.requests).join(' ')}; new connections ${run.tenures.map((x) => x.newConnections).join(' ')}; exit ${run.exitedBySelfMs} ms after end with ${run.openAtEnd} idle connections open; tenure 2: ${run.tenures[1]?.seen.join(', ')}`,
+      )
+      const [first, ...later] = run.tenures
+      assert.ok(first !== undefined && later.length === 5)
+      const detail = run.tenures
+        .map(
+          (x, i) =>
+            `tenure ${i + 1}: ${x.requests} requests, ${x.newConnections} new connections\n  ${x.seen.join('\n  ')}`,
+        )
+        .join('\n')
+      // The first tenure lists the prefix (its client has not seen `.lock` yet) and opens the
+      // pool's connections; the later ones find the client of the first, which remembers `.lock`.
+      // Without the join a contender writes its key on its own (`?...acquire=`) after a list.
+      const ownWrites = (x: (typeof run.tenures)[number]): number =>
+        x.seen.filter((r) => r.startsWith(`PUT /v1/kv/${prefix}/`) && /acquire=/.test(r)).length
+      assert.equal(ownWrites(first), 1, `the first tenure wrote its key on its own\n${detail}`)
+      for (const [i, tenure] of later.entries()) {
+        assert.ok(
+          tenure.requests < first.requests,
+          `tenure ${i + 2}: ${tenure.requests} requests, not fewer than the first's ${first.requests}\n${detail}`,
+        )
+        assert.ok(
+          !tenure.seen.some((r) => r.startsWith(`GET /v1/kv/${prefix}?`) && !/index=/.test(r)),
+          `tenure ${i + 2} listed the prefix before it joined\n${detail}`,
+        )
+        assert.equal(
+          ownWrites(tenure),
+          0,
+          `tenure ${i + 2} did not take its key in the join's transaction\n${detail}`,
+        )
+        assert.ok(
+          tenure.newConnections < first.newConnections,
+          `tenure ${i + 2}: ${tenure.newConnections} new connections, not fewer than the first's ${first.newConnections}\n${detail}`,
+        )
+      }
+      // One client for the whole run: its pool of 16 at most, however many tenures.
+      assert.ok(run.connections <= 16, `${run.connections} connections over the run\n${detail}`)
+      // After the last tenure the client is in its idle grace, its keep-alive connections open:
+      // the process still ends at once.
+      assert.ok(run.openAtEnd > 0, 'the idle client had connections open when the child ended')
+      assertExitedBySelf(run)
+      assertPrompt(run.exitedBySelfMs, '`end`, the last tenure over')
+      await assertPrefixEmpty(prefix)
+      await deleteTree(consul.url, prefix)
+    })
+  }
+
+  it('shares one client per configuration, keeps it for the idle grace after its last user lets go, and closes it after', async () => {
     const env = { CONSUL_HTTP_ADDR: consul.addr }
-    const first = acquireDefaultClient({ env })
-    const second = acquireDefaultClient({ env })
-    const withToken = acquireDefaultClient({ env: { ...env, CONSUL_HTTP_TOKEN: 'other' } })
+    const list = (client: ConsulClient) => client.kv.list('rxsem-test/default-client/none')()
+    const first = acquireDefaultClient({ env }, 100)
+    const second = acquireDefaultClient({ env }, 100)
+    const withToken = acquireDefaultClient({ env: { ...env, CONSUL_HTTP_TOKEN: 'other' } }, 100)
     try {
       assert.equal(second.client, first.client, 'same configuration, same client')
       assert.notEqual(withToken.client, first.client, 'another token, another client')
 
       await first.release()
       await first.release() // a second release of the same reference changes nothing
-      assert.ok(E.isRight(await second.client.kv.list('rxsem-test/default-client/none')()))
+      assert.ok(E.isRight(await list(second.client)))
 
+      // The last user lets go; one that comes within the grace gets the same client, and the
+      // close is off: three graces later it still answers.
       await second.release()
-      const closed = await second.client.kv.list('rxsem-test/default-client/none')()
-      assert.ok(E.isLeft(closed) && closed.left._tag === 'Aborted', 'closed with its last user')
+      const back = acquireDefaultClient({ env }, 100)
+      assert.equal(back.client, first.client, 'a user within the grace gets the same client')
+      await new Promise((done) => setTimeout(done, 300))
+      assert.ok(E.isRight(await list(back.client)), 'the close was called off')
+
+      // With no user back, the client closes once the grace is over (waited for, not slept on).
+      await back.release()
+      const deadline = Date.now() + 5000
+      let closed = await list(back.client)
+      while (E.isRight(closed) && Date.now() < deadline) {
+        await new Promise((done) => setTimeout(done, 20))
+        closed = await list(back.client)
+      }
+      assert.ok(E.isLeft(closed) && closed.left._tag === 'Aborted', 'closed after the grace')
 
       const next = acquireDefaultClient({ env })
       try {
         assert.notEqual(next.client, first.client, 'a later user gets a new client')
-        assert.ok(E.isRight(await next.client.kv.list('rxsem-test/default-client/none')()))
+        assert.ok(E.isRight(await list(next.client)))
       } finally {
         await next.release()
+      }
+      // closeIdleDefaultClients closes an idle one now, and leaves one in use alone.
+      const inUse = acquireDefaultClient({ env: { ...env, CONSUL_HTTP_TOKEN: 'in use' } })
+      try {
+        await closeIdleDefaultClients()
+        const idle = await list(next.client)
+        assert.ok(E.isLeft(idle) && idle.left._tag === 'Aborted', 'the idle one is closed')
+        const fresh = acquireDefaultClient({ env }, 0)
+        assert.notEqual(fresh.client, next.client, 'and forgotten: the next user gets a new one')
+        await fresh.release()
+        const gone = await list(fresh.client)
+        assert.ok(E.isLeft(gone) && gone.left._tag === 'Aborted', 'a grace of 0 closes at once')
+        const used = await list(inUse.client)
+        assert.ok(!(E.isLeft(used) && used.left._tag === 'Aborted'), 'the one in use is open')
+      } finally {
+        await inUse.release()
       }
     } finally {
       await first.release()
       await second.release()
       await withToken.release()
+      await closeIdleDefaultClients()
     }
   })
 })

@@ -137,6 +137,8 @@ export interface FaultProxy {
   openConnections(): number
   /** The most client-side connections open at once since start or {@link FaultProxy.resetCounts}. */
   peakConnections(): number
+  /** Client-side TCP connections accepted since start or {@link FaultProxy.resetCounts}. */
+  acceptedConnections(): number
   /** Requests forwarded to the agent whose answer has not arrived yet. */
   inFlight(): number
   /** Those requests themselves, e.g. to count the long polls parked on one prefix. */
@@ -322,6 +324,7 @@ export async function startFaultProxy(
   let dropped = 0
   const clientSockets = new Set<Socket>()
   let peak = 0
+  let accepted = 0
   const upstreamRequests = new Map<ClientRequest, SeenRequest>()
   const timers = new Set<NodeJS.Timeout>()
   let closing: Promise<void> | undefined
@@ -458,6 +461,7 @@ export async function startFaultProxy(
   )
   server.on('connection', (socket: Socket) => {
     clientSockets.add(socket)
+    accepted++
     peak = Math.max(peak, clientSockets.size)
     socket.on('error', () => {})
     socket.once('close', () => clientSockets.delete(socket))
@@ -488,9 +492,11 @@ export async function startFaultProxy(
       counts = new Map()
       seen = []
       peak = clientSockets.size
+      accepted = 0
     },
     openConnections: () => clientSockets.size,
     peakConnections: () => peak,
+    acceptedConnections: () => accepted,
     inFlight: () => upstreamRequests.size,
     inFlightRequests: () => [...upstreamRequests.values()],
     droppedAnswers: () => dropped,

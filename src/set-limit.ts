@@ -1,12 +1,22 @@
-import { setTimeout as sleep } from 'node:timers/promises'
 import * as E from 'fp-ts/lib/Either.js'
+import type * as TE from 'fp-ts/lib/TaskEither.js'
+import {
+  NEVER,
+  asyncScheduler,
+  firstValueFrom,
+  fromEvent,
+  mergeMap,
+  raceWith,
+  throwError,
+  type Observable,
+} from 'rxjs'
 import type { ConsulClient } from './consul/client-api.js'
-import { BACKOFF, backoffDelay } from './consul/backoff.js'
 import { acquireDefaultClient } from './consul/default-client.js'
-import { isTransient, type ConsulError } from './consul/errors.js'
+import type { ConsulError } from './consul/errors.js'
 import { SEMAPHORE_FLAGS } from './consul/flags.js'
 import { lockKey } from './core/keys/lock-key.js'
-import { relimitLock, type Relimit } from './core/lock-body/relimit-lock.js'
+import { relimitLock } from './core/lock-body/relimit-lock.js'
+import { fromCall, isConsulError, orThrow, retryTransient } from './effects/call-policy.js'
 import {
   PERMISSION_HINT,
   SemaphoreError,
@@ -31,7 +41,7 @@ export interface SetLimitOptions {
   readonly limit: number
   /** A Consul client; default the process's shared client for the CONSUL_* variables. */
   readonly consul?: ConsulClient
-  /** Gives up (SemaphoreError 'Aborted') between two tries. */
+  /** Gives up at once (SemaphoreError 'Aborted'), cancelling the call in flight or its retry. */
   readonly signal?: AbortSignal | undefined
 }
 
@@ -101,70 +111,57 @@ async function relimit(
   signal: AbortSignal | undefined,
 ): Promise<LimitChange> {
   const key = lockKey(prefix)
-  let failures = 0
-  for (let lost = 0; lost < ATTEMPTS;) {
-    if (signal?.aborted === true) throw abortedError(signal, `setting the limit of ${prefix}`)
-    const answer = await attempt(client, key, limit)
-    if (E.isRight(answer)) {
-      const { write, index } = answer.right
-      if (index !== undefined) {
-        return { prefix, previous: write.previous, limit, holders: write.holders, index }
-      }
-      lost++
-      failures = 0
-      continue
-    }
-    const error = answer.left
-    if (error instanceof SemaphoreError) throw error
-    if (!isTransient(error) || ++failures > 5) {
-      throw fromConsulError(error, `setting the limit of ${prefix}`)
-    }
-    await sleep(backoffDelay(BACKOFF.write, failures, { error }), undefined, { signal }).catch(
-      () => undefined,
+  const doing = `setting the limit of ${prefix}`
+  // An abort ends the call in flight, or the wait before its retry, at once.
+  const aborted$: Observable<never> =
+    signal === undefined
+      ? NEVER
+      : fromEvent(signal, 'abort').pipe(
+          mergeMap(() => throwError(() => abortedError(signal, doing))),
+        )
+  const call = <A>(run: (signal: AbortSignal) => TE.TaskEither<ConsulError, A>): Promise<A> =>
+    firstValueFrom(
+      fromCall(run).pipe(mergeMap(orThrow), retryTransient(asyncScheduler), raceWith(aborted$)),
     )
+  // Each Consul call's transient failures are retried as every write of the library is.
+  try {
+    for (let lost = 0; lost < ATTEMPTS; lost++) {
+      if (signal?.aborted === true) throw abortedError(signal, doing)
+      const entry = await call((s) => client.kv.get(key, { consistency: 'consistent', signal: s }))
+      const write = relimitLock(entry ?? undefined, key, limit)
+      if (E.isLeft(write)) throw problemError(write.left)
+      const changed = (index: bigint): LimitChange => ({
+        prefix,
+        previous: write.right.previous,
+        limit,
+        holders: write.right.holders,
+        index,
+      })
+      // Already so: no write, so no contender wakes for nothing.
+      if (write.right.previous === limit) return changed(write.right.cas)
+      // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
+      const { body, cas } = write.right
+      const answer = await call((s) =>
+        client.kv.txn([{ verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: cas }], {
+          signal: s,
+        }),
+      )
+      if (answer.committed) return changed(answer.results[0]?.modifyIndex ?? cas)
+      const what = answer.errors.map((e) => e.what).join('; ')
+      if (/permission denied/i.test(what)) {
+        throw new SemaphoreError(
+          'PermissionDenied',
+          `${doing}: Consul refused the write of ${key} (${what}). ${PERMISSION_HINT}`,
+        )
+      }
+      // Otherwise a lost CAS: another writer came first; read again.
+    }
+  } catch (error) {
+    throw isConsulError(error) ? fromConsulError(error, doing) : error
   }
   throw new SemaphoreError(
     'Consul',
     `${key} changed under each of ${ATTEMPTS} tries to set its limit (contenders acquiring and ` +
       'releasing all the time); nothing was written. Try again.',
   )
-}
-
-/**
- * One read of `.lock` and one CAS: the write and `.lock`'s new ModifyIndex, or no index when
- * another writer came first.
- */
-async function attempt(
-  client: ConsulClient,
-  key: string,
-  limit: number,
-): Promise<E.Either<ConsulError | SemaphoreError, { write: Relimit; index: bigint | undefined }>> {
-  const read = await client.kv.get(key, { consistency: 'consistent' })()
-  if (E.isLeft(read)) return read
-  const write = relimitLock(read.right ?? undefined, key, limit)
-  if (E.isLeft(write)) return E.left(problemError(write.left))
-  // Already so: no write, so no contender wakes for nothing.
-  if (write.right.previous === limit) return E.right({ write: write.right, index: write.right.cas })
-  // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
-  const cas = await client.kv.txn([
-    { verb: 'cas', key, value: write.right.body, flags: SEMAPHORE_FLAGS, index: write.right.cas },
-  ])()
-  if (E.isLeft(cas)) return cas
-  if (cas.right.committed) {
-    return E.right({
-      write: write.right,
-      index: cas.right.results[0]?.modifyIndex ?? write.right.cas,
-    })
-  }
-  const what = cas.right.errors.map((e) => e.what).join('; ')
-  if (/permission denied/i.test(what)) {
-    return E.left(
-      new SemaphoreError(
-        'PermissionDenied',
-        `setting the limit of ${key}: Consul refused the write (${what}). ${PERMISSION_HINT}`,
-      ),
-    )
-  }
-  // A lost CAS: another writer came first.
-  return E.right({ write: write.right, index: undefined })
 }

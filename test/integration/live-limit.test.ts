@@ -257,6 +257,16 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     await deleteTree(agent.url, prefix)
   })
 
+  it('gives up on an aborted signal with SemaphoreError Aborted, writing nothing', async () => {
+    const prefix = uniquePrefix('live-limit-abort')
+    const signal = AbortSignal.abort(new Error('deploy cancelled'))
+    await assert.rejects(
+      setLimit({ prefix, limit: 3, consul: agent.client, signal }),
+      (e: unknown) => e instanceof SemaphoreError && e.kind === 'Aborted',
+    )
+    assert.equal(await readLock(agent.url, prefix), undefined, 'no .lock was written')
+  })
+
   it('rxsem set-limit tells what changed, and never writes over a consul lock key', async () => {
     const prefix = uniquePrefix('live-limit-cli')
     const run = startCli(['set-limit', '--prefix', prefix, '--limit', '3'], { addr: agent.addr })

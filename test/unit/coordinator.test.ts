@@ -151,6 +151,79 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
     assert.equal(double.sessions().length, 0)
   })
 
+  /** The long polls a client has in flight (their keys), once it has `count` of them. */
+  const pollsOf = async (client: string, count: number): Promise<string[]> => {
+    for (;;) {
+      const inFlight = double
+        .calls()
+        .filter((c) => c.client === client && c.method === 'kv.list' && c.answer === undefined)
+      if (inFlight.length >= count) return inFlight.map((c) => c.keys[0] ?? '').sort()
+      await new Promise((done) => setTimeout(done, 2))
+    }
+  }
+  /** How many times a client listed (or long-polled) the whole prefix. */
+  const prefixListingsOf = (client: string): number =>
+    double
+      .calls()
+      .filter((c) => c.client === client && c.method === 'kv.list' && c.keys[0] === prefix).length
+
+  it('parks a lone holder on .lock and its own key: the queue does not wake it, losing its slot does', async () => {
+    const holder = contender({ limit: 2 })
+    const seen = follow(holder)
+    const session = (await reach(holder, (s) => s.holding)).session as string
+    const lock = `${prefix}/.lock`
+    const ownKey = `${prefix}/${session}`
+    assert.deepEqual(await pollsOf('client', 2), [lock, ownKey].sort(), '.lock and its own key')
+    // Another process joins, takes the second slot, and queues two more: writes that do not
+    // concern the holder's slot wake none of its long polls.
+    const other = double.connect('other')
+    const theirs = Array.from({ length: 3 }, () =>
+      semaphore({ prefix, limit: 2, consul: other, scheduler }),
+    )
+    for (const s of theirs) follow(s)
+    await reach(theirs[0] as Semaphore, (s) => s.holding)
+    await Promise.all(theirs.map((s) => reach(s, (st) => st.contending)))
+    const before = prefixListingsOf('client')
+    await (theirs[0] as Semaphore).close() // a hand-off: it writes .lock, which still lists ours
+    await reach(theirs[1] as Semaphore, (s) => s.holding)
+    assert.deepEqual(await pollsOf('client', 2), [lock, ownKey].sort())
+    assert.equal(prefixListingsOf('client'), before, 'answers of .lock, no listing of the prefix')
+    assert.ok(seen.every((s, i) => i === 0 || s.holding || seen[i - 1]?.holding !== true))
+    // An operator's removal from .lock is news: it drops at once.
+    const entry = double.entries(lock)[0]
+    assert.ok(entry)
+    const holders = JSON.parse(new TextDecoder().decode(entry.value ?? new Uint8Array())) as {
+      Holders: Record<string, boolean>
+    }
+    const kept = Object.keys(holders.Holders).filter((h) => h !== session)
+    const removedAt = scheduler.now()
+    double.put(
+      lock,
+      JSON.stringify({ Limit: 2, Holders: Object.fromEntries(kept.map((h) => [h, true])) }),
+      {
+        flags: entry.flags,
+      },
+    )
+    const dropped = await reach(holder, (s) => !s.holding)
+    assert.equal(dropped.reason, 'removed')
+    assert.equal(scheduler.now(), removedAt, 'in the same instant: one wake-up')
+    for (const s of theirs) await s.close()
+    await holder.close()
+  })
+
+  it('drops a parked holder when its own key is deleted, though .lock still lists it', async () => {
+    const holder = contender()
+    follow(holder)
+    const session = (await reach(holder, (s) => s.holding)).session as string
+    await pollsOf('client', 2)
+    const deletedAt = scheduler.now()
+    double.deleteKey(`${prefix}/${session}`)
+    const dropped = await reach(holder, (s) => !s.holding)
+    assert.equal(scheduler.now(), deletedAt, 'in the same instant: one wake-up')
+    assert.ok(dropped.reason === 'removed', String(dropped.reason))
+    await holder.close()
+  })
+
   it('serves a leader election and its leader$ with one long poll of the prefix', async () => {
     const election = leaderElection({ prefix, value: 'node-a', consul: double.client, scheduler })
     subscriptions.push(election.state$.subscribe(), election.leader$.subscribe())

@@ -72,6 +72,10 @@ interface Pick {
 interface Conversation {
   readonly attempts: number
   readonly hint: number
+  /** The process was parked on `.lock` (`ReleaseInput.parked`). */
+  readonly parked: boolean
+  /** A `.lock` read since the hint (`ReleaseInput.lock`): a body of BODIES, at index 45. */
+  readonly lock: number | null
   /**
    * Consul's answers: the n-th transaction is answered by `picks[n].txn`, the n-th read by
    * `picks[n].get`, and so on; past the end the last pick stands, so that a Consul that keeps
@@ -86,6 +90,8 @@ const conversation: fc.Arbitrary<Conversation> = fc.record({
     { arbitrary: fc.integer({ min: 1, max: 12 }), weight: 1 },
   ),
   hint: fc.nat({ max: HINTS.length - 1 }),
+  parked: fc.boolean(),
+  lock: fc.option(fc.nat({ max: BODIES.length - 1 })),
   picks: fc.array(
     fc.record({
       txn: fc.nat({ max: 9 }),
@@ -128,6 +134,14 @@ function answerFor(call: ReleaseCall, pick: Pick, reads: number): ReleaseAnswer 
       const entry = lockEntry(prefix, chosen.body, 41n + BigInt(reads), overrides)
       return { type: 'get', result: E.right(entry), random }
     }
+    case 'list': {
+      // The prefix as a snapshot: the `.lock` a read would answer, and nothing else.
+      const got = answerFor({ type: 'get', key: `${prefix}/.lock` }, pick, reads)
+      if (got.type !== 'get' || E.isLeft(got.result))
+        return { type: 'list', result: E.left(error), random }
+      const entries = got.result.right === null ? [] : [got.result.right]
+      return { type: 'list', result: E.right({ index: 41n + BigInt(reads), entries }), random }
+    }
     case 'put':
     case 'delete':
     case 'destroy':
@@ -141,6 +155,9 @@ interface Played {
   readonly result: E.Either<ConsulError, ReleaseOutcome> | undefined
 }
 
+const lockAt45 = (chosen: (typeof BODIES)[number]) =>
+  lockEntry(prefix, chosen.body, 45n, 'flags' in chosen ? { flags: chosen.flags } : {})
+
 /** Plays the conversation until the plan is done or `maxSteps` calls were made. */
 function playConversation(c: Conversation, maxSteps: number): Played {
   const calls: ReleaseCall[] = []
@@ -151,6 +168,8 @@ function playConversation(c: Conversation, maxSteps: number): Played {
     limit: 2,
     attempts: c.attempts,
     hint: HINTS[c.hint],
+    parked: c.parked,
+    lock: c.lock === null ? undefined : lockAt45(BODIES[c.lock]!),
   })
   const asked = new Map<ReleaseCall['type'], number>()
   while (step.type === 'call' && calls.length < maxSteps) {
@@ -217,9 +236,9 @@ describe('releaseStart / releaseNext over any answers', () => {
     fc.assert(
       fc.property(conversation, (c) => {
         const { calls, answers } = playConversation(c, maxCalls(c.attempts))
-        let seen: bigint | undefined = HINTS[c.hint]?.entries.find(
-          (e) => e.key === lockKey,
-        )?.modifyIndex
+        const hinted = HINTS[c.hint]?.entries.find((e) => e.key === lockKey)?.modifyIndex
+        // A `.lock` read since the hint counts once it is newer than the hint's.
+        let seen = hinted !== undefined && c.lock !== null ? 45n : hinted
         let casWrites = 0
         calls.forEach((call, i) => {
           if (call.type === 'put' || call.type === 'delete') assert.notEqual(call.key, lockKey)
@@ -234,6 +253,9 @@ describe('releaseStart / releaseNext over any answers', () => {
           const answer = answers[i]
           if (answer?.type === 'get' && E.isRight(answer.result)) {
             seen = answer.result.right?.modifyIndex
+          }
+          if (answer?.type === 'list' && E.isRight(answer.result)) {
+            seen = answer.result.right.entries.find((e) => e.key === lockKey)?.modifyIndex
           }
         })
         assert.ok(casWrites <= c.attempts, `${casWrites} CAS writes, ${c.attempts} attempts`)

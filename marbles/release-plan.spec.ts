@@ -251,35 +251,6 @@ describe('releaseStart / releaseNext: a hand-off', () => {
     assert.deepEqual(result, E.right({ type: 'NotListed' }))
   })
 
-  it('should list the prefix once when parked and its hint shows no waiter, then hand off to the one it finds', () => {
-    const { calls, result } = play(
-      releaseStart({ ...input, hint: holderHint, parked: true }),
-      releaseNext,
-      [answer.listing(handOffHint), committed(), destroyed()],
-    )
-    assert.deepEqual(calls, [`list ${prefix}/`, call.handOff(40n, '"w1":true'), call.destroy])
-    assert.deepEqual(result, E.right({ type: 'HandedOff', heir: 'w1' }))
-  })
-
-  it('should not list the prefix when parked but its hint shows a waiter to hand to', () => {
-    const { calls } = play(
-      releaseStart({ ...input, hint: handOffHint, parked: true }),
-      releaseNext,
-      [committed(), destroyed()],
-    )
-    assert.deepEqual(calls, [call.handOff(40n, '"w1":true'), call.destroy])
-  })
-
-  it('should CAS out after listing a parked prefix that has no waiter', () => {
-    const { calls, result } = play(
-      releaseStart({ ...input, hint: holderHint, parked: true }),
-      releaseNext,
-      [answer.listing(holderHint), committed(), destroyed()],
-    )
-    assert.deepEqual(calls, [`list ${prefix}/`, call.casOut(40n), call.destroy])
-    assert.deepEqual(result, E.right({ type: 'Released' }))
-  })
-
   it('should hand nothing to a Go waiter first in line', () => {
     const goFirst = snapshotOf([listsMe, me, contenderEntry(prefix, 'w1', 10n)])
     const { calls } = play(releaseStart({ ...input, hint: goFirst }), releaseNext, [

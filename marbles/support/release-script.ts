@@ -12,7 +12,7 @@ import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
 } from '../../src/consul/flags.js'
-import type { KVEntry, KVSnapshot } from '../../src/consul/types.js'
+import type { KVEntry } from '../../src/consul/types.js'
 import type { PlanStep, ReleaseAnswer, ReleaseCall } from '../../src/core/release/release-call.js'
 
 const FLAG_NAMES = new Map<bigint, string>([
@@ -48,8 +48,6 @@ export function describeCall(call: ReleaseCall): string {
     case 'get':
     case 'delete':
       return `${call.type} ${call.key}`
-    case 'list':
-      return `list ${call.prefix}`
     case 'put':
       return `put ${call.key} ${call.value} release=${call.release}${flagName(call.flags)}`
     case 'destroy':
@@ -92,11 +90,6 @@ export const answer = {
     const result: TxnResult = { committed: false, errors: [{ opIndex, what: 'failed' }] }
     return { type: 'txn', result: E.right(result), random }
   },
-  listing: (snapshot: KVSnapshot, random = 0.5): ReleaseAnswer => ({
-    type: 'list',
-    result: E.right(snapshot),
-    random,
-  }),
   lock: (entry: KVEntry | null, random = 0.5): ReleaseAnswer => ({
     type: 'get',
     result: E.right(entry),

@@ -72,8 +72,6 @@ interface Pick {
 interface Conversation {
   readonly attempts: number
   readonly hint: number
-  /** The process was parked on `.lock` (`ReleaseInput.parked`). */
-  readonly parked: boolean
   /** A `.lock` read since the hint (`ReleaseInput.lock`): a body of BODIES, at index 45. */
   readonly lock: number | null
   /**
@@ -90,7 +88,6 @@ const conversation: fc.Arbitrary<Conversation> = fc.record({
     { arbitrary: fc.integer({ min: 1, max: 12 }), weight: 1 },
   ),
   hint: fc.nat({ max: HINTS.length - 1 }),
-  parked: fc.boolean(),
   lock: fc.option(fc.nat({ max: BODIES.length - 1 })),
   picks: fc.array(
     fc.record({
@@ -134,14 +131,6 @@ function answerFor(call: ReleaseCall, pick: Pick, reads: number): ReleaseAnswer 
       const entry = lockEntry(prefix, chosen.body, 41n + BigInt(reads), overrides)
       return { type: 'get', result: E.right(entry), random }
     }
-    case 'list': {
-      // The prefix as a snapshot: the `.lock` a read would answer, and nothing else.
-      const got = answerFor({ type: 'get', key: `${prefix}/.lock` }, pick, reads)
-      if (got.type !== 'get' || E.isLeft(got.result))
-        return { type: 'list', result: E.left(error), random }
-      const entries = got.result.right === null ? [] : [got.result.right]
-      return { type: 'list', result: E.right({ index: 41n + BigInt(reads), entries }), random }
-    }
     case 'put':
     case 'delete':
     case 'destroy':
@@ -168,7 +157,6 @@ function playConversation(c: Conversation, maxSteps: number): Played {
     limit: 2,
     attempts: c.attempts,
     hint: HINTS[c.hint],
-    parked: c.parked,
     lock: c.lock === null ? undefined : lockAt45(BODIES[c.lock]!),
   })
   const asked = new Map<ReleaseCall['type'], number>()
@@ -253,9 +241,6 @@ describe('releaseStart / releaseNext over any answers', () => {
           const answer = answers[i]
           if (answer?.type === 'get' && E.isRight(answer.result)) {
             seen = answer.result.right?.modifyIndex
-          }
-          if (answer?.type === 'list' && E.isRight(answer.result)) {
-            seen = answer.result.right.entries.find((e) => e.key === lockKey)?.modifyIndex
           }
         })
         assert.ok(casWrites <= c.attempts, `${casWrites} CAS writes, ${c.attempts} attempts`)

@@ -13,7 +13,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import type { TxnOp, TxnResult } from '../../consul/client-api.js'
 import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
 import { isTransient, type ConsulError } from '../../consul/errors.js'
-import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import type { KVEntry } from '../../consul/types.js'
 
 /**
  * One thing a release plan asks its driver to do: a Consul call, or a wait on the scheduler.
@@ -28,8 +28,6 @@ export type ReleaseCall =
   | { readonly type: 'txn'; readonly ops: readonly TxnOp[] }
   /** `GET /v1/kv/<key>`: one key, null when missing. */
   | { readonly type: 'get'; readonly key: string }
-  /** `GET /v1/kv/<prefix>?recurse`: the prefix as one snapshot. */
-  | { readonly type: 'list'; readonly prefix: string }
   /** `PUT /v1/kv/<key>?release=<session>&flags=<flags>` with the value. */
   | {
       readonly type: 'put'
@@ -63,11 +61,6 @@ export type ReleaseAnswer =
   | {
       readonly type: 'get'
       readonly result: E.Either<ConsulError, KVEntry | null>
-      readonly random: number
-    }
-  | {
-      readonly type: 'list'
-      readonly result: E.Either<ConsulError, KVSnapshot>
       readonly random: number
     }
   | {
@@ -196,7 +189,7 @@ export function firstTry(call: ReleaseCall): CallInFlight {
  * @returns Its value.
  * @throws TypeError when the answer is of another type or a failure (a plan's bug).
  */
-export function answerValue<T extends 'txn' | 'get' | 'list' | 'put' | 'delete' | 'destroy'>(
+export function answerValue<T extends 'txn' | 'get' | 'put' | 'delete' | 'destroy'>(
   answer: ReleaseAnswer,
   type: T,
 ): AnswerValue<T> {

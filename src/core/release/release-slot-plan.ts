@@ -44,12 +44,6 @@ export interface ReleaseInput {
    * then lose, so the release starts as after a lost CAS, from this `.lock`, without a read.
    */
   readonly lock?: KVEntry | undefined
-  /**
-   * The process was parked on `.lock` (a `held` watch target): joins did not wake it, so the hint
-   * may not show every waiter. When the hint has no waiter to hand the slot to, the release lists
-   * the prefix once to find one, and decides on that listing.
-   */
-  readonly parked?: boolean | undefined
 }
 
 /**
@@ -81,7 +75,6 @@ type Phase =
   | { readonly type: 'PauseForHandOff'; readonly handOff: HandOff }
   | { readonly type: 'ReadForHandOff'; readonly handOff: HandOff }
   | { readonly type: 'PauseForRead' }
-  | { readonly type: 'List' }
   | { readonly type: 'Read' }
   | { readonly type: 'CasOut' }
   | { readonly type: 'DeleteKey'; readonly decision: Exclude<ReleaseDecision, WriteRelease> }
@@ -119,7 +112,6 @@ export type ReleaseStep = PlanStep<ReleaseState, E.Either<ConsulError, ReleaseOu
  * hint lists us, ours first in line:  txn hand-off ─► destroy
  * hint lists us:                      txn cas-out ─► destroy
  * a newer .lock than the hint's:      txn hand-off (from that .lock) or cas-out ─► destroy
- * parked, no heir in the hint:        list the prefix ─► (as from a hint) ─► destroy
  * no usable hint:                     get .lock ─► txn cas-out ─► destroy
  * not listed (a waiter):              get .lock ─► delete key ─► get .lock ─► destroy
  * CAS lost:                           … ─► wait 0-5 ms ─► get .lock ─► txn again (at most `attempts`)
@@ -159,32 +151,11 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
     keyGone: false,
   }
   if (input.hint === undefined) return read(state)
-  return fromHint(state, input.hint, input.hintView, input.lock, input.parked === true)
-}
-
-/**
- * The release's first write, from what the contender saw: its last snapshot (`hint`), that
- * snapshot's view, and a `.lock` read since (`lock`, used when newer than the hint's).
- */
-function fromHint(
-  state: Progress,
-  hint: KVSnapshot,
-  hintView: E.Either<PrefixProblem, PrefixView> | undefined,
-  lock: KVEntry | undefined,
-  parked: boolean,
-): ReleaseStep {
-  const newer = newerLock(hint, lock, state.prefix)
-  // The hint's first waiter that a newer `.lock` does not list as served already.
-  const offered = handOffLock(hint, state, hintView, newer && holdersIn(newer))
-  if (offered === undefined && parked) return ask(state, { type: 'List' }, listCall(state))
-  if (newer !== undefined) {
-    // A CAS on the hint's `.lock` would lose: start as after a lost CAS, from the newer one, the
-    // listed holders kept as they are (the hint's keys cannot tell which are alive now).
-    const again = offered && handOffAgain(newer, state, offered)
-    return again !== undefined ? handOff(state, again) : decide(state, newer)
-  }
+  const newer = newerLock(input.hint, input.lock, prefix)
+  if (newer !== undefined) return fromNewerLock(state, input.hint, input.hintView, newer)
+  const offered = handOffLock(input.hint, state, input.hintView)
   if (offered !== undefined) return handOff(state, offered)
-  const hinted = releaseLock(hint, state)
+  const hinted = releaseLock(input.hint, state)
   return hinted.type === 'WriteRelease' ? casOut(state, hinted) : read(state)
 }
 
@@ -235,9 +206,6 @@ function answered(state: ReleaseState, answer: ReleaseAnswer): ReleaseStep {
     }
     case 'PauseForRead':
       return read(state)
-    case 'List':
-      // A listing is a snapshot as fresh as any: decide on it as on a hint of a prefix watcher.
-      return fromHint(state, answerValue(answer, 'list'), undefined, undefined, false)
     case 'Read':
       return decide(state, answerValue(answer, 'get'))
     case 'CasOut': {
@@ -266,10 +234,23 @@ function newerLock(hint: KVSnapshot, lock: KVEntry | undefined, prefix: string) 
   return hinted !== undefined && lock.modifyIndex > hinted.modifyIndex ? lock : undefined
 }
 
-/** The holders a `.lock` lists (none when it cannot be read). */
-function holdersIn(entry: KVEntry): readonly string[] {
-  const lock = readLock(entry, entry.key)
-  return E.isRight(lock) ? (lock.right.record?.holders ?? []) : []
+/**
+ * The hint's `.lock` is stale, `newer` is not: the hand-off goes to the hint's first waiter that
+ * `newer` does not list yet, written on `newer` as after a lost CAS (`handOffAgain`: the listed
+ * holders kept as they are, since the hint's keys cannot tell which are alive now); with no such
+ * hand-off, the plain release is decided on `newer`.
+ */
+function fromNewerLock(
+  state: Progress,
+  hint: KVSnapshot,
+  hintView: E.Either<PrefixProblem, PrefixView> | undefined,
+  newer: KVEntry,
+): ReleaseStep {
+  const listed = readLock(newer, newer.key)
+  const served = E.isRight(listed) ? (listed.right.record?.holders ?? []) : []
+  const offered = handOffLock(hint, state, hintView, served)
+  const again = offered && handOffAgain(newer, state, offered)
+  return again !== undefined ? handOff(state, again) : decide(state, newer)
 }
 
 /** What to do with `.lock` as read (null: missing). */
@@ -313,8 +294,6 @@ function lostCas(state: Progress, random: number, pause: Phase): ReleaseStep {
 function read(state: Progress): ReleaseStep {
   return ask(state, { type: 'Read' }, readCall(state))
 }
-
-const listCall = (state: Progress): ReleaseCall => ({ type: 'list', prefix: `${state.prefix}/` })
 
 /** Only `.lock` is read, not the prefix: with a thousand contenders that is a thousand entries. */
 const readCall = (state: Progress): ReleaseCall => ({ type: 'get', key: lockKey(state.prefix) })

@@ -194,7 +194,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       fairness: options.fairness,
       scheduler: this.scheduler,
       cache: this.coordinator.cache,
-      sinceSnapshot: () => this.coordinator.sinceSnapshot(),
+      lockSeen: () => this.coordinator.lockSeen(),
     }
     const decide = options.protocol.decide(this.contender)
     this.decide = decide

@@ -218,13 +218,12 @@ export class PrefixCoordinator {
   }
 
   /**
-   * What a holder's release should know beyond its last snapshot (`ReleaseInput.lock` and
-   * `parked`): `.lock` as this client last saw it on the prefix (from the last snapshot, or
-   * fresher, from the long poll of holders parked on it), and whether the process is parked on
-   * `.lock` now, so that joins since that snapshot did not wake it.
+   * `.lock` as this client last saw it on the prefix: from the last snapshot, or fresher, from
+   * the long poll of holders parked on it. A release starts from it when it is newer than the
+   * snapshot it decided on (`ReleaseInput.lock`).
    */
-  sinceSnapshot(): { readonly lock: KVEntry | undefined; readonly parked: boolean } {
-    return { lock: this.memory.lock ?? undefined, parked: this.target.value.type === 'held' }
+  lockSeen(): KVEntry | undefined {
+    return this.memory.lock ?? undefined
   }
 
   private watch(): Observable<WatchEvent> {

@@ -24,11 +24,8 @@ export interface ProtocolContender {
   readonly scheduler: SchedulerLike
   /** The views of the prefix's snapshots, shared by the contenders of the prefix. */
   readonly cache: ViewCache
-  /**
-   * What the process learned since its last snapshot: `.lock` as last seen (perhaps fresher than
-   * any snapshot), and whether it is parked on `.lock` (so the snapshot may miss later joins).
-   */
-  readonly sinceSnapshot: () => { readonly lock: KVEntry | undefined; readonly parked: boolean }
+  /** `.lock` as the process last saw it on the prefix, perhaps fresher than any snapshot. */
+  readonly lockSeen: () => KVEntry | undefined
 }
 
 /**

@@ -49,7 +49,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       scheduler: contender.scheduler,
       hint: lastSeen,
       hintView: lastSeen && contender.cache.view(lastSeen, contender),
-      ...contender.sinceSnapshot(),
+      lock: contender.lockSeen(),
     }),
   problemError,
 }

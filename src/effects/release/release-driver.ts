@@ -85,10 +85,6 @@ function perform(call: ReleaseCall, options: ReleaseDriverOptions): Observable<R
       return fromCall((signal) => client.kv.get(call.key, { signal })).pipe(
         map((result) => ({ type: call.type, result, random: random() })),
       )
-    case 'list':
-      return fromCall((signal) => client.kv.list(call.prefix, { signal })).pipe(
-        map((result) => ({ type: call.type, result, random: random() })),
-      )
     case 'put': {
       const { key, value, release, flags } = call
       return fromCall((signal) => client.kv.put(key, value, { release, flags, signal })).pipe(

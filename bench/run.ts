@@ -301,6 +301,18 @@ async function main(): Promise<void> {
             measureReplicas(impl, topology, { ...config.replicas, replicas: n }),
           )
           replicas.push(measured(run) ? run : { ...run, topology: topology.name, replicas: n })
+          // Where the requests go (the proxies' counts), for reading a req/acq figure.
+          if (measured(run)) {
+            const kinds = [...run.requestsByKind].sort((a, b) => b[1] - a[1])
+            log(
+              `  requests per acquisition by kind: ${kinds
+                .map(
+                  ([kind, count]) =>
+                    `${kind} ${(count / Math.max(1, run.acquisitions)).toFixed(2)}`,
+                )
+                .join('; ')}`,
+            )
+          }
         }
       }
     }

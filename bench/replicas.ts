@@ -41,7 +41,7 @@ export interface ReplicasSetup {
   readonly replicas: number
   readonly limit: number
   readonly holdMs: number
-  /** After every replica is up and contending, before the window opens. */
+  /** After every replica has held a slot once, before the window opens. */
   readonly warmupMs: number
   /** The measured window. */
   readonly steadyMs: number

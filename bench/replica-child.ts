@@ -1,21 +1,26 @@
-// One service replica of figure 6 (bench/replicas.ts): a process of its own with one client and
-// one semaphore at a time. It contends, holds for `holdMs` once it holds, calls close(), and
-// contends again with a new semaphore, until SIGTERM or the end of its stdin (the parent is
-// gone); then it gives back what it has and exits. Every moment is written to stdout on the wall
-// clock (ms, sub-ms precision), so that the parent can merge the logs of all replicas:
+// One service replica of figure 6 (bench/replicas.ts): a process of its own with one semaphore
+// at a time. It contends, holds for `holdMs` once it holds, calls close(), and contends again with
+// a new semaphore, until SIGTERM or the end of its stdin (the parent is gone); then it gives back
+// what it has and exits. Two ways, as users write a replica:
+//   shared    one createConsulClient({ address }) passed as `consul` to every tenure
+//   default   no `consul` option (the process's default client, from CONSUL_HTTP_ADDR), as
+//             `withSlot({ prefix, limit }, work)` in a loop or a new `semaphore(...)` per job
+// It imports the package by its name: bench/replicas.ts transpiles this file into the package's
+// folder (.cache/bench/) and runs it under plain node, so the import resolves to the build
+// (dist/esm, by the package's "exports"), as it does for users. Every moment is written to stdout
+// on the wall clock (ms, sub-ms precision), so that the parent can merge the logs of all replicas:
 //   U <who>          loaded, about to contend the first time
 //   W <who> <ms>     semaphore created (wants a slot)
 //   C <who> <ms>     state$ says contending: its key is in Consul, it is in the queue
 //   S <who> <ms>     holding (state$, the same moment holding$ turns true)
 //   R <who> <ms>     close() called (holding$ turns false at that call)
 //   E <who> <text>   the state errored; the replica stops
-//   node --import tsx bench/replica-child.ts <consul addr> <prefix> <limit> <holdMs> <who>
-import { createConsulClient } from '../src/consul/client.js'
-import { semaphore } from '../src/semaphore.js'
+//   node .cache/bench/replica-child.mjs <consul addr> <prefix> <limit> <holdMs> <who> <client>
+import { createConsulClient, semaphore, type ConsulClient } from 'rx-consul-semaphore'
 
-const [addr = '', prefix = '', limitText, holdText, who = ''] = process.argv.slice(2)
-if (addr === '' || prefix === '' || who === '') {
-  console.error('usage: replica-child.ts <addr> <prefix> <limit> <holdMs> <who>')
+const [addr = '', prefix = '', limitText, holdText, who = '', way = ''] = process.argv.slice(2)
+if (addr === '' || prefix === '' || who === '' || (way !== 'shared' && way !== 'default')) {
+  console.error('usage: replica-child <addr> <prefix> <limit> <holdMs> <who> shared|default')
   process.exit(2)
 }
 const limit = Number(limitText)
@@ -24,7 +29,10 @@ const holdMs = Number(holdText)
 const wall = (): string => (performance.timeOrigin + performance.now()).toFixed(3)
 const say = (line: string): void => void process.stdout.write(`${line}\n`)
 
-const client = createConsulClient({ address: addr })
+// The default way leaves the address to the environment, as a user's replica would.
+if (way === 'default') process.env['CONSUL_HTTP_ADDR'] = addr
+const client: ConsulClient | undefined =
+  way === 'shared' ? createConsulClient({ address: addr }) : undefined
 let stopping = false
 let wakeStop: (() => void) | undefined
 const stop = (): void => {
@@ -37,7 +45,7 @@ process.stdin.once('end', stop).resume()
 
 /** One tenure: contend, hold, release. Resolves once the slot (or the key) is given back. */
 async function tenure(): Promise<void> {
-  const sem = semaphore({ prefix, limit, consul: client, value: who })
+  const sem = semaphore({ prefix, limit, value: who, ...(client ? { consul: client } : {}) })
   say(`W ${who} ${wall()}`)
   let held = false
   let timer: NodeJS.Timeout | undefined
@@ -77,7 +85,7 @@ async function tenure(): Promise<void> {
 async function main(): Promise<void> {
   say(`U ${who}`)
   while (!stopping) await tenure()
-  await client.close()
+  await client?.close()
 }
 
 main().then(

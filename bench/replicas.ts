@@ -2,20 +2,28 @@
 // want one of `limit` slots on a fresh prefix; each holds `holdMs`, gives the slot back and
 // contends again, for a warm-up and then a measured steady window. Every request of every replica
 // passes a fault proxy in `pass` mode in front of the agent it talks to, which counts it.
-//   library:         R long-lived node processes (bench/replica-child.ts, run by tsx like the
-//                    other bench children), each with one client and one semaphore at a time:
-//                    holding$ true → hold → close() → a new semaphore contends again.
+//   library:         R long-lived node processes (bench/replica-child.ts), each with one
+//                    semaphore at a time: holding$ true → hold → close() → a new semaphore
+//                    contends again. Two ways: every tenure passes one createConsulClient() of
+//                    the process as `consul` (shared client), or none (default client). The
+//                    replicas run the built package (dist/) under plain node, as users run it:
+//                    the child is transpiled once into .cache/bench/ and imports the package by
+//                    its name, so no tsx loader adds to their start-up, RSS or CPU.
 //   consul lock -n:  R loops, each running `consul lock -n <limit> ... <prefix> <hold>` again
 //                    and again (a process per acquisition), as bench/children.ts runs it.
 // Topologies: one agent; or 3 servers with the replicas spread over client agents (replica i
 // talks to agent i mod n, through that agent's own proxy), the servers forwarding as in a fleet.
-// Only the steady window counts: acquisitions = tenures that started in it; requests, blocking
+// The window opens `warmupMs` after every replica has held a slot once (the time until then, from
+// the first spawn, is "every replica served once after"). Only the steady window counts: acquisitions = tenures that started in it; requests, blocking
 // answers and CAS writes = those the proxies saw in it. Handover uses figure 2's pairing
 // (pair-handovers.ts) over the window's starts and releases; peak holders is taken over the whole
 // run up to the window's end, from the tenures each replica logged on the wall clock.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { transformSync } from 'esbuild'
 import { startFaultProxy, type FaultProxy, type SeenRequest } from '../test/support/fault-proxy.js'
 import { killTree } from '../test/support/processes.js'
 import { consulLock, repoRoot, Workspace } from './children.js'
@@ -23,13 +31,17 @@ import { isCasWrite, isLostCas, peakHolders } from './contention.js'
 import { pairHandovers, type HoldEvent } from './pair-handovers.js'
 import { summarize, type Summary } from './stats.js'
 
-export type ReplicaImplementation = 'library' | 'consul lock -n'
+export const SHARED_CLIENT = 'library (shared client)'
+export const DEFAULT_CLIENT = 'library (default client)'
+export const CONSUL_LOCK = 'consul lock -n'
+export type ReplicaImplementation =
+  typeof SHARED_CLIENT | typeof DEFAULT_CLIENT | typeof CONSUL_LOCK
 
 export interface ReplicasSetup {
   readonly replicas: number
   readonly limit: number
   readonly holdMs: number
-  /** After every replica is up and contending, before the window opens. */
+  /** After every replica has held a slot once, before the window opens. */
   readonly warmupMs: number
   /** The measured window. */
   readonly steadyMs: number
@@ -52,6 +64,12 @@ export interface ReplicasRun {
   readonly windowS: number
   /** From the first spawn until every replica was contending, ms. */
   readonly startupMs: number
+  /**
+   * From the first spawn until every replica had held a slot at least once, ms; undefined when
+   * some never had by the start-up timeout (`servedReplicas` says how many had).
+   */
+  readonly servedOnceMs: number | undefined
+  readonly servedReplicas: number
   readonly acquisitions: number
   readonly perSecond: number
   /** A tenure ends → the next starts, while a waiter was queued (figure 2's definition). */
@@ -72,6 +90,8 @@ export interface ReplicasRun {
   readonly replicaRssMb: number | undefined
   /** Library only: CPU of all replica processes in the window per acquisition, ms. */
   readonly replicaCpuMsPerAcquisition: number | undefined
+  /** The machine's 1-minute load average at the window's end (other work shares the cores). */
+  readonly loadAverage: number
   /** Requests by kind in the window (method and path shape), for the notes. */
   readonly requestsByKind: ReadonlyMap<string, number>
 }
@@ -81,8 +101,35 @@ export interface ReplicasRun {
  * its key in Consul; consul lock: "Attempting lock acquisition" printed) before the release.
  */
 const READY_MS = 0
-/** How long the replicas may take to all be contending (40 node starts on 2 cores). */
-const STARTUP_TIMEOUT_MS = 120_000
+/** How long the replicas may take to all be contending, and all served once (40 node starts on 2 cores). */
+export const STARTUP_TIMEOUT_MS = 120_000
+
+let childScript: string | undefined
+
+/**
+ * bench/replica-child.ts as plain JavaScript in .cache/bench/, inside the package's folder, so
+ * that its `import 'rx-consul-semaphore'` resolves to the build (dist/esm) by the package's
+ * "exports", as in a user's process, and plain node runs it without a loader. Written once per run.
+ */
+function replicaChild(): string {
+  if (childScript !== undefined) return childScript
+  if (!existsSync(join(repoRoot, 'dist/esm/index.js')))
+    throw new Error(
+      'the library replicas run the build: dist/esm/index.js is missing (npm run build)',
+    )
+  const source = new URL('./replica-child.ts', import.meta.url).pathname
+  const { code } = transformSync(readFileSync(source, 'utf8'), {
+    loader: 'ts',
+    format: 'esm',
+    target: 'node20',
+    sourcefile: source,
+  })
+  const dir = join(repoRoot, '.cache/bench')
+  mkdirSync(dir, { recursive: true })
+  const out = join(dir, 'replica-child.mjs')
+  writeFileSync(out, code)
+  return (childScript = out)
+}
 
 interface Running {
   /** Every replica contending at least once. */
@@ -117,22 +164,31 @@ function procUsage(pids: readonly number[]): { rssMb: number; cpuMs: number } {
   return { rssMb: rssKb / 1024 / Math.max(1, counted), cpuMs: (cpuTicks * 1000) / ticks }
 }
 
-function startLibrary(prefix: string, setup: ReplicasSetup, addrs: readonly string[]): Running {
+function startLibrary(
+  way: 'shared' | 'default',
+  prefix: string,
+  setup: ReplicasSetup,
+  addrs: readonly string[],
+): Running {
   const events: HoldEvent[] = []
   const contending = new Set<string>()
   const children: ChildProcess[] = []
   const exits: Promise<void>[] = []
   let failure: string | undefined
-  const child = new URL('./replica-child.ts', import.meta.url).pathname
+  const child = replicaChild()
+  // The bench's own environment, without what would point a replica elsewhere than its proxy.
+  const env = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('CONSUL_')),
+  )
   for (let i = 0; i < setup.replicas; i++) {
     const who = `r${i}`
     const addr = addrs[i % addrs.length] ?? ''
     const proc = spawn(
       process.execPath,
-      ['--import', 'tsx', child, addr, prefix, String(setup.limit), String(setup.holdMs), who],
+      [child, addr, prefix, String(setup.limit), String(setup.holdMs), who, way],
       // A process group of its own, so that nothing it starts can outlive the figure.
       // stdin stays open: the replica stops when it closes, should this process die first.
-      { cwd: repoRoot, stdio: ['pipe', 'pipe', 'pipe'], detached: true },
+      { cwd: repoRoot, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true },
     )
     children.push(proc)
     exits.push(new Promise((done) => proc.once('close', () => done())))
@@ -249,9 +305,14 @@ export async function measureReplicas(
     const prefix = `bench-replicas/${slug}-${setup.replicas}-${Date.now()}`
     const spawnedAt = Date.now()
     running =
-      implementation === 'library'
-        ? startLibrary(prefix, setup, addrs)
-        : startConsulLock(prefix, setup, addrs)
+      implementation === CONSUL_LOCK
+        ? startConsulLock(prefix, setup, addrs)
+        : startLibrary(
+            implementation === SHARED_CLIENT ? 'shared' : 'default',
+            prefix,
+            setup,
+            addrs,
+          )
     const run = running
     while (!run.allUp()) {
       const failure = run.failure()
@@ -261,6 +322,22 @@ export async function measureReplicas(
       await sleep(50)
     }
     const startupMs = Date.now() - spawnedAt
+    // Each replica's first tenure, on the wall clock.
+    const firstStarts = (): Map<string, number> => {
+      const first = new Map<string, number>()
+      for (const e of run.events())
+        if (e.kind === 'start' && e.at < (first.get(e.who) ?? Infinity)) first.set(e.who, e.at)
+      return first
+    }
+    // Until every replica was served once; past the timeout the figure goes on, and says so.
+    while (firstStarts().size < setup.replicas && Date.now() - spawnedAt <= STARTUP_TIMEOUT_MS) {
+      const failure = run.failure()
+      if (failure !== undefined) throw new Error(failure)
+      await sleep(50)
+    }
+    const served = firstStarts()
+    const servedOnceMs =
+      served.size >= setup.replicas ? Math.max(...served.values()) - spawnedAt : undefined
     await sleep(setup.warmupMs)
 
     const windowStart = Date.now()
@@ -271,6 +348,7 @@ export async function measureReplicas(
     await sleep(setup.steadyMs / 2)
     const windowEnd = Date.now()
     const usageAfter = run.usage()
+    const [loadAverage = Number.NaN] = loadavg()
     const unanswered = new Set(proxies.flatMap((p) => p.inFlightRequests()))
     const requests = proxies.flatMap((p) => p.requests()).filter((r) => r.at <= windowEnd)
     await run.stop()
@@ -303,6 +381,8 @@ export async function measureReplicas(
       holdMs: setup.holdMs,
       windowS,
       startupMs,
+      servedOnceMs,
+      servedReplicas: served.size,
       acquisitions,
       perSecond: acquisitions / windowS,
       handover: summarize(handovers.samples),
@@ -320,6 +400,7 @@ export async function measureReplicas(
       replicaRssMb: rssMb,
       replicaCpuMsPerAcquisition:
         usageBefore && usageAfter ? perAcq(usageAfter.cpuMs - usageBefore.cpuMs) : undefined,
+      loadAverage,
       requestsByKind: kinds,
     }
   } finally {

@@ -30,7 +30,14 @@ import { measureExclusiveKeys } from './exclusive-keys.js'
 import { measureFloor } from './floor.js'
 import { cliHandovers, libraryHandovers, type Pace } from './handover.js'
 import { cliPartitionTrial, libraryPartitionTrial } from './partition.js'
-import { measureReplicas, type ReplicaImplementation, type ReplicasTopology } from './replicas.js'
+import {
+  CONSUL_LOCK,
+  DEFAULT_CLIENT,
+  measureReplicas,
+  SHARED_CLIENT,
+  type ReplicaImplementation,
+  type ReplicasTopology,
+} from './replicas.js'
 import { writeReport } from './report.js'
 import {
   measured,
@@ -272,11 +279,18 @@ async function main(): Promise<void> {
       ? await attempt('default client', 'library', () => measureDefaultClient(addr))
       : notRun('library')
 
-    // Figure 6: one contender per process, on the one agent, then on 3 servers + 2 client agents.
+    // Figure 6: one contender per process, on the one agent, then on 3 servers + 2 client agents;
+    // the library both ways (a client shared by the tenures, the default client), beside
+    // consul lock -n in the same run.
     const replicas: BenchResults['replicas'][number][] = []
-    const replicaImpls: ReplicaImplementation[] = clis.includes(consulLock)
-      ? ['library', 'consul lock -n']
-      : ['library']
+    const everyReplicaImpl: readonly ReplicaImplementation[] = [
+      SHARED_CLIENT,
+      DEFAULT_CLIENT,
+      CONSUL_LOCK,
+    ]
+    const replicaImpls = everyReplicaImpl.filter(
+      (impl) => impl !== CONSUL_LOCK || clis.includes(consulLock),
+    )
     const replicaRuns = async (
       topology: ReplicasTopology,
       counts: readonly number[],
@@ -287,6 +301,18 @@ async function main(): Promise<void> {
             measureReplicas(impl, topology, { ...config.replicas, replicas: n }),
           )
           replicas.push(measured(run) ? run : { ...run, topology: topology.name, replicas: n })
+          // Where the requests go (the proxies' counts), for reading a req/acq figure.
+          if (measured(run)) {
+            const kinds = [...run.requestsByKind].sort((a, b) => b[1] - a[1])
+            log(
+              `  requests per acquisition by kind: ${kinds
+                .map(
+                  ([kind, count]) =>
+                    `${kind} ${(count / Math.max(1, run.acquisitions)).toFixed(2)}`,
+                )
+                .join('; ')}`,
+            )
+          }
         }
       }
     }

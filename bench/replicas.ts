@@ -280,10 +280,17 @@ function startConsulLock(prefix: string, setup: ReplicasSetup, addrs: readonly s
   }
 }
 
+/** A request's kind for the log: the KV path as `.lock`, a contender key, or the prefix. */
 function kindOf(r: SeenRequest): string {
-  const path = r.path
-    .replace(/\/v1\/kv\/.*\/\.lock$/, '/v1/kv/<p>/.lock')
-    .replace(/\/v1\/(kv|session\/\w+)\/.*/, '/v1/$1/…')
+  const kv = /^\/v1\/kv\/(.*)$/.exec(r.path)?.[1]
+  const path =
+    kv === undefined
+      ? r.path.replace(/\/v1\/(session\/\w+)\/.*/, '/v1/$1/…')
+      : kv.endsWith('/.lock')
+        ? '/v1/kv/<prefix>/.lock'
+        : /\/[0-9a-f]{8}-[0-9a-f-]{27}$/.test(kv)
+          ? '/v1/kv/<prefix>/<session>'
+          : '/v1/kv/<prefix>'
   return `${r.method} ${path}${/(^|&)index=/.test(r.query) ? ' (blocking)' : ''}`
 }
 

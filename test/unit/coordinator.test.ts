@@ -7,6 +7,8 @@
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import { VirtualTimeScheduler, filter, firstValueFrom, type Subscription } from 'rxjs'
+import * as E from 'fp-ts/lib/Either.js'
+import { SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import type { ContenderState } from '../../src/core/contender/contender-state-model.js'
 import { contend, type ContenderRun } from '../../src/effects/coordinator/member.js'
@@ -149,6 +151,37 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
     assert.deepEqual(order, [0, 1, 2, 3, 4, 5, 6, 7])
     assert.equal(coordinatorCount(), 0, 'the coordinators are gone with their last contenders')
     assert.equal(double.sessions().length, 0)
+  })
+
+  it('lets a waiter far back count its grace on the last snapshot, though no other snapshot follows it', async () => {
+    const holder = semaphore({ prefix, limit: 1, consul: double.connect('holder'), scheduler })
+    subscriptions.push(holder.state$.subscribe())
+    await reach(holder, (s) => s.holding)
+    // Two `consul lock` waiters whose processes died, first and second in line: their keys stay
+    // until Consul expires their sessions, 20 minutes from now.
+    for (const name of ['dead-1', 'dead-2']) {
+      const created = await double.client.session.create({ name, ttl: '600s' })()
+      assert.ok(E.isRight(created))
+      const session = created.right
+      await double.client.kv.put(`${prefix}/${session}`, name, {
+        acquire: session,
+        flags: SEMAPHORE_FLAGS,
+      })()
+    }
+    const waiter = contender()
+    follow(waiter)
+    await reach(waiter, (s) => s.rank === 2)
+    // The holder leaves; nothing under the prefix changes after its release. The snapshots of
+    // the release come within a second of the last one the waiter stepped on, and leave it
+    // third in line: the last of them is the one that shows the free slot.
+    const freedAt = scheduler.now()
+    await holder.close()
+    await reach(waiter, (s) => s.holding)
+    const waitedMs = scheduler.now() - freedAt
+    // The refresh (1 to 2 s) and the grace of the third in line (2.5 s), not the dead sessions' end.
+    assert.ok(waitedMs <= 4500, `held ${waitedMs} ms after the slot was freed`)
+    assert.equal(double.entries(`${prefix}/`).length, 4, 'the dead waiters are still queued')
+    await waiter.close()
   })
 
   it('serves a leader election and its leader$ with one long poll of the prefix', async () => {

@@ -160,6 +160,8 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   private joinDone: (() => void) | undefined
   private seedIndex: bigint | undefined
   private passed: WaiterPassed | undefined
+  /** The last snapshot `passToWaiter` held back, until it is stepped on (`holdBack`). */
+  private heldBack: Extract<WatchEvent, { type: 'snapshot' }> | undefined
   /** The decision on the last snapshot delivered, and whether the reducer took it yet. */
   private memo: { snapshot: KVSnapshot; decision: Decision; taken: boolean } | undefined
   private readonly inbox: ContenderInput[] = []
@@ -167,6 +169,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
 
   // Timers and calls in flight.
   private wakeTimer: Subscription | undefined
+  private refreshTimer: Subscription | undefined
   private lease: SessionLease | undefined
   private retryTimer: Subscription | undefined
   private startupTimer: Subscription | undefined
@@ -293,7 +296,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
         const decision = this.decisionOn(event.snapshot)
         if (decision !== undefined) {
           const passed = passToWaiter(this.passed, decision, this.scheduler.now(), this.refreshMs)
-          if (passed === undefined) return
+          if (passed === undefined) return this.holdBack(event)
           this.passed = passed
         }
       }
@@ -301,7 +304,38 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       // The first snapshot after a failure passes: it reconnects.
       this.passed = undefined
     }
+    this.forgetHeldBack()
     this.input(event)
+  }
+
+  /**
+   * A snapshot held back from a waiter far back is stepped on when the waiter's refresh is due,
+   * unless another passed meanwhile: the prefix may stay quiet after it for as long as dead
+   * waiters ahead keep their keys, and it may be the one that shows a free slot, on which the
+   * fairness grace counts (`decidePatiently`). Dropped instead, it left the waiter deciding on
+   * the snapshot before, with no slot free, until the next change under the prefix.
+   */
+  private holdBack(event: Extract<WatchEvent, { type: 'snapshot' }>): void {
+    this.heldBack = event
+    const passed = this.passed
+    if (this.refreshTimer !== undefined || passed === undefined) return
+    this.refreshTimer = this.scheduler.schedule(
+      () => {
+        this.refreshTimer = undefined
+        const due = this.heldBack
+        this.heldBack = undefined
+        if (due === undefined || !this.running) return
+        const decision = this.decisionOn(due.snapshot)
+        if (decision !== undefined) this.passed = { decision, at: this.scheduler.now() }
+        this.input(due)
+      },
+      Math.max(0, passed.at + this.refreshMs - this.scheduler.now()),
+    )
+  }
+
+  private forgetHeldBack(): void {
+    this.heldBack = undefined
+    this.cancel('refreshTimer')
   }
 
   // ── LeaseListener ────────────────────────────────────────────────────────────────────────────
@@ -493,6 +527,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       )
     }
     this.cancel('wakeTimer')
+    this.forgetHeldBack()
     this.lease?.stop()
     this.lease = undefined
     this.actionRun?.unsubscribe()
@@ -583,7 +618,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     this.leaveCoordinator()
   }
 
-  private cancel(timer: 'wakeTimer' | 'retryTimer' | 'startupTimer'): void {
+  private cancel(timer: 'wakeTimer' | 'refreshTimer' | 'retryTimer' | 'startupTimer'): void {
     this[timer]?.unsubscribe()
     this[timer] = undefined
   }

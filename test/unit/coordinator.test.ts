@@ -6,7 +6,7 @@
 // per snapshot, one long poll per prefix, nothing kept once its contenders are gone.
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
-import { VirtualTimeScheduler, filter, firstValueFrom, type Subscription } from 'rxjs'
+import { VirtualTimeScheduler, filter, firstValueFrom, timer, type Subscription } from 'rxjs'
 import * as E from 'fp-ts/lib/Either.js'
 import { SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
@@ -182,6 +182,38 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
     assert.ok(waitedMs <= 4500, `held ${waitedMs} ms after the slot was freed`)
     assert.equal(double.entries(`${prefix}/`).length, 4, 'the dead waiters are still queued')
     await waiter.close()
+  })
+
+  it('writes its contender key again when the key is deleted before any snapshot showed it', async () => {
+    const holder = contender()
+    follow(holder)
+    await reach(holder, (s) => s.holding)
+    // A process new to the prefix lists it, then writes its key (`NotContending`). Its next long
+    // poll is held until an operator has deleted that key again: no snapshot ever shows it.
+    const gate = double.hold('kv.list', {
+      when: (c) => c.client === 'waiter' && c.args.includes('@'),
+    })
+    const waiter = semaphore({ prefix, limit: 1, consul: double.connect('waiter'), scheduler })
+    follow(waiter)
+    await gate.reached
+    const session = (await reach(waiter, (s) => s.session !== undefined)).session as string
+    const key = `${prefix}/${session}`
+    const written = (): boolean =>
+      double
+        .calls()
+        .some((c) => c.client === 'waiter' && c.method === 'kv.put' && c.answer === 'ok')
+    while (!written()) await new Promise((done) => setTimeout(done, 2))
+    double.deleteKey(key)
+    const deletedAt = scheduler.now()
+    gate.release()
+    const back = await Promise.race([
+      reach(waiter, (s) => s.contending).then(() => 'contending' as const),
+      firstValueFrom(timer(60_000, scheduler)).then(() => 'still without a key' as const),
+    ])
+    assert.equal(back, 'contending', `${scheduler.now() - deletedAt} ms after the delete`)
+    assert.ok(double.entries(`${prefix}/`).some((e) => e.key === key && e.session === session))
+    await waiter.close()
+    await holder.close()
   })
 
   it('serves a leader election and its leader$ with one long poll of the prefix', async () => {

@@ -489,7 +489,13 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     )
   }
 
-  /** Starts the write the core asks for; a new action cancels the previous attempt. */
+  /**
+   * Starts the write the core asks for; a new action cancels the previous attempt. An attempt
+   * that ends without news for the core (a contender key written: the next snapshot is to show
+   * it) is forgotten, so the next step makes the write again if the core still asks for it: a
+   * snapshot without the key after the write means that the key is gone again (an operator's
+   * delete), and the core, which cannot tell one such decision from the other, keeps asking.
+   */
   private startAction(action: ContenderAction | undefined): void {
     this.actionRun?.unsubscribe()
     this.actionRun = undefined
@@ -498,6 +504,11 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     const run = this.perform(action).subscribe({
       next: (event: ContenderEvent) => this.input(event),
       error: (error: unknown) => this.runFailed(error),
+      complete: () => {
+        if (this.action !== action) return
+        this.action = undefined
+        this.actionRun = undefined
+      },
     })
     // An action that answered at once has already made way for the next one.
     if (this.action === action && !run.closed) this.actionRun = run

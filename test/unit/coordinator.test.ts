@@ -6,7 +6,9 @@
 // per snapshot, one long poll per prefix, nothing kept once its contenders are gone.
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
-import { VirtualTimeScheduler, filter, firstValueFrom, type Subscription } from 'rxjs'
+import { VirtualTimeScheduler, filter, firstValueFrom, timer, type Subscription } from 'rxjs'
+import * as E from 'fp-ts/lib/Either.js'
+import { SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import type { ContenderState } from '../../src/core/contender/contender-state-model.js'
 import { contend, type ContenderRun } from '../../src/effects/coordinator/member.js'
@@ -221,6 +223,69 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
     const dropped = await reach(holder, (s) => !s.holding)
     assert.equal(scheduler.now(), deletedAt, 'in the same instant: one wake-up')
     assert.ok(dropped.reason === 'removed', String(dropped.reason))
+    await holder.close()
+  })
+
+  it('lets a waiter far back count its grace on the last snapshot, though no other snapshot follows it', async () => {
+    const holder = semaphore({ prefix, limit: 1, consul: double.connect('holder'), scheduler })
+    subscriptions.push(holder.state$.subscribe())
+    await reach(holder, (s) => s.holding)
+    // Two `consul lock` waiters whose processes died, first and second in line: their keys stay
+    // until Consul expires their sessions, 20 minutes from now.
+    for (const name of ['dead-1', 'dead-2']) {
+      const created = await double.client.session.create({ name, ttl: '600s' })()
+      assert.ok(E.isRight(created))
+      const session = created.right
+      await double.client.kv.put(`${prefix}/${session}`, name, {
+        acquire: session,
+        flags: SEMAPHORE_FLAGS,
+      })()
+    }
+    const waiter = contender()
+    follow(waiter)
+    await reach(waiter, (s) => s.rank === 2)
+    // The holder leaves; nothing under the prefix changes after its release. The snapshots of
+    // the release come within a second of the last one the waiter stepped on, and leave it
+    // third in line: the last of them is the one that shows the free slot.
+    const freedAt = scheduler.now()
+    await holder.close()
+    await reach(waiter, (s) => s.holding)
+    const waitedMs = scheduler.now() - freedAt
+    // The refresh (1 to 2 s) and the grace of the third in line (2.5 s), not the dead sessions' end.
+    assert.ok(waitedMs <= 4500, `held ${waitedMs} ms after the slot was freed`)
+    assert.equal(double.entries(`${prefix}/`).length, 4, 'the dead waiters are still queued')
+    await waiter.close()
+  })
+
+  it('writes its contender key again when the key is deleted before any snapshot showed it', async () => {
+    const holder = contender()
+    follow(holder)
+    await reach(holder, (s) => s.holding)
+    // A process new to the prefix lists it, then writes its key (`NotContending`). Its next long
+    // poll is held until an operator has deleted that key again: no snapshot ever shows it.
+    const gate = double.hold('kv.list', {
+      when: (c) => c.client === 'waiter' && c.args.includes('@'),
+    })
+    const waiter = semaphore({ prefix, limit: 1, consul: double.connect('waiter'), scheduler })
+    follow(waiter)
+    await gate.reached
+    const session = (await reach(waiter, (s) => s.session !== undefined)).session as string
+    const key = `${prefix}/${session}`
+    const written = (): boolean =>
+      double
+        .calls()
+        .some((c) => c.client === 'waiter' && c.method === 'kv.put' && c.answer === 'ok')
+    while (!written()) await new Promise((done) => setTimeout(done, 2))
+    double.deleteKey(key)
+    const deletedAt = scheduler.now()
+    gate.release()
+    const back = await Promise.race([
+      reach(waiter, (s) => s.contending).then(() => 'contending' as const),
+      firstValueFrom(timer(60_000, scheduler)).then(() => 'still without a key' as const),
+    ])
+    assert.equal(back, 'contending', `${scheduler.now() - deletedAt} ms after the delete`)
+    assert.ok(double.entries(`${prefix}/`).some((e) => e.key === key && e.session === session))
+    await waiter.close()
     await holder.close()
   })
 

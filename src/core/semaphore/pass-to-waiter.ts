@@ -20,7 +20,11 @@ export interface WaiterPassed {
  * counting; everything else passes at once: every event of a holder, of the front of the queue,
  * of a contender whose key is missing, every prefix problem, every change of decision, every
  * `disconnected` and the first snapshot after it. So a prefix of n waiters in one process runs
- * n O(1) lookups per snapshot, and the whole state machine only for the few it concerns.
+ * n O(1) lookups per snapshot, and the whole state machine only for the few it concerns. A
+ * snapshot held back is not lost: the caller steps on the last one held back once `refreshMs`
+ * has passed, if none passed meanwhile (the member's refresh timer), since the prefix may stay
+ * quiet after it and it may be the one that shows a free slot behind dead waiters, on which the
+ * fairness grace counts.
  *
  * Safety does not depend on it: a waiter holds nothing, and a snapshot that makes it a holder
  * (a changed decision) passes at once.

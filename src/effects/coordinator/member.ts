@@ -160,6 +160,8 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   private joinDone: (() => void) | undefined
   private seedIndex: bigint | undefined
   private passed: WaiterPassed | undefined
+  /** The last snapshot `passToWaiter` held back, until it is stepped on (`holdBack`). */
+  private heldBack: Extract<WatchEvent, { type: 'snapshot' }> | undefined
   /** The decision on the last snapshot delivered, and whether the reducer took it yet. */
   private memo: { snapshot: KVSnapshot; decision: Decision; taken: boolean } | undefined
   private readonly inbox: ContenderInput[] = []
@@ -167,6 +169,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
 
   // Timers and calls in flight.
   private wakeTimer: Subscription | undefined
+  private refreshTimer: Subscription | undefined
   private lease: SessionLease | undefined
   private retryTimer: Subscription | undefined
   private startupTimer: Subscription | undefined
@@ -298,7 +301,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
         const decision = this.decisionOn(event.snapshot)
         if (decision !== undefined) {
           const passed = passToWaiter(this.passed, decision, this.scheduler.now(), this.refreshMs)
-          if (passed === undefined) return
+          if (passed === undefined) return this.holdBack(event)
           this.passed = passed
         }
       }
@@ -306,7 +309,38 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       // The first snapshot after a failure passes: it reconnects.
       this.passed = undefined
     }
+    this.forgetHeldBack()
     this.input(event)
+  }
+
+  /**
+   * A snapshot held back from a waiter far back is stepped on when the waiter's refresh is due,
+   * unless another passed meanwhile: the prefix may stay quiet after it for as long as dead
+   * waiters ahead keep their keys, and it may be the one that shows a free slot, on which the
+   * fairness grace counts (`decidePatiently`). Dropped instead, it left the waiter deciding on
+   * the snapshot before, with no slot free, until the next change under the prefix.
+   */
+  private holdBack(event: Extract<WatchEvent, { type: 'snapshot' }>): void {
+    this.heldBack = event
+    const passed = this.passed
+    if (this.refreshTimer !== undefined || passed === undefined) return
+    this.refreshTimer = this.scheduler.schedule(
+      () => {
+        this.refreshTimer = undefined
+        const due = this.heldBack
+        this.heldBack = undefined
+        if (due === undefined || !this.running) return
+        const decision = this.decisionOn(due.snapshot)
+        if (decision !== undefined) this.passed = { decision, at: this.scheduler.now() }
+        this.input(due)
+      },
+      Math.max(0, passed.at + this.refreshMs - this.scheduler.now()),
+    )
+  }
+
+  private forgetHeldBack(): void {
+    this.heldBack = undefined
+    this.cancel('refreshTimer')
   }
 
   // ── LeaseListener ────────────────────────────────────────────────────────────────────────────
@@ -460,7 +494,13 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     )
   }
 
-  /** Starts the write the core asks for; a new action cancels the previous attempt. */
+  /**
+   * Starts the write the core asks for; a new action cancels the previous attempt. An attempt
+   * that ends without news for the core (a contender key written: the next snapshot is to show
+   * it) is forgotten, so the next step makes the write again if the core still asks for it: a
+   * snapshot without the key after the write means that the key is gone again (an operator's
+   * delete), and the core, which cannot tell one such decision from the other, keeps asking.
+   */
   private startAction(action: ContenderAction | undefined): void {
     this.actionRun?.unsubscribe()
     this.actionRun = undefined
@@ -469,6 +509,11 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     const run = this.perform(action).subscribe({
       next: (event: ContenderEvent) => this.input(event),
       error: (error: unknown) => this.runFailed(error),
+      complete: () => {
+        if (this.action !== action) return
+        this.action = undefined
+        this.actionRun = undefined
+      },
     })
     // An action that answered at once has already made way for the next one.
     if (this.action === action && !run.closed) this.actionRun = run
@@ -498,6 +543,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       )
     }
     this.cancel('wakeTimer')
+    this.forgetHeldBack()
     this.lease?.stop()
     this.lease = undefined
     this.actionRun?.unsubscribe()
@@ -588,7 +634,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     this.leaveCoordinator()
   }
 
-  private cancel(timer: 'wakeTimer' | 'retryTimer' | 'startupTimer'): void {
+  private cancel(timer: 'wakeTimer' | 'refreshTimer' | 'retryTimer' | 'startupTimer'): void {
     this[timer]?.unsubscribe()
     this[timer] = undefined
   }

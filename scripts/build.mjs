@@ -28,21 +28,17 @@ for (const [project, dir, type] of [
 const bin = 'dist/rxsem.cjs'
 const packageDir = (name) => dirname(require.resolve(`${name}/package.json`))
 
-// Of undici the CLI uses only Pool and its request API (src/consul/http.ts). undici's index loads
-// all of undici besides (fetch, WebSocket, cookies, caches, mocks), which was two thirds of the
-// bundled bin's start-up, so the bin gets Pool with what undici's index adds to it. Check that
-// this is still what the index exports, so a new undici fails the build rather than the bin.
+// Of undici the library loads only Pool and its request API, by path, when it makes its first
+// transport (src/consul/undici-pool.cts): undici's index loads all of undici besides (fetch,
+// WebSocket, cookies, caches, mocks), which was two thirds of the bundled bin's start-up and 20 MB
+// of an import. Check that those paths are still what the index exports, so a new undici fails
+// the build rather than falls back to its index (in the library) or breaks (in the bin, below).
 const undici = packageDir('undici')
-const undiciPool = `
-const Dispatcher = require('./lib/dispatcher/dispatcher.js')
-Object.assign(Dispatcher.prototype, require('./lib/api/index.js'))
-module.exports = { Pool: require('./lib/dispatcher/pool.js') }
-`
 const undiciCheck = `
 const undici = require('undici')
 if (undici.Pool !== require('undici/lib/dispatcher/pool.js') ||
-    undici.Pool.prototype.request !== require('undici/lib/api/index.js').request) {
-  console.error("undici's index no longer exports the Pool of its lib/: update scripts/build.mjs")
+    undici.Pool.prototype.request !== require('undici/lib/api/api-request.js')) {
+  console.error("undici's index no longer exports the Pool and request of its lib/: update src/consul/undici-pool.cts and scripts/build.mjs")
   process.exit(1)
 }
 `
@@ -65,11 +61,13 @@ await build({
   },
   plugins: [
     {
-      name: 'undici-pool',
+      // undici's index is only undici-pool.cts's fallback, never taken here (checked above):
+      // left out of the bin.
+      name: 'no-undici-index',
       setup(esbuild) {
-        esbuild.onResolve({ filter: /^undici$/ }, () => ({ path: 'pool', namespace: 'undici' }))
+        esbuild.onResolve({ filter: /^undici$/ }, () => ({ path: 'index', namespace: 'undici' }))
         esbuild.onLoad({ filter: /.*/, namespace: 'undici' }, () => ({
-          contents: undiciPool,
+          contents: "throw new Error('the rxsem bin bundles no undici index')",
           loader: 'js',
           resolveDir: undici,
         }))

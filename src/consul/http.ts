@@ -59,6 +59,16 @@ export interface Transport {
 }
 
 /**
+ * The answer of a call that is never sent because its request could not be made (a key that is
+ * no path, an empty session id, an empty transaction): `error`, at once. fp-ts's `TE.left`,
+ * without loading its TaskEither module and the fourteen it loads besides Either (bench step
+ * `import`).
+ */
+export function unsent<A = never>(error: ConsulError): TE.TaskEither<ConsulError, A> {
+  return () => Promise.resolve(E.left(error))
+}
+
+/**
  * The ConsulError for a status the caller did not expect (403, 429/5xx, other 4xx; and 404 or
  * 501, which no Consul agent answers to this client's requests: NotConsul).
  */

@@ -10,23 +10,74 @@ import { build } from 'esbuild'
 const require = createRequire(import.meta.url)
 const tsc = require.resolve('typescript/bin/tsc')
 rmSync('dist', { recursive: true, force: true })
-for (const [project, dir, type] of [
-  ['tsconfig.build.json', 'dist/esm', 'module'],
-  ['tsconfig.build.cjs.json', 'dist/cjs', 'commonjs'],
+// tsc writes the CommonJS build and both builds' declarations; the ES modules' code is bundled
+// below.
+for (const { project, dir, type, flags } of [
+  {
+    project: 'tsconfig.build.json',
+    dir: 'dist/esm',
+    type: 'module',
+    flags: ['--emitDeclarationOnly'],
+  },
+  { project: 'tsconfig.build.cjs.json', dir: 'dist/cjs', type: 'commonjs', flags: [] },
 ]) {
-  execFileSync(process.execPath, [tsc, '-p', project], { stdio: 'inherit' })
+  execFileSync(process.execPath, [tsc, '-p', project, ...flags], { stdio: 'inherit' })
   mkdirSync(dir, { recursive: true })
   // Each output folder says which module system its .js files use, whatever the root says.
   writeFileSync(`${dir}/package.json`, JSON.stringify({ type }) + '\n')
 }
 
-// The bin: the CLI of dist/esm and everything it imports (rxjs, fp-ts, io-ts, undici) in one
+const packageDir = (name) => dirname(require.resolve(`${name}/package.json`))
+// fp-ts and io-ts as the bundles below take them: their ES module builds (fp-ts 2 has no
+// "exports" map; its ES modules are in es6/, io-ts's are its "module"), of which esbuild keeps only
+// the functions used.
+const fpTsAndIoTs = {
+  mainFields: ['module', 'main'],
+  alias: { 'fp-ts/lib': join(packageDir('fp-ts'), 'es6') },
+}
+
+// The ES module build: the package's three entries (the root, /testing, /experimental) and chunks
+// for what they share, so that an error class or a registry is one whichever entry it comes
+// through. Node 20 pays for every module an ES module graph loads before it runs any of it (100
+// empty ES modules: 9 MB of RSS), and more for each CommonJS package an ES module imports: tsc's
+// output, some 100 modules importing fp-ts, io-ts and rxjs, cost an import 24 MB of RSS over a
+// bare node and 4 times its CPU; this, 16 MB and 2.6 times (bench step `import`). fp-ts and io-ts
+// are bundled, only the functions used (plain functions and data: nothing a user's copy must be
+// identical to; the CommonJS build and the declarations still take them from the dependencies).
+// rxjs stays an import of the user's rxjs, never bundled: a user's Observables and ours must be of
+// one rxjs. undici and @opentelemetry/api are required, when first needed, by the sources'
+// CommonJS modules (src/**/*.cts), with the `require` the banner gives each file.
+await build({
+  entryPoints: {
+    index: 'src/index.ts',
+    'testing/index': 'src/testing/index.ts',
+    experimental: 'src/experimental.ts',
+  },
+  outdir: 'dist/esm',
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  tsconfig: 'tsconfig.build.json',
+  external: ['rxjs', 'rxjs/*', 'undici', 'undici/*', '@opentelemetry/api'],
+  ...fpTsAndIoTs,
+  // The maps point into src/, which the package ships.
+  sourcemap: true,
+  sourcesContent: false,
+  banner: {
+    js: "import { createRequire as createRequireOfThisFile } from 'node:module';\nconst require = createRequireOfThisFile(import.meta.url);",
+  },
+  logLevel: 'warning',
+})
+
+// The bin: the CLI and everything it imports (rxjs, fp-ts, io-ts, undici) in one
 // CommonJS file. Node then reads and compiles one file instead of some 450 (rxsem --help took
 // 3.4 times a bare `node -e 0` from dist/cjs; see docs/cli.md). The ES module builds of rxjs and
 // fp-ts are picked so that only the parts the CLI uses are bundled: their CommonJS builds load
 // every operator and module (Node's "node" condition would otherwise choose rxjs's CommonJS).
 const bin = 'dist/rxsem.cjs'
-const packageDir = (name) => dirname(require.resolve(`${name}/package.json`))
 
 // Of undici the library loads only Pool and its request API, by path, when it makes its first
 // transport (src/consul/undici-pool.cts): undici's index loads all of undici besides (fetch,
@@ -45,20 +96,18 @@ if (undici.Pool !== require('undici/lib/dispatcher/pool.js') ||
 execFileSync(process.execPath, ['-e', undiciCheck], { stdio: 'inherit' })
 
 await build({
-  entryPoints: ['dist/esm/cli/main.js'],
+  entryPoints: ['src/cli/main.ts'],
+  tsconfig: 'tsconfig.build.json',
   outfile: bin,
   bundle: true,
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  mainFields: ['module', 'main'],
   // An optional peer (src/telemetry/otel-api.cts): required at run time where it is installed,
   // never bundled.
   external: ['@opentelemetry/api'],
-  alias: {
-    rxjs: join(packageDir('rxjs'), 'dist/esm'),
-    'fp-ts/lib': join(packageDir('fp-ts'), 'es6'),
-  },
+  mainFields: fpTsAndIoTs.mainFields,
+  alias: { ...fpTsAndIoTs.alias, rxjs: join(packageDir('rxjs'), 'dist/esm') },
   plugins: [
     {
       // undici's index is only undici-pool.cts's fallback, never taken here (checked above):
@@ -82,7 +131,7 @@ if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) {
 chmodSync(bin, 0o755)
 
 // The watchdog of `rxsem run` is a bash script the CLI finds beside the bundled bin or beside the
-// CLI's entry (src/cli/run/watchdog.ts): beside the bin, and beside main.js of each build.
-for (const dir of ['dist', 'dist/esm/cli', 'dist/cjs/cli']) {
+// CLI's entry (src/cli/run/watchdog.ts): beside the bin, and beside the CommonJS build's main.js.
+for (const dir of ['dist', 'dist/cjs/cli']) {
   copyFileSync('src/cli/rxsem-watchdog.sh', join(dir, 'rxsem-watchdog.sh'))
 }

@@ -6,17 +6,18 @@
 //   import            `await import('rx-consul-semaphore')` (the ES module build)
 //   require           `require('rx-consul-semaphore')` (the CommonJS build)
 //   holding one slot  an ES module replica: semaphore({ prefix, limit: 1 }) without a `consul`
-//                     option (the default client), reading 3 s after holding$ turned true, then
-//                     close() and exit; once with `telemetry: false` (the library then loads
-//                     nothing of @opentelemetry/api: a process without it installed), once as it
-//                     comes (the API is installed here, as a devDependency; no SDK)
-// The 3 s: V8 recompiles undici's WebAssembly HTTP parser with its optimizing compiler once the
-// first answers have run through it, in background threads, and that compile's memory (tens of
-// MB, for a moment) was still in some readings taken 1 s into the tenure.
+//                     option (the default client), reading 10 s after holding$ turned true, then
+//                     close() and exit
+// The 10 s: in the first seconds of a tenure V8 recompiles undici's WebAssembly HTTP parser with
+// its optimizing compiler (the first answers run it past its budget), in background threads that
+// use tens of MB for a moment, and then, the process being idle, its memory reducer collects and
+// shrinks the heap; an idle replica's RSS settles within about 10 s (read at 1, 3, 5, 10 and 20 s,
+// it moved at most 2 MB after 10 s).
 // The package is the built one (dist/, `npm run bench` builds first), resolved by its name from
 // the repository root as a user's `node_modules` would give it; the library's processes import
-// nothing else. They run in turns, one of each per round, and each figure is the median over the
-// rounds, so that a busy moment of the machine falls on all of them alike.
+// nothing else. @opentelemetry/api is installed here (a devDependency), so the replica loads it
+// (no SDK: its no-op providers). The processes run in turns, one of each per round, and each
+// figure is the median over the rounds, so that a busy moment of the machine falls on all alike.
 import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { promisify } from 'node:util'
@@ -43,10 +44,7 @@ export interface ImportCostResult {
   readonly rxjs: ProcessFootprint
   readonly esm: ProcessFootprint
   readonly cjs: ProcessFootprint
-  /** Holding one slot with `telemetry: false`, as without @opentelemetry/api. */
   readonly holding: ProcessFootprint
-  /** Holding one slot with @opentelemetry/api installed and no SDK. */
-  readonly holdingWithOtelApi: ProcessFootprint
 }
 
 /** Prints the reading as JSON on stdout: the last thing each child does before it exits. */
@@ -55,14 +53,11 @@ const REPORT =
   'process.stdout.write(JSON.stringify({rssMb:r/1048576,cpuMs:(c.user+c.system)/1000}))'
 
 /** How long the replica holds before it reads (see above). */
-const HOLD_BEFORE_READING_MS = 3000
+const HOLD_BEFORE_READING_MS = 10_000
 
 /** The replica: holds one slot of a fresh prefix, reads, gives the slot back and exits. */
-const holding = (telemetry: boolean): string => `import { semaphore } from 'rx-consul-semaphore'
-const sem = semaphore({
-  prefix: process.env.BENCH_IMPORT_PREFIX,
-  limit: 1,${telemetry ? '' : '\n  telemetry: false,'}
-})
+const HOLDING = `import { semaphore } from 'rx-consul-semaphore'
+const sem = semaphore({ prefix: process.env.BENCH_IMPORT_PREFIX, limit: 1 })
 let read = false
 sem.holding$.subscribe({
   next: (held) => {
@@ -120,11 +115,6 @@ export async function measureImportCost(
   runs: number,
   packageRoot: string = repoRoot,
 ): Promise<ImportCostResult> {
-  const replica = (telemetry: boolean) => (): Promise<ProcessReading> =>
-    reading(packageRoot, ['--input-type=module', '-e', holding(telemetry)], {
-      CONSUL_HTTP_ADDR: agentAddr,
-      BENCH_IMPORT_PREFIX: `rxsem-bench/import/${randomUUID().slice(0, 8)}`,
-    })
   const kinds = {
     bare: () => reading(packageRoot, ['-e', REPORT]),
     rxjs: () =>
@@ -136,8 +126,11 @@ export async function measureImportCost(
         `await import('rx-consul-semaphore');${REPORT}`,
       ]),
     cjs: () => reading(packageRoot, ['-e', `require('rx-consul-semaphore');${REPORT}`]),
-    holding: replica(false),
-    holdingWithOtelApi: replica(true),
+    holding: () =>
+      reading(packageRoot, ['--input-type=module', '-e', HOLDING], {
+        CONSUL_HTTP_ADDR: agentAddr,
+        BENCH_IMPORT_PREFIX: `rxsem-bench/import/${randomUUID().slice(0, 8)}`,
+      }),
   }
   const readings = new Map<keyof typeof kinds, ProcessReading[]>()
   for (let round = 0; round < runs; round++) {
@@ -158,6 +151,5 @@ export async function measureImportCost(
     esm: of('esm'),
     cjs: of('cjs'),
     holding: of('holding'),
-    holdingWithOtelApi: of('holdingWithOtelApi'),
   }
 }

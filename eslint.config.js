@@ -31,6 +31,11 @@ export default tseslint.config(
           patterns: [
             { group: ['rxjs/internal/*', 'io-ts/lib/*'] },
             {
+              // rxjs 7 exports every operator from its root; 'rxjs/operators' is one more index.
+              group: ['rxjs/operators'],
+              message: "Import operators from 'rxjs'.",
+            },
+            {
               // fp-ts 2 has no "exports" map: 'fp-ts/Either' is a directory import, which Node's
               // ES module loader refuses. 'fp-ts/lib/Either.js' loads in both of our builds.
               regex: '^fp-ts/(?!lib/[A-Za-z]+\\.js$)',
@@ -55,7 +60,16 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { group: ['undici', 'node:*', 'rxjs/internal/*', '../consul/http*', '../effects/*'] },
+            {
+              group: [
+                'undici',
+                'node:*',
+                'rxjs/internal/*',
+                'rxjs/operators',
+                '../consul/http*',
+                '../effects/*',
+              ],
+            },
             {
               regex: '^fp-ts/(?!lib/[A-Za-z]+\\.js$)',
               message: "Import fp-ts modules as 'fp-ts/lib/<Module>.js' (see eslint.config.js).",

@@ -1,7 +1,7 @@
 // How big each figure's run is. BENCH_QUICK=1 shrinks everything to a smoke run of about a
 // minute; single counts can be overridden (BENCH_HANDOVERS, BENCH_FLOOR_SAMPLES,
-// BENCH_PARTITION_TRIALS, BENCH_EXCLUSIVE_KEYS) so that a quiet machine can buy tighter
-// percentiles with more time.
+// BENCH_PARTITION_TRIALS, BENCH_EXCLUSIVE_KEYS, BENCH_IMPORT_RUNS) so that a quiet machine can buy
+// tighter percentiles with more time.
 //
 // Which figures run: BENCH_ONLY, a comma-separated list of steps (all when unset), e.g.
 // BENCH_ONLY=scale,exclusive. The scale figure's setups: BENCH_SCALE, a comma-separated list of
@@ -15,6 +15,7 @@ import type { TelemetryCostConfig } from './telemetry-cost.js'
 export const BENCH_STEPS = [
   'startup',
   'process-cost',
+  'import',
   'floor',
   'decide',
   'handover',
@@ -76,6 +77,8 @@ export interface BenchConfig {
   readonly telemetryCost: TelemetryCostConfig
   /** Distinct task keys that `exclusive(...)` serves on one long-lived client. */
   readonly exclusiveKeys: number
+  /** Rounds of table 3c (bench/import-cost.ts): fresh processes of each kind, in turns. */
+  readonly importRuns: number
   /** Whether to run the process-based implementations (rxsem run, consul lock) at all. */
   readonly cli: boolean
 }
@@ -171,6 +174,7 @@ export function benchConfig(): BenchConfig {
       rounds: count('BENCH_TELEMETRY_ROUNDS', quick ? 1 : 3),
     },
     exclusiveKeys: count('BENCH_EXCLUSIVE_KEYS', quick ? 5000 : 100_000),
+    importRuns: count('BENCH_IMPORT_RUNS', quick ? 5 : 9),
     cli: process.env['BENCH_NO_CLI'] !== '1',
   }
 }

@@ -6,6 +6,7 @@ import type { DefaultClientResult } from './default-client.js'
 import type { ExclusiveKeysResult } from './exclusive-keys.js'
 import type { FloorResult } from './floor.js'
 import type { HandoverRun } from './handover.js'
+import type { ImportCostResult } from './import-cost.js'
 import type { PartitionTrial } from './partition.js'
 import type { ReplicasRun } from './replicas.js'
 import type { ScaleResult } from './scale.js'
@@ -60,6 +61,8 @@ export interface BenchResults {
     readonly cpuMs: number
     readonly rssMb: number
   }[]
+  /** Table 3c; undefined in results written before it existed. */
+  readonly importCost?: ImportCostResult | NotMeasured
   readonly floor: FloorResult | NotMeasured
   readonly handover: readonly (HandoverRun | NotMeasured)[]
   readonly contention: readonly (ContentionRun | NotMeasured)[]

@@ -29,6 +29,7 @@ import { measureDefaultClient } from './default-client.js'
 import { measureExclusiveKeys } from './exclusive-keys.js'
 import { measureFloor } from './floor.js'
 import { cliHandovers, libraryHandovers, type Pace } from './handover.js'
+import { measureImportCost } from './import-cost.js'
 import { cliPartitionTrial, libraryPartitionTrial } from './partition.js'
 import {
   CONSUL_LOCK,
@@ -171,6 +172,13 @@ async function main(): Promise<void> {
         )
       : undefined
     const processCost = costs?.map((cost, i) => ({ implementation: costed[i]?.[0] ?? '', ...cost }))
+
+    // What loading the library and holding one slot cost a process, against a bare node (3c).
+    const importCost = on('import')
+      ? await attempt(`import (${config.importRuns} rounds)`, 'library', () =>
+          measureImportCost(addr, config.importRuns),
+        )
+      : notRun('library')
 
     const floor = on('floor')
       ? await attempt('floor', 'consul', () => measureFloor(addr, config.floorSamples))
@@ -369,6 +377,7 @@ async function main(): Promise<void> {
       rxsemStartupMs,
       nodeStartupMs,
       processCost,
+      importCost,
       floor,
       handover,
       contention,

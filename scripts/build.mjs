@@ -4,72 +4,140 @@
 import { execFileSync } from 'node:child_process'
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { dirname, join, relative, resolve, sep } from 'node:path'
 import { build } from 'esbuild'
 
 const require = createRequire(import.meta.url)
 const tsc = require.resolve('typescript/bin/tsc')
 rmSync('dist', { recursive: true, force: true })
-for (const [project, dir, type] of [
-  ['tsconfig.build.json', 'dist/esm', 'module'],
-  ['tsconfig.build.cjs.json', 'dist/cjs', 'commonjs'],
+// tsc writes the CommonJS build and both builds' declarations; the ES modules' code is bundled
+// below.
+for (const { project, dir, type, flags } of [
+  {
+    project: 'tsconfig.build.json',
+    dir: 'dist/esm',
+    type: 'module',
+    flags: ['--emitDeclarationOnly'],
+  },
+  { project: 'tsconfig.build.cjs.json', dir: 'dist/cjs', type: 'commonjs', flags: [] },
 ]) {
-  execFileSync(process.execPath, [tsc, '-p', project], { stdio: 'inherit' })
+  execFileSync(process.execPath, [tsc, '-p', project, ...flags], { stdio: 'inherit' })
   mkdirSync(dir, { recursive: true })
   // Each output folder says which module system its .js files use, whatever the root says.
   writeFileSync(`${dir}/package.json`, JSON.stringify({ type }) + '\n')
 }
 
-// The bin: the CLI of dist/esm and everything it imports (rxjs, fp-ts, io-ts, undici) in one
+const packageDir = (name) => dirname(require.resolve(`${name}/package.json`))
+// fp-ts and io-ts as the bundles below take them: their ES module builds (fp-ts 2 has no
+// "exports" map; its ES modules are in es6/, io-ts's are its "module"), of which esbuild keeps only
+// the functions used.
+const fpTsAndIoTs = {
+  mainFields: ['module', 'main'],
+  alias: { 'fp-ts/lib': join(packageDir('fp-ts'), 'es6') },
+}
+
+// The ES module build: the package's three entries (the root, /testing, /experimental) and chunks
+// for what they share, so that an error class or a registry is one whichever entry it comes
+// through. Node 20 pays for every module an ES module graph loads before it runs any of it (100
+// empty ES modules: 9 MB of RSS), and more for each CommonJS package an ES module imports: tsc's
+// output, some 100 modules importing fp-ts, io-ts and rxjs, cost an import 24 MB of RSS over a
+// bare node and 4 times its CPU; this, 16 MB and 2.6 times (bench step `import`). fp-ts and io-ts
+// are bundled, only the functions used (plain functions and data: nothing a user's copy must be
+// identical to; the CommonJS build and the declarations still take them from the dependencies).
+// rxjs stays an import of the user's rxjs, never bundled: a user's Observables and ours must be of
+// one rxjs. undici and @opentelemetry/api are required, when first needed, by the sources'
+// CommonJS modules (src/**/*.cts), with the `require` the banner gives each file.
+const esm = await build({
+  entryPoints: {
+    index: 'src/index.ts',
+    'testing/index': 'src/testing/index.ts',
+    experimental: 'src/experimental.ts',
+  },
+  outdir: 'dist/esm',
+  chunkNames: 'chunks/[name]-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  tsconfig: 'tsconfig.build.json',
+  external: ['rxjs', 'rxjs/*', 'undici', 'undici/*', '@opentelemetry/api'],
+  ...fpTsAndIoTs,
+  // The maps point into src/, which the package ships (the inlined fp-ts and io-ts: below).
+  sourcemap: true,
+  sourcesContent: false,
+  metafile: true,
+  banner: {
+    js: "import { createRequire as createRequireOfThisFile } from 'node:module';\nconst require = createRequireOfThisFile(import.meta.url);",
+  },
+  logLevel: 'warning',
+})
+
+// The code of fp-ts and io-ts in the maps is carried by the maps themselves, since the package
+// does not ship it: named where a flat node_modules installs those packages, beside this one
+// (the build's own path to them is no one else's).
+const sources = resolve('src') + sep
+for (const output of Object.keys(esm.metafile.outputs).filter((o) => o.endsWith('.map'))) {
+  /** @type {{ sources: string[], sourcesContent?: (string | null)[] }} */
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- esbuild's source map
+  const map = JSON.parse(readFileSync(output, 'utf8'))
+  const paths = map.sources.map((source) => resolve(dirname(output), source))
+  map.sourcesContent = paths.map((path) =>
+    path.startsWith(sources) ? null : readFileSync(path, 'utf8'),
+  )
+  map.sources = paths.map((path, i) => {
+    if (path.startsWith(sources)) return map.sources[i]
+    const installed = path.slice(path.lastIndexOf(`node_modules${sep}`) + 'node_modules/'.length)
+    return relative(dirname(output), join('..', installed)).split(sep).join('/')
+  })
+  writeFileSync(output, JSON.stringify(map))
+}
+
+// The bin: the CLI and everything it imports (rxjs, fp-ts, io-ts, undici) in one
 // CommonJS file. Node then reads and compiles one file instead of some 450 (rxsem --help took
 // 3.4 times a bare `node -e 0` from dist/cjs; see docs/cli.md). The ES module builds of rxjs and
 // fp-ts are picked so that only the parts the CLI uses are bundled: their CommonJS builds load
 // every operator and module (Node's "node" condition would otherwise choose rxjs's CommonJS).
 const bin = 'dist/rxsem.cjs'
-const packageDir = (name) => dirname(require.resolve(`${name}/package.json`))
 
-// Of undici the CLI uses only Pool and its request API (src/consul/http.ts). undici's index loads
-// all of undici besides (fetch, WebSocket, cookies, caches, mocks), which was two thirds of the
-// bundled bin's start-up, so the bin gets Pool with what undici's index adds to it. Check that
-// this is still what the index exports, so a new undici fails the build rather than the bin.
+// Of undici the library loads only Pool and its request API, by path, when it makes its first
+// transport (src/consul/undici-pool.cts): undici's index loads all of undici besides (fetch,
+// WebSocket, cookies, caches, mocks), which was two thirds of the bundled bin's start-up and 20 MB
+// of an import. Check that those paths are still what the index exports, so a new undici fails
+// the build rather than falls back to its index (in the library) or breaks (in the bin, below).
 const undici = packageDir('undici')
-const undiciPool = `
-const Dispatcher = require('./lib/dispatcher/dispatcher.js')
-Object.assign(Dispatcher.prototype, require('./lib/api/index.js'))
-module.exports = { Pool: require('./lib/dispatcher/pool.js') }
-`
 const undiciCheck = `
 const undici = require('undici')
 if (undici.Pool !== require('undici/lib/dispatcher/pool.js') ||
-    undici.Pool.prototype.request !== require('undici/lib/api/index.js').request) {
-  console.error("undici's index no longer exports the Pool of its lib/: update scripts/build.mjs")
+    undici.Pool.prototype.request !== require('undici/lib/api/api-request.js')) {
+  console.error("undici's index no longer exports the Pool and request of its lib/: update src/consul/undici-pool.cts and scripts/build.mjs")
   process.exit(1)
 }
 `
 execFileSync(process.execPath, ['-e', undiciCheck], { stdio: 'inherit' })
 
 await build({
-  entryPoints: ['dist/esm/cli/main.js'],
+  entryPoints: ['src/cli/main.ts'],
+  tsconfig: 'tsconfig.build.json',
   outfile: bin,
   bundle: true,
   platform: 'node',
   target: 'node20',
   format: 'cjs',
-  mainFields: ['module', 'main'],
   // An optional peer (src/telemetry/otel-api.cts): required at run time where it is installed,
   // never bundled.
   external: ['@opentelemetry/api'],
-  alias: {
-    rxjs: join(packageDir('rxjs'), 'dist/esm'),
-    'fp-ts/lib': join(packageDir('fp-ts'), 'es6'),
-  },
+  mainFields: fpTsAndIoTs.mainFields,
+  alias: { ...fpTsAndIoTs.alias, rxjs: join(packageDir('rxjs'), 'dist/esm') },
   plugins: [
     {
-      name: 'undici-pool',
+      // undici's index is only undici-pool.cts's fallback, never taken here (checked above):
+      // left out of the bin.
+      name: 'no-undici-index',
       setup(esbuild) {
-        esbuild.onResolve({ filter: /^undici$/ }, () => ({ path: 'pool', namespace: 'undici' }))
+        esbuild.onResolve({ filter: /^undici$/ }, () => ({ path: 'index', namespace: 'undici' }))
         esbuild.onLoad({ filter: /.*/, namespace: 'undici' }, () => ({
-          contents: undiciPool,
+          contents: "throw new Error('the rxsem bin bundles no undici index')",
           loader: 'js',
           resolveDir: undici,
         }))
@@ -84,7 +152,7 @@ if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) {
 chmodSync(bin, 0o755)
 
 // The watchdog of `rxsem run` is a bash script the CLI finds beside the bundled bin or beside the
-// CLI's entry (src/cli/run/watchdog.ts): beside the bin, and beside main.js of each build.
-for (const dir of ['dist', 'dist/esm/cli', 'dist/cjs/cli']) {
+// CLI's entry (src/cli/run/watchdog.ts): beside the bin, and beside the CommonJS build's main.js.
+for (const dir of ['dist', 'dist/cjs/cli']) {
   copyFileSync('src/cli/rxsem-watchdog.sh', join(dir, 'rxsem-watchdog.sh'))
 }

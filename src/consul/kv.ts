@@ -5,7 +5,7 @@
  */
 import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
-import * as TE from 'fp-ts/lib/TaskEither.js'
+import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type {
   ConsulClient,
   DeleteOptions,
@@ -15,7 +15,7 @@ import type {
 } from './client-api.js'
 import { decodeError, decodeJson, KVEntriesJson, toKVEntry } from './codecs.js'
 import { rejectedBeforeSending, type ConsulError } from './errors.js'
-import { statusError, type HttpAnswer, type Transport } from './http.js'
+import { statusError, unsent, type HttpAnswer, type Transport } from './http.js'
 import { kvPath } from './keys.js'
 import { notConsul } from './not-consul.js'
 import type { KVEntry, KVSnapshot } from './types.js'
@@ -74,8 +74,8 @@ export function blockingTimeoutMs(waitMs: number, requestTimeoutMs: number): num
 function get(transport: Transport) {
   return (key: string, options: ReadOptions = {}): TE.TaskEither<ConsulError, KVEntry | null> =>
     pipe(
-      TE.fromEither(kvPath('GET', key)),
-      TE.flatMap((path) =>
+      kvPath('GET', key),
+      E.match(unsent, (path) =>
         transport.call(
           {
             method: 'GET',
@@ -104,20 +104,20 @@ function list(transport: Transport) {
     const { index, waitMs } = options
     if (index !== undefined && (index < 1n || index > UINT64_MAX)) {
       // index=0 never blocks (§4.1); a caller sending it has lost track of the index.
-      return TE.left(
+      return unsent(
         rejectedBeforeSending('GET /v1/kv/', `blocking index ${index} is not in 1..2^64-1`),
       )
     }
     if (waitMs !== undefined && !(Number.isFinite(waitMs) && waitMs > 0)) {
-      return TE.left(
+      return unsent(
         rejectedBeforeSending('GET /v1/kv/', `wait ${waitMs} ms is not a positive duration`),
       )
     }
     const blocking = index !== undefined
     const wait = waitMs ?? 300_000 // the server's default_query_time when no wait is sent
     return pipe(
-      TE.fromEither(kvPath('GET', prefix, true)),
-      TE.flatMap((path) =>
+      kvPath('GET', prefix, true),
+      E.match(unsent, (path) =>
         transport.call(
           {
             method: 'GET',
@@ -172,10 +172,10 @@ function put(transport: Transport) {
       modes.length > 1
         ? `use at most one of cas, acquire, release (got ${modes.join(', ')})`
         : (uint64Problem('flags', options.flags) ?? uint64Problem('cas', options.cas))
-    if (problem !== undefined) return TE.left(rejectedBeforeSending('PUT /v1/kv/', problem))
+    if (problem !== undefined) return unsent(rejectedBeforeSending('PUT /v1/kv/', problem))
     return pipe(
-      TE.fromEither(kvPath('PUT', key)),
-      TE.flatMap((path) =>
+      kvPath('PUT', key),
+      E.match(unsent, (path) =>
         transport.call(
           {
             method: 'PUT',
@@ -203,11 +203,11 @@ function remove(transport: Transport) {
       options.recurse === true && options.cas !== undefined
         ? 'use cas or recurse, not both'
         : uint64Problem('cas', options.cas)
-    if (problem !== undefined) return TE.left(rejectedBeforeSending('DELETE /v1/kv/', problem))
+    if (problem !== undefined) return unsent(rejectedBeforeSending('DELETE /v1/kv/', problem))
     return pipe(
       // An empty key with recurse would wipe the whole store: refused like any empty key.
-      TE.fromEither(kvPath('DELETE', key)),
-      TE.flatMap((path) =>
+      kvPath('DELETE', key),
+      E.match(unsent, (path) =>
         transport.call(
           {
             method: 'DELETE',

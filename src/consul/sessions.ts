@@ -5,7 +5,6 @@
  */
 import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
-import * as TE from 'fp-ts/lib/TaskEither.js'
 import type {
   CallOptions,
   ConsulClient,
@@ -22,7 +21,7 @@ import {
 } from './codecs.js'
 import { durationMs, formatGoDuration, parseGoDuration } from './durations.js'
 import { rejectedBeforeSending, type ConsulError } from './errors.js'
-import { statusError, type HttpAnswer, type Transport } from './http.js'
+import { statusError, unsent, type HttpAnswer, type Transport } from './http.js'
 import { booleanAnswer } from './kv.js'
 
 /** Consul's bounds for a session TTL (`session_ttl_min` default and `SessionTTLMax`). */
@@ -117,13 +116,9 @@ export function createSessions(transport: Transport): ConsulClient['session'] {
   return {
     create: (options = {}) =>
       pipe(
-        TE.fromEither(
-          pipe(
-            createBody(options),
-            E.mapLeft((why) => rejectedBeforeSending('PUT /v1/session/create', why)),
-          ),
-        ),
-        TE.flatMap((body) =>
+        createBody(options),
+        E.mapLeft((why) => rejectedBeforeSending('PUT /v1/session/create', why)),
+        E.match(unsent, (body) =>
           transport.call(
             {
               method: 'PUT',
@@ -144,8 +139,8 @@ export function createSessions(transport: Transport): ConsulClient['session'] {
       ),
     renew: (id: string, options: CallOptions = {}) =>
       pipe(
-        TE.fromEither(sessionPath('PUT', 'renew', id)),
-        TE.flatMap((path) =>
+        sessionPath('PUT', 'renew', id),
+        E.match(unsent, (path) =>
           transport.call({ method: 'PUT', path, signal: options.signal }, (answer) =>
             // 404: the session is gone (expired or destroyed): data for the caller, not a failure.
             answer.status === 404
@@ -158,15 +153,15 @@ export function createSessions(transport: Transport): ConsulClient['session'] {
       ),
     destroy: (id: string, options: CallOptions = {}) =>
       pipe(
-        TE.fromEither(sessionPath('PUT', 'destroy', id)),
-        TE.flatMap((path) =>
+        sessionPath('PUT', 'destroy', id),
+        E.match(unsent, (path) =>
           transport.call({ method: 'PUT', path, signal: options.signal }, booleanAnswer),
         ),
       ),
     info: (id: string, options: ReadOptions = {}) =>
       pipe(
-        TE.fromEither(sessionPath('GET', 'info', id)),
-        TE.flatMap((path) =>
+        sessionPath('GET', 'info', id),
+        E.match(unsent, (path) =>
           transport.call(
             {
               method: 'GET',

@@ -5,11 +5,11 @@
  */
 import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
-import * as TE from 'fp-ts/lib/TaskEither.js'
+import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type { CallOptions, TxnOp, TxnResult } from './client-api.js'
 import { decodeJson, toKVEntry, TxnAnswerJson } from './codecs.js'
 import { rejectedBeforeSending, type ConsulError } from './errors.js'
-import { statusError, type Transport } from './http.js'
+import { statusError, unsent, type Transport } from './http.js'
 import { keyProblem } from './keys.js'
 import { jsonObjectWithUint64, UINT64_MAX } from './uint64-json.js'
 
@@ -75,8 +75,8 @@ export function createTxn(transport: Transport) {
       E.mapLeft((why) => rejectedBeforeSending('PUT /v1/txn', why)),
     )
     return pipe(
-      TE.fromEither(encoded),
-      TE.flatMap((parts) =>
+      encoded,
+      E.match(unsent, (parts) =>
         transport.call(
           {
             method: 'PUT',

@@ -187,19 +187,25 @@ describe('the packed package', { timeout: 280_000 }, () => {
     }
   })
 
-  it('ships every source file its source maps and declaration maps point to', () => {
+  it('ships every source file its maps point to, or carries it in the map (inlined fp-ts, io-ts)', () => {
     const maps = filesUnder(installed).filter((f) => f.endsWith('.map'))
     assert.ok(maps.length > 100, `only ${maps.length} maps in the package`)
-    const missing = maps.flatMap((map) => {
-      const { sources } = JSON.parse(readFileSync(join(installed, map), 'utf8')) as {
-        sources: string[]
-      }
-      return sources
-        .map((source) => join(dirname(map), source))
-        .filter((source) => !existsSync(join(installed, source)))
-        .map((source) => `${map} → ${source}`)
-    })
+    const missing: string[] = []
+    const carried: string[] = []
+    for (const map of maps) {
+      const { sources, sourcesContent } = JSON.parse(
+        readFileSync(join(installed, map), 'utf8'),
+      ) as { sources: string[]; sourcesContent?: (string | null)[] }
+      sources.forEach((source, i) => {
+        const path = join(dirname(map), source)
+        if (typeof sourcesContent?.[i] === 'string') carried.push(path)
+        else if (!existsSync(join(installed, path))) missing.push(`${map} → ${path}`)
+      })
+    }
     assert.deepEqual(missing, [])
+    // Only the dependencies' code the ES module build inlines, never a source of the package's.
+    const foreign = carried.filter((path) => !/^(\.\.\/)+(fp-ts|io-ts)\//.test(path))
+    assert.deepEqual(foreign, [])
   })
 
   for (const [compiler, tsc] of Object.entries(COMPILERS)) {

@@ -2,13 +2,15 @@ import * as E from 'fp-ts/lib/Either.js'
 import {
   EMPTY,
   asyncScheduler,
+  catchError,
+  map,
+  mergeMap,
   type Observable,
   of,
   throwError,
   timer,
   type SchedulerLike,
 } from 'rxjs'
-import { catchError, map, mergeMap } from 'rxjs/operators'
 import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
 import type { ConsulClient } from '../../consul/client-api.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../consul/flags.js'

@@ -211,12 +211,15 @@ async function contendAndRun(
             )
             await child.stop('SIGTERM', plan.graceMs)
           }
-          // Did the watchdog stop it (rxsem was frozen past the deadline)? It says so before it
-          // signals, so its answer is in once it has exited.
+          // The group is gone, so nothing of the command runs any more: the slot goes back first
+          // (the next holder waits for it), and the watchdog is let go meanwhile. Did it stop the
+          // command (rxsem was frozen past the deadline)? It says so before it signals, so its
+          // answer is in once it has exited.
+          const released = startRelease(contender, report)
           const end = await watchdog.finish()
           if (end.fired !== undefined) {
             report.info(`lost slot (${describeFired(end)}); the watchdog stopped the command`)
-            await release(contender, report)
+            await released()
             return ExitCode.SlotLost
           }
           if (outcome.exit.type === 'failed') {
@@ -227,7 +230,7 @@ async function contendAndRun(
           } else {
             report.detail(`command ended (${describeExit(outcome.exit)}); releasing the slot`)
           }
-          await release(contender, report)
+          await released()
           return exitStatusOf(outcome.exit, ExitCode.CannotStart)
         }
         case 'lost': {
@@ -334,11 +337,23 @@ function describeWatchdogEnd(end: WatchdogEnd): string {
 
 /** Releases the slot (or the place in the queue); a failure is reported, not fatal. */
 async function release(contender: CliContender, report: Reporter): Promise<void> {
-  try {
-    await contender.close()
-    report.detail('released: contender key and session removed from Consul')
-  } catch (error) {
-    report.error(describeError(error))
+  await startRelease(contender, report)()
+}
+
+/**
+ * Starts the release at once, and returns what reports its outcome once it is in (a failure is
+ * reported, not fatal): the messages that must come before that report can still be decided while
+ * the release runs.
+ */
+function startRelease(contender: CliContender, report: Reporter): () => Promise<void> {
+  const closed = contender.close().then(
+    () => ({ failed: false as const }),
+    (error: unknown) => ({ failed: true as const, error }),
+  )
+  return async () => {
+    const outcome = await closed
+    if (outcome.failed) report.error(describeError(outcome.error))
+    else report.detail('released: contender key and session removed from Consul')
   }
 }
 

@@ -19,7 +19,7 @@ import type { ConsulHttpClient } from '../../consul/client.js'
 import type { ConsulClient } from '../../consul/client-api.js'
 import type { ConsulError } from '../../consul/errors.js'
 import { lockKey } from '../../core/keys/lock-key.js'
-import { startChildGroup, exitStatusOf, type ChildExit } from './child-group.js'
+import { prepareChildGroup, exitStatusOf, type ChildExit } from './child-group.js'
 import { createContender, type CliContender, type Lease } from './contender.js'
 import {
   createReporter,
@@ -134,6 +134,13 @@ async function contendAndRun(
       watchdog.extend(next.deadlineMs)
     }
   })
+  // The command's process is made now, while the slot is awaited (child-group.ts): starting it
+  // once the slot is held is then one write to it, not a fork of this process.
+  const prepared = prepareChildGroup({
+    command: plan.command,
+    shell: plan.shell,
+    env: { ...process.env, CONSUL_LOCK_HELD: 'true', RXSEM_PREFIX: plan.prefix },
+  })
   try {
     const waited = await waitForSlot(state$, signals.received, plan, watchdogTrouble(watchdog))
     switch (waited.type) {
@@ -162,22 +169,17 @@ async function contendAndRun(
       await release(contender, report)
       return ExitCode.Error
     }
-    const child = startChildGroup({
-      command: plan.command,
-      shell: plan.shell,
-      env: {
-        ...process.env,
-        CONSUL_LOCK_HELD: 'true',
-        RXSEM_PREFIX: plan.prefix,
+    const child = prepared.start(
+      {
         RXSEM_SESSION: state.session ?? '',
         RXSEM_FENCING_TOKEN: state.fencingToken?.toString() ?? '',
         RXSEM_LEASE_DEADLINE_MS: String(Math.floor(initial.deadlineMs)),
       },
-    })
-    if (child.pid !== undefined) {
-      watchdog.guard(child.pid, (lease ?? initial).deadlineMs)
-      guarding = true
-    }
+      (pgid) => {
+        watchdog.guard(pgid, (lease ?? initial).deadlineMs)
+        guarding = true
+      },
+    )
     report.detail(
       `started ${JSON.stringify(plan.command.join(' '))} as process group ${child.pid}, guarded by watchdog ${watchdog.pid}`,
     )
@@ -289,6 +291,7 @@ async function contendAndRun(
       impatience.unsubscribe()
     }
   } finally {
+    prepared.discard()
     guarding = false
     leases.unsubscribe()
     narrator.unsubscribe()

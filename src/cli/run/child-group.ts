@@ -2,9 +2,23 @@
  * The command `rxsem run` guards, started in a process group of its own so that one signal reaches
  * it and everything it started (`sh -c 'worker & ...'`): a slot must not outlive its holder in a
  * grandchild. It keeps the terminal's stdio (inherited), as `consul lock` does.
+ *
+ * The command's process is made while rxsem waits for its slot (`prepareChildGroup`): a small
+ * `/bin/sh` that waits on a pipe and `exec`s the command when told to. Forking the Node process
+ * (tens of MB of page tables to copy, the event loop blocked until the `exec`) then costs the
+ * handover nothing: once the slot is held, starting the command is one write on that pipe.
+ *
+ * ```
+ * prepare ─► /bin/sh (own group, stdio inherited) ── waits on fd 3 ──┐
+ * held ─► guard <pid> to the watchdog ─► "NAME=value"…, "go" on fd 3 ─► exec the command (same pid)
+ * not held (timeout, signal, error) or rxsem dead ─► fd 3 closes ─► the shell exits, nothing ran
+ * ```
  */
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { accessSync, constants, statSync } from 'node:fs'
+import { delimiter, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { Writable } from 'node:stream'
 import { signalExitCode } from '../report.js'
 
 /** How the child ended. */
@@ -56,13 +70,21 @@ export interface ChildSpec {
  * await child.stop('SIGTERM', 5000)
  */
 export function startChildGroup(spec: ChildSpec): ChildGroup {
-  const [file, args] = spec.shell
+  const [file, args] = argvOf(spec)
+  const child = spawn(file, args, { stdio: 'inherit', detached: true, env: spec.env })
+  return childGroupOf(child, exitOf(child))
+}
+
+/** The file to start and its arguments: the command itself, or `/bin/sh -c` with it. */
+function argvOf(spec: ChildSpec): readonly [string, string[]] {
+  return spec.shell
     ? ['/bin/sh', ['-c', spec.command.join(' ')]]
     : [spec.command[0] ?? '', spec.command.slice(1)]
-  const child = spawn(file, args, { stdio: 'inherit', detached: true, env: spec.env })
-  const pid = child.pid
+}
 
-  const exited = new Promise<ChildExit>((resolve) => {
+/** How `child` ends, once it has: never rejects. */
+function exitOf(child: ChildProcess): Promise<ChildExit> {
+  return new Promise<ChildExit>((resolve) => {
     child.once('error', (error) => resolve({ type: 'failed', error }))
     child.once('exit', (code, signal) =>
       resolve(
@@ -70,6 +92,11 @@ export function startChildGroup(spec: ChildSpec): ChildGroup {
       ),
     )
   })
+}
+
+/** The group led by `child` (its pid is the group's id), which ends as `exited` says. */
+function childGroupOf(child: ChildProcess, exited: Promise<ChildExit>): ChildGroup {
+  const pid = child.pid
 
   const signalGroup = (signal: NodeJS.Signals | 0): boolean => {
     if (pid === undefined) return false
@@ -101,4 +128,122 @@ export function startChildGroup(spec: ChildSpec): ChildGroup {
       return exited
     },
   }
+}
+
+/** A command made ready to start while rxsem waits for its slot: see `prepareChildGroup`. */
+export interface PreparedChild {
+  /** The process waiting to become the command (its own group); undefined when none could be. */
+  readonly pid: number | undefined
+  /** Whether that process still waits (false once started, discarded, or gone). */
+  waiting(): boolean
+  /**
+   * Starts the command with `held` added to its environment (the tenure's variables). `guard`
+   * receives the group's id before the command can run when it can (the prepared process), else
+   * right after it was started; it is not called when the command could not be started.
+   */
+  start(held: Readonly<Record<string, string>>, guard: (pgid: number) => void): ChildGroup
+  /** The command will not run: the waiting process ends without starting it. */
+  discard(): void
+}
+
+/**
+ * What the prepared process runs (`/bin/sh -c`, the command as its arguments): it reads lines from
+ * fd 3, exports each `NAME=value`, and on `go` closes fd 3 and becomes the command. When fd 3
+ * closes first (rxsem discarded it, or died), it exits without running anything.
+ */
+export const LAUNCHER_SCRIPT =
+  'while IFS= read -r line <&3; do case $line in go) exec 3<&-; exec "$@" ;; *=*) export "$line" ;; esac; done; exit 0'
+
+/**
+ * Prepares `spec.command` (see the top of this file): the process that will become the command,
+ * in its own group, waits for `start`. A command this cannot prepare faithfully (one not found in
+ * PATH or not executable, whose spawn error `startChildGroup` reports) is started by `start` with
+ * `startChildGroup`, as is one whose prepared process is gone by then.
+ *
+ * @example
+ * const prepared = prepareChildGroup({ command: ['./backup.sh'], shell: false, env: process.env })
+ * // ... once the slot is held:
+ * const child = prepared.start({ RXSEM_SESSION: session }, (pgid) => watchdog.guard(pgid, deadline))
+ */
+export function prepareChildGroup(spec: ChildSpec): PreparedChild {
+  const direct: PreparedChild = {
+    pid: undefined,
+    waiting: () => false,
+    start: (held, guard) => {
+      const child = startChildGroup({ ...spec, env: { ...spec.env, ...held } })
+      if (child.pid !== undefined) guard(child.pid)
+      return child
+    },
+    discard: () => {},
+  }
+  const [file, args] = argvOf(spec)
+  if (!spec.shell && !startsAsIs(file, spec.env['PATH'])) return direct
+
+  let launcher: ChildProcess
+  try {
+    launcher = spawn('/bin/sh', ['-c', LAUNCHER_SCRIPT, 'sh', file, ...args], {
+      stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+      detached: true,
+      env: spec.env,
+    })
+  } catch {
+    return direct
+  }
+  const control = launcher.stdio[3] as Writable | null | undefined
+  const pid = launcher.pid
+  if (control == null || pid === undefined) {
+    launcher.kill('SIGKILL')
+    return direct
+  }
+  // Writes after the shell is gone fail with EPIPE; `exited` tells what became of it.
+  control.on('error', () => {})
+  let gone = false
+  const exited = exitOf(launcher)
+  void exited.then(() => (gone = true))
+  let used = false
+
+  return {
+    pid,
+    waiting: () => !used && !gone,
+    start: (held, guard) => {
+      if (used) throw new Error('a prepared command starts once')
+      used = true
+      const lines = Object.entries(held).map(([name, value]) => `${name}=${value}`)
+      // Only our own names and values (ids, numbers); a line break would split one.
+      if (gone || lines.some((line) => /[\r\n]/.test(line))) {
+        control.destroy()
+        return direct.start(held, guard)
+      }
+      guard(pid)
+      // One write: the shell reads the whole of it, then is the command.
+      control.end([...lines, 'go', ''].join('\n'))
+      return childGroupOf(launcher, exited)
+    },
+    discard: () => {
+      if (used) return
+      used = true
+      control.destroy()
+    },
+  }
+}
+
+/**
+ * Whether `exec` will find `file` as a spawn would: a path (with a `/`) to an executable regular
+ * file, or a name found so in PATH. Anything else is left to spawn, whose error names the cause.
+ */
+function startsAsIs(file: string, path: string | undefined): boolean {
+  if (file === '' || file.startsWith('-')) return false
+  const candidates = file.includes('/')
+    ? [file]
+    : path === undefined
+      ? []
+      : path.split(delimiter).map((dir) => join(dir === '' ? '.' : dir, file))
+  return candidates.some((candidate) => {
+    try {
+      accessSync(candidate, constants.X_OK)
+      return statSync(candidate).isFile()
+    } catch {
+      return false
+    }
+  })
 }

@@ -19,7 +19,7 @@ import type { ConsulHttpClient } from '../../consul/client.js'
 import type { ConsulClient } from '../../consul/client-api.js'
 import type { ConsulError } from '../../consul/errors.js'
 import { lockKey } from '../../core/keys/lock-key.js'
-import { startChildGroup, exitStatusOf, type ChildExit } from './child-group.js'
+import { prepareChildGroup, exitStatusOf, type ChildExit } from './child-group.js'
 import { createContender, type CliContender, type Lease } from './contender.js'
 import {
   createReporter,
@@ -134,6 +134,13 @@ async function contendAndRun(
       watchdog.extend(next.deadlineMs)
     }
   })
+  // The command's process is made now, while the slot is awaited (child-group.ts): starting it
+  // once the slot is held is then one write to it, not a fork of this process.
+  const prepared = prepareChildGroup({
+    command: plan.command,
+    shell: plan.shell,
+    env: { ...process.env, CONSUL_LOCK_HELD: 'true', RXSEM_PREFIX: plan.prefix },
+  })
   try {
     const waited = await waitForSlot(state$, signals.received, plan, watchdogTrouble(watchdog))
     switch (waited.type) {
@@ -162,22 +169,17 @@ async function contendAndRun(
       await release(contender, report)
       return ExitCode.Error
     }
-    const child = startChildGroup({
-      command: plan.command,
-      shell: plan.shell,
-      env: {
-        ...process.env,
-        CONSUL_LOCK_HELD: 'true',
-        RXSEM_PREFIX: plan.prefix,
+    const child = prepared.start(
+      {
         RXSEM_SESSION: state.session ?? '',
         RXSEM_FENCING_TOKEN: state.fencingToken?.toString() ?? '',
         RXSEM_LEASE_DEADLINE_MS: String(Math.floor(initial.deadlineMs)),
       },
-    })
-    if (child.pid !== undefined) {
-      watchdog.guard(child.pid, (lease ?? initial).deadlineMs)
-      guarding = true
-    }
+      (pgid) => {
+        watchdog.guard(pgid, (lease ?? initial).deadlineMs)
+        guarding = true
+      },
+    )
     report.detail(
       `started ${JSON.stringify(plan.command.join(' '))} as process group ${child.pid}, guarded by watchdog ${watchdog.pid}`,
     )
@@ -211,12 +213,15 @@ async function contendAndRun(
             )
             await child.stop('SIGTERM', plan.graceMs)
           }
-          // Did the watchdog stop it (rxsem was frozen past the deadline)? It says so before it
-          // signals, so its answer is in once it has exited.
+          // The group is gone, so nothing of the command runs any more: the slot goes back first
+          // (the next holder waits for it), and the watchdog is let go meanwhile. Did it stop the
+          // command (rxsem was frozen past the deadline)? It says so before it signals, so its
+          // answer is in once it has exited.
+          const released = startRelease(contender, report)
           const end = await watchdog.finish()
           if (end.fired !== undefined) {
             report.info(`lost slot (${describeFired(end)}); the watchdog stopped the command`)
-            await release(contender, report)
+            await released()
             return ExitCode.SlotLost
           }
           if (outcome.exit.type === 'failed') {
@@ -227,7 +232,7 @@ async function contendAndRun(
           } else {
             report.detail(`command ended (${describeExit(outcome.exit)}); releasing the slot`)
           }
-          await release(contender, report)
+          await released()
           return exitStatusOf(outcome.exit, ExitCode.CannotStart)
         }
         case 'lost': {
@@ -286,6 +291,7 @@ async function contendAndRun(
       impatience.unsubscribe()
     }
   } finally {
+    prepared.discard()
     guarding = false
     leases.unsubscribe()
     narrator.unsubscribe()
@@ -334,11 +340,23 @@ function describeWatchdogEnd(end: WatchdogEnd): string {
 
 /** Releases the slot (or the place in the queue); a failure is reported, not fatal. */
 async function release(contender: CliContender, report: Reporter): Promise<void> {
-  try {
-    await contender.close()
-    report.detail('released: contender key and session removed from Consul')
-  } catch (error) {
-    report.error(describeError(error))
+  await startRelease(contender, report)()
+}
+
+/**
+ * Starts the release at once, and returns what reports its outcome once it is in (a failure is
+ * reported, not fatal): the messages that must come before that report can still be decided while
+ * the release runs.
+ */
+function startRelease(contender: CliContender, report: Reporter): () => Promise<void> {
+  const closed = contender.close().then(
+    () => ({ failed: false as const }),
+    (error: unknown) => ({ failed: true as const, error }),
+  )
+  return async () => {
+    const outcome = await closed
+    if (outcome.failed) report.error(describeError(outcome.error))
+    else report.detail('released: contender key and session removed from Consul')
   }
 }
 

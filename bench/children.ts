@@ -230,6 +230,27 @@ export const rxsemRun: CliImplementation = {
   ],
 }
 
+/** `rxsem run --leader`: the single-key lock of `consul lock` (without -n), one holder. */
+export const rxsemRunLeader: CliImplementation = {
+  name: 'rxsem run --leader',
+  ready: rxsemRun.ready,
+  argv: ({ addr, prefix, who, script, ttl }) => [
+    ...rxsemBin,
+    'run',
+    '--leader',
+    '--prefix',
+    prefix,
+    '--http-addr',
+    addr,
+    '--verbose',
+    ...(ttl === undefined ? [] : ['--ttl', ttl]),
+    '--',
+    '/bin/sh',
+    script,
+    who,
+  ],
+}
+
 export const consulLock: CliImplementation = {
   name: 'consul lock -n',
   // Printed right before the session and the contender key are created.

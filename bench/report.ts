@@ -164,7 +164,7 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
     notes: [
       "Release = library: close() called; CLIs: the child's own last timestamp before it exits. Holds = holding$ true / the child's first timestamp.",
       'dropped = handovers whose new holder was not yet up and contending before the release (a CLI that had not printed its "contending" line: rxsem --verbose "watch connected", consul lock -verbose "Attempting lock acquisition"), so its process start-up would count as handover; not counted.',
-      "consul lock -n 1 runs Consul's Lock recipe (one key); ours run the semaphore recipe at limit 1.",
+      "consul lock -n 1 runs Consul's Lock recipe (one key), as rxsem run --leader does; the library and rxsem run run the semaphore recipe at limit 1.",
     ],
   })
   for (const impl of ['library', 'rxsem run']) {

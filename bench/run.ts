@@ -19,6 +19,7 @@ import {
   rxsemBin,
   rxsemBinPath,
   rxsemRun,
+  rxsemRunLeader,
   startupsMs,
   type CliImplementation,
 } from './children.js'
@@ -187,7 +188,7 @@ async function main(): Promise<void> {
     const decide = on('decide') ? measureDecide(config.quick) : []
 
     const paceOf = (implementation: string, limit: number): Pace => {
-      if (implementation === rxsemRun.name) {
+      if (implementation === rxsemRun.name || implementation === rxsemRunLeader.name) {
         // Each rxsem run starts node (a fraction of a second, more under load); hold long enough that the
         // restarts do not saturate the CPU, and keep enough contenders queued meanwhile.
         const startup = 2 * (rxsemStartupMs ?? 1000)
@@ -206,7 +207,9 @@ async function main(): Promise<void> {
           limit,
         ),
       )
-      for (const cli of clis) {
+      // At limit 1 consul lock -n runs Consul's Lock recipe, the lock of rxsem run --leader.
+      const leader = limit === 1 && clis.includes(rxsemRun) ? [rxsemRunLeader] : []
+      for (const cli of [...clis, ...leader]) {
         handover.push(
           await attempt(
             'handover',

@@ -189,6 +189,8 @@ export function prepareChildGroup(spec: ChildSpec): PreparedChild {
   } catch {
     return direct
   }
+  // Listens for its 'error' too: a shell that cannot start must not crash rxsem.
+  const exited = exitOf(launcher)
   const control = launcher.stdio[3] as Writable | null | undefined
   const pid = launcher.pid
   if (control == null || pid === undefined) {
@@ -198,7 +200,6 @@ export function prepareChildGroup(spec: ChildSpec): PreparedChild {
   // Writes after the shell is gone fail with EPIPE; `exited` tells what became of it.
   control.on('error', () => {})
   let gone = false
-  const exited = exitOf(launcher)
   void exited.then(() => (gone = true))
   let used = false
 

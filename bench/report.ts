@@ -27,8 +27,9 @@ type Table = {
   readonly notes?: readonly string[]
 }
 
-const ms = (v: number | undefined): string =>
-  v === undefined || Number.isNaN(v) ? '—' : v >= 100 ? v.toFixed(0) : v.toFixed(1)
+/** A time in ms; '—' when not measured (NaN, which a worker's JSON answer turns into null). */
+const ms = (v: number | null | undefined): string =>
+  typeof v !== 'number' || Number.isNaN(v) ? '—' : v >= 100 ? v.toFixed(0) : v.toFixed(1)
 const ratio = (v: number): string => (Number.isFinite(v) ? `${v.toFixed(2)}×` : '—')
 const colors: Readonly<Record<string, string>> = {
   library: '#1f77b4',

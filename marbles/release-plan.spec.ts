@@ -194,63 +194,6 @@ describe('releaseStart / releaseNext: a hand-off', () => {
     assert.deepEqual(result, E.right({ type: 'Released' }))
   })
 
-  it("should hand off at once on a newer .lock than the hint's (a parked holder saw it): no read, no lost CAS", () => {
-    const newer = lock('"me":true,"other":true', 45n)
-    const { calls, result } = play(
-      releaseStart({ ...input, hint: handOffHint, lock: newer }),
-      releaseNext,
-      [committed(), destroyed()],
-    )
-    assert.deepEqual(calls, [call.handOff(45n, '"other":true,"w1":true'), call.destroy])
-    assert.deepEqual(result, E.right({ type: 'HandedOff', heir: 'w1' }))
-  })
-
-  it('should hand off to the first waiter that a newer .lock does not list yet', () => {
-    const hint = snapshotOf([listsMe, me, ours('w1', 10n), ours('w2', 11n)])
-    const newer = lock('"me":true,"w1":true', 45n)
-    const { calls } = play(releaseStart({ ...input, hint, lock: newer }), releaseNext, [
-      committed(),
-      destroyed(),
-    ])
-    assert.deepEqual(calls, [
-      `txn [check-session ${prefix}/w2 w2; ` +
-        `cas ${prefix}/.lock@45 {"Limit":2,"Holders":{"w1":true,"w2":true}} flags=SEMAPHORE; ` +
-        `delete ${prefix}/me; set ${prefix}/w2  flags=HOLDER]`,
-      call.destroy,
-    ])
-  })
-
-  it("should ignore a .lock no newer than the hint's", () => {
-    for (const older of [lock('"me":true', 40n), lock('"me":true,"x":true', 30n)]) {
-      const { calls } = play(
-        releaseStart({ ...input, hint: handOffHint, lock: older }),
-        releaseNext,
-        [committed(), destroyed()],
-      )
-      assert.deepEqual(calls, [call.handOff(40n, '"w1":true'), call.destroy])
-    }
-  })
-
-  it('should CAS out on a newer .lock when it has no waiter to hand to', () => {
-    const newer = lock('"me":true,"other":true', 45n)
-    const { calls } = play(releaseStart({ ...input, hint: holderHint, lock: newer }), releaseNext, [
-      committed(),
-      destroyed(),
-    ])
-    assert.deepEqual(calls, [call.casOut(45n, '"other":true'), call.destroy])
-  })
-
-  it("should treat a newer .lock that no longer lists it as a waiter's release", () => {
-    const newer = lock('"other":true', 45n)
-    const { calls, result } = play(
-      releaseStart({ ...input, hint: handOffHint, lock: newer }),
-      releaseNext,
-      [deleted(), answer.lock(newer), destroyed()],
-    )
-    assert.deepEqual(calls, [call.deleteKey, call.read, call.destroy])
-    assert.deepEqual(result, E.right({ type: 'NotListed' }))
-  })
-
   it('should hand nothing to a Go waiter first in line', () => {
     const goFirst = snapshotOf([listsMe, me, contenderEntry(prefix, 'w1', 10n)])
     const { calls } = play(releaseStart({ ...input, hint: goFirst }), releaseNext, [

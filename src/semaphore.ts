@@ -43,12 +43,9 @@ export interface SemaphoreState {
   readonly fencingToken: bigint | undefined
   /**
    * The live holders listed in `.lock`. Like `waiting` and `rank`, as of the last snapshot this
-   * contender decided on: every snapshot for the first two in line; for a holder whose process
-   * has only holders (at most 3), a snapshot when its slot is concerned (its removal from `.lock`,
-   * its key's deletion), since such a process does not watch the queue; for a waiter further
-   * back, a snapshot when it moves (the waiter ahead of it took a slot or left), and, while its
-   * process watches the whole prefix anyway, at most every 1 to 2 s. Consul's own view of a
-   * prefix is what `rxsem status` and `rxsem watch` show.
+   * contender decided on: every snapshot for a holder and for the first two in line; for a waiter
+   * further back, a snapshot when it moves (the waiter ahead of it took a slot or left), and,
+   * while its process watches the whole prefix anyway, at most every 1 to 2 s.
    */
   readonly holders: readonly string[]
   /** Contenders waiting for a slot, in the order they will be served (see `holders` for when). */

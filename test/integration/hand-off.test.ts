@@ -58,15 +58,12 @@ describe('hand-off', { timeout: SUITE_TIMEOUT_MS }, () => {
    * Waits until `sem` (a holder: it sees every snapshot) sees `holders` holders and `count`
    * contenders waiting: a holder's snapshot from before another holder's CAS lists it waiting.
    */
-  /**
-   * Waits until Consul shows `count` waiters behind `holders` holders: a holder whose process is
-   * parked on `.lock` is not woken by joins, so its own state$ is no witness of the queue.
-   */
-  const seesWaiting = (prefix: string, count: number, holders = 1) =>
-    eventually(`${holders} holders and ${count} waiters`, async () => {
-      const keys = await contenderKeys(prefix)
-      return keys.length === holders + count ? keys : undefined
-    })
+  const seesWaiting = (sem: Semaphore, count: number, holders = 1) =>
+    firstValueFrom(
+      sem.state$.pipe(
+        filter((s) => s.holding && s.holders.length === holders && s.waiting.length === count),
+      ),
+    )
 
   it("marks a CAS winner's key, and hands the slot to the first waiter in the release transaction; its fencing token is the hand-off index", async () => {
     const prefix = uniquePrefix('hand-off')
@@ -78,9 +75,8 @@ describe('hand-off', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(firstKey?.Session, took.session, 'the rewrite kept the lock')
     assert.equal(took.fencingToken, BigInt(firstKey?.ModifyIndex ?? 0))
     const next = contender(prefix, 1, 'next')
-    await seesWaiting(prefix, 1)
-    const queued = await firstValueFrom(next.state$.pipe(filter((s) => s.rank === 0)))
-    const heir = queued.session ?? ''
+    const { waiting } = await seesWaiting(first, 1)
+    const heir = waiting[0]?.session ?? ''
 
     proxy.resetCounts()
     await first.close()
@@ -123,9 +119,9 @@ describe('hand-off', { timeout: SUITE_TIMEOUT_MS }, () => {
     const b = contender(prefix, 2, 'b')
     await Promise.all([holding(a), holding(b)])
     const go = startConsulLock(consul.addr, ['-n=2', prefix, 'echo go-holds; sleep 300'])
-    await seesWaiting(prefix, 1, 2)
+    await seesWaiting(a, 1, 2)
     const ours = contender(prefix, 2, 'ours')
-    await seesWaiting(prefix, 2, 2)
+    await seesWaiting(a, 2, 2)
 
     await a.close()
     await eventually('consul lock to run its command', () =>
@@ -162,7 +158,7 @@ describe('hand-off', { timeout: SUITE_TIMEOUT_MS }, () => {
     const first = contender(prefix, 1, 'first')
     await holding(first)
     const next = contender(prefix, 1, 'next')
-    await seesWaiting(prefix, 1)
+    await seesWaiting(first, 1)
     await Promise.all([first.close(), next.close()])
     const later = contender(prefix, 1, 'later')
     const { session } = await holding(later)

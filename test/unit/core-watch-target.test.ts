@@ -1,14 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../src/consul/flags.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import { decide } from '../../src/core/semaphore/decide.js'
-import {
-  PARKED_HOLDERS_MAX,
-  heldLockNews,
-  sameWatchTarget,
-  watchTarget,
-} from '../../src/core/semaphore/watch-target.js'
+import { sameWatchTarget, watchTarget } from '../../src/core/semaphore/watch-target.js'
 import { contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
 
 const prefix = 'svc/lock'
@@ -20,7 +15,7 @@ const holder = contenderEntry(prefix, 'h', 1n, { flags: HOLDER_FLAGS, modifyInde
 const local = (session: string) => ({ session, limit: 1 })
 /** The decisions of this process's contenders on a snapshot, as the coordinator has them. */
 const decisions = (snapshot: KVSnapshot, locals: readonly { session: string; limit: number }[]) =>
-  locals.map((l) => ({ session: l.session, decision: decide(snapshot, { prefix, ...l }) }))
+  locals.map((l) => decide(snapshot, { prefix, ...l }))
 
 describe('watchTarget', () => {
   const queue = snapshotOf([
@@ -45,8 +40,8 @@ describe('watchTarget', () => {
     assert.deepEqual(target, { type: 'key', key: `${prefix}/w1`, modifyIndex: 11n })
   })
 
-  it('watches the prefix for the front of the queue, a holder beside a waiter, a contender without its key, or no contender', () => {
-    for (const who of [['w0'], ['w1'], ['h', 'w3'], ['w3', 'w1'], ['nobody']]) {
+  it('watches the prefix for the front of the queue, a holder, a contender without its key, or no contender', () => {
+    for (const who of [['w0'], ['w1'], ['h'], ['w3', 'w1'], ['nobody']]) {
       assert.deepEqual(
         watchTarget(queue, prefix, decisions(queue, who.map(local))),
         { type: 'prefix' },
@@ -54,29 +49,6 @@ describe('watchTarget', () => {
       )
     }
     assert.deepEqual(watchTarget(queue, prefix, decisions(queue, [])), { type: 'prefix' })
-    assert.deepEqual(watchTarget(queue, prefix, [undefined]), { type: 'prefix' })
-  })
-
-  it('parks a process whose contenders all hold on .lock and their own keys', () => {
-    assert.deepEqual(watchTarget(queue, prefix, decisions(queue, [local('h')])), {
-      type: 'held',
-      lock: { key: `${prefix}/.lock`, modifyIndex: 50n },
-      sessions: ['h'],
-      keys: [{ key: `${prefix}/h`, modifyIndex: 50n }],
-    })
-  })
-
-  it('watches the prefix when more holders than PARKED_HOLDERS_MAX would each need a long poll', () => {
-    const sessions = Array.from({ length: PARKED_HOLDERS_MAX + 1 }, (_, i) => `h${i}`)
-    const many = snapshotOf([
-      lockEntry(prefix, JSON.stringify({ Limit: 10, Holders: sessions }), 60n),
-      ...sessions.map((s, i) =>
-        contenderEntry(prefix, s, BigInt(i + 1), { flags: HOLDER_FLAGS, modifyIndex: 60n }),
-      ),
-    ])
-    const all = sessions.map((session) => ({ session, limit: 10 }))
-    assert.equal(watchTarget(many, prefix, decisions(many, all.slice(1))).type, 'held')
-    assert.deepEqual(watchTarget(many, prefix, decisions(many, all)), { type: 'prefix' })
   })
 
   it('watches the prefix when the waiter ahead is a Go contender, whose key does not change when it acquires', () => {
@@ -114,36 +86,11 @@ describe('watchTarget', () => {
     })
   })
 
-  it('finds news for parked holders only in a .lock that is gone, unreadable, or misses one of them', () => {
-    const target = watchTarget(queue, prefix, decisions(queue, [local('h')]))
-    assert.equal(target.type, 'held')
-    if (target.type !== 'held') return
-    const lock = (body: string, flags = SEMAPHORE_FLAGS) => lockEntry(prefix, body, 70n, { flags })
-    assert.equal(heldLockNews(lock('{"Limit":2,"Holders":{"h":true,"x":true}}'), target), false)
-    assert.equal(heldLockNews(lock('{"Limit":5,"Holders":["h"]}'), target), false)
-    assert.equal(heldLockNews(lock('{"Limit":1,"Holders":{"x":true}}'), target), true)
-    assert.equal(heldLockNews(lock('{"Limit":1,"Holders":{}}'), target), true)
-    assert.equal(heldLockNews(lock('not json'), target), true)
-    assert.equal(heldLockNews(lock('{"Limit":1,"Holders":{"h":true}}', 7n), target), true)
-    assert.equal(heldLockNews(undefined, target), true)
-  })
-
   it('tells targets apart by key and index', () => {
     const a = { type: 'key', key: 'k', modifyIndex: 1n } as const
     assert.ok(sameWatchTarget(a, { ...a }))
     assert.ok(!sameWatchTarget(a, { ...a, modifyIndex: 2n }))
     assert.ok(!sameWatchTarget(a, { type: 'prefix' }))
     assert.ok(sameWatchTarget({ type: 'prefix' }, { type: 'prefix' }))
-    const h = {
-      type: 'held',
-      lock: { key: 'l', modifyIndex: 5n },
-      sessions: ['s'],
-      keys: [{ key: 'k', modifyIndex: 4n }],
-    } as const
-    assert.ok(sameWatchTarget(h, { ...h, keys: [{ key: 'k', modifyIndex: 4n }] }))
-    assert.ok(!sameWatchTarget(h, { ...h, lock: { key: 'l', modifyIndex: 6n } }))
-    assert.ok(!sameWatchTarget(h, { ...h, keys: [{ key: 'k', modifyIndex: 6n }] }))
-    assert.ok(!sameWatchTarget(h, { type: 'prefix' }))
-    assert.ok(!sameWatchTarget(a, h))
   })
 })

@@ -5,7 +5,6 @@ import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import type { PrefixProblem } from '../events.js'
 import { contenderKey } from '../keys/contender-key.js'
 import { lockKey } from '../keys/lock-key.js'
-import { readLock } from '../lock-body/read-lock.js'
 import { releaseLock, type ReleaseDecision } from '../lock-body/release-lock.js'
 import { handOffAgain, handOffLock, type HandOff } from '../semaphore/hand-off.js'
 import type { PrefixView } from '../semaphore/prefix-view.js'
@@ -38,12 +37,6 @@ export interface ReleaseInput {
   readonly hint?: KVSnapshot | undefined
   /** The hint's view, when the caller's contenders decided on it (saves pruning and ranking). */
   readonly hintView?: E.Either<PrefixProblem, PrefixView> | undefined
-  /**
-   * `.lock` as read after the hint (a holder parked on `.lock` sees it change without listing the
-   * prefix). Used only when its ModifyIndex is above the hint's `.lock`: a CAS on the hint would
-   * then lose, so the release starts as after a lost CAS, from this `.lock`, without a read.
-   */
-  readonly lock?: KVEntry | undefined
 }
 
 /**
@@ -111,7 +104,6 @@ export type ReleaseStep = PlanStep<ReleaseState, E.Either<ConsulError, ReleaseOu
  * ```
  * hint lists us, ours first in line:  txn hand-off ─► destroy
  * hint lists us:                      txn cas-out ─► destroy
- * a newer .lock than the hint's:      txn hand-off (from that .lock) or cas-out ─► destroy
  * no usable hint:                     get .lock ─► txn cas-out ─► destroy
  * not listed (a waiter):              get .lock ─► delete key ─► get .lock ─► destroy
  * CAS lost:                           … ─► wait 0-5 ms ─► get .lock ─► txn again (at most `attempts`)
@@ -151,8 +143,6 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
     keyGone: false,
   }
   if (input.hint === undefined) return read(state)
-  const newer = newerLock(input.hint, input.lock, prefix)
-  if (newer !== undefined) return fromNewerLock(state, input.hint, input.hintView, newer)
   const offered = handOffLock(input.hint, state, input.hintView)
   if (offered !== undefined) return handOff(state, offered)
   const hinted = releaseLock(input.hint, state)
@@ -224,33 +214,6 @@ function answered(state: ReleaseState, answer: ReleaseAnswer): ReleaseStep {
         result: settle(phase.settled, E.right(answerValue(answer, 'destroy'))),
       }
   }
-}
-
-/** `lock` when it is a later `.lock` than the hint's; undefined otherwise. */
-function newerLock(hint: KVSnapshot, lock: KVEntry | undefined, prefix: string) {
-  if (lock === undefined) return undefined
-  const key = lockKey(prefix)
-  const hinted = hint.entries.find((entry) => entry.key === key)
-  return hinted !== undefined && lock.modifyIndex > hinted.modifyIndex ? lock : undefined
-}
-
-/**
- * The hint's `.lock` is stale, `newer` is not: the hand-off goes to the hint's first waiter that
- * `newer` does not list yet, written on `newer` as after a lost CAS (`handOffAgain`: the listed
- * holders kept as they are, since the hint's keys cannot tell which are alive now); with no such
- * hand-off, the plain release is decided on `newer`.
- */
-function fromNewerLock(
-  state: Progress,
-  hint: KVSnapshot,
-  hintView: E.Either<PrefixProblem, PrefixView> | undefined,
-  newer: KVEntry,
-): ReleaseStep {
-  const listed = readLock(newer, newer.key)
-  const served = E.isRight(listed) ? (listed.right.record?.holders ?? []) : []
-  const offered = handOffLock(hint, state, hintView, served)
-  const again = offered && handOffAgain(newer, state, offered)
-  return again !== undefined ? handOff(state, again) : decide(state, newer)
 }
 
 /** What to do with `.lock` as read (null: missing). */

@@ -62,19 +62,16 @@ export interface HandOffOptions {
  * @param options - Prefix, this holder's session and the limit.
  * @param shared - The snapshot's view for this limit, when the caller has it already (the view
  *   its contenders decided on); computed from the snapshot otherwise.
- * @param served - Sessions that a later `.lock` lists as holders: the heir is the first waiter
- *   not among them.
  * @returns The hand-off to try, or undefined for a plain release.
  */
 export function handOffLock(
   snapshot: KVSnapshot,
   options: HandOffOptions,
   shared: E.Either<PrefixProblem, PrefixView> = prefixView(snapshot, options),
-  served: readonly string[] = [],
 ): HandOff | undefined {
   if (E.isLeft(shared) || shared.right.limitConflict !== undefined) return undefined
   const { view, holders } = shared.right
-  const heir = view.waiting.find((waiter) => !served.includes(waiter.session))?.session
+  const heir = view.waiting[0]?.session
   if (heir === undefined || !holders.has(options.session)) return undefined
   // A limit lowered under its holders admits no one until they are fewer than it.
   if (view.liveHolders.length > view.limit) return undefined

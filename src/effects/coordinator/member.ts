@@ -197,7 +197,6 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       fairness: options.fairness,
       scheduler: this.scheduler,
       cache: this.coordinator.cache,
-      lockSeen: () => this.coordinator.lockSeen(),
     }
     const decide = options.protocol.decide(this.contender)
     this.decide = decide
@@ -266,10 +265,6 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   }
 
   // ── CoordinatedMember ────────────────────────────────────────────────────────────────────────
-
-  get currentSession(): string | undefined {
-    return this.session
-  }
 
   decisionOn(snapshot: KVSnapshot): Decision | undefined {
     const session = this.session

@@ -26,12 +26,9 @@ import type { CountedGrace } from '../../core/contender/contender-state-model.js
 import { viewCache, type ViewCache } from '../../core/semaphore/view-cache.js'
 import {
   WHOLE_PREFIX,
-  heldLockNews,
   sameWatchTarget,
   watchTarget,
-  type MemberDecision,
   type WatchTarget,
-  type WatchedKey,
 } from '../../core/semaphore/watch-target.js'
 import type { ContenderProtocol } from '../protocol/contender-protocol.js'
 import { refCountedRegistry, type RegistryLease } from '../registry.js'
@@ -40,8 +37,6 @@ import { fromCall } from '../call-policy.js'
 
 /** A registered contender, as the coordinator drives it (see `Member`). */
 export interface CoordinatedMember {
-  /** The member's session; undefined without one. */
-  readonly currentSession: string | undefined
   /**
    * This member's decision on a snapshot, computed once per snapshot (the coordinator asks it for
    * its watch target; the member steps on the same one). Undefined without a session.
@@ -209,21 +204,8 @@ export class PrefixCoordinator {
     this.target.next(watchTarget(last, this.prefix, this.decisionsOn(last)))
   }
 
-  private *decisionsOn(snapshot: KVSnapshot): Iterable<MemberDecision | undefined> {
-    for (const member of this.watching) {
-      const session = member.currentSession
-      const decision = member.decisionOn(snapshot)
-      yield session === undefined || decision === undefined ? undefined : { session, decision }
-    }
-  }
-
-  /**
-   * `.lock` as this client last saw it on the prefix: from the last snapshot, or fresher, from
-   * the long poll of holders parked on it. A release starts from it when it is newer than the
-   * snapshot it decided on (`ReleaseInput.lock`).
-   */
-  lockSeen(): KVEntry | undefined {
-    return this.memory.lock ?? undefined
+  private *decisionsOn(snapshot: KVSnapshot): Iterable<Decision | undefined> {
+    for (const member of this.watching) yield member.decisionOn(snapshot)
   }
 
   private watch(): Observable<WatchEvent> {
@@ -235,129 +217,66 @@ export class PrefixCoordinator {
       distinctUntilChanged(sameWatchTarget),
       // Each long poll starts from what the members have already seen: the last snapshot's index
       // for the prefix, the key's index in it for a key. No read at once on every switch.
-      switchMap((to) => {
-        const list = () => listOnce(this.client, this.prefix, options, fallBack)
-        const fallBack = () => this.target.next(WHOLE_PREFIX)
-        switch (to.type) {
-          case 'prefix':
-            return this.client.watchPrefix(`${this.prefix}/`, {
+      switchMap((to) =>
+        to.type === 'prefix'
+          ? this.client.watchPrefix(`${this.prefix}/`, {
               ...options,
               startIndex: this.last?.index,
               startEntries: this.last?.entries,
             })
-          case 'key':
-            return waitForKey(this.client, to, options, list)
-          case 'held':
-            return waitWhileHeld(this.client, to, options, list, (lock) => {
-              this.memory.lock = lock
-            })
-        }
-      }),
+          : waitForKey(this.client, this.prefix, to, options, () => this.target.next(WHOLE_PREFIX)),
+      ),
     )
   }
 }
 
 /**
- * Lists the prefix once, as a snapshot. A failed listing hands back to the prefix watch
- * (`fallBack`), whose loop reports and retries failures.
+ * Long-polls one contender key; when it changes, goes, or the poll reconnects, and every
+ * `PARKED_RECHECK_MS` in any case, lists the prefix once and emits that snapshot. A failed list
+ * hands back to the prefix watch (`fallBack`), whose loop reports and retries failures.
  */
-function listOnce(
+function waitForKey(
   client: ConsulClient,
   prefix: string,
+  to: Extract<WatchTarget, { type: 'key' }>,
   options: WatchOptions,
   fallBack: () => void,
 ): Observable<WatchEvent> {
-  return fromCall((signal) =>
-    client.kv.list(`${prefix}/`, { signal, consistency: options.consistency }),
-  ).pipe(
-    mergeMap((listed) => {
-      if (E.isLeft(listed)) {
-        fallBack()
-        return EMPTY
-      }
-      // As the prefix watch does: part of the prefix is no picture of it.
-      if (listed.right.filteredByAcls === true) {
-        return throwError(() => filteredListingError(`${prefix}/`))
-      }
-      return of<WatchEvent>({ type: 'snapshot', snapshot: listed.right })
-    }),
-  )
-}
-
-/**
- * Long-polls one key from its index in the last snapshot. A `disconnected` passes through; the
- * first answer after one, or an answer that is `news`, lists the prefix once (`list`); any other
- * answer is swallowed and the poll goes on from its index.
- */
-function pollKey(
-  client: ConsulClient,
-  watched: WatchedKey,
-  options: WatchOptions,
-  news: (entry: KVEntry | undefined) => boolean,
-  list: () => Observable<WatchEvent>,
-): Observable<WatchEvent> {
+  const listOnce = (): Observable<WatchEvent> =>
+    fromCall((signal) =>
+      client.kv.list(`${prefix}/`, { signal, consistency: options.consistency }),
+    ).pipe(
+      mergeMap((listed) => {
+        if (E.isLeft(listed)) {
+          fallBack()
+          return EMPTY
+        }
+        // As the prefix watch does: part of the prefix is no picture of it.
+        if (listed.right.filteredByAcls === true) {
+          return throwError(() => filteredListingError(`${prefix}/`))
+        }
+        return of<WatchEvent>({ type: 'snapshot', snapshot: listed.right })
+      }),
+    )
   return defer(() => {
     let reconnected = false
-    return client.watchPrefix(watched.key, { ...options, startIndex: watched.modifyIndex }).pipe(
+    const keyEvents = client.watchPrefix(to.key, { ...options, startIndex: to.modifyIndex }).pipe(
       concatMap((event): Observable<WatchEvent> => {
         if (event.type === 'disconnected') {
           reconnected = true
           return of(event)
         }
-        const entry = event.snapshot.entries.find((e) => e.key === watched.key)
-        if (!reconnected && !news(entry)) return EMPTY
+        const entry = event.snapshot.entries.find((e) => e.key === to.key)
+        if (!reconnected && entry?.modifyIndex === to.modifyIndex) return EMPTY
         reconnected = false
-        return list()
+        return listOnce()
       }),
     )
+    const rechecks = interval(PARKED_RECHECK_MS, options.scheduler ?? asyncScheduler).pipe(
+      concatMap(listOnce),
+    )
+    return merge(keyEvents, rechecks)
   })
-}
-
-/** A key changed (or went) since the snapshot the target was chosen on. */
-const changed =
-  (watched: WatchedKey) =>
-  (entry: KVEntry | undefined): boolean =>
-    entry?.modifyIndex !== watched.modifyIndex
-
-/**
- * Long-polls one contender key (the waiter's ahead); when it changes, goes, or the poll
- * reconnects, and every `PARKED_RECHECK_MS` in any case, lists the prefix once and emits that
- * snapshot.
- */
-function waitForKey(
-  client: ConsulClient,
-  to: Extract<WatchTarget, { type: 'key' }>,
-  options: WatchOptions,
-  list: () => Observable<WatchEvent>,
-): Observable<WatchEvent> {
-  const rechecks = interval(PARKED_RECHECK_MS, options.scheduler ?? asyncScheduler).pipe(
-    concatMap(list),
-  )
-  return merge(pollKey(client, to, options, changed(to), list), rechecks)
-}
-
-/**
- * Long-polls `.lock` and the holders' own keys (a `held` target). A `.lock` that still lists them
- * all is kept (`remember`, for their releases) and the poll goes on; news on `.lock` (`heldLockNews`), a
- * change of an own key, or a reconnect lists the prefix once. No periodic listing: nothing but
- * those keys can take a holder's slot away.
- */
-function waitWhileHeld(
-  client: ConsulClient,
-  to: Extract<WatchTarget, { type: 'held' }>,
-  options: WatchOptions,
-  list: () => Observable<WatchEvent>,
-  remember: (lock: KVEntry) => void,
-): Observable<WatchEvent> {
-  const lockNews = (entry: KVEntry | undefined): boolean => {
-    if (heldLockNews(entry, to)) return true
-    if (entry !== undefined) remember(entry)
-    return false
-  }
-  return merge(
-    pollKey(client, to.lock, options, lockNews, list),
-    ...to.keys.map((key) => pollKey(client, key, options, changed(key), list)),
-  )
 }
 
 /**

@@ -2,7 +2,7 @@ import type * as E from 'fp-ts/lib/Either.js'
 import type { Observable, SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
 import type { ConsulError } from '../../consul/errors.js'
-import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import type { KVSnapshot } from '../../consul/types.js'
 import type {
   ContenderAction,
   DecideStep,
@@ -24,8 +24,6 @@ export interface ProtocolContender {
   readonly scheduler: SchedulerLike
   /** The views of the prefix's snapshots, shared by the contenders of the prefix. */
   readonly cache: ViewCache
-  /** `.lock` as the process last saw it on the prefix, perhaps fresher than any snapshot. */
-  readonly lockSeen: () => KVEntry | undefined
 }
 
 /**

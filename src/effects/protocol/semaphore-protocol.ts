@@ -49,7 +49,6 @@ export const semaphoreProtocol: ContenderProtocol = {
       scheduler: contender.scheduler,
       hint: lastSeen,
       hintView: lastSeen && contender.cache.view(lastSeen, contender),
-      lock: contender.lockSeen(),
     }),
   problemError,
 }

@@ -209,46 +209,40 @@ export const rxsemBinPath = (
 ).bin.rxsem
 export const rxsemBin = [process.execPath, join(repoRoot, rxsemBinPath)] as const
 
+/**
+ * Argv of one `rxsem run` contender: `mode` says which lock (`--limit n`, or `--leader`), the
+ * rest is the same for both.
+ */
+const rxsemRunArgv = (
+  mode: readonly string[],
+  { addr, prefix, who, script, ttl }: Parameters<CliImplementation['argv']>[0],
+): readonly string[] => [
+  ...rxsemBin,
+  'run',
+  ...mode,
+  '--prefix',
+  prefix,
+  '--http-addr',
+  addr,
+  '--verbose',
+  ...(ttl === undefined ? [] : ['--ttl', ttl]),
+  '--',
+  '/bin/sh',
+  script,
+  who,
+]
+
 export const rxsemRun: CliImplementation = {
   name: 'rxsem run',
   ready: /watch connected|waiting for a slot|a slot is free|holding slot/,
-  argv: ({ addr, prefix, limit, who, script, ttl }) => [
-    ...rxsemBin,
-    'run',
-    '--prefix',
-    prefix,
-    '--limit',
-    String(limit),
-    '--http-addr',
-    addr,
-    '--verbose',
-    ...(ttl === undefined ? [] : ['--ttl', ttl]),
-    '--',
-    '/bin/sh',
-    script,
-    who,
-  ],
+  argv: (options) => rxsemRunArgv(['--limit', String(options.limit)], options),
 }
 
 /** `rxsem run --leader`: the single-key lock of `consul lock` (without -n), one holder. */
 export const rxsemRunLeader: CliImplementation = {
   name: 'rxsem run --leader',
   ready: rxsemRun.ready,
-  argv: ({ addr, prefix, who, script, ttl }) => [
-    ...rxsemBin,
-    'run',
-    '--leader',
-    '--prefix',
-    prefix,
-    '--http-addr',
-    addr,
-    '--verbose',
-    ...(ttl === undefined ? [] : ['--ttl', ttl]),
-    '--',
-    '/bin/sh',
-    script,
-    who,
-  ],
+  argv: (options) => rxsemRunArgv(['--leader'], options),
 }
 
 export const consulLock: CliImplementation = {

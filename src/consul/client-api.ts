@@ -334,6 +334,12 @@ export interface NetworkHealth {
   readonly failures: () => number
   /** Calls `listener` on the first answer after such failures; returns the unsubscribe. */
   readonly onRecovered: (listener: () => void) => () => void
+  /**
+   * How many answers the agent gave so far (any status). A contender whose session request still
+   * waits for a connection when its `startupTimeout` passes does not call the agent unreachable
+   * if this moved meanwhile. Optional for clients made by hand.
+   */
+  readonly answers?: () => number
 }
 
 /**

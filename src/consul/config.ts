@@ -85,7 +85,10 @@ export interface ConsulClientConfig {
   readonly consistency?: Consistency
   /** Most connections the client opens to the agent; default 16 (see semantics §9 trap 15). */
   readonly connections?: number
-  /** Timeout of a non-blocking request in ms; default 10000. */
+  /**
+   * Timeout of a non-blocking request in ms, from when it has a connection (a call waiting for one
+   * of the `connections`, all busy, is not timed meanwhile); default 10000.
+   */
   readonly requestTimeoutMs?: number
   /**
    * Largest answer the client reads, in bytes; default 32 MiB (DEFAULT_MAX_RESPONSE_BYTES). Past

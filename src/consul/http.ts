@@ -29,6 +29,11 @@ export interface HttpRequest {
   readonly timeoutMs?: number
   /** Read consistency; applied to GETs only. */
   readonly consistency?: Consistency | undefined
+  /**
+   * Sent ahead of the requests waiting for a connection (a session renewal: a holder's lease
+   * hangs on it, and a burst of thousands of other requests must not make it late).
+   */
+  readonly urgent?: boolean
 }
 
 export interface HttpAnswer {
@@ -233,12 +238,15 @@ export function createTransport(config: ResolvedConfig): Transport {
   const requests = requestFeed()
   const where = config.socketPath === undefined ? config.origin : `unix://${config.socketPath}`
   const inFlight = new Set<AbortController>()
+  const gate = connectionGate(config.connections)
   let closing: Promise<void> | undefined
   let failures = 0
+  let answers = 0
   let recoveredFrom = 0
   const recoveryListeners = new Set<() => void>()
   const network: NetworkHealth = {
     failures: () => failures,
+    answers: () => answers,
     onRecovered: (listener) => {
       recoveryListeners.add(listener)
       return () => recoveryListeners.delete(listener)
@@ -248,7 +256,10 @@ export function createTransport(config: ResolvedConfig): Transport {
   const noteOutcome = (answer: E.Either<ConsulError, HttpAnswer>): void => {
     if (E.isLeft(answer)) {
       if (answer.left._tag === 'Timeout' || answer.left._tag === 'Unreachable') failures++
-    } else if (failures > recoveredFrom) {
+      return
+    }
+    answers++
+    if (failures > recoveredFrom) {
       recoveredFrom = failures
       for (const listener of [...recoveryListeners]) listener()
     }
@@ -272,8 +283,21 @@ export function createTransport(config: ResolvedConfig): Transport {
     if (closing !== undefined) {
       return E.left({ _tag: 'Aborted', request: bare, message: `${label}: the client is closed` })
     }
+    // The request timeout measures the agent's answer, not this client's own queue: a request
+    // waits here, without a timer, while every connection is busy (a burst of thousands of
+    // contenders' writes, long polls), and is given to undici only when one is free. Timed from
+    // the call instead, the last of a burst timed out unsent and were sent again, which made the
+    // queue longer still: 10,000 contenders on one prefix never all got their keys in (bench 5a).
     if (request.signal?.aborted) {
       return E.left({ _tag: 'Aborted', request: bare, message: `${label}: aborted by the caller` })
+    }
+    if (!(await gate.admit(request.signal, request.urgent === true))) {
+      return E.left({ _tag: 'Aborted', request: bare, message: `${label}: aborted by the caller` })
+    }
+    if (closing !== undefined || request.signal?.aborted === true) {
+      gate.leave()
+      const why = closing !== undefined ? 'the client is closed' : 'aborted by the caller'
+      return E.left({ _tag: 'Aborted', request: bare, message: `${label}: ${why}` })
     }
     const controller = new AbortController()
     let why: 'caller' | 'timeout' | 'closed' | undefined
@@ -370,6 +394,7 @@ export function createTransport(config: ResolvedConfig): Transport {
       clearTimeout(timer)
       inFlight.delete(controller)
       request.signal?.removeEventListener('abort', onCallerAbort)
+      gate.leave()
     }
   }
 
@@ -407,9 +432,71 @@ export function createTransport(config: ResolvedConfig): Transport {
     close: () => {
       closing ??= (async () => {
         for (const controller of inFlight) controller.abort()
+        gate.admitAll()
         await pool.destroy()
       })()
       return closing
+    },
+  }
+}
+
+/** Admission of requests to a pool of `size` connections (see `createTransport`'s `send`). */
+interface ConnectionGate {
+  /**
+   * Resolves true once the request may be sent (at once while fewer than `size` are out), or
+   * false if `signal` aborted it first. An urgent request goes ahead of the others waiting.
+   */
+  admit(signal: AbortSignal | undefined, urgent: boolean): Promise<boolean>
+  /** A request admitted is done: the next one waiting goes. */
+  leave(): void
+  /** Lets every request waiting go (the client is closing: they see it and end). */
+  admitAll(): void
+}
+
+function connectionGate(size: number): ConnectionGate {
+  let out = 0
+  // First in, first out; urgent ones at the front, in their own order.
+  const waiting: (() => void)[] = []
+  let urgentCount = 0
+  const admitted = Promise.resolve(true)
+  return {
+    admit: (signal, urgent) => {
+      if (out < size && waiting.length === 0) {
+        out++
+        return admitted
+      }
+      return new Promise<boolean>((resolve) => {
+        const go = (): void => {
+          signal?.removeEventListener('abort', onAbort)
+          resolve(true)
+        }
+        const onAbort = (): void => {
+          const at = waiting.indexOf(go)
+          if (at < 0) return
+          waiting.splice(at, 1)
+          if (at < urgentCount) urgentCount--
+          resolve(false)
+        }
+        signal?.addEventListener('abort', onAbort, { once: true })
+        if (urgent) waiting.splice(urgentCount++, 0, go)
+        else waiting.push(go)
+      })
+    },
+    leave: () => {
+      const next = waiting.shift()
+      if (next === undefined) {
+        out--
+        return
+      }
+      if (urgentCount > 0) urgentCount--
+      next() // the slot passes to it
+    },
+    admitAll: () => {
+      for (const go of waiting.splice(0)) {
+        out++
+        go()
+      }
+      urgentCount = 0
     },
   }
 }

@@ -141,7 +141,7 @@ export function createSessions(transport: Transport): ConsulClient['session'] {
       pipe(
         sessionPath('PUT', 'renew', id),
         E.match(unsent, (path) =>
-          transport.call({ method: 'PUT', path, signal: options.signal }, (answer) =>
+          transport.call({ method: 'PUT', path, signal: options.signal, urgent: true }, (answer) =>
             // 404: the session is gone (expired or destroyed): data for the caller, not a failure.
             answer.status === 404
               ? E.right(null)

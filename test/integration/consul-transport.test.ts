@@ -86,6 +86,50 @@ describe('Consul HTTP transport', () => {
     }
   })
 
+  it('times a call from when it has a connection, not while it waits for one; a renewal waits least', async () => {
+    const requestTimeoutMs = 300
+    const consul = createConsulClient({
+      address: proxy.addr,
+      env: {},
+      connections: 1,
+      requestTimeoutMs,
+    })
+    const direct = createConsulClient({ address: agent.addr, env: {} })
+    try {
+      await ok(consul.kv.put(`${prefix}/queue/seed`, 'x'))
+      const first = await ok(consul.kv.list(`${prefix}/queue/`))
+      const session = await ok(direct.session.create({ ttl: '30s' }))
+      proxy.resetCounts()
+      // A long poll holds the one connection until the test wakes it. Behind it wait a write,
+      // then a renewal.
+      const poll = consul.kv.list(`${prefix}/queue/`, { index: first.index, waitMs: 30_000 })()
+      await until(() => proxy.inFlight() === 1, 'the long poll in flight')
+      const queuedAt = Date.now()
+      const write = consul.kv.put(`${prefix}/queue/late`, 'x')()
+      const renewal = consul.session.renew(session)()
+      // Longer than the request timeout, waiting for a connection.
+      await until(() => Date.now() - queuedAt > 3 * requestTimeoutMs, 'three request timeouts')
+      assert.equal(proxy.requests().length, 1, 'only the poll was sent')
+      await ok(direct.kv.put(`${prefix}/queue/wake`, 'x'))
+      const [polled, written, renewed] = await Promise.all([poll, write, renewal])
+      assert.equal(polled._tag, 'Right')
+      assert.deepEqual(written, { _tag: 'Right', right: true }, 'the write did not time out')
+      assert.equal(renewed._tag, 'Right', 'the renewal did not time out')
+      const kind = (path: string): string =>
+        path.startsWith('/v1/session/renew/') ? 'renew' : path.startsWith('/v1/kv/') ? 'kv' : path
+      assert.deepEqual(
+        proxy.requests().map((r) => kind(r.path)),
+        ['kv', 'renew', 'kv'],
+        'the renewal went ahead of the write that waited longer',
+      )
+      await ok(direct.session.destroy(session))
+      assert.equal(await ok(direct.kv.delete(`${prefix}/queue/`, { recurse: true })), true)
+    } finally {
+      await direct.close()
+      await consul.close()
+    }
+  })
+
   it('sends the datacenter as dc on every call', async () => {
     const consul = createConsulClient({ address: proxy.addr, datacenter: 'dc1', env: {} })
     const elsewhere = createConsulClient({ address: proxy.addr, datacenter: 'nowhere', env: {} })

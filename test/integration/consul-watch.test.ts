@@ -192,7 +192,7 @@ describe('watchPrefix', () => {
     try {
       await until(() => watch.snapshots().length === 1, 'the first snapshot')
       proxy.setMode('blackhole')
-      await until(() => watch.disconnects().length >= 1, 'a timeout', 3000)
+      await until(() => watch.disconnects().length >= 1, 'a timeout')
       proxy.setMode('close')
       await until(() => watch.disconnects().some((d) => d.error._tag === 'Unreachable'), 'a reset')
       proxy.setMode('pass')

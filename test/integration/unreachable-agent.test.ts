@@ -167,6 +167,55 @@ describe('a contender whose agent cannot be reached', { timeout: SUITE_TIMEOUT_M
   })
 })
 
+describe('a contender of a busy client', { timeout: SUITE_TIMEOUT_MS }, () => {
+  it('waits its turn for a connection past its startupTimeout while the agent answers the others', async () => {
+    const consul = await sharedAgent()
+    // Each session takes the agent 150 ms to make, and the client has one connection: the last
+    // of 16 contenders started at once waits about 2.4 s for its turn, more than its 1 s.
+    const proxy = await startFaultProxy(consul.addr)
+    proxy.setMode({
+      when: { method: 'PUT', pathPrefix: '/v1/session/create' },
+      then: { latencyMs: 150 },
+    })
+    const client = createConsulClient({ address: proxy.addr, env: {}, connections: 1 })
+    const prefix = uniquePrefix('busy-client')
+    const sems = Array.from({ length: 16 }, () =>
+      semaphore({ prefix, limit: 16, consul: client, startupTimeout: '1s' }),
+    )
+    const seen = sems.map((sem) => record(sem.state$))
+    try {
+      await eventually(
+        'every contender holding, or one failed',
+        () =>
+          seen.some((s) => s.error !== undefined) ||
+          seen.every((s) => s.values.at(-1)?.holding === true)
+            ? true
+            : undefined,
+        30_000,
+      )
+      assert.deepEqual(
+        seen.flatMap((s) =>
+          s.error instanceof Error ? [s.error.message] : s.error === undefined ? [] : ['?'],
+        ),
+        [],
+        'no contender called the agent unreachable',
+      )
+      const creates = proxy.requests().filter((r) => r.path === '/v1/session/create')
+      assert.equal(creates.length, 16, 'one session each, none retried')
+      assert.ok(
+        creates.at(-1)!.at - creates[0]!.at > 1000,
+        'the last session request waited longer than the startupTimeout',
+      )
+    } finally {
+      await Promise.all(sems.map((sem) => sem.close()))
+      await client.close()
+      await proxy.close()
+      await deleteTree(consul.url, prefix)
+      await consul.close()
+    }
+  })
+})
+
 describe('a contender whose address is not a Consul agent', { timeout: SUITE_TIMEOUT_MS }, () => {
   const answers = [
     { name: '404 text/plain', status: 404, type: 'text/plain', body: 'Not Found' },

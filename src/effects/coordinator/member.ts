@@ -105,7 +105,9 @@ const WAITER_REFRESH_MS = 1000
  *
  * When the session is lost it starts over with a new one; transient failures are retried with the
  * `session` backoff; a prefix problem or a permanent failure ends it with a SemaphoreError. Until
- * the first session is created, the retries last at most `startupTimeoutMs` (then `Unreachable`).
+ * the first session is created, the retries last at most `startupTimeoutMs` (then `Unreachable`);
+ * a session request still waiting for a connection of a busy client then, while the agent answers
+ * the client, is waited for, and only its failure ends the contender.
  *
  * @example
  * const run = contend({ ...resolved, client, protocol: semaphoreProtocol, limit: 3, ... }, {
@@ -144,6 +146,8 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   private trying: boolean
   private gaveUp = false
   private lastStartupFailure: ConsulError | undefined
+  /** The startup timeout passed while a session's creation was out (see `start`). */
+  private startupOverdue = false
   /** Failures in a row of session creation / runs (reset by a run's first state). */
   private attempt = 0
   private aclInRow = 0
@@ -237,9 +241,15 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   start(): void {
     const timeoutMs = this.options.startupTimeoutMs
     if (Number.isFinite(timeoutMs)) {
+      const answersBefore = this.options.client.network?.answers?.() ?? 0
       this.startupTimer = this.scheduler.schedule(() => {
         this.startupTimer = undefined
-        this.fail(unreachableError(this.options.client, timeoutMs, this.lastStartupFailure))
+        // The agent answered this client meanwhile, and an attempt is still out: it waits its
+        // turn for a connection of a busy client (thousands of contenders starting at once).
+        // It decides: the contender fails only if it fails too.
+        const answers = this.options.client.network?.answers?.() ?? 0
+        if (this.createCall !== undefined && answers > answersBefore) this.startupOverdue = true
+        else this.fail(unreachableError(this.options.client, timeoutMs, this.lastStartupFailure))
       }, timeoutMs)
     }
     this.create()
@@ -377,6 +387,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
           return
         }
         this.cancel('startupTimer')
+        this.startupOverdue = false
         this.begin(created.right, createdAt)
       })
   }
@@ -576,6 +587,9 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       return this.fail(toSemaphoreError(error))
     }
     this.lastStartupFailure = error
+    if (this.startupOverdue) {
+      return this.fail(unreachableError(this.options.client, this.options.startupTimeoutMs, error))
+    }
     this.aclInRow = isAclServerError(error) ? this.aclInRow + 1 : 0
     if (isAclServerError(error) && this.aclInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
       return this.fail(toSemaphoreError(persistentAclError(error, this.aclInRow)))

@@ -216,13 +216,17 @@ export class PrefixCoordinator {
     return this.target.pipe(
       distinctUntilChanged(sameWatchTarget),
       // Each long poll starts from what the members have already seen: the last snapshot's index
-      // for the prefix, the key's index in it for a key. No read at once on every switch.
+      // for the prefix, the key's index in it for a key. No read at once on every switch, unless
+      // the members' last event is a failure (a key poll that failed, then a listing that failed
+      // too, falls back here): a poll blocking on the last index would leave them disconnected
+      // until the prefix next changes, so the prefix is read at once.
       switchMap((to) =>
         to.type === 'prefix'
           ? this.client.watchPrefix(`${this.prefix}/`, {
               ...options,
-              startIndex: this.last?.index,
-              startEntries: this.last?.entries,
+              ...(this.failing === undefined
+                ? { startIndex: this.last?.index, startEntries: this.last?.entries }
+                : {}),
             })
           : waitForKey(this.client, this.prefix, to, options, () => this.target.next(WHOLE_PREFIX)),
       ),

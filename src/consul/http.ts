@@ -280,24 +280,27 @@ export function createTransport(config: ResolvedConfig): Transport {
     const label = `${request.method} ${request.path}${query}`
     const bare = `${request.method} ${request.path}`
     const timeoutMs = request.timeoutMs ?? config.requestTimeoutMs
-    if (closing !== undefined) {
-      return E.left({ _tag: 'Aborted', request: bare, message: `${label}: the client is closed` })
+    /** Why a call ends unsent, if it does: the client closed, or the caller gave up. */
+    const unsentBecause = (): string | undefined =>
+      closing !== undefined
+        ? 'the client is closed'
+        : request.signal?.aborted === true
+          ? 'aborted by the caller'
+          : undefined
+    const stopped = unsentBecause()
+    if (stopped !== undefined) {
+      return E.left({ _tag: 'Aborted', request: bare, message: `${label}: ${stopped}` })
     }
     // The request timeout measures the agent's answer, not this client's own queue: a request
     // waits here, without a timer, while every connection is busy (a burst of thousands of
     // contenders' writes, long polls), and is given to undici only when one is free. Timed from
     // the call instead, the last of a burst timed out unsent and were sent again, which made the
     // queue longer still: 10,000 contenders on one prefix never all got their keys in (bench 5a).
-    if (request.signal?.aborted) {
-      return E.left({ _tag: 'Aborted', request: bare, message: `${label}: aborted by the caller` })
-    }
-    if (!(await gate.admit(request.signal, request.urgent === true))) {
-      return E.left({ _tag: 'Aborted', request: bare, message: `${label}: aborted by the caller` })
-    }
-    if (closing !== undefined || request.signal?.aborted === true) {
-      gate.leave()
-      const why = closing !== undefined ? 'the client is closed' : 'aborted by the caller'
-      return E.left({ _tag: 'Aborted', request: bare, message: `${label}: ${why}` })
+    const admitted = await gate.admit(request.signal, request.urgent === true)
+    const stoppedWhileWaiting = unsentBecause()
+    if (stoppedWhileWaiting !== undefined) {
+      if (admitted) gate.leave()
+      return E.left({ _tag: 'Aborted', request: bare, message: `${label}: ${stoppedWhileWaiting}` })
     }
     const controller = new AbortController()
     let why: 'caller' | 'timeout' | 'closed' | undefined

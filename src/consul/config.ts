@@ -83,7 +83,12 @@ export interface ConsulClientConfig {
   readonly datacenter?: string
   /** Consistency mode of reads; default 'default' (served by the leader). */
   readonly consistency?: Consistency
-  /** Most connections the client opens to the agent; default 16 (see semantics §9 trap 15). */
+  /**
+   * Most connections the client opens to the agent; default 16 (see semantics §9 trap 15). Long
+   * polls (one per watched prefix) hold at most all but one of them; the last is kept for the
+   * other calls (renewals, writes, reads). Give a client that watches more than `connections - 1`
+   * prefixes more connections, or some of its watches wait for a turn.
+   */
   readonly connections?: number
   /**
    * Timeout of a non-blocking request in ms, from when it has a connection (a call waiting for one

@@ -296,10 +296,13 @@ export function createTransport(config: ResolvedConfig): Transport {
     // contenders' writes, long polls), and is given to undici only when one is free. Timed from
     // the call instead, the last of a burst timed out unsent and were sent again, which made the
     // queue longer still: 10,000 contenders on one prefix never all got their keys in (bench 5a).
-    const admitted = await gate.admit(request.signal, request.urgent === true)
+    // Long polls never hold the last connection: a client watching as many prefixes as it has
+    // connections would otherwise hold its renewals back until a poll returns, past a lease.
+    const poll = request.query?.['index'] !== undefined
+    const admitted = await gate.admit(request.signal, request.urgent === true, poll)
     const stoppedWhileWaiting = unsentBecause()
     if (stoppedWhileWaiting !== undefined) {
-      if (admitted) gate.leave()
+      if (admitted) gate.leave(poll)
       return E.left({ _tag: 'Aborted', request: bare, message: `${label}: ${stoppedWhileWaiting}` })
     }
     const controller = new AbortController()
@@ -397,7 +400,7 @@ export function createTransport(config: ResolvedConfig): Transport {
       clearTimeout(timer)
       inFlight.delete(controller)
       request.signal?.removeEventListener('abort', onCallerAbort)
-      gate.leave()
+      gate.leave(poll)
     }
   }
 
@@ -446,60 +449,82 @@ export function createTransport(config: ResolvedConfig): Transport {
 /** Admission of requests to a pool of `size` connections (see `createTransport`'s `send`). */
 interface ConnectionGate {
   /**
-   * Resolves true once the request may be sent (at once while fewer than `size` are out), or
-   * false if `signal` aborted it first. An urgent request goes ahead of the others waiting.
+   * Resolves true once the request may be sent, or false if `signal` aborted it first. A long
+   * poll (`poll`) waits while long polls hold all but one of the connections, so that a renewal,
+   * a write or a read always has one; an urgent request goes ahead of the others waiting.
    */
-  admit(signal: AbortSignal | undefined, urgent: boolean): Promise<boolean>
-  /** A request admitted is done: the next one waiting goes. */
-  leave(): void
+  admit(signal: AbortSignal | undefined, urgent: boolean, poll: boolean): Promise<boolean>
+  /** A request admitted is done: the ones waiting that now fit go, in order. */
+  leave(poll: boolean): void
   /** Lets every request waiting go (the client is closing: they see it and end). */
   admitAll(): void
 }
 
 function connectionGate(size: number): ConnectionGate {
+  // With one connection there is none to keep: a long poll may take it.
+  const mostPolls = Math.max(1, size - 1)
   let out = 0
-  // First in, first out; urgent ones at the front, in their own order.
-  const waiting: (() => void)[] = []
-  let urgentCount = 0
+  let polls = 0
+  /** Waiting calls in the order they go: urgent ones first (`urgent` of them), each in turn. */
+  const waiting: { readonly poll: boolean; readonly go: () => void }[] = []
+  let urgent = 0
+  const fits = (poll: boolean): boolean => out < size && (!poll || polls < mostPolls)
+  const take = (poll: boolean): void => {
+    out++
+    if (poll) polls++
+  }
+  const remove = (at: number): void => {
+    waiting.splice(at, 1)
+    if (at < urgent) urgent--
+  }
   const admitted = Promise.resolve(true)
   return {
-    admit: (signal, urgent) => {
-      if (out < size && waiting.length === 0) {
-        out++
+    admit: (signal, isUrgent, poll) => {
+      // Whoever waits cannot use a free connection (every leave lets in all that fit), so a
+      // call that fits may take it.
+      if (fits(poll)) {
+        take(poll)
         return admitted
       }
       return new Promise<boolean>((resolve) => {
-        const go = (): void => {
-          signal?.removeEventListener('abort', onAbort)
-          resolve(true)
+        const waiter = {
+          poll,
+          go: (): void => {
+            signal?.removeEventListener('abort', onAbort)
+            resolve(true)
+          },
         }
         const onAbort = (): void => {
-          const at = waiting.indexOf(go)
+          const at = waiting.indexOf(waiter)
           if (at < 0) return
-          waiting.splice(at, 1)
-          if (at < urgentCount) urgentCount--
+          remove(at)
           resolve(false)
         }
         signal?.addEventListener('abort', onAbort, { once: true })
-        if (urgent) waiting.splice(urgentCount++, 0, go)
-        else waiting.push(go)
+        if (isUrgent) waiting.splice(urgent++, 0, waiter)
+        else waiting.push(waiter)
       })
     },
-    leave: () => {
-      const next = waiting.shift()
-      if (next === undefined) {
-        out--
-        return
+    leave: (poll) => {
+      out--
+      if (poll) polls--
+      for (let at = 0; at < waiting.length && out < size;) {
+        const waiter = waiting[at] as (typeof waiting)[number]
+        if (!fits(waiter.poll)) {
+          at++
+          continue
+        }
+        remove(at)
+        take(waiter.poll)
+        waiter.go()
       }
-      if (urgentCount > 0) urgentCount--
-      next() // the slot passes to it
     },
     admitAll: () => {
-      for (const go of waiting.splice(0)) {
-        out++
-        go()
+      for (const waiter of waiting.splice(0)) {
+        take(waiter.poll)
+        waiter.go()
       }
-      urgentCount = 0
+      urgent = 0
     },
   }
 }

@@ -59,7 +59,7 @@ describe('Consul HTTP transport', () => {
     }
   })
 
-  it('opens at most `connections` connections, however many calls are in flight', async () => {
+  it('opens at most `connections` connections, and keeps one of them from long polls', async () => {
     const consul = createConsulClient({ address: proxy.addr, env: {}, connections: 2 })
     const direct = createConsulClient({ address: agent.addr, env: {} })
     try {
@@ -67,18 +67,26 @@ describe('Consul HTTP transport', () => {
       // A key of its own: the index of an empty prefix is the global one, moved by other tests.
       await ok(consul.kv.put(`${prefix}/pool/seed`, 'x'))
       const first = await ok(consul.kv.list(`${prefix}/pool/`))
+      const session = await ok(direct.session.create({ ttl: '30s' }))
       // The polls block until the test wakes them (not a 400 ms wait that a loaded machine could
-      // let pass before it looked): two are parked, three wait for a connection.
+      // let pass before it looked): one is parked, four wait, since the other connection is kept
+      // for the calls that are not long polls.
       const polls = Array.from({ length: 5 }, () =>
         consul.kv.list(`${prefix}/pool/`, { index: first.index, waitMs: 30_000 })(),
       )
-      await until(() => proxy.inFlight() === 2, 'two polls in flight')
-      assert.equal(proxy.openConnections(), 2)
-      assert.equal(proxy.inFlight(), 2, 'the other three wait for a connection')
+      await until(() => proxy.inFlight() === 1, 'one poll in flight')
+      // A renewal, a write and a read (outside the polled prefix) are answered meanwhile.
+      assert.equal((await ok(consul.session.renew(session)))?.id, session)
+      assert.equal(await ok(consul.kv.put(`${prefix}/beside`, 'x')), true)
+      assert.equal((await ok(consul.kv.get(`${prefix}/beside`)))?.key, `${prefix}/beside`)
+      assert.equal(proxy.inFlight(), 1, 'the other four polls still wait')
+      assert.ok(proxy.openConnections() <= 2)
       await ok(direct.kv.put(`${prefix}/pool/wake`, 'x'))
       const results = await Promise.all(polls)
       assert.ok(results.every((r) => r._tag === 'Right'))
       assert.ok(proxy.openConnections() <= 2)
+      await ok(direct.session.destroy(session))
+      assert.equal(await ok(direct.kv.delete(`${prefix}/beside`)), true)
       assert.equal(await ok(direct.kv.delete(`${prefix}/pool/`, { recurse: true })), true)
     } finally {
       await direct.close()

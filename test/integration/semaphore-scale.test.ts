@@ -84,4 +84,46 @@ describe('semaphore at scale', () => {
     subs.forEach((s) => s.unsubscribe())
     await deleteTree(consul.url, prefix)
   })
+
+  it('keeps the leases of holders on more prefixes than the client has connections', async () => {
+    // 6 prefixes, 4 connections: the long polls, one per prefix, could hold every connection,
+    // and a renewal would then wait for a poll to return (30 s), past the lease (9 s).
+    const few = createConsulClient({ address: proxy.addr, env: {}, connections: 4 })
+    const prefixes = Array.from({ length: 6 }, (_, i) => uniquePrefix(`many-prefixes-${i}`))
+    const sems = prefixes.map((prefix) => semaphore({ prefix, limit: 1, consul: few, ttl: '10s' }))
+    const states = sems.map(() => ({ holding: false, leaseDeadline: 0, drops: 0, renewed: 0 }))
+    const subs = sems.map((sem, i) =>
+      sem.state$.subscribe((s) => {
+        const seen = states[i] as (typeof states)[number]
+        if (seen.holding && !s.holding) seen.drops++
+        if (s.holding && seen.leaseDeadline > 0 && (s.leaseDeadline ?? 0) > seen.leaseDeadline) {
+          seen.renewed++
+        }
+        seen.holding = s.holding
+        seen.leaseDeadline = s.holding ? (s.leaseDeadline ?? 0) : 0
+      }),
+    )
+    try {
+      await eventually('every holder holding', () =>
+        states.every((s) => s.holding) ? true : undefined,
+      )
+      // Two renewals each (every 5 s): a lease that could not be renewed would lapse meanwhile.
+      await eventually(
+        'two renewals of every lease, or a holder dropped',
+        () =>
+          states.every((s) => s.renewed >= 2) || states.some((s) => s.drops > 0) ? true : undefined,
+        40_000,
+      )
+      assert.deepEqual(
+        states.map((s) => s.drops),
+        [0, 0, 0, 0, 0, 0],
+        'no holder dropped',
+      )
+    } finally {
+      for (const sub of subs) sub.unsubscribe()
+      await Promise.all(sems.map((sem) => sem.close()))
+      await few.close()
+      for (const prefix of prefixes) await deleteTree(consul.url, prefix)
+    }
+  })
 })

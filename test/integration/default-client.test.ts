@@ -176,11 +176,18 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
           0,
           `tenure ${i + 2} did not take its key in the join's transaction\n${detail}`,
         )
-        assert.ok(
-          tenure.newConnections < first.newConnections,
-          `tenure ${i + 2}: ${tenure.newConnections} new connections, not fewer than the first's ${first.newConnections}\n${detail}`,
-        )
       }
+      // The later tenures reuse the connections of the client they share, but not all of them: a
+      // tenure's long poll is aborted at its release unless the release's own write answered it
+      // first, and undici closes an aborted request's connection, so a tenure may open one again
+      // (or two, as many as a first tenure that happened to send its calls one at a time: seen 2
+      // then 2; 4 1 1 0 1 1). Fewer than two per later tenure on the whole, then: a client made
+      // anew for each tenure opens at least two (its long poll's, and its calls' beside it).
+      const reopened = later.reduce((sum, tenure) => sum + tenure.newConnections, 0)
+      assert.ok(
+        reopened < 2 * later.length,
+        `the ${later.length} later tenures opened ${reopened} new connections in all\n${detail}`,
+      )
       // One client for the whole run: its pool of 16 at most, however many tenures.
       assert.ok(run.connections <= 16, `${run.connections} connections over the run\n${detail}`)
       // After the last tenure the client is in its idle grace, its keep-alive connections open:

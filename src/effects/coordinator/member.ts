@@ -241,15 +241,15 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   start(): void {
     const timeoutMs = this.options.startupTimeoutMs
     if (Number.isFinite(timeoutMs)) {
-      const answersBefore = this.options.client.network?.answers?.() ?? 0
+      const answers = (): number => this.options.client.network?.answers?.() ?? 0
+      const answersBefore = answers()
       this.startupTimer = this.scheduler.schedule(() => {
         this.startupTimer = undefined
         // The agent answered this client meanwhile, and an attempt is still out: it waits its
         // turn for a connection of a busy client (thousands of contenders starting at once).
         // It decides: the contender fails only if it fails too.
-        const answers = this.options.client.network?.answers?.() ?? 0
-        if (this.createCall !== undefined && answers > answersBefore) this.startupOverdue = true
-        else this.fail(unreachableError(this.options.client, timeoutMs, this.lastStartupFailure))
+        if (this.createCall !== undefined && answers() > answersBefore) this.startupOverdue = true
+        else this.failUnreachable()
       }, timeoutMs)
     }
     this.create()
@@ -587,9 +587,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       return this.fail(toSemaphoreError(error))
     }
     this.lastStartupFailure = error
-    if (this.startupOverdue) {
-      return this.fail(unreachableError(this.options.client, this.options.startupTimeoutMs, error))
-    }
+    if (this.startupOverdue) return this.failUnreachable()
     this.aclInRow = isAclServerError(error) ? this.aclInRow + 1 : 0
     if (isAclServerError(error) && this.aclInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
       return this.fail(toSemaphoreError(persistentAclError(error, this.aclInRow)))
@@ -605,6 +603,12 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     }
     this.attempt++
     this.retryAfter(backoffDelay(BACKOFF.session, this.attempt, { error, random: this.random }))
+  }
+
+  /** Ends the contender: no session within its `startupTimeout`, with the last failure seen. */
+  private failUnreachable(): void {
+    const { client, startupTimeoutMs } = this.options
+    this.fail(unreachableError(client, startupTimeoutMs, this.lastStartupFailure))
   }
 
   private retryAfter(delayMs: number): void {

@@ -15,6 +15,7 @@ import {
   type LeaderElection,
   type Semaphore,
 } from '../../src/index.js'
+import { closeIdleDefaultClients } from '../../src/consul/default-client.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { uniquePrefix } from '../support/consul-agent.js'
 import {
@@ -56,6 +57,9 @@ describe('an early close or abort leaves nothing in Consul', () => {
   // Registered above agentSuite(), so it runs before the client and the agent close.
   after(async () => {
     await Promise.allSettled(holders.map((holder) => holder.close()))
+    await closeIdleDefaultClients()
+    if (addrBefore === undefined) delete process.env['CONSUL_HTTP_ADDR']
+    else process.env['CONSUL_HTTP_ADDR'] = addrBefore
     await Promise.allSettled(prefixes.map((prefix) => deleteTree(agent.url, prefix)))
     // A failed run leaves sessions to their TTL otherwise.
     const strays = await sessionsNamed(agent.url, `early-close ${run} `)
@@ -111,7 +115,10 @@ describe('an early close or abort leaves nothing in Consul', () => {
   /** A holder of the only slot of a semaphore prefix, and of a lock prefix. */
   let fullSemaphore: { prefix: string; key: string }
   let heldLock: { prefix: string; session: string }
+  // The default client (no `consul` option) is the one of the environment: this test's agent.
+  const addrBefore = process.env['CONSUL_HTTP_ADDR']
   before(async () => {
+    process.env['CONSUL_HTTP_ADDR'] = agent.addr
     const semPrefix = freshPrefix('early-close-full')
     const sem = semaphore({ prefix: semPrefix, limit: 1, consul: agent.client })
     holders.push(sem)
@@ -159,7 +166,7 @@ describe('an early close or abort leaves nothing in Consul', () => {
         const sem = semaphore({ prefix, limit: 1, consul: agent.client, sessionName: name })
         const sub = sem.holding$.subscribe({ error: () => undefined })
         const closed = new Promise<void>((done, failed) =>
-          at(when as When, () => sem.close().then(done, failed)),
+          at(when as When, () => void sem.close().then(done, failed)),
         )
         return countAtSettle(closed, () => leftBy(name, prefix)).finally(() => sub.unsubscribe())
       },
@@ -176,7 +183,25 @@ describe('an early close or abort leaves nothing in Consul', () => {
           // Held before the abort: the work runs until the abort reaches it.
           (signal) =>
             new Promise((_, reject) =>
-              signal.addEventListener('abort', () => reject(signal.reason)),
+              signal.addEventListener('abort', () => reject(signal.reason as Error)),
+            ),
+        )
+        at(when as When, () => controller.abort(new Error('early abort')))
+        return countAtSettle(settled, () => leftBy(name, prefix))
+      },
+    },
+    {
+      name: 'withSlot on the default client, aborted',
+      whens: WHENS,
+      trial: (when) => {
+        const name = sessionName()
+        const prefix = freshPrefix('early-close-default')
+        const controller = new AbortController()
+        const settled = withSlot(
+          { prefix, limit: 1, sessionName: name, signal: controller.signal },
+          (signal) =>
+            new Promise((_, reject) =>
+              signal.addEventListener('abort', () => reject(signal.reason as Error)),
             ),
         )
         at(when as When, () => controller.abort(new Error('early abort')))
@@ -255,7 +280,7 @@ describe('an early close or abort leaves nothing in Consul', () => {
     },
   ]
 
-  it('leaves no session and no contender key when the promise settles, in 126 trials', async () => {
+  it('leaves no session and no contender key when the promise settles, in 150 trials', async () => {
     // Rounds of every scenario at every time, so that a slow moment of the machine falls on all.
     const rounds = 6
     const tally = new Map<string, { trials: number; sessions: number; keys: number }>()
@@ -290,7 +315,7 @@ describe('an early close or abort leaves nothing in Consul', () => {
     // A create that landed after its trial settled shows now, whatever the counts above say.
     const late = (await sessionsNamed(agent.url, `early-close ${run} `)).length
     console.log(`# ${late} session(s) of the run in Consul after the last trial`)
-    assert.ok(trials >= 120, `${trials} trials`)
+    assert.ok(trials >= 150, `${trials} trials`)
     assert.equal(sessions, 0, `${sessions} session(s) left in ${trials} trials`)
     assert.deepEqual(strays, [], 'contender keys left')
     assert.equal(late, 0, `${late} session(s) of the run in Consul after the last trial`)

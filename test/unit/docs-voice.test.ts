@@ -46,7 +46,10 @@ export const RULES: readonly Rule[] = [
     name: 'a time before or since a fix',
     pattern: /\b(?:before|since|with|without|until|after) (?:the|this|that) fix\b/i,
   },
-  { name: 'what someone found', pattern: /\b(?:we|nemesis|tests?|suite|bench) (?:found|caught)\b/i },
+  {
+    name: 'what someone found',
+    pattern: /\b(?:we|nemesis|tests?|suite|bench) (?:found|caught)\b/i,
+  },
   { name: 'what was found by a run', pattern: /\bfound by the (?:nemesis|tests?|suite|bench)\b/i },
   { name: 'runs counted since a change', pattern: /\bruns? (?:[\w-]+ ){0,5}since[,.;]/i },
   { name: 'a former value in parentheses', pattern: /(?<!\bnow \S+ )\((?:was|were) [^)]*\)/ },
@@ -147,7 +150,7 @@ describe('the voice of the docs', () => {
       'before that fix the tail of the start-up burst timed out',
       'Six runs of the 3-server file since, no long wait.',
       'a watch polls at most every 10 ms under churn (was 50 ms)',
-      'as Go\'s holders do; before, it dropped its slot',
+      "as Go's holders do; before, it dropped its slot",
       'side by side with the code before on the same machine',
     ]
     for (const text of caught) {

@@ -5,7 +5,7 @@
 // Test files and the test harness are named only in docs/testing.md, the contributors' page.
 import assert from 'node:assert/strict'
 import { readdirSync, readFileSync, statSync } from 'node:fs'
-import { join, relative, resolve } from 'node:path'
+import { join, resolve } from 'node:path'
 import { describe, it } from 'node:test'
 import ts from 'typescript'
 
@@ -23,7 +23,7 @@ interface Rule {
 
 const notContributorDoc = (file: string): boolean => file !== CONTRIBUTOR_DOC
 
-export const RULES: readonly Rule[] = [
+const RULES: readonly Rule[] = [
   { name: 'an issue number', pattern: /\bissues? #?\d+/i },
   { name: 'a figure or table number', pattern: /\b(?:figures?|fig\.|tables?|bench) \d+[a-z]?\b/i },
   {

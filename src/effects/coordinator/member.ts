@@ -342,7 +342,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
    * A snapshot held back from a waiter far back is stepped on when the waiter's refresh is due,
    * unless another passed meanwhile: the prefix may stay quiet after it for as long as dead
    * waiters ahead keep their keys, and it may be the one that shows a free slot, on which the
-   * fairness grace counts (`decidePatiently`). Dropped instead, it left the waiter deciding on
+   * fairness grace counts (`decidePatiently`). Dropped, it would leave the waiter deciding on
    * the snapshot before, with no slot free, until the next change under the prefix.
    */
   private holdBack(event: Extract<WatchEvent, { type: 'snapshot' }>): void {

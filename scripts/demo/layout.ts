@@ -1,7 +1,13 @@
 // Where everything in the picture of one run goes: a lane per contender with a bar per tenure
 // (labelled with its fencing token), the queue time, the operator's cut, and the slots in use
 // against the limit. A pure function of the run's record, so that tests can check the placement.
-import type { Hold, Timeline } from './timeline.js'
+//
+// No label may overlap another label, a bar or a mark: each label is tried at a few places next to
+// what it names (inside its bar, above, below, beside) and goes to the first that is free, judged
+// by an estimate of its size (font size times characters, on the wide side). The operator's dashed
+// line is broken where it would cross a label. The "in use" strip counts the real intervals; a
+// handover of a few milliseconds is drawn as one step, never as a notch or a spike.
+import type { Timeline } from './timeline.js'
 
 export interface SvgFacts {
   readonly runAt: Date
@@ -9,24 +15,14 @@ export interface SvgFacts {
 }
 
 /** What the layout reads of a finished run. */
-export type RunFacts = Pick<
-  Timeline,
-  'names' | 'limit' | 'holds' | 'waits' | 'cuts' | 'inUse' | 'maxConcurrent'
-> & { readonly endedAt: number }
+export type RunFacts = Pick<Timeline, 'names' | 'limit' | 'holds' | 'waits' | 'cuts'> & {
+  readonly endedAt: number
+}
 
 /** The facts of a timeline (a finished one, or one cut at this moment). */
 export function runFacts(timeline: Timeline): RunFacts {
-  const { names, limit, holds, waits, cuts, inUse, maxConcurrent } = timeline
-  return {
-    names,
-    limit,
-    holds,
-    waits,
-    cuts,
-    inUse,
-    maxConcurrent,
-    endedAt: timeline.endedAt ?? timeline.now(),
-  }
+  const { names, limit, holds, waits, cuts } = timeline
+  return { names, limit, holds, waits, cuts, endedAt: timeline.endedAt ?? timeline.now() }
 }
 
 /** What an element shows, for the tests: which elements must stay clear of which. */
@@ -118,13 +114,122 @@ const WIDTH = 1200
 const LEFT = 120
 const RIGHT = 150
 const PLOT = WIDTH - LEFT - RIGHT
-const TOP = 104
-const LANE = 46
+/** The lanes start here; the operator's label sits just above. */
+const TOP = 124
+/** A lane: a band for labels above the bar, the bar (or the queue line), a band below it. */
+const LANE = 60
+const BAR = 26
+const BAR_TOP = 17
 const STRIP = 64
 const COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#b07aa1', '#2f9e99', '#9c755f', '#5b5ea6']
 const CUT = '#d62728'
 const INK = '#1d2733'
 const GREY = '#4a5563'
+const WAIT = '#c3cad4'
+/** Changes of the count closer together than this are one handover, drawn as one step. */
+export const HANDOVER_S = 0.05
+/** The narrowest step the strip draws (a real excess over the limit stays visible). */
+const MIN_STEP_PX = 3
+const MIN_BAR_PX = 3
+/** Space kept clear around every label. */
+const PAD = 1.5
+
+interface Box {
+  readonly x0: number
+  readonly y0: number
+  readonly x1: number
+  readonly y1: number
+}
+
+type Text = Extract<Element, { kind: 'text' }>
+type Rect = Extract<Element, { kind: 'rect' }>
+
+/**
+ * How wide a label is drawn, estimated on the wide side: characters times the font size times
+ * about the widest average of DejaVu Sans (digits are 0.64 em, bold ones 0.7 em).
+ */
+export function textWidth(text: string, size: number, bold = false): number {
+  return text.length * size * (bold ? 0.7 : 0.62)
+}
+
+/** The box a label covers: its estimated width, 0.76 em above the baseline and 0.24 em below. */
+export function textBox(t: Pick<Text, 'x' | 'y' | 'text' | 'size' | 'anchor' | 'bold'>): Box {
+  const width = textWidth(t.text, t.size, t.bold)
+  const x0 = t.anchor === 'start' ? t.x : t.anchor === 'middle' ? t.x - width / 2 : t.x - width
+  return { x0, x1: x0 + width, y0: t.y - 0.76 * t.size, y1: t.y + 0.24 * t.size }
+}
+
+const rectBox = (r: Rect): Box => ({ x0: r.x, y0: r.y, x1: r.x + r.width, y1: r.y + r.height })
+const overlaps = (a: Box, b: Box, pad = 0): boolean =>
+  a.x0 < b.x1 + pad && b.x0 < a.x1 + pad && a.y0 < b.y1 + pad && b.y0 < a.y1 + pad
+
+/** The marks and labels placed so far, which a new label must stay clear of. */
+class Occupied {
+  private readonly boxes: Box[] = []
+  add(box: Box): void {
+    this.boxes.push(box)
+  }
+  free(box: Box, except?: Box): boolean {
+    return !this.boxes.some((b) => b !== except && overlaps(box, b, PAD))
+  }
+}
+
+/** The first candidate that is free (inside the plot), else the first one. */
+function place(occupied: Occupied, candidates: Text[], within: Box, except?: Box): Text {
+  const fits = (t: Text): boolean => {
+    const box = textBox(t)
+    return box.x0 >= within.x0 && box.x1 <= within.x1 && occupied.free(box, except)
+  }
+  const chosen = candidates.find(fits) ?? candidates[0]
+  if (!chosen) throw new Error('place: no candidate')
+  occupied.add(textBox(chosen))
+  return chosen
+}
+
+/**
+ * The count of tenures held from each moment on, from the tenures' own intervals (a tenure holds
+ * from its start up to, not including, its end). Changes less than HANDOVER_S apart are one step
+ * to the count after them: a slot handed from one holder to the next in a few milliseconds is
+ * not drawn as a notch. A moment with more holders than the limit is never merged away.
+ */
+export function inUseSteps(run: RunFacts): { at: number; count: number }[] {
+  const changes = new Map<number, number>()
+  for (const hold of run.holds) {
+    const to = hold.to ?? run.endedAt
+    changes.set(hold.from, (changes.get(hold.from) ?? 0) + 1)
+    changes.set(to, (changes.get(to) ?? 0) - 1)
+  }
+  let count = 0
+  const raw = [...changes.entries()]
+    .sort(([a], [b]) => a - b)
+    .filter(([, delta]) => delta !== 0)
+    .map(([at, delta]) => ({ at, count: (count += delta) }))
+
+  const steps = [{ at: 0, count: 0 }]
+  for (let i = 0; i < raw.length;) {
+    let j = i
+    while (j + 1 < raw.length && (raw[j + 1]?.at ?? 0) - (raw[j]?.at ?? 0) < HANDOVER_S) j++
+    const group = raw.slice(i, j + 1)
+    const before = steps.at(-1)?.count ?? 0
+    const last = group.at(-1)
+    const first = group[0]
+    if (group.some((s) => s.count > run.limit)) steps.push(...group)
+    else if (first && last && last.count !== before) steps.push({ at: first.at, count: last.count })
+    i = j + 1
+  }
+  return steps
+}
+
+/** How long each handover took: from a release to an acquisition less than HANDOVER_S later. */
+function handoverGaps(run: RunFacts): number[] {
+  const releases = run.holds.flatMap((h) =>
+    h.to !== undefined && h.to < run.endedAt ? [h.to] : [],
+  )
+  return run.holds.flatMap((h) => {
+    const before = releases.filter((r) => r <= h.from && h.from - r < HANDOVER_S)
+    return before.length > 0 ? [h.from - Math.max(...before)] : []
+  })
+}
 
 export function layoutTimeline(run: RunFacts, facts: SvgFacts): Layout {
   const ended = run.endedAt
@@ -139,11 +244,12 @@ export function layoutTimeline(run: RunFacts, facts: SvgFacts): Layout {
   const legendY = axisY + 74
   const height = legendY + 56
   const when = facts.runAt.toISOString().replace('T', ' ').slice(0, 19)
+  const plot: Box = { x0: LEFT, y0: TOP, x1: LEFT + PLOT, y1: lanesBottom }
+  const text = (t: Omit<Text, 'kind'>): Text => ({ kind: 'text', ...t })
 
-  const out: Element[] = [
+  const back: Element[] = [
     { kind: 'rect', role: 'background', x: 0, y: 0, width: WIDTH, height, fill: '#ffffff' },
-    {
-      kind: 'text',
+    text({
       role: 'heading',
       x: LEFT,
       y: 36,
@@ -151,25 +257,33 @@ export function layoutTimeline(run: RunFacts, facts: SvgFacts): Layout {
       bold: true,
       anchor: 'start',
       text: `rx-consul-semaphore: ${run.names.length} contenders share ${run.limit} slots`,
-    },
-    {
-      kind: 'text',
+    }),
+    text({
       role: 'heading',
       x: LEFT,
       y: 60,
       size: 13,
       anchor: 'start',
       fill: GREY,
+      text: `Run of ${when} UTC on a local Consul ${facts.consulVersion} dev agent.`,
+    }),
+    text({
+      role: 'heading',
+      x: LEFT,
+      y: 78,
+      size: 13,
+      anchor: 'start',
+      fill: GREY,
       text:
-        `Run of ${when} UTC on a local Consul ${facts.consulVersion} dev agent. Every bar is ` +
-        'one real holding$ tenure, labelled with its fencing token.',
-    },
+        'Every bar is one real holding$ tenure, labelled with its fencing token; ' +
+        'the strip below counts the slots in use.',
+    }),
   ]
 
   // Lanes, with second grid lines behind the bars.
   run.names.forEach((name, i) => {
     if (i % 2 === 0) {
-      out.push({
+      back.push({
         kind: 'rect',
         role: 'lane',
         x: LEFT,
@@ -179,18 +293,19 @@ export function layoutTimeline(run: RunFacts, facts: SvgFacts): Layout {
         fill: '#f4f6f9',
       })
     }
-    out.push({
-      kind: 'text',
-      role: 'lane-name',
-      x: LEFT - 14,
-      y: laneY(i) + LANE / 2 + 5,
-      anchor: 'end',
-      size: 15,
-      text: name,
-    })
+    back.push(
+      text({
+        role: 'lane-name',
+        x: LEFT - 14,
+        y: laneY(i) + LANE / 2 + 5,
+        anchor: 'end',
+        size: 15,
+        text: name,
+      }),
+    )
   })
   for (let s = 0; s <= horizon; s += tick) {
-    out.push({
+    back.push({
       kind: 'line',
       role: 'grid',
       x1: x(s),
@@ -201,83 +316,35 @@ export function layoutTimeline(run: RunFacts, facts: SvgFacts): Layout {
     })
   }
 
+  // The marks first: queue lines, bars, lost marks, the operator's crosses. Labels go around them.
+  const occupied = new Occupied()
+  const marks: Element[] = []
+  const mark = <E extends Element>(el: E, box: Box): E => {
+    marks.push(el)
+    occupied.add(box)
+    return el
+  }
   for (const wait of run.waits) {
     const i = run.names.indexOf(wait.name)
-    const to = wait.to ?? horizon
-    out.push({
+    const to = wait.to ?? ended
+    const rect: Rect = {
       kind: 'rect',
       role: 'wait',
       attrs: { class: 'wait' },
       x: x(wait.from),
-      y: laneY(i) + LANE / 2 - 3,
+      y: laneY(i) + BAR_TOP + BAR / 2 - 3,
       width: Math.max(1, x(to) - x(wait.from)),
       height: 6,
       rx: 3,
-      fill: '#c3cad4',
-    })
+      fill: WAIT,
+    }
+    mark(rect, rectBox(rect))
   }
-  for (const hold of run.holds) out.push(...holdBar(hold, run, x, laneY))
-  for (const cut of run.cuts) {
-    const i = run.names.indexOf(cut.name)
-    const cx = x(cut.at)
-    const cy = laneY(i) + LANE / 2
-    const anchor = cx > LEFT + PLOT * 0.7 ? 'end' : 'start'
-    const dx = anchor === 'end' ? -6 : 6
-    out.push(
-      {
-        kind: 'line',
-        role: 'operator-line',
-        x1: cx,
-        y1: TOP - 14,
-        x2: cx,
-        y2: lanesBottom,
-        stroke: CUT,
-        strokeWidth: 1.5,
-        dash: '5 4',
-      },
-      {
-        kind: 'text',
-        role: 'operator-label',
-        x: cx + dx,
-        y: TOP - 18,
-        anchor,
-        fill: CUT,
-        size: 13,
-        bold: true,
-        text: `operator destroys ${cut.name}'s session at ${cut.at.toFixed(1)} s`,
-      },
-      { kind: 'cross', role: 'cross', cx, cy, r: 10, color: CUT },
-    )
-  }
-
-  out.push(...inUseStrip(run, x, stripTop, horizon))
-  out.push(...axis(horizon, tick, x, axisY))
-  out.push(...legend(legendY, run))
-  return {
-    width: WIDTH,
-    height,
-    title: `rx-consul-semaphore demo, run of ${when} UTC`,
-    elements: out,
-  }
-}
-
-function holdBar(
-  hold: Hold,
-  run: RunFacts,
-  x: (t: number) => number,
-  laneY: (i: number) => number,
-): Element[] {
-  const i = run.names.indexOf(hold.name)
-  const to = hold.to ?? run.endedAt
-  const x0 = x(hold.from)
-  const width = Math.max(2, x(to) - x0)
-  const y = laneY(i) + LANE / 2 - 13
-  const color = COLORS[i % COLORS.length] ?? INK
-  const token = hold.fencingToken.toString()
-  const label = width >= 74 ? `token ${token}` : token
-  const lost = hold.endReason !== undefined && hold.endReason !== 'released'
-  const parts: Element[] = [
-    {
+  const bars = run.holds.map((hold) => {
+    const i = run.names.indexOf(hold.name)
+    const to = hold.to ?? ended
+    const token = hold.fencingToken.toString()
+    const rect: Rect = {
       kind: 'rect',
       role: 'bar',
       attrs: {
@@ -287,65 +354,168 @@ function holdBar(
         'data-from': hold.from.toFixed(3),
         'data-to': to.toFixed(3),
       },
-      x: x0,
-      y,
-      width,
-      height: 26,
-      rx: 4,
-      fill: color,
-    },
-  ]
-  // A label that does not fit inside a short bar goes above it.
-  parts.push(
-    width >= 8 * label.length + 8
-      ? {
-          kind: 'text',
+      x: x(hold.from),
+      y: laneY(i) + BAR_TOP,
+      // A tenure of a few milliseconds is still a bar one can see.
+      width: Math.max(MIN_BAR_PX, x(to) - x(hold.from)),
+      height: BAR,
+      rx: 3,
+      fill: COLORS[i % COLORS.length] ?? INK,
+    }
+    const box = rectBox(rect)
+    mark(rect, box)
+    return { hold, rect, box, token }
+  })
+  for (const { hold, rect } of bars) {
+    if (hold.endReason === undefined || hold.endReason === 'released') continue
+    const lost: Rect = {
+      kind: 'rect',
+      role: 'lost-mark',
+      x: rect.x + rect.width - 2,
+      y: rect.y - 1,
+      width: 4,
+      height: BAR + 2,
+      fill: CUT,
+    }
+    mark(lost, rectBox(lost))
+  }
+  const crosses = run.cuts.map((cut) => {
+    const i = run.names.indexOf(cut.name)
+    // Above the victim's bar, where the operator's line comes down: it covers no bar.
+    const cross = { kind: 'cross', role: 'cross', cx: x(cut.at), cy: laneY(i) + 8, r: 7 } as const
+    mark(
+      { ...cross, color: CUT },
+      { x0: cross.cx - 7, y0: cross.cy - 7, x1: cross.cx + 7, y1: cross.cy + 7 },
+    )
+    return { cut, cross }
+  })
+
+  // Token labels: inside the bar when they fit, else next to it, in the lane's bands.
+  const labels: Text[] = []
+  for (const { rect, box, token } of bars) {
+    const mid = rect.x + rect.width / 2
+    const end = rect.x + rect.width
+    const middle = rect.y + BAR / 2
+    const inside = [`token ${token}`, token]
+      .filter((words) => textWidth(words, 12, true) + 10 <= rect.width)
+      .map((words) =>
+        text({
           role: 'bar-label',
-          x: x0 + width / 2,
-          y: y + 18,
+          x: mid,
+          y: rect.y + 18,
           anchor: 'middle',
           fill: '#ffffff',
           size: 12,
           bold: true,
-          text: label,
-        }
-      : {
-          kind: 'text',
-          role: 'bar-label',
-          x: x0 + width / 2,
-          y: y - 3,
-          anchor: 'middle',
-          size: 11,
-          halo: true,
-          text: label,
-        },
-  )
-  if (lost) {
-    parts.push(
-      {
-        kind: 'rect',
-        role: 'lost-mark',
-        x: x0 + width - 3,
-        y: y - 2,
-        width: 4,
-        height: 30,
-        fill: CUT,
-      },
-      // Clear of the operator's cross, which sits at about the same time.
-      {
-        kind: 'text',
-        role: 'lost-label',
-        x: x0 + width + 16,
-        y: y + 18,
-        anchor: 'start',
-        fill: CUT,
-        size: 12,
-        halo: true,
-        text: `lost (${hold.endReason ?? ''})`,
-      },
+          text: words,
+        }),
+      )
+    const outside = [`token ${token}`, token].flatMap((words) => {
+      const at = (x0: number, y: number, anchor: Text['anchor']): Text =>
+        text({ role: 'bar-label', x: x0, y, anchor, size: 11, bold: true, text: words })
+      const above = rect.y - 5
+      const below = rect.y + BAR + 3 + 0.76 * 11
+      return [
+        at(mid, above, 'middle'),
+        at(rect.x, above, 'start'),
+        at(end, above, 'end'),
+        at(mid, below, 'middle'),
+        at(rect.x, below, 'start'),
+        at(end, below, 'end'),
+        at(end + 4, middle + 4, 'start'),
+        at(rect.x - 4, middle + 4, 'end'),
+      ]
+    })
+    labels.push(place(occupied, [...inside, ...outside], plot, box))
+  }
+  // "lost (reason)" at the end of the bar that lost its slot: beside it, else above or below.
+  for (const { hold, rect } of bars) {
+    if (hold.endReason === undefined || hold.endReason === 'released') continue
+    const end = rect.x + rect.width
+    const words = `lost (${hold.endReason})`
+    const at = (x0: number, y: number, anchor: Text['anchor']): Text =>
+      text({ role: 'lost-label', x: x0, y, anchor, fill: CUT, size: 12, text: words })
+    const above = rect.y - 5
+    const below = rect.y + BAR + 3 + 0.76 * 12
+    labels.push(
+      place(
+        occupied,
+        [
+          at(end + 6, rect.y + BAR / 2 + 4, 'start'),
+          at(end + 4, above, 'start'),
+          at(end + 4, below, 'start'),
+          at(end - 4, above, 'end'),
+          at(end - 4, below, 'end'),
+        ],
+        plot,
+      ),
     )
   }
-  return parts
+  // The operator's label in the row above the lanes, right of its line (left near the edge).
+  const headerRow: Box = { x0: LEFT - 40, y0: TOP - 40, x1: WIDTH - 10, y1: TOP }
+  const operatorParts: Element[] = []
+  for (const { cut, cross } of crosses) {
+    const words = `operator destroys ${cut.name}'s session at ${cut.at.toFixed(1)} s`
+    const at = (y: number, anchor: 'start' | 'end'): Text =>
+      text({
+        role: 'operator-label',
+        x: cross.cx + (anchor === 'start' ? 6 : -6),
+        y,
+        anchor,
+        fill: CUT,
+        size: 13,
+        bold: true,
+        text: words,
+      })
+    const label = place(
+      occupied,
+      [at(TOP - 18, 'start'), at(TOP - 18, 'end'), at(TOP - 34, 'start'), at(TOP - 34, 'end')],
+      headerRow,
+    )
+    labels.push(label)
+    // The dashed line from the label's row down to the cross, broken where a label sits on it.
+    const gaps = labels
+      .map(textBox)
+      .filter((b) => b.x0 - 2 <= cross.cx && cross.cx <= b.x1 + 2)
+      .map((b) => ({ from: b.y0 - 2, to: b.y1 + 2 }))
+      .sort((a, b) => a.from - b.from)
+    let from = label.y + 4
+    const bottom = cross.cy - cross.r
+    for (const gap of [...gaps, { from: bottom, to: bottom }]) {
+      if (gap.to <= from) continue
+      const to = Math.min(gap.from, bottom)
+      if (to - from > 2) {
+        operatorParts.push({
+          kind: 'line',
+          role: 'operator-line',
+          x1: cross.cx,
+          y1: from,
+          x2: cross.cx,
+          y2: to,
+          stroke: CUT,
+          strokeWidth: 1.5,
+          dash: '5 4',
+        })
+      }
+      from = Math.max(from, gap.to)
+      if (from >= bottom) break
+    }
+  }
+
+  return {
+    width: WIDTH,
+    height,
+    title: `rx-consul-semaphore demo, run of ${when} UTC`,
+    elements: [
+      ...back,
+      ...marks,
+      ...operatorParts,
+      ...labels,
+      ...inUseStrip(run, x, stripTop, horizon),
+      ...axis(horizon, tick, x, axisY),
+      ...legend(legendY, run),
+    ],
+  }
 }
 
 /** A step chart of how many contenders held, with the limit as a dashed line above it. */
@@ -355,16 +525,21 @@ function inUseStrip(
   top: number,
   horizon: number,
 ): Element[] {
-  const most = Math.max(run.limit, run.maxConcurrent)
+  const steps = inUseSteps(run)
+  const most = Math.max(run.limit, ...steps.map((s) => s.count))
   const y = (count: number): number => top + STRIP - 6 - (count / most) * (STRIP - 16)
   const n = (v: number): string => (Math.round(v * 10) / 10).toString()
   let d = `M${n(x(0))},${n(y(0))}`
   let last = 0
-  for (const point of run.inUse) {
-    d += ` L${n(x(point.at))},${n(y(last))} L${n(x(point.at))},${n(y(point.count))}`
-    last = point.count
+  let lastX = x(0)
+  for (const [i, step] of steps.entries()) {
+    // Every step but the first at least MIN_STEP_PX wide, so none is too narrow to see.
+    const at = i === 0 ? x(step.at) : Math.max(x(step.at), lastX + MIN_STEP_PX)
+    d += ` L${n(at)},${n(y(last))} L${n(at)},${n(y(step.count))}`
+    last = step.count
+    lastX = at
   }
-  d += ` L${n(x(horizon))},${n(y(last))} L${n(x(horizon))},${n(y(0))} Z`
+  d += ` L${n(Math.max(x(horizon), lastX))},${n(y(last))} L${n(Math.max(x(horizon), lastX))},${n(y(0))} Z`
   return [
     {
       kind: 'text',
@@ -448,47 +623,73 @@ function axis(horizon: number, tick: number, x: (t: number) => number, y: number
   return parts
 }
 
+/** "3 handovers of 4-9 ms" (rounded to the millisecond). */
+function handovers(gapsMs: number[]): string {
+  const [low, high] = [Math.min(...gapsMs), Math.max(...gapsMs)].map((g) => g.toFixed(0))
+  const count = gapsMs.length === 1 ? 'one handover' : `${gapsMs.length} handovers`
+  return `${count} of ${low === high ? low : `${low}-${high}`} ms`
+}
+
+/** The key, each entry as wide as its estimated text, and the run's numbers under it. */
 function legend(y: number, run: RunFacts): Element[] {
+  const steps = inUseSteps(run)
+  const most = Math.max(...steps.map((s) => s.count))
+  const gaps = handoverGaps(run).map((g) => g * 1000)
   const summary =
-    `max concurrent holders: ${run.maxConcurrent} (limit ${run.limit}) · ` +
-    `${run.holds.length} tenures`
-  const text = (at: number, words: string, fill?: string, dy = 0): Element => ({
-    kind: 'text',
-    role: 'legend-label',
-    x: at,
-    y: y + dy,
-    anchor: 'start',
-    size: 13,
-    text: words,
-    ...(fill ? { fill } : {}),
-  })
-  return [
+    `max concurrent holders: ${most} (limit ${run.limit}) · ${run.holds.length} tenures` +
+    (gaps.length === 0 ? '' : ` · ${handovers(gaps)}, each drawn as one step`)
+  const parts: Element[] = []
+  let at = LEFT
+  const entry = (icon: Element, width: number, words: string): void => {
+    parts.push(icon, {
+      kind: 'text',
+      role: 'legend-label',
+      x: at + width + 8,
+      y,
+      anchor: 'start',
+      size: 13,
+      text: words,
+    })
+    at += width + 8 + textWidth(words, 13) + 24
+  }
+  entry(
     {
       kind: 'rect',
       role: 'legend',
-      x: LEFT,
+      x: at,
       y: y - 13,
       width: 34,
       height: 18,
-      rx: 4,
+      rx: 3,
       fill: COLORS[0] ?? INK,
     },
-    text(LEFT + 42, 'holding a slot (fencing token)'),
-    {
-      kind: 'rect',
-      role: 'legend',
-      x: LEFT + 270,
-      y: y - 7,
-      width: 34,
-      height: 6,
-      rx: 3,
-      fill: '#c3cad4',
-    },
-    text(LEFT + 312, 'waiting in the queue'),
-    { kind: 'cross', role: 'legend', cx: LEFT + 500, cy: y - 4, r: 10, color: CUT },
-    text(LEFT + 518, 'operator destroyed the session'),
-    { kind: 'rect', role: 'legend', x: LEFT + 760, y: y - 14, width: 4, height: 20, fill: CUT },
-    text(LEFT + 772, 'slot lost (reason)'),
-    text(LEFT, summary, GREY, 30),
-  ]
+    34,
+    'holding a slot (fencing token)',
+  )
+  entry(
+    { kind: 'rect', role: 'legend', x: at, y: y - 7, width: 34, height: 6, rx: 3, fill: WAIT },
+    34,
+    'waiting in the queue',
+  )
+  entry(
+    { kind: 'cross', role: 'legend', cx: at + 7, cy: y - 4, r: 7, color: CUT },
+    14,
+    'operator destroyed the session',
+  )
+  entry(
+    { kind: 'rect', role: 'legend', x: at, y: y - 14, width: 4, height: 20, fill: CUT },
+    4,
+    'slot lost (reason)',
+  )
+  parts.push({
+    kind: 'text',
+    role: 'legend-label',
+    x: LEFT,
+    y: y + 30,
+    anchor: 'start',
+    size: 13,
+    fill: GREY,
+    text: summary,
+  })
+  return parts
 }

@@ -94,8 +94,10 @@ export class Timeline {
   readonly holds: Hold[] = []
   readonly waits: Wait[] = []
   readonly cuts: OperatorCut[] = []
-  /** How many contenders held after each change, for the "slots in use" strip. */
-  readonly inUse: { at: number; count: number }[] = [{ at: 0, count: 0 }]
+  /**
+   * The most holders at once, counted in the order the holders reported their changes: a new
+   * holder seen before an old one's loss counts both, so this is never below the real figure.
+   */
   maxConcurrent = 0
   readonly overLimitAt: number[] = []
   endedAt: number | undefined
@@ -172,7 +174,7 @@ export class Timeline {
     }
     this.holding.set(name, hold)
     this.holds.push(hold)
-    this.countInUse(at)
+    this.countHolders()
     this.onEvent({ type: 'acquired', at, hold, holders: [...this.holding.keys()] })
     if (this.holding.size > this.limit) {
       this.overLimitAt.push(at)
@@ -188,7 +190,7 @@ export class Timeline {
     hold.to = at
     hold.endReason = reason
     this.holding.delete(name)
-    this.countInUse(at)
+    this.countHolders()
     this.onEvent({ type: 'lost', at, hold })
   }
 
@@ -227,9 +229,7 @@ export class Timeline {
     return true
   }
 
-  private countInUse(at: number): void {
-    const count = this.holding.size
-    this.inUse.push({ at, count })
-    this.maxConcurrent = Math.max(this.maxConcurrent, count)
+  private countHolders(): void {
+    this.maxConcurrent = Math.max(this.maxConcurrent, this.holding.size)
   }
 }

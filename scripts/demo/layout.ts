@@ -390,14 +390,38 @@ export function layoutTimeline(run: RunFacts, facts: SvgFacts): Layout {
     return { cut, cross }
   })
 
-  // Token labels: inside the bar when they fit, else next to it, in the lane's bands.
   const labels: Text[] = []
+  // "lost (reason)" first, as it names what happened at the bar's end: beside it, else above or
+  // below it.
+  for (const { hold, rect } of bars) {
+    if (hold.endReason === undefined || hold.endReason === 'released') continue
+    const end = rect.x + rect.width
+    const words = `lost (${hold.endReason})`
+    const at = (x0: number, y: number, anchor: Text['anchor']): Text =>
+      text({ role: 'lost-label', x: x0, y, anchor, fill: CUT, size: 12, text: words })
+    const above = rect.y - 5
+    const below = rect.y + BAR + 3 + 0.76 * 12
+    labels.push(
+      place(
+        occupied,
+        [
+          at(end + 6, rect.y + BAR / 2 + 4, 'start'),
+          at(end + 4, above, 'start'),
+          at(end + 4, below, 'start'),
+          at(end - 4, above, 'end'),
+          at(end - 4, below, 'end'),
+        ],
+        plot,
+      ),
+    )
+  }
+  // Token labels: inside the bar when they fit, else next to it, in the lane's bands.
   for (const { rect, box, token } of bars) {
     const mid = rect.x + rect.width / 2
     const end = rect.x + rect.width
     const middle = rect.y + BAR / 2
     const inside = [`token ${token}`, token]
-      .filter((words) => textWidth(words, 12, true) + 10 <= rect.width)
+      .filter((words) => textWidth(words, 12, true) + 6 <= rect.width)
       .map((words) =>
         text({
           role: 'bar-label',
@@ -427,29 +451,6 @@ export function layoutTimeline(run: RunFacts, facts: SvgFacts): Layout {
       ]
     })
     labels.push(place(occupied, [...inside, ...outside], plot, box))
-  }
-  // "lost (reason)" at the end of the bar that lost its slot: beside it, else above or below.
-  for (const { hold, rect } of bars) {
-    if (hold.endReason === undefined || hold.endReason === 'released') continue
-    const end = rect.x + rect.width
-    const words = `lost (${hold.endReason})`
-    const at = (x0: number, y: number, anchor: Text['anchor']): Text =>
-      text({ role: 'lost-label', x: x0, y, anchor, fill: CUT, size: 12, text: words })
-    const above = rect.y - 5
-    const below = rect.y + BAR + 3 + 0.76 * 12
-    labels.push(
-      place(
-        occupied,
-        [
-          at(end + 6, rect.y + BAR / 2 + 4, 'start'),
-          at(end + 4, above, 'start'),
-          at(end + 4, below, 'start'),
-          at(end - 4, above, 'end'),
-          at(end - 4, below, 'end'),
-        ],
-        plot,
-      ),
-    )
   }
   // The operator's label in the row above the lanes, right of its line (left near the edge).
   const headerRow: Box = { x0: LEFT - 40, y0: TOP - 40, x1: WIDTH - 10, y1: TOP }

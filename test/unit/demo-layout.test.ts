@@ -26,7 +26,15 @@ interface Box {
 }
 
 const facts = { runAt: new Date('2026-11-27T21:08:52Z'), consulVersion: '1.8.7' }
-const fixture = resolve(import.meta.dirname, 'fixtures/demo-run.json')
+/** Records of real runs (`npm run demo -- --record <file>`). */
+const fixtures = {
+  // Carol holds for 0.45 s and is cut by the operator at 8.0 s.
+  shortCut: resolve(import.meta.dirname, 'fixtures/demo-run-short-cut.json'),
+  // Alice holds for 0.3 s, is cut at 8.0 s and queues again 0.5 s later.
+  lostBeforeWait: resolve(import.meta.dirname, 'fixtures/demo-run-lost-before-wait.json'),
+}
+const readRecord = (path: string): TimelineRecord =>
+  JSON.parse(readFileSync(path, 'utf8')) as TimelineRecord
 
 function textBox(t: Text): Box {
   const width = t.text.length * t.size * (t.bold ? 0.7 : 0.62)
@@ -292,13 +300,14 @@ function story(names: string[], limit: number, end: number, ...calls: TimelineCa
 }
 
 describe('the demo picture: labels never overlap', () => {
-  it('on the record of a real run (a 0.5 s tenure cut by the operator at 8.0 s)', () => {
-    const record = JSON.parse(readFileSync(fixture, 'utf8')) as TimelineRecord
-    const timeline = Timeline.replay(record)
-    assert.equal(timeline.holds.length, 16)
-    assert.equal(timeline.cuts.length, 1)
-    assertReadable(timeline)
-  })
+  for (const [name, path] of Object.entries(fixtures)) {
+    it(`on the record of a real run (${name})`, () => {
+      const timeline = Timeline.replay(readRecord(path))
+      assert.equal(timeline.holds.length, 16)
+      assert.equal(timeline.cuts.length, 1)
+      assertReadable(timeline)
+    })
+  }
 
   it('a 0.1 s tenure: a bar that can be seen, its token beside it', () => {
     const timeline = story(
@@ -359,6 +368,23 @@ describe('the demo picture: labels never overlap', () => {
     assertReadable(timeline)
   })
 
+  it('a short tenure lost right before its next wait: its token and "lost" both find room', () => {
+    // As in a real run: dave holds for 0.2 s, is cut, and queues again 30 ms after his loss.
+    const timeline = story(
+      ['alice', 'bob', 'carol', 'dave'],
+      2,
+      16,
+      round('alice', 10, 0, 0.01, 7.8),
+      round('bob', 11, 0, 0.02, 3),
+      round('carol', 12, 0.1, 3.004, 8.21),
+      round('dave', 14, 0.2, 7.804, 8.004, 8.0),
+      round('dave', 17, 8.034, 10.5, 13),
+      round('bob', 15, 3.5, 8.01, 10.5),
+      round('alice', 16, 8.3, 8.214, 11),
+    )
+    assertReadable(timeline)
+  })
+
   it("the operator's line at another lane's token label", () => {
     const timeline = story(
       ['alice', 'bob', 'carol', 'dave'],
@@ -388,24 +414,26 @@ describe('the demo picture: labels never overlap', () => {
 })
 
 describe('the demo picture: the "in use" strip', () => {
-  it('counts the real intervals, and a real run never holds more than the limit', () => {
-    const record = JSON.parse(readFileSync(fixture, 'utf8')) as TimelineRecord
-    const timeline = Timeline.replay(record)
-    const inUse = stepsOf()
-    assert.ok(inUse, 'the layout says what the strip draws (inUseSteps)')
-    const steps = inUse(layouts.runFacts(timeline))
-    // The run's own record: at no moment were more tenures open than the limit.
-    const edges = timeline.holds.flatMap((h) => [h.from, h.to ?? Infinity])
-    assert.ok(edges.every((t) => heldAt(timeline, t) <= record.limit))
-    // What is drawn is the real count, except across a handover's few milliseconds.
-    for (const [i, step] of steps.entries()) {
-      const next = steps[i + 1]?.at ?? timeline.endedAt ?? step.at
-      if (next - step.at > 0.06) {
-        assert.equal(step.count, heldAt(timeline, (step.at + next) / 2), `at ${step.at} s`)
+  for (const [name, path] of Object.entries(fixtures)) {
+    it(`counts the real intervals; the real run never held more than the limit (${name})`, () => {
+      const record = readRecord(path)
+      const timeline = Timeline.replay(record)
+      const inUse = stepsOf()
+      assert.ok(inUse, 'the layout says what the strip draws (inUseSteps)')
+      const steps = inUse(layouts.runFacts(timeline))
+      // The run's own record: at no moment were more tenures open than the limit.
+      const edges = timeline.holds.flatMap((h) => [h.from, h.to ?? Infinity])
+      assert.ok(edges.every((t) => heldAt(timeline, t) <= record.limit))
+      // What is drawn is the real count, except across a handover's few milliseconds.
+      for (const [i, step] of steps.entries()) {
+        const next = steps[i + 1]?.at ?? timeline.endedAt ?? step.at
+        if (next - step.at > 0.06) {
+          assert.equal(step.count, heldAt(timeline, (step.at + next) / 2), `at ${step.at} s`)
+        }
       }
-    }
-    assert.equal(Math.max(...steps.map((s) => s.count)), 2)
-  })
+      assert.equal(Math.max(...steps.map((s) => s.count)), 2)
+    })
+  }
 
   it('draws a handover as one step, and a real excess over the limit as a step above it', () => {
     const inUse = stepsOf()

@@ -220,15 +220,32 @@ export function inUseSteps(run: RunFacts): { at: number; count: number }[] {
   return steps
 }
 
-/** How long each handover took: from a release to an acquisition less than HANDOVER_S later. */
-function handoverGaps(run: RunFacts): number[] {
-  const releases = run.holds.flatMap((h) =>
-    h.to !== undefined && h.to < run.endedAt ? [h.to] : [],
-  )
-  return run.holds.flatMap((h) => {
-    const before = releases.filter((r) => r <= h.from && h.from - r < HANDOVER_S)
-    return before.length > 0 ? [h.from - Math.max(...before)] : []
-  })
+/**
+ * How long each handover took: from a slot's release to its next holder's acquisition, for a
+ * holder that was already queued when the slot was released (one that queued later found the slot
+ * free, which is no handover). Releases are matched to acquisitions first in, first out.
+ */
+export function handoverGaps(run: RunFacts): number[] {
+  const events = [
+    ...run.holds.flatMap((h) =>
+      h.to !== undefined && h.to < run.endedAt ? [{ at: h.to, release: true, name: h.name }] : [],
+    ),
+    ...run.holds.map((h) => ({ at: h.from, release: false, name: h.name })),
+  ].sort((a, b) => a.at - b.at || Number(b.release) - Number(a.release))
+  const released: number[] = []
+  const gaps: number[] = []
+  for (const event of events) {
+    if (event.release) {
+      released.push(event.at)
+      continue
+    }
+    const queued = run.waits.find((w) => w.name === event.name && w.to === event.at)?.from
+    const release = released.shift()
+    if (release !== undefined && queued !== undefined && queued <= release) {
+      gaps.push(event.at - release)
+    }
+  }
+  return gaps
 }
 
 export function layoutTimeline(run: RunFacts, facts: SvgFacts): Layout {
@@ -242,7 +259,7 @@ export function layoutTimeline(run: RunFacts, facts: SvgFacts): Layout {
   const stripTop = lanesBottom + 16
   const axisY = stripTop + STRIP + 10
   const legendY = axisY + 74
-  const height = legendY + 56
+  const height = legendY + 74
   const when = facts.runAt.toISOString().replace('T', ' ').slice(0, 19)
   const plot: Box = { x0: LEFT, y0: TOP, x1: LEFT + PLOT, y1: lanesBottom }
   const text = (t: Omit<Text, 'kind'>): Text => ({ kind: 'text', ...t })
@@ -624,11 +641,14 @@ function axis(horizon: number, tick: number, x: (t: number) => number, y: number
   return parts
 }
 
-/** "3 handovers of 4-9 ms" (rounded to the millisecond). */
+/** "3 handovers took 4-9 ms from a release to the next holder; ..." (to the millisecond). */
 function handovers(gapsMs: number[]): string {
   const [low, high] = [Math.min(...gapsMs), Math.max(...gapsMs)].map((g) => g.toFixed(0))
   const count = gapsMs.length === 1 ? 'one handover' : `${gapsMs.length} handovers`
-  return `${count} of ${low === high ? low : `${low}-${high}`} ms`
+  return (
+    `${count} took ${low === high ? low : `${low}-${high}`} ms from a release to the next ` +
+    `holder; the strip draws those under ${(HANDOVER_S * 1000).toFixed(0)} ms as one step`
+  )
 }
 
 /** The key, each entry as wide as its estimated text, and the run's numbers under it. */
@@ -636,9 +656,10 @@ function legend(y: number, run: RunFacts): Element[] {
   const steps = inUseSteps(run)
   const most = Math.max(...steps.map((s) => s.count))
   const gaps = handoverGaps(run).map((g) => g * 1000)
-  const summary =
-    `max concurrent holders: ${most} (limit ${run.limit}) · ${run.holds.length} tenures` +
-    (gaps.length === 0 ? '' : ` · ${handovers(gaps)}, each drawn as one step`)
+  const summary = [
+    `max concurrent holders: ${most} (limit ${run.limit}) · ${run.holds.length} tenures`,
+    ...(gaps.length === 0 ? [] : [handovers(gaps)]),
+  ]
   const parts: Element[] = []
   let at = LEFT
   const entry = (icon: Element, width: number, words: string): void => {
@@ -682,15 +703,17 @@ function legend(y: number, run: RunFacts): Element[] {
     4,
     'slot lost (reason)',
   )
-  parts.push({
-    kind: 'text',
-    role: 'legend-label',
-    x: LEFT,
-    y: y + 30,
-    anchor: 'start',
-    size: 13,
-    fill: GREY,
-    text: summary,
-  })
+  summary.forEach((words, i) =>
+    parts.push({
+      kind: 'text',
+      role: 'legend-label',
+      x: LEFT,
+      y: y + 30 + i * 18,
+      anchor: 'start',
+      size: 13,
+      fill: GREY,
+      text: words,
+    }),
+  )
   return parts
 }

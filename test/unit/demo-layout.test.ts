@@ -455,6 +455,12 @@ describe('the demo picture: the "in use" strip', () => {
         [6, 0],
       ],
     )
+    // The picture says what it merged: carol was queued when alice gave her slot back.
+    const said = layoutOf(handover).elements.flatMap((e) => (e.kind === 'text' ? [e.text] : []))
+    assert.ok(
+      said.some((t) => t.startsWith('one handover took 5 ms from a release to the next holder')),
+      said.join('\n'),
+    )
     // Should tenures ever overlap beyond the limit, even for 2 ms, the strip must show it.
     const excess = story(
       ['alice', 'bob', 'carol'],

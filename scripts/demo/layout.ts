@@ -72,8 +72,6 @@ export type Element =
       readonly anchor: 'start' | 'middle' | 'end'
       readonly bold?: boolean
       readonly fill?: string
-      /** A white outline under the glyphs. */
-      readonly halo?: boolean
     }
   | {
       readonly kind: 'line'
@@ -127,7 +125,7 @@ const INK = '#1d2733'
 const GREY = '#4a5563'
 const WAIT = '#c3cad4'
 /** Changes of the count closer together than this are one handover, drawn as one step. */
-export const HANDOVER_S = 0.05
+const HANDOVER_S = 0.05
 /** The narrowest step the strip draws (a real excess over the limit stays visible). */
 const MIN_STEP_PX = 3
 const MIN_BAR_PX = 3
@@ -148,12 +146,12 @@ type Rect = Extract<Element, { kind: 'rect' }>
  * How wide a label is drawn, estimated on the wide side: characters times the font size times
  * about the widest average of DejaVu Sans (digits are 0.64 em, bold ones 0.7 em).
  */
-export function textWidth(text: string, size: number, bold = false): number {
+function textWidth(text: string, size: number, bold = false): number {
   return text.length * size * (bold ? 0.7 : 0.62)
 }
 
 /** The box a label covers: its estimated width, 0.76 em above the baseline and 0.24 em below. */
-export function textBox(t: Pick<Text, 'x' | 'y' | 'text' | 'size' | 'anchor' | 'bold'>): Box {
+function textBox(t: Pick<Text, 'x' | 'y' | 'text' | 'size' | 'anchor' | 'bold'>): Box {
   const width = textWidth(t.text, t.size, t.bold)
   const x0 = t.anchor === 'start' ? t.x : t.anchor === 'middle' ? t.x - width / 2 : t.x - width
   return { x0, x1: x0 + width, y0: t.y - 0.76 * t.size, y1: t.y + 0.24 * t.size }
@@ -225,7 +223,7 @@ export function inUseSteps(run: RunFacts): { at: number; count: number }[] {
  * holder that was already queued when the slot was released (one that queued later found the slot
  * free, which is no handover). Releases are matched to acquisitions first in, first out.
  */
-export function handoverGaps(run: RunFacts): number[] {
+function handoverGaps(run: RunFacts): number[] {
   const events = [
     ...run.holds.flatMap((h) =>
       h.to !== undefined && h.to < run.endedAt ? [{ at: h.to, release: true, name: h.name }] : [],

@@ -42,7 +42,6 @@ function draw(el: Element): string {
         (el.fill ? ` fill="${el.fill}"` : '') +
         ` font-size="${el.size}"` +
         (el.bold ? ' font-weight="bold"' : '') +
-        (el.halo ? ' stroke="#ffffff" stroke-width="4" paint-order="stroke"' : '') +
         `>${esc(el.text)}</text>`
       )
     case 'line':

@@ -7,6 +7,8 @@
 //
 // Options: RXSEM_DEMO_SVG=<path> or `--svg <path>`; by default the picture goes to
 // .cache/demo-timeline.svg, which git ignores. `npm run demo:docs` updates docs/demo-timeline.svg.
+// RXSEM_DEMO_RECORD=<path> or `--record <path>` also writes the run's timeline as JSON, which
+// `Timeline.replay` turns back into the same picture (the layout's tests use one such run).
 import { randomUUID } from 'node:crypto'
 import { accessSync, constants, mkdirSync, writeFileSync } from 'node:fs'
 import { dirname, relative, resolve } from 'node:path'
@@ -26,10 +28,14 @@ const say = (line: string): void => view.log(line)
 const stop = new AbortController()
 let interrupted: NodeJS.Signals | undefined
 
+/** The value of `--<flag> <value>`, else of the environment variable `variable`. */
+function option(flag: string, variable: string): string | undefined {
+  const at = process.argv.indexOf(`--${flag}`)
+  return (at >= 0 ? process.argv[at + 1] : undefined) || process.env[variable] || undefined
+}
+
 function svgPath(): string {
-  const flag = process.argv.indexOf('--svg')
-  const given = (flag >= 0 ? process.argv[flag + 1] : undefined) ?? process.env['RXSEM_DEMO_SVG']
-  return resolve(given || resolve(root, '.cache/demo-timeline.svg'))
+  return resolve(option('svg', 'RXSEM_DEMO_SVG') ?? resolve(root, '.cache/demo-timeline.svg'))
 }
 
 function onSignal(signal: NodeJS.Signals): void {
@@ -69,6 +75,7 @@ async function consulVersion(url: string): Promise<string> {
 
 async function main(): Promise<number> {
   const output = svgPath()
+  const recordPath = option('record', 'RXSEM_DEMO_RECORD')
   let agent: ConsulAgent | undefined
   try {
     say('starting a local Consul dev agent (scripts/consul.sh finds or fetches the binary) ...')
@@ -119,6 +126,11 @@ async function main(): Promise<number> {
     writeFileSync(output, timelineSvg(timeline, { runAt, consulVersion: version }))
     const shown = relative(process.cwd(), output)
     say(`timeline picture: ${shown.startsWith('..') ? output : shown}`)
+    if (recordPath) {
+      mkdirSync(dirname(resolve(recordPath)), { recursive: true })
+      writeFileSync(resolve(recordPath), `${JSON.stringify(timeline.record(), null, 1)}\n`)
+      say(`timeline record: ${recordPath}`)
+    }
 
     const problems = [
       ...(timeline.overLimitAt.length > 0

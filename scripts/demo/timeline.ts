@@ -49,15 +49,60 @@ export type TimelineEvent =
 /** Seconds since the contenders started. */
 export type DemoClock = () => number
 
+/**
+ * One call into the timeline, as it was made: with the timeline's names and limit, the calls of a
+ * run replay it exactly (`Timeline.replay`), so a run's picture can be redrawn and tested later.
+ */
+export type TimelineCall =
+  | {
+      readonly at: number
+      readonly call: 'contends'
+      readonly name: string
+      readonly session: string
+    }
+  | {
+      readonly at: number
+      readonly call: 'acquired'
+      readonly name: string
+      /** Decimal, as JSON has no bigint. */
+      readonly fencingToken: string
+      readonly session: string
+    }
+  | {
+      readonly at: number
+      readonly call: 'lost'
+      readonly name: string
+      readonly reason: TransitionReason | undefined
+    }
+  | { readonly at: number; readonly call: 'round-ended'; readonly name: string }
+  | {
+      readonly at: number
+      readonly call: 'operator'
+      readonly name: string
+      readonly session: string
+    }
+  | { readonly at: number; readonly call: 'finish' }
+
+/** A whole run, as JSON: what `npm run demo -- --record <file>` writes. */
+export interface TimelineRecord {
+  readonly names: readonly string[]
+  readonly limit: number
+  readonly calls: readonly TimelineCall[]
+}
+
 export class Timeline {
   readonly holds: Hold[] = []
   readonly waits: Wait[] = []
   readonly cuts: OperatorCut[] = []
-  /** How many contenders held after each change, for the "slots in use" strip. */
-  readonly inUse: { at: number; count: number }[] = [{ at: 0, count: 0 }]
+  /**
+   * The most holders at once, counted in the order the holders reported their changes: a new
+   * holder seen before an old one's loss counts both, so this is never below the real figure.
+   */
   maxConcurrent = 0
   readonly overLimitAt: number[] = []
   endedAt: number | undefined
+  /** Every call made so far, for `record()`. */
+  private readonly calls: TimelineCall[] = []
   private readonly holding = new Map<string, Hold>()
   private readonly queued = new Map<string, Wait>()
 
@@ -68,8 +113,47 @@ export class Timeline {
     private readonly onEvent: (event: TimelineEvent) => void,
   ) {}
 
+  /** A timeline rebuilt from a record, each call made at its recorded time. */
+  static replay(
+    record: TimelineRecord,
+    onEvent: (event: TimelineEvent) => void = () => {},
+  ): Timeline {
+    let at = 0
+    const timeline = new Timeline(record.names, record.limit, () => at, onEvent)
+    for (const call of record.calls) {
+      at = call.at
+      switch (call.call) {
+        case 'contends':
+          timeline.contends(call.name, call.session)
+          break
+        case 'acquired':
+          timeline.acquired(call.name, BigInt(call.fencingToken), call.session)
+          break
+        case 'lost':
+          timeline.lost(call.name, call.reason)
+          break
+        case 'round-ended':
+          timeline.roundEnded(call.name)
+          break
+        case 'operator':
+          timeline.operatorDestroyed(call.name, call.session)
+          break
+        case 'finish':
+          timeline.finish()
+          break
+      }
+    }
+    return timeline
+  }
+
+  /** The run so far, as JSON can carry it. */
+  record(): TimelineRecord {
+    return { names: this.names, limit: this.limit, calls: [...this.calls] }
+  }
+
   contends(name: string, session: string): void {
     const at = this.now()
+    this.calls.push({ at, call: 'contends', name, session })
     const wait: Wait = { name, from: at, to: undefined }
     this.queued.set(name, wait)
     this.waits.push(wait)
@@ -78,6 +162,7 @@ export class Timeline {
 
   acquired(name: string, fencingToken: bigint, session: string): void {
     const at = this.now()
+    this.calls.push({ at, call: 'acquired', name, fencingToken: fencingToken.toString(), session })
     this.closeWait(name, at)
     const hold: Hold = {
       name,
@@ -89,7 +174,7 @@ export class Timeline {
     }
     this.holding.set(name, hold)
     this.holds.push(hold)
-    this.countInUse(at)
+    this.countHolders()
     this.onEvent({ type: 'acquired', at, hold, holders: [...this.holding.keys()] })
     if (this.holding.size > this.limit) {
       this.overLimitAt.push(at)
@@ -101,21 +186,24 @@ export class Timeline {
     const hold = this.holding.get(name)
     if (!hold) return
     const at = this.now()
+    this.calls.push({ at, call: 'lost', name, reason })
     hold.to = at
     hold.endReason = reason
     this.holding.delete(name)
-    this.countInUse(at)
+    this.countHolders()
     this.onEvent({ type: 'lost', at, hold })
   }
 
   /** The round ended; if it never got a slot, its wait ends here. */
   roundEnded(name: string): void {
     const at = this.now()
+    this.calls.push({ at, call: 'round-ended', name })
     if (this.closeWait(name, at)) this.onEvent({ type: 'gave-up', at, name })
   }
 
   operatorDestroyed(name: string, session: string): void {
     const cut = { at: this.now(), name, session }
+    this.calls.push({ at: cut.at, call: 'operator', name, session })
     this.cuts.push(cut)
     this.onEvent({ type: 'operator', at: cut.at, cut })
   }
@@ -127,6 +215,7 @@ export class Timeline {
   /** Ends the record: whatever is still open is cut at this moment. */
   finish(): void {
     const at = this.now()
+    this.calls.push({ at, call: 'finish' })
     this.endedAt = at
     for (const hold of this.holding.values()) hold.to = at
     for (const wait of this.queued.values()) wait.to = at
@@ -140,9 +229,7 @@ export class Timeline {
     return true
   }
 
-  private countInUse(at: number): void {
-    const count = this.holding.size
-    this.inUse.push({ at, count })
-    this.maxConcurrent = Math.max(this.maxConcurrent, count)
+  private countHolders(): void {
+    this.maxConcurrent = Math.max(this.maxConcurrent, this.holding.size)
   }
 }

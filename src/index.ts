@@ -7,7 +7,7 @@
  * or changing any of these names is a breaking change. The pure core's building blocks (the
  * decide steps, the contender reducer and its state, the `.lock` codec) are in
  * `rx-consul-semaphore/experimental`, which may change in any minor release; test doubles are in
- * `rx-consul-semaphore/testing`. test/unit/public-surface.test.ts pins the list below.
+ * `rx-consul-semaphore/testing`.
  *
  * @packageDocumentation
  */

@@ -114,7 +114,10 @@ export interface LeaderElection extends SlotGuard {
    * Steps down now: `holding$` turns false at once, then the key is released (`?release=` with
    * the same value and flags, which sets no lock-delay, so a waiter takes over at once) and the
    * session destroyed. Resolves when Consul is clean; rejects with SemaphoreError('ReleaseFailed')
-   * if it could not be cleaned. Subscriptions complete; the object cannot contend again.
+   * if it could not be cleaned. Called while a session is being created, it waits for Consul's
+   * answer (at most 10 s) and destroys that session; a request still unanswered then is aborted,
+   * and a session Consul may have made regardless expires by its TTL. Subscriptions complete; the
+   * object cannot contend again.
    */
   close(): Promise<void>
   /**

@@ -145,7 +145,10 @@ export interface Semaphore extends SlotGuard {
    * Releases now: `holding$` turns false at once, then the session is CAS'd out of `.lock`, the
    * contender key deleted and the session destroyed. Resolves when Consul is clean; rejects with
    * SemaphoreError('ReleaseFailed') if it could not be cleaned (the session then expires by its
-   * TTL). Subscriptions complete; the object cannot contend again.
+   * TTL). Called while a session is being created, it waits for Consul's answer (at most 10 s)
+   * and destroys that session; a request still unanswered then is aborted, and a session Consul
+   * may have made regardless expires by its TTL. Subscriptions complete; the object cannot
+   * contend again.
    */
   close(): Promise<void>
   /**

@@ -391,8 +391,8 @@ export interface ConsulClient {
   watchPrefix(prefix: string, options?: WatchOptions): Observable<WatchEvent>
   /**
    * What the client has seen of its connection (see NetworkHealth); watches use it to replace a
-   * long poll that a network failure may have silenced. Optional: a client without it is
-   * watched as before, each long poll waited out until its answer or its timeout.
+   * long poll that a network failure may have silenced. Optional: on a client without it, a
+   * watch waits out each long poll until its answer or its timeout.
    */
   readonly network?: NetworkHealth
   /** Closes the client's connections; in-flight calls fail with Aborted. */

@@ -294,8 +294,8 @@ export function createTransport(config: ResolvedConfig): Transport {
     // The request timeout measures the agent's answer, not this client's own queue: a request
     // waits here, without a timer, while every connection is busy (a burst of thousands of
     // contenders' writes, long polls), and is given to undici only when one is free. Timed from
-    // the call instead, the last of a burst timed out unsent and were sent again, which made the
-    // queue longer still: 10,000 contenders on one prefix never all got their keys in (bench 5a).
+    // the call instead, the last of a burst would time out unsent and be sent again, which makes
+    // the queue longer still: 10,000 contenders on one prefix would never all get their keys in.
     // Long polls never hold the last connection: a client watching as many prefixes as it has
     // connections would otherwise hold its renewals back until a poll returns, past a lease.
     const poll = request.query?.['index'] !== undefined

@@ -1,6 +1,5 @@
 /**
- * The instrumentation scope of the library's meter and tracer. The version is package.json's
- * (test/unit/telemetry-scope.test.ts keeps the two equal).
+ * The instrumentation scope of the library's meter and tracer. The version is package.json's.
  */
 export const SCOPE_NAME = 'rx-consul-semaphore'
 

@@ -34,6 +34,7 @@ import { toSemaphoreError, type SemaphoreError } from '../../errors.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
 import { isConsulError } from '../call-policy.js'
 import type { ContenderProtocol, ProtocolContender } from '../protocol/contender-protocol.js'
+import { destroySession } from '../release/destroy-session.js'
 import { SessionLease, type LeaseEvent, type LeaseListener } from '../session-lease.js'
 import {
   contenderTelemetry,
@@ -56,7 +57,10 @@ export interface ContendOptions extends ResolvedContenderOptions {
   readonly followLimit?: boolean | undefined
   readonly fairness: boolean
   readonly fairnessGraceMs: number | undefined
-  /** Receives each release this contender starts in the background, so close() can await it. */
+  /**
+   * Receives each release this contender starts in the background (and the destroy of a session
+   * whose request was out when it ended), so close() can await it.
+   */
   readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
   readonly scheduler?: SchedulerLike | undefined
   /** Source of the jitter of every retry and of the waiters' refresh; default Math.random. */
@@ -90,6 +94,20 @@ export interface ContenderRun {
 const WAITER_REFRESH_MS = 1000
 
 /**
+ * How long a contender that ends (closed, stopped, failed) waits for the answer to the session
+ * request it has in flight, to destroy the session it makes (ms): as long as a client waits for
+ * any answer by default (`requestTimeoutMs`). Past it the request is aborted, and a session
+ * Consul may have made regardless expires by its TTL.
+ */
+export const ABANDONED_SESSION_WAIT_MS = 10_000
+
+/** A session request in flight: its answer, and how to abort it. */
+interface CreateCall {
+  readonly controller: AbortController
+  readonly answer: Promise<E.Either<ConsulError, string>>
+}
+
+/**
  * One contender (of a semaphore, or of a leader election, by `options.protocol`), from session to
  * slot and back, until it is closed or stopped. It registers with its prefix's coordinator, which
  * owns the one watch; each event runs through the core's pure reducer (`reduceContender`), and
@@ -107,7 +125,9 @@ const WAITER_REFRESH_MS = 1000
  * `session` backoff; a prefix problem or a permanent failure ends it with a SemaphoreError. Until
  * the first session is created, the retries last at most `startupTimeoutMs` (then `Unreachable`);
  * a session request still waiting for a connection of a busy client then, while the agent answers
- * the client, is waited for, and only its failure ends the contender.
+ * the client, is waited for, and only its failure ends the contender. A contender that ends while a
+ * session request is out awaits its answer in the background (at most ABANDONED_SESSION_WAIT_MS)
+ * and destroys the session it makes (`abandonCreate`).
  *
  * @example
  * const run = contend({ ...resolved, client, protocol: semaphoreProtocol, limit: 3, ... }, {
@@ -177,7 +197,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   private lease: SessionLease | undefined
   private retryTimer: Subscription | undefined
   private startupTimer: Subscription | undefined
-  private createCall: AbortController | undefined
+  private createCall: CreateCall | undefined
 
   constructor(
     private readonly options: ContendOptions,
@@ -261,11 +281,11 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     this.cancel('startupTimer')
     if (this.running) {
       this.input({ type: 'release-requested' })
-    } else if (this.createCall === undefined) {
-      // Waiting to retry or to start over: a closed contender ends quietly.
+    } else {
+      // Waiting to retry, or for a session (destroyed once it exists: `abandonCreate`): a closed
+      // contender ends quietly.
       this.end()
     }
-    // A session being created is released as soon as it exists (`begin`).
   }
 
   stop(): void {
@@ -322,7 +342,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
    * A snapshot held back from a waiter far back is stepped on when the waiter's refresh is due,
    * unless another passed meanwhile: the prefix may stay quiet after it for as long as dead
    * waiters ahead keep their keys, and it may be the one that shows a free slot, on which the
-   * fairness grace counts (`decidePatiently`). Dropped instead, it left the waiter deciding on
+   * fairness grace counts (`decidePatiently`). Dropped, it would leave the waiter deciding on
    * the snapshot before, with no slot free, until the next change under the prefix.
    */
   private holdBack(event: Extract<WatchEvent, { type: 'snapshot' }>): void {
@@ -369,27 +389,27 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     const { client, protocol } = this.options
     const createdAt = this.scheduler.now()
     const controller = new AbortController()
-    this.createCall = controller
-    void client.session
-      .create({
-        name: this.options.sessionName,
-        ttl: this.options.ttl,
-        behavior: protocol.behavior,
-        ...(this.options.lockDelay !== undefined ? { lockDelay: this.options.lockDelay } : {}),
-        ...(this.options.checks !== undefined ? { nodeChecks: this.options.checks } : {}),
-        signal: controller.signal,
-      })()
-      .then((created) => {
-        if (this.createCall !== controller) return
-        this.createCall = undefined
-        if (E.isLeft(created)) {
-          this.failed(created.left)
-          return
-        }
-        this.cancel('startupTimer')
-        this.startupOverdue = false
-        this.begin(created.right, createdAt)
-      })
+    const answer = client.session.create({
+      name: this.options.sessionName,
+      ttl: this.options.ttl,
+      behavior: protocol.behavior,
+      ...(this.options.lockDelay !== undefined ? { lockDelay: this.options.lockDelay } : {}),
+      ...(this.options.checks !== undefined ? { nodeChecks: this.options.checks } : {}),
+      signal: controller.signal,
+    })()
+    const call = { controller, answer }
+    this.createCall = call
+    void answer.then((created) => {
+      if (this.createCall !== call) return
+      this.createCall = undefined
+      if (E.isLeft(created)) {
+        this.failed(created.left)
+        return
+      }
+      this.cancel('startupTimer')
+      this.startupOverdue = false
+      this.begin(created.right, createdAt)
+    })
   }
 
   private begin(session: string, createdAt: number): void {
@@ -403,10 +423,6 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     this.state = initialContenderState
     this.emit(this.state)
     this.input({ type: 'session-created', session, ttlMs: this.options.ttlMs, sentAt: createdAt })
-    if (this.closing) {
-      this.input({ type: 'release-requested' })
-      return
-    }
     if (!this.running) return
     this.lease = new SessionLease(
       {
@@ -642,9 +658,31 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
     this.telemetry.ended(why, this.scheduler.now())
     this.cancel('startupTimer')
     this.cancel('retryTimer')
-    this.createCall?.abort()
-    this.createCall = undefined
+    this.abandonCreate()
     this.leaveCoordinator()
+  }
+
+  /**
+   * The session request in flight of a contender that ends: awaited in the background (for at
+   * most ABANDONED_SESSION_WAIT_MS), and the session it makes destroyed, through `onRelease`, so
+   * that close() resolves only once Consul is clean. Aborted instead, a request already sent made
+   * a session all the same, left to its TTL. A request that fails made none (or none this
+   * contender can know of: that one, too, expires by its TTL).
+   */
+  private abandonCreate(): void {
+    const call = this.createCall
+    if (call === undefined) return
+    this.createCall = undefined
+    const { client } = this.options
+    const { scheduler, random } = this
+    const bound = scheduler.schedule(() => call.controller.abort(), ABANDONED_SESSION_WAIT_MS)
+    this.options.onRelease(
+      call.answer.then((created) => {
+        bound.unsubscribe()
+        if (E.isLeft(created)) return E.right<ConsulError, void>(undefined)
+        return destroySession({ client, session: created.right, scheduler, random })
+      }),
+    )
   }
 
   private cancel(timer: 'wakeTimer' | 'refreshTimer' | 'retryTimer' | 'startupTimer'): void {

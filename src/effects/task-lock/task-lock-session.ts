@@ -124,6 +124,8 @@ export class TaskLockSession {
     if (this.#closing || this.#held.has(key)) return E.right({ type: 'refused', reason: 'held' })
     const generation = await this.#generation()
     if (E.isLeft(generation)) return generation
+    // Closed while the session was being made: write no key that close() would have to give back.
+    if (this.#closing) return E.right({ type: 'refused', reason: 'held' })
     const { session, lease } = generation.right
     const answer = await acquireTaskLock(this.#options.client, key, session, value, this.#scheduler)
     if (E.isLeft(answer)) return answer

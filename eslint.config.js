@@ -8,7 +8,9 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ['*.js', 'scripts/*.mjs'] } },
+      parserOptions: {
+        projectService: { allowDefaultProject: ['*.js', 'scripts/*.mjs', 'examples/*.mjs'] },
+      },
     },
     rules: {
       '@typescript-eslint/no-floating-promises': [

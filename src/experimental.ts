@@ -39,10 +39,14 @@ export { contenderState } from './core/contender/contender-state.js'
 export { holding } from './core/contender/holding.js'
 export type {
   ContenderAction,
+  ContenderPhase,
   ContenderState,
   ContenderStateOptions,
+  CountedGrace,
   DecideStep,
+  SharedGrace,
 } from './core/contender/contender-state-model.js'
+export type { LastFailure } from './core/contender/last-failure.js'
 export { leaseDeadline, type LeaseMargin } from './core/contender/lease-deadline.js'
 
 // The `.lock` body: read, write, and the release of a holder.

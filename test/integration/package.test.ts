@@ -1,9 +1,13 @@
 // The package as a user gets it: `npm pack` (in a copy of the sources without dist/, so the pack
-// must build by itself), installed with rxjs into a fresh folder, type-checked for a consumer by
-// TypeScript 5.9 and 7 with and without @types/node, run from `import` and from `require` against
-// the test run's Consul agent, and its `rxsem` bin run from node_modules/.bin. Its three entries
-// (the root, /testing and /experimental) resolve for each, and their types also for a consumer
-// still on `moduleResolution: node10` (through "typesVersions").
+// must build by itself), installed with rxjs into a fresh project made by `npm init -y` (a
+// CommonJS one), type-checked for a consumer by TypeScript 5.9 and 7 with and without @types/node,
+// run from `import` and from `require` against the test run's Consul agent, and its `rxsem` bin
+// run from node_modules/.bin. Its three entries (the root, /testing and /experimental) resolve for
+// each, and their types also for a consumer still on `moduleResolution: node10` (through
+// "typesVersions"). The README's quick start runs there with `node`, and its API tour with `npx
+// tsx`, as the README tells a newcomer to run them (tour.test.ts checks that the README shows
+// these files word for word). The package carries its LICENSE, CHANGELOG and docs, and every
+// relative link in its markdown, and every docs/ path its code names, resolves inside it.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import {
@@ -19,25 +23,43 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { createRequire } from 'node:module'
-import { dirname, join, resolve } from 'node:path'
+import { dirname, join, relative, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import { after, before, describe, it } from 'node:test'
 import { sharedAgent } from '../support/consul-agent.js'
-import { holdersOf, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
+import {
+  SEMAPHORE_FLAGS,
+  deleteTree,
+  holdersOf,
+  listPrefix,
+  readLock,
+  sessionsNamed,
+} from '../support/observe.js'
 
 const root = resolve(import.meta.dirname, '../..')
 const run = promisify(execFile)
 
-/** What `npm pack` needs to build the package: the sources and the build's script and configs. */
+/**
+ * What `npm pack` needs: the sources, the build's script and configs, and the texts the package
+ * carries beside its code ("files" in package.json).
+ */
 const BUILD_INPUTS = [
   'package.json',
   'README.md',
+  'LICENSE',
+  'CHANGELOG.md',
   'src',
   'scripts/build.mjs',
   'tsconfig.json',
   'tsconfig.build.json',
   'tsconfig.build.cjs.json',
+  'docs',
+  'examples',
+  'bench/results.md',
 ]
+
+/** Where the README's examples do their work: fixed prefixes, as a newcomer runs them. */
+const EXAMPLE_PREFIXES = ['service/jobs/lock', 'service/db', 'service/scheduler/leader']
 
 const COMPILERS = {
   'TypeScript 5.9': join(root, 'node_modules/typescript/bin/tsc'),
@@ -71,16 +93,57 @@ function versionOf(name: string): string {
   return (JSON.parse(readFileSync(path, 'utf8')) as { version: string }).version
 }
 
-/** Every file under `dir`, as paths relative to it. */
+/** Every file under `dir`, as paths relative to it, outside node_modules. */
 function filesUnder(dir: string, at = ''): string[] {
   return readdirSync(join(dir, at), { withFileTypes: true }).flatMap((entry) => {
     const path = join(at, entry.name)
-    return entry.isDirectory() ? filesUnder(dir, path) : [path]
+    if (entry.isDirectory()) return entry.name === 'node_modules' ? [] : filesUnder(dir, path)
+    return [path]
   })
 }
 
-// A build, an install and four type-checks: about 40 s on a quiet machine, over 3 minutes on a
-// loaded one; still below the 300 s scripts/run-tests.ts gives the file, so a hang is named.
+/** Markdown without its fenced code blocks and code spans, where a link is only text. */
+function proseOf(markdown: string): string {
+  return markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[ \t]*$/gm, '').replace(/`[^`\n]*`/g, '')
+}
+
+/** The targets of a markdown text's links and images, inline, by reference and in HTML. */
+function linkTargets(markdown: string): string[] {
+  const prose = proseOf(markdown)
+  return [
+    ...prose.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g),
+    ...prose.matchAll(/^ {0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm),
+    ...prose.matchAll(/<(?:a|img)\s[^>]*?(?:href|src)="([^"]+)"/g),
+  ].map((m) => m[1] ?? '')
+}
+
+/** The anchors of a markdown file's headings, as GitHub makes them. */
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>()
+  for (const [, text = ''] of headingsOf(markdown)) {
+    const base = text
+      .replace(/<[^>]+>/g, '')
+      .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-')
+    let anchor = base
+    for (let n = 1; anchors.has(anchor); n++) anchor = `${base}-${n}`
+    anchors.add(anchor)
+  }
+  return anchors
+}
+
+/** The headings of a markdown text outside its fenced code blocks. */
+function headingsOf(markdown: string): RegExpMatchArray[] {
+  const outsideFences = markdown.replace(/^(```|~~~)[^\n]*\n[\s\S]*?^\1[ \t]*$/gm, '')
+  return [...outsideFences.matchAll(/^ {0,3}#{1,6}[ \t]+(.*?)[ \t#]*$/gm)]
+}
+
+// A build, an install, four type-checks and the README's two examples (about 12 s together): 2 to
+// 3 minutes on a loaded two-core machine (load average 12); still below the 300 s
+// scripts/run-tests.ts gives the file, so a hang is named.
 describe('the packed package', { timeout: 280_000 }, () => {
   let work: string
   let consumer: string
@@ -104,9 +167,10 @@ describe('the packed package', { timeout: 280_000 }, () => {
     assert.ok(pack, `npm pack answered no package:\n${packed.stdout}`)
     packedFiles = pack.files.map((f) => f.path)
 
+    // A newcomer's project: `npm init -y` (npm 11 writes "type": "commonjs"; older npm, no type).
     consumer = join(work, 'consumer')
     mkdirSync(consumer)
-    writeFileSync(join(consumer, 'package.json'), '{ "private": true }\n')
+    await run('npm', ['init', '-y'], { cwd: consumer, env: npmEnv() })
     await run(
       'npm',
       [
@@ -117,6 +181,7 @@ describe('the packed package', { timeout: 280_000 }, () => {
         join(work, pack.filename),
         `rxjs@${versionOf('rxjs')}`,
         `@types/node@${versionOf('@types/node')}`,
+        `tsx@${versionOf('tsx')}`,
       ],
       { cwd: consumer, env: npmEnv() },
     )
@@ -165,6 +230,7 @@ describe('the packed package', { timeout: 280_000 }, () => {
 
   after(async () => {
     if (work) rmSync(work, { recursive: true, force: true })
+    if (consul) for (const prefix of EXAMPLE_PREFIXES) await deleteTree(consul.url, prefix)
     await consul?.close()
   })
 
@@ -309,4 +375,141 @@ describe('the packed package', { timeout: 280_000 }, () => {
     })
     assert.match(stdout, /^Usage: rxsem <command>/)
   })
+
+  it('is installed in a CommonJS project, as `npm init -y` makes one', () => {
+    const manifest = JSON.parse(readFileSync(join(consumer, 'package.json'), 'utf8')) as {
+      type?: string
+    }
+    assert.ok(manifest.type === undefined || manifest.type === 'commonjs', manifest.type)
+  })
+
+  it('carries its LICENSE, CHANGELOG, README, docs and examples', () => {
+    const docs = readdirSync(join(root, 'docs')).filter((f) => /\.(md|svg)$/.test(f))
+    assert.ok(docs.length >= 10, `only ${docs.length} docs in the sources`)
+    for (const file of [
+      'LICENSE',
+      'CHANGELOG.md',
+      'README.md',
+      'examples/quickstart.mjs',
+      'examples/tour.mts',
+      ...docs.map((f) => `docs/${f}`),
+    ]) {
+      assert.ok(packedFiles.includes(file), `${file} is not in the package`)
+    }
+    assert.ok(!packedFiles.some((f) => f.startsWith('docs/api/')), 'the generated API reference')
+    const manifest = JSON.parse(readFileSync(join(installed, 'package.json'), 'utf8')) as {
+      license: string
+    }
+    assert.equal(manifest.license, 'MIT')
+    assert.match(readFileSync(join(installed, 'LICENSE'), 'utf8'), /^MIT License\n\nCopyright /)
+  })
+
+  it('resolves every relative link of its markdown inside the package, anchors too', () => {
+    const markdown = filesUnder(installed).filter((f) => f.endsWith('.md'))
+    assert.ok(markdown.includes('README.md') && markdown.length > 10, markdown.join())
+    const broken: string[] = []
+    let checked = 0
+    for (const file of markdown) {
+      for (const target of linkTargets(readFileSync(join(installed, file), 'utf8'))) {
+        if (/^([a-z][a-z\d+.-]*:|\/\/)/i.test(target)) continue // a URL, not a path
+        checked++
+        const [path = '', anchor] = target.split('#', 2)
+        const resolved =
+          path === ''
+            ? join(installed, file)
+            : join(installed, dirname(file), decodeURIComponent(path))
+        const inside = !relative(installed, resolved).startsWith('..')
+        if (!inside || !existsSync(resolved)) {
+          broken.push(`${file} → ${target}${inside ? '' : ' (outside the package)'}`)
+        } else if (anchor && resolved.endsWith('.md')) {
+          if (!anchorsOf(readFileSync(resolved, 'utf8')).has(anchor)) {
+            broken.push(`${file} → ${target} (no such heading)`)
+          }
+        }
+      }
+    }
+    assert.ok(checked > 30, `only ${checked} relative links found`)
+    assert.deepEqual(broken, [])
+  })
+
+  it('ships every docs/ file that its code, declarations and messages name', () => {
+    const code = filesUnder(installed).filter((f) => /\.(js|cjs|mjs|ts|cts|mts|sh)$/.test(f))
+    const named = code.flatMap((file) =>
+      [...readFileSync(join(installed, file), 'utf8').matchAll(/\bdocs\/[\w.-]+\.(md|svg)\b/g)].map(
+        ([path]) => ({ file, path }),
+      ),
+    )
+    // The build's messages and declarations are read, not only the sources.
+    const inBuild = (path: string, ending: string): boolean =>
+      named.some((n) => n.path === path && n.file.startsWith('dist/') && n.file.endsWith(ending))
+    assert.ok(inBuild('docs/operations.md', '.js'), 'the ACL remedy of PermissionDenied')
+    assert.ok(inBuild('docs/safety.md', '.d.ts'), 'the TSDoc of the declarations')
+    const missing = named.filter(({ path }) => !existsSync(join(installed, path)))
+    assert.deepEqual(
+      missing.map(({ file, path }) => `${file} names ${path}`),
+      [],
+    )
+  })
+
+  it('runs the README quick start with node, which works, exits by itself and leaves no holder', async () => {
+    const quickstart = join(consumer, 'quickstart.mjs')
+    cpSync(join(installed, 'examples/quickstart.mjs'), quickstart)
+    const { stdout } = await example(['node', 'quickstart.mjs'])
+    assert.deepEqual(
+      stdout.trim().split('\n'),
+      [0, 1, 2, 3, 4].map((n) => `holding a slot, working: step ${n}`),
+    )
+    await leftInConsul(['service/jobs/lock'], ['service/jobs/lock/.lock'])
+  })
+
+  it('runs the README tour with npx tsx, which exits by itself and leaves no holder', async () => {
+    cpSync(join(installed, 'examples/tour.mts'), join(consumer, 'tour.mts'))
+    const { stdout } = await example(['npx', 'tsx', 'tour.mts'])
+    for (const line of ['worker: step 0', 'migrated', 'leader: node-a', 'scheduler: tick 2']) {
+      assert.ok(stdout.split('\n').includes(line), `no "${line}" in:\n${stdout}`)
+    }
+    assert.match(stdout, /^wrote batch 2 with fencing token \d+$/m)
+    // What stays is what `consul lock` leaves too: each prefix's `.lock`, with no holder.
+    await leftInConsul(
+      ['service/db', 'service/scheduler'],
+      ['service/db/lock/.lock', 'service/scheduler/leader/.lock'],
+    )
+  })
+
+  /** Runs a README example in the consumer's folder against the run's agent, as a newcomer does. */
+  async function example([command = '', ...args]: string[]): Promise<{ stdout: string }> {
+    const started = Date.now()
+    const timeout = 60_000
+    const ran = await run(command, args, {
+      cwd: consumer,
+      env: { ...npmEnv(), CONSUL_HTTP_ADDR: consul.addr },
+      timeout,
+    }).catch((error: { code?: number; signal?: string; stdout?: string; stderr?: string }) =>
+      assert.fail(
+        `${command} ${args.join(' ')} exited ${error.code ?? error.signal} after ` +
+          `${Date.now() - started} ms:\n${error.stdout}\n${error.stderr}`,
+      ),
+    )
+    assert.ok(Date.now() - started < timeout)
+    return ran
+  }
+
+  /** Asserts that under `prefixes` Consul keeps only `keys`, with no holder and no session. */
+  async function leftInConsul(prefixes: string[], keys: string[]): Promise<void> {
+    const entries = (await Promise.all(prefixes.map((p) => listPrefix(consul.url, p)))).flat()
+    assert.deepEqual(entries.map((e) => e.Key).sort(), keys)
+    for (const entry of entries) {
+      assert.equal(entry.Session, undefined, `${entry.Key} is held`)
+      if (entry.Flags === SEMAPHORE_FLAGS) {
+        const lock = await readLock(consul.url, entry.Key.replace(/\/\.lock$/, ''))
+        assert.deepEqual(holdersOf(lock?.body), [], `${entry.Key} lists holders`)
+      }
+    }
+    const sessions = await sessionsNamed(consul.url, '')
+    assert.deepEqual(
+      sessions.filter((s) => prefixes.some((p) => s.Name.includes(` ${p}`))),
+      [],
+      'sessions left',
+    )
+  }
 })

@@ -1,73 +1,68 @@
-// The README's API tour is examples/tour.ts, word for word, and it runs: against Consul it does
-// its work, closes everything and exits by itself, leaving no session and no contender behind.
+// The README's quick start is examples/quickstart.mjs and its API tour is examples/tour.mts, word for
+// word, each with the command that runs it. Both run from the packed package, in a project made by
+// `npm init -y`, against the run's agent, in package.test.ts: there only, because they work on
+// fixed prefixes (as a newcomer runs them), and two runs at once on the one agent would meet.
 import assert from 'node:assert/strict'
-import { execFile } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
-import { promisify } from 'node:util'
-import { after, before, describe, it } from 'node:test'
-import { sharedAgent } from '../support/consul-agent.js'
-import { deleteTree, holdersOf, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
-import { SUITE_TIMEOUT_MS } from '../support/processes.js'
+import { describe, it } from 'node:test'
 
 const root = resolve(import.meta.dirname, '../..')
-const run = promisify(execFile)
-const TOUR_TIMEOUT_MS = 30_000
+const readme = readFileSync(resolve(root, 'README.md'), 'utf8')
 
-describe('the API tour (examples/tour.ts)', { timeout: SUITE_TIMEOUT_MS }, () => {
-  let consul: Awaited<ReturnType<typeof sharedAgent>>
-  before(async () => {
-    consul = await sharedAgent()
-  })
-  after(async () => {
-    await deleteTree(consul.url, 'service/db/lock')
-    await deleteTree(consul.url, 'service/scheduler/leader')
-    await consul.close()
-  })
+/** The text of the first ```lang block after the README's link to `file`, and what lies between. */
+function shownAfterLink(file: string, lang: string): { between: string; code: string } {
+  const link = readme.indexOf(`](${file})`)
+  assert.ok(link >= 0, `the README does not link ${file}`)
+  const block = new RegExp(`\\n\`\`\`${lang}\\n([\\s\\S]*?)\`\`\`\\n`).exec(readme.slice(link))
+  assert.ok(block?.[1], `the README has no \`\`\`${lang} block after its link to ${file}`)
+  return { between: readme.slice(link, link + block.index), code: block[1] }
+}
 
-  it('is the code the README shows', () => {
-    const readme = readFileSync(resolve(root, 'README.md'), 'utf8')
-    const tour = readFileSync(resolve(root, 'examples/tour.ts'), 'utf8')
-    const shown = /\(examples\/tour\.ts\)[\s\S]*?\n```ts\n([\s\S]*?)```\n/.exec(readme)?.[1]
-    assert.ok(shown, 'the README has no ```ts block after its link to examples/tour.ts')
-    assert.equal(shown, tour)
-  })
+/** The lines of a README section: from its `## title` heading to the next. */
+function section(title: string): string {
+  const match = new RegExp(`^## ${title}\\n([\\s\\S]*?)(?=^## |(?![\\s\\S]))`, 'm').exec(readme)
+  assert.ok(match?.[1], `the README has no "## ${title}" section`)
+  return match[1]
+}
 
-  it('runs against Consul, exits by itself in time and leaves no session or contender', async () => {
-    const started = Date.now()
-    const { stdout } = await run(process.execPath, ['--import', 'tsx', 'examples/tour.ts'], {
-      cwd: root,
-      env: { ...process.env, CONSUL_HTTP_ADDR: consul.addr },
-      timeout: TOUR_TIMEOUT_MS,
-    }).catch((error: { code?: number; signal?: string; stdout?: string; stderr?: string }) =>
-      assert.fail(
-        `the tour exited ${error.code ?? error.signal} after ${Date.now() - started} ms:\n` +
-          `${error.stdout}\n${error.stderr}`,
-      ),
-    )
-    assert.ok(Date.now() - started < TOUR_TIMEOUT_MS)
-    for (const line of ['worker: step 0', 'migrated', 'leader: node-a', 'scheduler: tick 2']) {
-      assert.ok(stdout.split('\n').includes(line), `no "${line}" in:\n${stdout}`)
+describe('the README examples', () => {
+  it('opens with what the library is, then the quick start, before any contributor command', () => {
+    const headings = [...readme.matchAll(/^## (.*)$/gm)].map((m) => m[1])
+    assert.equal(headings[0], 'Quick start')
+    assert.match(readme.slice(0, readme.indexOf('\n## ')), /distributed semaphore/)
+    const developing = headings.indexOf('Developing')
+    assert.ok(developing > headings.indexOf('API tour'), 'Developing comes after the tour')
+    const before = readme.slice(0, readme.indexOf('\n## Developing'))
+    for (const command of ['npm test', 'npm run test:reliability', 'npm run demo']) {
+      assert.ok(section('Developing').includes(`${command} `), `Developing lacks ${command}`)
     }
-    assert.match(stdout, /^wrote batch 2 with fencing token \d+$/m)
-    assert.match(stdout, /^metrics: .*\brxsem\.acquisitions\b.*\brxsem\.hold\.duration\b/m)
+    for (const command of ['npm test', 'npm run test:reliability']) {
+      assert.ok(!before.includes(command), `${command} comes before Developing`)
+    }
+  })
 
-    // What stays is what `consul lock` leaves too: each prefix's `.lock`, with no holder.
-    const entries = [
-      ...(await listPrefix(consul.url, 'service/db')),
-      ...(await listPrefix(consul.url, 'service/scheduler')),
-    ]
-    assert.deepEqual(entries.map((e) => e.Key).sort(), [
-      'service/db/lock/.lock',
-      'service/scheduler/leader/.lock',
-    ])
-    assert.deepEqual(holdersOf((await readLock(consul.url, 'service/db/lock'))?.body), [])
-    assert.equal(entries.find((e) => e.Key.startsWith('service/scheduler'))?.Session, undefined)
-    const sessions = await sessionsNamed(consul.url, '')
-    assert.deepEqual(
-      sessions.filter((s) => / service\/(db|scheduler)\//.test(s.Name)),
-      [],
-      'sessions left',
-    )
+  it('shows examples/quickstart.mjs as the quick start, at most 15 lines, run with node', () => {
+    const file = readFileSync(resolve(root, 'examples/quickstart.mjs'), 'utf8')
+    const { code } = shownAfterLink('examples/quickstart.mjs', 'js')
+    assert.equal(code, file)
+    assert.ok(file.trimEnd().split('\n').length <= 15, 'the quick start is over 15 lines')
+    for (const name of ['semaphore(', 'holding$', 'switchMap(', 'close()']) {
+      assert.ok(file.includes(name), `the quick start does not use ${name}`)
+    }
+    assert.match(section('Quick start'), /^npm install rx-consul-semaphore rxjs\b/m)
+    assert.match(section('Quick start'), /^node quickstart\.mjs$/m)
+  })
+
+  it('shows examples/tour.mts as the API tour, run with npx tsx as a .mts file', () => {
+    const file = readFileSync(resolve(root, 'examples/tour.mts'), 'utf8')
+    const { between, code } = shownAfterLink('examples/tour.mts', 'ts')
+    assert.equal(code, file)
+    assert.match(between, /^npm install --save-dev tsx\b/m)
+    assert.match(between, /^cp node_modules\/rx-consul-semaphore\/examples\/tour\.mts \.\s/m)
+    assert.match(between, /^npx tsx tour\.mts$/m)
+    // Only the package, rxjs and tsx are installed where it runs.
+    const imported = [...file.matchAll(/^import [\s\S]*? from '([^']+)'$/gm)].map((m) => m[1])
+    assert.deepEqual(imported.sort(), ['rx-consul-semaphore', 'rxjs'])
   })
 })

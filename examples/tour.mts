@@ -10,12 +10,6 @@ import {
   timer,
 } from 'rxjs'
 import {
-  AggregationTemporality,
-  InMemoryMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-} from '@opentelemetry/sdk-metrics'
-import {
   createConsulClient,
   leaderElection,
   semaphore,
@@ -51,15 +45,8 @@ const bytes = new TextEncoder().encode('migrated')
 
 const consul = createConsulClient() // CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN, ... as Consul's CLI reads them
 
-// Metrics and spans go to OpenTelemetry when `@opentelemetry/api` is installed: to the providers
-// an SDK registered globally, or to those a contender is given (docs/observability.md).
-const exported = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE)
-const meterProvider = new MeterProvider({
-  readers: [new PeriodicExportingMetricReader({ exporter: exported })],
-})
-
 // At most 3 processes run the migration worker at once.
-const sem = semaphore({ prefix: 'service/db/lock', limit: 3, consul, telemetry: { meterProvider } })
+const sem = semaphore({ prefix: 'service/db/lock', limit: 3, consul })
 sem.holding$.pipe(switchMap((held) => (held ? worker$ : EMPTY))).subscribe(console.log)
 
 // Who holds, who waits, and a fencing token for the guarded resource.
@@ -71,11 +58,8 @@ await sem.fencedTxn([{ verb: 'set', key: 'service/db/state', value: bytes }])
 
 await sem.close() // CAS out of .lock, delete the contender key, destroy the session
 
-// What it reported: acquisitions, wait and hold times, hand-overs, losses by reason, requests...
-await meterProvider.forceFlush()
-const reported = exported.getMetrics().flatMap((r) => r.scopeMetrics.flatMap((s) => s.metrics))
-console.log('metrics:', reported.map((m) => m.descriptor.name).join(' '))
-await meterProvider.shutdown()
+// Metrics and spans (acquisitions, wait and hold times, losses, requests) go to an OpenTelemetry
+// SDK if the process registers one: docs/observability.md (in node_modules/rx-consul-semaphore).
 
 // `await using` closes any contender when the block ends, also by a throw (Node 20.4+, TS 5.2+).
 {

@@ -48,9 +48,16 @@ export type SemaphoreErrorKind =
   | 'ReleaseFailed'
   /**
    * The caller's `signal` aborted the wait (or the hold): everything was released first. Its
-   * `cause` is the signal's reason (a TimeoutError for `AbortSignal.timeout(ms)`).
+   * `cause` is the signal's reason (a TimeoutError for `AbortSignal.timeout(ms)`). A signal
+   * cancels the work as well as the wait; compare 'WaitTimeout'.
    */
   | 'Aborted'
+  /**
+   * `withSlot`'s `waitTimeout` ran out before a slot was held: the work was not started, and the
+   * session and contender key of the wait were released first. The message names the prefix and
+   * the timeout. Unlike a signal, `waitTimeout` never ends work that has started.
+   */
+  | 'WaitTimeout'
 
 /**
  * The one error type the public API throws or errors with: `kind` says what went wrong, the message
@@ -156,9 +163,10 @@ export function toSemaphoreError(error: unknown): SemaphoreError {
  * signal.addEventListener('abort', () => reject(abortedError(signal, 'waiting for a slot')))
  * @param signal - The aborted signal.
  * @param what - What was aborted, for the message.
+ * @param hint - A last sentence for the message, if any.
  * @returns SemaphoreError('Aborted').
  */
-export function abortedError(signal: AbortSignal, what: string): SemaphoreError {
+export function abortedError(signal: AbortSignal, what: string, hint?: string): SemaphoreError {
   const reason: unknown = signal.reason
   const why =
     reason instanceof Error
@@ -168,7 +176,8 @@ export function abortedError(signal: AbortSignal, what: string): SemaphoreError 
         : 'aborted'
   return new SemaphoreError(
     'Aborted',
-    `${what} was aborted by its signal (${why}); its session and key are released.`,
+    `${what} was aborted by its signal (${why}); its session and key are released.` +
+      (hint === undefined ? '' : ` ${hint}`),
     { cause: reason },
   )
 }

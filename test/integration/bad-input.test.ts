@@ -247,16 +247,19 @@ describe('bad input', () => {
       ],
     ]
     for (const [what, options, message] of cases) {
-      it(`errors with InvalidOptions for ${what}, before sending anything`, async () => {
+      it(`throws InvalidOptions for ${what} when the semaphore is made, sending nothing`, async () => {
         const p = await proxy()
         const nobody = createConsulClient({ address: p.addr })
         try {
-          const sem = semaphore({ prefix: 'svc/lock', limit: 1, consul: nobody, ...options })
-          const run = follow(sem)
-          const error = await run.semaphoreError(2000)
-          assert.equal(error.kind, 'InvalidOptions')
-          assert.match(error.message, message)
-          assert.deepEqual(run.holding, [false])
+          assert.throws(
+            () => semaphore({ prefix: 'svc/lock', limit: 1, consul: nobody, ...options }),
+            (error: unknown) => {
+              assert.ok(error instanceof SemaphoreError)
+              assert.equal(error.kind, 'InvalidOptions')
+              assert.match(error.message, message)
+              return true
+            },
+          )
           await sleep(100)
           assert.equal(p.requests().length, 0, 'nothing was sent to Consul')
         } finally {

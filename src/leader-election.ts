@@ -66,6 +66,7 @@ export interface LeaderElectionState {
    * The ModifyIndex of `<prefix>/.lock` written by this contender's acquisition, strictly
    * increasing over the acquisitions of the key; undefined while not leading. Hand it to the
    * guarded resource so that it can refuse writes from a leader that was replaced.
+   * `JSON.stringify(state)` writes it (as every bigint of a state) as a decimal string.
    */
   readonly fencingToken: bigint | undefined
   /** Who leads as this contender last saw it (itself from the moment its acquisition answered). */

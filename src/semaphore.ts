@@ -38,6 +38,7 @@ export interface SemaphoreState {
    * Strictly increasing over the acquisitions of every slot of the prefix (the `.lock`
    * ModifyIndex written when this contender won its slot); undefined while not holding. Hand it to
    * the guarded resource so that it can refuse writes from a holder that was replaced.
+   * `JSON.stringify(state)` writes it (as every bigint of a state) as a decimal string.
    */
   readonly fencingToken: bigint | undefined
   /**

@@ -108,7 +108,7 @@ function describe(error: unknown): string {
   if (error instanceof SemaphoreError) {
     switch (error.kind) {
       case 'InvalidOptions':
-        return `bad options: ${error.message.replace(/^option (\w+)/, (_, name: string) => `--${kebab(name)}`)}`
+        return `bad options: ${error.message.replace(/\boption (\w+)/g, (_, name: string) => `--${kebab(name)}`)}`
       case 'PermissionDenied':
         return `permission denied: ${error.message}`
       case 'Conflict':

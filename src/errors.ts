@@ -1,4 +1,4 @@
-import type { ConsulError } from './consul/errors.js'
+import type { ConsulError, PermissionDenied } from './consul/errors.js'
 import { LOCK_FLAGS } from './consul/flags.js'
 import type { PrefixProblem } from './core/events.js'
 
@@ -115,8 +115,15 @@ function kindOf(error: ConsulError): SemaphoreErrorKind {
 export function fromConsulError(error: ConsulError, doing: string): SemaphoreError {
   const kind = kindOf(error)
   const lead = kind === 'Unreachable' || kind === 'NotConsul' ? '' : `${doing}: `
-  const hint = kind === 'PermissionDenied' ? `. ${PERMISSION_HINT}` : ''
+  // A token Consul does not know needs replacing, not a policy: its message says so already.
+  const hint =
+    error._tag === 'PermissionDenied' && !unknownToken(error) ? `. ${PERMISSION_HINT}` : ''
   return new SemaphoreError(kind, `${lead}${error.message}${hint}`, { cause: error })
+}
+
+/** Whether Consul refused the token because it does not know it (`ACL not found`). */
+function unknownToken(error: PermissionDenied): boolean {
+  return /ACL not found/i.test(error.body)
 }
 
 /** The SemaphoreError for a prefix problem the core found. */
@@ -140,8 +147,10 @@ export function problemError(problem: PrefixProblem): SemaphoreError {
     case 'CorruptLock':
       return new SemaphoreError(
         'CorruptLock',
-        `${problem.key} cannot be read: ${problem.reason}. It was left as it is; fix or delete it ` +
-          `(consul kv delete ${problem.key}) once no contender relies on it.`,
+        `${problem.key} cannot be read: ${problem.reason}. Nothing was written; it was left as it ` +
+          'is. Correct its body (`{"Limit":<n>,"Holders":{}}` and the holders it lists) or delete ' +
+          `it (consul kv delete ${problem.key}) once no contender relies on it: the next ` +
+          'contender writes a new one.',
       )
   }
 }

@@ -60,7 +60,7 @@ export function withSlot<T>(
     return Promise.reject(error)
   }
   if (caller?.aborted === true) {
-    return Promise.reject(abortedError(caller, 'waiting for a slot', WAIT_ALONE))
+    return Promise.reject(abortedError(caller, 'waiting for a slot', waitAloneHint(caller)))
   }
   const controller = new AbortController()
   return new Promise<T>((resolve, reject) => {
@@ -68,11 +68,17 @@ export function withSlot<T>(
     let settled = false
     const onAbort = (): void => {
       if (!started) {
-        finish(() => reject(abortedError(caller as AbortSignal, 'waiting for a slot', WAIT_ALONE)))
+        finish(() =>
+          reject(abortedError(caller as AbortSignal, 'waiting for a slot', waitAloneHint(caller))),
+        )
         return
       }
       // Holding: give the slot back now, and tell the work why its signal aborted.
-      const error = abortedError(caller as AbortSignal, 'the work holding a slot', WAIT_ALONE)
+      const error = abortedError(
+        caller as AbortSignal,
+        'the work holding a slot',
+        waitAloneHint(caller),
+      )
       if (!controller.signal.aborted) controller.abort(error)
       void sem.close().catch(() => undefined)
     }
@@ -127,8 +133,16 @@ export function withSlot<T>(
   })
 }
 
-/** What the Aborted of `withSlot` adds: the option that bounds the wait alone. */
-const WAIT_ALONE = 'To bound only the wait for a slot, and never the work, use waitTimeout instead.'
+/**
+ * What the Aborted of `withSlot` adds when a timeout aborted the signal (`AbortSignal.timeout`),
+ * perhaps meant to bound the wait only: the option that does that.
+ */
+function waitAloneHint(signal: AbortSignal | undefined): string | undefined {
+  const reason: unknown = signal?.reason
+  return reason instanceof Error && reason.name === 'TimeoutError'
+    ? 'To bound only the wait for a slot, and never the work, use waitTimeout instead.'
+    : undefined
+}
 
 /** The WaitTimeout of a wait for a slot of `prefix` that lasted `waitTimeoutMs`. */
 function waitTimeoutError(prefix: string, waitTimeoutMs: number): SemaphoreError {

@@ -75,10 +75,11 @@ describe('Consul client over https', () => {
   it("says that an https:// address answered plain HTTP, and what to do, not OpenSSL's words alone", async () => {
     // The agent's plain-HTTP port, asked for https as an https:// address and as CONSUL_HTTP_SSL.
     const plain = tls.agent.addr
-    for (const env of [
+    const asksForHttps: Record<string, string>[] = [
       { CONSUL_HTTP_ADDR: `https://${plain}` },
       { CONSUL_HTTP_ADDR: plain, CONSUL_HTTP_SSL: 'true' },
-    ]) {
+    ]
+    for (const env of asksForHttps) {
       const consul = createConsulClient({ env: tlsEnv(env) })
       try {
         const error = await failure(consul.kv.get(`${prefix}/k`))

@@ -115,15 +115,22 @@ function kindOf(error: ConsulError): SemaphoreErrorKind {
 export function fromConsulError(error: ConsulError, doing: string): SemaphoreError {
   const kind = kindOf(error)
   const lead = kind === 'Unreachable' || kind === 'NotConsul' ? '' : `${doing}: `
-  // A token Consul does not know needs replacing, not a policy: its message says so already.
-  const hint =
-    error._tag === 'PermissionDenied' && !unknownToken(error) ? `. ${PERMISSION_HINT}` : ''
-  return new SemaphoreError(kind, `${lead}${error.message}${hint}`, { cause: error })
+  const message = error._tag === 'PermissionDenied' ? withPermissionHint(error) : error.message
+  return new SemaphoreError(kind, `${lead}${message}`, { cause: error })
 }
 
-/** Whether Consul refused the token because it does not know it (`ACL not found`). */
-function unknownToken(error: PermissionDenied): boolean {
-  return /ACL not found/i.test(error.body)
+/**
+ * A refusal's message with the one remedy that applies: the policy to give a token Consul knows
+ * (PERMISSION_HINT); none for a token Consul does not know (`ACL not found`), whose message
+ * already says to use one that exists. Exported for `rxsem`, which reports refusals too.
+ *
+ * @example
+ * console.error(withPermissionHint(error))
+ * @param error - The refusal.
+ * @returns Its message, and the policy hint where it applies.
+ */
+export function withPermissionHint(error: PermissionDenied): string {
+  return /ACL not found/i.test(error.body) ? error.message : `${error.message}. ${PERMISSION_HINT}`
 }
 
 /** The SemaphoreError for a prefix problem the core found. */

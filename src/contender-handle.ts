@@ -45,7 +45,7 @@ export interface ContenderHandleSpec<S extends HeldState> {
   readonly idle: S
   /**
    * The contender's options (without the client and the release sink, which the handle gives),
-   * resolved anew for each first subscriber. May throw a SemaphoreError('InvalidOptions').
+   * asked for by each first subscriber; validated already, when the contender was made.
    */
   readonly options: () => Omit<ContendOptions, 'client' | 'onRelease'>
   /** The public state of a core state, given the options the contender runs with. */

@@ -69,8 +69,9 @@ await sem.close() // CAS out of .lock, delete the contender key, destroy the ses
 
 // Without Rx: run while a slot is held; the signal aborts if the slot is lost, and `slot` checks
 // synchronously (against the wall clock, so also right after a long pause) before each write.
-// `signal` bounds the wait as Node's APIs do: no slot within 5 s rejects with kind 'Aborted'.
-const limits = { prefix: 'service/db/lock', limit: 3, consul, signal: AbortSignal.timeout(5000) }
+// `waitTimeout` bounds the wait alone: no slot within 5 s rejects with kind 'WaitTimeout', and
+// work that has started runs to its end (a `signal` option would cancel the wait or the work).
+const limits = { prefix: 'service/db/lock', limit: 3, consul, waitTimeout: '5s' }
 await withSlot(limits, async (signal, slot) => {
   for (const batch of batches) await writeBatch(batch, { signal, fence: slot.assertHolding() })
 })

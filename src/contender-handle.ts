@@ -14,6 +14,7 @@ import type { ContenderState } from './core/contender/contender-state-model.js'
 import type { TransitionReason } from './core/events.js'
 import { contend, type ContendOptions, type ContenderRun } from './effects/coordinator/member.js'
 import { SemaphoreError, toSemaphoreError } from './errors.js'
+import { serializable } from './serializable-state.js'
 import { sharedStates } from './shared-states.js'
 import { slotGuard, type SlotGuard } from './slot-guard.js'
 
@@ -44,7 +45,7 @@ export interface ContenderHandleSpec<S extends HeldState> {
   readonly idle: S
   /**
    * The contender's options (without the client and the release sink, which the handle gives),
-   * resolved anew for each first subscriber. May throw a SemaphoreError('InvalidOptions').
+   * asked for by each first subscriber; validated already, when the contender was made.
    */
   readonly options: () => Omit<ContendOptions, 'client' | 'onRelease'>
   /** The public state of a core state, given the options the contender runs with. */
@@ -166,7 +167,8 @@ export function contenderHandle<S extends HeldState>(
     const push = (state: S): void => {
       current = state
       if (last !== undefined && spec.same(last, state)) return
-      last = state
+      // Every state emitted is made here: one place gives them all their toJSON.
+      last = serializable(state)
       subscriber.next(state)
     }
     push(spec.idle)

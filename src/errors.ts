@@ -1,4 +1,4 @@
-import type { ConsulError } from './consul/errors.js'
+import type { ConsulError, PermissionDenied } from './consul/errors.js'
 import { LOCK_FLAGS } from './consul/flags.js'
 import type { PrefixProblem } from './core/events.js'
 
@@ -48,9 +48,16 @@ export type SemaphoreErrorKind =
   | 'ReleaseFailed'
   /**
    * The caller's `signal` aborted the wait (or the hold): everything was released first. Its
-   * `cause` is the signal's reason (a TimeoutError for `AbortSignal.timeout(ms)`).
+   * `cause` is the signal's reason (a TimeoutError for `AbortSignal.timeout(ms)`). A signal
+   * cancels the work as well as the wait; compare 'WaitTimeout'.
    */
   | 'Aborted'
+  /**
+   * `withSlot`'s `waitTimeout` ran out before a slot was held: the work was not started, and the
+   * session and contender key of the wait were released first. The message names the prefix and
+   * the timeout. Unlike a signal, `waitTimeout` never ends work that has started.
+   */
+  | 'WaitTimeout'
 
 /**
  * The one error type the public API throws or errors with: `kind` says what went wrong, the message
@@ -108,8 +115,22 @@ function kindOf(error: ConsulError): SemaphoreErrorKind {
 export function fromConsulError(error: ConsulError, doing: string): SemaphoreError {
   const kind = kindOf(error)
   const lead = kind === 'Unreachable' || kind === 'NotConsul' ? '' : `${doing}: `
-  const hint = kind === 'PermissionDenied' ? `. ${PERMISSION_HINT}` : ''
-  return new SemaphoreError(kind, `${lead}${error.message}${hint}`, { cause: error })
+  const message = error._tag === 'PermissionDenied' ? withPermissionHint(error) : error.message
+  return new SemaphoreError(kind, `${lead}${message}`, { cause: error })
+}
+
+/**
+ * A refusal's message with the one remedy that applies: the policy to give a token Consul knows
+ * (PERMISSION_HINT); none for a token Consul does not know (`ACL not found`), whose message
+ * already says to use one that exists. Exported for `rxsem`, which reports refusals too.
+ *
+ * @example
+ * console.error(withPermissionHint(error))
+ * @param error - The refusal.
+ * @returns Its message, and the policy hint where it applies.
+ */
+export function withPermissionHint(error: PermissionDenied): string {
+  return /ACL not found/i.test(error.body) ? error.message : `${error.message}. ${PERMISSION_HINT}`
 }
 
 /** The SemaphoreError for a prefix problem the core found. */
@@ -133,8 +154,10 @@ export function problemError(problem: PrefixProblem): SemaphoreError {
     case 'CorruptLock':
       return new SemaphoreError(
         'CorruptLock',
-        `${problem.key} cannot be read: ${problem.reason}. It was left as it is; fix or delete it ` +
-          `(consul kv delete ${problem.key}) once no contender relies on it.`,
+        `${problem.key} cannot be read: ${problem.reason}. Nothing was written; it was left as it ` +
+          'is. Correct its body (`{"Limit":<n>,"Holders":{}}` and the holders it lists) or delete ' +
+          `it (consul kv delete ${problem.key}) once no contender relies on it: the next ` +
+          'contender writes a new one.',
       )
   }
 }
@@ -156,9 +179,10 @@ export function toSemaphoreError(error: unknown): SemaphoreError {
  * signal.addEventListener('abort', () => reject(abortedError(signal, 'waiting for a slot')))
  * @param signal - The aborted signal.
  * @param what - What was aborted, for the message.
+ * @param hint - A last sentence for the message, if any.
  * @returns SemaphoreError('Aborted').
  */
-export function abortedError(signal: AbortSignal, what: string): SemaphoreError {
+export function abortedError(signal: AbortSignal, what: string, hint?: string): SemaphoreError {
   const reason: unknown = signal.reason
   const why =
     reason instanceof Error
@@ -168,7 +192,8 @@ export function abortedError(signal: AbortSignal, what: string): SemaphoreError 
         : 'aborted'
   return new SemaphoreError(
     'Aborted',
-    `${what} was aborted by its signal (${why}); its session and key are released.`,
+    `${what} was aborted by its signal (${why}); its session and key are released.` +
+      (hint === undefined ? '' : ` ${hint}`),
     { cause: reason },
   )
 }

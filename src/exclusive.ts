@@ -26,7 +26,12 @@ import {
   type TaskLockSessionClosed,
 } from './effects/task-lock/task-lock-session.js'
 import { SemaphoreError, fromConsulError } from './errors.js'
-import { resolveContenderOptions, type ContenderOptions } from './options/contender-options.js'
+import {
+  checkContenderOptions,
+  validated,
+  type ContenderOptions,
+  type ResolvedContenderOptions,
+} from './options/contender-options.js'
 
 /**
  * Options of `exclusive(...)`. Session options (`ttl`, `lockDelay`, ...) are those of contenders.
@@ -205,23 +210,16 @@ export type ExclusiveResult<T, R> =
  * ```
  * @param options - Key, work, concurrency, what to do with a finished key, session options.
  * @returns An operator from tasks to their results, in completion order.
+ * @throws SemaphoreError('InvalidOptions') at once when an option is wrong, naming every wrong
+ *   one; nothing is sent to Consul then.
  */
 export function exclusive<T, R>(
   options: ExclusiveOptions<T, R>,
 ): OperatorFunction<T, ExclusiveResult<T, R>> {
+  const resolved = resolveExclusiveOptions(options)
   return (tasks) =>
     defer(() => {
-      const resolved = resolveContenderOptions(
-        { ...options, prefix: options.watchPrefix ?? 'exclusive' },
-        'rx-consul-semaphore exclusive',
-      )
       const concurrency = options.concurrency ?? 1
-      if (!(concurrency === Infinity || (Number.isInteger(concurrency) && concurrency >= 1))) {
-        throw new SemaphoreError(
-          'InvalidOptions',
-          `option concurrency: ${concurrency} must be a whole number of at least 1.`,
-        )
-      }
       const watchPrefix = options.watchPrefix === undefined ? undefined : resolved.prefix
       const scheduler = options.scheduler ?? asyncScheduler
       // Without a client of its own, the subscription holds the process's default client until its
@@ -357,6 +355,35 @@ export function exclusive<T, R>(
         }),
       )
     })
+}
+
+/** Every option checked at once; throws SemaphoreError('InvalidOptions') naming each problem. */
+function resolveExclusiveOptions<T, R>(options: ExclusiveOptions<T, R>): ResolvedContenderOptions {
+  return validated((report) => {
+    const resolved = checkContenderOptions(
+      { ...options, prefix: options.watchPrefix ?? 'exclusive' },
+      'rx-consul-semaphore exclusive',
+      // The contender's prefix is the watch prefix here.
+      (option, problem) => report(option === 'prefix' ? 'watchPrefix' : option, problem),
+    )
+    for (const name of ['keyOf', 'run'] as const) {
+      if (typeof options[name] !== 'function') {
+        report(name, `must be a function (got ${typeof options[name]}).`)
+      }
+    }
+    if (options.isDone !== undefined && typeof options.isDone !== 'function') {
+      report('isDone', `must be a function (got ${typeof options.isDone}).`)
+    }
+    const concurrency = options.concurrency ?? 1
+    if (!(concurrency === Infinity || (Number.isInteger(concurrency) && concurrency >= 1))) {
+      report('concurrency', `${concurrency} must be a whole number of at least 1, or Infinity.`)
+    }
+    const onDone: unknown = options.onDone ?? 'release'
+    if (onDone !== 'release' && onDone !== 'delete') {
+      report('onDone', `${JSON.stringify(onDone)} must be 'release' or 'delete'.`)
+    }
+    return resolved
+  })
 }
 
 function closedReport(closed: TaskLockSessionClosed): ExclusiveClosed {

@@ -66,6 +66,7 @@ export interface LeaderElectionState {
    * The ModifyIndex of `<prefix>/.lock` written by this contender's acquisition, strictly
    * increasing over the acquisitions of the key; undefined while not leading. Hand it to the
    * guarded resource so that it can refuse writes from a leader that was replaced.
+   * `JSON.stringify(state)` writes it (as every bigint of a state) as a decimal string.
    */
   readonly fencingToken: bigint | undefined
   /** Who leads as this contender last saw it (itself from the moment its acquisition answered). */
@@ -189,17 +190,20 @@ const idle: LeaderElectionState = {
  * ```
  * @param options - Prefix, and optionally the Consul client, value, TTL, lock-delay, checks, ...
  * @returns The contender. Nothing happens until `holding$` or `state$` is subscribed.
+ * @throws SemaphoreError('InvalidOptions') at once when an option is wrong, naming every wrong
+ *   one; nothing is sent to Consul then.
  */
 export function leaderElection(
   options: LeaderElectionOptions,
   /** @internal How `tryLead` sets the contender up; not part of the public API. */
   internal: ContenderInternals = {},
 ): LeaderElection {
+  const resolved = resolveContenderOptions(options, 'rx-consul-semaphore leader')
   const { state$, holding$, close, lifecycle, guard } = contenderHandle<LeaderElectionState>({
     consul: options.consul,
     idle,
     options: () => ({
-      ...resolveContenderOptions(options, 'rx-consul-semaphore leader'),
+      ...resolved,
       protocol: lockProtocol,
       limit: 1,
       // No queue on a lock: whoever acquires first after a release leads, as with Go's Lock.
@@ -213,14 +217,13 @@ export function leaderElection(
     dropped: steppedDown,
     releaseFailedHint:
       'The session expires by its TTL; Consul then frees the key after the lock-delay.',
-    guardKey: () => lockKey(options.prefix),
+    guardKey: () => lockKey(resolved.prefix),
     scheduler: options.scheduler,
   })
   const { closing } = lifecycle
 
   const leader$ = defer(() => {
     if (closing.value) return of<LockLeader | null>()
-    const resolved = resolveContenderOptions(options, 'rx-consul-semaphore leader')
     return lifecycle
       .withClient((client) => lockLeader(client, resolved.prefix, { waitMs: resolved.watchWaitMs }))
       .pipe(takeUntil(closing.pipe(filter(Boolean))))

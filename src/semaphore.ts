@@ -9,9 +9,8 @@ import type { RankedContender, TransitionReason } from './core/events.js'
 import { contenderKey } from './core/keys/contender-key.js'
 import { semaphoreProtocol } from './effects/protocol/semaphore-protocol.js'
 import {
-  resolveContenderOptions,
-  resolveFollowLimit,
-  resolveLimit,
+  resolveSemaphoreOptions,
+  type ReportProblem,
   type SemaphoreOptions,
 } from './options/contender-options.js'
 
@@ -39,6 +38,7 @@ export interface SemaphoreState {
    * Strictly increasing over the acquisitions of every slot of the prefix (the `.lock`
    * ModifyIndex written when this contender won its slot); undefined while not holding. Hand it to
    * the guarded resource so that it can refuse writes from a holder that was replaced.
+   * `JSON.stringify(state)` writes it (as every bigint of a state) as a decimal string.
    */
   readonly fencingToken: bigint | undefined
   /**
@@ -196,6 +196,8 @@ export function toSemaphoreState(core: ContenderState, limit: number): Semaphore
 /** @internal How `tryAcquire`/`tryLead` set up a contender (see `ContendOptions.tryOnce`). */
 export interface ContenderInternals {
   readonly tryOnce?: boolean
+  /** More options to check with the contender's, so that one error names every problem. */
+  readonly checkMore?: (report: ReportProblem) => void
 }
 
 const idle = (limit: number): SemaphoreState => ({
@@ -226,34 +228,30 @@ const idle = (limit: number): SemaphoreState => ({
  * ```
  * @param options - Prefix, limit, and optionally the Consul client, TTL, value, fairness, ...
  * @returns The contender. Nothing happens until `holding$` or `state$` is subscribed.
+ * @throws SemaphoreError('InvalidOptions') at once when an option is wrong, naming every wrong
+ *   one; nothing is sent to Consul then.
  */
 export function semaphore(
   options: SemaphoreOptions,
   /** @internal How `tryAcquire` sets the contender up; not part of the public API. */
   internal: ContenderInternals = {},
 ): Semaphore {
-  const limitForState = typeof options.limit === 'number' ? options.limit : 0
+  const resolved = resolveSemaphoreOptions(options, 'rx-consul-semaphore', internal.checkMore)
   const { state$, holding$, close, guard } = contenderHandle<SemaphoreState>({
     consul: options.consul,
-    idle: idle(limitForState),
-    options: () => {
-      const fairness = options.fairness ?? true
-      return {
-        ...resolveContenderOptions(options, 'rx-consul-semaphore'),
-        protocol: semaphoreProtocol,
-        limit: resolveLimit(options.limit),
-        followLimit: resolveFollowLimit(options.followLimit),
-        fairness: fairness !== false && internal.tryOnce !== true,
-        fairnessGraceMs: typeof fairness === 'object' ? fairness.graceMs : undefined,
-        scheduler: options.scheduler,
-        tryOnce: internal.tryOnce,
-      }
-    },
-    toState: (core) => toSemaphoreState(core, limitForState),
+    idle: idle(resolved.limit),
+    options: () => ({
+      ...resolved,
+      protocol: semaphoreProtocol,
+      fairness: resolved.fairness && internal.tryOnce !== true,
+      scheduler: options.scheduler,
+      tryOnce: internal.tryOnce,
+    }),
+    toState: (core) => toSemaphoreState(core, resolved.limit),
     same: sameState,
     dropped: lostOnError,
     releaseFailedHint: 'The session expires by its TTL and other contenders then prune it.',
-    guardKey: (session) => contenderKey(options.prefix, session),
+    guardKey: (session) => contenderKey(resolved.prefix, session),
     scheduler: options.scheduler,
   })
   return closeOnDispose({ state$, holding$, close, ...guard })

@@ -25,6 +25,7 @@ import {
   problemError,
 } from './errors.js'
 import { resolveContenderOptions, resolveLimit } from './options/contender-options.js'
+import { serializable } from './serializable-state.js'
 
 /**
  * Options of `setLimit`.
@@ -130,13 +131,14 @@ async function relimit(
       const entry = await call((s) => client.kv.get(key, { consistency: 'consistent', signal: s }))
       const write = relimitLock(entry ?? undefined, key, limit)
       if (E.isLeft(write)) throw problemError(write.left)
-      const changed = (index: bigint): LimitChange => ({
-        prefix,
-        previous: write.right.previous,
-        limit,
-        holders: write.right.holders,
-        index,
-      })
+      const changed = (index: bigint): LimitChange =>
+        serializable({
+          prefix,
+          previous: write.right.previous,
+          limit,
+          holders: write.right.holders,
+          index,
+        })
       // Already so: no write, so no contender wakes for nothing.
       if (write.right.previous === limit) return changed(write.right.cas)
       // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.

@@ -40,7 +40,7 @@ import { abortedError } from './errors.js'
 export function tryAcquire(options: TryOptions<SemaphoreOptions>): Promise<Semaphore | null> {
   const { signal, ...semaphoreOptions } = options
   if (signal?.aborted === true) return Promise.reject(abortedError(signal, 'trying for a slot'))
-  return settleTry(semaphore(semaphoreOptions, { tryOnce: true }), signal)
+  return made(() => semaphore(semaphoreOptions, { tryOnce: true }), signal)
 }
 
 /** The options of a try-once: the contender's, and the caller's signal. */
@@ -72,12 +72,26 @@ export function tryLead(
 ): Promise<LeaderElection | null> {
   const { signal, ...electionOptions } = options
   if (signal?.aborted === true) return Promise.reject(abortedError(signal, 'trying to lead'))
-  return settleTry(leaderElection(electionOptions, { tryOnce: true }), signal)
+  return made(() => leaderElection(electionOptions, { tryOnce: true }), signal)
 }
 
 interface Contender {
   readonly state$: Observable<{ readonly holding: boolean }>
   close(): Promise<void>
+}
+
+/** `settleTry` on the contender `make` makes; its InvalidOptions rejects the promise. */
+function made<C extends Contender>(
+  make: () => C,
+  signal: AbortSignal | undefined,
+): Promise<C | null> {
+  let contender: C
+  try {
+    contender = make()
+  } catch (error: unknown) {
+    return Promise.reject(error)
+  }
+  return settleTry(contender, signal)
 }
 
 /**

@@ -1,6 +1,8 @@
+import { asyncScheduler } from 'rxjs'
 import { SemaphoreError, abortedError } from './errors.js'
-import type { SemaphoreOptions } from './options/contender-options.js'
-import { semaphore } from './semaphore.js'
+import { formatGoDuration } from './consul/durations.js'
+import { checkTimeout, type Duration, type SemaphoreOptions } from './options/contender-options.js'
+import { semaphore, type Semaphore } from './semaphore.js'
 import type { SlotGuard } from './slot-guard.js'
 
 /**
@@ -11,54 +13,90 @@ import type { SlotGuard } from './slot-guard.js'
  * the resource (they read the wall clock, so they are right even after a pause that no timer has
  * noticed yet), and `slot.fencedTxn(ops)` for a Consul write that commits only while held.
  *
- * `options.signal` bounds or cancels the whole thing, as Node's own APIs take one
- * (`AbortSignal.timeout(5000)`: a slot within 5 s, or give up). An abort while waiting releases
- * everything (the session, the contender key) and then rejects with SemaphoreError('Aborted'),
- * whose `cause` is the signal's reason; an abort while `work` runs gives the slot back as
- * `close()` does and aborts `work`'s signal with that error; the promise then settles with what
- * `work` does.
+ * Two options end it early, and they do not mean the same:
+ * - `options.waitTimeout` bounds the wait alone (`'5s'`: a slot within 5 s, or give up): if no
+ *   slot is held by then, everything is released (the session, the contender key) and the promise
+ *   rejects with SemaphoreError('WaitTimeout'). Once `work` has started it has no effect: a job
+ *   longer than the timeout runs to its end.
+ * - `options.signal` cancels, as Node's own APIs take one: an abort while waiting releases
+ *   everything and then rejects with SemaphoreError('Aborted'), whose `cause` is the signal's
+ *   reason; an abort while `work` runs gives the slot back as `close()` does and aborts `work`'s
+ *   signal with that error; the promise then settles with what `work` does. So
+ *   `AbortSignal.timeout(ms)` bounds the wait and the work together.
  *
  * @example
  * ```ts
  * const rows = await withSlot(
- *   { prefix: 'service/db/lock', limit: 3, signal: AbortSignal.timeout(5000) },
+ *   { prefix: 'service/db/lock', limit: 3, waitTimeout: '5s' },
  *   async (signal, slot) => migrate({ signal, beforeEachBatch: () => slot.assertHolding() }),
  * )
  * ```
- * @param options - The semaphore's options, as for `semaphore(...)`, and an optional `signal`.
+ * @param options - The semaphore's options, as for `semaphore(...)`, and optionally
+ *   `waitTimeout` and `signal`.
  * @param work - The guarded work; `signal` aborts with a SemaphoreError when the slot is lost,
  *   `slot` checks synchronously that it is still held and makes fenced writes.
  * @returns What `work` returned. Rejects with what `work` threw, or with the SemaphoreError that
- *   kept the slot from being held (`Aborted` when the signal ended the wait), or with
- *   SemaphoreError('ReleaseFailed') if the release failed after the work succeeded.
+ *   kept the slot from being held (`WaitTimeout` when `waitTimeout` ended the wait, `Aborted` when
+ *   the signal did, `InvalidOptions` for a wrong option), or with SemaphoreError('ReleaseFailed')
+ *   if the release failed after the work succeeded.
  */
 export function withSlot<T>(
   options: WithSlotOptions,
   work: (signal: AbortSignal, slot: SlotGuard) => Promise<T>,
 ): Promise<T> {
-  const { signal: caller, ...semaphoreOptions } = options
-  if (caller?.aborted === true) {
-    return Promise.reject(abortedError(caller, 'waiting for a slot'))
+  const { signal: caller, waitTimeout, ...semaphoreOptions } = options
+  let waitTimeoutMs = Infinity
+  let sem: Semaphore
+  try {
+    // The wait's bound is checked with the semaphore's options: one error names every problem.
+    sem = semaphore(semaphoreOptions, {
+      checkMore: (report) => {
+        if (waitTimeout !== undefined) {
+          waitTimeoutMs = checkTimeout('waitTimeout', waitTimeout, report)
+        }
+      },
+    })
+  } catch (error: unknown) {
+    return Promise.reject(error)
   }
-  const sem = semaphore(semaphoreOptions)
+  if (caller?.aborted === true) {
+    return Promise.reject(abortedError(caller, 'waiting for a slot', waitAloneHint(caller)))
+  }
   const controller = new AbortController()
   return new Promise<T>((resolve, reject) => {
     let started = false
     let settled = false
     const onAbort = (): void => {
       if (!started) {
-        finish(() => reject(abortedError(caller as AbortSignal, 'waiting for a slot')))
+        finish(() =>
+          reject(abortedError(caller as AbortSignal, 'waiting for a slot', waitAloneHint(caller))),
+        )
         return
       }
       // Holding: give the slot back now, and tell the work why its signal aborted.
-      const error = abortedError(caller as AbortSignal, 'holding a slot')
+      const error = abortedError(
+        caller as AbortSignal,
+        'the work holding a slot',
+        waitAloneHint(caller),
+      )
       if (!controller.signal.aborted) controller.abort(error)
       void sem.close().catch(() => undefined)
     }
     caller?.addEventListener('abort', onAbort, { once: true })
+    // Owned by this call: cancelled when the work starts or the call settles.
+    const waitTimer =
+      waitTimeoutMs === Infinity
+        ? undefined
+        : (options.scheduler ?? asyncScheduler).schedule(() => {
+            if (!started)
+              finish(() =>
+                reject(waitTimeoutError(options.prefix.replace(/\/+$/, ''), waitTimeoutMs)),
+              )
+          }, waitTimeoutMs)
     const finish = (outcome: () => void): void => {
       if (settled) return
       settled = true
+      waitTimer?.unsubscribe()
       caller?.removeEventListener('abort', onAbort)
       sem.close().then(
         () => {
@@ -77,6 +115,7 @@ export function withSlot<T>(
       next: (holding) => {
         if (holding && !started && !settled) {
           started = true
+          waitTimer?.unsubscribe()
           const { isHolding, assertHolding, fencedTxn } = sem
           work(controller.signal, { isHolding, assertHolding, fencedTxn }).then(
             (value) => finish(() => resolve(value)),
@@ -94,11 +133,50 @@ export function withSlot<T>(
   })
 }
 
-/** Options of `withSlot`: the semaphore's, and the caller's signal. */
+/**
+ * What the Aborted of `withSlot` adds when a timeout aborted the signal (`AbortSignal.timeout`),
+ * perhaps meant to bound the wait only: the option that does that.
+ */
+function waitAloneHint(signal: AbortSignal | undefined): string | undefined {
+  const reason: unknown = signal?.reason
+  return reason instanceof Error && reason.name === 'TimeoutError'
+    ? 'To bound only the wait for a slot, and never the work, use waitTimeout instead.'
+    : undefined
+}
+
+/** The WaitTimeout of a wait for a slot of `prefix` that lasted `waitTimeoutMs`. */
+function waitTimeoutError(prefix: string, waitTimeoutMs: number): SemaphoreError {
+  return new SemaphoreError(
+    'WaitTimeout',
+    `no slot of ${prefix} was free within the waitTimeout of ${formatGoDuration(waitTimeoutMs)}; ` +
+      'the session and contender key of the wait are released and the work was not started. ' +
+      'Try again later, allow a longer waitTimeout, or see who holds the slots: ' +
+      `rxsem status --prefix ${prefix}.`,
+  )
+}
+
+/**
+ * Options of `withSlot`: the semaphore's, the bound of the wait (`waitTimeout`), and the caller's
+ * signal, which cancels the wait or the work.
+ *
+ * @example
+ * ```ts
+ * const options: WithSlotOptions = { prefix: 'service/db/lock', limit: 3, waitTimeout: '5s' }
+ * await withSlot(options, (signal) => migrate(signal))
+ * ```
+ */
 export interface WithSlotOptions extends SemaphoreOptions {
   /**
-   * Aborts the wait (and then the hold): `AbortSignal.timeout(ms)` bounds the wait for a slot.
-   * See `withSlot`.
+   * How long to wait for a slot, and only that: a duration ('5s', or 5000 for ms) or Infinity
+   * (the default: wait for ever). No slot held within it: everything is released and `withSlot`
+   * rejects with SemaphoreError('WaitTimeout'). Once the work has started it has no effect; the
+   * work is never aborted by it. To stop the work too, use `signal`.
+   */
+  readonly waitTimeout?: Duration
+  /**
+   * Cancels, whenever it aborts: the wait (rejects with SemaphoreError('Aborted')), or the work
+   * (its signal aborts and the slot is given back). `AbortSignal.timeout(ms)` here therefore
+   * bounds the wait AND the work; to bound only the wait, use `waitTimeout`.
    */
   readonly signal?: AbortSignal | undefined
 }

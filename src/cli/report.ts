@@ -8,7 +8,7 @@
 import { constants } from 'node:os'
 import { ConsulConfigError } from '../consul/config-error.js'
 import type { ConsulError } from '../consul/errors.js'
-import { PERMISSION_HINT, SemaphoreError } from '../errors.js'
+import { SemaphoreError, withPermissionHint } from '../errors.js'
 import { flagOfSetting } from './args/consul-flags.js'
 import { UsageError } from './args/parse-flags.js'
 import { WatchdogError } from './run/watchdog.js'
@@ -108,7 +108,7 @@ function describe(error: unknown): string {
   if (error instanceof SemaphoreError) {
     switch (error.kind) {
       case 'InvalidOptions':
-        return `bad options: ${error.message.replace(/^option (\w+)/, (_, name: string) => `--${kebab(name)}`)}`
+        return `bad options: ${error.message.replace(/\boption (\w+)/g, (_, name: string) => `--${kebab(name)}`)}`
       case 'PermissionDenied':
         return `permission denied: ${error.message}`
       case 'Conflict':
@@ -128,9 +128,7 @@ function describe(error: unknown): string {
     }
   }
   if (isConsulError(error)) {
-    return error._tag === 'PermissionDenied'
-      ? `${error.message}. ${PERMISSION_HINT}`
-      : error.message
+    return error._tag === 'PermissionDenied' ? withPermissionHint(error) : error.message
   }
   if (error instanceof WatchdogError) return error.message
   return `unexpected failure: ${error instanceof Error ? error.message : String(error)}`

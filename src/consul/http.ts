@@ -158,6 +158,18 @@ const TLS_VERIFY_CODES = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ])
 
+/**
+ * Whether a TLS handshake failed because the other end does not speak TLS: OpenSSL's "wrong
+ * version number" is what a plain-HTTP answer to a ClientHello looks like.
+ */
+function speaksNoTls(cause: CauseSummary): boolean {
+  return (
+    cause.code === 'ERR_SSL_WRONG_VERSION_NUMBER' ||
+    ((cause.code === 'EPROTO' || cause.code === undefined) &&
+      /wrong version number/i.test(cause.message))
+  )
+}
+
 const TIMEOUT_CODES = new Set([
   'UND_ERR_HEADERS_TIMEOUT',
   'UND_ERR_BODY_TIMEOUT',
@@ -388,6 +400,15 @@ export function createTransport(config: ResolvedConfig): Transport {
           request: bare,
           cause,
           message: `${label}: the TLS certificate of the Consul agent at ${where} was refused (${cause.code}: ${cause.message}); check CONSUL_CACERT (the CA that signed the agent's certificate) and CONSUL_TLS_SERVER_NAME, or set CONSUL_HTTP_SSL_VERIFY=false to skip verification (unsafe)`,
+        })
+      }
+      if (config.origin.startsWith('https:') && speaksNoTls(cause)) {
+        const plain = config.origin.replace(/^https:/, 'http:')
+        return E.left({
+          _tag: 'Unreachable',
+          request: bare,
+          cause,
+          message: `${label}: the agent at ${where} answered without TLS (plain HTTP, most likely), but the client asked for https (an https:// address, or CONSUL_HTTP_SSL=true); use ${plain} (or CONSUL_HTTP_SSL=false), or enable TLS on the agent (its ports.https and tls settings)`,
         })
       }
       return E.left({

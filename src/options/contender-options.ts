@@ -151,29 +151,71 @@ export interface ResolvedContenderOptions {
   readonly telemetry: false | TelemetryOptions | undefined
 }
 
-const invalid = (option: string, problem: string): SemaphoreError =>
-  new SemaphoreError('InvalidOptions', `option ${option}: ${problem}`)
+/**
+ * Says what is wrong with one option: `report('ttl', '"5s" must be ...')`. The checks report every
+ * problem they find, and `validated` throws them all in one SemaphoreError('InvalidOptions').
+ */
+export type ReportProblem = (option: string, problem: string) => void
+
+/**
+ * Runs `check`, which reports the problems it finds, and throws one SemaphoreError('InvalidOptions')
+ * naming every one of them; nothing has been sent to Consul then.
+ *
+ * @example
+ * const limit = validated((report) => checkLimit(options.limit, report))
+ * @param check - The checks; what it returns is used only when it reported nothing.
+ * @returns What `check` returned.
+ */
+export function validated<T>(check: (report: ReportProblem) => T): T {
+  const problems: string[] = []
+  const result = check((option, problem) => problems.push(`option ${option}: ${problem}`))
+  if (problems.length === 1) throw new SemaphoreError('InvalidOptions', problems[0] as string)
+  if (problems.length > 1) {
+    throw new SemaphoreError(
+      'InvalidOptions',
+      `${problems.length} options are wrong (nothing was sent to Consul; correct each and try ` +
+        `again): ${problems.map((problem, i) => `(${i + 1}) ${problem}`).join(' ')}`,
+    )
+  }
+  return result
+}
 
 /** Validates the options and fills in defaults; throws SemaphoreError('InvalidOptions'). */
 export function resolveContenderOptions(
   options: ContenderOptions,
   defaultName: string,
 ): ResolvedContenderOptions {
-  const raw = options.prefix
+  return validated((report) => checkContenderOptions(options, defaultName, report))
+}
+
+/**
+ * The options with defaults filled in, reporting each problem; what it returns is meaningful only
+ * when it reported none (see `validated`).
+ */
+export function checkContenderOptions(
+  options: ContenderOptions,
+  defaultName: string,
+  report: ReportProblem,
+): ResolvedContenderOptions {
+  const raw: unknown = options.prefix
+  let prefix = ''
   if (typeof raw !== 'string' || raw.trim() === '') {
-    throw invalid('prefix', 'must be a non-empty KV path such as "service/db/lock".')
-  }
-  if (raw.startsWith('/')) {
-    throw invalid('prefix', `"${raw}" must not start with "/" (Consul keys are relative).`)
-  }
-  const prefix = raw.replace(/\/+$/, '')
-  if (prefix.split('/').some((segment) => segment === '' || segment === '.' || segment === '..')) {
-    throw invalid('prefix', `"${raw}" must not contain empty, "." or ".." segments.`)
+    report('prefix', 'must be a non-empty KV path such as "service/db/lock".')
+  } else if (raw.startsWith('/')) {
+    report('prefix', `"${raw}" must not start with "/" (Consul keys are relative).`)
+  } else {
+    prefix = raw.replace(/\/+$/, '')
+    if (
+      prefix.split('/').some((segment) => segment === '' || segment === '.' || segment === '..')
+    ) {
+      report('prefix', `"${raw}" must not contain empty, "." or ".." segments.`)
+    }
   }
 
   const ttlMs = parseDuration(options.ttl ?? '15s')
-  if (ttlMs === undefined || ttlMs < 10_000 || ttlMs > 86_400_000) {
-    throw invalid(
+  const ttlValid = ttlMs !== undefined && ttlMs >= 10_000 && ttlMs <= 86_400_000
+  if (!ttlValid) {
+    report(
       'ttl',
       `${JSON.stringify(options.ttl)} must be a duration from 10s to 24h (Consul's session TTL range), e.g. "15s".`,
     )
@@ -183,56 +225,48 @@ export function resolveContenderOptions(
   if (options.lockDelay !== undefined) {
     const ms = parseDuration(options.lockDelay)
     if (ms === undefined || ms > 60_000) {
-      throw invalid(
-        'lockDelay',
-        `${JSON.stringify(options.lockDelay)} must be a duration from 0 to 60s.`,
-      )
+      report('lockDelay', `${JSON.stringify(options.lockDelay)} must be a duration from 0 to 60s.`)
+    } else {
+      lockDelay = `${Math.round(ms)}ms`
     }
-    lockDelay = `${Math.round(ms)}ms`
   }
 
   const margin = options.leaseMargin ?? { ratio: 0.1 }
+  // Against a wrong TTL, the default one: the margin's own problem is still worth reporting.
+  const ttlForMargin = ttlValid ? ttlMs : 15_000
   const leaseMarginMs =
-    typeof margin === 'object' ? margin.ratio * ttlMs : (parseDuration(margin) ?? Number.NaN)
-  if (!(leaseMarginMs >= 0 && leaseMarginMs < ttlMs)) {
-    throw invalid(
-      'leaseMargin',
-      `${JSON.stringify(margin)} must be at least 0 and less than the TTL.`,
-    )
+    typeof margin === 'object' && margin !== null
+      ? margin.ratio * ttlForMargin
+      : (parseDuration(margin) ?? Number.NaN)
+  if (!(leaseMarginMs >= 0 && leaseMarginMs < ttlForMargin)) {
+    report('leaseMargin', `${JSON.stringify(margin)} must be at least 0 and less than the TTL.`)
   }
 
   let watchWaitMs: number | undefined
   if (options.watchWait !== undefined) {
     watchWaitMs = parseDuration(options.watchWait)
     if (watchWaitMs === undefined || watchWaitMs < 1 || watchWaitMs > 600_000) {
-      throw invalid(
+      report(
         'watchWait',
         `${JSON.stringify(options.watchWait)} must be a duration from 1ms to 10m.`,
       )
     }
   }
 
-  const startupTimeoutMs =
-    options.startupTimeout === Infinity ? Infinity : parseDuration(options.startupTimeout ?? '15s')
-  if (
-    startupTimeoutMs === undefined ||
-    !((startupTimeoutMs >= 1 && startupTimeoutMs <= 86_400_000) || startupTimeoutMs === Infinity)
-  ) {
-    throw invalid(
-      'startupTimeout',
-      `${JSON.stringify(options.startupTimeout)} must be a duration from 1ms to 24h, or Infinity (wait for ever).`,
-    )
-  }
+  const startupTimeoutMs = checkTimeout('startupTimeout', options.startupTimeout ?? '15s', report)
 
   if (options.rideThrough !== undefined && typeof options.rideThrough !== 'boolean') {
-    throw invalid('rideThrough', `${JSON.stringify(options.rideThrough)} must be true or false.`)
+    report('rideThrough', `${JSON.stringify(options.rideThrough)} must be true or false.`)
   }
 
   return {
     prefix,
-    ttlMs,
+    ttlMs: ttlMs ?? Number.NaN,
     // Seconds where exact, so Consul's UI and `rxsem status` show '15s' rather than '15000ms'.
-    ttl: ttlMs % 1000 === 0 ? `${ttlMs / 1000}s` : `${Math.round(ttlMs)}ms`,
+    ttl:
+      ttlMs !== undefined && ttlMs % 1000 === 0
+        ? `${ttlMs / 1000}s`
+        : `${Math.round(ttlMs ?? 0)}ms`,
     sessionName: options.sessionName ?? `${defaultName} ${prefix}`,
     value: options.value ?? `${hostname()}:${process.pid}`,
     lockDelay,
@@ -241,40 +275,111 @@ export function resolveContenderOptions(
     watchWaitMs,
     startupTimeoutMs,
     rideThrough: options.rideThrough === true,
-    telemetry: resolveTelemetry(options.telemetry),
+    telemetry: checkTelemetry(options.telemetry, report),
   }
 }
 
-function resolveTelemetry(telemetry: unknown): false | TelemetryOptions | undefined {
+/**
+ * A time limit of the library (`startupTimeout`, `withSlot`'s `waitTimeout`): a duration from 1ms
+ * to 24h, or Infinity for none. Reports a problem and answers Infinity when it is not one.
+ *
+ * @example
+ * const waitTimeoutMs = checkTimeout('waitTimeout', options.waitTimeout, report)
+ * @returns The time limit in ms (Infinity: none).
+ */
+export function checkTimeout(option: string, value: Duration, report: ReportProblem): number {
+  const ms = value === Infinity ? Infinity : parseDuration(value)
+  if (ms === undefined || !((ms >= 1 && ms <= 86_400_000) || ms === Infinity)) {
+    report(
+      option,
+      `${JSON.stringify(value)} must be a duration from 1ms to 24h (e.g. "5s", or 5000 for ms), or Infinity (wait for ever).`,
+    )
+    return Infinity
+  }
+  return ms
+}
+
+function checkTelemetry(
+  telemetry: unknown,
+  report: ReportProblem,
+): false | TelemetryOptions | undefined {
   if (telemetry === undefined || telemetry === false) return telemetry
   if (typeof telemetry !== 'object' || telemetry === null) {
-    throw invalid('telemetry', 'must be false or { meterProvider?, tracerProvider? }')
+    report('telemetry', 'must be false or { meterProvider?, tracerProvider? }')
+    return undefined
   }
   const { meterProvider, tracerProvider } = telemetry as Record<string, unknown>
   const lacks = (provider: unknown, method: string): boolean =>
     provider !== undefined &&
     typeof (provider as Record<string, unknown> | null)?.[method] !== 'function'
   if (lacks(meterProvider, 'getMeter')) {
-    throw invalid('telemetry', 'meterProvider must be a MeterProvider (it has no getMeter)')
+    report('telemetry', 'meterProvider must be a MeterProvider (it has no getMeter)')
   }
   if (lacks(tracerProvider, 'getTracer')) {
-    throw invalid('telemetry', 'tracerProvider must be a TracerProvider (it has no getTracer)')
+    report('telemetry', 'tracerProvider must be a TracerProvider (it has no getTracer)')
   }
   return telemetry
 }
 
-/** Validates the semaphore's own options. */
-/** Validates `followLimit`; throws SemaphoreError('InvalidOptions'). */
-export function resolveFollowLimit(followLimit: unknown): boolean {
+/** The semaphore's own options, validated, with the contender's (see `resolveSemaphoreOptions`). */
+export interface ResolvedSemaphoreOptions extends ResolvedContenderOptions {
+  readonly limit: number
+  readonly followLimit: boolean
+  /** Whether waiters are served in arrival order (before a try-once turns it off). */
+  readonly fairness: boolean
+  readonly fairnessGraceMs: number | undefined
+}
+
+/**
+ * Validates every option of a semaphore at once, and any more that `more` checks (`withSlot`'s);
+ * throws one SemaphoreError('InvalidOptions') naming every problem.
+ *
+ * @example
+ * const resolved = resolveSemaphoreOptions(options, 'rx-consul-semaphore')
+ * @returns The options with defaults filled in.
+ */
+export function resolveSemaphoreOptions(
+  options: SemaphoreOptions,
+  defaultName: string,
+  more?: (report: ReportProblem) => void,
+): ResolvedSemaphoreOptions {
+  return validated((report) => {
+    const contender = checkContenderOptions(options, defaultName, report)
+    const limit = checkLimit(options.limit, report)
+    const followLimit = checkFollowLimit(options.followLimit, report)
+    const fairness: unknown = options.fairness ?? true
+    let fairnessGraceMs: number | undefined
+    if (typeof fairness === 'object' && fairness !== null) {
+      const { graceMs } = fairness as { graceMs?: unknown }
+      if (typeof graceMs === 'number' && Number.isFinite(graceMs) && graceMs >= 0) {
+        fairnessGraceMs = graceMs
+      } else {
+        report('fairness', `graceMs ${JSON.stringify(graceMs)} must be a number of ms, at least 0.`)
+      }
+    } else if (typeof fairness !== 'boolean') {
+      report('fairness', `${JSON.stringify(fairness)} must be true, false or { graceMs }.`)
+    }
+    more?.(report)
+    return { ...contender, limit, followLimit, fairness: fairness !== false, fairnessGraceMs }
+  })
+}
+
+function checkFollowLimit(followLimit: unknown, report: ReportProblem): boolean {
   if (followLimit !== undefined && typeof followLimit !== 'boolean') {
-    throw invalid('followLimit', `${JSON.stringify(followLimit)} must be true or false.`)
+    report('followLimit', `${JSON.stringify(followLimit)} must be true or false.`)
   }
   return followLimit === true
 }
 
+/** Validates a semaphore's `limit`; throws SemaphoreError('InvalidOptions'). */
 export function resolveLimit(limit: unknown): number {
+  return validated((report) => checkLimit(limit, report))
+}
+
+function checkLimit(limit: unknown, report: ReportProblem): number {
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
-    throw invalid('limit', `${JSON.stringify(limit)} must be a whole number of at least 1.`)
+    report('limit', `${JSON.stringify(limit)} must be a whole number of at least 1.`)
+    return 1
   }
   return limit
 }

@@ -17,6 +17,7 @@ import {
 import type { TransitionReason } from '../core/events.js'
 import { SemaphoreError, toSemaphoreError } from '../errors.js'
 import type { SlotGuard } from '../slot-guard.js'
+import { serializable } from '../serializable-state.js'
 import { sharedStates } from '../shared-states.js'
 
 /**
@@ -116,7 +117,7 @@ export function fakeContender<S extends { readonly holding: boolean }>(
       tap((tenure) => (latest = tenure)),
       finalize(() => (latest = notHolding)),
     )
-  }).pipe(map(spec.toState))
+  }).pipe(map((tenure) => serializable(spec.toState(tenure))))
   const notHeld = (): SemaphoreError =>
     new SemaphoreError(
       'SlotLost',

@@ -91,10 +91,18 @@ describe('bad input', () => {
   describe('a corrupt .lock', () => {
     const cases: [string, string, RegExp][] = [
       ['a body that is not JSON', '{"Limit":2,', /not JSON/],
-      ['a JSON array', '[1,2]', /expected a JSON object/],
-      ['a JSON string', '"held by ops"', /expected a JSON object/],
-      ['limit 0', '{"Limit":0,"Holders":{}}', /Limit/],
-      ['a negative limit', '{"Limit":-2,"Holders":{}}', /Limit/],
+      ['a JSON array', '[1,2]', /the body is \[1,2\], but it must be a JSON object/],
+      ['a JSON string', '"held by ops"', /must be a JSON object/],
+      [
+        'limit 0',
+        '{"Limit":0,"Holders":{}}',
+        /Limit is 0, but it must be a whole number of at least 1/,
+      ],
+      [
+        'a negative limit',
+        '{"Limit":-2,"Holders":{}}',
+        /Limit is -2, but it must be a whole number of at least 1/,
+      ],
       ['a fractional limit', '{"Limit":1.5,"Holders":{}}', /Limit/],
       ['a limit written as a string', '{"Limit":"2","Holders":{}}', /Limit/],
       ['holders that are a number', '{"Limit":2,"Holders":7}', /Holders/],
@@ -113,12 +121,34 @@ describe('bad input', () => {
         assert.match(error.message, new RegExp(`${prefix}/\\.lock`))
         assert.match(error.message, reason)
         assert.match(error.message, /left as it is/)
+        assert.doesNotMatch(error.message, /expected|PositiveInt/, 'no decoder jargon')
         assert.deepEqual(run.holding, [false])
         await nothingLeft(prefix, name)
         assert.deepEqual(await listPrefix(agent.url, prefix), before, '.lock untouched')
         await deleteTree(agent.url, prefix)
       })
     }
+  })
+
+  it('says in plain words what is wrong with a .lock of Limit -1, and what to do', async (t) => {
+    const prefix = uniquePrefix('limit-minus-one')
+    const sem = semaphore({ prefix, limit: 2, consul: agent.client })
+    t.after(async () => {
+      await sem.close().catch(() => undefined)
+      await deleteTree(agent.url, prefix)
+    })
+    await putRaw(agent.url, `${prefix}/.lock`, '{"Limit":-1}', `flags=${SEMAPHORE_FLAGS}`)
+    const run = follow(sem)
+    t.after(() => run.stop())
+    const error = await run.semaphoreError()
+    assert.equal(error.kind, 'CorruptLock')
+    assert.equal(
+      error.message,
+      `${prefix}/.lock cannot be read: Limit is -1, but it must be a whole number of at least 1. ` +
+        'Nothing was written; it was left as it is. Correct its body (`{"Limit":<n>,"Holders":{}}` ' +
+        `and the holders it lists) or delete it (consul kv delete ${prefix}/.lock) once no ` +
+        'contender relies on it: the next contender writes a new one.',
+    )
   })
 
   it('treats a holders list far longer than the limit as stale, not corrupt: dead holders are pruned', async () => {
@@ -247,16 +277,19 @@ describe('bad input', () => {
       ],
     ]
     for (const [what, options, message] of cases) {
-      it(`errors with InvalidOptions for ${what}, before sending anything`, async () => {
+      it(`throws InvalidOptions for ${what} when the semaphore is made, sending nothing`, async () => {
         const p = await proxy()
         const nobody = createConsulClient({ address: p.addr })
         try {
-          const sem = semaphore({ prefix: 'svc/lock', limit: 1, consul: nobody, ...options })
-          const run = follow(sem)
-          const error = await run.semaphoreError(2000)
-          assert.equal(error.kind, 'InvalidOptions')
-          assert.match(error.message, message)
-          assert.deepEqual(run.holding, [false])
+          assert.throws(
+            () => semaphore({ prefix: 'svc/lock', limit: 1, consul: nobody, ...options }),
+            (error: unknown) => {
+              assert.ok(error instanceof SemaphoreError)
+              assert.equal(error.kind, 'InvalidOptions')
+              assert.match(error.message, message)
+              return true
+            },
+          )
           await sleep(100)
           assert.equal(p.requests().length, 0, 'nothing was sent to Consul')
         } finally {

@@ -2,7 +2,7 @@
 // ACLs whose token may not read the prefix. Each says what is wrong in one line, with its own exit
 // status, instead of waiting silently or printing an empty prefix.
 import assert from 'node:assert/strict'
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -137,5 +137,20 @@ describe('rxsem with a token that may not read the prefix', { timeout: SUITE_TIM
     assert.match(result.stderr, /permission denied/)
     assert.match(result.stderr, /CONSUL_HTTP_TOKEN/)
     assert.match(result.stderr, /"ACL policy" in docs\/operations\.md/)
+  })
+
+  it('rxsem run tells an unknown token to use one that exists, and nothing about a policy', async (t) => {
+    const folder = mkdtempSync(join(tmpdir(), 'rxsem-acl-'))
+    t.after(() => rmSync(folder, { recursive: true, force: true }))
+    const unknownTokenFile = join(folder, 'token')
+    writeFileSync(unknownTokenFile, '6a1e7c5b-0000-4000-8000-000000000000')
+    const result = await runCli(
+      ['run', '--prefix', prefix, '--limit', '2', '--token-file', unknownTokenFile, '--', 'true'],
+      { addr: agent.addr },
+    )
+    assert.equal(result.code, 1, result.stderr)
+    assert.match(result.stderr, /Consul does not know the ACL token/)
+    assert.match(result.stderr, /Give the client a token that exists/)
+    assert.doesNotMatch(result.stderr, /policy/)
   })
 })

@@ -584,7 +584,7 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       ),
     )
     assert.match(result.stderr, /map\[string\]bool/)
-    assert.match(result.stderr, /fix or delete it \(consul kv delete /)
+    assert.match(result.stderr, /or delete it \(consul kv delete /)
     assert.equal(existsSync(marker), false, 'the command was not run')
     assert.deepEqual(await listPrefix(consul.url, prefix), before, '.lock left byte for byte')
     assert.deepEqual(await sessionsNamed(consul.url, name), [])

@@ -72,6 +72,36 @@ describe('Consul client over https', () => {
     }
   })
 
+  it("says that an https:// address answered plain HTTP, and what to do, not OpenSSL's words alone", async () => {
+    // The agent's plain-HTTP port, asked for https as an https:// address and as CONSUL_HTTP_SSL.
+    const plain = tls.agent.addr
+    const asksForHttps: Record<string, string>[] = [
+      { CONSUL_HTTP_ADDR: `https://${plain}` },
+      { CONSUL_HTTP_ADDR: plain, CONSUL_HTTP_SSL: 'true' },
+    ]
+    for (const env of asksForHttps) {
+      const consul = createConsulClient({ env: tlsEnv(env) })
+      try {
+        const error = await failure(consul.kv.get(`${prefix}/k`))
+        assert.equal(error._tag, 'Unreachable', error.message)
+        assert.match(
+          error.message,
+          new RegExp(
+            `the agent at https://${plain} answered without TLS \\(plain HTTP, most likely\\), ` +
+              'but the client asked for https',
+          ),
+        )
+        assert.match(
+          error.message,
+          new RegExp(`use http://${plain} \\(or CONSUL_HTTP_SSL=false\\)`),
+        )
+        assert.match(error.message, /or enable TLS on the agent/)
+      } finally {
+        await consul.close()
+      }
+    }
+  })
+
   it('fails as Unreachable without the client certificate the agent requires', async () => {
     const { CONSUL_CLIENT_CERT: _c, CONSUL_CLIENT_KEY: _k, ...withoutCert } = tlsEnv()
     const consul = createConsulClient({ env: withoutCert })

@@ -1,17 +1,28 @@
 // withSlot: the Promise helper for callers who do not use RxJS.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { SemaphoreError, withSlot } from '../../src/index.js'
+import { SemaphoreError, semaphore, withSlot } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { uniquePrefix } from '../support/consul-agent.js'
 import {
   SEMAPHORE_FLAGS,
   deleteTree,
   eventually,
+  listPrefix,
   putRaw,
   readLock,
   sessionsNamed,
 } from '../support/observe.js'
+
+/** The kind of a rejection, failing the test if it is not a SemaphoreError. */
+async function rejectionKind(promise: Promise<unknown>): Promise<SemaphoreError> {
+  const error: unknown = await promise.then(
+    () => assert.fail('resolved, but a rejection was expected'),
+    (rejected: unknown) => rejected,
+  )
+  assert.ok(error instanceof SemaphoreError, String(error))
+  return error
+}
 
 describe('withSlot', () => {
   const agent = agentSuite()
@@ -65,5 +76,135 @@ describe('withSlot', () => {
       (error: unknown) => error instanceof SemaphoreError && error.kind === 'InvalidOptions',
     )
     assert.equal(called, false)
+  })
+
+  describe('waitTimeout bounds the wait alone; signal cancels the wait or the work', () => {
+    /** A holder of the only slot of `prefix`, held once this resolves; `t.after`-style stop. */
+    async function holdTheSlot(prefix: string) {
+      const holder = semaphore({ prefix, limit: 1, consul: agent.client })
+      const sub = holder.holding$.subscribe()
+      await eventually('the other holder holds', async () =>
+        (await readLock(agent.url, prefix)) ? true : undefined,
+      )
+      return async () => {
+        await holder.close()
+        sub.unsubscribe()
+      }
+    }
+
+    it('lets work that outlasts waitTimeout run to its end', async () => {
+      const prefix = uniquePrefix('wait-timeout-long-work')
+      const name = `long work ${prefix}`
+      try {
+        let abortedDuringWork = false
+        const result = await withSlot(
+          { prefix, limit: 1, consul: agent.client, sessionName: name, waitTimeout: '300ms' },
+          async (signal) => {
+            // Three times the wait's bound, the signal watched throughout.
+            const onAbort = (): void => void (abortedDuringWork = true)
+            signal.addEventListener('abort', onAbort)
+            await new Promise((resolve) => setTimeout(resolve, 900))
+            signal.removeEventListener('abort', onAbort)
+            return signal.aborted ? 'aborted' : 'finished'
+          },
+        )
+        assert.equal(result, 'finished')
+        assert.equal(abortedDuringWork, false)
+        assert.deepEqual(await sessionsNamed(agent.url, name), [])
+      } finally {
+        await deleteTree(agent.url, prefix)
+      }
+    })
+
+    it('rejects with WaitTimeout when no slot came within it, leaving no session or key', async () => {
+      const prefix = uniquePrefix('wait-timeout')
+      const name = `timed out ${prefix}`
+      const stopHolder = await holdTheSlot(prefix)
+      try {
+        let ran = false
+        const started = Date.now()
+        const error = await rejectionKind(
+          withSlot(
+            { prefix, limit: 1, consul: agent.client, sessionName: name, waitTimeout: 500 },
+            () => {
+              ran = true
+              return Promise.resolve()
+            },
+          ),
+        )
+        const waitedMs = Date.now() - started
+        assert.equal(error.kind, 'WaitTimeout')
+        assert.ok(waitedMs >= 490, `rejected after ${waitedMs} ms`)
+        assert.match(
+          error.message,
+          new RegExp(`no slot of ${prefix} was free within the waitTimeout of 500ms`),
+        )
+        assert.match(error.message, /Try again later, allow a longer waitTimeout/)
+        assert.equal(ran, false)
+        // Counted the moment the promise settled: the waiter's session and key are gone.
+        assert.deepEqual(await sessionsNamed(agent.url, name), [])
+        const keys = (await listPrefix(agent.url, prefix)).map((entry) => entry.Key)
+        assert.equal(keys.length, 2, `only .lock and the holder's key are left: ${keys.join(', ')}`)
+      } finally {
+        await stopHolder()
+        await deleteTree(agent.url, prefix)
+      }
+    })
+
+    it('still lets the signal abort the wait, with another kind than WaitTimeout', async () => {
+      const prefix = uniquePrefix('wait-signal')
+      const name = `aborted ${prefix}`
+      const stopHolder = await holdTheSlot(prefix)
+      try {
+        const error = await rejectionKind(
+          withSlot(
+            {
+              prefix,
+              limit: 1,
+              consul: agent.client,
+              sessionName: name,
+              waitTimeout: '1m',
+              signal: AbortSignal.timeout(300),
+            },
+            () => Promise.resolve(),
+          ),
+        )
+        assert.equal(error.kind, 'Aborted')
+        assert.notEqual(error.kind, 'WaitTimeout')
+        assert.match(error.message, /waiting for a slot was aborted by its signal \(TimeoutError/)
+        assert.match(error.message, /use waitTimeout instead/)
+        assert.deepEqual(await sessionsNamed(agent.url, name), [])
+      } finally {
+        await stopHolder()
+        await deleteTree(agent.url, prefix)
+      }
+    })
+
+    it('still lets the signal abort the work, which waitTimeout never does', async () => {
+      const prefix = uniquePrefix('work-signal')
+      const name = `work aborted ${prefix}`
+      try {
+        const reason = await withSlot(
+          {
+            prefix,
+            limit: 1,
+            consul: agent.client,
+            sessionName: name,
+            waitTimeout: '5s',
+            signal: AbortSignal.timeout(500),
+          },
+          async (signal) => {
+            await eventually('the work is aborted', () => (signal.aborted ? true : undefined), 5000)
+            return signal.reason as unknown
+          },
+        )
+        assert.ok(reason instanceof SemaphoreError, String(reason))
+        assert.equal(reason.kind, 'Aborted')
+        assert.match(reason.message, /the work holding a slot was aborted by its signal/)
+        assert.deepEqual(await sessionsNamed(agent.url, name), [])
+      } finally {
+        await deleteTree(agent.url, prefix)
+      }
+    })
   })
 })

@@ -61,7 +61,7 @@ function parseJson(value: Uint8Array): E.Either<string, unknown> {
 function asObject(json: unknown): E.Either<string, Record<string, unknown>> {
   return JsonObject.is(json)
     ? E.right(json)
-    : E.left(`body: expected a JSON object, got ${JSON.stringify(json).slice(0, 60)}`)
+    : E.left(`the body is ${JSON.stringify(json).slice(0, 60)}, but it must be a JSON object`)
 }
 
 function recordOf(body: Record<string, unknown>): E.Either<string, LockRecord> {
@@ -116,7 +116,7 @@ function holdersOf(
     )
   }
   return E.left(
-    `${field}: expected a list of session ids or a map of session ids, got ${JSON.stringify(holders).slice(0, 60)}`,
+    `${field} is ${JSON.stringify(holders).slice(0, 60)}, but it must be a list of session ids or a map of session ids to true`,
   )
 }
 

@@ -31,8 +31,8 @@ lease deadline: SIGTERM 0.5 s before it, then SIGKILL).
 
 Flags:
   --prefix <p>         KV prefix all contenders agree on, e.g. service/db/lock
-  --limit <n>          most holders at once; every contender of the prefix must use the same,
-                       unless --follow-limit
+  -n, --limit <n>      most holders at once (-n as in \`consul lock -n\`); every contender of
+                       the prefix must use the same, unless --follow-limit
   --follow-limit       take the limit <p>/.lock states (an operator may change it with
                        \`rxsem set-limit\`); --limit is then only the limit of a new .lock
   --leader             hold the leader lock (one holder) instead of a semaphore slot
@@ -85,7 +85,7 @@ Flags:
                   "waiting":[{"session","rank","value","name"}]}
                  shape is "go-map", "guide-list", "java-list", "lock" (a \`consul lock\` leader
                  lock, limit 1) or null (no .lock yet)
-  --limit <n>    the limit to expect: a .lock that says otherwise is an error
+  -n, --limit <n>  the limit to expect: a .lock that says otherwise is an error
   -h, --help     show this help
 
 ${consulFlagHelp}
@@ -103,7 +103,7 @@ query. On a terminal, press q or Ctrl-C to quit; otherwise one frame is printed 
 
 Flags:
   --prefix <p>   KV prefix of the semaphore
-  --limit <n>    the limit to expect
+  -n, --limit <n>  the limit to expect
   -h, --help     show this help
 
 ${consulFlagHelp}
@@ -123,7 +123,7 @@ their slots until they release. Without a .lock yet, one is created with no hold
 
 Flags:
   --prefix <p>   KV prefix of the semaphore
-  --limit <n>    the new limit, a whole number of at least 1
+  -n, --limit <n>  the new limit, a whole number of at least 1
   --json         print one JSON object: {"prefix","previous","limit","holders","index"}
                  (previous is null when there was no .lock; index is .lock's ModifyIndex)
   -h, --help     show this help

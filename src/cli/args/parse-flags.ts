@@ -39,6 +39,7 @@ export function parseFlags(
   command: string,
 ): { values: ParsedValues; positionals: string[] } {
   rejectRawToken(argv, command)
+  rejectSingleDash(argv, spec, command)
   try {
     const { values, positionals } = parseArgs({
       args: splitShortEquals(argv, spec),
@@ -101,6 +102,22 @@ export function rejectPositionals(positionals: readonly string[], command: strin
   }
 }
 
+/**
+ * `-prefix` or `-http-addr=...`, Go's spelling of a flag that `consul lock` users type: parseArgs
+ * would read it as a cluster of one-letter flags (`-h -t -t -p ...`) and name only one of them.
+ */
+function rejectSingleDash(argv: readonly string[], spec: OptionSpec, command: string): void {
+  for (const arg of argv) {
+    const bare = /^-([^-][^=]+)/.exec(arg)?.[1]
+    if (bare !== undefined && Object.hasOwn(spec, bare)) {
+      throw new UsageError(
+        `unknown flag -${bare}: rxsem's flags take two dashes, --${bare}.`,
+        command,
+      )
+    }
+  }
+}
+
 /** A token on the command line is visible to every user in `ps`: refuse it before anything else. */
 function rejectRawToken(argv: readonly string[], command: string): void {
   const flag = argv.find((arg) => arg === '--token' || arg.startsWith('--token='))
@@ -144,14 +161,14 @@ function plainParseError(error: unknown, argv: readonly string[], spec: OptionSp
   }
   const ambiguous = flagIn(/^Option '(?:-\w, )?--([\w-]+)(?: <value>)?' argument is ambiguous/)
   if (ambiguous !== undefined) {
-    const value = valueAfter(argv, ambiguous, spec)
-    if (value !== undefined && /^-\d/.test(value) && valueRules[ambiguous] !== undefined) {
-      return badValue(ambiguous, value)
-    }
-    if (value !== undefined && /^--?[a-z]/i.test(value)) {
-      return `--${ambiguous} needs a value, but the next argument is the flag ${value}. To give a value that starts with '-', write --${ambiguous}=${value}.`
-    }
-    return `--${ambiguous} needs a value; to give one that starts with '-', write --${ambiguous}=${value ?? '-...'}.`
+    const value = valueAfter(argv, ambiguous, spec) ?? '-'
+    const word = value.split('=')[0] ?? value
+    const known = Object.entries(spec).some(
+      ([name, option]) => word === `--${name}` || word === `-${option.short ?? ''}`,
+    )
+    if (known) return `--${ambiguous} needs a value, but the next argument is the flag ${word}.`
+    if (valueRules[ambiguous] !== undefined) return badValue(ambiguous, value)
+    return `--${ambiguous} needs a value; to give one that starts with '-', write --${ambiguous}=${value}.`
   }
   const missing = flagIn(/^Option '(?:-\w, )?--([\w-]+)(?: <value>)?' argument missing/)
   if (missing !== undefined) {
@@ -183,9 +200,6 @@ function unknownFlag(flag: string, argv: readonly string[], spec: OptionSpec): s
       : undefined
   const typed = (word ?? flag).split('=')[0] ?? flag
   const bare = typed.replace(/^--?/, '')
-  if (typed.startsWith('-') && !typed.startsWith('--') && longNames.includes(bare)) {
-    return `unknown flag ${typed}: rxsem's flags take two dashes, --${bare}.`
-  }
   const near = nearestFlag(bare, longNames)
   return near === undefined
     ? `unknown flag ${typed}.`

@@ -126,10 +126,14 @@ export function describeEffect(
   ]
   const free = Math.max(0, limit - holders)
   if (waiting > 0) {
+    const admitted = Math.min(free, waiting)
     lines.push(
-      free > 0
-        ? `- admit ${Math.min(free, waiting)} of the ${count(waiting, 'waiting', 'waiting')} at once, if ${Math.min(free, waiting) === 1 ? 'it follows' : 'they follow'} the limit (rxsem run --follow-limit, followLimit in code);`
-        : `- admit none of the ${waiting} waiting until fewer than ${limit} hold;`,
+      ...(admitted > 0
+        ? [
+            `- admit ${admitted} of the ${waiting} waiting at once, if ${admitted === 1 ? 'it follows' : 'they follow'} the limit`,
+            '  (rxsem run --follow-limit, followLimit in code);',
+          ]
+        : [`- admit none of the ${waiting} waiting until fewer than ${limit} hold;`]),
       `- stop each waiting contender that does not follow the limit (rxsem run without`,
       `  --follow-limit, followLimit unset, \`consul lock -n\`) with a limit conflict, at once and`,
       `  without a slot: rxsem run exits 1. Consul does not record which contenders follow the`,

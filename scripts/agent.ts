@@ -2,10 +2,14 @@
 // Ctrl-C. A dev agent (one server, everything in memory) on 127.0.0.1 only: on Consul's default
 // HTTP port 8500 when that is free, so that the `consul` CLI finds it without settings, else on a
 // free port. It prints the `export CONSUL_HTTP_ADDR=...` line that points the library, `rxsem` and
-// the `consul` CLI at it. scripts/consul.sh finds or fetches the binary, as for the tests.
+// the `consul` CLI at it. scripts/consul.sh finds or fetches the binary, as for the tests; when
+// that binary is not the `consul` of PATH (a fetched copy in .cache/), it prints the alias line that
+// makes `consul` run it.
 //
 // Options: `--port <n>` for another HTTP port (`npm run agent -- --port 8600`).
 import { randomUUID } from 'node:crypto'
+import { accessSync, constants, realpathSync } from 'node:fs'
+import { delimiter, join } from 'node:path'
 import { consulBin, freePort, portIsFree, startAgent } from '../test/support/consul-agent.js'
 
 const CONSUL_HTTP_PORT = 8500
@@ -21,6 +25,46 @@ async function httpPort(): Promise<number> {
     return port
   }
   return (await portIsFree(CONSUL_HTTP_PORT)) ? CONSUL_HTTP_PORT : await freePort()
+}
+
+/** The `consul` a shell would run: the first executable `consul` in PATH, or undefined. */
+function consulOnPath(): string | undefined {
+  for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
+    if (dir === '') continue
+    const candidate = join(dir, 'consul')
+    try {
+      accessSync(candidate, constants.X_OK)
+      return candidate
+    } catch {
+      // Not here.
+    }
+  }
+  return undefined
+}
+
+const sameFile = (a: string, b: string): boolean => {
+  try {
+    return realpathSync(a) === realpathSync(b)
+  } catch {
+    return false
+  }
+}
+
+/** How to run the `consul` CLI against the agent: directly, or through an alias to `bin`. */
+function consulCliLines(bin: string): string[] {
+  const onPath = consulOnPath()
+  if (onPath !== undefined && sameFile(onPath, bin)) {
+    return ['The consul CLI on your PATH reads it too, e.g. `consul members`.']
+  }
+  const where =
+    onPath === undefined
+      ? 'There is no consul on your PATH'
+      : `The consul on your PATH (${onPath}) is another binary`
+  return [
+    `${where}; this agent runs ${bin}. For its CLI, in the same terminal:`,
+    '',
+    `  alias consul=${bin}`,
+  ]
 }
 
 async function main(): Promise<void> {
@@ -40,9 +84,11 @@ async function main(): Promise<void> {
   console.log(
     [
       `Consul dev agent ${bin} (pid ${agent.pid}) on ${agent.url}, in memory.`,
-      'Point the library, rxsem and the consul CLI at it (in another terminal):',
+      'Point the library and rxsem at it (in another terminal):',
       '',
       `  export CONSUL_HTTP_ADDR=${agent.addr}`,
+      '',
+      ...consulCliLines(bin),
       '',
       'Ctrl-C stops it, and what it held is gone.',
     ].join('\n'),

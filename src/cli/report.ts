@@ -91,7 +91,36 @@ const isConsulError = (value: unknown): value is ConsulError =>
 
 /** One line for `error`, without the `rxsem: ` prefix. */
 export function describeError(error: unknown): string {
-  return oneLine(describe(error))
+  return oneLine(cliWording(describe(error)))
+}
+
+/**
+ * The library's messages name what a program sets (`the address option`, `startupTimeout`); a
+ * command-line user sets flags. Each pair turns one such phrase into the flag and its variable.
+ */
+const cliPhrases: readonly (readonly [RegExp, string])[] = [
+  [/set CONSUL_HTTP_ADDR \(or the address option\)/g, 'set --http-addr (or CONSUL_HTTP_ADDR)'],
+  [/\(or the address option\)/g, '(or --http-addr)'],
+  [/the address option/g, '--http-addr'],
+  [/(check|set) CONSUL_HTTP_ADDR\b/g, '$1 --http-addr (or CONSUL_HTTP_ADDR)'],
+  [/CONSUL_HTTP_TOKEN_FILE or the token option/g, 'CONSUL_HTTP_TOKEN_FILE or --token-file'],
+  [/the token option/g, '--token-file'],
+  [/check CONSUL_CACERT\b/g, 'check --ca-file (CONSUL_CACERT)'],
+  [/and CONSUL_TLS_SERVER_NAME\b/g, 'and --tls-server-name (CONSUL_TLS_SERVER_NAME)'],
+  [/ or options\.auth\b/g, ''],
+  [/ \(the option startupTimeout\)/g, ''],
+  [/; startupTimeout: Infinity waits for ever\./g, '.'],
+]
+
+/**
+ * A library message in the words of the command line: `--http-addr` where the library says
+ * "the address option", and so on for the other settings a flag sets.
+ *
+ * @example
+ * cliWording('set CONSUL_HTTP_ADDR (or the address option) to ...') // 'set --http-addr (or CONSUL_HTTP_ADDR) to ...'
+ */
+export function cliWording(text: string): string {
+  return cliPhrases.reduce((out, [phrase, words]) => out.replace(phrase, words), text)
 }
 
 function describe(error: unknown): string {

@@ -3,13 +3,22 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { resolve } from 'node:path'
+import { existsSync } from 'node:fs'
+import { delimiter, join, resolve } from 'node:path'
 import { describe, it } from 'node:test'
 import { freePort, processGone } from '../support/consul-agent.js'
 import { eventually } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 const root = resolve(import.meta.dirname, '../..')
+
+/** This process's PATH without the folders that hold a `consul`. */
+function pathWithoutConsul(): string {
+  return (process.env['PATH'] ?? '')
+    .split(delimiter)
+    .filter((dir) => dir !== '' && !existsSync(join(dir, 'consul')))
+    .join(delimiter)
+}
 
 describe('npm run agent', { timeout: SUITE_TIMEOUT_MS }, () => {
   it('starts a dev agent, prints the export line of its address, and stops on Ctrl-C', async () => {
@@ -20,6 +29,8 @@ describe('npm run agent', { timeout: SUITE_TIMEOUT_MS }, () => {
       ['--import', 'tsx', 'scripts/agent.ts', '--port', `${port}`],
       {
         cwd: root,
+        // PATH without its consul, as on a machine where scripts/consul.sh fetched one.
+        env: { ...process.env, PATH: pathWithoutConsul() },
         detached: true,
         stdio: ['ignore', 'pipe', 'pipe'],
       },
@@ -37,6 +48,14 @@ describe('npm run agent', { timeout: SUITE_TIMEOUT_MS }, () => {
       assert.equal(addr, `127.0.0.1:${port}`)
       const leader = await fetch(`http://${addr}/v1/status/leader`)
       assert.match(await leader.text(), /^"127\.0\.0\.1:\d+"/)
+
+      // The consul binary it runs is named, with how to run its CLI when PATH has no such consul.
+      const bin = /^Consul dev agent (\S+) \(pid/m.exec(output)?.[1]
+      assert.ok(bin !== undefined, output)
+      assert.match(
+        output,
+        new RegExp(`^ {2}alias consul=${bin.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'),
+      )
 
       const pid = Number(/\(pid (\d+)\)/.exec(output)?.[1])
       assert.ok(pid > 0, `no agent pid in:\n${output}`)

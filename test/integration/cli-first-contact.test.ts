@@ -46,7 +46,9 @@ describe(
         assert.equal(result.code, 1, result.stderr)
         assert.equal(result.stderr.trimEnd().split('\n').length, 1, result.stderr)
         assert.match(result.stderr, new RegExp(`^rxsem: .*http://${addr} is not a Consul agent`))
-        assert.match(result.stderr, /CONSUL_HTTP_ADDR/)
+        // The flag a command-line user sets, not the library's option.
+        assert.match(result.stderr, /set --http-addr \(or CONSUL_HTTP_ADDR\) to the HTTP address/)
+        assert.doesNotMatch(result.stderr, /address option/)
       })
 
       it(`rxsem status says that a server answering ${what} is not a Consul agent, and exits 1`, async () => {
@@ -55,6 +57,8 @@ describe(
         assert.equal(result.code, 1, result.stderr)
         assert.match(result.stderr, new RegExp(`http://${addr} is not a Consul agent`))
         assert.doesNotMatch(result.stderr, /X-Consul-Index header: expected/)
+        assert.match(result.stderr, /set --http-addr \(or CONSUL_HTTP_ADDR\)/)
+        assert.doesNotMatch(result.stderr, /address option/)
         assert.equal(result.stdout, '')
       })
     }
@@ -67,6 +71,10 @@ describe(
       assert.match(
         result.stderr,
         new RegExp(`cannot reach the Consul agent at http://127\\.0\\.0\\.1:${closedPort}`),
+      )
+      assert.match(
+        result.stderr,
+        /check --http-addr \(or CONSUL_HTTP_ADDR\) and that the agent runs/,
       )
     })
   },

@@ -471,7 +471,7 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
         {
           what: 'a limit of 0',
           args: ['--prefix', prefix, '--limit', '0'],
-          says: /--limit "0" must be a whole number/,
+          says: /--limit must be a whole number of at least 1, such as 3; got 0\./,
         },
         {
           what: 'a TTL under 10s',
@@ -492,7 +492,22 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
         {
           what: 'a bad duration',
           args: ['--prefix', prefix, '--limit', '1', '--timeout', '5'],
-          says: /--timeout "5" is not a duration/,
+          says: /--timeout must be a positive duration such as 30s or 5m, or 0 to try once; got 5\./,
+        },
+        {
+          what: 'a negative TTL',
+          args: ['--prefix', prefix, '--limit', '1', '--ttl', '-5s'],
+          says: /^rxsem: --ttl must be a positive duration such as 15s or 1m \(10s to 24h\); got -5s\. See `rxsem run --help`\.$/m,
+        },
+        {
+          what: 'a mistyped flag',
+          args: ['--prefix', prefix, '--limt', '1'],
+          says: /^rxsem: unknown flag --limt\. Did you mean --limit\? See `rxsem run --help`\.$/m,
+        },
+        {
+          what: 'a flag with one dash, as Go writes it',
+          args: ['-prefix', prefix, '-n', '1'],
+          says: /^rxsem: unknown flag -prefix: rxsem's flags take two dashes, --prefix\./m,
         },
         {
           what: 'an unreachable agent',
@@ -620,6 +635,27 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     )
     assert.equal(recorder.maxConcurrent(), 2, 'both slots were used at once')
     await deleteTree(consul.url, prefix)
+  })
+
+  it('takes -n 2 as consul lock -n 2 does, and holds beside it', async () => {
+    const prefix = uniquePrefix('cli-run-n')
+    const go = startConsulLock(consul.addr, ['-n', '2', prefix, 'sleep 300'])
+    const run = start(['run', '-n', '2', '--prefix', prefix, '--', 'sleep', '300'])
+    try {
+      await eventually(
+        'both holding, under one limit',
+        async () => ((await holders(prefix)).length === 2 ? true : undefined),
+        CLI_START_MS,
+      )
+      const lock = await readLock(consul.url, prefix)
+      assert.equal((lock?.body as { Limit?: number } | undefined)?.Limit, 2)
+      assert.doesNotMatch(run.stderr(), /unknown flag|conflict/)
+    } finally {
+      run.child.kill('SIGTERM')
+      assert.equal(await run.exited, 143, run.stderr())
+      await stopAllConsulLocks([go])
+      await deleteTree(consul.url, prefix)
+    }
   })
 
   it('--leader holds the single-key lock that consul lock uses', async () => {

@@ -14,6 +14,7 @@ import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import {
   SEMAPHORE_FLAGS,
+  sessionsNamed,
   createRawSession,
   deleteTree,
   destroyRawSession,
@@ -26,7 +27,8 @@ interface StatusJson {
   limit: number | null
   shape: string | null
   holders: { session: string; alive: boolean; value: string | null; name: string | null }[]
-  waiting: { session: string; rank: number; value: string | null; name: string | null }[]
+  waiting: { session: string; rank: number; value: string | null; name: string | null }[] | null
+  waitingNote?: string
 }
 
 describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
@@ -83,7 +85,7 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     const holder = run('holder')
     await until('a holder', prefix, (s) => s.holders.length === 1)
     const waiter = run('waiter')
-    const seen = await until('a waiter', prefix, (s) => s.waiting.length === 1)
+    const seen = await until('a waiter', prefix, (s) => s.waiting?.length === 1)
     assert.equal(seen.prefix, prefix)
     assert.equal(seen.limit, 1)
     assert.equal(seen.shape, 'go-map')
@@ -92,7 +94,7 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       [{ alive: true, value: 'holder-value', name: `holder ${prefix}` }],
     )
     assert.deepEqual(
-      seen.waiting.map(({ rank, value, name }) => ({ rank, value, name })),
+      (seen.waiting ?? []).map(({ rank, value, name }) => ({ rank, value, name })),
       [{ rank: 0, value: 'waiter-value', name: `waiter ${prefix}` }],
     )
     assert.match(seen.holders[0]?.session ?? '', /^[0-9a-f-]{36}$/)
@@ -114,7 +116,7 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     const locks = [lock(), lock()]
     await until('two holders', prefix, (s) => s.holders.length === 2)
     locks.push(lock())
-    const seen = await until('a waiter', prefix, (s) => s.waiting.length === 1)
+    const seen = await until('a waiter', prefix, (s) => s.waiting?.length === 1)
     assert.equal(seen.limit, 2)
     assert.equal(seen.shape, 'go-map')
     const consulName = `Consul lock for 'sleep 300' at '${prefix}'`
@@ -126,7 +128,7 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       ],
     )
     assert.deepEqual(
-      seen.waiting.map(({ rank, name }) => ({ rank, name })),
+      (seen.waiting ?? []).map(({ rank, name }) => ({ rank, name })),
       [{ rank: 0, name: consulName }],
     )
     await stopAllConsulLocks(locks)
@@ -139,7 +141,7 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     const seen = await until('the lock holder', prefix, (s) => s.holders.length === 1)
     assert.equal(seen.limit, 1)
     assert.equal(seen.shape, 'lock')
-    assert.deepEqual(seen.waiting, [])
+    assert.equal(seen.waiting, null)
     assert.equal(seen.holders[0]?.alive, true)
     assert.equal(seen.holders[0]?.name, `Consul lock for 'sleep 300' at '${prefix}'`)
     // In text, it says why a leader that was killed may still be shown, and for how long.
@@ -149,6 +151,52 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.match(text.stdout, /up\s+to 2 x the session's TTL[^]*lock-delay/)
     await stopAllConsulLocks([lock])
     await deleteTree(consul.url, prefix)
+  })
+
+  it('counts no waiters of a leader lock: two rxsem run --leader and a consul lock wait, unseen in KV', async () => {
+    const prefix = uniquePrefix('cli-status-lead-wait')
+    const leader = (who: string) =>
+      startCli(
+        ['run', '--leader', '--prefix', prefix, '--name', `${who} ${prefix}`, '--', 'sleep', '300'],
+        { addr: consul.addr },
+      )
+    const holder = leader('holder')
+    const waiters: ReturnType<typeof leader>[] = []
+    const goWaiters: ReturnType<typeof startConsulLock>[] = []
+    try {
+      await until('the leader', prefix, (s) => s.holders.length === 1)
+      waiters.push(leader('waiter'), leader('waiter'))
+      goWaiters.push(startConsulLock(consul.addr, [prefix, 'sleep 300']))
+      // Every waiter is contending: it has its session, which is all it has in Consul.
+      await eventually(
+        'the sessions of the three waiters',
+        async () => {
+          const ours = await sessionsNamed(consul.url, `waiter ${prefix}`)
+          const go = (await sessionsNamed(consul.url, 'Consul lock for')).filter((s) =>
+            s.Name.includes(prefix),
+          )
+          return ours.length === 2 && go.length === 1 ? true : undefined
+        },
+        CLI_START_MS,
+      )
+      const seen = await status(prefix)
+      assert.equal(seen.holders[0]?.name, `holder ${prefix}`)
+      assert.equal(seen.waiting, null, 'no count of waiters it cannot see')
+      assert.match(
+        seen.waitingNote ?? '',
+        /write nothing under the prefix .* cannot be listed or counted/,
+      )
+
+      const text = await runCli(['status', '--prefix', prefix], { addr: consul.addr })
+      assert.equal(text.code, 0, text.stderr)
+      assert.doesNotMatch(text.stdout, /^waiting +\d/m)
+      assert.match(text.stdout, /^waiting {2}not visible: contenders waiting for a leader lock/m)
+    } finally {
+      for (const run of [holder, ...waiters]) run.child.kill('SIGTERM')
+      await Promise.all([holder.exited, ...waiters.map((w) => w.exited)])
+      await stopAllConsulLocks(goWaiters)
+      await deleteTree(consul.url, prefix)
+    }
   })
 
   it('lists a holder whose session is gone as alive: false, and reads the list shapes', async () => {

@@ -1,11 +1,21 @@
-// `rxsem watch` with a plain (non-terminal) stdout: a frame per change, no escape codes, and a
-// clean exit on SIGINT.
+// `rxsem watch` with a plain (non-terminal) stdout: a frame per change, the first from the first
+// answer, no escape codes, times it did not see marked as bounds, and a clean exit on SIGINT.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
-import { CLI_START_MS, killAllCli, runCli, startCli } from '../support/cli.js'
+import {
+  CLI_START_MS,
+  killAllCli,
+  runCli,
+  startCli,
+  startConsulLock,
+  stopAllConsulLocks,
+} from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually } from '../support/observe.js'
+import { deleteTree, eventually, holdersOf, readLock } from '../support/observe.js'
+
+/** The frames printed so far, each starting with its title line. */
+const framesOf = (stdout: string): string[] => stdout.split(/^(?=rxsem watch )/m).filter(Boolean)
 
 describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
@@ -14,6 +24,7 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
   })
   after(async () => {
     killAllCli()
+    await stopAllConsulLocks()
     await consul.close()
   })
 
@@ -58,7 +69,8 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.match(frame, /limit 2, shape go-map: 1 of 2 held, 0 waiting/)
     assert.match(
       frame,
-      /^[0-9a-f]{8} {2}\d\d:\d\d:\d\d {2}\d+s +watched-holder +rxsem run 'sleep 300'/m,
+      // Seen taking its slot: its time as it is, no bound.
+      /^[0-9a-f]{8} {3}\d\d:\d\d:\d\d \d+s +watched-holder +rxsem run 'sleep 300'/m,
     )
     assert.ok(
       frame.split('\n').every((line) => line.length <= 80),
@@ -72,6 +84,66 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     holder.child.kill('SIGTERM')
     assert.equal(await holder.exited, 143)
     await deleteTree(consul.url, prefix)
+  })
+
+  it('draws its first frame from the first answer, and marks a holder it found holding as held at least so long', async () => {
+    const prefix = uniquePrefix('cli-watch-early')
+    const holder = startCli(
+      ['run', '-n', '2', '--prefix', prefix, '--value', 'early-holder', '--', 'sleep', '300'],
+      { addr: consul.addr },
+    )
+    try {
+      await eventually(
+        'the holder listed in .lock',
+        async () =>
+          holdersOf((await readLock(consul.url, prefix))?.body).length === 1 ? true : undefined,
+        CLI_START_MS,
+      )
+      const watch = startCli(['watch', '--prefix', prefix], { addr: consul.addr })
+      const first = await eventually(
+        'the first frame',
+        () => framesOf(watch.stdout())[0],
+        CLI_START_MS,
+      )
+      assert.match(first, /connected \(index \d+\)/)
+      assert.doesNotMatch(first, /waiting for the first answer|nothing read yet/)
+      assert.match(first, /limit 2, shape go-map: 1 of 2 held, 0 waiting/)
+      // It held before the watch began: taken at that time or before, held at least so long.
+      assert.match(first, /^[0-9a-f]{8} {2}≤\d\d:\d\d:\d\d ≥\d+s +early-holder/m)
+      assert.match(first.replace(/\s+/g, ' '), /≤ and ≥: held already when the watch first saw it/)
+      watch.child.kill('SIGINT')
+      assert.equal(await watch.exited, 0)
+    } finally {
+      holder.child.kill('SIGTERM')
+      await holder.exited
+      await deleteTree(consul.url, prefix)
+    }
+  })
+
+  it('shows the waiters of a consul lock leader lock as not visible, never as 0', async () => {
+    const prefix = uniquePrefix('cli-watch-leader')
+    const locks = [startConsulLock(consul.addr, [prefix, 'sleep 300'])]
+    try {
+      await eventually(
+        'the leader',
+        async () => ((await readLock(consul.url, prefix))?.entry.Session ? true : undefined),
+        CLI_START_MS,
+      )
+      locks.push(startConsulLock(consul.addr, [prefix, 'sleep 300']))
+      const watch = startCli(['watch', '--prefix', prefix], { addr: consul.addr })
+      const frame = await eventually('a frame', () => framesOf(watch.stdout())[0], CLI_START_MS)
+      assert.match(frame, /leader lock \(consul lock\): 1 of 1 held, waiters not visible/)
+      assert.doesNotMatch(frame, /\d+ waiting/)
+      assert.match(
+        frame.replace(/\s+/g, ' '),
+        /\(not visible: contenders waiting for a leader lock/,
+      )
+      watch.child.kill('SIGINT')
+      assert.equal(await watch.exited, 0)
+    } finally {
+      await stopAllConsulLocks(locks)
+      await deleteTree(consul.url, prefix)
+    }
   })
 
   it('shows the connection as DISCONNECTED while Consul cannot be reached, and exits 0 on SIGTERM', async () => {

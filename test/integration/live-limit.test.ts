@@ -271,7 +271,7 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     const prefix = uniquePrefix('live-limit-cli')
     const run = startCli(['set-limit', '--prefix', prefix, '--limit', '3'], { addr: agent.addr })
     assert.equal(await run.exited, 0, run.stderr())
-    assert.match(run.stdout(), new RegExp(`^${prefix}: limit set to 3 \\(there was no .lock`))
+    assert.match(run.stdout(), new RegExp(`^${prefix}: limit set to 3 \\(there was no .lock`, 'm'))
     const json = startCli(['set-limit', '--prefix', prefix, '--limit', '2', '--json'], {
       addr: agent.addr,
     })
@@ -279,7 +279,7 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     const printed = JSON.parse(json.stdout()) as Record<string, unknown>
     assert.deepEqual(
       { ...printed, index: typeof printed['index'] },
-      { prefix, previous: 3, limit: 2, holders: 0, index: 'string' },
+      { prefix, previous: 3, limit: 2, holders: 0, waiting: 0, index: 'string' },
     )
 
     const leaderPrefix = uniquePrefix('live-limit-cli-leader')

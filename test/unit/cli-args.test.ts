@@ -138,7 +138,7 @@ describe('watch frame', () => {
         waiting: [{ session: '3'.repeat(36), rank: 0, value: null, name: 'w'.repeat(90) }],
       },
       problem: undefined,
-      firstSeen: new Map([['1'.repeat(36), 0]]),
+      firstSeen: new Map([['1'.repeat(36), { at: 0, seenTaken: true }]]),
     }
     const lines = renderFrame(view, 75_000, 80)
     assert.ok(

@@ -1,7 +1,7 @@
 /** Typed readers of parsed flag values, each failing with a UsageError that names the flag. */
 import { durationMs } from '../../consul/durations.js'
 import type { ParsedValues } from './parse-flags.js'
-import { UsageError } from './parse-flags.js'
+import { badValue, UsageError } from './parse-flags.js'
 
 /** The string value of `--name`, or undefined when absent. */
 export function stringFlag(values: ParsedValues, name: string): string | undefined {
@@ -24,10 +24,7 @@ export function countFlag(values: ParsedValues, name: string, command: string): 
   if (text === undefined) return undefined
   const n = /^\d+$/.test(text) ? Number(text) : Number.NaN
   if (!Number.isSafeInteger(n) || n < 1) {
-    throw new UsageError(
-      `--${name} ${JSON.stringify(text)} must be a whole number of at least 1.`,
-      command,
-    )
+    throw new UsageError(badValue(name, shown(text)), command)
   }
   return n
 }
@@ -41,11 +38,11 @@ export function durationFlag(
   const text = stringFlag(values, name)
   if (text === undefined) return undefined
   const ms = durationMs(text)
-  if (ms === undefined) {
-    throw new UsageError(
-      `--${name} ${JSON.stringify(text)} is not a duration; write it like 500ms, 15s or 1m30s.`,
-      command,
-    )
-  }
+  if (ms === undefined) throw new UsageError(badValue(name, shown(text)), command)
   return ms
+}
+
+/** A value as typed when it is one word, else quoted so that its spaces show. */
+export function shown(text: string): string {
+  return /^\S+$/.test(text) ? text : JSON.stringify(text)
 }

@@ -25,7 +25,8 @@ export type OptionSpec = NonNullable<ParseArgsConfig['options']>
 export type ParsedValues = Record<string, string | boolean | undefined>
 
 /**
- * Parses `argv` strictly against `spec`; every flag is long-form (`--name value` or `--name=value`).
+ * Parses `argv` strictly against `spec`: long flags (`--name value` or `--name=value`), and the
+ * short aliases the spec gives (`-n 2`, `-h`).
  *
  * @param argv - The arguments after the command name.
  * @param spec - The flags the command accepts.
@@ -38,17 +39,34 @@ export function parseFlags(
   command: string,
 ): { values: ParsedValues; positionals: string[] } {
   rejectRawToken(argv, command)
+  rejectSingleDash(argv, spec, command)
   try {
     const { values, positionals } = parseArgs({
-      args: [...argv],
+      args: splitShortEquals(argv, spec),
       options: spec,
       strict: true,
       allowPositionals: true,
     })
     return { values: values as ParsedValues, positionals }
   } catch (error) {
-    throw new UsageError(plainParseError(error), command)
+    throw new UsageError(plainParseError(error, argv, spec), command)
   }
+}
+
+/**
+ * `-n=2` as `-n 2`: Go's flag package (and so `consul lock -n=2`) takes both, where parseArgs would
+ * read the value as "=2".
+ */
+function splitShortEquals(argv: readonly string[], spec: OptionSpec): string[] {
+  const shorts = new Set(
+    Object.values(spec).flatMap((o) => (o.type === 'string' && o.short ? [o.short] : [])),
+  )
+  return argv.flatMap((arg) => {
+    const match = /^-([A-Za-z])=(.*)$/s.exec(arg)
+    return match?.[1] !== undefined && shorts.has(match[1])
+      ? [`-${match[1]}`, match[2] ?? '']
+      : [arg]
+  })
 }
 
 /**
@@ -84,6 +102,22 @@ export function rejectPositionals(positionals: readonly string[], command: strin
   }
 }
 
+/**
+ * `-prefix` or `-http-addr=...`, Go's spelling of a flag that `consul lock` users type: parseArgs
+ * would read it as a cluster of one-letter flags (`-h -t -t -p ...`) and name only one of them.
+ */
+function rejectSingleDash(argv: readonly string[], spec: OptionSpec, command: string): void {
+  for (const arg of argv) {
+    const bare = /^-([^-][^=]+)/.exec(arg)?.[1]
+    if (bare !== undefined && Object.hasOwn(spec, bare)) {
+      throw new UsageError(
+        `unknown flag -${bare}: rxsem's flags take two dashes, --${bare}.`,
+        command,
+      )
+    }
+  }
+}
+
 /** A token on the command line is visible to every user in `ps`: refuse it before anything else. */
 function rejectRawToken(argv: readonly string[], command: string): void {
   const flag = argv.find((arg) => arg === '--token' || arg.startsWith('--token='))
@@ -96,10 +130,113 @@ function rejectRawToken(argv: readonly string[], command: string): void {
   }
 }
 
-/** parseArgs messages, without Node's error-code boilerplate. */
-function plainParseError(error: unknown): string {
+/**
+ * What a flag's value must be, in the words its error gives: `--ttl must be <this>; got -5s`.
+ * Flags not named here take any text.
+ */
+const valueRules: Readonly<Record<string, string>> = {
+  ttl: 'a positive duration such as 15s or 1m (10s to 24h)',
+  timeout: 'a positive duration such as 30s or 5m, or 0 to try once',
+  grace: 'a positive duration such as 5s, or 0',
+  limit: 'a whole number of at least 1, such as 3',
+}
+
+/** `--ttl must be a positive duration such as 15s or 1m (10s to 24h); got -5s.` */
+export function badValue(name: string, value: string): string {
+  const rule = valueRules[name] ?? 'a value'
+  return `--${name} must be ${rule}; got ${value}.`
+}
+
+/**
+ * parseArgs' failures in plain words: an unknown flag with the nearest known one, a value that
+ * starts with '-' (a negative duration or number, or a forgotten value), a missing value.
+ */
+function plainParseError(error: unknown, argv: readonly string[], spec: OptionSpec): string {
   const message = error instanceof Error ? error.message : String(error)
-  return message
-    .replace(/\. To specify a positional argument starting with a '-'.*$/s, '.')
-    .replace(/^Unknown option '(.*?)'\.?$/, 'unknown flag $1.')
+  const code = (error as { code?: unknown }).code
+  const flagIn = (pattern: RegExp): string | undefined => pattern.exec(message)?.[1]
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const flag = flagIn(/^Unknown option '(.*?)'/) ?? ''
+    return unknownFlag(flag, argv, spec)
+  }
+  const ambiguous = flagIn(/^Option '(?:-\w, )?--([\w-]+)(?: <value>)?' argument is ambiguous/)
+  if (ambiguous !== undefined) {
+    const value = valueAfter(argv, ambiguous, spec) ?? '-'
+    const word = value.split('=')[0] ?? value
+    const known = Object.entries(spec).some(
+      ([name, option]) => word === `--${name}` || word === `-${option.short ?? ''}`,
+    )
+    if (known) return `--${ambiguous} needs a value, but the next argument is the flag ${word}.`
+    if (valueRules[ambiguous] !== undefined) return badValue(ambiguous, value)
+    return `--${ambiguous} needs a value; to give one that starts with '-', write --${ambiguous}=${value}.`
+  }
+  const missing = flagIn(/^Option '(?:-\w, )?--([\w-]+)(?: <value>)?' argument missing/)
+  if (missing !== undefined) {
+    const rule = valueRules[missing]
+    return `--${missing} needs a value${rule === undefined ? '' : `: ${rule}`}.`
+  }
+  const noValue = flagIn(/^Option '(?:-\w, )?--([\w-]+)' does not take an argument/)
+  if (noValue !== undefined) return `--${noValue} takes no value: give it alone.`
+  return message.replace(/\. To specify a positional argument starting with a '-'.*$/s, '.')
+}
+
+/** The argument after `--name` (or its short alias) in `argv`: the value parseArgs refused. */
+function valueAfter(argv: readonly string[], name: string, spec: OptionSpec): string | undefined {
+  const short = spec[name]?.short
+  const at = argv.findIndex((arg) => arg === `--${name}` || (short && arg === `-${short}`))
+  return at < 0 ? undefined : argv[at + 1]
+}
+
+/**
+ * `unknown flag --limt. Did you mean --limit?`. parseArgs names only the first letter of a
+ * single-dash word (`-prefix` is `-p -r -e ...` to it), so the word itself is looked up in `argv`:
+ * `consul lock` users type Go's single-dash flags.
+ */
+function unknownFlag(flag: string, argv: readonly string[], spec: OptionSpec): string {
+  const longNames = Object.keys(spec)
+  const word =
+    /^-[^-]$/.test(flag) && !longNames.some((name) => spec[name]?.short === flag.slice(1))
+      ? argv.find((arg) => arg.startsWith(flag) && /^-[^-]/.test(arg))
+      : undefined
+  const typed = (word ?? flag).split('=')[0] ?? flag
+  const bare = typed.replace(/^--?/, '')
+  const near = nearestFlag(bare, longNames)
+  return near === undefined
+    ? `unknown flag ${typed}.`
+    : `unknown flag ${typed}. Did you mean --${near}?`
+}
+
+/** The known flag closest to `typed` by edit distance, when close enough to be a typo. */
+export function nearestFlag(typed: string, known: readonly string[]): string | undefined {
+  let best: { name: string; distance: number } | undefined
+  for (const name of known) {
+    const distance = editDistance(typed, name)
+    if (best === undefined || distance < best.distance) best = { name, distance }
+  }
+  if (best === undefined || typed.length === 0) return undefined
+  // A typo, or the start of the flag (`--follow` for `--follow-limit`).
+  const bound = Math.max(1, Math.floor(best.name.length / 3))
+  if (best.distance <= bound) return best.name
+  if (typed.length >= 3) return known.find((name) => name.startsWith(typed))
+  return undefined
+}
+
+/** Levenshtein distance, with a swap of two neighbouring letters counted as one edit. */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  )
+  const at = (i: number, j: number): number => rows[i]?.[j] ?? 0
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1
+      let d = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost)
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
+        d = Math.min(d, at(i - 2, j - 2) + 1)
+      }
+      const row = rows[i]
+      if (row !== undefined) row[j] = d
+    }
+  }
+  return at(a.length, b.length)
 }

@@ -36,7 +36,7 @@ export function readPrefixCommand(
 ): PrefixCommand {
   const spec: OptionSpec = {
     prefix: { type: 'string' },
-    limit: { type: 'string' },
+    limit: { type: 'string', short: 'n' },
     help: { type: 'boolean', short: 'h' },
     ...extra,
     ...consulFlagSpec,

@@ -31,8 +31,8 @@ lease deadline: SIGTERM 0.5 s before it, then SIGKILL).
 
 Flags:
   --prefix <p>         KV prefix all contenders agree on, e.g. service/db/lock
-  --limit <n>          most holders at once; every contender of the prefix must use the same,
-                       unless --follow-limit
+  -n, --limit <n>      most holders at once (-n as in \`consul lock -n\`); every contender of
+                       the prefix must use the same, unless --follow-limit
   --follow-limit       take the limit <p>/.lock states (an operator may change it with
                        \`rxsem set-limit\`); --limit is then only the limit of a new .lock
   --leader             hold the leader lock (one holder) instead of a semaphore slot
@@ -76,17 +76,19 @@ export const statusUsage = `Usage: rxsem status --prefix <p> [--json] [--limit <
 
 Shows the semaphore (or \`consul lock\` leader lock) at <p> as Consul has it now: the limit, the
 shape of <p>/.lock, the holders (live, and dead ones still listed), and the waiting contenders in
-the order they will be served, each with session, session name and value.
+the order they will be served, each with session, session name and value. The waiters of a
+leader lock write nothing under <p> until they hold it, so they are not shown or counted.
 
 Flags:
-  --prefix <p>   KV prefix of the semaphore
-  --json         print one JSON object:
-                 {"prefix","limit","shape","holders":[{"session","alive","value","name"}],
-                  "waiting":[{"session","rank","value","name"}]}
-                 shape is "go-map", "guide-list", "java-list", "lock" (a \`consul lock\` leader
-                 lock, limit 1) or null (no .lock yet)
-  --limit <n>    the limit to expect: a .lock that says otherwise is an error
-  -h, --help     show this help
+  --prefix <p>     KV prefix of the semaphore
+  --json           print one JSON object:
+                   {"prefix","limit","shape","holders":[{"session","alive","value","name"}],
+                    "waiting":[{"session","rank","value","name"}]}
+                   shape is "go-map", "guide-list", "java-list", "lock" (a \`consul lock\`
+                   leader lock, limit 1) or null (no .lock yet); for a leader lock, waiting is
+                   null and "waitingNote" says why
+  -n, --limit <n>  the limit to expect: a .lock that says otherwise is an error
+  -h, --help       show this help
 
 ${consulFlagHelp}
 
@@ -97,40 +99,51 @@ on stderr names the policy to give).
 
 export const watchUsage = `Usage: rxsem watch --prefix <p> [--limit <n>] [flags]
 
-A live view of the semaphore at <p>: holders and since when this view has seen them, waiting
-contenders in order, and the connection to Consul. Redrawn on every change, from one blocking
-query. On a terminal, press q or Ctrl-C to quit; otherwise one frame is printed per change.
+A live view of the semaphore at <p>: holders and since when, waiting contenders in order, and
+the connection to Consul. Redrawn on every change, from one blocking query; the first frame
+comes from the first answer. Consul records no time of acquisition: SINCE and FOR are the time
+this view saw a slot taken, and for a holder that held already when it first saw it, that time
+marked with ≤ (taken then or before) and ≥ (held at least so long). On a terminal, press q or
+Ctrl-C to quit; otherwise one frame is printed per change.
 
 Flags:
-  --prefix <p>   KV prefix of the semaphore
-  --limit <n>    the limit to expect
-  -h, --help     show this help
+  --prefix <p>     KV prefix of the semaphore
+  -n, --limit <n>  the limit to expect
+  -h, --help       show this help
 
 ${consulFlagHelp}
 
 Exit status: 0 after q, Ctrl-C, SIGINT or SIGTERM; 1 error (message on stderr).
 `
 
-export const setLimitUsage = `Usage: rxsem set-limit --prefix <p> --limit <n> [--json] [flags]
+export const setLimitUsage = `Usage: rxsem set-limit --prefix <p> --limit <n> [--dry-run] [--json] [flags]
 
 Changes the limit of the semaphore at <p> live: one check-and-set of <p>/.lock that keeps its
 holders, so no slot is taken from anyone and no acquisition or release in between is lost.
 Contenders started with --follow-limit (rxsem run) or followLimit (the library) take the new
 limit at their next read: a raise admits waiters at once; a lowering lets the holders finish
 and admits no one until fewer than <n> hold. Other contenders, and \`consul lock -n\` with
-another limit, fail with a limit conflict when they next try for a slot; their holders keep
-their slots until they release. Without a .lock yet, one is created with no holders.
+another limit, fail with a limit conflict when they next try for a slot (a waiter at once);
+their holders keep their slots until they release. Without a .lock yet, one is created with
+no holders.
+
+Before it writes, it reads <p> and says what the change does to the holders and waiters it
+sees. Consul does not record which of them follow the limit, so it says what happens to both.
 
 Flags:
-  --prefix <p>   KV prefix of the semaphore
-  --limit <n>    the new limit, a whole number of at least 1
-  --json         print one JSON object: {"prefix","previous","limit","holders","index"}
-                 (previous is null when there was no .lock; index is .lock's ModifyIndex)
-  -h, --help     show this help
+  --prefix <p>     KV prefix of the semaphore
+  -n, --limit <n>  the new limit, a whole number of at least 1
+  --dry-run        say what the change would do, and write nothing
+  --json           print one JSON object instead of text:
+                   {"prefix","previous","limit","holders","waiting","index"}
+                   (previous is null when there was no .lock; waiting is the count read before
+                   the write, null if unread; index is .lock's ModifyIndex); with --dry-run,
+                   {"prefix","previous","limit","holders","waiting","written":false}
+  -h, --help       show this help
 
 ${consulFlagHelp}
 
-Exit status: 0 written (or the limit was already <n>); 1 error (message on stderr): bad flags,
-a .lock of \`consul lock\` without -n or that cannot be read (never written over), Consul
-unreachable or refusing.
+Exit status: 0 written (or the limit was already <n>, or shown with --dry-run); 1 error
+(message on stderr): bad flags, a .lock of \`consul lock\` without -n or that cannot be read
+(never written over), Consul unreachable or refusing.
 `

@@ -6,9 +6,10 @@ import type { ConsulClientConfig } from '../../consul/config.js'
 import { resolveContenderOptions, resolveLimit } from '../../options/contender-options.js'
 import { parseFlags, splitAtCommand, type OptionSpec } from '../args/parse-flags.js'
 import { consulConfigFrom, consulFlagSpec } from '../args/consul-flags.js'
-import { countFlag, durationFlag, stringFlag, requiredFlag } from '../args/flag-values.js'
+import { countFlag, durationFlag, requiredFlag, shown, stringFlag } from '../args/flag-values.js'
+import { durationMs } from '../../consul/durations.js'
 import type { Verbosity } from '../report.js'
-import { UsageError } from '../args/parse-flags.js'
+import { badValue, UsageError } from '../args/parse-flags.js'
 
 export interface RunPlan {
   readonly help: boolean
@@ -35,7 +36,7 @@ const DEFAULT_GRACE_MS = 5000
 
 export const runFlagSpec = {
   prefix: { type: 'string' },
-  limit: { type: 'string' },
+  limit: { type: 'string', short: 'n' },
   leader: { type: 'boolean' },
   'follow-limit': { type: 'boolean' },
   ttl: { type: 'string' },
@@ -86,6 +87,10 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
   }
 
   const ttl = stringFlag(values, 'ttl')
+  // The range (10s to 24h) is the library's to check; a negative or malformed one is said plainly.
+  if (ttl !== undefined && durationMs(ttl) === undefined) {
+    throw new UsageError(badValue('ttl', shown(ttl)), 'run')
+  }
   const value = stringFlag(values, 'value')
   const nameFlag = stringFlag(values, 'name')
   // The library's own checks, now, so that a bad option never waits behind a Consul round trip.

@@ -3,7 +3,7 @@
  * lost) for everyone, and every other transition with its reason for `--verbose`.
  */
 import type { SemaphoreState } from '../../semaphore.js'
-import { shortSession } from '../report.js'
+import { cliWording, shortSession } from '../report.js'
 import { tryOnceVerdictOf } from './contender.js'
 
 export interface TransitionLine {
@@ -54,7 +54,7 @@ export function describeTransition(
   const failure = next.lastError
   if (failure !== undefined && failure.message !== previous?.lastError?.message) {
     detail(
-      `Consul ${failure.during === 'session' ? 'session create' : failure.during} failing, retrying: ${failure.message}`,
+      `Consul ${failure.during === 'session' ? 'session create' : failure.during} failing, retrying: ${cliWording(failure.message)}`,
     )
   }
   if (next.holding && !previous?.holding) {

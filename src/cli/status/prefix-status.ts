@@ -44,9 +44,20 @@ export interface PrefixStatus {
   readonly shape: StatusShape | null
   /** Live holders first, then dead ones, each in listed order. */
   readonly holders: readonly HolderStatus[]
-  /** In the order they will be served. */
-  readonly waiting: readonly WaiterStatus[]
+  /**
+   * In the order they will be served; null for a leader lock (shape 'lock'), whose waiters write
+   * nothing under the prefix, so no one can list or count them (`waitingNote` says so).
+   */
+  readonly waiting: readonly WaiterStatus[] | null
+  /** Why `waiting` is null; present only then. */
+  readonly waitingNote?: string
 }
+
+/** Why the waiters of a leader lock are not shown: they are not in Consul's KV. */
+export const LEADER_WAITERS_NOTE =
+  'contenders waiting for a leader lock (consul lock without -n, rxsem run --leader, ' +
+  "leaderElection) write nothing under the prefix until they hold it (Consul's lock recipe), " +
+  'so they cannot be listed or counted'
 
 const utf8 = new TextDecoder('utf-8')
 const text = (entry: KVEntry | undefined): string | null =>
@@ -77,7 +88,14 @@ export function prefixStatus(
     }
     const session = lockEntry.session
     const holders = session ? [{ session, alive: true, value: text(lockEntry), name: null }] : []
-    return E.right({ prefix, limit: 1, shape: 'lock', holders, waiting: [] })
+    return E.right({
+      prefix,
+      limit: 1,
+      shape: 'lock',
+      holders,
+      waiting: null,
+      waitingNote: LEADER_WAITERS_NOTE,
+    })
   }
 
   // Without an expected limit, take the one `.lock` declares, so only flags and body are judged.

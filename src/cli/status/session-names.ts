@@ -31,11 +31,11 @@ export function withNames(
   return {
     ...status,
     holders: status.holders.map((h) => ({ ...h, name: name(h.session) })),
-    waiting: status.waiting.map((w) => ({ ...w, name: name(w.session) })),
+    waiting: status.waiting?.map((w) => ({ ...w, name: name(w.session) })) ?? null,
   }
 }
 
 /** Every session the status mentions. */
 export function sessionsOf(status: PrefixStatus): string[] {
-  return [...status.holders.map((h) => h.session), ...status.waiting.map((w) => w.session)]
+  return [...status.holders.map((h) => h.session), ...(status.waiting ?? []).map((w) => w.session)]
 }

@@ -34,9 +34,28 @@ export function formatStatus(status: PrefixStatus): string {
     )
   }
   if (status.shape === 'lock' && status.holders.length > 0) lines.push(...LEADER_NOTE)
+  if (status.waiting === null) {
+    lines.push(...wrapNote(`waiting  not visible: ${status.waitingNote ?? 'unknown'}.`))
+    return lines.join('\n') + '\n'
+  }
   lines.push(`waiting  ${status.waiting.length}`)
   for (const w of status.waiting) {
     lines.push(`  #${w.rank} ${w.session}  value ${quoted(w.value)}  name ${quoted(w.name)}`)
   }
   return lines.join('\n') + '\n'
+}
+
+/** A note cut into lines of at most 95 columns, indented under the first. */
+function wrapNote(text: string): string[] {
+  const lines: string[] = []
+  let line = ''
+  for (const word of text.split(' ')) {
+    if (line !== '' && line.length + 1 + word.length > 95) {
+      lines.push(line)
+      line = `         ${word}`
+    } else {
+      line = line === '' ? word : `${line} ${word}`
+    }
+  }
+  return line === '' ? lines : [...lines, line]
 }

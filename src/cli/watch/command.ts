@@ -1,6 +1,8 @@
 /**
  * `rxsem watch`: a live view of a prefix from one blocking query (`watchPrefix`), redrawn on every
- * change, and once a second on a terminal so that the clock and the "for" column move.
+ * change, and once a second on a terminal so that the clock and the "for" column move. The watch
+ * is the first request sent and its first answer is drawn at once; the ACL probe and the session
+ * names come after it.
  */
 import * as E from 'fp-ts/lib/Either.js'
 import { Subscription } from 'rxjs'
@@ -8,14 +10,14 @@ import { createConsulClient } from '../../consul/client.js'
 import type { KVSnapshot, WatchEvent } from '../../consul/types.js'
 import { problemError } from '../../errors.js'
 import { consulConfigFrom } from '../args/consul-flags.js'
-import { describeError, ExitCode } from '../report.js'
+import { cliWording, describeError, ExitCode } from '../report.js'
 import { readPrefixCommand } from '../args/prefix-command.js'
 import { prefixStatus } from '../status/prefix-status.js'
 import { learnSessionNames, sessionsOf, withNames } from '../status/session-names.js'
 import { filteredWarning, unreadableKeys } from '../status/listing-access.js'
 import { openScreen } from './terminal.js'
 import { watchUsage } from '../args/usage.js'
-import { renderFrame, type Connection, type WatchView } from './frame.js'
+import { renderFrame, type Connection, type HeldSince, type WatchView } from './frame.js'
 
 /**
  * Runs `rxsem watch` with the arguments after `watch`, until q, Ctrl-C, SIGINT or SIGTERM.
@@ -39,7 +41,10 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
     status: undefined,
     problem: undefined,
     firstSeen: new Map(),
+    startedAt: Date.now(),
   }
+  // Whether the last event was a snapshot: a holder new in the next one was seen taking its slot.
+  let continuous = false
   const names = new Map<string, string | null>()
 
   return new Promise<number>((resolve) => {
@@ -79,10 +84,13 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
         return
       }
       const now = Date.now()
-      const firstSeen = new Map<string, number>()
+      const firstSeen = new Map<string, HeldSince>()
       for (const holder of read.right.holders) {
-        if (holder.alive) firstSeen.set(holder.session, view.firstSeen.get(holder.session) ?? now)
+        if (!holder.alive) continue
+        const seen = view.firstSeen.get(holder.session)
+        firstSeen.set(holder.session, seen ?? { at: now, seenTaken: continuous })
       }
+      continuous = true
       view = {
         ...view,
         connection,
@@ -101,31 +109,43 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
       }
     }
 
+    let probed = false
     const onEvent = (event: WatchEvent): void => {
-      if (event.type === 'snapshot') return onSnapshot(event.snapshot)
+      if (event.type === 'snapshot') {
+        onSnapshot(event.snapshot)
+        if (!probed) {
+          probed = true
+          probeAccess()
+        }
+        return
+      }
+      continuous = false
       view = {
         ...view,
         connection: {
           type: 'disconnected',
           attempt: event.attempt,
           retryInMs: event.retryInMs,
-          message: event.error.message,
+          message: cliWording(event.error.message),
         },
       }
       draw()
     }
 
-    draw()
-    void unreadableKeys(client, prefix).then((denied) => {
-      if (finished || denied.length === 0) return
-      view = { ...view, warning: filteredWarning(prefix, denied) }
-      draw()
-    })
+    // After the first answer, so that the watch's own read is the first request out.
+    const probeAccess = (): void =>
+      void unreadableKeys(client, prefix).then((denied) => {
+        if (finished || denied.length === 0) return
+        view = { ...view, warning: filteredWarning(prefix, denied) }
+        draw()
+      })
     subscription.add(
       client.watchPrefix(`${prefix}/`).subscribe({
         next: onEvent,
         error: (error: unknown) => finish(ExitCode.Error, error),
       }),
     )
+    // A terminal shows that it is waiting; a pipe gets its first frame from the first answer.
+    if (screen.interactive && view.connection.type === 'connecting') draw()
   })
 }

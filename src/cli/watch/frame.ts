@@ -1,6 +1,7 @@
 /**
  * One frame of `rxsem watch`: the connection, the semaphore's counts, the holders (with the time
- * this view first saw each) and the waiters, laid out for a terminal `width` columns wide (80 is
+ * each took its slot when this view saw it happen, else the time it first saw them, marked as a
+ * bound) and the waiters, laid out for a terminal `width` columns wide (80 is
  * the design width). Pure: the time and everything shown come in as arguments.
  */
 import type { HolderStatus, PrefixStatus } from '../status/prefix-status.js'
@@ -28,8 +29,26 @@ export interface WatchView {
   readonly problem: string | undefined
   /** Why what is shown may be incomplete (an ACL token that may not read the prefix). */
   readonly warning?: string | undefined
-  /** When this view first saw each live holder hold (ms since the epoch). */
-  readonly firstSeen: ReadonlyMap<string, number>
+  /** When this view first saw each live holder hold. */
+  readonly firstSeen: ReadonlyMap<string, HeldSince>
+  /** When the watch started (ms since the epoch), for the wait before the first answer. */
+  readonly startedAt?: number
+}
+
+/**
+ * When a holder was first seen holding. Consul records no time of acquisition (KV entries and
+ * sessions carry Raft indexes, not times), so a time is only known when this view saw the slot
+ * taken: the holder was absent from the answer before, with no gap in between.
+ */
+export interface HeldSince {
+  /** When this view first saw it hold (ms since the epoch). */
+  readonly at: number
+  /**
+   * True when this view saw the acquisition (so `at` is when it happened, to within one answer);
+   * false when it held already in the first answer, or in the first after a disconnection: then
+   * it took its slot at `at` or before.
+   */
+  readonly seenTaken: boolean
 }
 
 /** `hh:mm:ss` in local time. */
@@ -49,11 +68,13 @@ function fit(text: string, width: number, pad = true): string {
   return pad ? cut.padEnd(width) : cut
 }
 
-function connectionLine(view: WatchView): string {
+function connectionLine(view: WatchView, now: number): string {
   const c = view.connection
   switch (c.type) {
-    case 'connecting':
-      return `Consul ${view.address}: connecting...`
+    case 'connecting': {
+      const waited = view.startedAt === undefined ? '' : ` (${heldFor(now - view.startedAt)})`
+      return `Consul ${view.address}: waiting for the first answer${waited}...`
+    }
     case 'connected':
       return `Consul ${view.address}: connected (index ${c.index})`
     case 'disconnected':
@@ -70,7 +91,7 @@ function connectionLine(view: WatchView): string {
 export function renderFrame(view: WatchView, now: number, width: number): string[] {
   const w = Math.max(40, width)
   const title = `rxsem watch ${view.prefix}`
-  const lines = [`${fit(title, w - 10)}  ${clock(now)}`, ...wrap(connectionLine(view), w)]
+  const lines = [`${fit(title, w - 10)}  ${clock(now)}`, ...wrap(connectionLine(view, now), w)]
   const status = view.status
   if (view.problem !== undefined) {
     lines.push('', ...wrap(`PROBLEM: ${view.problem}`, w))
@@ -79,7 +100,7 @@ export function renderFrame(view: WatchView, now: number, width: number): string
     lines.push('', ...wrap(`INCOMPLETE: ${view.warning}`, w))
   }
   if (status === undefined) {
-    if (view.problem === undefined) lines.push('', 'waiting for the first answer from Consul...')
+    if (view.problem === undefined) lines.push('', 'nothing read yet')
   } else {
     const live = status.holders.filter((h) => h.alive).length
     // A limit lowered under its holders (`rxsem set-limit`): say what it means for the queue.
@@ -89,9 +110,11 @@ export function renderFrame(view: WatchView, now: number, width: number): string
         : ''
     const kind =
       status.shape === 'lock' ? 'leader lock (consul lock)' : `shape ${status.shape ?? 'none yet'}`
+    const waiting =
+      status.waiting === null ? 'waiters not visible' : `${status.waiting.length} waiting`
     lines.push(
       fit(
-        `limit ${status.limit ?? '?'}, ${kind}: ${live}${status.limit === null ? '' : ` of ${status.limit}`} held${over}, ${status.waiting.length} waiting`,
+        `limit ${status.limit ?? '?'}, ${kind}: ${live}${status.limit === null ? '' : ` of ${status.limit}`} held${over}, ${waiting}`,
         w,
         false,
       ),
@@ -108,21 +131,37 @@ export function renderFrame(view: WatchView, now: number, width: number): string
       '',
       fit(`${'WAITING'.padEnd(10)}${'RANK'.padEnd(19)}${'VALUE'.padEnd(22)}NAME`, w, false),
     )
-    if (status.waiting.length === 0) lines.push('(none)')
-    for (const waiter of status.waiting) {
+    if (status.waiting === null) {
+      lines.push(...wrap(`(not visible: ${status.waitingNote ?? 'unknown'})`, w))
+    } else if (status.waiting.length === 0) lines.push('(none)')
+    for (const waiter of status.waiting ?? []) {
       const row =
         `${shortSession(waiter.session).padEnd(10)}${`#${waiter.rank}`.padEnd(19)}` +
         `${fit(waiter.value ?? '-', 20)}  ${waiter.name ?? '-'}`
       lines.push(fit(row, w, false))
     }
   }
-  lines.push('', 'SINCE: first seen holding by this watch.  q or Ctrl-C: quit')
+  lines.push('', ...legend(view), 'q or Ctrl-C: quit')
   return lines.map((line) => fit(line, w, false))
+}
+
+/** What the SINCE and FOR columns mean, for the rows shown. */
+function legend(view: WatchView): string[] {
+  const live = view.status?.holders.filter((h) => h.alive) ?? []
+  if (live.length === 0) return []
+  const bounds = live.some((h) => view.firstSeen.get(h.session)?.seenTaken !== true)
+  return bounds
+    ? [
+        'SINCE/FOR: when this watch saw the slot taken. ≤ and ≥: held already when the',
+        'watch first saw it; Consul records no time of acquisition, so it took its slot',
+        'at that time or before, and has held at least that long.',
+      ]
+    : ['SINCE/FOR: when this watch saw the slot taken.']
 }
 
 function holderRow(
   holder: HolderStatus,
-  firstSeen: ReadonlyMap<string, number>,
+  firstSeen: ReadonlyMap<string, HeldSince>,
   now: number,
   width: number,
 ): string {
@@ -131,10 +170,11 @@ function holderRow(
     return fit(`${id}DEAD: listed in .lock, session gone (pruned by the next writer)`, width, false)
   }
   const since = firstSeen.get(holder.session)
+  const [atMost, atLeast] = since?.seenTaken === true ? [' ', ''] : ['≤', '≥']
   const when =
     since === undefined
       ? '-'.padEnd(10) + '-'.padEnd(9)
-      : `${clock(since)}  ${heldFor(now - since).padEnd(9)}`
+      : `${atMost}${clock(since.at)} ${`${atLeast}${heldFor(now - since.at)}`.padEnd(9)}`
   return fit(`${id}${when}${fit(holder.value ?? '-', 20)}  ${holder.name ?? '-'}`, width, false)
 }
 

@@ -156,6 +156,37 @@ describe('an early close or abort leaves nothing in Consul', () => {
     await held?.close()
   }
 
+  /** withSlot on the suite's client or the default one, aborted at `when`. */
+  const withSlotAborted = (
+    name: string,
+    prefixName: string,
+    client: 'suite' | 'default',
+  ): Scenario => ({
+    name,
+    whens: WHENS,
+    trial: (when) => {
+      const session = sessionName()
+      const prefix = freshPrefix(prefixName)
+      const controller = new AbortController()
+      const settled = withSlot(
+        {
+          prefix,
+          limit: 1,
+          ...(client === 'suite' ? { consul: agent.client } : {}),
+          sessionName: session,
+          signal: controller.signal,
+        },
+        // Held before the abort: the work runs until the abort reaches it.
+        (signal) =>
+          new Promise((_, reject) =>
+            signal.addEventListener('abort', () => reject(signal.reason as Error)),
+          ),
+      )
+      at(when as When, () => controller.abort(new Error('early abort')))
+      return countAtSettle(settled, () => leftBy(session, prefix))
+    },
+  })
+
   const scenarios: Scenario[] = [
     {
       name: 'semaphore().close()',
@@ -171,43 +202,8 @@ describe('an early close or abort leaves nothing in Consul', () => {
         return countAtSettle(closed, () => leftBy(name, prefix)).finally(() => sub.unsubscribe())
       },
     },
-    {
-      name: 'withSlot, aborted',
-      whens: WHENS,
-      trial: (when) => {
-        const name = sessionName()
-        const prefix = freshPrefix('early-close-with-slot')
-        const controller = new AbortController()
-        const settled = withSlot(
-          { prefix, limit: 1, consul: agent.client, sessionName: name, signal: controller.signal },
-          // Held before the abort: the work runs until the abort reaches it.
-          (signal) =>
-            new Promise((_, reject) =>
-              signal.addEventListener('abort', () => reject(signal.reason as Error)),
-            ),
-        )
-        at(when as When, () => controller.abort(new Error('early abort')))
-        return countAtSettle(settled, () => leftBy(name, prefix))
-      },
-    },
-    {
-      name: 'withSlot on the default client, aborted',
-      whens: WHENS,
-      trial: (when) => {
-        const name = sessionName()
-        const prefix = freshPrefix('early-close-default')
-        const controller = new AbortController()
-        const settled = withSlot(
-          { prefix, limit: 1, sessionName: name, signal: controller.signal },
-          (signal) =>
-            new Promise((_, reject) =>
-              signal.addEventListener('abort', () => reject(signal.reason as Error)),
-            ),
-        )
-        at(when as When, () => controller.abort(new Error('early abort')))
-        return countAtSettle(settled, () => leftBy(name, prefix))
-      },
-    },
+    withSlotAborted('withSlot, aborted', 'early-close-with-slot', 'suite'),
+    withSlotAborted('withSlot on the default client, aborted', 'early-close-default', 'default'),
     {
       name: 'tryAcquire, aborted',
       whens: WHENS,

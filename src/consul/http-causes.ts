@@ -1,0 +1,79 @@
+/**
+ * What the errors thrown by undici and Node's sockets mean to the transport, by their `code`: a
+ * timeout, an abort, a server certificate refused (configuration, not weather), or an `https`
+ * client talking to an agent that does not speak TLS. The messages that tell a user what to do
+ * about each are in `http-errors.ts`.
+ */
+
+/** A thrown error as the transport keeps it: its name, its `code` if a string, its message. */
+export interface CauseSummary {
+  readonly name: string
+  readonly code: string | undefined
+  readonly message: string
+}
+
+/** `error` summarised: anything may be thrown, and only these three are kept. */
+export function summarise(error: unknown): CauseSummary {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code
+    return {
+      name: error.name,
+      code: typeof code === 'string' ? code : undefined,
+      message: error.message,
+    }
+  }
+  return { name: typeof error, code: undefined, message: String(error) }
+}
+
+/** undici's and Node's codes for a request that ran out of time. */
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+])
+
+/** undici's codes for a request ended by an abort, or by its pool being closed. */
+const ABORT_CODES = new Set(['UND_ERR_ABORTED', 'UND_ERR_DESTROYED', 'UND_ERR_CLOSED'])
+
+/** Node's codes for a server certificate that failed verification: configuration, not weather. */
+const TLS_VERIFY_CODES = new Set([
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_UNTRUSTED',
+  'CERT_REJECTED',
+  'CERT_HAS_EXPIRED',
+  'CERT_NOT_YET_VALID',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+])
+
+/** Whether `cause` is a timeout of undici's or of the socket's. */
+export function timedOut(cause: CauseSummary): boolean {
+  return cause.code !== undefined && TIMEOUT_CODES.has(cause.code)
+}
+
+/** Whether `cause` is undici ending a request that was aborted or whose pool closed. */
+export function abortedByUndici(cause: CauseSummary): boolean {
+  return cause.code !== undefined && ABORT_CODES.has(cause.code)
+}
+
+/** Whether `cause` is the agent's certificate failing verification. */
+export function certificateRefused(cause: CauseSummary): boolean {
+  return cause.code !== undefined && TLS_VERIFY_CODES.has(cause.code)
+}
+
+/**
+ * Whether a TLS handshake failed because the other end does not speak TLS: OpenSSL's "wrong
+ * version number" is what a plain-HTTP answer to a ClientHello looks like.
+ */
+export function speaksNoTls(cause: CauseSummary): boolean {
+  return (
+    cause.code === 'ERR_SSL_WRONG_VERSION_NUMBER' ||
+    ((cause.code === 'EPROTO' || cause.code === undefined) &&
+      /wrong version number/i.test(cause.message))
+  )
+}

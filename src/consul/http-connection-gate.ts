@@ -1,0 +1,195 @@
+/**
+ * Admission of a client's requests to its pool of connections, and each admitted request's
+ * deadline.
+ *
+ * At most `connections` requests are given to undici at once; the others wait here, without a
+ * timer, first in first out, with urgent ones (session renewals: a holder's lease hangs on them)
+ * ahead of those waiting but never of those admitted. A request's timeout starts when it is
+ * admitted: it measures the agent's answer, not this client's own queue. Timed from the call
+ * instead, the last of a burst (thousands of contenders' writes, long polls) would time out
+ * unsent and be sent again, which makes the queue longer still: 10,000 contenders on one prefix
+ * would never all get their keys in.
+ *
+ * Long polls never hold the last connection: a client watching as many prefixes as it has
+ * connections would otherwise hold its renewals back until a poll returns, past a lease. A long
+ * poll that waits for want of a connection of its own does not hold up the requests behind it
+ * that fit. With one connection there is none to keep, and a long poll may take it.
+ */
+import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs'
+
+/** What stopped a request: its caller's signal, its timeout, or the gate's close. */
+export type StopReason = 'caller' | 'timeout' | 'closed'
+
+/** A request asking to be admitted. */
+export interface GateEntry {
+  /**
+   * The caller's signal: aborted while the request waits, it takes the request out of the queue;
+   * after its admission, it aborts the admission's signal.
+   */
+  readonly signal?: AbortSignal | undefined
+  /** Goes ahead of the requests waiting (a session renewal). */
+  readonly urgent: boolean
+  /** A long poll: admitted only while long polls hold fewer than all but one connection. */
+  readonly poll: boolean
+  /** How long the request may take once admitted, in ms of the gate's scheduler. */
+  readonly timeoutMs: number
+}
+
+/** A request admitted: it has a connection until it leaves. */
+export interface Admitted {
+  readonly admitted: true
+  /** Aborts when the request's timeout passes, its caller aborts or the gate closes. */
+  readonly signal: AbortSignal
+  /** Which of those aborted `signal`, the first; undefined while none did. */
+  readonly stop: () => StopReason | undefined
+  /**
+   * The request is done with its connection: its timer is cancelled and the requests waiting
+   * that now fit are admitted, in order. Only the first call counts.
+   */
+  readonly leave: () => void
+}
+
+/** A request never admitted: its caller aborted it first, or the gate closed. */
+export interface Refused {
+  readonly admitted: false
+  readonly stop: 'caller' | 'closed'
+}
+
+export type Admission = Admitted | Refused
+
+export interface ConnectionGate {
+  /** Resolves once `entry` is admitted, or refused (its caller aborted it, or the gate closed). */
+  enter(entry: GateEntry): Promise<Admission>
+  /**
+   * Closes the gate: every request waiting is refused (`closed`), every admitted one's signal
+   * aborts (`closed`), and every later entry is refused.
+   */
+  close(): void
+}
+
+interface Waiter {
+  readonly entry: GateEntry
+  readonly answer: (admission: Admission) => void
+  readonly onAbort: () => void
+}
+
+/**
+ * The gate of a pool of `connections` connections; request timeouts run on `scheduler`.
+ *
+ * @example
+ * ```ts
+ * const gate = connectionGate(16)
+ * const admission = await gate.enter({ signal, urgent: false, poll: false, timeoutMs: 10_000 })
+ * if (admission.admitted) {
+ *   try {
+ *     await send(admission.signal)
+ *   } finally {
+ *     admission.leave()
+ *   }
+ * }
+ * ```
+ * @param connections - How many requests may be admitted at once (at least 1).
+ * @param scheduler - Runs the admitted requests' timeouts.
+ * @returns The gate, open.
+ */
+export function connectionGate(
+  connections: number,
+  scheduler: SchedulerLike = asyncScheduler,
+): ConnectionGate {
+  const mostPolls = Math.max(1, connections - 1)
+  let out = 0
+  let polls = 0
+  let closed = false
+  /** Waiting requests in the order they go: urgent ones first (`urgent` of them), each in turn. */
+  const waiting: Waiter[] = []
+  let urgent = 0
+  /** How to stop each admitted request, for the close. */
+  const running = new Set<(why: StopReason) => void>()
+
+  const fits = (poll: boolean): boolean => out < connections && (!poll || polls < mostPolls)
+  const remove = (at: number): void => {
+    waiting.splice(at, 1)
+    if (at < urgent) urgent--
+  }
+  const refused = (stop: Refused['stop']): Refused => ({ admitted: false, stop })
+
+  const admit = (entry: GateEntry): Admitted => {
+    out++
+    if (entry.poll) polls++
+    const controller = new AbortController()
+    let stop: StopReason | undefined
+    let left = false
+    const end = (why: StopReason): void => {
+      stop ??= why
+      controller.abort()
+    }
+    const onCallerAbort = (): void => end('caller')
+    const timer: Subscription = scheduler.schedule(() => end('timeout'), entry.timeoutMs)
+    entry.signal?.addEventListener('abort', onCallerAbort, { once: true })
+    running.add(end)
+    return {
+      admitted: true,
+      signal: controller.signal,
+      stop: () => stop,
+      leave: () => {
+        if (left) return
+        left = true
+        timer.unsubscribe()
+        entry.signal?.removeEventListener('abort', onCallerAbort)
+        running.delete(end)
+        out--
+        if (entry.poll) polls--
+        admitWaiting()
+      },
+    }
+  }
+
+  /** Admits the requests waiting that fit, in order (a long poll that does not is passed over). */
+  const admitWaiting = (): void => {
+    for (let at = 0; at < waiting.length && out < connections;) {
+      const waiter = waiting[at] as Waiter
+      if (!fits(waiter.entry.poll)) {
+        at++
+        continue
+      }
+      remove(at)
+      waiter.entry.signal?.removeEventListener('abort', waiter.onAbort)
+      waiter.answer(admit(waiter.entry))
+    }
+  }
+
+  return {
+    enter: (entry) => {
+      if (closed) return Promise.resolve(refused('closed'))
+      if (entry.signal?.aborted === true) return Promise.resolve(refused('caller'))
+      // Whoever waits cannot use a free connection (every leave admits all that fit), so a
+      // request that fits may take it.
+      if (fits(entry.poll)) return Promise.resolve(admit(entry))
+      return new Promise<Admission>((answer) => {
+        const waiter: Waiter = {
+          entry,
+          answer,
+          onAbort: () => {
+            const at = waiting.indexOf(waiter)
+            if (at < 0) return
+            remove(at)
+            answer(refused('caller'))
+          },
+        }
+        entry.signal?.addEventListener('abort', waiter.onAbort, { once: true })
+        if (entry.urgent) waiting.splice(urgent++, 0, waiter)
+        else waiting.push(waiter)
+      })
+    },
+    close: () => {
+      if (closed) return
+      closed = true
+      for (const waiter of waiting.splice(0)) {
+        waiter.entry.signal?.removeEventListener('abort', waiter.onAbort)
+        waiter.answer(refused('closed'))
+      }
+      urgent = 0
+      for (const end of [...running]) end('closed')
+    },
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * What the transport is asked and what it answers: the request a Consul call makes (method, path,
+ * query, body, signal, timeout, consistency, urgency), the answer it gets back, and the query
+ * string the transport sends for it.
+ */
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Consistency, ResolvedConfig } from './config.js'
+
+export interface HttpRequest {
+  readonly method: 'GET' | 'PUT' | 'DELETE'
+  /** Already-encoded path, starting with `/v1/`. */
+  readonly path: string
+  /** `true` sends a bare flag (`?recurse`); undefined members are left out. */
+  readonly query?: Readonly<Record<string, string | true | undefined>>
+  readonly body?: Uint8Array | string
+  readonly contentType?: string
+  readonly signal?: AbortSignal | undefined
+  /** Overrides the client's request timeout (blocking queries need more). */
+  readonly timeoutMs?: number
+  /** Read consistency; applied to GETs only. */
+  readonly consistency?: Consistency | undefined
+  /**
+   * Sent ahead of the requests waiting for a connection (a session renewal: a holder's lease
+   * hangs on it, and a burst of thousands of other requests must not make it late).
+   */
+  readonly urgent?: boolean
+}
+
+export interface HttpAnswer {
+  readonly status: number
+  readonly headers: IncomingHttpHeaders
+  readonly body: string
+  /** `GET /v1/kv/p?recurse`: for messages (the query never carries the token). */
+  readonly label: string
+  /** Where the answer came from, for messages: `http://127.0.0.1:8500` or `unix:///path`. */
+  readonly origin: string
+  /** Wall-clock ms the answer's headers arrived (for an HTTP-date `Retry-After`); default now. */
+  readonly receivedAt?: number
+}
+
+/** Whether `request` is a blocking query (a long poll: it may hold its connection for its wait). */
+export function isLongPoll(request: HttpRequest): boolean {
+  return request.query?.['index'] !== undefined
+}
+
+/**
+ * The query string `request` is sent with: its own members, then the client's datacenter and
+ * namespace, then the read consistency of a GET (`?consistent`, `?stale`). Empty, or starting
+ * with `?`.
+ */
+export function queryOf(request: HttpRequest, config: ResolvedConfig): string {
+  const query: HttpRequest['query'] = {
+    ...request.query,
+    dc: config.datacenter,
+    ns: config.namespace,
+    ...(request.method === 'GET' && request.consistency === 'consistent'
+      ? { consistent: true as const }
+      : {}),
+    ...(request.method === 'GET' && request.consistency === 'stale'
+      ? { stale: true as const }
+      : {}),
+  }
+  const parts = Object.entries(query).flatMap(([name, value]) =>
+    value === undefined ? [] : [value === true ? name : `${name}=${encodeURIComponent(value)}`],
+  )
+  return parts.length === 0 ? '' : `?${parts.join('&')}`
+}

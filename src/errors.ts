@@ -1,5 +1,5 @@
 import type { ConsulError, PermissionDenied } from './consul/errors.js'
-import { LOCK_FLAGS } from './consul/flags.js'
+import { LOCK_FLAGS } from './shared/flags.js'
 import type { PrefixProblem } from './core/events.js'
 
 /**

@@ -13,7 +13,7 @@ import {
 import type { ConsulClient } from './consul/client-api.js'
 import { acquireDefaultClient } from './consul/default-client.js'
 import type { ConsulError } from './consul/errors.js'
-import { SEMAPHORE_FLAGS } from './consul/flags.js'
+import { SEMAPHORE_FLAGS } from './shared/flags.js'
 import { lockKey } from './core/keys/lock-key.js'
 import { relimitLock } from './core/lock-body/relimit-lock.js'
 import { fromCall, isConsulError, orThrow, retryTransient } from './effects/call-policy.js'

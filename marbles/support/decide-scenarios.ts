@@ -3,7 +3,7 @@
  * contender deciding on one snapshot. marbles/decide.spec.ts states what `decide` answers in each;
  * marbles/prefix-view.spec.ts replays every one of them through a decider shared by two contenders.
  */
-import { LOCK_FLAGS } from '../../src/consul/flags.js'
+import { LOCK_FLAGS } from '../../src/shared/flags.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import type { DecideOptions } from '../../src/core/semaphore/decide.js'
 import { contenderEntry, lockEntry, snapshotOf } from './snapshot.js'

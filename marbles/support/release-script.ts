@@ -11,7 +11,7 @@ import {
   HOLDER_FLAGS,
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
-} from '../../src/consul/flags.js'
+} from '../../src/shared/flags.js'
 import type { KVEntry } from '../../src/consul/types.js'
 import type { PlanStep, ReleaseAnswer, ReleaseCall } from '../../src/core/release/release-call.js'
 

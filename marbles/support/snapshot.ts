@@ -1,5 +1,5 @@
 /** Test-only builders of KV entries and snapshots for the core's specs. */
-import { SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
+import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../src/consul/types.js'
 
 const utf8 = new TextEncoder()

@@ -224,21 +224,9 @@ export type ConsulError =
   | TooLarge
   | Aborted
 
-/**
- * Whether a failure is transient (Unreachable, Timeout, ServerError): watches and renewals retry
- * these; every other ConsulError is permanent, and retrying it would only repeat it.
- *
- * @example
- * ```ts
- * const answer = await consul.session.renew(session)()
- * if (E.isLeft(answer) && !isTransient(answer.left)) throw new Error(answer.left.message)
- * ```
- * @param error - A failure of the Consul layer.
- * @returns True for Unreachable, Timeout and ServerError.
- */
-export function isTransient(error: ConsulError): boolean {
-  return error._tag === 'Unreachable' || error._tag === 'Timeout' || error._tag === 'ServerError'
-}
+// The kinds (transient, throttled) are pure rules the core uses too, so they live in src/shared;
+// `isTransient` stays reachable here, where the package's entries export it from.
+export { isTransient } from '../shared/failure-kinds.js'
 
 /** The BadRequest for a request the client refuses to send; nothing reaches Consul. */
 export function rejectedBeforeSending(request: string, message: string): BadRequest {
@@ -288,11 +276,6 @@ export function persistentAclError(error: ServerError, tries: number): Permissio
       `(500: ${error.body}); the token (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token ` +
       `option) was probably deleted on the servers: give the client a token that exists`,
   }
-}
-
-/** A 429 or 503: Consul's rate limits (or an overloaded server) ask the client to slow down. */
-export function isThrottled(error: ConsulError): error is ServerError {
-  return error._tag === 'ServerError' && (error.status === 429 || error.status === 503)
 }
 
 /**

@@ -10,13 +10,13 @@ import type { ConsulClient, WatchOptions } from './client-api.js'
 import {
   ACL_FAILURES_BEFORE_PERMANENT,
   isAclServerError,
-  isTransient,
   persistentAclError,
   filteredListingError,
   rejectedBeforeSending,
   type ConsulError,
 } from './errors.js'
-import { BACKOFF, MAX_RETRY_AFTER_MS, backoffDelay, type BackoffPolicy } from './backoff.js'
+import { isTransient } from '../shared/failure-kinds.js'
+import { BACKOFF, MAX_RETRY_AFTER_MS, backoffDelay, type BackoffPolicy } from '../shared/backoff.js'
 import type { KVSnapshot, WatchEvent } from './types.js'
 
 /**

@@ -12,11 +12,11 @@ import {
 import {
   ACL_FAILURES_BEFORE_PERMANENT,
   isAclServerError,
-  isTransient,
   persistentAclError,
   type ConsulError,
 } from '../consul/errors.js'
-import { BACKOFF, backoffDelay } from '../consul/backoff.js'
+import { isTransient } from '../shared/failure-kinds.js'
+import { BACKOFF, backoffDelay } from '../shared/backoff.js'
 
 /** Whether a thrown value is one of the Consul layer's typed errors. */
 export function isConsulError(value: unknown): value is ConsulError {

@@ -6,15 +6,15 @@ import {
   type SchedulerLike,
   type Subscription,
 } from 'rxjs'
-import { BACKOFF, throttledDelay } from '../consul/backoff.js'
+import { BACKOFF, throttledDelay } from '../shared/backoff.js'
 import type { ConsulClient, SessionInfo } from '../consul/client-api.js'
 import {
   ACL_FAILURES_BEFORE_PERMANENT,
   isAclServerError,
-  isTransient,
   persistentAclError,
   type ConsulError,
 } from '../consul/errors.js'
+import { isTransient } from '../shared/failure-kinds.js'
 import { leaseDeadline } from '../core/contender/lease-deadline.js'
 import type { ContenderEvent } from '../core/events.js'
 

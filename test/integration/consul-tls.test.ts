@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient } from '../../src/consul/client.js'
-import { isTransient } from '../../src/consul/errors.js'
+import { isTransient } from '../../src/shared/failure-kinds.js'
 import { uniquePrefix } from '../support/consul-agent.js'
 import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
 import { failure, ok } from './consul-test-kit.js'

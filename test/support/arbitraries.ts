@@ -10,7 +10,7 @@
  * `bytes("<text>")`.
  */
 import fc from 'fast-check'
-import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
+import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../src/consul/types.js'
 import type { LockShape } from '../../src/core/events.js'
 

@@ -14,7 +14,7 @@ import type * as TE from 'fp-ts/lib/TaskEither.js'
 import { filter, firstValueFrom, ReplaySubject } from 'rxjs'
 import type { ConsulClient, TxnOp } from '../../src/consul/client-api.js'
 import type { ConsulError } from '../../src/consul/errors.js'
-import { SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
+import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import { UINT64_MAX } from '../../src/consul/uint64-json.js'
 import type { KVEntry, KVSnapshot, WatchEvent } from '../../src/consul/types.js'
 

@@ -5,7 +5,7 @@
  * (`decodeLock`, tested on its own in core-lock-codec.test.ts).
  */
 import * as E from 'fp-ts/lib/Either.js'
-import { SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
+import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../src/consul/types.js'
 import type { Decision, LockShape, RankedContender } from '../../src/core/events.js'
 import { decodeLock } from '../../src/core/lock-body/decode-lock.js'

@@ -1,4 +1,4 @@
-// The library's retry delays (src/consul/backoff.ts): each named policy's formula, the jitter's
+// The library's retry delays (src/shared/backoff.ts): each named policy's formula, the jitter's
 // bounds under an injected random source, the growth of the ceiling with the attempts and its cap,
 // the pacing after a 429/503 (Retry-After) and the caller's extra cap.
 import assert from 'node:assert/strict'
@@ -11,7 +11,7 @@ import {
   backoffDelay,
   throttledDelay,
   type BackoffPolicy,
-} from '../../src/consul/backoff.js'
+} from '../../src/shared/backoff.js'
 import type { ConsulError } from '../../src/consul/errors.js'
 import {
   DEFAULT_BACKOFF_INITIAL_MS,

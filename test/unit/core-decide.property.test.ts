@@ -9,7 +9,7 @@ import { decodeLock } from '../../src/core/lock-body/decode-lock.js'
 import { decideInView } from '../../src/core/semaphore/decide-in-view.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import { prefixView } from '../../src/core/semaphore/prefix-view.js'
-import { SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
+import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import {
   GHOSTS,
   SESSIONS,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../src/consul/flags.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../src/shared/flags.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import { sameWatchTarget, watchTarget } from '../../src/core/semaphore/watch-target.js'

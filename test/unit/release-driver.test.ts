@@ -12,7 +12,7 @@ import {
   HOLDER_FLAGS,
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
-} from '../../src/consul/flags.js'
+} from '../../src/shared/flags.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import { releaseNext, releaseStart } from '../../src/core/release/release-slot-plan.js'
 import { runReleasePlan } from '../../src/effects/release/release-driver.js'

@@ -11,7 +11,7 @@ import {
   type Observable,
   type Subscription,
 } from 'rxjs'
-import { SEMAPHORE_FLAGS } from '../../src/consul/flags.js'
+import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import { leaderElection, type LeaderElectionState } from '../../src/leader-election.js'
 import { semaphore, type Semaphore } from '../../src/semaphore.js'
 import {

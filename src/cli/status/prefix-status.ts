@@ -4,7 +4,7 @@
  * `consul lock` leader lock, which the core refuses as a conflict but an operator wants to see.
  */
 import * as E from 'fp-ts/lib/Either.js'
-import { LOCK_FLAGS } from '../../consul/flags.js'
+import { LOCK_FLAGS } from '../../shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import { contenderKey } from '../../core/keys/contender-key.js'
 import { decodeLock } from '../../core/lock-body/decode-lock.js'

@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
-import { SEMAPHORE_FLAGS } from '../../consul/flags.js'
+import { SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import type { KVEntry } from '../../consul/types.js'
 import { decodeLock } from './decode-lock.js'
 import type { PrefixProblem } from '../events.js'

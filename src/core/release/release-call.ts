@@ -11,9 +11,10 @@
  */
 import * as E from 'fp-ts/lib/Either.js'
 import type { TxnOp, TxnResult } from '../../consul/client-api.js'
-import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
-import { isTransient, type ConsulError } from '../../consul/errors.js'
+import type { ConsulError } from '../../consul/errors.js'
 import type { KVEntry } from '../../consul/types.js'
+import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
+import { isTransient } from '../../shared/failure-kinds.js'
 
 /**
  * One thing a release plan asks its driver to do: a Consul call, or a wait on the scheduler.

@@ -1,5 +1,5 @@
 import type { TxnOp } from '../../consul/client-api.js'
-import { HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../consul/flags.js'
+import { HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import { lockKey } from '../keys/lock-key.js'
 import type { HandOff } from '../semaphore/hand-off.js'
 

@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
+import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
 import type { ConsulError } from '../../consul/errors.js'
 import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import type { PrefixProblem } from '../events.js'

@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { CONTENDER_FLAGS } from '../../consul/flags.js'
+import { CONTENDER_FLAGS } from '../../shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import { contenderKey } from '../keys/contender-key.js'
 import { lockKey } from '../keys/lock-key.js'

@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { HOLDER_FLAGS } from '../../consul/flags.js'
+import { HOLDER_FLAGS } from '../../shared/flags.js'
 import type { KVSnapshot } from '../../consul/types.js'
 import type { PrefixProblem, RankedContender, SemaphoreView } from '../events.js'
 import { directChild } from '../keys/direct-child.js'

@@ -1,4 +1,4 @@
-import { CONTENDER_FLAGS } from '../../consul/flags.js'
+import { CONTENDER_FLAGS } from '../../shared/flags.js'
 import type { KVSnapshot } from '../../consul/types.js'
 import type { Decision } from '../events.js'
 import { contenderKey } from '../keys/contender-key.js'

@@ -1,4 +1,4 @@
-import { LOCK_FLAGS } from '../../consul/flags.js'
+import { LOCK_FLAGS } from '../../shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import type { DecideStep } from '../contender/contender-state-model.js'
 import type { Decision, SemaphoreView } from '../events.js'

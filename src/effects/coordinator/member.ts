@@ -8,14 +8,14 @@ import {
   type Subscription,
 } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
-import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
+import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
 import {
   ACL_FAILURES_BEFORE_PERMANENT,
   isAclServerError,
-  isTransient,
   persistentAclError,
   type ConsulError,
 } from '../../consul/errors.js'
+import { isTransient } from '../../shared/failure-kinds.js'
 import type { KVSnapshot, WatchEvent } from '../../consul/types.js'
 import type { ContenderInput } from '../../core/contender/contender-input.js'
 import {

@@ -9,9 +9,9 @@ import {
   type Observable,
   type SchedulerLike,
 } from 'rxjs'
-import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
+import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
 import type { ConsulClient, TxnResult } from '../../consul/client-api.js'
-import { LOCK_FLAGS } from '../../consul/flags.js'
+import { LOCK_FLAGS } from '../../shared/flags.js'
 import type { ContenderAction } from '../../core/contender/contender-state-model.js'
 import type { ContenderEvent } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'

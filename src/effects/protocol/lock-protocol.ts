@@ -1,4 +1,4 @@
-import { SEMAPHORE_FLAGS } from '../../consul/flags.js'
+import { SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import type { PrefixProblem } from '../../core/events.js'
 import { lockDecider } from '../../core/single-key-lock/decide-lock.js'
 import { SemaphoreError, problemError } from '../../errors.js'

@@ -11,9 +11,9 @@ import {
   timer,
   type SchedulerLike,
 } from 'rxjs'
-import { BACKOFF, backoffDelay } from '../../consul/backoff.js'
+import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
 import type { ConsulClient } from '../../consul/client-api.js'
-import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../consul/flags.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import type { ContenderAction } from '../../core/contender/contender-state-model.js'
 import { contenderKey } from '../../core/keys/contender-key.js'

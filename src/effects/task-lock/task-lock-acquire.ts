@@ -11,7 +11,7 @@ import {
 } from 'rxjs'
 import type { ConsulClient, TxnResult } from '../../consul/client-api.js'
 import type { ConsulError } from '../../consul/errors.js'
-import { LOCK_FLAGS } from '../../consul/flags.js'
+import { LOCK_FLAGS } from '../../shared/flags.js'
 import {
   fromCall,
   isConsulError,

@@ -1,8 +1,8 @@
 /**
  * Every retry delay of the library, in one place: named policies (capped exponential backoff with
  * jitter) and the one function that turns a policy, an attempt and the failure into a delay. Pure:
- * randomness is injected (`random`), and the delay is waited on the caller's scheduler, so every
- * retry loop can run in virtual time.
+ * no I/O and no clock; randomness is injected (`random`), and the delay is waited on the caller's
+ * scheduler, so every retry loop can run in virtual time.
  *
  * ```
  * attempt:   1     2     3     4  ...
@@ -11,7 +11,8 @@
  * 429/503:   at least Retry-After (1 s without one) + up to 25 %, at most throttleCapMs
  * ```
  */
-import { isThrottled, type ConsulError } from './errors.js'
+import type { ConsulError } from '../consul/errors.js'
+import { isThrottled } from './failure-kinds.js'
 
 /** A named retry policy: capped exponential backoff with jitter. */
 export interface BackoffPolicy {

@@ -275,7 +275,10 @@ export function watchPrefix(
     // network is back (its answer lost, its connection forgotten by a firewall): when the client
     // hears from the agent again, such a poll is replaced at once rather than waited out until
     // its timeout (the wait plus the request timeout, about 40 s by default), during which a
-    // waiter would miss a free slot, or a slot handed to it.
+    // waiter would miss a free slot, or a slot handed to it. The new poll reads at once, as
+    // after any failure: while the network was away the agent may have lost its state (a dev
+    // agent restarted, a restore), and Consul holds a poll on an index it has not reached for the
+    // whole wait, so blocking on the old index would hide the reset until the wait runs out.
     const stopListening = client.network?.onRecovered(() => {
       const silenced = inFlight
       if (silenced === undefined || (client.network?.failures() ?? 0) <= silenced.failuresBefore) {
@@ -284,6 +287,8 @@ export function watchPrefix(
       inFlight = undefined
       silenced.stop.abort()
       pending?.unsubscribe()
+      blockOn = undefined
+      recovering = true
       poll()
     })
 

@@ -7,7 +7,7 @@
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { createSocket } from 'node:dgram'
-import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -65,8 +65,11 @@ export interface ConsulAgent {
   stop(): Promise<void>
   /** Kills the agent at once (SIGKILL) and waits for it to exit. */
   kill(): Promise<void>
-  /** Stops and starts it again on the same ports: a dev agent comes back empty. */
-  restart(): Promise<void>
+  /**
+   * Stops and starts it again on the same ports: a dev agent comes back empty; another keeps its
+   * state, unless `wipe` (its data folder emptied in between: every session, key and index lost).
+   */
+  restart(options?: { readonly wipe?: boolean }): Promise<void>
   /** Resolves once the agent answers with a known leader and its node is healthy. */
   ready(timeoutMs?: number): Promise<void>
 }
@@ -250,12 +253,16 @@ export async function startAgent(options: AgentOptions = {}): Promise<ConsulAgen
       proc.kill('SIGKILL')
       await waitExit(proc, 0)
     },
-    async restart() {
+    async restart(restartOptions) {
       restarting = true
       try {
         await agent.stop()
       } finally {
         restarting = false
+      }
+      if (dataDir && restartOptions?.wipe === true) {
+        rmSync(dataDir, { recursive: true, force: true })
+        mkdirSync(dataDir)
       }
       launch()
       await agent.ready()

@@ -57,6 +57,7 @@ export function assertNemesis(t: TestContext, result: NemesisResult): void {
         maxActing: report.maxActing,
         crowds: report.crowds.length,
         editWindows: report.editWindows.length,
+        lossWindows: report.lossWindows.length,
         longWaits: report.longWaits.length,
         longestLibraryWaitMs: servedWaits(report, 'library').at(-1) ?? 0,
         longestConsulLockWaitMs: servedWaits(report, 'consul-lock').at(-1) ?? 0,

@@ -12,9 +12,15 @@
 //   Consul said, sampled: `.lock` listed fewer than `limit` holders whose sessions were alive (a
 //   holder whose session is gone is pruned by the next writer, so its slot is free; a killed
 //   process's live session still takes its slot until its TTL runs out). While Consul could not
-//   be read, no slot counts as free. Waits of an actor that a fault hit meanwhile are not judged.
+//   be read, no slot counts as free. A wait of an actor that a fault hit meanwhile is judged only
+//   from the end of the last such fault: once healed, a waiter too must be served within the bound.
 // - Fencing tokens: an actor's tokens only grow, no two tenures share one, and a tenure that
-//   started before another one wanted a slot has the smaller token.
+//   started before another one wanted a slot has the smaller token; all of it within one history
+//   of Consul's state. A restart that loses the state (`state-loss`) begins a new history, whose
+//   indexes, and so tokens, start low again: tokens of different histories are not compared.
+// - A restart that loses Consul's state frees every slot at once, and a `consul lock` child runs on
+//   until its client notices: a moment over the limit that begins within `lossWindowMs` of such a
+//   restart, and that is over the limit only by counting `consul lock` actors, is counted apart.
 // - Lost updates: each acknowledged counter write says the value it wrote (read + 1); a value
 //   acknowledged twice is an increment lost.
 
@@ -48,6 +54,7 @@ export type FaultKind =
   | 'blackhole'
   | 'slow'
   | 'agent-restart'
+  | 'state-loss'
   | 'leader-failover'
   | 'delete-lock'
   | 'delete-prefix'
@@ -70,6 +77,11 @@ export interface CheckOptions {
   readonly longWaitMs: number
   /** How long after an operator's delete a moment over the limit is counted apart (ms). */
   readonly editWindowMs: number
+  /**
+   * How long after a state-losing restart (from its start) a moment over the limit that only
+   * `consul lock` actors put over it is counted apart (ms); default 0.
+   */
+  readonly lossWindowMs?: number
 }
 
 /**
@@ -96,8 +108,12 @@ export interface Wait {
   readonly to: number
   /** Of which this long at least one slot was free (counted conservatively, see above). */
   readonly freeMs: number
-  /** A fault hit this actor during the wait: not judged. */
+  /** A fault hit this actor during the wait: judged only from `healedAt`. */
   readonly faulted: boolean
+  /** When the last fault on this actor during the wait ended (faulted waits). */
+  readonly healedAt?: number
+  /** Of the time from `healedAt` to the end, this long at least one slot was free. */
+  readonly freeAfterHealMs?: number
   /** The wait ended without a slot (the actor was killed or the run ended). */
   readonly unserved: boolean
 }
@@ -124,9 +140,18 @@ export interface Report {
    * act once before it if its process was not scheduled in time. Counted apart, not failed.
    */
   readonly editWindows: readonly Crowd[]
+  /**
+   * Moments over the limit that began within `lossWindowMs` of a state-losing restart and that the
+   * library actors alone do not put over it: Consul forgot every holder at once, and a `consul
+   * lock` child runs on until its client notices. Counted apart, not failed.
+   */
+  readonly lossWindows: readonly Crowd[]
   readonly tenures: readonly Tenure[]
   readonly waits: readonly Wait[]
-  /** Judged waits (no fault on the waiter) longer than longWaitMs with slots free over half. */
+  /**
+   * Waits longer than longWaitMs with slots free over half of them; for a waiter a fault hit,
+   * counted from the end of its last fault.
+   */
   readonly longWaits: readonly Wait[]
   readonly tokenViolations: readonly string[]
   /** Counter writes acknowledged, distinct values among them, and their difference. */
@@ -321,14 +346,21 @@ export function waitsOf(
     const wait = pending.get(who)
     if (!wait) return
     pending.delete(who)
-    const faulted = faults.some((f) => f.who === who && f.from < to && f.to > wait.from)
+    const own = faults.filter((f) => f.who === who && f.from < to && f.to > wait.from)
+    const healedAt = own.length === 0 ? undefined : Math.max(...own.map((f) => f.to))
     waits.push({
       who,
       kind: wait.kind,
       from: wait.from,
       to,
       freeMs: freeTime(occupancy, options.limit, wait.from, to),
-      faulted,
+      faulted: own.length > 0,
+      ...(healedAt === undefined
+        ? {}
+        : {
+            healedAt,
+            freeAfterHealMs: healedAt < to ? freeTime(occupancy, options.limit, healedAt, to) : 0,
+          }),
       unserved,
     })
   }
@@ -343,8 +375,29 @@ export function waitsOf(
   return waits
 }
 
-/** Token rules broken by the library's tenures (see the file's comment). */
-export function tokenViolations(tenures: readonly Tenure[]): string[] {
+/**
+ * Token rules broken by the library's tenures (see the file's comment), within each history of
+ * Consul's state: `losses` are the moments state-losing restarts began.
+ */
+export function tokenViolations(
+  tenures: readonly Tenure[],
+  losses: readonly number[] = [],
+): string[] {
+  const historyOf = (at: number): number => losses.filter((l) => l <= at).length
+  const found: string[] = []
+  const histories = new Map<number, Tenure[]>()
+  for (const t of tenures) {
+    const h = historyOf(t.from)
+    histories.set(h, [...(histories.get(h) ?? []), t])
+  }
+  for (const [h, within] of histories) {
+    const label = losses.length === 0 ? '' : ` (history ${h} of Consul's state)`
+    found.push(...tokenViolationsWithin(within).map((v) => `${v}${label}`))
+  }
+  return found
+}
+
+function tokenViolationsWithin(tenures: readonly Tenure[]): string[] {
   const withToken = tenures.filter(
     (t): t is Tenure & { token: bigint } => t.kind === 'library' && t.token !== undefined,
   )
@@ -396,6 +449,11 @@ export function check(
   const edits = faults.filter((f) => f.kind === 'delete-lock' || f.kind === 'delete-prefix')
   const inEditWindow = (c: Crowd): boolean =>
     edits.some((f) => f.from <= c.from && c.from <= f.from + options.editWindowMs)
+  const losses = faults.filter((f) => f.kind === 'state-loss').map((f) => f.from)
+  const kindOf = new Map(events.map((e) => [e.who, e.kind]))
+  const inLossWindow = (c: Crowd): boolean =>
+    losses.some((at) => at <= c.from && c.from <= at + (options.lossWindowMs ?? 0)) &&
+    c.actors.filter((who) => kindOf.get(who) === 'library').length <= options.limit
   const waits = waitsOf(events, occupancy, faults, options, endAt)
   const values = events.filter((e) => e.e === 'inc' && e.value !== undefined).map((e) => e.value)
   const acquisitions = (kind: ActorKind) => {
@@ -418,14 +476,17 @@ export function check(
   }
   return {
     maxActing,
-    crowds: found.filter((c) => !inEditWindow(c)),
+    crowds: found.filter((c) => !inEditWindow(c) && !inLossWindow(c)),
     editWindows: found.filter(inEditWindow),
+    lossWindows: found.filter((c) => !inEditWindow(c) && inLossWindow(c)),
     tenures,
     waits,
-    longWaits: waits.filter(
-      (w) => !w.faulted && w.to - w.from > options.longWaitMs && w.freeMs > (w.to - w.from) / 2,
-    ),
-    tokenViolations: tokenViolations(tenures),
+    longWaits: waits.filter((w) => {
+      const since = w.healedAt ?? w.from
+      const free = w.healedAt === undefined ? w.freeMs : (w.freeAfterHealMs ?? 0)
+      return w.to - since > options.longWaitMs && free > (w.to - since) / 2
+    }),
+    tokenViolations: tokenViolations(tenures, losses),
     counter: {
       acknowledged: values.length,
       distinct: new Set(values).size,

@@ -2,8 +2,9 @@
 // limit): the mixed workload on one server or a 3-server cluster, and the lost-update workload.
 //
 // Mixed: library actors and `consul lock -n 2` loops share a prefix (limit 2) and act on it while
-// they hold, under kills, pauses, partitions, slow networks, a server restart (one server) or a
-// leader failover (cluster), and operator deletes of `.lock` and of the whole prefix.
+// they hold, under kills, pauses, partitions, slow networks, server restarts that keep or lose
+// Consul's state (one server) or a leader failover (cluster), and operator deletes of `.lock` and
+// of the whole prefix.
 //
 // Lost updates: library actors (limit 1) read a counter in Consul KV and write it back incremented while they
 // hold, under long pauses, partitions and kills: with a plain write
@@ -76,7 +77,7 @@ export async function mixedRun(t: TestContext, servers: 1 | 3, seed: number): Pr
         pause: 3,
         blackhole: 2,
         slow: 1,
-        ...(servers === 1 ? { 'agent-restart': 1 } : { 'leader-failover': 1 }),
+        ...(servers === 1 ? { 'agent-restart': 1, 'state-loss': 1 } : { 'leader-failover': 1 }),
         'delete-lock': 1,
         'delete-prefix': 1,
       },

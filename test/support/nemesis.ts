@@ -105,6 +105,13 @@ interface Actor {
   starts: number
 }
 
+/**
+ * How long after a state-losing restart begins a moment over the limit that only `consul lock`
+ * actors put over it is counted apart: the restart itself (a few seconds), and `consul lock`'s
+ * monitor, which rides out an unreachable agent with retries before it stops its child.
+ */
+const LOSS_WINDOW_MS = 15_000
+
 /** Runs one seeded nemesis run; see the file's comment. */
 export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> {
   const random = seededRandom(config.seed)
@@ -354,6 +361,22 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
         faults.push({ kind, from, to: Date.now(), detail: `${target.node} stopped and started` })
         return true
       }
+      case 'state-loss': {
+        // Consul forgets every session at once, with no TTL to wait out: a holder learns of it
+        // only by hearing the agent, so none may be frozen, cut off or slowed then (docs/safety.md).
+        if (anyLibraryFaulted || config.servers.length !== 1) return false
+        const target = config.servers[0]
+        if (!target) return false
+        const from = Date.now()
+        await target.restart({ wipe: true })
+        faults.push({
+          kind,
+          from,
+          to: Date.now(),
+          detail: `${target.node} stopped, its data emptied, and started`,
+        })
+        return true
+      }
       case 'leader-failover': {
         if (!config.leader) return false
         const leader = await config.leader()
@@ -519,6 +542,7 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
       gapMs: 500,
       longWaitMs: 2 * config.ttlMs.library,
       editWindowMs: 1000,
+      lossWindowMs: LOSS_WINDOW_MS,
     },
     endedAt,
   )
@@ -577,10 +601,11 @@ export function describeRun(result: NemesisResult): string {
       `${config.consulLockActors} consul lock actors, ${config.servers.length} server(s), workload ${config.workload}, ` +
       `${((result.endedAt - result.startedAt) / 1000).toFixed(0)} s (faults for ${(config.faultMs / 1000).toFixed(0)} s)`,
     `  faults: ${result.faults.length} (${[...faultCounts].map(([k, n]) => `${k} ${n}`).join(', ')})`,
-    `  most actors acting at once: ${report.maxActing} (limit ${config.limit}); moments over the limit: ${report.crowds.length}, and within 1 s of an operator's delete: ${report.editWindows.length}`,
+    `  most actors acting at once: ${report.maxActing} (limit ${config.limit}); moments over the limit: ${report.crowds.length}, ` +
+      `within 1 s of an operator's delete: ${report.editWindows.length}, by consul lock after a state loss: ${report.lossWindows.length}`,
     `  acquisitions: library ${perActor('library')}; consul lock ${perActor('consul-lock')}`,
     `  longest library wait without a fault on the waiter: ${(longest / 1000).toFixed(1)} s; ` +
-      `long waits while slots were free: ${report.longWaits.length}`,
+      `long waits while slots were free (counted from a fault's end for a waiter it hit): ${report.longWaits.length}`,
     `  token violations: ${report.tokenViolations.length}; unserved after healing: ${result.unservedAfterHeal.join(', ') || 'none'}`,
     `  left in Consul: ${result.leftover.sessions} sessions, ${result.leftover.keys.length} keys, ` +
       `${result.leftover.lockHolders.length} holders in .lock`,
@@ -591,7 +616,7 @@ export function describeRun(result: NemesisResult): string {
         `lost updates ${report.counter.lost}`,
     )
   }
-  for (const c of [...report.crowds, ...report.editWindows]) {
+  for (const c of [...report.crowds, ...report.editWindows, ...report.lossWindows]) {
     const near = result.faults.filter((f) => f.from <= c.to + 1000 && f.to >= c.from - 30_000)
     lines.push(
       `  VIOLATION at ${t(c.from)}..${t(c.to)}: ${c.actors.length} acting (${c.actors.join(', ')}); ` +
@@ -599,9 +624,12 @@ export function describeRun(result: NemesisResult): string {
     )
   }
   for (const w of report.longWaits) {
+    const since = w.healedAt ?? w.from
+    const free = w.healedAt === undefined ? w.freeMs : (w.freeAfterHealMs ?? 0)
     lines.push(
-      `  LONG WAIT (${w.kind}) ${w.who} from ${t(w.from)} for ${((w.to - w.from) / 1000).toFixed(1)} s, ` +
-        `slots free ${((w.freeMs / (w.to - w.from)) * 100).toFixed(0)} % of it`,
+      `  LONG WAIT (${w.kind}) ${w.who} from ${t(w.from)} for ${((w.to - w.from) / 1000).toFixed(1)} s` +
+        `${w.healedAt === undefined ? '' : `, ${((w.to - since) / 1000).toFixed(1)} s of it after its faults healed at ${t(since)}`}, ` +
+        `slots free ${((free / Math.max(1, w.to - since)) * 100).toFixed(0)} % of that`,
     )
   }
   for (const v of report.tokenViolations) lines.push(`  TOKEN ${v}`)

@@ -124,6 +124,49 @@ describe('the nemesis checker', () => {
     assert.equal(check(events, down, [], options, 4000).longWaits.length, 0)
   })
 
+  it('judges the wait of a waiter a fault hit from the end of its last fault', () => {
+    const events = [...tenure('a', 0, 0, 100, 1), ...tenure('b', 0, 5000, 5100, 2)]
+    const free: Occupancy[] = [
+      { at: 0, taken: 1 },
+      { at: 100, taken: 0 },
+      { at: 5000, taken: 1 },
+    ]
+    // Cut off until 2500, then 2.5 s more with the slot free: stranded after healing.
+    const cut: Fault[] = [{ kind: 'blackhole', who: 'b', from: 500, to: 2500 }]
+    const stranded = check(events, free, cut, options, 6000)
+    assert.equal(stranded.longWaits.length, 1)
+    assert.equal(stranded.longWaits[0]?.healedAt, 2500)
+    // Healed at 4500: served 0.5 s later, within the bound.
+    const late: Fault[] = [{ kind: 'blackhole', who: 'b', from: 500, to: 4500 }]
+    assert.equal(check(events, free, late, options, 6000).longWaits.length, 0)
+  })
+
+  it('compares tokens only within one history of Consul state', () => {
+    // After a state-losing restart at 150, indexes (and tokens) start low again.
+    const across = [...tenure('a', 0, 10, 100, 500), ...tenure('a', 120, 200, 300, 7)]
+    assert.ok(check(across, [], [], options, 400).tokenViolations.length > 0)
+    const loss: Fault[] = [{ kind: 'state-loss', from: 150, to: 190 }]
+    assert.deepEqual(check(across, [], loss, options, 400).tokenViolations, [])
+    // Within the new history the rules still hold.
+    const after = [...across, ...tenure('b', 250, 310, 400, 6)]
+    assert.ok(check(after, [], loss, options, 500).tokenViolations.length > 0)
+  })
+
+  it("counts apart a moment over the limit after a state loss only when consul lock's actors make it", () => {
+    // Consul forgot go0's session at 100; go0's child acts until its client notices, lib b holds.
+    const goAfterLoss = [...tenure('go0', 0, 10, 600, 1), ...tenure('b', 5, 300, 800, 9)]
+    const loss: Fault[] = [{ kind: 'state-loss', from: 100, to: 250 }]
+    const apart = check(goAfterLoss, [], loss, { ...options, lossWindowMs: 1000 }, 900)
+    assert.equal(apart.crowds.length, 0)
+    assert.equal(apart.lossWindows.length, 1)
+    // Two library actors at once at limit 1 are a violation, state loss or not.
+    const twoLibraries = [...tenure('a', 0, 10, 600, 1), ...tenure('b', 5, 300, 800, 9)]
+    const bad = check(twoLibraries, [], loss, { ...options, lossWindowMs: 1000 }, 900)
+    assert.equal(bad.crowds.length, 1)
+    // Past the window, consul lock's too.
+    assert.equal(check(goAfterLoss, [], loss, options, 900).crowds.length, 1)
+  })
+
   it('adds up the free time of a wait from the occupancy steps', () => {
     const steps: Occupancy[] = [
       { at: 0, taken: 2 },

@@ -27,9 +27,8 @@ import {
   putRaw,
   readLock,
   sessionsNamed,
+  sleep,
 } from '../support/observe.js'
-
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 /** Everything a contender emits, until it errors or is closed. */
 function follow(sem: Semaphore) {

@@ -17,11 +17,10 @@ import {
   type ExclusiveResult,
 } from '../../src/index.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually, listPrefix } from '../support/observe.js'
+import { deleteTree, eventually, listPrefix, sleep } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 const repoRoot = resolve(import.meta.dirname, '../..')
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 const now = () => performance.timeOrigin + performance.now()
 
 async function sessionAlive(url: string, id: string): Promise<boolean> {

@@ -28,11 +28,11 @@ import {
   putRaw,
   sessionsNamed,
   type RawEntry,
+  sleep,
 } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS, killTree } from '../support/processes.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 const now = () => performance.timeOrigin + performance.now()
 const repoRoot = resolve(import.meta.dirname, '../..')
 

@@ -17,10 +17,9 @@ import {
   putRaw,
   readLock,
   sessionsNamed,
+  sleep,
 } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
-
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 describe('semaphore', () => {
   const agent = agentSuite()

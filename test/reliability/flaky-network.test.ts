@@ -6,14 +6,13 @@ import { after, before, describe, it } from 'node:test'
 import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import { deleteTree, eventually, listPrefix, sessionsNamed } from '../support/observe.js'
+import { deleteTree, eventually, listPrefix, sessionsNamed, sleep } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
 const LIMIT = 3
 const CONTENDERS = 20
 const CLIENTS = 4
 const RUN_MS = Number(process.env['RXSEM_FLAKY_MS'] ?? 45_000)
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 describe('a flaky network', () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>

@@ -127,6 +127,30 @@ describe('request counts, in virtual time on the Consul double', () => {
       ])
     })
 
+    it('joins in one transaction on a client that saw the prefix: a second tenure acquires in three requests', async () => {
+      const client = double.connect('a')
+      const first = semaphore({ prefix, limit: 1, consul: client, scheduler })
+      const one = follow('a', first)
+      await until('the first tenure holds', () => one.last?.holding === true)
+      await quiet()
+      await close(first)
+      requests()
+      const second = semaphore({ prefix, limit: 1, consul: client, scheduler })
+      const two = follow('a2', second)
+      await until('the second tenure holds', () => two.last?.holding === true)
+      await quiet()
+      assert.deepEqual(requests(), [
+        `a: ${CREATE}`,
+        // Lock its key and read the prefix as of that write, in one transaction.
+        `a: ${TXN}`,
+        // The CAS.
+        `a: ${TXN}`,
+        `a: ${poll(17)}`,
+        `a: ${poll(18)}`,
+      ])
+      await close(second)
+    })
+
     it('reads .lock before its release when it closes before the watch showed its own CAS', async () => {
       // The long poll that would show a's CAS is held on the way: a holds (the CAS answered), but
       // its last snapshot does not list it in .lock.

@@ -7,8 +7,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { SemaphoreError, semaphore, tryAcquire, tryLead, withSlot } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
+import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { eventually, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
 
 /** The rejection of an aborted wait: typed, with the signal's reason as its cause. */
 function isAborted(cause: (reason: unknown) => void) {
@@ -43,8 +43,8 @@ describe('a signal bounds or cancels a wait', () => {
     }
   }
 
-  it('withSlot: an abort while waiting leaves no session and no key of the waiter, and rejects with Aborted', async () => {
-    const prefix = uniquePrefix('abort-wait')
+  it('withSlot: an abort while waiting leaves no session and no key of the waiter, and rejects with Aborted', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'abort-wait')
     const holder = await heldBySomeoneElse(prefix)
     const name = `waiter ${prefix}`
     const controller = new AbortController()
@@ -78,11 +78,10 @@ describe('a signal bounds or cancels a wait', () => {
     )
     assert.equal(ran, false)
     await holder.close()
-    await deleteTree(agent.url, prefix)
   })
 
-  it('withSlot: AbortSignal.timeout bounds the wait, its TimeoutError as the cause', async () => {
-    const prefix = uniquePrefix('abort-timeout')
+  it('withSlot: AbortSignal.timeout bounds the wait, its TimeoutError as the cause', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'abort-timeout')
     const holder = await heldBySomeoneElse(prefix)
     const name = `bounded ${prefix}`
     const started = Date.now()
@@ -102,7 +101,6 @@ describe('a signal bounds or cancels a wait', () => {
     assert.ok(Date.now() - started >= 290)
     assert.deepEqual(await sessionsNamed(agent.url, name), [])
     await holder.close()
-    await deleteTree(agent.url, prefix)
   })
 
   it('withSlot: a signal aborted already rejects at once and sends nothing', async () => {
@@ -125,8 +123,8 @@ describe('a signal bounds or cancels a wait', () => {
     assert.deepEqual(await listPrefix(agent.url, prefix), [])
   })
 
-  it('withSlot: an abort while the work runs gives the slot back at once and aborts the work’s signal', async () => {
-    const prefix = uniquePrefix('abort-held')
+  it('withSlot: an abort while the work runs gives the slot back at once and aborts the work’s signal', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'abort-held')
     const name = `worker ${prefix}`
     const controller = new AbortController()
     const outcome = withSlot(
@@ -143,11 +141,10 @@ describe('a signal bounds or cancels a wait', () => {
     )
     const reason = await outcome
     assert.ok(reason instanceof SemaphoreError && reason.kind === 'Aborted', String(reason))
-    await deleteTree(agent.url, prefix)
   })
 
-  it('tryAcquire and tryLead: an aborted signal rejects at once; after the slot is held, an abort closes the holder', async () => {
-    const prefix = uniquePrefix('abort-try')
+  it('tryAcquire and tryLead: an aborted signal rejects at once; after the slot is held, an abort closes the holder', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'abort-try')
     await assert.rejects(
       tryAcquire({ prefix, limit: 1, consul: agent.client, signal: AbortSignal.abort() }),
       isAborted(() => undefined),
@@ -172,6 +169,5 @@ describe('a signal bounds or cancels a wait', () => {
       (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
     )
     await held.close()
-    await deleteTree(agent.url, prefix)
   })
 })

@@ -6,8 +6,8 @@ import { describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { leaderElection, semaphore, tryAcquire } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, holdersOf, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
+import { testPrefix } from '../support/consul-agent.js'
+import { holdersOf, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
 
 describe('await using', () => {
   const agent = agentSuite()
@@ -26,8 +26,8 @@ describe('await using', () => {
     return (await listPrefix(agent.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
   }
 
-  it('releases the semaphore slot when the scope ends normally', async () => {
-    const prefix = uniquePrefix('await-using')
+  it('releases the semaphore slot when the scope ends normally', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'await-using')
     const name = `await-using ${prefix}`
     let subscription: Subscription | undefined
     {
@@ -44,11 +44,10 @@ describe('await using', () => {
       holders: [],
       sessions: [],
     })
-    await deleteTree(agent.url, prefix)
   })
 
-  it('releases the semaphore slot when the scope throws, and passes the error on', async () => {
-    const prefix = uniquePrefix('await-using-throw')
+  it('releases the semaphore slot when the scope throws, and passes the error on', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'await-using-throw')
     const name = `await-using-throw ${prefix}`
     await assert.rejects(async () => {
       await using sem = semaphore({ prefix, limit: 3, consul: agent.client, sessionName: name })
@@ -63,11 +62,10 @@ describe('await using', () => {
       holders: [],
       sessions: [],
     })
-    await deleteTree(agent.url, prefix)
   })
 
-  it('gives a tryAcquire slot back when the scope ends', async () => {
-    const prefix = uniquePrefix('await-using-try')
+  it('gives a tryAcquire slot back when the scope ends', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'await-using-try')
     const name = `await-using-try ${prefix}`
     {
       await using sem = await tryAcquire({
@@ -84,11 +82,10 @@ describe('await using', () => {
       holders: [],
       sessions: [],
     })
-    await deleteTree(agent.url, prefix)
   })
 
-  it('steps down from a leader election when the scope throws', async () => {
-    const prefix = uniquePrefix('await-using-lead')
+  it('steps down from a leader election when the scope throws', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'await-using-lead')
     const name = `await-using-lead ${prefix}`
     await assert.rejects(async () => {
       await using election = leaderElection({ prefix, consul: agent.client, sessionName: name })
@@ -99,6 +96,5 @@ describe('await using', () => {
     }, /the leader work failed/)
     assert.equal((await lockEntry(prefix))?.Session, undefined, 'the lock key has no holder')
     assert.deepEqual(await sessionsNamed(agent.url, name), [])
-    await deleteTree(agent.url, prefix)
   })
 })

@@ -14,7 +14,7 @@ import {
   type SemaphoreState,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
+import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
@@ -27,9 +27,8 @@ import {
   putRaw,
   readLock,
   sessionsNamed,
+  sleep,
 } from '../support/observe.js'
-
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 /** Everything a contender emits, until it errors or is closed. */
 function follow(sem: Semaphore) {
@@ -110,8 +109,8 @@ describe('bad input', () => {
       ['both key casings at once', '{"Limit":2,"holders":[]}', /mixes/],
     ]
     for (const [what, body, reason] of cases) {
-      it(`errors with CorruptLock for ${what}, naming the key, and leaves it as it was`, async () => {
-        const prefix = uniquePrefix('bad-lock')
+      it(`errors with CorruptLock for ${what}, naming the key, and leaves it as it was`, async (t) => {
+        const prefix = testPrefix(t, agent.url, 'bad-lock')
         const name = `bad-lock ${prefix}`
         await putRaw(agent.url, `${prefix}/.lock`, body, `flags=${SEMAPHORE_FLAGS}`)
         const before = await listPrefix(agent.url, prefix)
@@ -125,7 +124,6 @@ describe('bad input', () => {
         assert.deepEqual(run.holding, [false])
         await nothingLeft(prefix, name)
         assert.deepEqual(await listPrefix(agent.url, prefix), before, '.lock untouched')
-        await deleteTree(agent.url, prefix)
       })
     }
   })
@@ -151,11 +149,11 @@ describe('bad input', () => {
     )
   })
 
-  it('treats a holders list far longer than the limit as stale, not corrupt: dead holders are pruned', async () => {
+  it('treats a holders list far longer than the limit as stale, not corrupt: dead holders are pruned', async (t) => {
     // Decision: a list is only as long as its live entries. Go's client prunes holders without a
     // live contender key before counting, so 200 dead sessions in a Limit 2 `.lock` is a lock
     // nobody cleaned, and the next CAS writes it back with the live holders only.
-    const prefix = uniquePrefix('long-holders')
+    const prefix = testPrefix(t, agent.url, 'long-holders')
     const dead = Array.from(
       { length: 200 },
       (_, i) => `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`,
@@ -172,11 +170,10 @@ describe('bad input', () => {
     assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [state.session])
     await sem.close()
     run.stop()
-    await deleteTree(agent.url, prefix)
   })
 
-  it('treats more live holders than the limit as full: it waits, writes nothing, and takes a slot once enough leave', async () => {
-    const prefix = uniquePrefix('over-full')
+  it('treats more live holders than the limit as full: it waits, writes nothing, and takes a slot once enough leave', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'over-full')
     const live: string[] = []
     for (let i = 0; i < 3; i++) {
       const s = await createRawSession(agent.url, { Name: `over-full ${i}`, TTL: '15s' })
@@ -205,11 +202,10 @@ describe('bad input', () => {
     await sem.close()
     run.stop()
     await destroyRawSession(agent.url, live[2] ?? '')
-    await deleteTree(agent.url, prefix)
   })
 
-  it('errors with Conflict when .lock carries the flags of another use, and writes nothing', async () => {
-    const prefix = uniquePrefix('foreign-flags')
+  it('errors with Conflict when .lock carries the flags of another use, and writes nothing', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'foreign-flags')
     const name = `foreign-flags ${prefix}`
     await putRaw(agent.url, `${prefix}/.lock`, '{"Limit":2,"Holders":{}}', 'flags=42')
     const before = await listPrefix(agent.url, prefix)
@@ -220,11 +216,10 @@ describe('bad input', () => {
     assert.match(error.message, /Choose another prefix/)
     await nothingLeft(prefix, name)
     assert.deepEqual(await listPrefix(agent.url, prefix), before)
-    await deleteTree(agent.url, prefix)
   })
 
-  it('errors with LimitConflict naming both limits when .lock says another limit', async () => {
-    const prefix = uniquePrefix('limit-mismatch')
+  it('errors with LimitConflict naming both limits when .lock says another limit', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'limit-mismatch')
     const name = `limit-mismatch ${prefix}`
     await putRaw(
       agent.url,
@@ -240,7 +235,6 @@ describe('bad input', () => {
     assert.match(error.message, /limit 4/)
     await nothingLeft(prefix, name)
     assert.deepEqual(await listPrefix(agent.url, prefix), before)
-    await deleteTree(agent.url, prefix)
   })
 
   describe('invalid options', () => {
@@ -298,8 +292,8 @@ describe('bad input', () => {
       })
     }
 
-    it('normalises a trailing slash: "a/b/" is the same semaphore as "a/b"', async () => {
-      const prefix = uniquePrefix('trailing')
+    it('normalises a trailing slash: "a/b/" is the same semaphore as "a/b"', async (t) => {
+      const prefix = testPrefix(t, agent.url, 'trailing')
       const slashed = semaphore({ prefix: `${prefix}/`, limit: 1, consul: agent.client })
       const plain = semaphore({ prefix, limit: 1, consul: agent.client })
       const first = follow(slashed)
@@ -319,7 +313,6 @@ describe('bad input', () => {
       await plain.close()
       first.stop()
       second.stop()
-      await deleteTree(agent.url, prefix)
     })
   })
 

@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, describe, it } from 'node:test'
 import { CLI_START_MS, killAllCli, runCli, startCli, type CliRun } from '../support/cli.js'
-import { processGone, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { processGone, sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import {
   deleteTree,
   destroyRawSession,
@@ -197,10 +197,10 @@ describe(
         assert.ok(ms < 5000, `group gone ${ms} ms after the SIGKILL: ${took.join(', ')}`)
     })
 
-    it('stops the command of a SIGSTOPped rxsem before a waiter takes over its slot (3 trials)', async () => {
+    it('stops the command of a SIGSTOPped rxsem before a waiter takes over its slot (3 trials)', async (t) => {
       await Promise.all(
         [1, 2, 3].map(async (trial) => {
-          const prefix = uniquePrefix('cli-guard-stop')
+          const prefix = testPrefix(t, consul.url, 'cli-guard-stop')
           const nameA = `cli-guard-stop-a ${prefix}`
           const nameB = `cli-guard-stop-b ${prefix}`
           const logA = file('ticks-a')
@@ -253,13 +253,12 @@ describe(
           assert.equal(await a.exited, 75, a.stderr())
           await assertCleanConsul(prefix, nameA)
           await assertCleanConsul(prefix, nameB)
-          await deleteTree(consul.url, prefix)
         }),
       )
     })
 
-    it('lets a command run past its first lease deadline while rxsem renews the lease', async () => {
-      const prefix = uniquePrefix('cli-guard-renew')
+    it('lets a command run past its first lease deadline while rxsem renews the lease', async (t) => {
+      const prefix = testPrefix(t, consul.url, 'cli-guard-renew')
       const name = `cli-guard-renew ${prefix}`
       // The command outlives the deadline it was started with by 1.5 s, polling the clock.
       const result = await runCli(
@@ -274,11 +273,10 @@ describe(
       assert.equal(result.stdout, 'survived\n')
       assert.doesNotMatch(result.stderr, /watchdog|lost slot/, 'the watchdog never fired')
       await assertCleanConsul(prefix, name)
-      await deleteTree(consul.url, prefix)
     })
 
-    it('on SIGHUP stops the command group with SIGTERM, releases the slot and exits 129', async () => {
-      const prefix = uniquePrefix('cli-guard-hup')
+    it('on SIGHUP stops the command group with SIGTERM, releases the slot and exits 129', async (t) => {
+      const prefix = testPrefix(t, consul.url, 'cli-guard-hup')
       const name = `cli-guard-hup ${prefix}`
       const pidFile = file('group')
       const termFile = file('term')
@@ -298,7 +296,6 @@ describe(
       await assertWatchdogEnded(watchdog)
       assert.doesNotMatch(run.stderr(), /watchdog:/, 'the watchdog had nothing to do')
       await assertCleanConsul(prefix, name)
-      await deleteTree(consul.url, prefix)
     })
 
     it('stops what the command left running in its group before it releases the slot', async () => {
@@ -316,8 +313,8 @@ describe(
       await assertCleanConsul(prefix, name)
     })
 
-    it('gives the command RXSEM_PREFIX, RXSEM_SESSION, RXSEM_FENCING_TOKEN and RXSEM_LEASE_DEADLINE_MS', async () => {
-      const prefix = uniquePrefix('cli-guard-env')
+    it('gives the command RXSEM_PREFIX, RXSEM_SESSION, RXSEM_FENCING_TOKEN and RXSEM_LEASE_DEADLINE_MS', async (t) => {
+      const prefix = testPrefix(t, consul.url, 'cli-guard-env')
       const name = `cli-guard-env ${prefix}`
       const startedAt = Date.now()
       const result = await runCli(
@@ -340,11 +337,10 @@ describe(
         `RXSEM_LEASE_DEADLINE_MS ${deadline} is 9 s after a time between the start (${startedAt}) and the command (${ranAt})`,
       )
       await assertCleanConsul(prefix, name)
-      await deleteTree(consul.url, prefix)
     })
 
-    it('stops the command, releases and exits 71 when its watchdog is killed', async () => {
-      const prefix = uniquePrefix('cli-guard-watchdog')
+    it('stops the command, releases and exits 71 when its watchdog is killed', async (t) => {
+      const prefix = testPrefix(t, consul.url, 'cli-guard-watchdog')
       const name = `cli-guard-watchdog ${prefix}`
       const pidFile = file('group')
       const run = start([
@@ -362,11 +358,10 @@ describe(
       )
       assert.ok((await groupGoneWithin(pgid, Date.now(), 5000)) !== undefined, 'group gone')
       await assertCleanConsul(prefix, name)
-      await deleteTree(consul.url, prefix)
     })
 
-    it('starts nothing and exits 1 with one line when there is no bash in PATH', async () => {
-      const prefix = uniquePrefix('cli-guard-nobash')
+    it('starts nothing and exits 1 with one line when there is no bash in PATH', async (t) => {
+      const prefix = testPrefix(t, consul.url, 'cli-guard-nobash')
       const name = `cli-guard-nobash ${prefix}`
       const marker = file('started')
       const result = await runCli(
@@ -381,7 +376,6 @@ describe(
       assert.match(result.stderr, /^rxsem: rxsem run needs bash \(version 5 or later\) in PATH/)
       assert.equal(existsSync(marker), false, 'nothing was started')
       await assertCleanConsul(prefix, name)
-      await deleteTree(consul.url, prefix)
     })
   },
 )

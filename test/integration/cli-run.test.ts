@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { after, before, describe, it } from 'node:test'
+import { after, before, describe, it, type TestContext } from 'node:test'
 import {
   CLI_START_MS,
   killAllCli,
@@ -15,7 +15,13 @@ import {
   stopAllConsulLocks,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { freePort, processGone, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import {
+  freePort,
+  processGone,
+  sharedAgent,
+  uniquePrefix,
+  testPrefix,
+} from '../support/consul-agent.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
@@ -110,8 +116,8 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.deepEqual(await sessionsNamed(consul.url, name), [], 'no session is left')
   }
 
-  it("runs the command with CONSUL_LOCK_HELD, RXSEM_SESSION and RXSEM_FENCING_TOKEN, exits with its status, and stdout is only the child's", async () => {
-    const prefix = uniquePrefix('cli-env')
+  it("runs the command with CONSUL_LOCK_HELD, RXSEM_SESSION and RXSEM_FENCING_TOKEN, exits with its status, and stdout is only the child's", async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-env')
     const name = `cli-env ${prefix}`
     const result = await cli([
       'run',
@@ -136,11 +142,10 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       /rxsem: holding slot \(acquired, session [0-9a-f]{8}, fencing token \d+\)/,
     )
     await assertCleanConsul(prefix, name)
-    await deleteTree(consul.url, prefix)
   })
 
-  it('exits 0 after a successful command, 128+n after one killed by signal n, 127 for a missing one', async () => {
-    const prefix = uniquePrefix('cli-codes')
+  it('exits 0 after a successful command, 128+n after one killed by signal n, 127 for a missing one', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-codes')
     const name = `cli-codes ${prefix}`
     const ok = await cli([
       'run',
@@ -182,11 +187,10 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(missing.code, 127)
     assert.match(missing.stderr, /cannot start "no-such-command-rxsem"/)
     await assertCleanConsul(prefix, name)
-    await deleteTree(consul.url, prefix)
   })
 
-  it('exits 75 and stops the whole process group when an operator removes its session from .lock', async () => {
-    const prefix = uniquePrefix('cli-lost-cas')
+  it('exits 75 and stops the whole process group when an operator removes its session from .lock', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-lost-cas')
     const name = `cli-lost-cas ${prefix}`
     const { run, grandchild } = await holdWithGrandchild(prefix, name, '1s')
     const lock = await readLock(consul.url, prefix)
@@ -203,11 +207,10 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.match(run.stderr(), /lost slot \(removed\); stopping the command/)
     assert.ok(await processGone(grandchild, 1000), 'the grandchild got the signal too')
     await assertCleanConsul(prefix, name)
-    await deleteTree(consul.url, prefix)
   })
 
-  it('exits 75 when an operator destroys its session', async () => {
-    const prefix = uniquePrefix('cli-lost-destroy')
+  it('exits 75 when an operator destroys its session', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-lost-destroy')
     const name = `cli-lost-destroy ${prefix}`
     const { run, grandchild } = await holdWithGrandchild(prefix, name, '1s')
     const [session] = await holders(prefix)
@@ -216,11 +219,10 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(await run.exited, 75, run.stderr())
     assert.ok(await processGone(grandchild, 1000), 'the grandchild is gone')
     await assertCleanConsul(prefix, name)
-    await deleteTree(consul.url, prefix)
   })
 
-  it('passes SIGTERM to the command group, then releases and exits 143', async () => {
-    const prefix = uniquePrefix('cli-sigterm')
+  it('passes SIGTERM to the command group, then releases and exits 143', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-sigterm')
     const name = `cli-sigterm ${prefix}`
     const { run, grandchild } = await holdWithGrandchild(prefix, name, '20s')
     const sentAt = Date.now()
@@ -232,12 +234,11 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     )
     assert.ok(await processGone(grandchild, 1000), 'the grandchild got SIGTERM')
     await assertCleanConsul(prefix, name)
-    await deleteTree(consul.url, prefix)
   })
 
   /** `rxsem run` of a shell loop that ignores SIGINT, with `grace`; resolves once it runs. */
-  const startIgnoringSigint = async (label: string, grace: string) => {
-    const prefix = uniquePrefix(label)
+  const startIgnoringSigint = async (t: TestContext, label: string, grace: string) => {
+    const prefix = testPrefix(t, consul.url, label)
     const name = `${label} ${prefix}`
     const pidFile = file('child')
     const run = start([
@@ -257,8 +258,8 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     return { prefix, name, run, child: await pidFrom(pidFile) }
   }
 
-  it('SIGKILLs a command that ignores SIGINT after --grace, then exits 130', async () => {
-    const { prefix, name, run, child } = await startIgnoringSigint('cli-sigint-grace', '500ms')
+  it('SIGKILLs a command that ignores SIGINT after --grace, then exits 130', async (t) => {
+    const { prefix, name, run, child } = await startIgnoringSigint(t, 'cli-sigint-grace', '500ms')
     const sentAt = Date.now()
     run.child.kill('SIGINT')
     assert.equal(await run.exited, 130, run.stderr())
@@ -267,11 +268,10 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.ok(took >= 450 && took < 10_000, `stopped after the grace: ${took} ms`)
     assert.ok(await processGone(child, 1000))
     await assertCleanConsul(prefix, name)
-    await deleteTree(consul.url, prefix)
   })
 
-  it('cuts the grace short on a second SIGINT: SIGKILL at once, release, exit 130', async () => {
-    const { prefix, name, run, child } = await startIgnoringSigint('cli-sigint-twice', '60s')
+  it('cuts the grace short on a second SIGINT: SIGKILL at once, release, exit 130', async (t) => {
+    const { prefix, name, run, child } = await startIgnoringSigint(t, 'cli-sigint-twice', '60s')
     run.child.kill('SIGINT')
     await eventually(
       'the grace to begin',
@@ -286,11 +286,10 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.ok(await processGone(child, 1000))
     assert.match(run.stderr(), /second SIGINT/)
     await assertCleanConsul(prefix, name)
-    await deleteTree(consul.url, prefix)
   })
 
-  it('waits while the slots are held, exits 124 after --timeout or at once with --timeout 0, and 130 on SIGINT, starting nothing', async () => {
-    const prefix = uniquePrefix('cli-wait')
+  it('waits while the slots are held, exits 124 after --timeout or at once with --timeout 0, and 130 on SIGINT, starting nothing', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-wait')
     const holderName = `cli-wait-holder ${prefix}`
     const holder = start([
       'run',
@@ -377,13 +376,12 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(free.code, 0, `--timeout 0 runs when a slot is free: ${free.stderr}`)
     assert.equal(existsSync(marker), true)
     await assertCleanConsul(prefix, 'cli-wait')
-    await deleteTree(consul.url, prefix)
   })
 
-  it('tries once as tryAcquire and tryLead do: a free slot behind a waiter is taken, and a lock-delay answers 124 at once', async () => {
+  it('tries once as tryAcquire and tryLead do: a free slot behind a waiter is taken, and a lock-delay answers 124 at once', async (t) => {
     // A waiter ahead in line that never takes its turn (its process is gone, its key kept until
     // its session ends): a try-once contender does not wait, so it keeps no place behind it.
-    const prefix = uniquePrefix('cli-once-queue')
+    const prefix = testPrefix(t, consul.url, 'cli-once-queue')
     const ahead = await createRawSession(consul.url, { Name: `cli-once ${prefix}`, TTL: '30s' })
     assert.equal(
       await putRaw(
@@ -420,10 +418,9 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.deepEqual(await holders(prefix), [], '.lock lists nobody')
     assert.deepEqual(await sessionsNamed(consul.url, name), [], 'no session is left')
     await destroyRawSession(consul.url, ahead)
-    await deleteTree(consul.url, prefix)
 
     // A leader's session invalidated: Consul refuses the free key for its lock-delay.
-    const leaderPrefix = uniquePrefix('cli-once-delay')
+    const leaderPrefix = testPrefix(t, consul.url, 'cli-once-delay')
     const leader = await createRawSession(consul.url, {
       Name: `cli-once ${leaderPrefix}`,
       LockDelay: '60s',
@@ -458,11 +455,10 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.match(delayed.stderr, /refused for the lock-delay/)
     assert.equal(existsSync(delayedMarker), false, 'no command was started')
     assert.deepEqual(await sessionsNamed(consul.url, delayedName), [], 'no session is left')
-    await deleteTree(consul.url, leaderPrefix)
   })
 
-  it('exits 1 with one line and starts nothing on bad options, unreachable Consul, conflict, limit conflict and corrupt .lock', async () => {
-    const prefix = uniquePrefix('cli-errors')
+  it('exits 1 with one line and starts nothing on bad options, unreachable Consul, conflict, limit conflict and corrupt .lock', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-errors')
     const marker = file('started')
     const command = ['--shell', '--', `touch ${marker}`]
     const closedPort = await freePort()
@@ -567,13 +563,12 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       `${prefix}/corrupt/.lock`,
       `${prefix}/limit/.lock`,
     ])
-    await deleteTree(consul.url, prefix)
   })
 
-  it('exits 1 with one line, runs nothing and leaves .lock as it was when a holder map value is not a boolean', async () => {
+  it('exits 1 with one line, runs nothing and leaves .lock as it was when a holder map value is not a boolean', async (t) => {
     // consul lock -n 2 refuses this body too ("lock decoding failed"): Go reads Holders as
     // map[string]bool.
-    const prefix = uniquePrefix('cli-map-value')
+    const prefix = testPrefix(t, consul.url, 'cli-map-value')
     const marker = file('started')
     const holder = randomUUID()
     const name = `cli-map-value ${prefix}`
@@ -603,11 +598,10 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(existsSync(marker), false, 'the command was not run')
     assert.deepEqual(await listPrefix(consul.url, prefix), before, '.lock left byte for byte')
     assert.deepEqual(await sessionsNamed(consul.url, name), [])
-    await deleteTree(consul.url, prefix)
   })
 
-  it('never lets rxsem run and consul lock -n 2 hold more than 2 slots together', async () => {
-    const prefix = uniquePrefix('cli-mixed')
+  it('never lets rxsem run and consul lock -n 2 hold more than 2 slots together', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-mixed')
     const log = file('intervals')
     // Each holds 0.3 s and until two have started, so that both slots are used at once however
     // slowly a loaded machine starts the six processes (a limit of 2 lets the second one in).
@@ -634,7 +628,6 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       `at most 2 held at once, saw ${recorder.maxConcurrent()}`,
     )
     assert.equal(recorder.maxConcurrent(), 2, 'both slots were used at once')
-    await deleteTree(consul.url, prefix)
   })
 
   it('takes -n 2 as consul lock -n 2 does, and holds beside it', async () => {
@@ -658,8 +651,8 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     }
   })
 
-  it('--leader holds the single-key lock that consul lock uses', async () => {
-    const prefix = uniquePrefix('cli-leader')
+  it('--leader holds the single-key lock that consul lock uses', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-leader')
     const name = `cli-leader ${prefix}`
     const leader = start([
       'run',
@@ -688,7 +681,6 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     const after = startConsulLock(consul.addr, ['-timeout=5s', prefix, 'echo consul-ran'])
     assert.equal(await after.exited, 0)
     assert.match(after.stdout(), /consul-ran/)
-    await deleteTree(consul.url, prefix)
   })
 })
 

@@ -11,7 +11,7 @@ import {
   stopAllConsulLocks,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import {
   SEMAPHORE_FLAGS,
   sessionsNamed,
@@ -60,8 +60,8 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       CLI_START_MS,
     )
 
-  it('shows a running rxsem holder and a waiter, with session names and values', async () => {
-    const prefix = uniquePrefix('cli-status-rxsem')
+  it('shows a running rxsem holder and a waiter, with session names and values', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-status-rxsem')
     const run = (who: string) =>
       startCli(
         [
@@ -107,11 +107,10 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     waiter.child.kill('SIGTERM')
     holder.child.kill('SIGTERM')
     assert.deepEqual(await Promise.all([waiter.exited, holder.exited]), [143, 143])
-    await deleteTree(consul.url, prefix)
   })
 
-  it('shows the holders and the waiter of real consul lock -n 2 processes', async () => {
-    const prefix = uniquePrefix('cli-status-consul')
+  it('shows the holders and the waiter of real consul lock -n 2 processes', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-status-consul')
     const lock = () => startConsulLock(consul.addr, ['-n', '2', prefix, 'sleep 300'])
     const locks = [lock(), lock()]
     await until('two holders', prefix, (s) => s.holders.length === 2)
@@ -132,11 +131,10 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       [{ rank: 0, name: consulName }],
     )
     await stopAllConsulLocks(locks)
-    await deleteTree(consul.url, prefix)
   })
 
-  it('shows the holder of a consul lock single-key lock as shape "lock", limit 1', async () => {
-    const prefix = uniquePrefix('cli-status-lock')
+  it('shows the holder of a consul lock single-key lock as shape "lock", limit 1', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-status-lock')
     const lock = startConsulLock(consul.addr, [prefix, 'sleep 300'])
     const seen = await until('the lock holder', prefix, (s) => s.holders.length === 1)
     assert.equal(seen.limit, 1)
@@ -150,7 +148,6 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.match(text.stdout, /the leader is the process of the session shown/)
     assert.match(text.stdout, /up\s+to 2 x the session's TTL[^]*lock-delay/)
     await stopAllConsulLocks([lock])
-    await deleteTree(consul.url, prefix)
   })
 
   it('counts no waiters of a leader lock: two rxsem run --leader and a consul lock wait, unseen in KV', async () => {
@@ -253,8 +250,8 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal((await status(prefix, '--limit', '3')).limit, 3)
   })
 
-  it('exits 1 with one line on a corrupt .lock, a conflicting limit and an unreachable agent', async () => {
-    const prefix = uniquePrefix('cli-status-errors')
+  it('exits 1 with one line on a corrupt .lock, a conflicting limit and an unreachable agent', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-status-errors')
     await putRaw(consul.url, `${prefix}/corrupt/.lock`, '{"Limit":', `flags=${SEMAPHORE_FLAGS}`)
     await putRaw(
       consul.url,
@@ -278,6 +275,5 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       assert.equal(result.stderr.trimEnd().split('\n').length, 1, result.stderr)
       assert.match(result.stderr, says[i] ?? /never/)
     })
-    await deleteTree(consul.url, prefix)
   })
 })

@@ -11,7 +11,7 @@ import {
   stopAllConsulLocks,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import { deleteTree, eventually, holdersOf, readLock } from '../support/observe.js'
 
 /** The frames printed so far, each starting with its title line. */
@@ -28,8 +28,8 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     await consul.close()
   })
 
-  it('prints a frame when a holder appears, shows who holds since when, and exits 0 on SIGINT', async () => {
-    const prefix = uniquePrefix('cli-watch')
+  it('prints a frame when a holder appears, shows who holds since when, and exits 0 on SIGINT', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-watch')
     const watch = startCli(['watch', '--prefix', prefix], { addr: consul.addr })
     await eventually(
       'the first frame',
@@ -83,7 +83,6 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(watch.stderr(), '')
     holder.child.kill('SIGTERM')
     assert.equal(await holder.exited, 143)
-    await deleteTree(consul.url, prefix)
   })
 
   it('draws its first frame from the first answer, and marks a holder it found holding as held at least so long', async () => {

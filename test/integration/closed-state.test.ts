@@ -5,8 +5,8 @@ import { describe, it } from 'node:test'
 import { filter, firstValueFrom, type Observable } from 'rxjs'
 import { leaderElection, semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually } from '../support/observe.js'
+import { testPrefix } from '../support/consul-agent.js'
+import { eventually } from '../support/observe.js'
 
 /** Every state `state$` emits, and whether it completed. */
 function record<S>(state$: Observable<S>) {
@@ -18,8 +18,8 @@ function record<S>(state$: Observable<S>) {
 describe('the state of a closed contender', () => {
   const agent = agentSuite()
 
-  it('lists neither the closed holder nor the closed waiter', async () => {
-    const prefix = uniquePrefix('closed-state')
+  it('lists neither the closed holder nor the closed waiter', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'closed-state')
     const a = semaphore({ prefix, limit: 1, consul: agent.client })
     const b = semaphore({ prefix, limit: 1, consul: agent.client })
     const seenA = record(a.state$)
@@ -51,17 +51,15 @@ describe('the state of a closed contender', () => {
     assert.ok(!lastWaited.waiting.some((w) => w.session === waiterSession), 'still waiting')
     assert.equal(lastWaited.rank, undefined)
     assert.equal(lastWaited.contending, false)
-    await deleteTree(agent.url, prefix)
   })
 
-  it('does not show a closed leader as the leader', async () => {
-    const prefix = uniquePrefix('closed-leader')
+  it('does not show a closed leader as the leader', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'closed-leader')
     const election = leaderElection({ prefix, consul: agent.client, value: 'closing-leader' })
     const seen = record(election.state$)
     await firstValueFrom(election.state$.pipe(filter((s) => s.holding)))
     await election.close()
     assert.ok(seen.completed)
     assert.equal(seen.states.at(-1)!.leader, null)
-    await deleteTree(agent.url, prefix)
   })
 })

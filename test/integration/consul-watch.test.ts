@@ -8,9 +8,8 @@ import { createConsulClient, type ConsulHttpClient } from '../../src/consul/clie
 import { watchPrefix } from '../../src/consul/watch-prefix.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
+import { sleep } from '../support/observe.js'
 import { keysOf, ok, record, until } from './consul-test-kit.js'
-
-const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms))
 
 describe('watchPrefix', () => {
   let agent: Awaited<ReturnType<typeof sharedAgent>>

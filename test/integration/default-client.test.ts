@@ -18,7 +18,7 @@ import {
   acquireDefaultClient,
   closeIdleDefaultClients,
 } from '../../src/consul/default-client.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import {
   runDefaultClientChild,
   runTenuresChild,
@@ -73,7 +73,7 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
   }
 
   it('gives 200 contenders of a process one long poll and at most 16 connections, and lets it exit once all are closed', async (t) => {
-    const prefix = uniquePrefix('default-client-close')
+    const prefix = testPrefix(t, consul.url, 'default-client-close')
     const run = await runDefaultClientChild({
       agentAddr: consul.addr,
       prefix,
@@ -95,11 +95,10 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
       { type: 'closed', failedCloses: 0 },
     )
     await assertPrefixEmpty(prefix)
-    await deleteTree(consul.url, prefix)
   })
 
   it('lets the process exit by itself when its contenders are only unsubscribed, after their releases', async (t) => {
-    const prefix = uniquePrefix('default-client-unsubscribe')
+    const prefix = testPrefix(t, consul.url, 'default-client-unsubscribe')
     const run = await runDefaultClientChild({
       agentAddr: consul.addr,
       prefix,
@@ -117,7 +116,6 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
     assertPrompt(run.exitedAfterLastRequestMs, 'its last request')
     // The background releases finished before the client closed: nothing was cut off.
     await assertPrefixEmpty(prefix)
-    await deleteTree(consul.url, prefix)
   })
 
   it('never closes a client the user passed in', async () => {
@@ -143,7 +141,7 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   for (const how of ['withSlot', 'semaphore'] as const) {
     it(`reuses one client for a replica's tenures one after the other (${how}), which join in one transaction, and lets the process exit at once after the last`, async (t) => {
-      const prefix = uniquePrefix(`default-client-tenures-${how}`)
+      const prefix = testPrefix(t, consul.url, `default-client-tenures-${how}`)
       const run = await runTenuresChild({ agentAddr: consul.addr, prefix, tenures: 6, how })
       t.diagnostic(
         `requests per tenure ${run.tenures.map((x) => x.requests).join(' ')}; new connections ${run.tenures.map((x) => x.newConnections).join(' ')}; exit ${run.exitedBySelfMs} ms after end with ${run.openAtEnd} idle connections open; tenure 2: ${run.tenures[1]?.seen.join(', ')}`,
@@ -196,7 +194,6 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
       assertExitedBySelf(run)
       assertPrompt(run.exitedBySelfMs, '`end`, the last tenure over')
       await assertPrefixEmpty(prefix)
-      await deleteTree(consul.url, prefix)
     })
   }
 

@@ -9,8 +9,8 @@ import { from, lastValueFrom, reduce } from 'rxjs'
 import { exclusive, type ExclusiveClosed, type ExclusiveResult } from '../../src/index.js'
 import { sharedWatchCount } from '../../src/effects/shared-watch.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, listPrefix } from '../support/observe.js'
+import { testPrefix } from '../support/consul-agent.js'
+import { listPrefix } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 /** A full collection; the test runner starts files without --expose-gc, so it is exposed here. */
@@ -54,7 +54,7 @@ describe('exclusive on a long-lived client', { timeout: SUITE_TIMEOUT_MS }, () =
   }
 
   it('holds no shared watch, and no more heap, once 2,000 distinct tasks are done', async (t) => {
-    const prefix = uniquePrefix('exclusive-registry')
+    const prefix = testPrefix(t, agent.url, 'exclusive-registry')
     // A first round of as many tasks warms up the client (connections, compiled code, the agent's
     // answers) before the heap is read: after 200 tasks the next 2,000 still grew it by 1.2 MB,
     // after 2,000 the heap stays within a few hundred KB round after round.
@@ -78,6 +78,5 @@ describe('exclusive on a long-lived client', { timeout: SUITE_TIMEOUT_MS }, () =
     assert.ok(grownKb < 1024, `the heap grew by ${grownKb.toFixed(0)} KB over 2,000 task keys`)
 
     assert.deepEqual(await listPrefix(agent.url, prefix), [], 'every task key deleted')
-    await deleteTree(agent.url, prefix)
   })
 })

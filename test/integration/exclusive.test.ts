@@ -16,12 +16,11 @@ import {
   type ExclusiveClosed,
   type ExclusiveResult,
 } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually, listPrefix } from '../support/observe.js'
+import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { deleteTree, eventually, listPrefix, sleep } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 const repoRoot = resolve(import.meta.dirname, '../..')
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 const now = () => performance.timeOrigin + performance.now()
 
 async function sessionAlive(url: string, id: string): Promise<boolean> {
@@ -63,8 +62,8 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
     await consul.close()
   })
 
-  it('runs each of 100 tasks exactly once across three consumers that each try all of them', async () => {
-    const prefix = uniquePrefix('exclusive-three')
+  it('runs each of 100 tasks exactly once across three consumers that each try all of them', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'exclusive-three')
     const ids = Array.from({ length: 100 }, (_, i) => i)
     const starts = new Map<number, string[]>()
     const closed: Promise<ExclusiveClosed>[] = []
@@ -156,11 +155,10 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
       for (const session of report.sessions)
         assert.equal(await sessionAlive(consul.url, session), false)
     }
-    await deleteTree(consul.url, prefix)
   })
 
-  it('runs the task of a consumer killed with SIGKILL again only after its session is invalidated', async () => {
-    const prefix = uniquePrefix('exclusive-sigkill')
+  it('runs the task of a consumer killed with SIGKILL again only after its session is invalidated', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'exclusive-sigkill')
     const key = `${prefix}/task/1`
     const script = join(scratch, 'doomed-consumer.mjs')
     writeFileSync(
@@ -235,7 +233,6 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
       .map((r) => r.outcome === 'skipped' && r.reason)
     assert.ok(skipped.includes('held'), 'skipped while the killed consumer held it')
     offers.complete()
-    await deleteTree(consul.url, prefix)
   })
 
   it('aborts the signal and reports lost when the held key is deleted while the task runs', async () => {
@@ -273,8 +270,8 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(lost.outcome === 'lost' && signal?.reason === lost.error, true)
   })
 
-  it('aborts running tasks, releases their keys and destroys the session on unsubscribe', async () => {
-    const prefix = uniquePrefix('exclusive-unsubscribe')
+  it('aborts running tasks, releases their keys and destroys the session on unsubscribe', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'exclusive-unsubscribe')
     const client = newClient()
     const signals: AbortSignal[] = []
     let onClosed!: (c: ExclusiveClosed) => void
@@ -316,6 +313,5 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
     assert.equal(after.length, 2, 'released (onDone release), not deleted')
     assert.equal(await sessionAlive(consul.url, held[0]!.Session!), false, 'session destroyed')
-    await deleteTree(consul.url, prefix)
   })
 })

@@ -8,16 +8,9 @@ import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { HOLDER_FLAGS, createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
 import type { Semaphore } from '../../src/semaphore.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent, testPrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import {
-  deleteTree,
-  eventually,
-  holdersOf,
-  listPrefix,
-  readLock,
-  type RawEntry,
-} from '../support/observe.js'
+import { eventually, holdersOf, listPrefix, readLock, type RawEntry } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 describe('hand-off', { timeout: SUITE_TIMEOUT_MS }, () => {
@@ -65,8 +58,8 @@ describe('hand-off', { timeout: SUITE_TIMEOUT_MS }, () => {
       ),
     )
 
-  it("marks a CAS winner's key, and hands the slot to the first waiter in the release transaction; its fencing token is the hand-off index", async () => {
-    const prefix = uniquePrefix('hand-off')
+  it("marks a CAS winner's key, and hands the slot to the first waiter in the release transaction; its fencing token is the hand-off index", async (t) => {
+    const prefix = testPrefix(t, consul.url, 'hand-off')
     const first = contender(prefix, 1, 'first')
     const took = await holding(first)
     // Its own CAS rewrote its key in the same transaction: the key's index is its token.
@@ -98,11 +91,10 @@ describe('hand-off', { timeout: SUITE_TIMEOUT_MS }, () => {
     await next.close()
     assert.deepEqual(await contenderKeys(prefix), [])
     assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [])
-    await deleteTree(consul.url, prefix)
   })
 
-  it('releases the plain way when a consul lock -n waiter is first in line, and hands over to ours behind it later', async () => {
-    const prefix = uniquePrefix('hand-off-go')
+  it('releases the plain way when a consul lock -n waiter is first in line, and hands over to ours behind it later', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'hand-off-go')
     // Never more live holders than the limit, as Consul shows them at every change.
     let most = 0
     const watch = client.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
@@ -150,11 +142,10 @@ describe('hand-off', { timeout: SUITE_TIMEOUT_MS }, () => {
     await ours.close()
     watch.unsubscribe()
     assert.ok(most <= 2, `at most 2 live holders at once, saw ${most}`)
-    await deleteTree(consul.url, prefix)
   })
 
-  it('frees a slot handed to a waiter that is closing at that moment', async () => {
-    const prefix = uniquePrefix('hand-off-closing')
+  it('frees a slot handed to a waiter that is closing at that moment', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'hand-off-closing')
     const first = contender(prefix, 1, 'first')
     await holding(first)
     const next = contender(prefix, 1, 'next')
@@ -166,6 +157,5 @@ describe('hand-off', { timeout: SUITE_TIMEOUT_MS }, () => {
     await later.close()
     assert.deepEqual(await contenderKeys(prefix), [], 'no key left: the handed slot was freed')
     assert.deepEqual(holdersOf((await readLock(consul.url, prefix))?.body), [])
-    await deleteTree(consul.url, prefix)
   })
 })

@@ -3,6 +3,7 @@
 // processes that started them.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
   processGone,
@@ -11,7 +12,7 @@ import {
   startCluster,
   uniquePrefix,
 } from '../support/consul-agent.js'
-import { eventually } from '../support/observe.js'
+import { eventually, listPrefix } from '../support/observe.js'
 import { descendants, killTree } from '../support/processes.js'
 
 interface RawEntry {
@@ -154,5 +155,38 @@ describe('the test harness', () => {
     for (const agent of [...clients, ...cluster.servers]) {
       assert.ok(agent.pid !== undefined && (await processGone(agent.pid)), `${agent.node} runs`)
     }
+  })
+
+  it('testPrefix deletes the keys of a test that fails before its clean-up', async () => {
+    const name = `${uniquePrefix('harness-failing').replaceAll('/', '-')}`
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--test',
+        '--test-reporter=tap',
+        resolve(import.meta.dirname, 'fixtures/failing-test-prefix.ts'),
+      ],
+      {
+        // Without the runner's NODE_TEST_CONTEXT, the child reports and exits on its own.
+        env: {
+          ...Object.fromEntries(
+            Object.entries(process.env).filter(([key]) => key !== 'NODE_TEST_CONTEXT'),
+          ),
+          RXSEM_TEST_CONSUL_ADDR: consul.addr,
+          RXSEM_FIXTURE_PREFIX_NAME: name,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
+    let out = ''
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()))
+    child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()))
+    const code = await new Promise<number | null>((done) => child.once('exit', done))
+    assert.equal(code, 1, `the fixture's test failed, as it means to:\n${out}`)
+    const prefix = /prefix: (\S+)/.exec(out)?.[1] ?? ''
+    assert.ok(prefix?.startsWith(`rxsem-test/${name}/`), `it wrote under its prefix:\n${out}`)
+    assert.deepEqual(await listPrefix(consul.url, prefix), [], 'the key is gone')
   })
 })

@@ -17,7 +17,7 @@ import { DEFAULT_MAX_RESPONSE_BYTES } from '../../src/consul/config.js'
 import type { WatchEvent } from '../../src/consul/types.js'
 import { fromCall, orThrow, retryTransient } from '../../src/effects/call-policy.js'
 import { sessionLease, type LeaseEvent } from '../../src/effects/session-lease.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy, type SeenRequest } from '../support/fault-proxy.js'
 import { deleteTree, destroyRawSession, eventually, sessionsNamed } from '../support/observe.js'
 import { errorJson, failure, ok } from './consul-test-kit.js'
@@ -216,9 +216,9 @@ describe('hostile answers', () => {
       }
     })
 
-    it('a write waits what a 503 Retry-After asks before it tries again', async () => {
+    it('a write waits what a 503 Retry-After asks before it tries again', async (t) => {
       const { proxy, client } = await proxied()
-      const key = `${uniquePrefix('write-503')}/k`
+      const key = `${testPrefix(t, agent.url, 'write-503')}/k`
       proxy.setMode({
         when: { method: 'PUT' },
         then: { status: 503, body: LEADER_LIMITED, headers: { 'Retry-After': '2' } },
@@ -235,7 +235,6 @@ describe('hostile answers', () => {
       const [refused, next] = seenAt(proxy, 'PUT', `/v1/kv/${key}`)
       assert.ok(refused !== undefined && next !== undefined)
       assert.ok(next.at - refused.at >= 1500, `retried ${next.at - refused.at} ms later`)
-      await deleteTree(agent.url, key)
     })
 
     it('a renewal answered 429 Retry-After: 30 is tried again sooner, before the lease deadline', async () => {

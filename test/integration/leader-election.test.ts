@@ -16,23 +16,22 @@ import {
   type LockLeader,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { consulBin, uniquePrefix } from '../support/consul-agent.js'
+import { consulBin, testPrefix } from '../support/consul-agent.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
   createRawSession,
-  deleteTree,
   destroyRawSession,
   eventually,
   listPrefix,
   putRaw,
   sessionsNamed,
   type RawEntry,
+  sleep,
 } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS, killTree } from '../support/processes.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 const now = () => performance.timeOrigin + performance.now()
 const repoRoot = resolve(import.meta.dirname, '../..')
 
@@ -127,8 +126,8 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     return out
   }
 
-  it('leads when uncontended, names itself in leader$, and close() leaves the key unheld and no session', async () => {
-    const prefix = uniquePrefix('leader-uncontended')
+  it('leads when uncontended, names itself in leader$, and close() leaves the key unheld and no session', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'leader-uncontended')
     const name = `leader-uncontended ${prefix}`
     const e = elect({ prefix, value: 'node-a', consul: agent.client, sessionName: name })
     const seen: boolean[] = []
@@ -158,11 +157,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(valueOf(left), 'node-a', 'the value stays, as Go leaves it')
     assert.equal(left?.Flags, LOCK_FLAGS)
     assert.deepEqual(await sessionsNamed(agent.url, name), [])
-    await deleteTree(agent.url, prefix)
   })
 
-  it('hands leadership over at once when the leader closes (no lock-delay on release)', async () => {
-    const prefix = uniquePrefix('leader-handover')
+  it('hands leadership over at once when the leader closes (no lock-delay on release)', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'leader-handover')
     const a = elect({ prefix, value: 'a', consul: agent.client })
     const b = elect({ prefix, value: 'b', consul: agent.client })
     const subs = [a.holding$.subscribe()]
@@ -188,11 +186,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
     await b.close()
     subs.forEach((s) => s.unsubscribe())
-    await deleteTree(agent.url, prefix)
   })
 
-  it('follows the election in leader$ without creating a session', async () => {
-    const prefix = uniquePrefix('leader-observer')
+  it('follows the election in leader$ without creating a session', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'leader-observer')
     const name = `observer ${prefix}`
     const observer = elect({ prefix, consul: agent.client, sessionName: name })
     const seen: (LockLeader | null)[] = []
@@ -212,15 +209,14 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(seen[2], null)
     await observer.close()
     sub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 
   for (const [what, flags, body] of [
     ["a semaphore's .lock", SEMAPHORE_FLAGS, '{"Limit":3,"Holders":{}}'],
     ['a .lock written by hand without flags', '0', 'by-curl'],
   ] as const) {
-    it(`errors with a typed Conflict and writes nothing on ${what}`, async () => {
-      const prefix = uniquePrefix('leader-conflict')
+    it(`errors with a typed Conflict and writes nothing on ${what}`, async (t) => {
+      const prefix = testPrefix(t, agent.url, 'leader-conflict')
       const name = `leader-conflict ${prefix}`
       await putRaw(agent.url, `${prefix}/.lock`, body, `flags=${flags}`)
       const before = await listPrefix(agent.url, prefix)
@@ -239,12 +235,11 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
         (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
       )
       await e.close()
-      await deleteTree(agent.url, prefix)
     })
   }
 
-  it('leaves no session when unsubscribed while waiting', async () => {
-    const prefix = uniquePrefix('leader-cancel-wait')
+  it('leaves no session when unsubscribed while waiting', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'leader-cancel-wait')
     const leader = elect({ prefix, value: 'leader', consul: agent.client })
     const lsub = leader.holding$.subscribe()
     await held(leader)
@@ -263,12 +258,11 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal((await lockOf(prefix))?.Session, leaderSession, 'the leader still leads')
     await leader.close()
     lsub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 
-  it("takes over after the leader's session is destroyed, once its lock-delay ends, not before", async () => {
+  it("takes over after the leader's session is destroyed, once its lock-delay ends, not before", async (t) => {
     // The leader is another client (as Go's Lock would be), with a 2 s lock-delay.
-    const prefix = uniquePrefix('leader-lock-delay')
+    const prefix = testPrefix(t, agent.url, 'leader-lock-delay')
     const foreign = await createRawSession(agent.url, {
       Name: `foreign ${prefix}`,
       TTL: '30s',
@@ -303,11 +297,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.ok(takeover < 3300, `led ${takeover.toFixed(0)} ms after the destroy: not ~delay + 1 s`)
     await waiter.close()
     sub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 
-  it('replaces a leader killed with SIGKILL only after its session is invalidated', async () => {
-    const prefix = uniquePrefix('leader-sigkill')
+  it('replaces a leader killed with SIGKILL only after its session is invalidated', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'leader-sigkill')
     const script = join(scratch, 'doomed-leader.mjs')
     writeFileSync(
       script,
@@ -378,11 +371,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(valueOf(lock), 'follower')
     await follower.close()
     sub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 
-  it('shares leadership with `consul lock`: one leader at a time, and leader$ names it everywhere', async () => {
-    const prefix = uniquePrefix('leader-consul-lock')
+  it('shares leadership with `consul lock`: one leader at a time, and leader$ names it everywhere', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'leader-consul-lock')
     const log = join(scratch, 'consul-lock-1.log')
     const stop = join(scratch, 'consul-lock-1.stop')
     const recorder = new SafetyRecorder(1)
@@ -454,11 +446,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     }
     assert.equal(recorder.intervals().length, 4, JSON.stringify(recorder.intervals()))
     assert.equal(recorder.maxConcurrent(), 1, JSON.stringify(recorder.intervals()))
-    await deleteTree(agent.url, prefix)
   })
 
-  it('never has two leaders while `consul lock` processes and leaderElection contend together', async () => {
-    const prefix = uniquePrefix('leader-mixed')
+  it('never has two leaders while `consul lock` processes and leaderElection contend together', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'leader-mixed')
     const recorder = new SafetyRecorder(1)
     const logs = [0, 1, 2].map((i) => join(scratch, `mixed-${i}.log`))
     const locks = logs.map((log) => consulLock(prefix, log, 'sleep 0.3'))
@@ -482,7 +473,6 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     }
     assert.equal(recorder.intervals().length, 7, JSON.stringify(recorder.intervals()))
     assert.equal(recorder.maxConcurrent(), 1, JSON.stringify(recorder.intervals()))
-    await deleteTree(agent.url, prefix)
   })
 })
 

@@ -16,8 +16,8 @@ import {
 } from '../../src/index.js'
 import { startCli, startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually, holdersOf, listPrefix, readLock } from '../support/observe.js'
+import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { eventually, holdersOf, listPrefix, readLock } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 /** One tenure as its contender saw it: from holding$ true to false, and its fencing token. */
@@ -64,8 +64,8 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
   })
   const agent = agentSuite()
 
-  it('raises 2 to 3 and lowers it back under load: never over the limit in force, everyone served', async () => {
-    const prefix = uniquePrefix('live-limit')
+  it('raises 2 to 3 and lowers it back under load: never over the limit in force, everyone served', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'live-limit')
     const CONTENDERS = 5
     const tenures: Tenure[] = []
     const live = new Set<string>()
@@ -143,11 +143,10 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.deepEqual(lock.body, { Limit: 2, Holders: {} })
     const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
     assert.deepEqual(keys, [`${prefix}/.lock`], 'no contender key left')
-    await deleteTree(agent.url, prefix)
   })
 
-  it('lets a holder that does not follow the limit keep its slot, stops such a waiter, and admits a follower', async () => {
-    const prefix = uniquePrefix('live-limit-strict')
+  it('lets a holder that does not follow the limit keep its slot, stops such a waiter, and admits a follower', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'live-limit-strict')
     const states = new Map<string, SemaphoreState>()
     const errors = new Map<string, unknown>()
     const subs: Subscription[] = []
@@ -194,11 +193,10 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal((lock.body as { Limit: number }).Limit, 2)
     await Promise.all([waiter.close(), follower.close()])
     subs.forEach((s) => s.unsubscribe())
-    await deleteTree(agent.url, prefix)
   })
 
-  it('keeps one limit in .lock beside consul lock -n: the old limit fails, the new one joins, a Go holder releases', async () => {
-    const prefix = uniquePrefix('live-limit-go')
+  it('keeps one limit in .lock beside consul lock -n: the old limit fails, the new one joins, a Go holder releases', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'live-limit-go')
     // A Go contender first in line, holding until stopped.
     const goHolder = startConsulLock(agent.addr, ['-n=2', prefix, 'sleep 600'])
     await eventually(
@@ -254,7 +252,6 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(holdersOf(body).length, 2, 'our two holders, the Go ones gone')
     await Promise.all(ours.map((sem) => sem.close()))
     subs.forEach((s) => s.unsubscribe())
-    await deleteTree(agent.url, prefix)
   })
 
   it('gives up on an aborted signal with SemaphoreError Aborted, writing nothing', async () => {
@@ -267,8 +264,8 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(await readLock(agent.url, prefix), undefined, 'no .lock was written')
   })
 
-  it('rxsem set-limit tells what changed, and never writes over a consul lock key', async () => {
-    const prefix = uniquePrefix('live-limit-cli')
+  it('rxsem set-limit tells what changed, and never writes over a consul lock key', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'live-limit-cli')
     const run = startCli(['set-limit', '--prefix', prefix, '--limit', '3'], { addr: agent.addr })
     assert.equal(await run.exited, 0, run.stderr())
     assert.match(run.stdout(), new RegExp(`^${prefix}: limit set to 3 \\(there was no .lock`, 'm'))
@@ -282,7 +279,7 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
       { prefix, previous: 3, limit: 2, holders: 0, waiting: 0, index: 'string' },
     )
 
-    const leaderPrefix = uniquePrefix('live-limit-cli-leader')
+    const leaderPrefix = testPrefix(t, agent.url, 'live-limit-cli-leader')
     const leader = startConsulLock(agent.addr, [leaderPrefix, 'sleep 600'])
     await eventually(
       'consul lock holds',
@@ -297,7 +294,5 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.match(refused.stderr(), /has flags \d+, so another kind of client uses this prefix/)
     assert.deepEqual(await readLock(agent.url, leaderPrefix), before, 'left as it was')
     await stopAllConsulLocks([leader])
-    await deleteTree(agent.url, prefix)
-    await deleteTree(agent.url, leaderPrefix)
   })
 })

@@ -12,7 +12,7 @@ import {
   type ConsulClient,
 } from '../../src/index.js'
 import type { Semaphore } from '../../src/semaphore.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { deleteTree, eventually, listPrefix } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
@@ -67,8 +67,8 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
           : q.path,
       )
 
-  it('parks a replica far back in the queue on the key of the waiter ahead, and serves everyone in order', async () => {
-    const prefix = uniquePrefix('queue-watch')
+  it('parks a replica far back in the queue on the key of the waiter ahead, and serves everyone in order', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'queue-watch')
     const all: Replica[] = []
     const sessions: string[] = []
     for (let i = 0; i < 5; i++) {
@@ -119,7 +119,6 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     }
     await r4.sem.close()
     for (const r of all) assert.deepEqual(r.held, [false, true, false], 'each held once, in turn')
-    await deleteTree(consul.url, prefix)
   })
 
   /** The requests a replica sent, as `METHOD path` with its session and the prefix left out. */

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import { createConsulClient, leaderElection, semaphore } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent, testPrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import { deleteTree, listPrefix, sessionsNamed } from '../support/observe.js'
+import { listPrefix, sessionsNamed } from '../support/observe.js'
 
 describe('release under a transient failure', () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
@@ -23,8 +23,8 @@ describe('release under a transient failure', () => {
   })
 
   for (const kind of ['semaphore', 'leaderElection'] as const) {
-    it(`${kind}: close() succeeds and leaves Consul clean when its first release request gets a 500`, async () => {
-      const prefix = uniquePrefix(`release-retry-${kind}`)
+    it(`${kind}: close() succeeds and leaves Consul clean when its first release request gets a 500`, async (t) => {
+      const prefix = testPrefix(t, consul.url, `release-retry-${kind}`)
       const name = `release-retry ${prefix}`
       const client = createConsulClient({ address: proxy.addr })
       const contender =
@@ -43,7 +43,6 @@ describe('release under a transient failure', () => {
       const held = (await listPrefix(consul.url, prefix)).filter((e) => e.Session !== undefined)
       assert.deepEqual(held, [], 'nothing held')
       await client.close()
-      await deleteTree(consul.url, prefix)
     })
   }
 })

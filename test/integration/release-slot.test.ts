@@ -14,7 +14,7 @@ import {
 } from '../../src/index.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import { releaseSlot } from '../../src/effects/release/release-slot.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
@@ -109,8 +109,8 @@ describe('releaseSlot', () => {
     }
   }
 
-  it('with a current hint, CASes at once: one transaction and the session destroy, no read', async () => {
-    const prefix = uniquePrefix('release-hint')
+  it('with a current hint, CASes at once: one transaction and the session destroy, no read', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'release-hint')
     const name = `release-hint ${prefix}`
     const session = await holder(prefix, name)
     const hint = await snapshot(prefix)
@@ -119,11 +119,10 @@ describe('releaseSlot', () => {
     assert.ok(E.isRight(result), JSON.stringify(result))
     assert.deepEqual(sent(prefix, session), ['PUT /v1/txn', 'PUT /v1/session/destroy/:session'])
     assert.deepEqual(await afterRelease(prefix, session, name), [])
-    await deleteTree(consul.url, prefix)
   })
 
-  it('without a hint, reads only .lock first (not the whole prefix)', async () => {
-    const prefix = uniquePrefix('release-nohint')
+  it('without a hint, reads only .lock first (not the whole prefix)', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'release-nohint')
     const name = `release-nohint ${prefix}`
     const session = await holder(prefix, name)
     proxy.resetCounts()
@@ -134,7 +133,6 @@ describe('releaseSlot', () => {
       'PUT /v1/session/destroy/:session',
     ])
     await afterRelease(prefix, session, name)
-    await deleteTree(consul.url, prefix)
   })
 
   it('with a stale hint (.lock changed since), loses one CAS, re-reads .lock, and keeps the new holder', () =>
@@ -150,8 +148,8 @@ describe('releaseSlot', () => {
       assert.deepEqual(await afterRelease(prefix, session, name), [other])
     }))
 
-  it('ignores a hint that does not list the session (taken before its CAS), and reads .lock instead', async () => {
-    const prefix = uniquePrefix('release-early')
+  it('ignores a hint that does not list the session (taken before its CAS), and reads .lock instead', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'release-early')
     const name = `release-early ${prefix}`
     const early = await snapshot(prefix) // empty: before the session held anything
     const session = await holder(prefix, name)
@@ -163,7 +161,6 @@ describe('releaseSlot', () => {
       'PUT /v1/session/destroy/:session',
     ])
     await afterRelease(prefix, session, name)
-    await deleteTree(consul.url, prefix)
   })
 
   it('with a stale hint naming a waiter of this library, loses one CAS, reads .lock, and hands the slot to that waiter', async () => {
@@ -284,8 +281,8 @@ describe('releaseSlot', () => {
       sub.unsubscribe()
     }))
 
-  it("semaphore close() passes its last snapshot: the holder's release reads nothing first", async () => {
-    const prefix = uniquePrefix('release-close')
+  it("semaphore close() passes its last snapshot: the holder's release reads nothing first", async (t) => {
+    const prefix = testPrefix(t, consul.url, 'release-close')
     const name = `release-close ${prefix}`
     const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: name })
     const sub = sem.holding$.subscribe()
@@ -311,6 +308,5 @@ describe('releaseSlot', () => {
       'the release transaction was sent',
     )
     await afterRelease(prefix, session ?? '', name)
-    await deleteTree(consul.url, prefix)
   })
 })

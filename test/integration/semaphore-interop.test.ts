@@ -17,7 +17,7 @@ import {
 } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { consulBin, uniquePrefix } from '../support/consul-agent.js'
+import { consulBin, uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
@@ -157,8 +157,8 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     )
   }
 
-  it('never has more than 3 holders among our contenders and consul lock -n 3 processes', async () => {
-    const prefix = uniquePrefix('interop')
+  it('never has more than 3 holders among our contenders and consul lock -n 3 processes', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'interop')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
     const recorder = new SafetyRecorder(3, () => Date.now())
 
@@ -235,11 +235,10 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
       return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
     })
-    await deleteTree(agent.url, prefix)
   })
 
-  it('serves consul lock -n 2 contenders first in line before ours behind them, never more than 2 holders', async () => {
-    const prefix = uniquePrefix('interop-go-first')
+  it('serves consul lock -n 2 contenders first in line before ours behind them, never more than 2 holders', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'interop-go-first')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
     const recorder = new SafetyRecorder(2, () => Date.now())
     const done: Promise<void>[] = []
@@ -355,11 +354,10 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       assert.ok(late.from >= lastGoStart, `${late.who} held only after every consul lock had`)
     }
     assert.ok(recorder.maxConcurrent() <= 2, `at most 2 at once, saw ${recorder.maxConcurrent()}`)
-    await deleteTree(agent.url, prefix)
   })
 
-  it('joins replica tenures in one transaction beside consul lock -n 2 processes: never more than 2 holders, everyone served', async () => {
-    const prefix = uniquePrefix('interop-join')
+  it('joins replica tenures in one transaction beside consul lock -n 2 processes: never more than 2 holders, everyone served', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'interop-join')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
     const recorder = new SafetyRecorder(2, () => Date.now())
     const proxy = await startFaultProxy(agent.addr)
@@ -415,12 +413,11 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
         const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
         return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
       })
-      await deleteTree(agent.url, prefix)
     }
   })
 
-  it('shares limit 2 with a consul lock -n 2 holder: one of ours beside it, the other after it', async () => {
-    const prefix = uniquePrefix('interop-wait')
+  it('shares limit 2 with a consul lock -n 2 holder: one of ours beside it, the other after it', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'interop-wait')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
     const log = join(dir, 'go.log')
     const release = join(dir, 'go.release')
@@ -481,7 +478,6 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     await b.close()
     subs.forEach((s) => s.unsubscribe())
     rmSync(dir, { recursive: true, force: true })
-    await deleteTree(agent.url, prefix)
   })
 
   it('refuses a holder map with a number value, as consul lock -n 2 does, and neither side writes .lock', async () => {

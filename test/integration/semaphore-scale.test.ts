@@ -8,7 +8,7 @@ import {
   type ConsulClient,
   type Semaphore,
 } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import { longPollsOn } from '../support/default-client-child.js'
 import { startFaultProxy, type FaultProxy, type SeenRequest } from '../support/fault-proxy.js'
 import { deleteTree, eventually } from '../support/observe.js'
@@ -28,8 +28,8 @@ describe('semaphore at scale', () => {
     await consul.close()
   })
 
-  it('runs 200 contenders of one prefix on one long poll', async () => {
-    const prefix = uniquePrefix('two-hundred')
+  it('runs 200 contenders of one prefix on one long poll', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'two-hundred')
     const contenders: Semaphore[] = []
     const latest: { holding: boolean; contending: boolean }[] = []
     const subs = Array.from({ length: 200 }, (_, i) => {
@@ -82,7 +82,6 @@ describe('semaphore at scale', () => {
 
     await Promise.all(contenders.map((c) => c.close()))
     subs.forEach((s) => s.unsubscribe())
-    await deleteTree(consul.url, prefix)
   })
 
   it('keeps the leases of holders on more prefixes than the client has connections', async () => {

@@ -4,12 +4,11 @@ import { describe, it } from 'node:test'
 import { firstValueFrom, filter, type Subscription } from 'rxjs'
 import { semaphore, SemaphoreError, type Semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/consul-agent.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
   createRawSession,
-  deleteTree,
   destroyRawSession,
   eventually,
   holdersOf,
@@ -17,18 +16,17 @@ import {
   putRaw,
   readLock,
   sessionsNamed,
+  sleep,
 } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
-
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 describe('semaphore', () => {
   const agent = agentSuite()
 
   const held = (sem: Semaphore) => firstValueFrom(sem.holding$.pipe(filter(Boolean)))
 
-  it('acquires an uncontended slot, and close() leaves no contender key and no session', async () => {
-    const prefix = uniquePrefix('uncontended')
+  it('acquires an uncontended slot, and close() leaves no contender key and no session', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'uncontended')
     const name = `uncontended ${prefix}`
     const sem = semaphore({ prefix, limit: 1, consul: agent.client, sessionName: name })
     const seen: boolean[] = []
@@ -53,11 +51,10 @@ describe('semaphore', () => {
     )
     assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [])
     assert.deepEqual(await sessionsNamed(agent.url, name), [])
-    await deleteTree(agent.url, prefix)
   })
 
-  it('hands the slot over to a waiter when the holder closes', async () => {
-    const prefix = uniquePrefix('handover')
+  it('hands the slot over to a waiter when the holder closes', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'handover')
     const a = semaphore({ prefix, limit: 1, consul: agent.client })
     const b = semaphore({ prefix, limit: 1, consul: agent.client })
     const subs = [a.holding$.subscribe()]
@@ -75,11 +72,10 @@ describe('semaphore', () => {
     )
     await b.close()
     subs.forEach((s) => s.unsubscribe())
-    await deleteTree(agent.url, prefix)
   })
 
-  it('never lets more than 3 of 10 contenders hold at once, and serves all in arrival order', async () => {
-    const prefix = uniquePrefix('ten')
+  it('never lets more than 3 of 10 contenders hold at once, and serves all in arrival order', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'ten')
     const recorder = new SafetyRecorder(3)
     const subs: Subscription[] = []
     const done: Promise<void>[] = []
@@ -129,11 +125,10 @@ describe('semaphore', () => {
         `${late} acquired while ${overtaken.join(', ')} (arrived before it) still waited`,
       )
     }
-    await deleteTree(agent.url, prefix)
   })
 
-  it('drops to false when an operator removes its session from .lock, and takes a slot again', async () => {
-    const prefix = uniquePrefix('operator-cas')
+  it('drops to false when an operator removes its session from .lock, and takes a slot again', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'operator-cas')
     const sem = semaphore({ prefix, limit: 1, consul: agent.client })
     const seen: { holding: boolean; at: number }[] = []
     const sub = sem.holding$.subscribe((holding) => seen.push({ holding, at: Date.now() }))
@@ -162,11 +157,10 @@ describe('semaphore', () => {
     )
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 
-  it('drops to false when an operator destroys its session, then contends again with a new session', async () => {
-    const prefix = uniquePrefix('operator-destroy')
+  it('drops to false when an operator destroys its session, then contends again with a new session', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'operator-destroy')
     const sem = semaphore({ prefix, limit: 1, consul: agent.client })
     const sub = sem.holding$.subscribe()
     await held(sem)
@@ -187,11 +181,10 @@ describe('semaphore', () => {
     assert.ok(Date.now() - destroyedAt < 3000, `took ${Date.now() - destroyedAt} ms to hold again`)
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 
-  it('prunes a dead holder listed in .lock and uses its slot', async () => {
-    const prefix = uniquePrefix('dead-holder')
+  it('prunes a dead holder listed in .lock and uses its slot', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'dead-holder')
     const dead = '00000000-dead-dead-dead-000000000000'
     await putRaw(
       agent.url,
@@ -206,7 +199,6 @@ describe('semaphore', () => {
     assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [session])
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 
   for (const [shape, body, expected] of [
@@ -214,8 +206,8 @@ describe('semaphore', () => {
     ['java-list', { limit: 2, holders: [] }, (s: string) => ({ limit: 2, holders: [s] })],
     ['go-map', { Limit: 2, Holders: {} }, (s: string) => ({ Limit: 2, Holders: { [s]: true } })],
   ] as const) {
-    it(`reads a .lock in the ${shape} shape and writes it back in that shape`, async () => {
-      const prefix = uniquePrefix(`shape-${shape}`)
+    it(`reads a .lock in the ${shape} shape and writes it back in that shape`, async (t) => {
+      const prefix = testPrefix(t, agent.url, `shape-${shape}`)
       await putRaw(agent.url, `${prefix}/.lock`, JSON.stringify(body))
       const sem = semaphore({ prefix, limit: 2, consul: agent.client })
       const sub = sem.holding$.subscribe()
@@ -224,12 +216,11 @@ describe('semaphore', () => {
       assert.deepEqual((await readLock(agent.url, prefix))?.body, expected(session))
       await sem.close()
       sub.unsubscribe()
-      await deleteTree(agent.url, prefix)
     })
   }
 
-  it('errors with a typed Conflict and writes nothing when `consul lock` holds the prefix', async () => {
-    const prefix = uniquePrefix('conflict')
+  it('errors with a typed Conflict and writes nothing when `consul lock` holds the prefix', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'conflict')
     await putRaw(agent.url, `${prefix}/.lock`, 'node-a', `flags=${LOCK_FLAGS}`)
     const before = await listPrefix(agent.url, prefix)
     const sem = semaphore({
@@ -269,11 +260,10 @@ describe('semaphore', () => {
     await eventually('session destroyed', async () =>
       (await sessionsNamed(agent.url, `conflict ${prefix}`)).length === 0 ? true : undefined,
     )
-    await deleteTree(agent.url, prefix)
   })
 
-  it('errors with a typed LimitConflict naming both limits and writes nothing', async () => {
-    const prefix = uniquePrefix('limit-conflict')
+  it('errors with a typed LimitConflict naming both limits and writes nothing', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'limit-conflict')
     await putRaw(
       agent.url,
       `${prefix}/.lock`,
@@ -290,11 +280,10 @@ describe('semaphore', () => {
     assert.match(error.message, /5/)
     assert.match(error.message, /2/)
     assert.equal((await readLock(agent.url, prefix))?.entry.ModifyIndex, before?.entry.ModifyIndex)
-    await deleteTree(agent.url, prefix)
   })
 
-  it('cleans up when unsubscribed while still waiting', async () => {
-    const prefix = uniquePrefix('cancel-wait')
+  it('cleans up when unsubscribed while still waiting', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'cancel-wait')
     const holder = semaphore({ prefix, limit: 1, consul: agent.client })
     const hsub = holder.holding$.subscribe()
     await held(holder)
@@ -310,12 +299,11 @@ describe('semaphore', () => {
     })
     await holder.close()
     hsub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 
-  it('shares the slots correctly with a session of another client listed by hand', async () => {
+  it('shares the slots correctly with a session of another client listed by hand', async (t) => {
     // A foreign contender following the guide: its own session, contender key and .lock entry.
-    const prefix = uniquePrefix('foreign')
+    const prefix = testPrefix(t, agent.url, 'foreign')
     const foreign = await createRawSession(agent.url, {
       Name: 'foreign',
       TTL: '15s',
@@ -347,6 +335,5 @@ describe('semaphore', () => {
     await held(sem)
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 })

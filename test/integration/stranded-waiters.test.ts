@@ -9,14 +9,8 @@ import { after, describe, it } from 'node:test'
 import { filter, firstValueFrom, timeout } from 'rxjs'
 import { CONTENDER_FLAGS, semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
-import {
-  SEMAPHORE_FLAGS,
-  createRawSession,
-  deleteTree,
-  destroyRawSession,
-  putRaw,
-} from '../support/observe.js'
+import { testPrefix } from '../support/consul-agent.js'
+import { SEMAPHORE_FLAGS, createRawSession, destroyRawSession, putRaw } from '../support/observe.js'
 
 describe('waiters behind a dead head of the queue', () => {
   const sessions: string[] = []
@@ -44,8 +38,8 @@ describe('waiters behind a dead head of the queue', () => {
     }
   }
 
-  it('a waiter parked behind three dead ones takes the slot its holder frees, after its grace', async () => {
-    const prefix = uniquePrefix('stranded-parked')
+  it('a waiter parked behind three dead ones takes the slot its holder frees, after its grace', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'stranded-parked')
     // A live holder (a raw session), then three dead waiters: the slot is taken when ours queues
     // fourth, so it parks on the key of the waiter just ahead, which will never change.
     const holder = await createRawSession(agent.url, { TTL: '300s', Behavior: 'delete' })
@@ -75,11 +69,10 @@ describe('waiters behind a dead head of the queue', () => {
     assert.ok(waited < 15_000, `held ${waited} ms after the slot came free`)
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 
-  it('a waiter behind a dead head takes a free slot that a contender outside the queue keeps rewriting', async () => {
-    const prefix = uniquePrefix('stranded-churn')
+  it('a waiter behind a dead head takes a free slot that a contender outside the queue keeps rewriting', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'stranded-churn')
     await putRaw(
       agent.url,
       `${prefix}/.lock`,
@@ -113,6 +106,5 @@ describe('waiters behind a dead head of the queue', () => {
     assert.ok(writes >= 3, `held while .lock was being rewritten (${writes} writes)`)
     await sem.close()
     sub.unsubscribe()
-    await deleteTree(agent.url, prefix)
   })
 })

@@ -5,15 +5,8 @@ import { after, describe, it } from 'node:test'
 import { firstValueFrom } from 'rxjs'
 import { leaderElection, semaphore, SemaphoreError, tryAcquire, tryLead } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
-import {
-  deleteTree,
-  eventually,
-  listPrefix,
-  readLock,
-  holdersOf,
-  sessionsNamed,
-} from '../support/observe.js'
+import { testPrefix } from '../support/consul-agent.js'
+import { eventually, listPrefix, readLock, holdersOf, sessionsNamed } from '../support/observe.js'
 
 describe('tryAcquire and tryLead', () => {
   const closers: (() => Promise<void>)[] = []
@@ -24,8 +17,8 @@ describe('tryAcquire and tryLead', () => {
   })
   const agent = agentSuite()
 
-  it('answers null at once on a full semaphore and leaves no key and no session', async () => {
-    const prefix = uniquePrefix('try-full')
+  it('answers null at once on a full semaphore and leaves no key and no session', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'try-full')
     const holder = semaphore({ prefix, limit: 1, consul: agent.client, value: 'holder' })
     closers.push(() => holder.close())
     const sub = holder.holding$.subscribe()
@@ -50,11 +43,10 @@ describe('tryAcquire and tryLead', () => {
     assert.deepEqual(await sessionsNamed(agent.url, name), [], 'its session is destroyed')
     sub.unsubscribe()
     await holder.close()
-    await deleteTree(agent.url, prefix)
   })
 
-  it('holds a free semaphore slot, keeps it without a subscriber, and gives it back on close', async () => {
-    const prefix = uniquePrefix('try-free')
+  it('holds a free semaphore slot, keeps it without a subscriber, and gives it back on close', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'try-free')
     const sem = await tryAcquire({ prefix, limit: 2, consul: agent.client })
     assert.ok(sem, 'held')
     closers.push(() => sem.close())
@@ -69,11 +61,10 @@ describe('tryAcquire and tryLead', () => {
     await other.close()
     await sem.close()
     assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [])
-    await deleteTree(agent.url, prefix)
   })
 
-  it('answers null at once when another session leads, and leads when nobody does', async () => {
-    const prefix = uniquePrefix('try-lead')
+  it('answers null at once when another session leads, and leads when nobody does', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'try-lead')
     const leader = leaderElection({ prefix, consul: agent.client, value: 'leader' })
     closers.push(() => leader.close())
     const sub = leader.holding$.subscribe()
@@ -101,11 +92,10 @@ describe('tryAcquire and tryLead', () => {
     await mine.close()
     const after = (await listPrefix(agent.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
     assert.equal(after?.Session, undefined, 'released on close')
-    await deleteTree(agent.url, prefix)
   })
 
-  it('answers null during the lock-delay of an invalidated leader', async () => {
-    const prefix = uniquePrefix('try-lead-delay')
+  it('answers null during the lock-delay of an invalidated leader', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'try-lead-delay')
     const leader = leaderElection({ prefix, consul: agent.client, lockDelay: '5s' })
     const sub = leader.holding$.subscribe()
     const holder = await eventually(
@@ -124,7 +114,6 @@ describe('tryAcquire and tryLead', () => {
     const tookMs = performance.now() - started
     assert.equal(answer, null, 'refused by the lock-delay')
     assert.ok(tookMs < 1000, `answered in ${tookMs.toFixed(0)} ms`)
-    await deleteTree(agent.url, prefix)
   })
 
   it('rejects invalid options with SemaphoreError InvalidOptions', async () => {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { SemaphoreError, semaphore, withSlot } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
+import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
 import {
   SEMAPHORE_FLAGS,
   deleteTree,
@@ -27,8 +27,8 @@ async function rejectionKind(promise: Promise<unknown>): Promise<SemaphoreError>
 describe('withSlot', () => {
   const agent = agentSuite()
 
-  it('runs the work while the slot is held and releases it afterwards', async () => {
-    const prefix = uniquePrefix('with-slot')
+  it('runs the work while the slot is held and releases it afterwards', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'with-slot')
     const name = `with-slot ${prefix}`
     const result = await withSlot(
       { prefix, limit: 1, consul: agent.client, sessionName: name },
@@ -41,11 +41,10 @@ describe('withSlot', () => {
     assert.equal(result, 42)
     assert.deepEqual(await sessionsNamed(agent.url, name), [])
     assert.deepEqual((await readLock(agent.url, prefix))?.body, { Limit: 1, Holders: {} })
-    await deleteTree(agent.url, prefix)
   })
 
-  it('aborts the signal when the slot is lost, and rejects with what the work threw', async () => {
-    const prefix = uniquePrefix('with-slot-lost')
+  it('aborts the signal when the slot is lost, and rejects with what the work threw', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'with-slot-lost')
     const failure = withSlot({ prefix, limit: 1, consul: agent.client }, async (signal) => {
       const lock = await readLock(agent.url, prefix)
       // An operator takes the slot away while the work runs.
@@ -63,7 +62,6 @@ describe('withSlot', () => {
       assert.equal(error.kind, 'SlotLost')
       return true
     })
-    await deleteTree(agent.url, prefix)
   })
 
   it('rejects invalid options with a typed error and never calls the work', async () => {

@@ -4,16 +4,15 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent, testPrefix } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import { deleteTree, eventually, listPrefix, sessionsNamed } from '../support/observe.js'
+import { eventually, listPrefix, sessionsNamed, sleep } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
 const LIMIT = 3
 const CONTENDERS = 20
 const CLIENTS = 4
 const RUN_MS = Number(process.env['RXSEM_FLAKY_MS'] ?? 45_000)
-const sleep = (ms: number) => new Promise((done) => setTimeout(done, ms))
 
 describe('a flaky network', () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
@@ -37,7 +36,7 @@ describe('a flaky network', () => {
   })
 
   it(`keeps at most ${LIMIT} of ${CONTENDERS} looping contenders holding, and serves them all`, async (t) => {
-    const prefix = uniquePrefix('flaky')
+    const prefix = testPrefix(t, consul.url, 'flaky')
     const name = `flaky ${prefix}`
     const recorder = new SafetyRecorder(LIMIT, () => Date.now())
     const served = new Array<number>(CONTENDERS).fill(0)
@@ -107,6 +106,5 @@ describe('a flaky network', () => {
       },
       30_000,
     )
-    await deleteTree(consul.url, prefix)
   })
 })

@@ -11,9 +11,9 @@ import { describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import { semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { consulBin, processGone, uniquePrefix } from '../support/consul-agent.js'
+import { consulBin, processGone, testPrefix } from '../support/consul-agent.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
-import { deleteTree, eventually, listPrefix } from '../support/observe.js'
+import { eventually, listPrefix } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
 /** consul lock's sessions: the Go client's default TTL. */
@@ -33,7 +33,7 @@ describe('a partitioned consul lock -n 2 holder (comparison)', () => {
   const agent = agentSuite()
 
   it('measures consul lock -n 2 in the same situation (for comparison; its overlap is a finding)', async (t) => {
-    const prefix = uniquePrefix('partition-consul-lock')
+    const prefix = testPrefix(t, agent.url, 'partition-consul-lock')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-partition-'))
     const log = join(dir, 'child.log')
     const proxy = await startFaultProxy(agent.addr)
@@ -130,6 +130,5 @@ describe('a partitioned consul lock -n 2 holder (comparison)', () => {
       },
       40_000,
     )
-    await deleteTree(agent.url, prefix)
   })
 })

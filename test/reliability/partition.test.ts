@@ -6,9 +6,9 @@ import { describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import { createConsulClient, semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/consul-agent.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
-import { deleteTree, eventually, sessionsNamed } from '../support/observe.js'
+import { eventually, sessionsNamed } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
 const TTL_MS = 10_000
@@ -40,7 +40,7 @@ describe('a partitioned holder', () => {
 
   for (let trial = 1; trial <= TRIALS; trial++) {
     it(`trial ${trial} of ${TRIALS}: stops holding before its lease deadline, and before anyone takes over (TTL 10s)`, async (t) => {
-      const prefix = uniquePrefix(`partition-${trial}`)
+      const prefix = testPrefix(t, agent.url, `partition-${trial}`)
       const name = `partition ${prefix}`
       const proxy = await startFaultProxy(agent.addr)
       const holderClient = createConsulClient({ address: proxy.addr })
@@ -117,7 +117,6 @@ describe('a partitioned holder', () => {
       await eventually('sessions gone', async () =>
         (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
       )
-      await deleteTree(agent.url, prefix)
     })
   }
 })

@@ -9,15 +9,8 @@ import { after, describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import { HOLDER_FLAGS, semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { processGone, uniquePrefix } from '../support/consul-agent.js'
-import {
-  deleteTree,
-  eventually,
-  holdersOf,
-  listPrefix,
-  readLock,
-  sessionsNamed,
-} from '../support/observe.js'
+import { processGone, testPrefix } from '../support/consul-agent.js'
+import { eventually, holdersOf, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
 interface ChildState {
@@ -62,7 +55,7 @@ describe('contender processes killed with SIGKILL', () => {
   const agent = agentSuite()
 
   it('frees the slot only once the killed holder session is gone, and the waiter then uses it', async (t) => {
-    const prefix = uniquePrefix('sigkill')
+    const prefix = testPrefix(t, agent.url, 'sigkill')
     const name = `sigkill ${prefix}`
     const recorder = new SafetyRecorder(1, () => Date.now())
     const holder = startContender(agent.addr, prefix, name)
@@ -150,11 +143,10 @@ describe('contender processes killed with SIGKILL', () => {
       const sessions = await sessionsNamed(agent.url, name)
       return keys.every((k) => k === `${prefix}/.lock`) && sessions.length === 0 ? true : undefined
     })
-    await deleteTree(agent.url, prefix)
   })
 
   it('frees a slot handed to a waiter killed at that moment, once its session is gone', async (t) => {
-    const prefix = uniquePrefix('sigkill-hand-off')
+    const prefix = testPrefix(t, agent.url, 'sigkill-hand-off')
     const name = `sigkill-hand-off ${prefix}`
     const recorder = new SafetyRecorder(1, () => Date.now())
     const holder = semaphore({
@@ -231,6 +223,5 @@ describe('contender processes killed with SIGKILL', () => {
       nextSub.unsubscribe()
       holderSub.unsubscribe()
     }
-    await deleteTree(agent.url, prefix)
   })
 })

@@ -9,8 +9,8 @@ import { runInNewContext } from 'node:vm'
 import { filter, firstValueFrom } from 'rxjs'
 import { semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually, listPrefix, sessionsNamed } from '../support/observe.js'
+import { testPrefix } from '../support/consul-agent.js'
+import { eventually, listPrefix, sessionsNamed } from '../support/observe.js'
 
 const CYCLES = Number(process.env['RXSEM_SOAK_CYCLES'] ?? 10_000)
 // Cycles run in this many lanes at once, each on its own prefix: one cycle is mostly waiting
@@ -56,7 +56,9 @@ describe('soak', () => {
 
   it(`runs ${CYCLES} acquire/release cycles with no leak in Consul, sockets, timers or heap`, async (t) => {
     assert.ok(Number.isInteger(CYCLES) && CYCLES > 0, 'RXSEM_SOAK_CYCLES is a positive integer')
-    const prefixes = Array.from({ length: LANES }, (_, lane) => uniquePrefix(`soak-${lane}`))
+    const prefixes = Array.from({ length: LANES }, (_, lane) =>
+      testPrefix(t, agent.url, `soak-${lane}`),
+    )
     const name = `soak ${prefixes[0] ?? ''}`
     const cycle = async (prefix: string): Promise<void> => {
       const sem = semaphore({ prefix, limit: 1, consul: agent.client, sessionName: name })
@@ -124,7 +126,6 @@ describe('soak', () => {
         const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
         return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
       })
-      await deleteTree(agent.url, prefix)
     }
     assert.deepEqual(await sessionsNamed(agent.url, name), [], 'no session left')
   })

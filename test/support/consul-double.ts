@@ -64,6 +64,16 @@ export interface DoubleCall {
   answer?: string
 }
 
+/** One HTTP request the client layer sent to the double's agent, as the request log shows it. */
+export interface DoubleRequest {
+  /** The client's name (`connect(name)`; the first client is 'client'). */
+  readonly client: string
+  /** The request line as the agent sees it, e.g. `PUT /v1/txn` or `GET /v1/kv/p/?recurse&index=12`. */
+  readonly line: string
+  /** The scheduler's time when it reached the agent. */
+  readonly at: number
+}
+
 /** Which calls a `fail` or `hold` applies to (default: every call of the method). */
 export type CallFilter = (call: DoubleCall) => boolean
 
@@ -128,6 +138,11 @@ export interface ConsulDouble {
   hold(method: DoubleMethod, options?: { when?: CallFilter }): CallGate
   /** Every call made so far, in order. */
   calls(): readonly DoubleCall[]
+  /**
+   * Every HTTP request that reached the agent so far, in order: what a real agent would have
+   * served. A call failed unapplied by `fail`, or still held by `hold`, sent none.
+   */
+  requests(): readonly DoubleRequest[]
   /** Closes every client (in-flight calls answer Aborted) and stops the double's timers. */
   close(): Promise<void>
 }
@@ -211,6 +226,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
   })
   const config = resolveConfig({ address: '127.0.0.1:8500', env: {} })
   const log: DoubleCall[] = []
+  const requestLog: DoubleRequest[] = []
   const faults: Fault[] = []
   const gates: Gate[] = []
   /** One per client: aborted when the client (or the whole double) closes. */
@@ -243,7 +259,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
   }
 
   /** The transport of one client: requests go to the double's agent, not to the network. */
-  function transportFor(closing: AbortSignal): Transport {
+  function transportFor(name: string, closing: AbortSignal): Transport {
     return {
       config,
       network: { failures: () => 0, onRecovered: () => () => undefined },
@@ -257,6 +273,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
           const label = `${request.method} ${request.path}${queryString(request.query)}`
           if (closing.aborted) return E.left(aborted(label, 'closed'))
           if (request.signal?.aborted) return E.left(aborted(label, 'caller'))
+          requestLog.push({ client: name, line: label, at: scheduler.now() })
           const controller = new AbortController()
           const watch = whenAborted(request.signal, closing)
           void watch.fired.then((why) => controller.abort(aborted(label, why)))
@@ -326,7 +343,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
     const closing = new AbortController()
     closings.add(closing)
     const me = { name, closing: closing.signal }
-    const transport = transportFor(closing.signal)
+    const transport = transportFor(name, closing.signal)
     const kv = { ...createKv(transport), txn: createTxn(transport) }
     const session = createSessions(transport)
     const client: ConsulClient = {
@@ -458,6 +475,7 @@ export function createConsulDouble(options: ConsulDoubleOptions = {}): ConsulDou
       }
     },
     calls: () => log,
+    requests: () => requestLog,
     close: () => {
       for (const closing of closings) closing.abort()
       closings.clear()

@@ -99,6 +99,14 @@ export async function destroyRawSession(url: string, id: string): Promise<void> 
   await res.text()
 }
 
+/**
+ * Resolves after `ms` of wall-clock time. For a window in which something must not happen, a
+ * pace or a hold time; a test waiting for a state uses `eventually` or the state's Observable.
+ */
+export function sleep(ms: number): Promise<void> {
+  return new Promise((done) => setTimeout(done, ms))
+}
+
 /** Polls `check` until it returns a value other than undefined, or fails after `timeoutMs`. */
 export async function eventually<T>(
   what: string,
@@ -111,6 +119,6 @@ export async function eventually<T>(
     if (value !== undefined) return value
     if (Date.now() > deadline)
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((done) => setTimeout(done, 50))
+    await sleep(50)
   }
 }

@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { LOCK_FLAGS } from '../src/shared/flags.js'
-import { decide } from '../src/core/semaphore/decide.js'
-import type { Decision } from '../src/core/events.js'
+import { LOCK_FLAGS } from '../../src/shared/flags.js'
+import { decide } from '../../src/core/semaphore/decide.js'
+import type { Decision } from '../../src/core/events.js'
 import {
   corruptBodies,
   decideScenarios,
   goMapHolderValues,
   options,
   type DecideScenario,
-} from './support/decide-scenarios.js'
-import { text } from './support/snapshot.js'
+} from '../support/decide-scenarios.js'
+import { text } from '../../marbles/support/snapshot.js'
 
-/** The scenario of the table (marbles/support/decide-scenarios.ts) with this name. */
+/** The scenario of the table (test/support/decide-scenarios.ts) with this name. */
 function scenario(name: string): DecideScenario {
   const found = (decideScenarios as Record<string, DecideScenario>)[name]
   if (found === undefined) throw new Error(`no decide scenario named ${JSON.stringify(name)}`)

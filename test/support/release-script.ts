@@ -1,6 +1,6 @@
 /**
  * Test-only: plays a release plan against a script of answers and writes each call it asks for as
- * one short line, so that a spec reads as the conversation between the plan and Consul.
+ * one short line, so that a test reads as the conversation between the plan and Consul.
  */
 import assert from 'node:assert/strict'
 import * as E from 'fp-ts/lib/Either.js'

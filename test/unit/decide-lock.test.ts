@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../src/shared/flags.js'
-import { decideLock, lockDecider, readLockLeader } from '../src/core/single-key-lock/decide-lock.js'
-import type { Decision } from '../src/core/events.js'
-import { bytes, lockEntry, snapshotOf, text } from './support/snapshot.js'
+import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
+import {
+  decideLock,
+  lockDecider,
+  readLockLeader,
+} from '../../src/core/single-key-lock/decide-lock.js'
+import type { Decision } from '../../src/core/events.js'
+import { bytes, lockEntry, snapshotOf, text } from '../../marbles/support/snapshot.js'
 
 const prefix = 'svc/leader'
 const options = { prefix, session: 'me', value: 'node-a' }

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { decide } from '../src/core/semaphore/decide.js'
-import { viewCache } from '../src/core/semaphore/view-cache.js'
-import { decideScenarios, type DecideScenario } from './support/decide-scenarios.js'
+import { decide } from '../../src/core/semaphore/decide.js'
+import { viewCache } from '../../src/core/semaphore/view-cache.js'
+import { decideScenarios, type DecideScenario } from '../support/decide-scenarios.js'
 
 /**
  * Another contender of the scenario's snapshot: the first session that locks its own key there

@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
-import { lockReleaseNext, lockReleaseStart } from '../src/core/release/lock-release-plan.js'
-import { answer, failure, play } from './support/release-script.js'
+import { lockReleaseNext, lockReleaseStart } from '../../src/core/release/lock-release-plan.js'
+import { answer, failure, play } from '../support/release-script.js'
 
 const start = () => lockReleaseStart({ prefix: 'svc/leader', session: 'me', value: 'node-a' })
 const release = 'put svc/leader/.lock node-a release=me flags=LOCK'

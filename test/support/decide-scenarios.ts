@@ -1,12 +1,12 @@
 /**
  * Test-only table of the snapshots the semaphore decision is specified on: each scenario is one
- * contender deciding on one snapshot. marbles/decide.spec.ts states what `decide` answers in each;
- * marbles/prefix-view.spec.ts replays every one of them through a decider shared by two contenders.
+ * contender deciding on one snapshot. test/unit/decide.test.ts states what `decide` answers in each;
+ * test/unit/prefix-view.test.ts replays every one of them through a decider shared by two contenders.
  */
 import { LOCK_FLAGS } from '../../src/shared/flags.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import type { DecideOptions } from '../../src/core/semaphore/decide.js'
-import { contenderEntry, lockEntry, snapshotOf } from './snapshot.js'
+import { contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
 
 export const prefix = 'svc/lock'
 /** The deciding contender of most scenarios: session 'me', limit 2. */
@@ -67,7 +67,7 @@ const oneSlotFree = snapshotOf([lockEntry(prefix, '{"Limit":1,"Holders":{}}', 40
 const tiedWaiters = snapshotOf([contenderEntry(prefix, 'b', 10n), contenderEntry(prefix, 'a', 10n)])
 const twoInLine = snapshotOf([contenderEntry(prefix, 'a', 10n), contenderEntry(prefix, 'b', 11n)])
 
-/** Every scenario of the decide specs, by name. */
+/** Every scenario of the decide tests, by name. */
 export const decideScenarios = {
   'a missing .lock': { snapshot: snapshotOf([me]), options },
   'an empty .lock value': { snapshot: snapshotOf([lockEntry(prefix, null, 7n), me]), options },

@@ -1,0 +1,337 @@
+// How many requests each scenario of the protocol costs, request by request, on the in-memory
+// Consul double (test/support/consul-double.ts) in virtual time: its request log lists every HTTP
+// request that reached the agent, so an extra read or write anywhere in a path fails here. Time is
+// moved by hand (`advanceBy`), one virtual millisecond at a time until the state a scenario waits
+// for, so a renewal or a long poll's end never falls inside a scenario by accident.
+//
+// The lines are the request lines, with each session id written as the name of the contender
+// that owns it (`<a>`): `a: PUT /v1/txn` is client `a`'s transaction.
+import assert from 'node:assert/strict'
+import { afterEach, beforeEach, describe, it } from 'node:test'
+import { VirtualTimeScheduler, type Observable, type Subscription } from 'rxjs'
+import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
+import { leaderElection, type LeaderElectionState } from '../../src/leader-election.js'
+import { semaphore, type SemaphoreState } from '../../src/semaphore.js'
+import { advanceBy, createConsulDouble, type ConsulDouble } from '../support/consul-double.js'
+
+const prefix = 'svc/counted'
+/** The flags of a semaphore contender key (the semaphore's + 1), as the request line has them. */
+const CONTENDER = (BigInt(SEMAPHORE_FLAGS) + 1n).toString()
+/** A blocking listing of the prefix, from `index`. */
+const poll = (index: number): string => `GET /v1/kv/${prefix}?recurse&index=${index}&wait=30000ms`
+/** The first listing of the prefix (does not block). */
+const LIST = `GET /v1/kv/${prefix}?recurse`
+const TXN = 'PUT /v1/txn'
+const CREATE = 'PUT /v1/session/create'
+const joinKey = (who: string): string =>
+  `PUT /v1/kv/${prefix}/<${who}>?flags=${CONTENDER}&acquire=<${who}>`
+
+type State = SemaphoreState | LeaderElectionState
+interface Followed {
+  readonly name: string
+  last?: State
+}
+
+describe('request counts, in virtual time on the Consul double', () => {
+  let scheduler: VirtualTimeScheduler
+  let double: ConsulDouble
+  const subscriptions: Subscription[] = []
+  const followed: Followed[] = []
+  /** How far into the double's request log `requests()` has read. */
+  let read = 0
+
+  beforeEach(() => {
+    scheduler = new VirtualTimeScheduler()
+    double = createConsulDouble({ scheduler })
+    followed.length = 0
+    read = 0
+  })
+  afterEach(async () => {
+    for (const s of subscriptions.splice(0)) s.unsubscribe()
+    await double.close()
+  })
+
+  /** Keeps the last state of `contender`, whose session ids the request lines show as `<name>`. */
+  function follow(name: string, contender: { readonly state$: Observable<State> }) {
+    const seen: Followed = { name }
+    followed.push(seen)
+    subscriptions.push(contender.state$.subscribe((s) => (seen.last = s)))
+    return seen
+  }
+
+  /** The requests since the last call, as `client: METHOD path`, session ids by their owner. */
+  function requests(): string[] {
+    const names = new Map<string, string>()
+    for (const f of followed) {
+      const session = f.last?.session
+      if (session !== undefined) names.set(session, f.name)
+    }
+    const log = double.requests().slice(read)
+    read += log.length
+    return log.map(
+      (r) =>
+        `${r.client}: ${r.line.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, (id) => `<${names.get(id) ?? 'unknown'}>`)}`,
+    )
+  }
+
+  /** Moves virtual time a millisecond at a time until `done()`, at most `limitMs`. */
+  async function until(what: string, done: () => boolean, limitMs = 10_000): Promise<void> {
+    await advanceBy(scheduler, 0)
+    const end = scheduler.now() + limitMs
+    while (!done()) {
+      if (scheduler.now() >= end) assert.fail(`${what}: not reached in ${limitMs} virtual ms`)
+      await advanceBy(scheduler, 1)
+    }
+  }
+
+  /** Closes `contender`, moving virtual time until close() resolved. */
+  async function close(contender: { close(): Promise<void> }): Promise<void> {
+    let closed = false
+    const closing = contender.close().then(() => (closed = true))
+    await until('close() resolved', () => closed)
+    await closing
+  }
+
+  /** Lets every request the last step caused go out (the long polls that follow a write). */
+  const quiet = (): Promise<void> => advanceBy(scheduler, 10)
+
+  describe('the semaphore (limit 1)', () => {
+    const contender = (name: string) => {
+      const sem = semaphore({ prefix, limit: 1, consul: double.connect(name), scheduler })
+      return { sem, seen: follow(name, sem) }
+    }
+
+    it('acquires uncontended in five requests and two polls of the watch after them, and releases in two', async () => {
+      const a = contender('a')
+      await until('a holds', () => a.seen.last?.holding === true)
+      await quiet()
+      assert.deepEqual(requests(), [
+        `a: ${CREATE}`,
+        // A client new to the prefix lists it before it writes its contender key.
+        `a: ${LIST}`,
+        `a: ${joinKey('a')}`,
+        // The empty prefix answered index 0 (the double's KV table is empty): the poll blocks
+        // from 1, and answers at once with the key.
+        `a: ${poll(1)}`,
+        // CAS .lock, check the session's key, mark the key holder: one transaction.
+        `a: ${TXN}`,
+        // The watch follows: the answer that shows the CAS, then the long poll it parks on.
+        `a: ${poll(12)}`,
+        `a: ${poll(13)}`,
+      ])
+      await close(a.sem)
+      assert.deepEqual(requests(), [
+        // CAS the session out of .lock and delete the key, computed from the last snapshot.
+        `a: ${TXN}`,
+        'a: PUT /v1/session/destroy/<a>',
+      ])
+    })
+
+    it('joins in one transaction on a client that saw the prefix: a second tenure acquires in three requests', async () => {
+      const client = double.connect('a')
+      const first = semaphore({ prefix, limit: 1, consul: client, scheduler })
+      const one = follow('a', first)
+      await until('the first tenure holds', () => one.last?.holding === true)
+      await quiet()
+      await close(first)
+      requests()
+      const second = semaphore({ prefix, limit: 1, consul: client, scheduler })
+      const two = follow('a2', second)
+      await until('the second tenure holds', () => two.last?.holding === true)
+      await quiet()
+      assert.deepEqual(requests(), [
+        `a: ${CREATE}`,
+        // Lock its key and read the prefix as of that write, in one transaction.
+        `a: ${TXN}`,
+        // The CAS.
+        `a: ${TXN}`,
+        `a: ${poll(17)}`,
+        `a: ${poll(18)}`,
+      ])
+      await close(second)
+    })
+
+    it('reads .lock before its release when it closes before the watch showed its own CAS', async () => {
+      // The long poll that would show a's CAS is held on the way: a holds (the CAS answered), but
+      // its last snapshot does not list it in .lock.
+      const afterCas = double.hold('kv.list', {
+        when: () => double.calls().some((call) => call.method === 'kv.txn'),
+      })
+      const a = contender('a')
+      await until('a holds', () => a.seen.last?.holding === true)
+      requests()
+      await close(a.sem)
+      assert.deepEqual(requests(), [
+        `a: GET /v1/kv/${prefix}/.lock`,
+        `a: ${TXN}`,
+        'a: PUT /v1/session/destroy/<a>',
+      ])
+      afterCas.release()
+    })
+
+    it('renews its session every TTL/2 and sends nothing else while it holds', async () => {
+      const a = contender('a')
+      await until('a holds', () => a.seen.last?.holding === true)
+      await quiet()
+      requests()
+      const heldAt = scheduler.now() - 10
+      // TTL 15 s: a renewal 7.5 s after the session was created, then every 7.5 s.
+      await advanceBy(scheduler, heldAt + 7_499 - scheduler.now())
+      assert.deepEqual(requests(), [], 'nothing before TTL/2')
+      await advanceBy(scheduler, 1)
+      assert.deepEqual(requests(), ['a: PUT /v1/session/renew/<a>'])
+      await advanceBy(scheduler, 7_500)
+      assert.deepEqual(requests(), ['a: PUT /v1/session/renew/<a>'])
+      assert.equal(a.seen.last?.holding, true)
+      await close(a.sem)
+      requests()
+    })
+
+    it('hands the slot to a waiter in three requests: the holder’s transaction and destroy, the waiter’s poll', async () => {
+      const a = contender('a')
+      await until('a holds', () => a.seen.last?.holding === true)
+      await quiet()
+      requests()
+      const b = contender('b')
+      await until('b waits', () => (b.seen.last as SemaphoreState | undefined)?.rank === 0)
+      await quiet()
+      assert.deepEqual(requests(), [
+        `b: ${CREATE}`,
+        `b: ${LIST}`,
+        `b: ${joinKey('b')}`,
+        `b: ${poll(13)}`,
+        // b's key wakes a's long poll; both park on the prefix.
+        `a: ${poll(15)}`,
+        `b: ${poll(15)}`,
+      ])
+      await close(a.sem)
+      await until('b holds', () => b.seen.last?.holding === true)
+      await quiet()
+      assert.deepEqual(requests(), [
+        // One transaction: check b's key, CAS .lock a → b, delete a's key, mark b's key holder.
+        `a: ${TXN}`,
+        'a: PUT /v1/session/destroy/<a>',
+        // b learns it holds from the snapshot: no CAS of its own.
+        `b: ${poll(16)}`,
+      ])
+      await close(b.sem)
+      requests()
+    })
+
+    it('loses a CAS for the last slot in one transaction, and waits on the watch after it', async () => {
+      // c is first in line; its CAS is held on the way. d, second, sees the slot free for its
+      // fairness grace and tries too; c's CAS lands first, d's finds .lock changed.
+      const cGate = double.hold('kv.txn', { when: (call) => call.client === 'c' })
+      const dGate = double.hold('kv.txn', { when: (call) => call.client === 'd' })
+      const c = contender('c')
+      const d = contender('d')
+      let reached = 0
+      for (const gate of [cGate, dGate]) void gate.reached.then(() => (reached += 1))
+      await until('both CASes on the way', () => reached === 2)
+      assert.deepEqual(requests(), [
+        `c: ${CREATE}`,
+        `d: ${CREATE}`,
+        `c: ${LIST}`,
+        `d: ${LIST}`,
+        `c: ${joinKey('c')}`,
+        `d: ${joinKey('d')}`,
+        `c: ${poll(1)}`,
+        `d: ${poll(1)}`,
+        `c: ${poll(14)}`,
+        `d: ${poll(14)}`,
+      ])
+      cGate.release()
+      dGate.release()
+      await until('c holds', () => c.seen.last?.holding === true)
+      await until('d saw c hold', () => (d.seen.last as SemaphoreState).holders.length === 1)
+      await quiet()
+      const txns = double.calls().filter((call) => call.method === 'kv.txn')
+      assert.deepEqual(
+        txns.map((call) => `${call.client} ${call.answer}`),
+        ['c ok', 'd rolled back'],
+        'the race the test means: c won, d lost its CAS',
+      )
+      assert.deepEqual(requests(), [
+        `c: ${TXN}`,
+        `d: ${TXN}`,
+        // Both polls from 14 answer with c's CAS; both park again. d neither reads .lock nor
+        // writes again: the snapshot tells it that c holds.
+        `c: ${poll(15)}`,
+        `d: ${poll(15)}`,
+      ])
+      assert.equal(d.seen.last?.holding, false)
+      await close(c.sem)
+      await close(d.sem)
+      requests()
+    })
+  })
+
+  describe('the leader election', () => {
+    const contender = (name: string) => {
+      const election = leaderElection({ prefix, consul: double.connect(name), scheduler })
+      return { election, seen: follow(name, election) }
+    }
+
+    it('leads uncontended in three requests and two polls of the watch after them, and gives the lead back in two', async () => {
+      const a = contender('a')
+      await until('a leads', () => a.seen.last?.holding === true)
+      await quiet()
+      assert.deepEqual(requests(), [
+        `a: ${CREATE}`,
+        `a: ${LIST}`,
+        // The lock operation on .lock, in a transaction.
+        `a: ${TXN}`,
+        `a: ${poll(1)}`,
+        `a: ${poll(12)}`,
+      ])
+      await close(a.election)
+      assert.deepEqual(requests(), [
+        `a: PUT /v1/kv/${prefix}/.lock?flags=${LOCK_FLAGS}&release=<a>`,
+        'a: PUT /v1/session/destroy/<a>',
+      ])
+    })
+
+    it('renews its session every TTL/2 and sends nothing else while it leads', async () => {
+      const a = contender('a')
+      await until('a leads', () => a.seen.last?.holding === true)
+      await quiet()
+      requests()
+      const heldAt = scheduler.now() - 10
+      await advanceBy(scheduler, heldAt + 7_499 - scheduler.now())
+      assert.deepEqual(requests(), [], 'nothing before TTL/2')
+      await advanceBy(scheduler, 1)
+      assert.deepEqual(requests(), ['a: PUT /v1/session/renew/<a>'])
+      await close(a.election)
+      requests()
+    })
+
+    it('passes the lead to a waiter in five requests: the leader’s release and destroy, the waiter’s lock and polls', async () => {
+      const a = contender('a')
+      await until('a leads', () => a.seen.last?.holding === true)
+      await quiet()
+      requests()
+      const b = contender('b')
+      await until('b waits', () => (b.seen.last as LeaderElectionState | undefined)?.leader != null)
+      await quiet()
+      assert.deepEqual(requests(), [
+        `b: ${CREATE}`,
+        `b: ${LIST}`,
+        // The key is a's: b does not try it, it waits on the watch.
+        `b: ${poll(12)}`,
+      ])
+      await close(a.election)
+      await until('b leads', () => b.seen.last?.holding === true)
+      await quiet()
+      assert.deepEqual(requests(), [
+        `a: PUT /v1/kv/${prefix}/.lock?flags=${LOCK_FLAGS}&release=<a>`,
+        'a: PUT /v1/session/destroy/<a>',
+        // The poll answers with the key free; b takes it, and the watch follows its write.
+        `b: ${TXN}`,
+        `b: ${poll(14)}`,
+        `b: ${poll(16)}`,
+      ])
+      await close(b.election)
+      requests()
+    })
+  })
+})

@@ -36,9 +36,9 @@ const fpTsAndIoTs = {
   alias: { 'fp-ts/lib': join(packageDir('fp-ts'), 'es6') },
 }
 
-// The ES module build: the package's three entries (the root, /testing, /experimental) and chunks
-// for what they share, so that an error class or a registry is one whichever entry it comes
-// through. Node 20 pays for every module an ES module graph loads before it runs any of it (100
+// The ES module build: the package's four entries (the root, /testing, /experimental, /consul)
+// and chunks for what they share, so that an error class or a registry is one whichever entry it
+// comes through. Node 20 pays for every module an ES module graph loads before it runs any of it (100
 // empty ES modules: 9 MB of RSS), and more for each CommonJS package an ES module imports: tsc's
 // output, some 100 modules importing fp-ts, io-ts and rxjs, cost an import 24 MB of RSS over a
 // bare node and 4 times its CPU; this, 16 MB and 2.6 times (bench step `import`). fp-ts and io-ts
@@ -52,6 +52,7 @@ const esm = await build({
     index: 'src/index.ts',
     'testing/index': 'src/testing/index.ts',
     experimental: 'src/experimental.ts',
+    'consul/index': 'src/consul/index.ts',
   },
   outdir: 'dist/esm',
   chunkNames: 'chunks/[name]-[hash]',

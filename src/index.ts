@@ -2,11 +2,13 @@
  * rx-consul-semaphore: a reactive distributed semaphore and leader election on Consul.
  *
  * This entry is what users compose with: the contenders (`semaphore`, `leaderElection`), their
- * one-shot and Promise forms (`tryAcquire`, `tryLead`, `withSlot`, `exclusive`), their options,
- * states and errors, and the Consul client they run on with its capability interface. Removing
- * or changing any of these names is a breaking change. The pure core's building blocks (the
- * decide steps, the contender reducer and its state, the `.lock` codec) are in
- * `rx-consul-semaphore/experimental`, which may change in any minor release; test doubles are in
+ * one-shot and Promise forms (`tryAcquire`, `tryLead`, `withSlot`, `exclusive`), `setLimit`,
+ * their options, states and errors, and what it takes to pass them a Consul client
+ * (`createConsulClient`, the `ConsulClient` type and its configuration). Removing or changing any
+ * of these names is a breaking change. The Consul client's raw calls, their options and answers,
+ * and its typed failures are in `rx-consul-semaphore/consul`; the pure core's building blocks
+ * (the decide steps, the contender reducer and its state, the `.lock` codec) are in
+ * `rx-consul-semaphore/experimental`; both may change in any minor release. Test doubles are in
  * `rx-consul-semaphore/testing`.
  *
  * @packageDocumentation
@@ -40,6 +42,9 @@ export { tryAcquire, tryLead, type TryOptions } from './try-acquire.js'
 export { withSlot, type WithSlotOptions } from './with-slot.js'
 export { setLimit, type LimitChange, type SetLimitOptions } from './set-limit.js'
 export type { SlotGuard } from './slot-guard.js'
+// The operations and the answer of a guard's `fencedTxn`.
+export type { TxnOp, TxnResult } from './consul/client-api.js'
+export type { KVEntry } from './consul/types.js'
 export {
   exclusive,
   type ExclusiveOptions,
@@ -54,43 +59,10 @@ export { SEMAPHORE_FLAGS, LOCK_FLAGS, CONTENDER_FLAGS, HOLDER_FLAGS } from './sh
 export { lockKey } from './core/keys/lock-key.js'
 export { contenderKey } from './core/keys/contender-key.js'
 
-// The Consul client: its configuration, its capability interface (pass your own, or wrap one),
-// and its typed failures.
-export { createConsulClient, type ConsulHttpClient } from './consul/client.js'
-export type {
-  ConsulClientConfig,
-  ConsulTlsOptions,
-  Consistency,
-  ResolvedConfig,
-} from './consul/config.js'
+// The Consul client to pass as `consul`: its factory, its capability interface (to name or wrap
+// a client), its configuration and the error a wrong configuration throws. The client's raw calls,
+// their options and answers, and its typed failures are in `rx-consul-semaphore/consul`.
+export { createConsulClient } from './consul/client.js'
+export type { ConsulClientConfig, ConsulTlsOptions, Consistency } from './consul/config.js'
 export { ConsulConfigError } from './consul/config-error.js'
-export type {
-  ConsulClient,
-  CallOptions,
-  ReadOptions,
-  ListOptions,
-  PutOptions,
-  DeleteOptions,
-  SessionCreateOptions,
-  SessionInfo,
-  TxnOp,
-  TxnResult,
-  WatchOptions,
-  NetworkHealth,
-} from './consul/client-api.js'
-export type { KVEntry, KVSnapshot, WatchEvent } from './consul/types.js'
-export { watchPrefix } from './consul/watch-prefix.js'
-export { isTransient } from './consul/errors.js'
-export type {
-  ConsulError,
-  Unreachable,
-  TlsRejected,
-  Timeout,
-  PermissionDenied,
-  NotConsul,
-  ServerError,
-  BadRequest,
-  DecodeError,
-  TooLarge,
-  Aborted,
-} from './consul/errors.js'
+export type { ConsulClient } from './consul/client-api.js'

@@ -193,10 +193,17 @@ const idle: LeaderElectionState = {
  * @throws SemaphoreError('InvalidOptions') at once when an option is wrong, naming every wrong
  *   one; nothing is sent to Consul then.
  */
-export function leaderElection(
+export function leaderElection(options: LeaderElectionOptions): LeaderElection {
+  return contendForLead(options, {})
+}
+
+/**
+ * @internal `leaderElection(options)` set up as `tryLead` or `rxsem run` need it (see
+ * ContenderInternals); not exported from any entry of the package.
+ */
+export function contendForLead(
   options: LeaderElectionOptions,
-  /** @internal How `tryLead` sets the contender up; not part of the public API. */
-  internal: ContenderInternals = {},
+  internal: ContenderInternals,
 ): LeaderElection {
   const resolved = resolveContenderOptions(options, 'rx-consul-semaphore leader')
   const { state$, holding$, close, lifecycle, guard } = contenderHandle<LeaderElectionState>({

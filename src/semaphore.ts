@@ -90,13 +90,37 @@ export interface SemaphoreState {
 export interface ContenderFailure {
   /** What keeps failing: the prefix watch, the session's renewals, or creating a session. */
   readonly during: 'watch' | 'renewal' | 'session'
-  /** The Consul layer's name of the failure: 'ServerError', 'Unreachable', 'Timeout', ... */
-  readonly kind: ConsulError['_tag']
+  /** The Consul layer's name of the failure (a ConsulError's `_tag`). */
+  readonly kind:
+    | 'Unreachable'
+    | 'TlsRejected'
+    | 'Timeout'
+    | 'PermissionDenied'
+    | 'NotConsul'
+    | 'ServerError'
+    | 'BadRequest'
+    | 'DecodeError'
+    | 'TooLarge'
+    | 'Aborted'
   /** Consul's HTTP status, when it answered (e.g. 429, 500, 503). */
   readonly status?: number | undefined
   /** What went wrong and what to do; never contains the ACL token. */
   readonly message: string
 }
+
+/**
+ * Fails to compile when ContenderFailure's `kind` misses a ConsulError `_tag`, or has one more:
+ * the kinds are spelled out so that the root entry's types do not depend on the low-level
+ * client's (`rx-consul-semaphore/consul`, which may change in a minor release).
+ */
+type SameKinds = [ContenderFailure['kind'], ConsulError['_tag']] extends [
+  ConsulError['_tag'],
+  ContenderFailure['kind'],
+]
+  ? true
+  : never
+const sameKinds: SameKinds = true
+void sameKinds
 
 /** @internal The public `lastError` of the core's last failure (memoised: same in, same out). */
 export function toContenderFailure(failure: LastFailure): ContenderFailure {
@@ -231,11 +255,15 @@ const idle = (limit: number): SemaphoreState => ({
  * @throws SemaphoreError('InvalidOptions') at once when an option is wrong, naming every wrong
  *   one; nothing is sent to Consul then.
  */
-export function semaphore(
-  options: SemaphoreOptions,
-  /** @internal How `tryAcquire` sets the contender up; not part of the public API. */
-  internal: ContenderInternals = {},
-): Semaphore {
+export function semaphore(options: SemaphoreOptions): Semaphore {
+  return contendForSlot(options, {})
+}
+
+/**
+ * @internal `semaphore(options)` set up as `tryAcquire`, `withSlot` or `rxsem run` need it (see
+ * ContenderInternals); not exported from any entry of the package.
+ */
+export function contendForSlot(options: SemaphoreOptions, internal: ContenderInternals): Semaphore {
   const resolved = resolveSemaphoreOptions(options, 'rx-consul-semaphore', internal.checkMore)
   const { state$, holding$, close, guard } = contenderHandle<SemaphoreState>({
     consul: options.consul,

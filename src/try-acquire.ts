@@ -1,11 +1,11 @@
 import type { Observable, Subscription } from 'rxjs'
 import { closeOnDispose } from './close-on-dispose.js'
 import {
-  leaderElection,
+  contendForLead,
   type LeaderElection,
   type LeaderElectionOptions,
 } from './leader-election.js'
-import { semaphore, type Semaphore } from './semaphore.js'
+import { contendForSlot, type Semaphore } from './semaphore.js'
 import type { SemaphoreOptions } from './options/contender-options.js'
 import { abortedError } from './errors.js'
 
@@ -40,7 +40,7 @@ import { abortedError } from './errors.js'
 export function tryAcquire(options: TryOptions<SemaphoreOptions>): Promise<Semaphore | null> {
   const { signal, ...semaphoreOptions } = options
   if (signal?.aborted === true) return Promise.reject(abortedError(signal, 'trying for a slot'))
-  return made(() => semaphore(semaphoreOptions, { tryOnce: true }), signal)
+  return made(() => contendForSlot(semaphoreOptions, { tryOnce: true }), signal)
 }
 
 /** The options of a try-once: the contender's, and the caller's signal. */
@@ -72,7 +72,7 @@ export function tryLead(
 ): Promise<LeaderElection | null> {
   const { signal, ...electionOptions } = options
   if (signal?.aborted === true) return Promise.reject(abortedError(signal, 'trying to lead'))
-  return made(() => leaderElection(electionOptions, { tryOnce: true }), signal)
+  return made(() => contendForLead(electionOptions, { tryOnce: true }), signal)
 }
 
 interface Contender {

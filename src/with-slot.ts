@@ -2,7 +2,7 @@ import { asyncScheduler } from 'rxjs'
 import { SemaphoreError, abortedError } from './errors.js'
 import { formatGoDuration } from './consul/durations.js'
 import { checkTimeout, type Duration, type SemaphoreOptions } from './options/contender-options.js'
-import { semaphore, type Semaphore } from './semaphore.js'
+import { contendForSlot, type Semaphore } from './semaphore.js'
 import type { SlotGuard } from './slot-guard.js'
 
 /**
@@ -49,7 +49,7 @@ export function withSlot<T>(
   let sem: Semaphore
   try {
     // The wait's bound is checked with the semaphore's options: one error names every problem.
-    sem = semaphore(semaphoreOptions, {
+    sem = contendForSlot(semaphoreOptions, {
       checkMore: (report) => {
         if (waitTimeout !== undefined) {
           waitTimeoutMs = checkTimeout('waitTimeout', waitTimeout, report)

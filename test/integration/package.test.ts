@@ -2,11 +2,11 @@
 // must build by itself), installed with rxjs into a fresh project made by `npm init -y` (a
 // CommonJS one), type-checked for a consumer by TypeScript 5.9 and 7 with and without @types/node,
 // run from `import` and from `require` against the test run's Consul agent, and its `rxsem` bin
-// run from node_modules/.bin. Its three entries (the root, /testing and /experimental) resolve for
-// each, and their types also for a consumer still on `moduleResolution: node10` (through
-// "typesVersions"). The README's quick start runs there with `node`, and its API tour with `npx
-// tsx`, as the README tells a newcomer to run them (tour.test.ts checks that the README shows
-// these files word for word). The package carries its LICENSE, CHANGELOG and docs, and every
+// run from node_modules/.bin. Its four entries (the root, /testing, /experimental and /consul)
+// resolve for each, and their types also for a consumer still on `moduleResolution: node10`
+// (through "typesVersions"). The README's quick start runs there with `node`, and its API tour
+// with `npx tsx`, as the README tells a newcomer to run them (tour.test.ts checks that the README
+// shows these files word for word). The package carries its LICENSE, CHANGELOG and docs, and every
 // relative link in its markdown, and every docs/ path its code names, resolves inside it.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
@@ -78,7 +78,8 @@ export async function scoped(): Promise<void> {
 const NODE10_TYPES = `import type { Semaphore } from 'rx-consul-semaphore'
 import type { FakeSemaphore } from 'rx-consul-semaphore/testing'
 import type { ContenderState } from 'rx-consul-semaphore/experimental'
-export type Entries = [Semaphore, FakeSemaphore, ContenderState]
+import type { ConsulError } from 'rx-consul-semaphore/consul'
+export type Entries = [Semaphore, FakeSemaphore, ContenderState, ConsulError]
 `
 
 /** The environment without the npm_* variables of the `npm test` this runs under. */
@@ -246,6 +247,10 @@ describe('the packed package', { timeout: 280_000 }, () => {
       'dist/esm/experimental.d.ts',
       'dist/cjs/experimental.js',
       'dist/cjs/experimental.d.ts',
+      'dist/esm/consul/index.js',
+      'dist/esm/consul/index.d.ts',
+      'dist/cjs/consul/index.js',
+      'dist/cjs/consul/index.d.ts',
       'dist/rxsem.cjs',
       'dist/rxsem-watchdog.sh',
     ]) {
@@ -308,20 +313,19 @@ describe('the packed package', { timeout: 280_000 }, () => {
     await run(process.execPath, [COMPILERS['TypeScript 7'], '-p', 'tsconfig.plain.json'], {
       cwd: consumer,
     })
-    for (const [program, loads, loadsCore] of [
-      [
-        'out/consumer.mjs',
-        /^import .* from 'rx-consul-semaphore';$/m,
-        /^import .* from 'rx-consul-semaphore\/experimental';$/m,
-      ],
-      [
-        'out/consumer.cjs',
-        /= require\("rx-consul-semaphore"\);$/m,
-        /= require\("rx-consul-semaphore\/experimental"\);$/m,
-      ],
+    for (const [program, loads] of [
+      ['out/consumer.mjs', (entry: string) => new RegExp(`^import .* from '${entry}';$`, 'm')],
+      ['out/consumer.cjs', (entry: string) => new RegExp(`= require\\("${entry}"\\);$`, 'm')],
     ] as const) {
-      assert.match(readFileSync(join(consumer, program), 'utf8'), loads)
-      assert.match(readFileSync(join(consumer, program), 'utf8'), loadsCore)
+      // Each entry the program uses is loaded by the module system the program was compiled to.
+      for (const entry of [
+        'rx-consul-semaphore',
+        'rx-consul-semaphore/testing',
+        'rx-consul-semaphore/experimental',
+        'rx-consul-semaphore/consul',
+      ]) {
+        assert.match(readFileSync(join(consumer, program), 'utf8'), loads(entry), entry)
+      }
       const { stdout } = await run(process.execPath, [program], {
         cwd: consumer,
         env: { PATH: process.env['PATH'] ?? '', CONSUL_HTTP_ADDR: consul.addr },

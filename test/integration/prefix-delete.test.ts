@@ -11,8 +11,8 @@ import {
   semaphore,
   type ConsulClient,
   type Semaphore,
-  type WatchEvent,
 } from '../../src/index.js'
+import type { WatchEvent } from '../../src/consul/index.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'

@@ -13,7 +13,7 @@ import {
   rmSync,
 } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { describe, it } from 'node:test'
@@ -52,6 +52,39 @@ const experimentalProbe = (x: string): string =>
      return [typeof ${x}.contenderState, d.type, new TextDecoder().decode(body),
        read._tag, read.right.holders.join()].join(' ') })()`
 const experimentalExpected = 'function NotContending {"Limit":2,"Holders":["a"]} Right a'
+
+/**
+ * The low-level client's pieces run in that build: `watchPrefix` on a client made by hand, dropped
+ * at its first snapshot, and `isTransient` on two failures.
+ */
+const consulProbe = (c: string): string =>
+  `const client = { kv: { list: () => async () => ({ _tag: 'Right', right: { index: 7n, entries: [] } }) } };
+   const sub = ${c}.watchPrefix(client, 'p').subscribe((e) => { sub.unsubscribe();
+     console.log([e.type, String(e.snapshot.index), ${c}.isTransient({ _tag: 'Timeout' }),
+       ${c}.isTransient({ _tag: 'BadRequest' })].join(' ')) });`
+const consulExpected = 'snapshot 7 true false'
+
+/** The declarations of each entry, in both builds, as a user's compiler starts from them. */
+const ENTRY_DECLARATIONS = ['esm', 'cjs'].flatMap((build) =>
+  ['index.d.ts', 'testing/index.d.ts', 'experimental.d.ts', 'consul/index.d.ts'].map(
+    (entry) => `dist/${build}/${entry}`,
+  ),
+)
+
+/** Every .d.ts a compiler reads from `entry` on: the entry and the files it imports, transitively. */
+function declarationGraph(entry: string): string[] {
+  const files = new Set<string>()
+  const pending = [join(root, entry)]
+  for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
+    if (files.has(file)) continue
+    files.add(file)
+    const text = readFileSync(file, 'utf8')
+    for (const [, path = ''] of text.matchAll(/(?:from |import\()['"](\.{1,2}\/[^'"]+)['"]/g)) {
+      pending.push(join(dirname(file), path.replace(/\.js$/, '.d.ts')))
+    }
+  }
+  return [...files]
+}
 
 describe('package exports', () => {
   it('can be imported as an ES module by plain Node', async () => {
@@ -109,8 +142,27 @@ describe('package exports', () => {
     assert.equal(out, experimentalExpected)
   })
 
-  it('keeps the pure core out of the root entry in both builds', async () => {
-    const names = ['decide', 'contenderState', 'holding', 'releaseLock', 'encodeLock']
+  it('can import the low-level client of rx-consul-semaphore/consul as an ES module', async () => {
+    const out = await plainNode(
+      'module',
+      `const c = await import('rx-consul-semaphore/consul'); ${consulProbe('c')}`,
+    )
+    assert.equal(out, consulExpected)
+  })
+
+  it('can require the low-level client of rx-consul-semaphore/consul as a CommonJS module', async () => {
+    const out = await plainNode(
+      'commonjs',
+      `const c = require('rx-consul-semaphore/consul');
+       if (!/dist[\\\\/]cjs[\\\\/]consul[\\\\/]index\\.js$/.test(require.resolve('rx-consul-semaphore/consul'))) throw new Error('not the cjs build')
+       ${consulProbe('c')}`,
+    )
+    assert.equal(out, consulExpected)
+  })
+
+  it('keeps the pure core and the low-level client out of the root entry in both builds', async () => {
+    const core = ['decide', 'contenderState', 'holding', 'releaseLock', 'encodeLock']
+    const names = [...core, 'watchPrefix', 'isTransient']
     const probe = (m: string): string =>
       `console.log(${JSON.stringify(names)}.filter((n) => n in ${m}).join() || 'none')`
     const esm = await plainNode(
@@ -125,16 +177,30 @@ describe('package exports', () => {
   })
 
   it('ships type declarations for both module systems', () => {
-    for (const d of [
-      'dist/esm/index.d.ts',
-      'dist/cjs/index.d.ts',
-      'dist/esm/testing/index.d.ts',
-      'dist/cjs/testing/index.d.ts',
-      'dist/esm/experimental.d.ts',
-      'dist/cjs/experimental.d.ts',
-    ]) {
+    for (const d of ENTRY_DECLARATIONS) {
       assert.ok(existsSync(`${root}/${d}`), `${d} is missing`)
     }
+  })
+
+  it('declares no internal helper nor parameter in the declarations of any entry', () => {
+    const graph = [...new Set(ENTRY_DECLARATIONS.flatMap(declarationGraph))]
+    for (const d of ['dist/esm/semaphore.d.ts', 'dist/cjs/leader-election.d.ts']) {
+      assert.ok(graph.includes(join(root, d)), `${d} is not reached from the entries`)
+    }
+    // The @internal setup of the contenders (tryAcquire's try-once, withSlot's extra option
+    // check), its type and the functions that take it; and any other declaration marked so.
+    const internal = /@internal\b|\bContenderInternals\b|\bcontendFor(Slot|Lead)\b/
+    const leaks = graph.filter((file) => internal.test(readFileSync(file, 'utf8')))
+    assert.deepEqual(
+      leaks.map((file) => file.slice(root.length)),
+      [],
+      'declarations that a user compiler reads name something internal',
+    )
+    const semaphore = readFileSync(join(root, 'dist/esm/semaphore.d.ts'), 'utf8')
+    assert.match(
+      semaphore,
+      /^export declare function semaphore\(options: SemaphoreOptions\): Semaphore;$/m,
+    )
   })
 
   describe('the rxsem bin', () => {

@@ -5,8 +5,8 @@
  */
 import { EMPTY, catchError, distinctUntilChanged, map, type Observable } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
-import { leaderElection, type LeaderElectionState } from '../../leader-election.js'
-import { semaphore, type SemaphoreState } from '../../semaphore.js'
+import { contendForLead, type LeaderElectionState } from '../../leader-election.js'
+import { contendForSlot, type SemaphoreState } from '../../semaphore.js'
 import { tryOnceVerdict, type TryOnceVerdict } from '../../core/contender/try-once-verdict.js'
 import type { RunPlan } from './plan.js'
 
@@ -60,13 +60,13 @@ export function createContender(spec: ContenderSpec): CliContender {
     ...(spec.rideThrough ? { rideThrough: true } : {}),
   }
   if (!spec.leader) {
-    const sem = semaphore(
+    const sem = contendForSlot(
       { ...common, limit: spec.limit, followLimit: spec.followLimit },
       internals,
     )
     return { state$: sem.state$, lease$: leases(sem.state$), close: () => sem.close() }
   }
-  const election = leaderElection(common, internals)
+  const election = contendForLead(common, internals)
   const state$ = election.state$.pipe(map(asSemaphoreState))
   return { state$, lease$: leases(state$), close: () => election.close() }
 }

@@ -7,6 +7,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
 import * as t from 'io-ts'
+import type { EntryCache } from './entry-cache.js'
 import type { DecodeError } from './errors.js'
 import type { KVEntry } from './types.js'
 import { parseConsulJson, parseUint64 } from './uint64-json.js'
@@ -150,15 +151,75 @@ export function decodeJson<A>(
   body: string,
   request: string,
 ): E.Either<DecodeError, A> {
-  let parsed: unknown
+  return pipe(
+    parseJson(body, request),
+    E.flatMap((parsed) => decodeParsed(codec, parsed, request)),
+  )
+}
+
+function parseJson(body: string, request: string): E.Either<DecodeError, unknown> {
   try {
-    parsed = parseConsulJson(body)
+    return E.right(parseConsulJson(body))
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error)
     return E.left(decodeError(request, [`invalid JSON (${reason}): ${describeValue(body)}`]))
   }
+}
+
+function decodeParsed<A>(
+  codec: t.Decoder<unknown, A>,
+  parsed: unknown,
+  request: string,
+): E.Either<DecodeError, A> {
   return pipe(
     codec.decode(parsed),
     E.mapLeft((errors) => decodeError(request, [...new Set(errors.map(describeError))])),
   )
 }
+
+/**
+ * A KV listing (`GET /v1/kv/<prefix>?recurse`) as entries, the same as `decodeJson(KVEntriesJson)`
+ * then `toKVEntry`, but with `reuse`, each entry whose JSON the last listing decoded already is
+ * taken from there instead of decoded again (see EntryCache): the JSON of the whole body is
+ * parsed, and only the new and changed entries are decoded.
+ *
+ * @param body - The answer's body.
+ * @param request - The request, for errors.
+ * @param index - The answer's index (X-Consul-Index): below the last listing's, `reuse` is emptied.
+ * @param reuse - The entries decoded by the last listing of the same watch.
+ * @returns The entries, or a DecodeError naming the bad fields (nothing is kept then).
+ */
+export function decodeListing(
+  body: string,
+  request: string,
+  index: bigint,
+  reuse?: EntryCache,
+): E.Either<DecodeError, readonly KVEntry[]> {
+  const parsed = parseJson(body, request)
+  if (E.isLeft(parsed)) return parsed
+  const items = parsed.right
+  if (reuse === undefined || !Array.isArray(items)) {
+    return pipe(decodeParsed(KVEntriesJson, items, request), E.map(toKVEntries))
+  }
+  const listing = reuse.listing(index)
+  const entries: KVEntry[] = []
+  for (const item of items as unknown[]) {
+    const json = typeof item === 'object' && item !== null ? (item as Record<string, unknown>) : {}
+    const reused = listing.reuse(json)
+    if (reused !== undefined) {
+      entries.push(reused)
+      continue
+    }
+    const decoded = KVEntryJson.decode(item)
+    // The whole listing again, for errors that name the entry's place in it.
+    if (E.isLeft(decoded))
+      return pipe(decodeParsed(KVEntriesJson, items, request), E.map(toKVEntries))
+    const entry = toKVEntry(decoded.right)
+    listing.keep(json, entry)
+    entries.push(entry)
+  }
+  listing.end()
+  return E.right(entries)
+}
+
+const toKVEntries = (entries: readonly KVEntryJson[]): readonly KVEntry[] => entries.map(toKVEntry)

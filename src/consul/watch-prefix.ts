@@ -17,6 +17,7 @@ import {
   type ConsulError,
 } from './errors.js'
 import { BACKOFF, MAX_RETRY_AFTER_MS, backoffDelay, type BackoffPolicy } from './backoff.js'
+import { EntryCache } from './entry-cache.js'
 import type { KVSnapshot, WatchEvent } from './types.js'
 
 /**
@@ -54,7 +55,9 @@ const PROGRESS_BURST = 5
  * the previous answer. A snapshot is emitted when the index changes, on the first answer, on the
  * first answer after a `disconnected` (even with an unchanged index: the consumer dropped its
  * state), and after the index went backwards (agent restart, snapshot restore: the loop resets
- * to a non-blocking read and emits what it reads). Those two non-blocking reads, which a consumer
+ * to a non-blocking read and emits what it reads). Each answer decodes only the entries whose JSON
+ * changed since the answer before (`EntryCache`): the others are the same objects as in the
+ * snapshot before. Those two non-blocking reads, which a consumer
  * takes as the truth, are made in `consistent` mode unless the watch reads `stale`: right after a
  * Consul leader election, a default read could come from a leader that has not applied the last
  * writes yet.
@@ -120,6 +123,8 @@ export function watchPrefix(
     }
 
     const abort = new AbortController()
+    // Each answer decodes only the entries that changed since the one before.
+    const reuse = options.reuse ?? new EntryCache()
     let pending: Subscription | undefined
     const start =
       options.startIndex !== undefined && options.startIndex >= 1n ? options.startIndex : undefined
@@ -255,6 +260,7 @@ export function watchPrefix(
       inFlight = mine
       const request = client.kv.list(listed, {
         signal: stop.signal,
+        reuse,
         consistency:
           recovering && options.consistency !== 'stale' ? 'consistent' : options.consistency,
         ...(blockOn === undefined ? {} : { index: blockOn, waitMs }),

@@ -7,7 +7,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
 import * as t from 'io-ts'
-import type { EntryCache } from './entry-cache.js'
+import { splitListing, type EntryCache } from './entry-cache.js'
 import type { DecodeError } from './errors.js'
 import type { KVEntry } from './types.js'
 import { parseConsulJson, parseUint64 } from './uint64-json.js'
@@ -151,26 +151,13 @@ export function decodeJson<A>(
   body: string,
   request: string,
 ): E.Either<DecodeError, A> {
-  return pipe(
-    parseJson(body, request),
-    E.flatMap((parsed) => decodeParsed(codec, parsed, request)),
-  )
-}
-
-function parseJson(body: string, request: string): E.Either<DecodeError, unknown> {
+  let parsed: unknown
   try {
-    return E.right(parseConsulJson(body))
+    parsed = parseConsulJson(body)
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error)
     return E.left(decodeError(request, [`invalid JSON (${reason}): ${describeValue(body)}`]))
   }
-}
-
-function decodeParsed<A>(
-  codec: t.Decoder<unknown, A>,
-  parsed: unknown,
-  request: string,
-): E.Either<DecodeError, A> {
   return pipe(
     codec.decode(parsed),
     E.mapLeft((errors) => decodeError(request, [...new Set(errors.map(describeError))])),
@@ -179,9 +166,9 @@ function decodeParsed<A>(
 
 /**
  * A KV listing (`GET /v1/kv/<prefix>?recurse`) as entries, the same as `decodeJson(KVEntriesJson)`
- * then `toKVEntry`, but with `reuse`, each entry whose JSON the last listing decoded already is
- * taken from there instead of decoded again (see EntryCache): the JSON of the whole body is
- * parsed, and only the new and changed entries are decoded.
+ * then `toKVEntry`; with `reuse`, each entry whose JSON text the last listing decoded already is
+ * taken from there (see EntryCache), and only the new and changed entries are parsed and decoded.
+ * A body of another layout than Consul's (whitespace between the entries) is decoded whole.
  *
  * @param body - The answer's body.
  * @param request - The request, for errors.
@@ -195,31 +182,35 @@ export function decodeListing(
   index: bigint,
   reuse?: EntryCache,
 ): E.Either<DecodeError, readonly KVEntry[]> {
-  const parsed = parseJson(body, request)
-  if (E.isLeft(parsed)) return parsed
-  const items = parsed.right
-  if (reuse === undefined || !Array.isArray(items)) {
-    return pipe(decodeParsed(KVEntriesJson, items, request), E.map(toKVEntries))
-  }
+  const pieces = reuse === undefined ? undefined : splitListing(body)
+  if (reuse === undefined || pieces === undefined) return decodeWhole(body, request)
   const listing = reuse.listing(index)
   const entries: KVEntry[] = []
-  for (const item of items as unknown[]) {
-    const json = typeof item === 'object' && item !== null ? (item as Record<string, unknown>) : {}
-    const reused = listing.reuse(json)
+  for (const piece of pieces) {
+    const reused = listing.reuse(piece)
     if (reused !== undefined) {
       entries.push(reused)
       continue
     }
-    const decoded = KVEntryJson.decode(item)
+    let json: unknown
+    try {
+      json = parseConsulJson(piece)
+    } catch {
+      return decodeWhole(body, request)
+    }
+    const decoded = KVEntryJson.decode(json)
     // The whole listing again, for errors that name the entry's place in it.
-    if (E.isLeft(decoded))
-      return pipe(decodeParsed(KVEntriesJson, items, request), E.map(toKVEntries))
+    if (E.isLeft(decoded)) return decodeWhole(body, request)
     const entry = toKVEntry(decoded.right)
-    listing.keep(json, entry)
+    listing.keep(piece, entry)
     entries.push(entry)
   }
   listing.end()
   return E.right(entries)
+}
+
+function decodeWhole(body: string, request: string): E.Either<DecodeError, readonly KVEntry[]> {
+  return pipe(decodeJson(KVEntriesJson, body, request), E.map(toKVEntries))
 }
 
 const toKVEntries = (entries: readonly KVEntryJson[]): readonly KVEntry[] => entries.map(toKVEntry)

@@ -1,15 +1,16 @@
 /**
  * The entries a listing decoded, kept to be reused by the next listing of the same keys: a watch
  * lists its whole prefix on every change, and most entries of a busy prefix (a thousand waiters'
- * keys) are the same from one listing to the next. An entry is reused only when its JSON is the
- * same, member by member, as the one decoded before (key, value, flags, session and the three
- * indexes), so a reused entry is exactly what decoding would have made; it is only cheaper (no
- * base64, no bigints, no new object), and the unchanged entries of two snapshots are the same
- * objects.
+ * keys) are the same from one listing to the next. An entry is reused only when its JSON text is
+ * the same, character for character, as the one decoded before (its key, value, flags, session
+ * and three indexes), so a reused entry is exactly what decoding would have made; it is only
+ * cheaper (no JSON parse, no base64, no bigints, no new object), and the unchanged entries of two
+ * snapshots are the same objects.
  *
- * The cache holds what the last listing held and nothing else: the keys gone from it are dropped,
- * so it is never larger than one snapshot. An index that goes back (an agent restarted without its
- * state, a snapshot restored) empties it first.
+ * The cache holds what the last listing held and nothing else: the entries gone from it (a key
+ * deleted, or rewritten at a new ModifyIndex) are dropped, so it is never larger than one
+ * snapshot. An index that goes back (an agent restarted without its state, a snapshot restored)
+ * empties it first.
  *
  * ```
  * listing i:    [a@5 b@7 c@9]   decode a, b, c
@@ -17,24 +18,6 @@
  * ```
  */
 import type { KVEntry } from './types.js'
-
-/** An entry as it was decoded, and the JSON object it was decoded from. */
-interface Decoded {
-  readonly json: Readonly<Record<string, unknown>>
-  readonly entry: KVEntry
-}
-
-/** Whether two JSON entries of one key have the members a KVEntry is made of in common. */
-function sameMembers(a: Readonly<Record<string, unknown>>, b: Readonly<Record<string, unknown>>) {
-  return (
-    a['ModifyIndex'] === b['ModifyIndex'] &&
-    a['Value'] === b['Value'] &&
-    a['Session'] === b['Session'] &&
-    a['Flags'] === b['Flags'] &&
-    a['LockIndex'] === b['LockIndex'] &&
-    a['CreateIndex'] === b['CreateIndex']
-  )
-}
 
 /**
  * Decoded entries to reuse across the listings of one watch (see the module comment). Pass one to
@@ -49,7 +32,7 @@ function sameMembers(a: Readonly<Record<string, unknown>>, b: Readonly<Record<st
  * ```
  */
 export class EntryCache {
-  private byKey = new Map<string, Decoded>()
+  private byText = new Map<string, KVEntry>()
   private index: bigint | undefined
   private counts = { decoded: 0, reused: 0 }
 
@@ -59,33 +42,31 @@ export class EntryCache {
    * @returns The listing's reader: `reuse` an entry, `keep` a decoded one, `end` the listing.
    */
   listing(index: bigint): EntryListing {
-    if (this.index !== undefined && index < this.index) this.byKey.clear()
+    if (this.index !== undefined && index < this.index) this.byText.clear()
     this.index = index
-    const before = this.byKey
-    const now = new Map<string, Decoded>()
+    const before = this.byText
+    const now = new Map<string, KVEntry>()
     return {
-      reuse: (json) => {
-        const key = json['Key']
-        if (typeof key !== 'string') return undefined
-        const found = before.get(key)
-        if (found === undefined || !sameMembers(found.json, json)) return undefined
-        now.set(key, found)
+      reuse: (text) => {
+        const found = before.get(text)
+        if (found === undefined) return undefined
+        now.set(text, found)
         this.counts.reused++
-        return found.entry
+        return found
       },
-      keep: (json, entry) => {
-        now.set(entry.key, { json, entry })
+      keep: (text, entry) => {
+        now.set(copyOf(text), entry)
         this.counts.decoded++
       },
       end: () => {
-        this.byKey = now
+        this.byText = now
       },
     }
   }
 
   /** Entries held now (those of the last listing). */
   get size(): number {
-    return this.byKey.size
+    return this.byText.size
   }
 
   /** How many entries were decoded, and how many reused, since the cache was made. */
@@ -94,12 +75,57 @@ export class EntryCache {
   }
 }
 
+/**
+ * A string of its own: a piece cut out of an answer's body may share the body's memory (V8 keeps
+ * long substrings as slices of their parent), and a piece kept for many listings would keep every
+ * body it came from alive.
+ */
+function copyOf(text: string): string {
+  return Buffer.from(text, 'utf8').toString('utf8')
+}
+
 /** One listing's use of an EntryCache (see `EntryCache.listing`). */
 export interface EntryListing {
-  /** The entry decoded before from the same JSON, or undefined. */
-  readonly reuse: (json: Readonly<Record<string, unknown>>) => KVEntry | undefined
-  /** An entry just decoded from `json`, to keep for the next listing. */
-  readonly keep: (json: Readonly<Record<string, unknown>>, entry: KVEntry) => void
+  /** The entry decoded before from the same JSON text, or undefined. */
+  readonly reuse: (text: string) => KVEntry | undefined
+  /** An entry just decoded from `text`, to keep for the next listing. */
+  readonly keep: (text: string, entry: KVEntry) => void
   /** The listing decoded without error: it replaces what the cache held. */
   readonly end: () => void
+}
+
+/**
+ * The JSON texts of the objects of a JSON array of flat objects, as Consul writes a KV listing
+ * (`[{"LockIndex":0,"Key":...},{...}]`, no whitespace between them), or undefined for any other
+ * layout. The array is exactly `[` + the texts joined by `,` + `]`, so it is valid JSON when each
+ * text is a valid JSON object.
+ *
+ * An object starts at a `{"` followed by a letter: inside a string a `"` is written `\"`, so a `{`
+ * in a string followed by a bare `"` ends that string, and a letter cannot follow the end of a
+ * string in valid JSON. An object with an object inside is cut in two, and its pieces then fail
+ * to parse: the caller decodes the whole array instead.
+ */
+export function splitListing(body: string): string[] | undefined {
+  const text = body.trim()
+  if (text === '[]') return []
+  if (!text.startsWith('[{"') || !text.endsWith('}]')) return undefined
+  const pieces: string[] = []
+  let start = 1
+  for (;;) {
+    let next = text.indexOf('{"', start + 1)
+    while (next !== -1 && !isLetter(text.charCodeAt(next + 2))) next = text.indexOf('{"', next + 1)
+    if (next === -1) {
+      pieces.push(text.slice(start, text.length - 1))
+      return pieces
+    }
+    if (text.charCodeAt(next - 1) !== 44 /* , */ || text.charCodeAt(next - 2) !== 125 /* } */) {
+      return undefined
+    }
+    pieces.push(text.slice(start, next - 1))
+    start = next
+  }
+}
+
+function isLetter(code: number): boolean {
+  return (code >= 65 && code <= 90) || (code >= 97 && code <= 122)
 }

@@ -7,8 +7,14 @@ import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
 import { VirtualTimeScheduler } from 'rxjs'
 import type { ConsulClient, ListOptions } from '../../src/consul/client-api.js'
-import { decodeJson, decodeListing, KVEntriesJson, toKVEntry } from '../../src/consul/codecs.js'
-import { EntryCache } from '../../src/consul/entry-cache.js'
+import {
+  decodeJson,
+  decodeListing,
+  KVEntriesJson,
+  toKVEntry,
+  type KVEntryJson,
+} from '../../src/consul/codecs.js'
+import { EntryCache, splitListing } from '../../src/consul/entry-cache.js'
 import type { ConsulError } from '../../src/consul/errors.js'
 import type { KVEntry, KVSnapshot, WatchEvent } from '../../src/consul/types.js'
 import { watchPrefix } from '../../src/consul/watch-prefix.js'
@@ -168,6 +174,53 @@ describe('EntryCache: reusing what the last listing decoded', () => {
     assert.equal(cache.size, 1)
     const again = list(cache, [{ key: 'p/a', modify: 5 }], 12n)
     assert.equal(byKey(again, 'p/a'), byKey(first, 'p/a'))
+  })
+})
+
+describe('splitListing: the entries of a listing as JSON texts', () => {
+  it('cuts between entries only, whatever the keys and values hold', () => {
+    const tricky = [
+      { key: 'p/x},{"LockIndex":0,"Key":"p/y', modify: 5 },
+      { key: 'p/{"a"}', modify: 6, value: '{"LockIndex":1}' },
+      { key: 'p/\\', modify: 7 },
+    ]
+    const text = body(tricky)
+    const pieces = splitListing(text)
+    assert.deepEqual(pieces, tricky.map(json))
+    assert.equal(`[${(pieces ?? []).join(',')}]`, text)
+    const cache = new EntryCache()
+    list(cache, tricky, 10n)
+    const again = list(cache, tricky, 11n)
+    assert.deepEqual(
+      again.map((e) => e.key),
+      tricky.map((e) => e.key),
+    )
+    assert.deepEqual(cache.stats(), { decoded: 3, reused: 3 })
+  })
+
+  it('leaves another layout to the whole decoding, which gives the same entries', () => {
+    const entries = [
+      { key: 'p/a', modify: 5 },
+      { key: 'p/b', modify: 6 },
+    ]
+    const pretty = JSON.stringify(JSON.parse(body(entries)), null, 2)
+    assert.equal(splitListing(pretty), undefined)
+    assert.deepEqual(splitListing('[]\n'), [])
+    const cache = new EntryCache()
+    const decoded = decodeListing(pretty, REQUEST, 10n, cache)
+    assert.ok(E.isRight(decoded))
+    assert.deepEqual(
+      decoded.right.map((e) => e.key),
+      ['p/a', 'p/b'],
+    )
+    // An entry with an object inside (Consul's have none) is decoded whole.
+    const nested = body(entries).replace('"Key":"p/b"', '"Key":"p/b","Extra":{"x":1}')
+    const nestedDecoded = decodeListing(nested, REQUEST, 11n, cache)
+    const whole = decodeJson(KVEntriesJson, nested, REQUEST)
+    assert.deepEqual(
+      nestedDecoded,
+      E.map((all: readonly KVEntryJson[]) => all.map(toKVEntry))(whole),
+    )
   })
 })
 

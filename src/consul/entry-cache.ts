@@ -96,36 +96,32 @@ export interface EntryListing {
 
 /**
  * The JSON texts of the objects of a JSON array of flat objects, as Consul writes a KV listing
- * (`[{"LockIndex":0,"Key":...},{...}]`, no whitespace between them), or undefined for any other
- * layout. The array is exactly `[` + the texts joined by `,` + `]`, so it is valid JSON when each
+ * (`[{"LockIndex":0,"Key":...},{...}]`, indented or not), or undefined for any other layout. The
+ * array is `[` + the texts joined by `,` + `]` (whitespace aside), so it is valid JSON when each
  * text is a valid JSON object.
  *
- * An object starts at a `{"` followed by a letter: inside a string a `"` is written `\"`, so a `{`
- * in a string followed by a bare `"` ends that string, and a letter cannot follow the end of a
- * string in valid JSON. An object with an object inside is cut in two, and its pieces then fail
- * to parse: the caller decodes the whole array instead.
+ * The texts are cut at a `}`, a `,` and a `{` followed by a `"` and a letter (whitespace between
+ * them): inside a string a `"` is written `\"`, so a `{` in a string followed by a bare `"` ends
+ * that string, and a letter cannot follow the end of a string in valid JSON; that `{`, and so the
+ * `,` and `}` before it, are outside any string. An object holding an array of objects is cut
+ * inside it, and its pieces then fail to parse: the caller decodes the whole array instead.
  */
 export function splitListing(body: string): string[] | undefined {
   const text = body.trim()
-  if (text === '[]') return []
-  if (!text.startsWith('[{"') || !text.endsWith('}]')) return undefined
+  if (!text.startsWith('[') || !text.endsWith(']')) return undefined
+  const inner = text.slice(1, -1).trim()
+  if (inner === '') return []
+  if (!inner.startsWith('{') || !inner.endsWith('}')) return undefined
+  const between = new RegExp(BETWEEN_ENTRIES.source, 'g')
   const pieces: string[] = []
-  let start = 1
-  for (;;) {
-    let next = text.indexOf('{"', start + 1)
-    while (next !== -1 && !isLetter(text.charCodeAt(next + 2))) next = text.indexOf('{"', next + 1)
-    if (next === -1) {
-      pieces.push(text.slice(start, text.length - 1))
-      return pieces
-    }
-    if (text.charCodeAt(next - 1) !== 44 /* , */ || text.charCodeAt(next - 2) !== 125 /* } */) {
-      return undefined
-    }
-    pieces.push(text.slice(start, next - 1))
-    start = next
+  let start = 0
+  for (let cut = between.exec(inner); cut !== null; cut = between.exec(inner)) {
+    pieces.push(inner.slice(start, cut.index + 1))
+    start = cut.index + cut[0].length
   }
+  pieces.push(inner.slice(start))
+  return pieces
 }
 
-function isLetter(code: number): boolean {
-  return (code >= 65 && code <= 90) || (code >= 97 && code <= 122)
-}
+/** The `}`, `,` between two objects of an array, before a `{"` and a letter (see splitListing). */
+const BETWEEN_ENTRIES = /\}\s*,\s*(?=\{\s*"[A-Za-z])/g

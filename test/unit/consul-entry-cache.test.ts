@@ -198,29 +198,40 @@ describe('splitListing: the entries of a listing as JSON texts', () => {
     assert.deepEqual(cache.stats(), { decoded: 3, reused: 3 })
   })
 
-  it('leaves another layout to the whole decoding, which gives the same entries', () => {
+  it('cuts an indented listing (a dev agent writes one) the same way', () => {
     const entries = [
       { key: 'p/a', modify: 5 },
       { key: 'p/b', modify: 6 },
     ]
-    const pretty = JSON.stringify(JSON.parse(body(entries)), null, 2)
-    assert.equal(splitListing(pretty), undefined)
+    const pretty = `${JSON.stringify(JSON.parse(body(entries)), null, 4)}\n`
+    assert.equal(splitListing(pretty)?.length, 2)
     assert.deepEqual(splitListing('[]\n'), [])
     const cache = new EntryCache()
-    const decoded = decodeListing(pretty, REQUEST, 10n, cache)
-    assert.ok(E.isRight(decoded))
+    const first = decodeListing(pretty, REQUEST, 10n, cache)
+    const second = decodeListing(pretty, REQUEST, 11n, cache)
+    assert.ok(E.isRight(first) && E.isRight(second))
     assert.deepEqual(
-      decoded.right.map((e) => e.key),
+      second.right.map((e) => e.key),
       ['p/a', 'p/b'],
     )
-    // An entry with an object inside (Consul's have none) is decoded whole.
-    const nested = body(entries).replace('"Key":"p/b"', '"Key":"p/b","Extra":{"x":1}')
-    const nestedDecoded = decodeListing(nested, REQUEST, 11n, cache)
-    const whole = decodeJson(KVEntriesJson, nested, REQUEST)
-    assert.deepEqual(
-      nestedDecoded,
-      E.map((all: readonly KVEntryJson[]) => all.map(toKVEntry))(whole),
-    )
+    assert.equal(second.right[1], first.right[1])
+    assert.deepEqual(cache.stats(), { decoded: 2, reused: 2 })
+  })
+
+  it('leaves another layout to the whole decoding, which gives the same answer', () => {
+    const cache = new EntryCache()
+    const entries = [
+      { key: 'p/a', modify: 5 },
+      { key: 'p/b', modify: 6 },
+    ]
+    // An entry holding an array of objects (Consul's hold none), and bodies that are no listing.
+    const nested = body(entries).replace('"Key":"p/b"', '"Key":"p/b","Extra":[{"x":1},{"y":2}]')
+    for (const text of [nested, '[1,2]', '{"Key":"p/a"}', '[{"Key":"p/a"},{"Key":']) {
+      const decoded = decodeListing(text, REQUEST, 11n, cache)
+      const whole = decodeJson(KVEntriesJson, text, REQUEST)
+      assert.deepEqual(decoded, E.map((all: readonly KVEntryJson[]) => all.map(toKVEntry))(whole))
+    }
+    assert.equal(cache.size, 0)
   })
 })
 

@@ -53,8 +53,9 @@ export interface ListOptions extends ReadOptions {
   /** Longest block in ms (sent as `wait=<n>ms`); only with `index`. */
   readonly waitMs?: number
   /**
-   * The entries an earlier listing of the same keys decoded: an entry whose JSON did not change
-   * is taken from there, not decoded again (see EntryCache). Default: every entry is decoded.
+   * @internal The entries an earlier listing of the same keys decoded: an entry whose JSON did
+   * not change is taken from there, not decoded again (see EntryCache). Default: every entry is
+   * decoded.
    */
   readonly reuse?: EntryCache
 }
@@ -319,8 +320,9 @@ export interface WatchOptions {
    */
   readonly startEntries?: readonly KVEntry[]
   /**
-   * Where the watch keeps the entries it decoded, to reuse those that did not change (see
-   * EntryCache). Default: a cache of the watch's own, per subscription.
+   * @internal Where the watch keeps the entries it decoded, to reuse those that did not change
+   * (see EntryCache): a prefix's coordinator shares one between its watch and its listings.
+   * Default: a cache of the watch's own, per subscription.
    */
   readonly reuse?: EntryCache
 }

@@ -55,12 +55,11 @@ const PROGRESS_BURST = 5
  * the previous answer. A snapshot is emitted when the index changes, on the first answer, on the
  * first answer after a `disconnected` (even with an unchanged index: the consumer dropped its
  * state), and after the index went backwards (agent restart, snapshot restore: the loop resets
- * to a non-blocking read and emits what it reads). Each answer decodes only the entries whose JSON
- * changed since the answer before (`EntryCache`): the others are the same objects as in the
- * snapshot before. Those two non-blocking reads, which a consumer
+ * to a non-blocking read and emits what it reads). Those two non-blocking reads, which a consumer
  * takes as the truth, are made in `consistent` mode unless the watch reads `stale`: right after a
  * Consul leader election, a default read could come from a leader that has not applied the last
- * writes yet.
+ * writes yet. Each answer parses and decodes only the entries whose JSON changed since the answer
+ * before (`EntryCache`): the others are the same objects as in the snapshot before.
  *
  * @example
  * ```ts

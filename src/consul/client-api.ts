@@ -8,6 +8,7 @@
  */
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type { Observable } from 'rxjs'
+import type { EntryCache } from './entry-cache.js'
 import type { ConsulError } from './errors.js'
 import type { KVEntry, KVSnapshot, WatchEvent } from './types.js'
 
@@ -51,6 +52,12 @@ export interface ListOptions extends ReadOptions {
   readonly index?: bigint
   /** Longest block in ms (sent as `wait=<n>ms`); only with `index`. */
   readonly waitMs?: number
+  /**
+   * @internal The entries an earlier listing of the same keys decoded: an entry whose JSON did
+   * not change is taken from there, not decoded again (see EntryCache). Default: every entry is
+   * decoded.
+   */
+  readonly reuse?: EntryCache
 }
 
 /**
@@ -312,6 +319,12 @@ export interface WatchOptions {
    * keys is then emitted too, as a reset (Consul 1.8 answers so after a parent prefix was deleted).
    */
   readonly startEntries?: readonly KVEntry[]
+  /**
+   * @internal Where the watch keeps the entries it decoded, to reuse those that did not change
+   * (see EntryCache): a prefix's coordinator shares one between its watch and its listings.
+   * Default: a cache of the watch's own, per subscription.
+   */
+  readonly reuse?: EntryCache
 }
 
 /**

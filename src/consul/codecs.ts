@@ -7,6 +7,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
 import * as t from 'io-ts'
+import { splitListing, type EntryCache } from './entry-cache.js'
 import type { DecodeError } from './errors.js'
 import type { KVEntry } from './types.js'
 import { parseConsulJson, parseUint64 } from './uint64-json.js'
@@ -162,3 +163,54 @@ export function decodeJson<A>(
     E.mapLeft((errors) => decodeError(request, [...new Set(errors.map(describeError))])),
   )
 }
+
+/**
+ * A KV listing (`GET /v1/kv/<prefix>?recurse`) as entries, the same as `decodeJson(KVEntriesJson)`
+ * then `toKVEntry`; with `reuse`, each entry whose JSON text the last listing decoded already is
+ * taken from there (see EntryCache), and only the new and changed entries are parsed and decoded.
+ * A body of another layout than Consul's (whitespace between the entries) is decoded whole.
+ *
+ * @param body - The answer's body.
+ * @param request - The request, for errors.
+ * @param index - The answer's index (X-Consul-Index): below the last listing's, `reuse` is emptied.
+ * @param reuse - The entries decoded by the last listing of the same watch.
+ * @returns The entries, or a DecodeError naming the bad fields (nothing is kept then).
+ */
+export function decodeListing(
+  body: string,
+  request: string,
+  index: bigint,
+  reuse?: EntryCache,
+): E.Either<DecodeError, readonly KVEntry[]> {
+  const pieces = reuse === undefined ? undefined : splitListing(body)
+  if (reuse === undefined || pieces === undefined) return decodeWhole(body, request)
+  const listing = reuse.listing(index)
+  const entries: KVEntry[] = []
+  for (const piece of pieces) {
+    const reused = listing.reuse(piece)
+    if (reused !== undefined) {
+      entries.push(reused)
+      continue
+    }
+    let json: unknown
+    try {
+      json = parseConsulJson(piece)
+    } catch {
+      return decodeWhole(body, request)
+    }
+    const decoded = KVEntryJson.decode(json)
+    // The whole listing again, for errors that name the entry's place in it.
+    if (E.isLeft(decoded)) return decodeWhole(body, request)
+    const entry = toKVEntry(decoded.right)
+    listing.keep(piece, entry)
+    entries.push(entry)
+  }
+  listing.end()
+  return E.right(entries)
+}
+
+function decodeWhole(body: string, request: string): E.Either<DecodeError, readonly KVEntry[]> {
+  return pipe(decodeJson(KVEntriesJson, body, request), E.map(toKVEntries))
+}
+
+const toKVEntries = (entries: readonly KVEntryJson[]): readonly KVEntry[] => entries.map(toKVEntry)

@@ -13,7 +13,7 @@ import type {
   PutOptions,
   ReadOptions,
 } from './client-api.js'
-import { decodeError, decodeJson, KVEntriesJson, toKVEntry } from './codecs.js'
+import { decodeError, decodeJson, decodeListing, KVEntriesJson, toKVEntry } from './codecs.js'
 import { rejectedBeforeSending, type ConsulError } from './errors.js'
 import { statusError, unsent, type HttpAnswer, type Transport } from './http.js'
 import { kvPath } from './keys.js'
@@ -145,10 +145,10 @@ function list(transport: Transport) {
                       ...filtered(answer),
                     })
                   : pipe(
-                      decodeJson(KVEntriesJson, answer.body, answer.label),
+                      decodeListing(answer.body, answer.label, snapshotIndex, options.reuse),
                       E.map((entries): KVSnapshot => ({
                         index: snapshotIndex,
-                        entries: entries.map(toKVEntry),
+                        entries,
                         ...filtered(answer),
                       })),
                     ),

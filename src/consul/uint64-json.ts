@@ -20,11 +20,25 @@
  * `]` or whitespace: a negative or fractional number is left alone and rejected by the codec.
  */
 const UINT64_MEMBER =
-  /"(Flags|LockIndex|CreateIndex|ModifyIndex|Index)"(\s*):(\s*)(\d+)(?=\s*[,}\]])/g
+  /"(?:Flags|LockIndex|CreateIndex|ModifyIndex|Index)"\s*:\s*(\d+)(?=\s*[,}\]])/g
 
-/** Quotes the bare integer values of Consul's uint64 members (see UINT64_MEMBER for why). */
+/**
+ * Quotes the bare integer values of Consul's uint64 members (see UINT64_MEMBER for why). The text
+ * between the matches is copied by concatenation: a KV listing of a thousand entries has four
+ * thousand matches, which `String.prototype.replace` with a `$n` template copies several times
+ * slower.
+ */
 export function quoteUint64Members(json: string): string {
-  return json.replace(UINT64_MEMBER, '"$1"$2:$3"$4"')
+  const member = new RegExp(UINT64_MEMBER.source, 'g')
+  let quoted = ''
+  let copied = 0
+  for (let match = member.exec(json); match !== null; match = member.exec(json)) {
+    const digits = match[1] as string
+    const at = match.index + match[0].length - digits.length
+    quoted += `${json.slice(copied, at)}"${digits}"`
+    copied = at + digits.length
+  }
+  return copied === 0 ? json : quoted + json.slice(copied)
 }
 
 /** `JSON.parse` with Consul's uint64 members kept as exact decimal strings. */

@@ -17,6 +17,7 @@ import {
 } from './errors.js'
 import { isTransient } from '../shared/failure-kinds.js'
 import { BACKOFF, MAX_RETRY_AFTER_MS, backoffDelay, type BackoffPolicy } from '../shared/backoff.js'
+import { EntryCache } from './entry-cache.js'
 import type { KVSnapshot, WatchEvent } from './types.js'
 
 /**
@@ -57,7 +58,8 @@ const PROGRESS_BURST = 5
  * to a non-blocking read and emits what it reads). Those two non-blocking reads, which a consumer
  * takes as the truth, are made in `consistent` mode unless the watch reads `stale`: right after a
  * Consul leader election, a default read could come from a leader that has not applied the last
- * writes yet.
+ * writes yet. Each answer parses and decodes only the entries whose JSON changed since the answer
+ * before (`EntryCache`): the others are the same objects as in the snapshot before.
  *
  * @example
  * ```ts
@@ -120,6 +122,8 @@ export function watchPrefix(
     }
 
     const abort = new AbortController()
+    // Each answer decodes only the entries that changed since the one before.
+    const reuse = options.reuse ?? new EntryCache()
     let pending: Subscription | undefined
     const start =
       options.startIndex !== undefined && options.startIndex >= 1n ? options.startIndex : undefined
@@ -255,6 +259,7 @@ export function watchPrefix(
       inFlight = mine
       const request = client.kv.list(listed, {
         signal: stop.signal,
+        reuse,
         consistency:
           recovering && options.consistency !== 'stale' ? 'consistent' : options.consistency,
         ...(blockOn === undefined ? {} : { index: blockOn, waitMs }),

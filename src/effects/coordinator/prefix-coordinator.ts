@@ -17,6 +17,7 @@ import {
   type Subscription,
 } from 'rxjs'
 import type { ConsulClient, WatchOptions } from '../../consul/client-api.js'
+import { EntryCache } from '../../consul/entry-cache.js'
 import { filteredListingError } from '../../consul/errors.js'
 import type { KVEntry, KVSnapshot, WatchEvent } from '../../consul/types.js'
 import type { Decision } from '../../core/events.js'
@@ -81,6 +82,8 @@ export class PrefixCoordinator {
   /** The views of this prefix's snapshots, shared by its members. */
   readonly cache: ViewCache
   private readonly memory: PrefixMemory
+  /** The entries of the last listing of the prefix, decoded: the next one decodes only changes. */
+  private readonly entries = new EntryCache()
   private readonly watching = new Set<CoordinatedMember>()
   private readonly target = new BehaviorSubject<WatchTarget>(WHOLE_PREFIX)
   private subscription: Subscription | undefined
@@ -224,11 +227,14 @@ export class PrefixCoordinator {
         to.type === 'prefix'
           ? this.client.watchPrefix(`${this.prefix}/`, {
               ...options,
+              reuse: this.entries,
               ...(this.failing === undefined
                 ? { startIndex: this.last?.index, startEntries: this.last?.entries }
                 : {}),
             })
-          : waitForKey(this.client, this.prefix, to, options, () => this.target.next(WHOLE_PREFIX)),
+          : waitForKey(this.client, this.prefix, to, { ...options, reuse: this.entries }, () =>
+              this.target.next(WHOLE_PREFIX),
+            ),
       ),
     )
   }
@@ -248,7 +254,11 @@ function waitForKey(
 ): Observable<WatchEvent> {
   const listOnce = (): Observable<WatchEvent> =>
     fromCall((signal) =>
-      client.kv.list(`${prefix}/`, { signal, consistency: options.consistency }),
+      client.kv.list(`${prefix}/`, {
+        signal,
+        consistency: options.consistency,
+        reuse: options.reuse,
+      }),
     ).pipe(
       mergeMap((listed) => {
         if (E.isLeft(listed)) {
@@ -264,7 +274,9 @@ function waitForKey(
     )
   return defer(() => {
     let reconnected = false
-    const keyEvents = client.watchPrefix(to.key, { ...options, startIndex: to.modifyIndex }).pipe(
+    // The key's own watch decodes one entry: the prefix's cache is for listings of the prefix.
+    const keyWatch = { ...options, reuse: undefined, startIndex: to.modifyIndex }
+    const keyEvents = client.watchPrefix(to.key, keyWatch).pipe(
       concatMap((event): Observable<WatchEvent> => {
         if (event.type === 'disconnected') {
           reconnected = true

@@ -1,7 +1,12 @@
 import { asyncScheduler } from 'rxjs'
 import { SemaphoreError, abortedError } from './errors.js'
 import { formatGoDuration } from './consul/durations.js'
-import { checkTimeout, type Duration, type SemaphoreOptions } from './options/contender-options.js'
+import {
+  checkTimeout,
+  withoutTrailingSlashes,
+  type Duration,
+  type SemaphoreOptions,
+} from './options/contender-options.js'
 import { contendForSlot, type Semaphore } from './semaphore.js'
 import type { SlotGuard } from './slot-guard.js'
 
@@ -90,7 +95,7 @@ export function withSlot<T>(
         : (options.scheduler ?? asyncScheduler).schedule(() => {
             if (!started)
               finish(() =>
-                reject(waitTimeoutError(options.prefix.replace(/\/+$/, ''), waitTimeoutMs)),
+                reject(waitTimeoutError(withoutTrailingSlashes(options.prefix), waitTimeoutMs)),
               )
           }, waitTimeoutMs)
     const finish = (outcome: () => void): void => {

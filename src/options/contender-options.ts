@@ -188,6 +188,11 @@ export function resolveContenderOptions(
   return validated((report) => checkContenderOptions(options, defaultName, report))
 }
 
+/** A prefix as the contenders use it: `service/db/lock/` and `service/db/lock` are one prefix. */
+export function withoutTrailingSlashes(prefix: string): string {
+  return prefix.replace(/\/+$/, '')
+}
+
 /**
  * The options with defaults filled in, reporting each problem; what it returns is meaningful only
  * when it reported none (see `validated`).
@@ -204,7 +209,7 @@ export function checkContenderOptions(
   } else if (raw.startsWith('/')) {
     report('prefix', `"${raw}" must not start with "/" (Consul keys are relative).`)
   } else {
-    prefix = raw.replace(/\/+$/, '')
+    prefix = withoutTrailingSlashes(raw)
     if (
       prefix.split('/').some((segment) => segment === '' || segment === '.' || segment === '..')
     ) {

@@ -8,11 +8,15 @@ import {
   type ContenderState,
 } from '../src/core/contender/contender-state-model.js'
 import { contenderState } from '../src/core/contender/contender-state.js'
-import { reduceContender } from '../src/core/contender/reduce-contender.js'
+import { contenderStep } from '../src/core/contender/contender-step.js'
 import { lockDecider } from '../src/core/single-key-lock/decide-lock.js'
 import type { ContenderEvent } from '../src/core/events.js'
 import { casFailed, casOk, created, releaseRequested, seen, sessionGone } from './support/events.js'
 import { lockEntry, snapshotOf } from './support/snapshot.js'
+
+/** The state after one step. */
+const stateAfter = (...step: Parameters<typeof contenderStep>): ContenderState =>
+  contenderStep(...step).state
 
 const testScheduler = (): TestScheduler =>
   new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
@@ -231,34 +235,34 @@ describe('contenderState with the lock decide step', () => {
   })
 })
 
-describe('reduceContender wake', () => {
+describe('contenderStep on a wake', () => {
   /** The state after c, f and a retry of 250.5 ms at t = 4: retryAt 254.5. */
   const retrying = [
     [events.c, 0],
     [events.f, 2],
     [retry(250.5), 4],
   ].reduce<ContenderState>(
-    (state, [event, at]) => reduceContender(state, event as ContenderEvent, at as number, options),
+    (state, [event, at]) => stateAfter(state, event as ContenderEvent, at as number, options),
     initialContenderState,
   )
 
   it('should act on a wake that a host timer fired just before wakeAt', () => {
     assert.equal(retrying.wakeAt, 254.5)
-    const woken = reduceContender(retrying, { type: 'wake' }, 254, options)
+    const woken = stateAfter(retrying, { type: 'wake' }, 254, options)
     assert.equal(woken.next?.type, 'TryAcquire')
     assert.equal(woken.retryAt, undefined)
   })
 
   it('should drop holding on a wake just before the lease deadline', () => {
-    const leading = reduceContender(
-      reduceContender(retrying, events.m, 10, options),
+    const leading = stateAfter(
+      stateAfter(retrying, events.m, 10, options),
       events.m,
       10,
       options,
     )
     assert.equal(leading.holding, true)
     assert.equal(leading.wakeAt, 900)
-    const woken = reduceContender(leading, { type: 'wake' }, 899, options)
+    const woken = stateAfter(leading, { type: 'wake' }, 899, options)
     assert.equal(woken.holding, false)
     assert.equal(woken.reason, 'lease-expired')
   })

@@ -3,9 +3,16 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { ConsulError } from '../../src/consul/errors.js'
-import { initialContenderState } from '../../src/core/contender/contender-state-model.js'
+import {
+  initialContenderState,
+  type ContenderState,
+} from '../../src/core/contender/contender-state-model.js'
 import { lastFailureAfter } from '../../src/core/contender/last-failure.js'
-import { reduceContender } from '../../src/core/contender/reduce-contender.js'
+import { contenderStep } from '../../src/core/contender/contender-step.js'
+
+/** The state after one step. */
+const stateAfter = (...step: Parameters<typeof contenderStep>): ContenderState =>
+  contenderStep(...step).state
 
 const throttled: ConsulError = {
   _tag: 'ServerError',
@@ -20,14 +27,14 @@ const options = { prefix: 'p', limit: 1 }
 
 describe('lastFailure', () => {
   it('is set by a renewal failure, which leaves the lease deadline where it was', () => {
-    const leased = reduceContender(
+    const leased = stateAfter(
       initialContenderState,
       { type: 'session-created', session: 's1', ttlMs: 10_000, sentAt: 0 },
       0,
       options,
     )
     assert.equal(leased.leaseDeadline, 9000)
-    const failed = reduceContender(
+    const failed = stateAfter(
       leased,
       { type: 'renewal-failed', error: throttled },
       5000,
@@ -35,7 +42,7 @@ describe('lastFailure', () => {
     )
     assert.deepEqual(failed.lastFailure, { during: 'renewal', error: throttled })
     assert.equal(failed.leaseDeadline, 9000, 'a 429 never extends the lease')
-    const renewed = reduceContender(
+    const renewed = stateAfter(
       failed,
       { type: 'session-renewed', ttlMs: 10_000, sentAt: 6000 },
       6100,

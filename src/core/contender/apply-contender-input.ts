@@ -1,4 +1,5 @@
 import type { KVSnapshot } from '../../consul/types.js'
+import type { Decision } from '../events.js'
 import type { ContenderInput } from './contender-input.js'
 import type { ContenderState, ContenderStateOptions } from './contender-state-model.js'
 import { decidePatiently } from './decide-patiently.js'
@@ -41,15 +42,16 @@ export function applyContenderInput(
           input.snapshot,
           now,
           options,
+          input.decision,
         )
       }
       if (!isOlderThanOwnCas(s, input.snapshot)) {
-        return redecide({ ...s, connected: true }, input.snapshot, now, options)
+        return redecide({ ...s, connected: true }, input.snapshot, now, options, input.decision)
       }
       // Older than our own CAS: it cannot vouch that we are still listed, so it neither keeps nor
       // reconnects us. But our own key was written before that CAS, so a snapshot without it is
       // evidence that the key is gone (deleted, or its session ended), whatever its index says.
-      const older = redecide(s, input.snapshot, now, options)
+      const older = redecide(s, input.snapshot, now, options, input.decision)
       return older.decision?.type === 'NotContending' ? older : s
     }
     case 'disconnected':
@@ -113,6 +115,11 @@ export function applyContenderInput(
         ? redecide(s, s.snapshot, now, options)
         : { ...s, retryAt: undefined }
     }
+    case 'written':
+      // A write that completed without news (a contender key acquired: the next snapshot is to
+      // show it) is over: a later decision that still asks for it makes it again (an operator
+      // deleted the key meanwhile), even if it looks the same.
+      return s.next === input.action ? { ...s, next: undefined } : s
     case 'end':
       return s
   }
@@ -147,14 +154,18 @@ function redecide(
   snapshot: KVSnapshot,
   now: number,
   options: ContenderStateOptions,
+  given?: Decision,
 ): ContenderState {
   if (s.session === undefined) return { ...s, snapshot }
+  // A decision is taken once: given again (the same snapshot delivered twice), it is made afresh,
+  // so that the step tells a new decision from the one it already acted on.
   const { decision, graceFront, graceSince, patientAt } = decidePatiently(
     snapshot,
     s.session,
     now,
     s,
     options,
+    given === s.decision ? undefined : given,
   )
   const decided: ContenderState = {
     ...s,

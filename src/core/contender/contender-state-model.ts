@@ -89,6 +89,11 @@ export interface ContenderStateOptions extends LeaseMargin {
    * of its key, is seen only when Consul answers again (docs/safety.md).
    */
   readonly rideThrough?: boolean | undefined
+  /**
+   * Try once (`tryAcquire`, `tryLead`): while it does not hold, the step ends the run (`end`,
+   * why 'refused') at the first refusal (`tryOnceRefused`) instead of waiting. Default false.
+   */
+  readonly tryOnce?: boolean | undefined
 }
 
 /**

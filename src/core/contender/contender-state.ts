@@ -6,15 +6,16 @@ import {
   defer,
   distinctUntilChanged,
   endWith,
+  filter,
   ignoreElements,
   map,
   merge,
+  mergeMap,
   scan,
   startWith,
   switchMap,
   takeUntil,
   takeWhile,
-  tap,
   timer,
   type Observable,
   type OperatorFunction,
@@ -22,19 +23,138 @@ import {
 import type { ContenderInput } from './contender-input.js'
 import {
   initialContenderState,
+  type ContenderAction,
   type ContenderState,
   type ContenderStateOptions,
 } from './contender-state-model.js'
+import { contenderStep, type ContenderCommand, type ContenderStep } from './contender-step.js'
 import type { ContenderEvent } from '../events.js'
-import { reduceContender } from './reduce-contender.js'
 import { sameContenderState } from './same-contender-state.js'
+
+/**
+ * Carries out a contender's writes: given an action, returns the Observable of the events its
+ * write causes (a `cas-result`, a `retry`, or none), subscribed when the step asks for the write
+ * and unsubscribed when it no longer wants it.
+ */
+export type ContenderPerformer = (action: ContenderAction) => Observable<ContenderEvent>
+
+const firstStep: ContenderStep = { state: initialContenderState, commands: [] }
+
+/**
+ * The write a step's commands leave running: an action to start (cancelling the one in flight),
+ * null to stop the one in flight, or undefined to leave it as it is.
+ *
+ * @example
+ * writeAfter([{ type: 'cancel-write' }, { type: 'wake', at: 90 }]) // null
+ * @param commands - The commands of one step.
+ * @returns The action to run now, null for none, undefined for no change.
+ */
+export function writeAfter(
+  commands: readonly ContenderCommand[],
+): ContenderAction | null | undefined {
+  let write: ContenderAction | null | undefined
+  for (const command of commands) {
+    if (command.type === 'write') write = command.action
+    else if (command.type === 'cancel-write' || command.type === 'end') write = null
+  }
+  return write
+}
+
+/**
+ * Scans the effects layer's events through `contenderStep`, the contender's one pure step, and
+ * emits each step (the state after it and its commands): the initial one at once, then every step
+ * that changed the state or asked for something. It interprets the `wake` commands itself (one
+ * timer on `options.scheduler`, fed back as `wake`), so the lease is dropped at exactly its
+ * deadline with no further event; given `perform`, it carries out the writes too, as the member
+ * does: a `write` subscribes `perform(action)` and feeds its events back, a `cancel-write` or `end`
+ * unsubscribes it, and its completion is fed back as `written`.
+ *
+ * ```
+ * events:   -c--s-----k---|     c: session-created, s: snapshot (a free slot), k: cas-result ok
+ * commands: -w--W-----C---|     w: wake (lease deadline), W: write TryAcquire, C: cancel-write
+ * perform:  ----^-----!         (the CAS, with `perform`)
+ * ```
+ *
+ * An `end` command ends nothing here: the steps go on until the events complete, so that a spec
+ * can show what the state does after it.
+ *
+ * @example
+ * events.pipe(contenderSteps({ prefix: 'svc/lock', limit: 2 }, (action) => write(action)))
+ * @param options - Prefix, limit, fairness, lease margin, scheduler and decide step.
+ * @param perform - Carries out a write (optional: without it, writes are only commands).
+ * @returns An operator from ContenderEvent to ContenderStep.
+ */
+export function contenderSteps(
+  options: ContenderStateOptions,
+  perform?: ContenderPerformer,
+): OperatorFunction<ContenderEvent, ContenderStep> {
+  if (!Number.isSafeInteger(options.limit) || options.limit < 1) {
+    throw new RangeError(`limit must be a positive integer, got ${options.limit}`)
+  }
+  const scheduler = options.scheduler ?? asyncScheduler
+  return (events) =>
+    defer(() => {
+      const fedBack = new Subject<ContenderInput>()
+      const inputs: Observable<ContenderInput> = merge(
+        events.pipe(endWith({ type: 'end' } as const)),
+        fedBack,
+      )
+      return inputs.pipe(
+        takeWhile((input) => input.type !== 'end', true),
+        scan(
+          (step, input) => contenderStep(step.state, input, scheduler.now(), options),
+          firstStep,
+        ),
+        startWith(firstStep),
+        connect((steps) => {
+          const wakes = steps.pipe(
+            mergeMap((step) => step.commands),
+            filter((command) => command.type === 'wake'),
+            switchMap(({ at }) =>
+              at === undefined ? EMPTY : timer(Math.max(0, at - scheduler.now()), scheduler),
+            ),
+            map((): ContenderInput => ({ type: 'wake' })),
+          )
+          const writes =
+            perform === undefined
+              ? EMPTY
+              : steps.pipe(
+                  map((step) => writeAfter(step.commands)),
+                  filter((write) => write !== undefined),
+                  switchMap((action) =>
+                    action === null
+                      ? EMPTY
+                      : perform(action).pipe(
+                          endWith<ContenderInput>({ type: 'written', action }),
+                        ),
+                  ),
+                )
+          const fedBackInputs = merge(wakes, writes).pipe(
+            map((input) => fedBack.next(input)),
+            ignoreElements(),
+            takeUntil(steps.pipe(ignoreElements(), endWith(null))),
+          )
+          return merge(
+            steps.pipe(
+              distinctUntilChanged(
+                (before, after) =>
+                  after.commands.length === 0 && sameContenderState(before.state, after.state),
+              ),
+            ),
+            fedBackInputs,
+          )
+        }),
+      )
+    })
+}
 
 /**
  * Turns the events of the effects layer into the contender's state: whether it holds a slot (and
  * why that last changed), its fencing token and lease deadline, the last decision and view, and
  * the `next` write to make. Emits the initial state at once, then each state that differs from the
- * one before; its own timers (lease deadline, fairness grace) run on `options.scheduler`, so the
- * lease is dropped at exactly its deadline with no further event.
+ * one before; the states of `contenderSteps` (the same pure step the library runs), so its timers
+ * (lease deadline, fairness grace) run on `options.scheduler`, and the lease is dropped at exactly
+ * its deadline with no further event.
  *
  * ```
  * events:  -c--s-----k--s----------------|      c: session-created (ttl 100, sentAt 1)
@@ -42,7 +162,7 @@ import { sameContenderState } from './same-contender-state.js'
  * holding: f---------t-----------f-------|      (lease deadline 1 + 100 - 10 = 91: 'lease-expired')
  * ```
  *
- * How the effects layer drives it:
+ * How the effects layer drives it (or let `contenderSteps` carry out the writes):
  * - feed every watch event (`snapshot`, `disconnected`), `session-created` (with the time the
  *   create request was sent), each `session-renewed`/`renewal-failed`/`session-gone` of the
  *   lease, the answer of each CAS as `cas-result` (only real answers: a transport error is
@@ -53,9 +173,9 @@ import { sameContenderState } from './same-contender-state.js'
  *   `TryAcquire`: PUT `next.body` to `lockKey(prefix)` with `?cas=next.cas` and SEMAPHORE_FLAGS,
  *   then feed `cas-result`. `NotContending`: acquire `contenderKey(prefix, session)` with the
  *   session (and SEMAPHORE_FLAGS); the next snapshot shows it. Undefined: nothing to write;
- * - with an `options.decide` that calls `decideLock` (see DecideStep), the same machine runs the
- *   single-key lock: the `TryAcquire` is then a txn `lock` of `<prefix>/.lock` with the session
- *   and LOCK_FLAGS, answered by `cas-result` (holders [session] when committed) or `retry`;
+ * - with an `options.decide` that calls `decideLeaderKey` (see DecideStep), the same machine runs
+ *   the single-key lock: the `TryAcquire` is then a txn `lock` of `<prefix>/.lock` with the
+ *   session and LOCK_FLAGS, answered by `cas-result` (holders [session] when committed) or `retry`;
  * - stop on `problem` (Conflict, LimitConflict, CorruptLock): never write over it;
  * - release (CAS out of `.lock`, delete the contender key, destroy the session) after feeding
  *   `release-requested`, which drops `holding` at once and clears `next` for good.
@@ -73,40 +193,11 @@ import { sameContenderState } from './same-contender-state.js'
 export function contenderState(
   options: ContenderStateOptions,
 ): OperatorFunction<ContenderEvent, ContenderState> {
-  if (!Number.isSafeInteger(options.limit) || options.limit < 1) {
-    throw new RangeError(`limit must be a positive integer, got ${options.limit}`)
-  }
-  const scheduler = options.scheduler ?? asyncScheduler
+  const steps = contenderSteps(options)
   return (events) =>
-    defer(() => {
-      const wake = new Subject<ContenderInput>()
-      const inputs: Observable<ContenderInput> = merge(
-        events.pipe(endWith({ type: 'end' } as const)),
-        wake,
-      )
-      return inputs.pipe(
-        takeWhile((input) => input.type !== 'end', true),
-        scan(
-          (state, input) => reduceContender(state, input, scheduler.now(), options),
-          initialContenderState,
-        ),
-        startWith(initialContenderState),
-        distinctUntilChanged(sameContenderState),
-        connect((states) =>
-          merge(
-            states,
-            states.pipe(
-              map((state) => state.wakeAt),
-              distinctUntilChanged(),
-              switchMap((at) =>
-                at === undefined ? EMPTY : timer(Math.max(0, at - scheduler.now()), scheduler),
-              ),
-              tap(() => wake.next({ type: 'wake' })),
-              ignoreElements(),
-              takeUntil(states.pipe(ignoreElements(), endWith(null))),
-            ),
-          ),
-        ),
-      )
-    })
+    events.pipe(
+      steps,
+      map((step) => step.state),
+      distinctUntilChanged(sameContenderState),
+    )
 }

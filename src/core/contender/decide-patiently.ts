@@ -48,6 +48,7 @@ const notCounting = { graceFront: undefined, graceSince: undefined, patientAt: u
  * @param now - Scheduler time.
  * @param counting - The grace being counted so far (from the previous decision).
  * @param options - Prefix, limit, fairness and grace.
+ * @param given - The decision on `snapshot` by its rank, when already made (by the coordinator).
  * @returns The decision and the grace to keep counting.
  */
 export function decidePatiently(
@@ -56,6 +57,7 @@ export function decidePatiently(
   now: number,
   counting: Pick<PatientDecision, 'graceFront' | 'graceSince'>,
   options: ContenderStateOptions,
+  given?: Decision,
 ): PatientDecision {
   const base = {
     prefix: options.prefix,
@@ -65,7 +67,7 @@ export function decidePatiently(
     fairness: options.fairness,
   }
   const decideStep = options.decide ?? decide
-  const fair = decideStep(snapshot, base)
+  const fair = given ?? decideStep(snapshot, base)
   if (options.fairness === false || fair.type !== 'Wait' || fair.rank === undefined) {
     return { decision: fair, ...notCounting }
   }

@@ -8,14 +8,7 @@ import {
   type Subscription,
 } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
-import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
-import {
-  ACL_FAILURES_BEFORE_PERMANENT,
-  isAclServerError,
-  persistentAclError,
-  type ConsulError,
-} from '../../consul/errors.js'
-import { isTransient } from '../../shared/failure-kinds.js'
+import type { ConsulError } from '../../consul/errors.js'
 import type { KVSnapshot, WatchEvent } from '../../consul/types.js'
 import type { ContenderInput } from '../../core/contender/contender-input.js'
 import {
@@ -25,28 +18,27 @@ import {
   type ContenderStateOptions,
   type DecideStep,
 } from '../../core/contender/contender-state-model.js'
-import { reduceContender } from '../../core/contender/reduce-contender.js'
+import { contenderStep, type ContenderCommand } from '../../core/contender/contender-step.js'
 import { sameContenderState } from '../../core/contender/same-contender-state.js'
-import { tryOnceRefused } from '../../core/contender/try-once-refused.js'
 import type { ContenderEvent, Decision } from '../../core/events.js'
 import { passToWaiter, type WaiterPassed } from '../../core/semaphore/pass-to-waiter.js'
-import { toSemaphoreError, type SemaphoreError } from '../../errors.js'
+import type { SemaphoreError } from '../../errors.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
-import { isConsulError } from '../call-policy.js'
 import type { ContenderProtocol, ProtocolContender } from '../protocol/contender-protocol.js'
-import { destroySession } from '../release/destroy-session.js'
 import { SessionLease, type LeaseEvent, type LeaseListener } from '../session-lease.js'
 import {
   contenderTelemetry,
   type ContenderEnd,
   type ContenderTelemetry,
 } from '../../telemetry/contender-telemetry.js'
-import { unreachableError } from './unreachable-error.js'
+import { SessionLoop } from './session-loop.js'
 import {
   coordinatorFor,
   type CoordinatedMember,
   type PrefixCoordinator,
 } from './prefix-coordinator.js'
+
+export { ABANDONED_SESSION_WAIT_MS } from './session-loop.js'
 
 /** Everything one contender needs: its resolved options, its client and its protocol. */
 export interface ContendOptions extends ResolvedContenderOptions {
@@ -94,40 +86,68 @@ export interface ContenderRun {
 const WAITER_REFRESH_MS = 1000
 
 /**
- * How long a contender that ends (closed, stopped, failed) waits for the answer to the session
- * request it has in flight, to destroy the session it makes (ms): as long as a client waits for
- * any answer by default (`requestTimeoutMs`). Past it the request is aborted, and a session
- * Consul may have made regardless expires by its TTL.
+ * Where a member is in its life; the one field that says what it may do next.
+ *
+ * ```
+ * creating ──session──► running ──end (session gone)──► between ──backoff──► creating
+ *    │  ▲ transient failure   │ close()                    │
+ *    ▼  │                     ▼                            │
+ * between              closing ──end (released)──► done ◄──┘ close(), a permanent failure
+ * ```
+ *
+ * - `creating`: a session request is out (the session loop);
+ * - `between`: waiting to ask for a session again, after a failure or a lost session;
+ * - `running`: a session and its run: following the prefix, stepping, acting on the commands;
+ * - `closing`: close() asked its run to release; the run's `end` completes the member;
+ * - `done`: completed, failed or stopped: nothing runs, nothing is emitted.
  */
-export const ABANDONED_SESSION_WAIT_MS = 10_000
+type MemberPhase =
+  | { readonly name: 'creating' | 'between' | 'done' }
+  | { readonly name: 'running' | 'closing'; readonly run: SessionRun }
 
-/** A session request in flight: its answer, and how to abort it. */
-interface CreateCall {
-  readonly controller: AbortController
-  readonly answer: Promise<E.Either<ConsulError, string>>
+/** What one session's run holds: all of it is torn down together when the run ends. */
+interface SessionRun {
+  readonly session: string
+  readonly perform: (action: ContenderAction) => Observable<ContenderEvent>
+  readonly lease: SessionLease
+  /** The write in flight (`write` commands), and its subscription. */
+  write: { readonly action: ContenderAction; subscription?: Subscription } | undefined
+  /** The one wake-up the step asked for (`wake` commands). */
+  wakeTimer: Subscription | undefined
+  /** The join in flight, and how to tell the coordinator it is over. */
+  join: { readonly done: () => void; subscription?: Subscription } | undefined
+  /** Registered with the coordinator's watch. */
+  following: boolean
+  /** The index of the join's answer: older snapshots are not stepped on. */
+  seedIndex: bigint | undefined
+  /** This contender's decision on the last snapshot it was asked about (coordinator, filter). */
+  decided: { readonly snapshot: KVSnapshot; readonly decision: Decision } | undefined
+  /** The last decision a waiter far back stepped on, and when (`passToWaiter`). */
+  passed: WaiterPassed | undefined
+  /** The last snapshot `passToWaiter` held back, until it is stepped on (`holdBack`). */
+  heldBack: Extract<WatchEvent, { type: 'snapshot' }> | undefined
+  refreshTimer: Subscription | undefined
 }
 
 /**
  * One contender (of a semaphore, or of a leader election, by `options.protocol`), from session to
- * slot and back, until it is closed or stopped. It registers with its prefix's coordinator, which
- * owns the one watch; each event runs through the core's pure reducer (`reduceContender`), and
- * the member does what the new state asks: start or cancel a write (`state.next`), set its one
- * timer (`state.wakeAt`), renew its session, release. No Observable pipeline per contender: a
- * waiting contender is this object, its state, and two scheduler timers (lease and wake-up).
+ * slot and back, until it is closed or stopped: the interpreter of its pure step. It registers
+ * with its prefix's coordinator, which owns the one watch and decides each snapshot for every
+ * member; each input (a snapshot with its decision, a lease event, a write's answer, a wake-up)
+ * runs through `contenderStep`, and the member emits the new state and carries out the step's
+ * commands: start or cancel the write, set the one wake-up, end the run (and release). Its
+ * sessions come from a `SessionLoop` (create, retry, start-up timeout); its lifecycle is one
+ * `MemberPhase`. No Observable pipeline per contender: a waiting contender is this object, its
+ * state, its lease and two scheduler timers (the lease's and the wake-up).
  *
  * ```
- * create session ─► join ─► follow the prefix ─► decide/step ─► write ─► holding … release
- *        ▲                                                                    │
- *        └──── session gone (new session) / transient failure (backoff) ◄────┘
+ * SessionLoop ─► session ─► join ─► follow the prefix ─► contenderStep ─► commands ─► write …
+ *      ▲                                                       │ end
+ *      └──── session gone (again) / transient failure (failed) ◄┘
  * ```
  *
  * When the session is lost it starts over with a new one; transient failures are retried with the
- * `session` backoff; a prefix problem or a permanent failure ends it with a SemaphoreError. Until
- * the first session is created, the retries last at most `startupTimeoutMs` (then `Unreachable`);
- * a session request still waiting for a connection of a busy client then, while the agent answers
- * the client, is waited for, and only its failure ends the contender. A contender that ends while a
- * session request is out awaits its answer in the background (at most ABANDONED_SESSION_WAIT_MS)
- * and destroys the session it makes (`abandonCreate`).
+ * `session` backoff; a prefix problem or a permanent failure ends it with a SemaphoreError.
  *
  * @example
  * const run = contend({ ...resolved, client, protocol: semaphoreProtocol, limit: 3, ... }, {
@@ -153,51 +173,19 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   private readonly coordinator: PrefixCoordinator
   private readonly leaveCoordinator: () => void
   private readonly contender: ProtocolContender
-  private readonly core: ContenderStateOptions
-  private readonly refreshMs: number
+  private readonly sessions: SessionLoop
+  /** The step's options; `tryOnce` set while a try-once contender has not held yet. */
+  private core: ContenderStateOptions
   private readonly decide: DecideStep
+  private readonly refreshMs: number
   /** Metrics and spans of this contender (docs/observability.md); no-ops without an SDK. */
   private readonly telemetry: ContenderTelemetry
 
-  /** The state after the last event (between runs: the last run's, the base of the notices). */
+  private phase: MemberPhase = { name: 'creating' }
+  /** The state after the last step (between runs: the last run's, the base of the notices). */
   private state: ContenderState = initialContenderState
-  private finished = false
-  private closing = false
-  private trying: boolean
-  private gaveUp = false
-  private lastStartupFailure: ConsulError | undefined
-  /** The startup timeout passed while a session's creation was out (see `start`). */
-  private startupOverdue = false
-  /** Failures in a row of session creation / runs (reset by a run's first state). */
-  private attempt = 0
-  private aclInRow = 0
-
-  // The run of the current session.
-  private session: string | undefined
-  private running = false
-  private released = false
-  private perform: ((action: ContenderAction) => Observable<ContenderEvent>) | undefined
-  private action: ContenderAction | undefined
-  private actionRun: Subscription | undefined
-  private following = false
-  private joinRun: Subscription | undefined
-  private joinDone: (() => void) | undefined
-  private seedIndex: bigint | undefined
-  private passed: WaiterPassed | undefined
-  /** The last snapshot `passToWaiter` held back, until it is stepped on (`holdBack`). */
-  private heldBack: Extract<WatchEvent, { type: 'snapshot' }> | undefined
-  /** The decision on the last snapshot delivered, and whether the reducer took it yet. */
-  private memo: { snapshot: KVSnapshot; decision: Decision; taken: boolean } | undefined
+  /** Inputs of the run, stepped one at a time: one that arrives during a step waits its turn. */
   private readonly inbox: ContenderInput[] = []
-  private stepping = false
-
-  // Timers and calls in flight.
-  private wakeTimer: Subscription | undefined
-  private refreshTimer: Subscription | undefined
-  private lease: SessionLease | undefined
-  private retryTimer: Subscription | undefined
-  private startupTimer: Subscription | undefined
-  private createCall: CreateCall | undefined
 
   constructor(
     private readonly options: ContendOptions,
@@ -205,7 +193,6 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   ) {
     this.scheduler = options.scheduler ?? asyncScheduler
     this.random = options.random ?? Math.random
-    this.trying = options.tryOnce === true
     const lease = coordinatorFor(options.client, options.prefix, options.protocol, {
       waitMs: options.watchWaitMs,
       scheduler: options.scheduler,
@@ -222,8 +209,7 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       scheduler: this.scheduler,
       cache: this.coordinator.cache,
     }
-    const decide = options.protocol.decide(this.contender)
-    this.decide = decide
+    this.decide = options.protocol.decide(this.contender)
     this.core = {
       prefix: options.prefix,
       limit: options.limit,
@@ -234,19 +220,18 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
       rideThrough: options.rideThrough,
       scheduler: this.scheduler,
       sharedGrace: options.protocol.sharedGrace(this.contender),
-      // The decision on a new snapshot is computed once: the coordinator asked for it already
-      // (its watch target, the waiter's filter), and the reducer takes it here. Deciding again on
-      // the same snapshot (a wake-up, a renewal after a lapse) is a fresh decision, as the core
-      // expects (it tells fresh decisions by identity).
-      decide: (snapshot, decideOptions) => {
-        const memo = this.memo
-        if (decideOptions.ignoreRank !== true && memo?.snapshot === snapshot && !memo.taken) {
-          memo.taken = true
-          return memo.decision
-        }
-        return decide(snapshot, decideOptions)
-      },
+      decide: this.decide,
+      tryOnce: options.tryOnce === true,
     }
+    this.sessions = new SessionLoop(
+      { ...options, scheduler: this.scheduler, random: this.random },
+      {
+        onSession: (session, sentAt) => this.begin(session, sentAt),
+        onRetrying: (error) => this.retrying(error),
+        mayRetry: () => this.core.tryOnce !== true,
+        onGiveUp: (error) => this.fail(error),
+      },
+    )
     // 1 to 2 s, so that a thousand waiters of a process do not all refresh on one snapshot.
     this.refreshMs = WAITER_REFRESH_MS * (1 + this.random())
     this.telemetry = contenderTelemetry(options.telemetry, {
@@ -259,83 +244,79 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   }
 
   start(): void {
-    const timeoutMs = this.options.startupTimeoutMs
-    if (Number.isFinite(timeoutMs)) {
-      const answers = (): number => this.options.client.network?.answers?.() ?? 0
-      const answersBefore = answers()
-      this.startupTimer = this.scheduler.schedule(() => {
-        this.startupTimer = undefined
-        // The agent answered this client meanwhile, and an attempt is still out: it waits its
-        // turn for a connection of a busy client (thousands of contenders starting at once).
-        // It decides: the contender fails only if it fails too.
-        if (this.createCall !== undefined && answers() > answersBefore) this.startupOverdue = true
-        else this.failUnreachable()
-      }, timeoutMs)
-    }
-    this.create()
+    this.sessions.start()
   }
 
   close(): void {
-    if (this.finished || this.closing) return
-    this.closing = true
-    this.cancel('startupTimer')
-    if (this.running) {
-      this.input({ type: 'release-requested' })
-    } else {
-      // Waiting to retry, or for a session (destroyed once it exists: `abandonCreate`): a closed
-      // contender ends quietly.
-      this.end()
+    const phase = this.phase
+    switch (phase.name) {
+      case 'running':
+        this.phase = { name: 'closing', run: phase.run }
+        return this.input({ type: 'release-requested' })
+      case 'creating':
+      case 'between':
+        // Waiting to retry, or for a session (destroyed once it exists): it ends quietly.
+        return this.complete('closed')
+      default:
+        return
     }
   }
 
   stop(): void {
-    if (this.finished) return
-    if (this.running) this.endRun(true)
+    const run = this.runOf()
+    if (this.phase.name === 'done') return
+    if (run !== undefined) this.endRun(run, true)
     this.finish('closed')
+  }
+
+  /** The run inputs go to: the running (or closing) session's. */
+  private runOf(): SessionRun | undefined {
+    const phase = this.phase
+    return phase.name === 'running' || phase.name === 'closing' ? phase.run : undefined
   }
 
   // ── CoordinatedMember ────────────────────────────────────────────────────────────────────────
 
   decisionOn(snapshot: KVSnapshot): Decision | undefined {
-    const session = this.session
-    if (session === undefined) return undefined
-    if (this.memo?.snapshot === snapshot) return this.memo.decision
+    const run = this.runOf()
+    if (run === undefined) return undefined
+    if (run.decided?.snapshot === snapshot) return run.decided.decision
     const decision = this.decide(snapshot, {
       prefix: this.options.prefix,
-      session,
+      session: run.session,
       limit: this.options.limit,
       followLimit: this.options.followLimit,
       fairness: this.options.fairness,
     })
-    this.memo = { snapshot, decision, taken: false }
+    run.decided = { snapshot, decision }
     return decision
   }
 
   onWatch(event: WatchEvent): void {
-    if (!this.running) return
-    if (event.type === 'snapshot') {
-      // Nothing older than a join's answer, unless the watch says the index went back (reset).
-      if (
-        this.seedIndex !== undefined &&
-        event.reset !== true &&
-        event.snapshot.index < this.seedIndex
-      ) {
-        return
-      }
-      if (this.options.protocol.herdFree) {
-        const decision = this.decisionOn(event.snapshot)
-        if (decision !== undefined) {
-          const passed = passToWaiter(this.passed, decision, this.scheduler.now(), this.refreshMs)
-          if (passed === undefined) return this.holdBack(event)
-          this.passed = passed
-        }
-      }
-    } else {
+    const run = this.runOf()
+    if (run === undefined) return
+    if (event.type !== 'snapshot') {
       // The first snapshot after a failure passes: it reconnects.
-      this.passed = undefined
+      run.passed = undefined
+      this.forgetHeldBack(run)
+      return this.input(event)
     }
-    this.forgetHeldBack()
-    this.input(event)
+    // Nothing older than a join's answer, unless the watch says the index went back (reset).
+    if (
+      run.seedIndex !== undefined &&
+      event.reset !== true &&
+      event.snapshot.index < run.seedIndex
+    ) {
+      return
+    }
+    const decision = this.decisionOn(event.snapshot)
+    if (this.options.protocol.herdFree && decision !== undefined) {
+      const passed = passToWaiter(run.passed, decision, this.scheduler.now(), this.refreshMs)
+      if (passed === undefined) return this.holdBack(run, event)
+      run.passed = passed
+    }
+    this.forgetHeldBack(run)
+    this.input({ ...event, decision })
   }
 
   /**
@@ -345,27 +326,28 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
    * fairness grace counts (`decidePatiently`). Dropped, it would leave the waiter deciding on
    * the snapshot before, with no slot free, until the next change under the prefix.
    */
-  private holdBack(event: Extract<WatchEvent, { type: 'snapshot' }>): void {
-    this.heldBack = event
-    const passed = this.passed
-    if (this.refreshTimer !== undefined || passed === undefined) return
-    this.refreshTimer = this.scheduler.schedule(
+  private holdBack(run: SessionRun, event: Extract<WatchEvent, { type: 'snapshot' }>): void {
+    run.heldBack = event
+    const passed = run.passed
+    if (run.refreshTimer !== undefined || passed === undefined) return
+    run.refreshTimer = this.scheduler.schedule(
       () => {
-        this.refreshTimer = undefined
-        const due = this.heldBack
-        this.heldBack = undefined
-        if (due === undefined || !this.running) return
+        run.refreshTimer = undefined
+        const due = run.heldBack
+        run.heldBack = undefined
+        if (due === undefined || this.runOf() !== run) return
         const decision = this.decisionOn(due.snapshot)
-        if (decision !== undefined) this.passed = { decision, at: this.scheduler.now() }
-        this.input(due)
+        if (decision !== undefined) run.passed = { decision, at: this.scheduler.now() }
+        this.input({ ...due, decision })
       },
       Math.max(0, passed.at + this.refreshMs - this.scheduler.now()),
     )
   }
 
-  private forgetHeldBack(): void {
-    this.heldBack = undefined
-    this.cancel('refreshTimer')
+  private forgetHeldBack(run: SessionRun): void {
+    run.heldBack = undefined
+    run.refreshTimer?.unsubscribe()
+    run.refreshTimer = undefined
   }
 
   // ── LeaseListener ────────────────────────────────────────────────────────────────────────────
@@ -379,236 +361,223 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
   }
 
   onWatchError(error: unknown): void {
-    this.following = false
+    const run = this.runOf()
+    if (run !== undefined) run.following = false
     this.runFailed(error)
   }
 
-  // ── sessions ─────────────────────────────────────────────────────────────────────────────────
+  // ── a session's run ──────────────────────────────────────────────────────────────────────────
 
-  private create(): void {
-    const { client, protocol } = this.options
-    const createdAt = this.scheduler.now()
-    const controller = new AbortController()
-    const answer = client.session.create({
-      name: this.options.sessionName,
-      ttl: this.options.ttl,
-      behavior: protocol.behavior,
-      ...(this.options.lockDelay !== undefined ? { lockDelay: this.options.lockDelay } : {}),
-      ...(this.options.checks !== undefined ? { nodeChecks: this.options.checks } : {}),
-      signal: controller.signal,
-    })()
-    const call = { controller, answer }
-    this.createCall = call
-    void answer.then((created) => {
-      if (this.createCall !== call) return
-      this.createCall = undefined
-      if (E.isLeft(created)) {
-        this.failed(created.left)
-        return
-      }
-      this.cancel('startupTimer')
-      this.startupOverdue = false
-      this.begin(created.right, createdAt)
-    })
-  }
-
-  private begin(session: string, createdAt: number): void {
-    this.session = session
-    this.running = true
-    this.released = false
-    this.memo = undefined
-    this.passed = undefined
-    this.seedIndex = undefined
-    this.perform = this.options.protocol.performer(this.contender, session)
+  private begin(session: string, sentAt: number): void {
+    const { client, ttlMs, leaseMarginMs } = this.options
+    const run: SessionRun = {
+      session,
+      perform: this.options.protocol.performer(this.contender, session),
+      lease: new SessionLease(
+        {
+          client,
+          session,
+          ttlMs,
+          createdAt: sentAt,
+          leaseMarginMs,
+          scheduler: this.scheduler,
+          random: this.random,
+        },
+        this,
+      ),
+      write: undefined,
+      wakeTimer: undefined,
+      join: undefined,
+      following: false,
+      seedIndex: undefined,
+      decided: undefined,
+      passed: undefined,
+      heldBack: undefined,
+      refreshTimer: undefined,
+    }
+    this.phase = { name: 'running', run }
     this.state = initialContenderState
     this.emit(this.state)
-    this.input({ type: 'session-created', session, ttlMs: this.options.ttlMs, sentAt: createdAt })
-    if (!this.running) return
-    this.lease = new SessionLease(
-      {
-        client: this.options.client,
-        session,
-        ttlMs: this.options.ttlMs,
-        createdAt,
-        leaseMarginMs: this.options.leaseMarginMs,
-        scheduler: this.scheduler,
-        random: this.random,
-      },
-      this,
-    )
-    this.join()
+    this.input({ type: 'session-created', session, ttlMs, sentAt })
+    if (this.runOf() === run) this.join(run)
   }
 
   /** Follows the prefix's watch; the process's only contender of a sound prefix joins first. */
-  private join(): void {
+  private join(run: SessionRun): void {
     const { protocol } = this.options
     if (protocol.join === undefined || !this.coordinator.mayJoin(this.contender)) {
-      this.follow(undefined)
-      return
+      return this.follow(run, undefined)
     }
-    this.joinDone = this.coordinator.startJoin()
-    this.joinRun = protocol
-      .join(this.contender, this.session as string)
+    const join: NonNullable<SessionRun['join']> = { done: this.coordinator.startJoin() }
+    run.join = join
+    const subscription = protocol
+      .join(this.contender, run.session)
       .pipe(defaultIfEmpty(undefined), take(1))
       .subscribe((seed) => {
-        this.joinDone?.()
-        this.joinDone = undefined
-        this.joinRun = undefined
-        if (this.running) this.follow(seed)
+        join.done()
+        run.join = undefined
+        if (this.runOf() === run) this.follow(run, seed)
       })
+    if (run.join === join) join.subscription = subscription
   }
 
-  private follow(seed: KVSnapshot | undefined): void {
-    this.seedIndex = seed?.index
-    this.following = true
+  private follow(run: SessionRun, seed: KVSnapshot | undefined): void {
+    run.seedIndex = seed?.index
+    run.following = true
     this.coordinator.follow(this, seed)
   }
 
-  // ── the state machine ────────────────────────────────────────────────────────────────────────
-
-  /** Feeds one input to the reducer; inputs that arrive while it steps wait their turn. */
+  /** Steps the run on one input; inputs that arrive while it steps wait their turn. */
   private input(input: ContenderInput): void {
     this.inbox.push(input)
-    if (this.stepping) return
-    this.stepping = true
+    if (this.inbox.length > 1) return
     try {
-      for (let next = this.inbox.shift(); next !== undefined; next = this.inbox.shift()) {
-        if (this.running) this.step(next)
+      for (let next = this.inbox[0]; next !== undefined; next = this.inbox[0]) {
+        const run = this.runOf()
+        if (run !== undefined) this.step(run, next)
+        this.inbox.shift()
       }
     } finally {
-      this.stepping = false
       this.inbox.length = 0
     }
   }
 
-  private step(input: ContenderInput): void {
+  private step(run: SessionRun, input: ContenderInput): void {
     const before = this.state
     const now = this.scheduler.now()
-    const after = reduceContender(before, input, now, this.core)
-    this.state = after
-    this.telemetry.stepped(after, input, now)
-    this.attempt = 0
-    this.aclInRow = 0
-    if (!sameContenderState(before, after)) this.emit(after)
-    if (after.wakeAt !== before.wakeAt) this.scheduleWake(after.wakeAt)
-    if (after.next !== this.action) this.startAction(after.next)
-    if (after.holding) this.trying = false
-    if (this.trying && tryOnceRefused(after)) this.gaveUp = true
-    if (after.problem !== undefined) {
-      this.endRun(true)
-      this.fail(this.options.protocol.problemError(after.problem))
-    } else if (after.retired !== undefined || this.gaveUp) {
-      // A requested release starts right after every subscriber heard holding false.
-      this.endRun(after.retired !== 'session-gone')
-      this.afterRun()
+    const { state, commands } = contenderStep(before, input, now, this.core)
+    this.state = state
+    this.telemetry.stepped(state, input, now)
+    this.sessions.succeeded()
+    // Once it held, a try-once contender behaves as any contender.
+    if (state.holding && this.core.tryOnce === true) this.core = { ...this.core, tryOnce: false }
+    if (!sameContenderState(before, state)) this.emit(state)
+    // Every subscriber heard the state before its commands run: a release starts after
+    // `holding` false was heard.
+    this.interpret(run, commands)
+  }
+
+  /** Carries out one step's commands, in order, for as long as the run lasts. */
+  private interpret(run: SessionRun, commands: readonly ContenderCommand[]): void {
+    for (const command of commands) {
+      if (this.runOf() !== run) return
+      switch (command.type) {
+        case 'write':
+          this.startWrite(run, command.action)
+          break
+        case 'cancel-write':
+          this.startWrite(run, undefined)
+          break
+        case 'wake':
+          this.setWake(run, command.at)
+          break
+        case 'end':
+          this.ended(run, command)
+          break
+      }
     }
   }
 
-  private scheduleWake(at: number | undefined): void {
-    this.cancel('wakeTimer')
-    if (at === undefined) return
-    this.wakeTimer = this.scheduler.schedule(
-      () => {
-        this.wakeTimer = undefined
-        this.input({ type: 'wake' })
-      },
-      Math.max(0, at - this.scheduler.now()),
-    )
+  private setWake(run: SessionRun, at: number | undefined): void {
+    run.wakeTimer?.unsubscribe()
+    run.wakeTimer =
+      at === undefined
+        ? undefined
+        : this.scheduler.schedule(
+            () => {
+              run.wakeTimer = undefined
+              this.input({ type: 'wake' })
+            },
+            Math.max(0, at - this.scheduler.now()),
+          )
   }
 
   /**
-   * Starts the write the core asks for; a new action cancels the previous attempt. An attempt
-   * that ends without news for the core (a contender key written: the next snapshot is to show
-   * it) is forgotten, so the next step makes the write again if the core still asks for it: a
-   * snapshot without the key after the write means that the key is gone again (an operator's
-   * delete), and the core, which cannot tell one such decision from the other, keeps asking.
+   * Starts the write the step asks for, cancelling the one in flight (or only cancels it). Its
+   * events are stepped on, and its completion too (`written`): a write that ends without news for
+   * the core (a contender key written: the next snapshot is to show it) is over, and a later
+   * decision that still asks for it makes it again.
    */
-  private startAction(action: ContenderAction | undefined): void {
-    this.actionRun?.unsubscribe()
-    this.actionRun = undefined
-    this.action = action
-    if (action === undefined || this.perform === undefined) return
-    const run = this.perform(action).subscribe({
+  private startWrite(run: SessionRun, action: ContenderAction | undefined): void {
+    run.write?.subscription?.unsubscribe()
+    run.write = undefined
+    if (action === undefined) return
+    const write: NonNullable<SessionRun['write']> = { action }
+    run.write = write
+    const subscription = run.perform(action).subscribe({
       next: (event: ContenderEvent) => this.input(event),
       error: (error: unknown) => this.runFailed(error),
-      complete: () => {
-        if (this.action !== action) return
-        this.action = undefined
-        this.actionRun = undefined
-      },
+      complete: () => this.input({ type: 'written', action }),
     })
-    // An action that answered at once has already made way for the next one.
-    if (this.action === action && !run.closed) this.actionRun = run
+    if (run.write === write) write.subscription = subscription
   }
 
   // ── ends of runs ─────────────────────────────────────────────────────────────────────────────
 
-  /** Ends the current session's run: release (unless told not to), then tear it down. */
-  private endRun(release: boolean): void {
-    if (!this.running) return
-    this.running = false
-    const session = this.session
-    if (
-      release &&
-      !this.released &&
-      session !== undefined &&
-      this.state.retired !== 'session-gone'
-    ) {
-      this.released = true
-      const release = this.options.protocol.release(this.contender, session, this.state.snapshot)
+  /** The step ended the run: release or not as it says, then what follows its reason. */
+  private ended(run: SessionRun, end: Extract<ContenderCommand, { type: 'end' }>): void {
+    const was = this.endRun(run, end.release)
+    if (end.why === 'problem' && this.state.problem !== undefined) {
+      return this.fail(this.options.protocol.problemError(this.state.problem))
+    }
+    // Released (only close() asks), refused (a try-once contender's answer: not held), or, for a
+    // try-once contender that has not held yet, a lost session: nothing follows.
+    if (was === 'closing') return this.complete('closed')
+    if (end.why !== 'session-gone' || this.core.tryOnce === true) return this.complete('refused')
+    this.sessions.again()
+  }
+
+  /**
+   * Ends the run of a session: release (when asked), then tear down all it holds. The member is
+   * `between` sessions after it, until its caller says what follows.
+   *
+   * @returns The phase the run ended in: `closing` when close() asked for it.
+   */
+  private endRun(run: SessionRun, release: boolean): 'running' | 'closing' {
+    const was = this.phase.name === 'closing' ? 'closing' : 'running'
+    this.phase = { name: 'between' }
+    if (release) {
+      const released = this.options.protocol.release(
+        this.contender,
+        run.session,
+        this.state.snapshot,
+      )
       const telemetry = this.telemetry
       this.options.onRelease(
-        release.then((result) => {
+        released.then((result) => {
           telemetry.released(result)
           return E.map((): void => undefined)(result)
         }),
       )
     }
-    this.cancel('wakeTimer')
-    this.forgetHeldBack()
-    this.lease?.stop()
-    this.lease = undefined
-    this.actionRun?.unsubscribe()
-    this.actionRun = undefined
-    this.action = undefined
-    this.joinRun?.unsubscribe()
-    this.joinRun = undefined
-    this.joinDone?.()
-    this.joinDone = undefined
-    if (this.following) this.coordinator.unfollow(this)
-    this.following = false
-    this.memo = undefined
-  }
-
-  /** After a run that ended by itself: the session is gone (start over) or the contender is done. */
-  private afterRun(): void {
-    // A try-once contender that lost its session before it held has its answer: not held.
-    if (this.closing || this.trying || this.gaveUp) return this.end()
-    this.retryAfter(backoffDelay(BACKOFF.session, 1, { random: this.random }))
+    run.wakeTimer?.unsubscribe()
+    run.wakeTimer = undefined
+    this.forgetHeldBack(run)
+    run.lease.stop()
+    run.write?.subscription?.unsubscribe()
+    run.write = undefined
+    run.join?.subscription?.unsubscribe()
+    run.join?.done()
+    run.join = undefined
+    if (run.following) this.coordinator.unfollow(this)
+    run.following = false
+    run.decided = undefined
+    return was
   }
 
   /** A failure inside a run (a write, the lease, the watch): release, then retry or give up. */
   private runFailed(error: unknown): void {
-    if (!this.running) return
-    this.endRun(true)
-    this.failed(error)
+    const run = this.runOf()
+    if (run === undefined) return
+    // A closed contender ends quietly: whatever failed, its user no longer listens for it.
+    if (this.endRun(run, true) === 'closing') return this.complete('closed')
+    this.sessions.failed(error)
   }
 
-  /** A failure of a session's creation or of its run. */
-  private failed(error: unknown): void {
-    if (this.finished) return
-    // A closed contender ends quietly: whatever failed, its user no longer listens for it.
-    if (this.closing) return this.end()
-    if (!isConsulError(error) || !isTransient(error) || this.trying) {
-      return this.fail(toSemaphoreError(error))
-    }
-    this.lastStartupFailure = error
-    if (this.startupOverdue) return this.failUnreachable()
-    this.aclInRow = isAclServerError(error) ? this.aclInRow + 1 : 0
-    if (isAclServerError(error) && this.aclInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
-      return this.fail(toSemaphoreError(persistentAclError(error, this.aclInRow)))
-    }
-    // While no session can be made, the core does not run: these states say why it waits.
+  /** A transient failure of a session's creation or run: a new session comes after a backoff. */
+  private retrying(error: ConsulError): void {
+    this.phase = { name: 'between' }
+    // While no session can be made, the step does not run: these states say why it waits.
     if (!this.state.holding) {
       this.emit({
         ...this.state,
@@ -617,76 +586,32 @@ class Member implements ContenderRun, CoordinatedMember, LeaseListener {
         lastFailure: { during: 'session', error },
       })
     }
-    this.attempt++
-    this.retryAfter(backoffDelay(BACKOFF.session, this.attempt, { error, random: this.random }))
-  }
-
-  /** Ends the contender: no session within its `startupTimeout`, with the last failure seen. */
-  private failUnreachable(): void {
-    const { client, startupTimeoutMs } = this.options
-    this.fail(unreachableError(client, startupTimeoutMs, this.lastStartupFailure))
-  }
-
-  private retryAfter(delayMs: number): void {
-    this.retryTimer = this.scheduler.schedule(() => {
-      this.retryTimer = undefined
-      if (this.closing) return this.end()
-      this.create()
-    }, delayMs)
   }
 
   private emit(state: ContenderState): void {
-    if (!this.finished) this.observer.next(state)
+    if (this.phase.name !== 'done') this.observer.next(state)
   }
 
-  private end(): void {
-    if (this.finished) return
-    this.finish(this.closing ? 'closed' : 'refused')
+  /** Completes the contender: closed, or a try-once contender's refusal. */
+  private complete(why: 'closed' | 'refused'): void {
+    if (this.phase.name === 'done') return
+    this.finish(why)
     this.observer.complete()
   }
 
   private fail(error: SemaphoreError): void {
-    if (this.finished) return
-    if (this.running) this.endRun(true)
+    if (this.phase.name === 'done') return
+    const run = this.runOf()
+    if (run !== undefined) this.endRun(run, true)
     this.finish({ failed: error.kind })
     this.observer.error(error)
   }
 
-  /** Stops every timer and call; leaves the coordinator. Emits nothing. */
+  /** Stops the session loop and leaves the coordinator. Emits nothing. */
   private finish(why: ContenderEnd): void {
-    this.finished = true
+    this.phase = { name: 'done' }
     this.telemetry.ended(why, this.scheduler.now())
-    this.cancel('startupTimer')
-    this.cancel('retryTimer')
-    this.abandonCreate()
+    this.sessions.stop()
     this.leaveCoordinator()
-  }
-
-  /**
-   * The session request in flight of a contender that ends: awaited in the background (for at
-   * most ABANDONED_SESSION_WAIT_MS), and the session it makes destroyed, through `onRelease`, so
-   * that close() resolves only once Consul is clean. Aborted instead, a request already sent made
-   * a session all the same, left to its TTL. A request that fails made none (or none this
-   * contender can know of: that one, too, expires by its TTL).
-   */
-  private abandonCreate(): void {
-    const call = this.createCall
-    if (call === undefined) return
-    this.createCall = undefined
-    const { client } = this.options
-    const { scheduler, random } = this
-    const bound = scheduler.schedule(() => call.controller.abort(), ABANDONED_SESSION_WAIT_MS)
-    this.options.onRelease(
-      call.answer.then((created) => {
-        bound.unsubscribe()
-        if (E.isLeft(created)) return E.right<ConsulError, void>(undefined)
-        return destroySession({ client, session: created.right, scheduler, random })
-      }),
-    )
-  }
-
-  private cancel(timer: 'wakeTimer' | 'refreshTimer' | 'retryTimer' | 'startupTimer'): void {
-    this[timer]?.unsubscribe()
-    this[timer] = undefined
   }
 }

@@ -1,0 +1,206 @@
+import * as E from 'fp-ts/lib/Either.js'
+import type { SchedulerLike, Subscription } from 'rxjs'
+import type { ConsulClient } from '../../consul/client-api.js'
+import {
+  ACL_FAILURES_BEFORE_PERMANENT,
+  isAclServerError,
+  persistentAclError,
+  type ConsulError,
+} from '../../consul/errors.js'
+import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
+import { isTransient } from '../../shared/failure-kinds.js'
+import { toSemaphoreError, type SemaphoreError } from '../../errors.js'
+import type { ResolvedContenderOptions } from '../../options/contender-options.js'
+import { isConsulError } from '../call-policy.js'
+import type { ContenderProtocol } from '../protocol/contender-protocol.js'
+import { destroySession } from '../release/destroy-session.js'
+import { unreachableError } from './unreachable-error.js'
+
+/**
+ * How long a contender that ends (closed, stopped, failed) waits for the answer to the session
+ * request it has in flight, to destroy the session it makes (ms): as long as a client waits for
+ * any answer by default (`requestTimeoutMs`). Past it the request is aborted, and a session
+ * Consul may have made regardless expires by its TTL.
+ */
+export const ABANDONED_SESSION_WAIT_MS = 10_000
+
+/** What a session loop needs: the contender's options, its client, protocol and clock. */
+export interface SessionLoopOptions extends ResolvedContenderOptions {
+  readonly client: ConsulClient
+  readonly protocol: ContenderProtocol
+  readonly scheduler: SchedulerLike
+  readonly random: () => number
+  /** Receives the destroy of a session whose request was out when the loop stopped. */
+  readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
+}
+
+/** Where a session loop reports. */
+export interface SessionListener {
+  /** A session was made; its create request was sent at `sentAt` (scheduler ms). */
+  readonly onSession: (session: string, sentAt: number) => void
+  /** A transient failure: a new session is asked for after a backoff. */
+  readonly onRetrying: (error: ConsulError) => void
+  /** Whether a transient failure is retried now (a try-once contender that never held: no). */
+  readonly mayRetry: () => boolean
+  /** No session will come: a permanent failure, or none within the start-up timeout. */
+  readonly onGiveUp: (error: SemaphoreError) => void
+}
+
+/** A session request in flight: its answer, and how to abort it. */
+interface CreateCall {
+  readonly controller: AbortController
+  readonly answer: Promise<E.Either<ConsulError, string>>
+  readonly sentAt: number
+}
+
+/**
+ * The sessions of one contender, apart from what it does with them: makes one, retries a
+ * transient failure with the `session` backoff, and gives up on a permanent failure, on the
+ * ACL_FAILURES_BEFORE_PERMANENT-th ACL 500 in a row, or when no session came within
+ * `startupTimeoutMs` (`Unreachable`). A request still waiting for a connection of a busy client
+ * at the start-up timeout, while the agent answers that client, is waited for: only its failure
+ * gives up. A request out when the loop stops is awaited in the background (at most
+ * ABANDONED_SESSION_WAIT_MS) and the session it makes destroyed (`abandon`).
+ *
+ * ```
+ * start ─► create ──ok──► onSession          run ends: again() ─► (backoff) ─► create
+ *            │ transient: onRetrying ─► (backoff) ─► create
+ *            └ permanent / start-up timeout: onGiveUp
+ * ```
+ *
+ * @example
+ * const loop = new SessionLoop(options, { onSession: begin, onRetrying: say, onGiveUp: fail })
+ * loop.start()
+ */
+export class SessionLoop {
+  private createCall: CreateCall | undefined
+  private retryTimer: Subscription | undefined
+  private startupTimer: Subscription | undefined
+  /** The start-up timeout passed while a request waited for a connection (see the class). */
+  private overdue = false
+  private lastFailure: ConsulError | undefined
+  /** Failures in a row (reset by `succeeded`), and ACL 500s among the last of them. */
+  private attempt = 0
+  private aclInRow = 0
+
+  constructor(
+    private readonly options: SessionLoopOptions,
+    private readonly listener: SessionListener,
+  ) {}
+
+  /** Asks for the first session, and starts counting the start-up timeout. */
+  start(): void {
+    const { client, startupTimeoutMs, scheduler } = this.options
+    if (Number.isFinite(startupTimeoutMs)) {
+      const answers = (): number => client.network?.answers?.() ?? 0
+      const answersBefore = answers()
+      this.startupTimer = scheduler.schedule(() => {
+        this.startupTimer = undefined
+        // The agent answered this client meanwhile, and an attempt is still out: it waits its
+        // turn for a connection of a busy client (thousands of contenders starting at once).
+        if (this.createCall !== undefined && answers() > answersBefore) this.overdue = true
+        else this.giveUpUnreachable()
+      }, startupTimeoutMs)
+    }
+    this.create()
+  }
+
+  /** The last session is gone: asks for a new one after the session backoff's first delay. */
+  again(): void {
+    this.retryAfter(backoffDelay(BACKOFF.session, 1, { random: this.options.random }))
+  }
+
+  /** A session's run went well: the failures in a row start over. */
+  succeeded(): void {
+    this.attempt = 0
+    this.aclInRow = 0
+  }
+
+  /**
+   * A failure of a session's creation or of its run: retried when transient (and the listener
+   * `mayRetry`), otherwise the loop gives up.
+   */
+  failed(error: unknown): void {
+    if (!isConsulError(error) || !isTransient(error) || !this.listener.mayRetry()) {
+      return this.listener.onGiveUp(toSemaphoreError(error))
+    }
+    this.lastFailure = error
+    if (this.overdue) return this.giveUpUnreachable()
+    this.aclInRow = isAclServerError(error) ? this.aclInRow + 1 : 0
+    if (isAclServerError(error) && this.aclInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
+      return this.listener.onGiveUp(toSemaphoreError(persistentAclError(error, this.aclInRow)))
+    }
+    this.attempt++
+    this.listener.onRetrying(error)
+    const { random } = this.options
+    this.retryAfter(backoffDelay(BACKOFF.session, this.attempt, { error, random }))
+  }
+
+  /** Stops every timer; a request in flight is abandoned (its session destroyed once made). */
+  stop(): void {
+    this.startupTimer?.unsubscribe()
+    this.startupTimer = undefined
+    this.retryTimer?.unsubscribe()
+    this.retryTimer = undefined
+    this.abandon()
+  }
+
+  private create(): void {
+    const { client, protocol, scheduler } = this.options
+    const controller = new AbortController()
+    const answer = client.session.create({
+      name: this.options.sessionName,
+      ttl: this.options.ttl,
+      behavior: protocol.behavior,
+      ...(this.options.lockDelay !== undefined ? { lockDelay: this.options.lockDelay } : {}),
+      ...(this.options.checks !== undefined ? { nodeChecks: this.options.checks } : {}),
+      signal: controller.signal,
+    })()
+    const call: CreateCall = { controller, answer, sentAt: scheduler.now() }
+    this.createCall = call
+    void answer.then((created) => {
+      if (this.createCall !== call) return
+      this.createCall = undefined
+      if (E.isLeft(created)) return this.failed(created.left)
+      this.startupTimer?.unsubscribe()
+      this.startupTimer = undefined
+      this.overdue = false
+      this.listener.onSession(created.right, call.sentAt)
+    })
+  }
+
+  private retryAfter(delayMs: number): void {
+    this.retryTimer = this.options.scheduler.schedule(() => {
+      this.retryTimer = undefined
+      this.create()
+    }, delayMs)
+  }
+
+  /** Gives up: no session within the start-up timeout, with the last failure seen. */
+  private giveUpUnreachable(): void {
+    const { client, startupTimeoutMs } = this.options
+    this.listener.onGiveUp(unreachableError(client, startupTimeoutMs, this.lastFailure))
+  }
+
+  /**
+   * The session request in flight when the loop stops: awaited in the background (for at most
+   * ABANDONED_SESSION_WAIT_MS), and the session it makes destroyed, through `onRelease`, so that
+   * close() resolves only once Consul is clean. Aborted instead, a request already sent made a
+   * session all the same, left to its TTL. A request that fails made none (or none this contender
+   * can know of: that one, too, expires by its TTL).
+   */
+  private abandon(): void {
+    const call = this.createCall
+    if (call === undefined) return
+    this.createCall = undefined
+    const { client, scheduler, random } = this.options
+    const bound = scheduler.schedule(() => call.controller.abort(), ABANDONED_SESSION_WAIT_MS)
+    this.options.onRelease(
+      call.answer.then((created) => {
+        bound.unsubscribe()
+        if (E.isLeft(created)) return E.right<ConsulError, void>(undefined)
+        return destroySession({ client, session: created.right, scheduler, random })
+      }),
+    )
+  }
+}

@@ -1,0 +1,259 @@
+// The contender's one pure step, as the library runs it: `contenderStep` is what each member of a
+// prefix coordinator calls, and `contenderSteps` scans the same function. These specs pin its
+// commands, and, with a performer, show when each write is subscribed and cancelled.
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { filter, map, skip, type Observable, type OperatorFunction } from 'rxjs'
+import { TestScheduler } from 'rxjs/testing'
+import type { ContenderAction } from '../src/core/contender/contender-state-model.js'
+import { contenderSteps } from '../src/core/contender/contender-state.js'
+import {
+  contenderStep,
+  type ContenderCommand,
+  type ContenderStep,
+} from '../src/core/contender/contender-step.js'
+import { initialContenderState } from '../src/core/contender/contender-state-model.js'
+import type { ContenderEvent, Decision } from '../src/core/events.js'
+import { decide } from '../src/core/semaphore/decide.js'
+import {
+  casOk,
+  created,
+  disconnected,
+  releaseRequested,
+  seen,
+  sessionGone,
+} from './support/events.js'
+import { listed, me, prefix, waiting } from './support/scenario.js'
+import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
+
+const testScheduler = (): TestScheduler =>
+  new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
+
+/** One command in a word: `write:TryAcquire@0` (the CAS index), `cancel`, `wake@900`, `end:released+release`. */
+function show(command: ContenderCommand): string {
+  switch (command.type) {
+    case 'write':
+      return command.action.type === 'TryAcquire'
+        ? `write:TryAcquire@${command.action.cas}`
+        : `write:${command.action.type}`
+    case 'cancel-write':
+      return 'cancel'
+    case 'wake':
+      return `wake@${command.at ?? 'none'}`
+    case 'end':
+      return `end:${command.why}${command.release ? '+release' : ''}`
+  }
+}
+
+/** The commands of each step that has any, in words. */
+const commands: OperatorFunction<ContenderStep, string> = (steps) =>
+  steps.pipe(
+    filter((step) => step.commands.length > 0),
+    map((step) => step.commands.map(show).join(' ')),
+  )
+
+const one = { prefix, limit: 1 }
+const two = { prefix, limit: 2 }
+/** Our key and `a`'s, and `.lock` (ModifyIndex 9) naming `a`: one of two slots free. */
+const aHolds = snapshotOf([
+  contenderEntry(prefix, 'a', 3n),
+  me,
+  lockEntry(prefix, '{"Limit":2,"Holders":{"a":true}}', 9n),
+])
+
+describe('contenderStep: the commands', () => {
+  it('should set the lease wake-up, ask for the CAS, cancel it once answered, and end with a release', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const events = {
+        c: created('me', 1000, 0),
+        w: seen(waiting),
+        k: casOk(['me'], 21n),
+        l: seen(listed),
+        r: releaseRequested,
+      }
+      const source = cold('c-w-k-l-r', events)
+      const expected = '   a-b-c---d'
+      expectObservable(source.pipe(contenderSteps(one), commands), '^ 50ms !').toBe(expected, {
+        a: 'wake@900',
+        b: 'write:TryAcquire@0',
+        c: 'cancel',
+        d: 'end:released+release',
+      })
+    })
+  })
+
+  it('should end without a release when the session is gone, and cancel the write first', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const events = { c: created('me', 1000, 0), w: seen(waiting), x: sessionGone }
+      const source = cold('c-w-x', events)
+      const expected = '   a-b-c'
+      expectObservable(source.pipe(contenderSteps(one), commands), '^ 50ms !').toBe(expected, {
+        a: 'wake@900',
+        b: 'write:TryAcquire@0',
+        c: 'cancel end:session-gone',
+      })
+    })
+  })
+
+  it('should replace the CAS when another holder rewrites .lock before it answers', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const events = { c: created('me', 1000, 0), w: seen(waiting), a: seen(aHolds) }
+      const source = cold('c-w-a', events)
+      const expected = '   x-y-z'
+      expectObservable(source.pipe(contenderSteps(two), commands), '^ 50ms !').toBe(expected, {
+        x: 'wake@900',
+        y: 'write:TryAcquire@0',
+        z: 'write:TryAcquire@9',
+      })
+    })
+  })
+
+  it('should give up a try-once contender at the first refusal, with a release', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const full = snapshotOf([
+        contenderEntry(prefix, 'a', 3n),
+        me,
+        lockEntry(prefix, '{"Limit":1,"Holders":{"a":true}}', 9n),
+      ])
+      const events = { c: created('me', 1000, 0), f: seen(full) }
+      const source = cold('c-f', events)
+      const expected = '   a-b'
+      const steps = contenderSteps({ ...one, fairness: false, tryOnce: true })
+      expectObservable(source.pipe(steps, commands), '^ 50ms !').toBe(expected, {
+        a: 'wake@900',
+        b: 'end:refused+release',
+      })
+    })
+  })
+
+  it('should drop the write when the watch fails, and ask for it again when it answers', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const events = { c: created('me', 1000, 0), w: seen(waiting), d: disconnected }
+      const source = cold('c-w-d-w', events)
+      const expected = '   a-b-c-b'
+      expectObservable(source.pipe(contenderSteps(one), commands), '^ 50ms !').toBe(expected, {
+        a: 'wake@900',
+        b: 'write:TryAcquire@0',
+        c: 'cancel',
+      })
+    })
+  })
+
+  it('should wake at the lease deadline with no event, and drop the hold there', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const events = { c: created('me', 1000, 0), w: seen(waiting), k: casOk(['me'], 21n) }
+      const source = cold('c-w-k', events)
+      const holding = source.pipe(
+        contenderSteps(one),
+        skip(1),
+        map((step) => step.state.holding),
+      )
+      // After the initial step: f at 0 (c), f at 2 (w), t at 4 (k), f at 900 (the wake-up).
+      expectObservable(holding, '^ 950ms !').toBe('f-f-t 895ms f', { f: false, t: true })
+    })
+  })
+})
+
+describe('contenderSteps with a performer: the writes it runs', () => {
+  it('should subscribe the CAS when asked, and cancel it when a new CAS replaces it', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const events = { c: created('me', 1000, 0), w: seen(waiting), a: seen(aHolds) }
+      const source = cold('c-w---a', events)
+      const first = cold<ContenderEvent>('-')
+      const second = cold<ContenderEvent>('--k', { k: casOk(['a', 'me'], 12n) })
+      const perform = (action: ContenderAction): Observable<ContenderEvent> =>
+        action.type === 'TryAcquire' && action.cas === 0n ? first : second
+      const held = source.pipe(
+        contenderSteps(two, perform),
+        map((step) => step.state.holding),
+      )
+      expectObservable(held.pipe(filter(Boolean)), '^ 50ms !').toBe('--------t', { t: true })
+      expectSubscriptions(first.subscriptions).toBe('  --^---!')
+      expectSubscriptions(second.subscriptions).toBe(' ------^-!')
+    })
+  })
+
+  it('should tear the write down when the run ends, at the end command', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const events = { c: created('me', 1000, 0), w: seen(waiting), r: releaseRequested }
+      const source = cold('c-w---r', events)
+      const write = cold<ContenderEvent>('-')
+      const ends = source.pipe(
+        contenderSteps(one, () => write),
+        commands,
+        filter((words) => words.includes('end')),
+      )
+      expectObservable(ends, '^ 50ms !').toBe('------a', { a: 'cancel end:released+release' })
+      expectSubscriptions(write.subscriptions).toBe('--^---!')
+    })
+  })
+
+  it('should make a completed write again when a later decision still asks for it', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      // The contender key written, then a snapshot without it (an operator deleted it).
+      const events = { c: created('me', 1000, 0), e: seen(snapshotOf([])) }
+      const source = cold('c-e---e', events)
+      const write = cold<ContenderEvent>('-|')
+      const writes = source.pipe(
+        contenderSteps(one, () => write),
+        commands,
+      )
+      // Each write completes a frame later: the step cancels nothing then, but forgets it.
+      expectObservable(writes, '^ 50ms !').toBe('a-bc--bc', {
+        a: 'wake@900',
+        b: 'write:NotContending',
+        c: 'cancel',
+      })
+      expectSubscriptions(write.subscriptions).toBe(['--^!', '------^!'])
+    })
+  })
+})
+
+describe('contenderStep: the decision a snapshot carries', () => {
+  const session = created('me', 1000, 0)
+  const started = contenderStep(initialContenderState, session, 0, one).state
+  const counted = (): { count: () => number; decideStep: typeof decide } => {
+    let n = 0
+    return {
+      count: () => n,
+      decideStep: (snapshot, options) => {
+        n++
+        return decide(snapshot, options)
+      },
+    }
+  }
+
+  it('should take the decision given with the snapshot and not decide again', () => {
+    const { count, decideStep } = counted()
+    const given: Decision = decide(waiting, { prefix, session: 'me', limit: 1 })
+    const { state } = contenderStep(
+      started,
+      { type: 'snapshot', snapshot: waiting, decision: given },
+      1,
+      { ...one, decide: decideStep },
+    )
+    assert.equal(state.decision, given)
+    assert.equal(count(), 0)
+  })
+
+  it('should decide afresh when given the decision it already took', () => {
+    const { count, decideStep } = counted()
+    const options = { ...one, decide: decideStep }
+    const given: Decision = decide(waiting, { prefix, session: 'me', limit: 1 })
+    const first = contenderStep(
+      started,
+      { type: 'snapshot', snapshot: waiting, decision: given },
+      1,
+      options,
+    )
+    const again = contenderStep(
+      first.state,
+      { type: 'snapshot', snapshot: waiting, decision: given },
+      2,
+      options,
+    )
+    assert.equal(count(), 1)
+    assert.notEqual(again.state.decision, given)
+    assert.deepEqual(again.state.decision, given)
+  })
+})

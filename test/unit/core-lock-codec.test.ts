@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
-import { compareUtf8 } from '../../src/core/keys/compare-utf8.js'
+
 import { decodeLock } from '../../src/core/lock-body/decode-lock.js'
-import { encodeLock } from '../../src/core/lock-body/encode-lock.js'
-import { goJsonString } from '../../src/core/lock-body/go-json-string.js'
+import { compareUtf8, encodeLock, goJsonString } from '../../src/core/lock-body/encode-lock.js'
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s)
 const text = (b: Uint8Array): string => new TextDecoder().decode(b)

@@ -1,8 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
-import { corruptLock, type CorruptLock } from './corrupt-lock.js'
 import { describeValidationErrors } from './describe-validation-errors.js'
-import type { LockShape } from '../events.js'
+import type { LockShape, PrefixProblem } from '../events.js'
 import {
   CapitalisedLimit,
   HolderFlag,
@@ -12,6 +11,9 @@ import {
   LowercaseLimit,
 } from './lock-body-codec.js'
 import type { LockRecord } from './lock-record.js'
+
+/** A `.lock` whose body cannot be read: the library never writes over it. */
+export type CorruptLock = Extract<PrefixProblem, { readonly type: 'CorruptLock' }>
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
@@ -152,4 +154,17 @@ function aJsonType(value: unknown): string {
 function preview(value: unknown): string {
   const text = JSON.stringify(value)
   return text.length > 40 ? `${text.slice(0, 37)}...` : text
+}
+
+/**
+ * Builds the CorruptLock problem for a key.
+ *
+ * @example
+ * corruptLock('svc/lock/.lock', 'not JSON')
+ * @param key - The `.lock` key.
+ * @param reason - What is wrong with its body.
+ * @returns The problem.
+ */
+function corruptLock(key: string, reason: string): CorruptLock {
+  return { type: 'CorruptLock', key, reason }
 }

@@ -53,7 +53,7 @@ import { sameContenderState } from './same-contender-state.js'
  *   `TryAcquire`: PUT `next.body` to `lockKey(prefix)` with `?cas=next.cas` and SEMAPHORE_FLAGS,
  *   then feed `cas-result`. `NotContending`: acquire `contenderKey(prefix, session)` with the
  *   session (and SEMAPHORE_FLAGS); the next snapshot shows it. Undefined: nothing to write;
- * - with an `options.decide` that calls `decideLock` (see DecideStep), the same machine runs the
+ * - with an `options.decide` that calls `decideLeaderKey` (see DecideStep), the same machine runs the
  *   single-key lock: the `TryAcquire` is then a txn `lock` of `<prefix>/.lock` with the session
  *   and LOCK_FLAGS, answered by `cas-result` (holders [session] when committed) or `retry`;
  * - stop on `problem` (Conflict, LimitConflict, CorruptLock): never write over it;

@@ -1,4 +1,4 @@
-import type { LockRecord } from './lock-record.js'
+import type { LockBodyRecord } from './lock-body-record.js'
 
 const utf8 = new TextEncoder()
 
@@ -10,12 +10,12 @@ const utf8 = new TextEncoder()
  * not written back (Go's client drops them too).
  *
  * @example
- * new TextDecoder().decode(encodeLock({ limit: 2, holders: ['b', 'a'], shape: 'go-map' }))
+ * new TextDecoder().decode(encodeLockBody({ limit: 2, holders: ['b', 'a'], shape: 'go-map' }))
  * // '{"Limit":2,"Holders":{"a":true,"b":true}}'
  * @param record - Limit, holders and shape to write.
  * @returns The body bytes, ready to PUT.
  */
-export function encodeLock(record: LockRecord): Uint8Array {
+export function encodeLockBody(record: LockBodyRecord): Uint8Array {
   const { limit, holders, shape } = record
   switch (shape) {
     case 'go-map': {

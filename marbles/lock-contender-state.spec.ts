@@ -9,7 +9,7 @@ import {
 } from '../src/core/contender/contender-state-model.js'
 import { contenderState } from '../src/core/contender/contender-state.js'
 import { contenderStep } from '../src/core/contender/contender-step.js'
-import { lockDecider } from '../src/core/single-key-lock/decide-lock.js'
+import { leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
 import type { ContenderEvent } from '../src/core/events.js'
 import { casFailed, casOk, created, releaseRequested, seen, sessionGone } from './support/events.js'
 import { lockEntry, snapshotOf } from './support/snapshot.js'
@@ -22,7 +22,7 @@ const testScheduler = (): TestScheduler =>
   new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
 
 const prefix = 'svc/leader'
-const options = { prefix, limit: 1, fairness: false, decide: lockDecider('node-a') }
+const options = { prefix, limit: 1, fairness: false, decide: leaderKeyDecider('node-a') }
 /** Unsubscribes well before the 900 ms lease deadline of `c`. */
 const watchFor400ms = '^ 400ms !'
 

@@ -6,7 +6,7 @@ import { LOCK_FLAGS } from '../src/shared/flags.js'
 import type { ContenderState } from '../src/core/contender/contender-state-model.js'
 import { contenderState } from '../src/core/contender/contender-state.js'
 import { holding } from '../src/core/contender/holding.js'
-import { lockDecider } from '../src/core/single-key-lock/decide-lock.js'
+import { leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
 import {
   casOk,
   created,
@@ -260,7 +260,7 @@ describe('holding with rideThrough on the single-key lock', () => {
     prefix: lockPrefix,
     limit: 1,
     fairness: false,
-    decide: lockDecider('node-a'),
+    decide: leaderKeyDecider('node-a'),
     rideThrough: true,
   }
   const lockKey = (session: string | undefined, modifyIndex: bigint) =>

@@ -7,7 +7,7 @@ import type { ContenderState } from '../src/core/contender/contender-state-model
 import { contenderState } from '../src/core/contender/contender-state.js'
 import { tryOnceRefused } from '../src/core/contender/try-once-refused.js'
 import type { ContenderEvent } from '../src/core/events.js'
-import { lockDecider } from '../src/core/single-key-lock/decide-lock.js'
+import { leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
 import { casFailed, casOk, created, seen, sessionGone } from './support/events.js'
 import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
 
@@ -97,7 +97,7 @@ describe('tryOnceRefused on the semaphore', () => {
 
 describe('tryOnceRefused on the single-key lock', () => {
   const prefix = 'svc/leader'
-  const options = { prefix, limit: 1, fairness: false, decide: lockDecider('node-a') }
+  const options = { prefix, limit: 1, fairness: false, decide: leaderKeyDecider('node-a') }
   const lockKey = (session: string | undefined, modifyIndex: bigint) =>
     snapshotOf([lockEntry(prefix, 'v', modifyIndex, { flags: LOCK_FLAGS, session })])
   const retry: ContenderEvent = { type: 'retry', inMs: 250 }

@@ -5,7 +5,7 @@
  * EXPERIMENTAL: these names follow the core's internals and may change or go away in any minor
  * release (semver does not cover this entry). What users compose with is in the root entry,
  * `rx-consul-semaphore`, which this entry does not repeat: import `KVSnapshot`, `WatchEvent`,
- * `TransitionReason`, `RankedContender` or `LockLeader` from there.
+ * `TransitionReason`, `RankedContender` or `Leader` from there.
  *
  * @example
  * ```ts
@@ -21,18 +21,18 @@ export { decide, type DecideOptions } from './core/semaphore/decide.js'
 export type {
   ContenderEvent,
   Decision,
-  LockShape,
+  LockBodyShape,
   PrefixProblem,
   SemaphoreView,
 } from './core/events.js'
 export { isPrefixProblem } from './core/contender/is-prefix-problem.js'
 
-// The single-key lock of `consul lock` (leader election).
+// The leader key: the single-key lock of `consul lock` (leader election).
 export {
-  decideLock,
-  readLockLeader,
-  type DecideLockOptions,
-} from './core/single-key-lock/decide-lock.js'
+  decideLeaderKey,
+  readLeaderKey,
+  type DecideLeaderKeyOptions,
+} from './core/leader-key/decide-leader-key.js'
 
 // The contender state machine: the reducer as an operator, its state and its boolean projection.
 export { contenderState } from './core/contender/contender-state.js'
@@ -50,7 +50,10 @@ export type { LastFailure } from './core/contender/last-failure.js'
 export { leaseDeadline, type LeaseMargin } from './core/contender/lease-deadline.js'
 
 // The `.lock` body: read, write, and the release of a holder.
-export { decodeLock } from './core/lock-body/decode-lock.js'
-export { encodeLock } from './core/lock-body/encode-lock.js'
-export type { LockRecord } from './core/lock-body/lock-record.js'
-export { releaseLock, type ReleaseDecision } from './core/lock-body/release-lock.js'
+export { decodeLockBody } from './core/lock-body/decode-lock-body.js'
+export { encodeLockBody } from './core/lock-body/encode-lock-body.js'
+export type { LockBodyRecord } from './core/lock-body/lock-body-record.js'
+export {
+  releaseFromLockBody,
+  type ReleaseDecision,
+} from './core/lock-body/release-from-lock-body.js'

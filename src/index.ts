@@ -34,7 +34,7 @@ export type {
   TracerProviderLike,
 } from './telemetry/telemetry-options.js'
 export type { RankedContender, TransitionReason } from './core/events.js'
-export type { LockLeader } from './core/single-key-lock/decide-lock.js'
+export type { Leader } from './core/leader-key/decide-leader-key.js'
 export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
 
 // One-shot, Promise and per-task forms.

@@ -14,10 +14,10 @@ import { lockKey } from './core/keys/lock-key.js'
 import type { SlotGuard } from './slot-guard.js'
 import { contenderHandle } from './contender-handle.js'
 import type { ContenderState } from './core/contender/contender-state-model.js'
-import { readLockLeader, type LockLeader } from './core/single-key-lock/decide-lock.js'
+import { readLeaderKey, type Leader } from './core/leader-key/decide-leader-key.js'
 import type { TransitionReason } from './core/events.js'
-import { lockLeader, sameLeader } from './effects/protocol/lock-leader.js'
-import { lockProtocol } from './effects/protocol/lock-protocol.js'
+import { watchLeaderKey, sameLeader } from './effects/protocol/lock-leader.js'
+import { leaderKeyProtocol } from './effects/protocol/lock-protocol.js'
 import { toSemaphoreError } from './errors.js'
 import { resolveContenderOptions, type ContenderOptions } from './options/contender-options.js'
 import {
@@ -70,7 +70,7 @@ export interface LeaderElectionState {
    */
   readonly fencingToken: bigint | undefined
   /** Who leads as this contender last saw it (itself from the moment its acquisition answered). */
-  readonly leader: LockLeader | null
+  readonly leader: Leader | null
   /** The prefix watch is connected (its last request succeeded). */
   readonly connected: boolean
   /**
@@ -110,7 +110,7 @@ export interface LeaderElection extends SlotGuard {
    * A read view: subscribing to it alone creates no session and takes no part in the election.
    * Completes on `close()`.
    */
-  readonly leader$: Observable<LockLeader | null>
+  readonly leader$: Observable<Leader | null>
   /**
    * Steps down now: `holding$` turns false at once, then the key is released (`?release=` with
    * the same value and flags, which sets no lock-delay, so a waiter takes over at once) and the
@@ -141,7 +141,7 @@ export function toLeaderElectionState(
   value: string,
 ): LeaderElectionState {
   const { session } = core
-  const seen = core.snapshot === undefined ? null : readLockLeader(core.snapshot, prefix)
+  const seen = core.snapshot === undefined ? null : readLeaderKey(core.snapshot, prefix)
   // A won acquisition answers before the watch shows it: show this session as leader from then.
   const promoted = core.holding && session !== undefined && seen?.session !== session
   // Once released (close(), last unsubscribe) this session leads no more, whatever the last
@@ -211,7 +211,7 @@ export function contendForLead(
     idle,
     options: () => ({
       ...resolved,
-      protocol: lockProtocol,
+      protocol: leaderKeyProtocol,
       limit: 1,
       // No queue on a lock: whoever acquires first after a release leads, as with Go's Lock.
       fairness: false,
@@ -230,14 +230,16 @@ export function contendForLead(
   const { closing } = lifecycle
 
   const leader$ = defer(() => {
-    if (closing.value) return of<LockLeader | null>()
+    if (closing.value) return of<Leader | null>()
     return lifecycle
-      .withClient((client) => lockLeader(client, resolved.prefix, { waitMs: resolved.watchWaitMs }))
+      .withClient((client) =>
+        watchLeaderKey(client, resolved.prefix, { waitMs: resolved.watchWaitMs }),
+      )
       .pipe(takeUntil(closing.pipe(filter(Boolean))))
   }).pipe(
     catchError((error: unknown) => throwError(() => toSemaphoreError(error))),
     share({
-      connector: () => new ReplaySubject<LockLeader | null>(1),
+      connector: () => new ReplaySubject<Leader | null>(1),
       resetOnRefCountZero: true,
       resetOnComplete: true,
       resetOnError: true,

@@ -15,7 +15,7 @@ import { acquireDefaultClient } from './consul/default-client.js'
 import type { ConsulError } from './consul/errors.js'
 import { SEMAPHORE_FLAGS } from './shared/flags.js'
 import { lockKey } from './core/keys/lock-key.js'
-import { relimitLock } from './core/lock-body/relimit-lock.js'
+import { relimitLockBody } from './core/lock-body/relimit-lock-body.js'
 import { fromCall, isConsulError, orThrow, retryTransient } from './effects/call-policy.js'
 import {
   PERMISSION_HINT,
@@ -129,7 +129,7 @@ async function relimit(
     for (let lost = 0; lost < ATTEMPTS; lost++) {
       if (signal?.aborted === true) throw abortedError(signal, doing)
       const entry = await call((s) => client.kv.get(key, { consistency: 'consistent', signal: s }))
-      const write = relimitLock(entry ?? undefined, key, limit)
+      const write = relimitLockBody(entry ?? undefined, key, limit)
       if (E.isLeft(write)) throw problemError(write.left)
       const changed = (index: bigint): LimitChange =>
         serializable({

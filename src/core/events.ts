@@ -15,11 +15,11 @@ import type { WatchEvent } from '../consul/types.js'
  *
  * @example
  * ```ts
- * const shape: LockShape = 'guide-list'
- * const body = encodeLock({ limit: 2, holders: [session], shape }) // {"Limit":2,"Holders":[...]}
+ * const shape: LockBodyShape = 'guide-list'
+ * const body = encodeLockBody({ limit: 2, holders: [session], shape }) // {"Limit":2,"Holders":[...]}
  * ```
  */
-export type LockShape =
+export type LockBodyShape =
   /** `{"Limit":3,"Holders":{"<session>":true}}`: Consul's Go client (`consul lock -n`). */
   | 'go-map'
   /** `{"Limit":2,"Holders":["<session>"]}`: the newer semaphore guide. */
@@ -64,7 +64,7 @@ export interface SemaphoreView {
    */
   readonly limit: number
   /** The shape `.lock` was read in; undefined while it has no body (or for a single-key lock). */
-  readonly shape: LockShape | undefined
+  readonly shape: LockBodyShape | undefined
   /** ModifyIndex of `.lock` (0n when it does not exist yet): the `cas` index of the next write. */
   readonly lockIndex: bigint
   /** Holders listed in `.lock` whose session still holds its contender key, in listed order. */
@@ -118,7 +118,7 @@ export type PrefixProblem =
     }
 
 /**
- * What a contender does next after one snapshot, as `decide` and `decideLock` answer it. The
+ * What a contender does next after one snapshot, as `decide` and `decideLeaderKey` answer it. The
  * variants other than the prefix problems carry the view they were decided on.
  *
  * @example

@@ -1,6 +1,6 @@
 import { distinctUntilChanged, map, type Observable } from 'rxjs'
 import { closeOnDispose } from '../close-on-dispose.js'
-import type { LockLeader } from '../core/single-key-lock/decide-lock.js'
+import type { Leader } from '../core/leader-key/decide-leader-key.js'
 import type { LeaderElection, LeaderElectionState } from '../leader-election.js'
 import { fakeContender, type FakeHolding } from './fake-contender.js'
 
@@ -58,7 +58,7 @@ export interface FakeLeaderElection extends LeaderElection {
  */
 export function fakeLeaderElection(options: FakeLeaderElectionOptions): FakeLeaderElection {
   const session = options.session ?? 'fake-session'
-  const self: LockLeader = { session, value: options.value ?? 'fake-leader' }
+  const self: Leader = { session, value: options.value ?? 'fake-leader' }
   const fake = fakeContender<LeaderElectionState>({
     holding: options.holding,
     firstFencingToken: options.firstFencingToken,

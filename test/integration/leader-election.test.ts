@@ -13,7 +13,7 @@ import {
   SemaphoreError,
   type LeaderElection,
   type LeaderElectionOptions,
-  type LockLeader,
+  type Leader,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { consulBin, testPrefix } from '../support/consul-agent.js'
@@ -68,10 +68,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   /** The latest leader$ value of an election, kept up to date by a subscription. */
   function follow(e: LeaderElection): {
-    latest: () => LockLeader | null | undefined
+    latest: () => Leader | null | undefined
     sub: Subscription
   } {
-    let latest: LockLeader | null | undefined
+    let latest: Leader | null | undefined
     const sub = e.leader$.subscribe((leader) => (latest = leader))
     return { latest: () => latest, sub }
   }
@@ -192,7 +192,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     const prefix = testPrefix(t, agent.url, 'leader-observer')
     const name = `observer ${prefix}`
     const observer = elect({ prefix, consul: agent.client, sessionName: name })
-    const seen: (LockLeader | null)[] = []
+    const seen: (Leader | null)[] = []
     const sub = observer.leader$.subscribe((l) => seen.push(l))
     await eventually('nobody leads', () => (seen.length > 0 ? true : undefined))
     assert.deepEqual(seen, [null])

@@ -12,7 +12,7 @@
 import fc from 'fast-check'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../src/consul/types.js'
-import type { LockShape } from '../../src/core/events.js'
+import type { LockBodyShape } from '../../src/core/events.js'
 
 const utf8 = new TextEncoder()
 const MAX_UINT64 = 2n ** 64n - 1n
@@ -167,7 +167,7 @@ export const holderFlag: fc.Arbitrary<boolean | null> = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom(false, null) },
 )
 
-/** Bodies that no client reads: each reason decodeLock knows, with a limit that fits or not. */
+/** Bodies that no client reads: each reason decodeLockBody knows, with a limit that fits or not. */
 export const corruptBody: fc.Arbitrary<string | Uint8Array> = fc.oneof(
   fc.constantFrom('{"Limit":', '[1]', 'null', '"x"', '3', '{"Limit":2,"Holders":7}'),
   fc.constant(withPrint(new Uint8Array([0x7b, 0xff, 0x7d]), 'bytes(7b ff 7d: not UTF-8)')),
@@ -266,7 +266,7 @@ export type LockModel =
   /** A body that decodes; `holders` in listed order, as written (a list may repeat one). */
   | {
       readonly kind: 'valid'
-      readonly shape: LockShape
+      readonly shape: LockBodyShape
       readonly limit: number
       readonly holders: readonly string[]
       readonly body: string
@@ -294,7 +294,7 @@ export function lockModel(plan: LockPlan, limit: number): LockModel {
     )
   }
   if (plan.extraField) fields.push('"Owner":"ops"')
-  const shape: LockShape =
+  const shape: LockBodyShape =
     plan.holdersField !== 'listed'
       ? lowercase
         ? 'java-list'

@@ -2,13 +2,13 @@
  * What a semaphore contender should decide, written from the rules (docs/design.md, "The pure
  * core") without the code under test: a second, plain implementation for property tests to hold
  * `decide` and `decideInView` against. Only the reading of a `.lock` body is borrowed
- * (`decodeLock`, tested on its own in core-lock-codec.test.ts).
+ * (`decodeLockBody`, tested on its own in core-lock-codec.test.ts).
  */
 import * as E from 'fp-ts/lib/Either.js'
 import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../src/consul/types.js'
-import type { Decision, LockShape, RankedContender } from '../../src/core/events.js'
-import { decodeLock } from '../../src/core/lock-body/decode-lock.js'
+import type { Decision, LockBodyShape, RankedContender } from '../../src/core/events.js'
+import { decodeLockBody } from '../../src/core/lock-body/decode-lock-body.js'
 
 /** Who decides, on which prefix (written without `//`, `.` or a trailing `/`). */
 export interface OracleOptions {
@@ -33,7 +33,7 @@ export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): 
   if (lock !== undefined && lock.flags !== 0n && lock.flags !== SEMAPHORE_FLAGS) {
     return { type: 'Conflict', key, flags: lock.flags }
   }
-  const read = lock === undefined ? E.right(undefined) : decodeLock(lock.value, key)
+  const read = lock === undefined ? E.right(undefined) : decodeLockBody(lock.value, key)
   if (E.isLeft(read)) return read.left
   const record = read.right
   // The limit in force is the one `.lock` states; ours only names a `.lock` not written yet.
@@ -99,7 +99,7 @@ function childName(prefix: string, key: string): string | undefined {
  * The body to write, in the shape read. Holder ids are plain ASCII in these tests, so JSON's
  * escaping is Go's and string order is byte order.
  */
-function lockBody(shape: LockShape, limit: number, holders: readonly string[]): Uint8Array {
+function lockBody(shape: LockBodyShape, limit: number, holders: readonly string[]): Uint8Array {
   const list = JSON.stringify(holders)
   switch (shape) {
     case 'go-map': {

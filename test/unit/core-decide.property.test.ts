@@ -5,7 +5,7 @@ import { describe, it } from 'node:test'
 import fc from 'fast-check'
 import * as E from 'fp-ts/lib/Either.js'
 import type { Decision } from '../../src/core/events.js'
-import { decodeLock } from '../../src/core/lock-body/decode-lock.js'
+import { decodeLockBody } from '../../src/core/lock-body/decode-lock-body.js'
 import { decideInView } from '../../src/core/semaphore/decide-in-view.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import { prefixView } from '../../src/core/semaphore/prefix-view.js'
@@ -118,7 +118,7 @@ describe('decide (property)', () => {
           )
           const lockIndex = c.lock.kind === 'absent' ? 0n : c.lock.modifyIndex
           assert.equal(decision.cas, lockIndex, ".lock's ModifyIndex, 0n if absent")
-          const written = decodeLock(decision.body, 'k')
+          const written = decodeLockBody(decision.body, 'k')
           assert.ok(E.isRight(written) && written.right !== undefined, 'the body decodes')
           const body = written.right
           assert.equal(body.limit, limit, 'writes the limit in force, never its own over it')

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS } from '../../src/shared/flags.js'
 import { decide } from '../../src/core/semaphore/decide.js'
-import { handOffAgain, handOffLock } from '../../src/core/semaphore/hand-off.js'
+import { handOffAgain, handOffSlot } from '../../src/core/semaphore/hand-off.js'
 import { prefixView } from '../../src/core/semaphore/prefix-view.js'
 import { contenderEntry, lockEntry, snapshotOf, text } from '../../marbles/support/snapshot.js'
 
@@ -14,7 +14,7 @@ const ours = (session: string, createIndex: bigint) =>
 const go = (session: string, createIndex: bigint) => contenderEntry(prefix, session, createIndex)
 const lock = (body: string, index = 40n) => lockEntry(prefix, body, index)
 
-describe('handOffLock', () => {
+describe('handOffSlot', () => {
   it('hands the slot to the first waiter when it runs this library, in the shape read', () => {
     const snapshot = snapshotOf([
       lock('{"Limit":2,"Holders":["other","me"]}'),
@@ -23,14 +23,14 @@ describe('handOffLock', () => {
       ours('w1', 10n),
       go('w2', 11n),
     ])
-    const handOff = handOffLock(snapshot, options)
+    const handOff = handOffSlot(snapshot, options)
     assert.equal(handOff?.heir, 'w1')
     assert.equal(handOff?.cas, 40n)
     assert.equal(handOff?.heirEntry.key, `${prefix}/w1`)
     assert.equal(text(handOff?.body ?? new Uint8Array()), '{"Limit":2,"Holders":["other","w1"]}')
     // Given the snapshot's view (as a release gets it from the contenders' shared step), the
     // same hand-off, without a view of its own.
-    assert.deepEqual(handOffLock(snapshot, options, prefixView(snapshot, options)), handOff)
+    assert.deepEqual(handOffSlot(snapshot, options, prefixView(snapshot, options)), handOff)
   })
 
   it('hands nothing when the first waiter is a Go contender, even with ours behind it', () => {
@@ -40,26 +40,26 @@ describe('handOffLock', () => {
       go('w1', 10n),
       ours('w2', 11n),
     ])
-    assert.equal(handOffLock(snapshot, options), undefined)
+    assert.equal(handOffSlot(snapshot, options), undefined)
   })
 
   it('hands nothing without a waiter, when not a live holder, or over a .lock it must not write', () => {
     const alone = snapshotOf([lock('{"Limit":2,"Holders":{"me":true}}'), ours('me', 1n)])
-    assert.equal(handOffLock(alone, options), undefined)
+    assert.equal(handOffSlot(alone, options), undefined)
     const notListed = snapshotOf([lock('{"Limit":2,"Holders":{}}'), ours('me', 1n), ours('w', 2n)])
-    assert.equal(handOffLock(notListed, options), undefined)
+    assert.equal(handOffSlot(notListed, options), undefined)
     const foreign = snapshotOf([
       lockEntry(prefix, '{"Limit":2,"Holders":{"me":true}}', 40n, { flags: LOCK_FLAGS }),
       ours('me', 1n),
       ours('w', 2n),
     ])
-    assert.equal(handOffLock(foreign, options), undefined)
+    assert.equal(handOffSlot(foreign, options), undefined)
     const otherLimit = snapshotOf([
       lock('{"Limit":3,"Holders":{"me":true}}'),
       ours('me', 1n),
       ours('w', 2n),
     ])
-    assert.equal(handOffLock(otherLimit, options), undefined)
+    assert.equal(handOffSlot(otherLimit, options), undefined)
   })
 
   it('prunes dead holders from the body it writes, as any acquisition does', () => {
@@ -69,7 +69,7 @@ describe('handOffLock', () => {
       ours('w', 10n),
     ])
     assert.equal(
-      text(handOffLock(snapshot, options)?.body ?? new Uint8Array()),
+      text(handOffSlot(snapshot, options)?.body ?? new Uint8Array()),
       '{"Limit":2,"Holders":{"w":true}}',
     )
   })
@@ -80,12 +80,12 @@ describe('handOffLock', () => {
       ours('me', 1n),
       contenderEntry(prefix, 'w', 10n, { flags: CONTENDER_FLAGS, session: 'intruder' }),
     ])
-    assert.equal(handOffLock(snapshot, options), undefined)
+    assert.equal(handOffSlot(snapshot, options), undefined)
   })
 })
 
 describe('handOffAgain', () => {
-  const first = handOffLock(
+  const first = handOffSlot(
     snapshotOf([lock('{"Limit":2,"Holders":{"me":true}}'), ours('me', 1n), ours('w', 10n)]),
     options,
   )

@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
-import { compareUtf8 } from '../../src/core/keys/compare-utf8.js'
-import { decodeLock } from '../../src/core/lock-body/decode-lock.js'
-import { encodeLock } from '../../src/core/lock-body/encode-lock.js'
-import { goJsonString } from '../../src/core/lock-body/go-json-string.js'
+
+import { decodeLockBody } from '../../src/core/lock-body/decode-lock-body.js'
+import {
+  compareUtf8,
+  encodeLockBody,
+  goJsonString,
+} from '../../src/core/lock-body/encode-lock-body.js'
 
 const bytes = (s: string): Uint8Array => new TextEncoder().encode(s)
 const text = (b: Uint8Array): string => new TextDecoder().decode(b)
 
-describe('decodeLock / encodeLock', () => {
+describe('decodeLockBody / encodeLockBody', () => {
   const canonical = [
     ['go-map', '{"Limit":3,"Holders":{"a":true,"b":true}}'],
     ['guide-list', '{"Limit":2,"Holders":["b","a"]}'],
@@ -17,20 +20,20 @@ describe('decodeLock / encodeLock', () => {
   ] as const
   for (const [shape, body] of canonical) {
     it(`should read a ${shape} body and write it back byte for byte`, () => {
-      const decoded = decodeLock(bytes(body), 'k')
+      const decoded = decodeLockBody(bytes(body), 'k')
       assert.ok(E.isRight(decoded) && decoded.right !== undefined)
       assert.equal(decoded.right.shape, shape)
-      assert.equal(text(encodeLock(decoded.right)), body)
+      assert.equal(text(encodeLockBody(decoded.right)), body)
     })
   }
 
   it('should read no record from a null or empty value', () => {
-    assert.deepEqual(decodeLock(null, 'k'), E.right(undefined))
-    assert.deepEqual(decodeLock(new Uint8Array(0), 'k'), E.right(undefined))
+    assert.deepEqual(decodeLockBody(null, 'k'), E.right(undefined))
+    assert.deepEqual(decodeLockBody(new Uint8Array(0), 'k'), E.right(undefined))
   })
 
   it('should count a holder listed twice once', () => {
-    const decoded = decodeLock(bytes('{"Limit":2,"Holders":["a","a"]}'), 'k')
+    const decoded = decodeLockBody(bytes('{"Limit":2,"Holders":["a","a"]}'), 'k')
     assert.deepEqual(decoded, E.right({ limit: 2, holders: ['a'], shape: 'guide-list' }))
   })
 
@@ -42,7 +45,7 @@ describe('decodeLock / encodeLock', () => {
     ] as const
     for (const [what, value] of kept) {
       it(`should count a holder whose value is ${what}, as consul lock does`, () => {
-        const decoded = decodeLock(bytes(`{"Limit":2,"Holders":{"a":${value},"b":true}}`), 'k')
+        const decoded = decodeLockBody(bytes(`{"Limit":2,"Holders":{"a":${value},"b":true}}`), 'k')
         assert.deepEqual(decoded, E.right({ limit: 2, holders: ['a', 'b'], shape: 'go-map' }))
       })
     }
@@ -55,7 +58,7 @@ describe('decodeLock / encodeLock', () => {
     ] as const
     for (const [what, value, reason] of refused) {
       it(`should call a holder map corrupt when a value is ${what}, naming the holder`, () => {
-        const decoded = decodeLock(bytes(`{"Limit":2,"Holders":{"b":true,"a":${value}}}`), 'k')
+        const decoded = decodeLockBody(bytes(`{"Limit":2,"Holders":{"b":true,"a":${value}}}`), 'k')
         assert.ok(E.isLeft(decoded))
         assert.equal(decoded.left.type, 'CorruptLock')
         assert.equal(decoded.left.key, 'k')
@@ -67,31 +70,34 @@ describe('decodeLock / encodeLock', () => {
     }
 
     it('should judge a lowercase holder map the same way, Go matching field names without case', () => {
-      const decoded = decodeLock(bytes('{"limit":2,"holders":{"a":1}}'), 'k')
+      const decoded = decodeLockBody(bytes('{"limit":2,"holders":{"a":1}}'), 'k')
       assert.ok(E.isLeft(decoded))
       assert.match(decoded.left.reason, /^holders: holder "a" has a number value/)
     })
 
     it('should name the first bad holder and count the others', () => {
-      const decoded = decodeLock(bytes('{"Limit":3,"Holders":{"a":1,"b":true,"c":"x","d":2}}'), 'k')
+      const decoded = decodeLockBody(
+        bytes('{"Limit":3,"Holders":{"a":1,"b":true,"c":"x","d":2}}'),
+        'k',
+      )
       assert.ok(E.isLeft(decoded))
       assert.match(decoded.left.reason, /holder "a" has a number value \(1\) \(and 2 more holders/)
     })
 
     it('should still read holder lists as lists of session ids', () => {
       assert.deepEqual(
-        decodeLock(bytes('{"Limit":2,"Holders":["id"]}'), 'k'),
+        decodeLockBody(bytes('{"Limit":2,"Holders":["id"]}'), 'k'),
         E.right({ limit: 2, holders: ['id'], shape: 'guide-list' }),
       )
       assert.deepEqual(
-        decodeLock(bytes('{"limit":3,"holders":["id"]}'), 'k'),
+        decodeLockBody(bytes('{"limit":3,"holders":["id"]}'), 'k'),
         E.right({ limit: 3, holders: ['id'], shape: 'java-list' }),
       )
     })
   })
 
   it('should sort go-map holders by UTF-8 bytes like Go', () => {
-    const body = encodeLock({
+    const body = encodeLockBody({
       limit: 9,
       holders: ['\u{1F600}', '\uFFFD', 'b', 'a'],
       shape: 'go-map',

@@ -3,21 +3,27 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
-import { lockReleaseNext, lockReleaseStart } from '../../src/core/release/lock-release-plan.js'
+import {
+  leaderKeyReleaseNext,
+  leaderKeyReleaseStart,
+} from '../../src/core/release/lock-release-plan.js'
 import { answer, failure, play } from '../support/release-script.js'
 
-const start = () => lockReleaseStart({ prefix: 'svc/leader', session: 'me', value: 'node-a' })
+const start = () => leaderKeyReleaseStart({ prefix: 'svc/leader', session: 'me', value: 'node-a' })
 const release = 'put svc/leader/.lock node-a release=me flags=LOCK'
 
-describe('lockReleaseStart / lockReleaseNext', () => {
+describe('leaderKeyReleaseStart / leaderKeyReleaseNext', () => {
   it('should release the key with its value and LOCK_FLAGS, then destroy the session', () => {
-    const { calls, result } = play(start(), lockReleaseNext, [answer.put(true), answer.destroyed()])
+    const { calls, result } = play(start(), leaderKeyReleaseNext, [
+      answer.put(true),
+      answer.destroyed(),
+    ])
     assert.deepEqual(calls, [release, 'destroy me'])
     assert.deepEqual(result, E.right({ type: 'Released' }))
   })
 
   it('should say NotHeld when the key was not this session’s, and destroy all the same', () => {
-    const { calls, result } = play(start(), lockReleaseNext, [
+    const { calls, result } = play(start(), leaderKeyReleaseNext, [
       answer.put(false),
       answer.destroyed(),
     ])
@@ -26,7 +32,7 @@ describe('lockReleaseStart / lockReleaseNext', () => {
   })
 
   it('should try the release again after a transient failure', () => {
-    const { calls, result } = play(start(), lockReleaseNext, [
+    const { calls, result } = play(start(), leaderKeyReleaseNext, [
       answer.failed('put', failure.server()),
       answer.waited(),
       answer.put(true),
@@ -37,7 +43,7 @@ describe('lockReleaseStart / lockReleaseNext', () => {
   })
 
   it('should destroy the session after a release that failed for good, and answer that failure', () => {
-    const { calls, result } = play(start(), lockReleaseNext, [
+    const { calls, result } = play(start(), leaderKeyReleaseNext, [
       answer.failed('put', failure.denied()),
       answer.failed('destroy', failure.badRequest()),
     ])
@@ -46,7 +52,7 @@ describe('lockReleaseStart / lockReleaseNext', () => {
   })
 
   it('should answer the destroy’s failure after a release', () => {
-    const { result } = play(start(), lockReleaseNext, [
+    const { result } = play(start(), leaderKeyReleaseNext, [
       answer.put(true),
       answer.failed('destroy', failure.badRequest()),
     ])

@@ -47,8 +47,8 @@ const testingExpected = 'function function false,true,false 1 1'
 /** The pure core's pieces run in that build: a decision, and a `.lock` body written and read back. */
 const experimentalProbe = (x: string): string =>
   `(() => { const d = ${x}.decide({ index: 1n, entries: [] }, { prefix: 'p', session: 's', limit: 2 });
-     const body = ${x}.encodeLock({ limit: 2, holders: ['a'], shape: 'guide-list' });
-     const read = ${x}.decodeLock(body, 'p/.lock');
+     const body = ${x}.encodeLockBody({ limit: 2, holders: ['a'], shape: 'guide-list' });
+     const read = ${x}.decodeLockBody(body, 'p/.lock');
      return [typeof ${x}.contenderState, d.type, new TextDecoder().decode(body),
        read._tag, read.right.holders.join()].join(' ') })()`
 const experimentalExpected = 'function NotContending {"Limit":2,"Holders":["a"]} Right a'
@@ -161,7 +161,7 @@ describe('package exports', () => {
   })
 
   it('keeps the pure core and the low-level client out of the root entry in both builds', async () => {
-    const core = ['decide', 'contenderState', 'holding', 'releaseLock', 'encodeLock']
+    const core = ['decide', 'contenderState', 'holding', 'releaseFromLockBody', 'encodeLockBody']
     const names = [...core, 'watchPrefix', 'isTransient']
     const probe = (m: string): string =>
       `console.log(${JSON.stringify(names)}.filter((n) => n in ${m}).join() || 'none')`

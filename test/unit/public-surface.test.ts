@@ -43,7 +43,7 @@ const TYPES = [
   'LeaderElection',
   'LeaderElectionOptions',
   'LeaderElectionState',
-  'LockLeader',
+  'Leader',
   'RankedContender',
   'Semaphore',
   'SemaphoreErrorKind',

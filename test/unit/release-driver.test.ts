@@ -16,7 +16,7 @@ import {
 import type { KVSnapshot } from '../../src/consul/types.js'
 import { releaseNext, releaseStart } from '../../src/core/release/release-slot-plan.js'
 import { runReleasePlan } from '../../src/effects/release/release-driver.js'
-import { releaseLockKey } from '../../src/effects/release/lock-release.js'
+import { releaseLeaderKey } from '../../src/effects/release/lock-release.js'
 import { releaseSlot } from '../../src/effects/release/release-slot.js'
 import {
   autoAdvance,
@@ -271,7 +271,7 @@ describe('release driver on the Consul double, in virtual time', () => {
   it('gives the single-key lock back with ?release and its value, then destroys the session', async () => {
     const id = await ok(double.client.session.create({ behavior: 'release', lockDelay: 0 }))
     assert.ok(await ok(double.client.kv.put(lockKey, 'node-a', { acquire: id, flags: LOCK_FLAGS })))
-    const result = await releaseLockKey({
+    const result = await releaseLeaderKey({
       client: double.client,
       prefix,
       session: id,

@@ -1,22 +1,22 @@
 /**
  * What a prefix looks like from one snapshot, for `rxsem status` and `rxsem watch`: the semaphore
- * core's own reading (readLock, pruneHolders, liveSessions, waitingContenders), plus the
+ * core's own reading (readLockBody, pruneHolders, liveSessions, waitingContenders), plus the
  * `consul lock` leader lock, which the core refuses as a conflict but an operator wants to see.
  */
 import * as E from 'fp-ts/lib/Either.js'
 import { LOCK_FLAGS } from '../../shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import { contenderKey } from '../../core/keys/contender-key.js'
-import { decodeLock } from '../../core/lock-body/decode-lock.js'
-import type { LockShape, PrefixProblem } from '../../core/events.js'
+import { decodeLockBody } from '../../core/lock-body/decode-lock-body.js'
+import type { LockBodyShape, PrefixProblem } from '../../core/events.js'
 import { liveSessions } from '../../core/semaphore/live-sessions.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import { pruneHolders } from '../../core/semaphore/prune-holders.js'
-import { readLock } from '../../core/lock-body/read-lock.js'
+import { readLockBody } from '../../core/lock-body/read-lock-body.js'
 import { waitingContenders } from '../../core/semaphore/waiting-contenders.js'
 
 /** A `.lock` body shape, or 'lock' for the single key of `consul lock` without `-n`. */
-export type StatusShape = LockShape | 'lock'
+export type StatusShape = LockBodyShape | 'lock'
 
 export interface HolderStatus {
   readonly session: string
@@ -99,8 +99,8 @@ export function prefixStatus(
   }
 
   // Without an expected limit, take the one `.lock` declares, so only flags and body are judged.
-  const declared = E.getOrElseW(() => undefined)(decodeLock(lockEntry?.value ?? null, key))
-  const lock = readLock(lockEntry, key, expectedLimit ?? declared?.limit ?? 1)
+  const declared = E.getOrElseW(() => undefined)(decodeLockBody(lockEntry?.value ?? null, key))
+  const lock = readLockBody(lockEntry, key, expectedLimit ?? declared?.limit ?? 1)
   if (E.isLeft(lock)) return lock
   const record = lock.right.record
 

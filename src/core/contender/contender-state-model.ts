@@ -26,13 +26,13 @@ export type ContenderAction = Extract<
 
 /**
  * The decide step of the state machine: what to write next, from one snapshot. The semaphore's
- * `decide` by default; `decideLock`, given this contender's value, for the single-key lock. It
+ * `decide` by default; `decideLeaderKey`, given this contender's value, for the single-key lock. It
  * must be pure: the core calls it again on every snapshot, wake and retry.
  *
  * @example
  * ```ts
  * const lockStep: DecideStep = (snapshot, { prefix, session }) =>
- *   decideLock(snapshot, { prefix, session, value: 'node-a' })
+ *   decideLeaderKey(snapshot, { prefix, session, value: 'node-a' })
  * events.pipe(contenderState({ prefix, limit: 1, fairness: false, decide: lockStep }))
  * ```
  */
@@ -72,7 +72,7 @@ export interface ContenderStateOptions extends LeaseMargin {
   /** Scheduler of every timer and of `now()`; default `asyncScheduler`. */
   readonly scheduler?: SchedulerLike | undefined
   /**
-   * The decide step (default the semaphore's `decide`): pass one that calls `decideLock` to run
+   * The decide step (default the semaphore's `decide`): pass one that calls `decideLeaderKey` to run
    * the same state machine (lease deadline, watch failure, release, holding rules) on the
    * single-key lock (see DecideStep).
    */

@@ -14,7 +14,7 @@ import {
 } from './release-call.js'
 
 /** What a single-key lock release starts from. */
-export interface LockReleaseInput {
+export interface LeaderKeyReleaseInput {
   readonly prefix: string
   readonly session: string
   /** The value the lock was acquired with: `?release` rewrites the value, so send it again. */
@@ -22,19 +22,22 @@ export interface LockReleaseInput {
 }
 
 /** Whether the key was this session's to give back (`?release` answered true). */
-export type LockReleaseOutcome = { readonly type: 'Released' } | { readonly type: 'NotHeld' }
+export type LeaderKeyReleaseOutcome = { readonly type: 'Released' } | { readonly type: 'NotHeld' }
 
 /** The lock release between two calls. */
-export interface LockReleaseState {
+export interface LeaderKeyReleaseState {
   readonly session: string
   readonly phase:
     | { readonly type: 'Release' }
-    | { readonly type: 'Destroy'; readonly settled: E.Either<ConsulError, LockReleaseOutcome> }
+    | { readonly type: 'Destroy'; readonly settled: E.Either<ConsulError, LeaderKeyReleaseOutcome> }
   readonly inFlight: CallInFlight
 }
 
 /** A step of the lock release: a call to make, or the result. */
-export type LockReleaseStep = PlanStep<LockReleaseState, E.Either<ConsulError, LockReleaseOutcome>>
+export type LeaderKeyReleaseStep = PlanStep<
+  LeaderKeyReleaseState,
+  E.Either<ConsulError, LeaderKeyReleaseOutcome>
+>
 
 /**
  * The first step of giving the single-key lock back, as Go's `Lock.Unlock` does: `?release=` on
@@ -53,13 +56,13 @@ export type LockReleaseStep = PlanStep<LockReleaseState, E.Either<ConsulError, L
  *
  * @example
  * ```ts
- * let step = lockReleaseStart({ prefix: 'svc/leader', session, value: 'node-a' })
- * while (step.type === 'call') step = lockReleaseNext(step.state, await run(step.call))
+ * let step = leaderKeyReleaseStart({ prefix: 'svc/leader', session, value: 'node-a' })
+ * while (step.type === 'call') step = leaderKeyReleaseNext(step.state, await run(step.call))
  * ```
  * @param input - Prefix, session and the value the lock was taken with.
  * @returns The first call to make.
  */
-export function lockReleaseStart(input: LockReleaseInput): LockReleaseStep {
+export function leaderKeyReleaseStart(input: LeaderKeyReleaseInput): LeaderKeyReleaseStep {
   const call: ReleaseCall = {
     type: 'put',
     key: lockKey(input.prefix),
@@ -67,7 +70,7 @@ export function lockReleaseStart(input: LockReleaseInput): LockReleaseStep {
     release: input.session,
     flags: LOCK_FLAGS,
   }
-  const state: LockReleaseState = {
+  const state: LeaderKeyReleaseState = {
     session: input.session,
     phase: { type: 'Release' },
     inFlight: firstTry(call),
@@ -80,14 +83,17 @@ export function lockReleaseStart(input: LockReleaseInput): LockReleaseStep {
  *
  * @example
  * ```ts
- * const next = lockReleaseNext(step.state, { type: 'put', result: E.right(true), random: 0.5 })
+ * const next = leaderKeyReleaseNext(step.state, { type: 'put', result: E.right(true), random: 0.5 })
  * ```
  * @param state - The state of the previous step.
  * @param answer - The answer to its call.
  * @returns The next call, or the result.
  * @throws TypeError when the answer is not to the call asked (a driver's bug).
  */
-export function lockReleaseNext(state: LockReleaseState, answer: ReleaseAnswer): LockReleaseStep {
+export function leaderKeyReleaseNext(
+  state: LeaderKeyReleaseState,
+  answer: ReleaseAnswer,
+): LeaderKeyReleaseStep {
   const triage = triageAnswer(state.inFlight, answer)
   const { phase } = state
   switch (triage.type) {
@@ -111,9 +117,9 @@ export function lockReleaseNext(state: LockReleaseState, answer: ReleaseAnswer):
 }
 
 function destroy(
-  state: LockReleaseState,
-  settled: E.Either<ConsulError, LockReleaseOutcome>,
-): LockReleaseStep {
+  state: LeaderKeyReleaseState,
+  settled: E.Either<ConsulError, LeaderKeyReleaseOutcome>,
+): LeaderKeyReleaseStep {
   const call: ReleaseCall = { type: 'destroy', session: state.session }
   return {
     type: 'call',

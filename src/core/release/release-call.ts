@@ -1,6 +1,6 @@
 /**
  * The vocabulary of the release plans (`releaseStart`/`releaseNext` for a semaphore slot,
- * `lockReleaseStart`/`lockReleaseNext` for the single-key lock): the Consul calls a plan asks for,
+ * `leaderKeyReleaseStart`/`leaderKeyReleaseNext` for the single-key lock): the Consul calls a plan asks for,
  * the answers a driver feeds back, and the retry of a call after a transient failure, which every
  * plan shares. Pure: the jitter of a wait comes in with the answer that led to it (`random`).
  *

@@ -5,8 +5,8 @@ import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import type { PrefixProblem } from '../events.js'
 import { contenderKey } from '../keys/contender-key.js'
 import { lockKey } from '../keys/lock-key.js'
-import { releaseLock, type ReleaseDecision } from '../lock-body/release-lock.js'
-import { handOffAgain, handOffLock, type HandOff } from '../semaphore/hand-off.js'
+import { releaseFromLockBody, type ReleaseDecision } from '../lock-body/release-from-lock-body.js'
+import { handOffAgain, handOffSlot, type HandOff } from '../semaphore/hand-off.js'
 import type { PrefixView } from '../semaphore/prefix-view.js'
 import {
   answerValue,
@@ -110,7 +110,7 @@ export type ReleaseStep = PlanStep<ReleaseState, E.Either<ConsulError, ReleaseOu
  * ```
  *
  * - Hand-off: when the hint lists the session and the first waiter runs this library, the
- *   transaction names that waiter in `.lock` instead (`handOffLock`). A lost CAS is tried again,
+ *   transaction names that waiter in `.lock` instead (`handOffSlot`). A lost CAS is tried again,
  *   to the same heir, from `.lock` as read after it (`handOffAgain`); a heir that left (the check
  *   of its key rolled back) or was served meanwhile turns it into the plain release.
  * - A waiter deletes its key before its last read of `.lock`: a hand-off can name it until the key
@@ -143,9 +143,9 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
     keyGone: false,
   }
   if (input.hint === undefined) return read(state)
-  const offered = handOffLock(input.hint, state, input.hintView)
+  const offered = handOffSlot(input.hint, state, input.hintView)
   if (offered !== undefined) return handOff(state, offered)
-  const hinted = releaseLock(input.hint, state)
+  const hinted = releaseFromLockBody(input.hint, state)
   return hinted.type === 'WriteRelease' ? casOut(state, hinted) : read(state)
 }
 
@@ -219,7 +219,7 @@ function answered(state: ReleaseState, answer: ReleaseAnswer): ReleaseStep {
 /** What to do with `.lock` as read (null: missing). */
 function decide(state: Progress, entry: KVEntry | null): ReleaseStep {
   const snapshot = { index: entry?.modifyIndex ?? 0n, entries: entry === null ? [] : [entry] }
-  const decision = releaseLock(snapshot, state)
+  const decision = releaseFromLockBody(snapshot, state)
   if (decision.type === 'WriteRelease') return casOut(state, decision)
   // Not listed once the key was gone: no hand-off can name this session any more.
   if (state.keyGone) {

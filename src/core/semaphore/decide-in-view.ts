@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { Decision, PrefixProblem } from '../events.js'
-import { encodeLock } from '../lock-body/encode-lock.js'
+import { encodeLockBody } from '../lock-body/encode-lock-body.js'
 import type { PrefixView } from './prefix-view.js'
 
 /**
@@ -60,7 +60,7 @@ export function decideInView(
   const rank = ranks.get(session)
   const ranked = options.fairness !== false && options.ignoreRank !== true
   if (freeSlots > 0 && (!ranked || rank === 0)) {
-    const body = encodeLock({
+    const body = encodeLockBody({
       limit: view.limit,
       holders: [...view.liveHolders, session],
       shape: view.shape ?? 'go-map',

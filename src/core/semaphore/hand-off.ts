@@ -3,8 +3,8 @@ import { CONTENDER_FLAGS } from '../../shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import { contenderKey } from '../keys/contender-key.js'
 import { lockKey } from '../keys/lock-key.js'
-import { readLock } from '../lock-body/read-lock.js'
-import { encodeLock } from '../lock-body/encode-lock.js'
+import { readLockBody } from '../lock-body/read-lock-body.js'
+import { encodeLockBody } from '../lock-body/encode-lock-body.js'
 import type { PrefixProblem } from '../events.js'
 import { prefixView, type PrefixView } from './prefix-view.js'
 
@@ -15,7 +15,7 @@ import { prefixView, type PrefixView } from './prefix-view.js'
  *
  * @example
  * ```ts
- * const handOff: HandOff | undefined = handOffLock(snapshot, { prefix, session, limit: 3 })
+ * const handOff: HandOff | undefined = handOffSlot(snapshot, { prefix, session, limit: 3 })
  * if (handOff) console.log(`hand the slot to ${handOff.heir} if .lock is still at ${handOff.cas}`)
  * ```
  */
@@ -47,16 +47,16 @@ export interface HandOffOptions {
  * that lists it: only when `.lock` is readable and agrees with the limit, this session is a live
  * holder in it, the holders are not more than the limit (an operator may have lowered it), and the first waiter in line runs this library (its key has CONTENDER_FLAGS). A
  * Go waiter would not know that it was handed a slot (its loop only counts holders), so when one
- * is first in line, or there is no waiter, the release is the plain one (`releaseLock`). Dead
- * holders are pruned, as any acquisition prunes them: the heir's acquisition is written by the
- * releaser.
+ * is first in line, or there is no waiter, the release is the plain one
+ * (`releaseFromLockBody`). Dead holders are pruned, as any acquisition prunes them: the heir's
+ * acquisition is written by the releaser.
  *
  * The transaction decides, not this snapshot: it commits only if `.lock` is unchanged and the heir
  * still locks its key; otherwise the release falls back to the plain one.
  *
  * @example
  * ```ts
- * const handOff = handOffLock(lastSnapshot, { prefix: 'service/db/lock', session, limit: 3 })
+ * const handOff = handOffSlot(lastSnapshot, { prefix: 'service/db/lock', session, limit: 3 })
  * ```
  * @param snapshot - The holder's last snapshot of the prefix.
  * @param options - Prefix, this holder's session and the limit.
@@ -64,7 +64,7 @@ export interface HandOffOptions {
  *   its contenders decided on); computed from the snapshot otherwise.
  * @returns The hand-off to try, or undefined for a plain release.
  */
-export function handOffLock(
+export function handOffSlot(
   snapshot: KVSnapshot,
   options: HandOffOptions,
   shared: E.Either<PrefixProblem, PrefixView> = prefixView(snapshot, options),
@@ -82,7 +82,7 @@ export function handOffLock(
   return {
     heir,
     heirEntry,
-    body: encodeLock({
+    body: encodeLockBody({
       limit: view.limit,
       holders: [...kept, heir],
       shape: view.shape ?? 'go-map',
@@ -113,7 +113,7 @@ export function handOffAgain(
   previous: HandOff,
 ): HandOff | undefined {
   const key = lockKey(options.prefix)
-  const lock = readLock(entry, key, options.followLimit === true ? undefined : options.limit)
+  const lock = readLockBody(entry, key, options.followLimit === true ? undefined : options.limit)
   if (E.isLeft(lock) || lock.right.record === undefined) return undefined
   const { record, lockIndex } = lock.right
   if (!record.holders.includes(options.session) || record.holders.includes(previous.heir)) {
@@ -122,5 +122,5 @@ export function handOffAgain(
   // Counted with the dead holders still listed (no listing here to prune them): never over.
   if (record.holders.length > record.limit) return undefined
   const holders = [...record.holders.filter((h) => h !== options.session), previous.heir]
-  return { ...previous, body: encodeLock({ ...record, holders }), cas: lockIndex }
+  return { ...previous, body: encodeLockBody({ ...record, holders }), cas: lockIndex }
 }

@@ -4,7 +4,7 @@ import type { KVSnapshot } from '../../consul/types.js'
 import type { PrefixProblem, RankedContender, SemaphoreView } from '../events.js'
 import { directChild } from '../keys/direct-child.js'
 import { LOCK_KEY_NAME, lockKey } from '../keys/lock-key.js'
-import { readLock } from '../lock-body/read-lock.js'
+import { readLockBody } from '../lock-body/read-lock-body.js'
 import { liveSessions } from './live-sessions.js'
 import { pruneHolders } from './prune-holders.js'
 import { waitingContenders } from './waiting-contenders.js'
@@ -90,7 +90,7 @@ export function prefixView(
     throw new RangeError(`limit must be a positive integer, got ${limit}`)
   }
   const key = lockKey(prefix)
-  const lock = readLock(
+  const lock = readLockBody(
     snapshot.entries.find((entry) => entry.key === key),
     key,
   )

@@ -22,7 +22,7 @@ import { filteredListingError } from '../../consul/errors.js'
 import type { KVEntry, KVSnapshot, WatchEvent } from '../../consul/types.js'
 import type { Decision } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
-import { readLock } from '../../core/lock-body/read-lock.js'
+import { readLockBody } from '../../core/lock-body/read-lock-body.js'
 import type { CountedGrace } from '../../core/contender/contender-state-model.js'
 import { viewCache, type ViewCache } from '../../core/semaphore/view-cache.js'
 import {
@@ -115,7 +115,9 @@ export class PrefixCoordinator {
     if (this.protocol.join === undefined || this.watching.size > 0 || this.joining > 0) return false
     const lock = this.memory.lock
     const limit = member.followLimit ? undefined : member.limit
-    return lock !== undefined && E.isRight(readLock(lock ?? undefined, lockKey(this.prefix), limit))
+    return (
+      lock !== undefined && E.isRight(readLockBody(lock ?? undefined, lockKey(this.prefix), limit))
+    )
   }
 
   /** Counts a join in flight; returns its end (idempotent). */

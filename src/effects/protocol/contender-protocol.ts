@@ -28,7 +28,7 @@ export interface ProtocolContender {
 
 /**
  * What makes a contender a semaphore contender (`semaphoreProtocol`) or a leader-election contender
- * (`lockProtocol`). Everything else (the session and its lease, the prefix's one watch, the core's
+ * (`leaderKeyProtocol`). Everything else (the session and its lease, the prefix's one watch, the core's
  * state machine, retries, starting over with a new session, release) is the prefix coordinator's
  * and its members' (`coordinator/`), the same for both.
  */

@@ -24,7 +24,7 @@ import {
 } from '../call-policy.js'
 import { lockAnswer } from './lock-answer.js'
 
-export interface LockAcquireOptions {
+export interface LeaderKeyAcquireOptions {
   readonly client: ConsulClient
   readonly prefix: string
   readonly scheduler?: SchedulerLike | undefined
@@ -72,13 +72,13 @@ export const lockDelayBackoffMs = (attempt: number, random: () => number = Math.
  * ```
  *
  * @example
- * const perform = lockAcquirer({ client, prefix })(session)
+ * const perform = leaderKeyAcquirer({ client, prefix })(session)
  * states.pipe(map((s) => s.next), distinctUntilChanged(), switchMap((a) => (a ? perform(a) : EMPTY)))
  * @param options - Client, prefix, scheduler.
  * @returns A per-session factory of the performer.
  */
-export function lockAcquirer(
-  options: LockAcquireOptions,
+export function leaderKeyAcquirer(
+  options: LeaderKeyAcquireOptions,
 ): (session: string) => (action: ContenderAction) => Observable<ContenderEvent> {
   const { client, prefix } = options
   const scheduler = options.scheduler ?? asyncScheduler

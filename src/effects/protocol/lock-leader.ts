@@ -1,7 +1,7 @@
 import { distinctUntilChanged, filter, map, type Observable } from 'rxjs'
 import type { ConsulClient, WatchOptions } from '../../consul/client-api.js'
 import type { WatchEvent } from '../../consul/types.js'
-import { readLockLeader, type LockLeader } from '../../core/single-key-lock/decide-lock.js'
+import { readLeaderKey, type Leader } from '../../core/leader-key/decide-leader-key.js'
 import { sharedWatch } from '../shared-watch.js'
 
 /**
@@ -11,7 +11,7 @@ import { sharedWatch } from '../shared-watch.js'
  * sameLeader({ session: 'a', value: 'x' }, { session: 'a', value: 'x' }) // true
  * @returns True when both are null, or both name the same session and value.
  */
-export function sameLeader(a: LockLeader | null, b: LockLeader | null): boolean {
+export function sameLeader(a: Leader | null, b: Leader | null): boolean {
   return a === b || (a !== null && b !== null && a.session === b.session && a.value === b.value)
 }
 
@@ -27,22 +27,22 @@ export function sameLeader(a: LockLeader | null, b: LockLeader | null): boolean 
  * ```
  *
  * @example
- * lockLeader(client, 'service/scheduler/leader').subscribe((leader) => console.log(leader?.value))
+ * watchLeaderKey(client, 'service/scheduler/leader').subscribe((leader) => console.log(leader?.value))
  * @param client - The Consul client.
  * @param prefix - The lock's prefix (the key is `<prefix>/.lock`).
  * @param options - Options of the watch, used if this call starts it.
  * @returns The leader, distinct; errors with the watch's permanent ConsulError.
  */
-export function lockLeader(
+export function watchLeaderKey(
   client: ConsulClient,
   prefix: string,
   options: WatchOptions = {},
-): Observable<LockLeader | null> {
+): Observable<Leader | null> {
   return sharedWatch(client, `${prefix}/`, options).pipe(
     filter(
       (event): event is Extract<WatchEvent, { type: 'snapshot' }> => event.type === 'snapshot',
     ),
-    map((event) => readLockLeader(event.snapshot, prefix)),
+    map((event) => readLeaderKey(event.snapshot, prefix)),
     distinctUntilChanged(sameLeader),
   )
 }

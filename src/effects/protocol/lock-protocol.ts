@@ -1,9 +1,9 @@
 import { SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import type { PrefixProblem } from '../../core/events.js'
-import { lockDecider } from '../../core/single-key-lock/decide-lock.js'
+import { leaderKeyDecider } from '../../core/leader-key/decide-leader-key.js'
 import { SemaphoreError, problemError } from '../../errors.js'
-import { lockAcquirer } from './lock-acquire.js'
-import { releaseLockKey } from '../release/lock-release.js'
+import { leaderKeyAcquirer } from './lock-acquire.js'
+import { releaseLeaderKey } from '../release/lock-release.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 
 /**
@@ -13,39 +13,39 @@ import type { ContenderProtocol } from './contender-protocol.js'
  * 1. a session with behavior `release` (the member creates it), so the key and its value stay when
  *    the session ends, and only its holder is cleared;
  * 2. decide on each snapshot of the prefix: is `<prefix>/.lock` free, ours, or another's; a key
- *    with other flags than the lock's is a conflict, never written (`decideLock`);
+ *    with other flags than the lock's is a conflict, never written (`decideLeaderKey`);
  * 3. acquire: a transaction `lock` of the key with the session and LOCK_FLAGS; a refusal during
  *    Consul's lock-delay is retried after a short backoff, since no snapshot shows it ending
- *    (`lockAcquirer`);
+ *    (`leaderKeyAcquirer`);
  * 4. release: `?release=` with the same value and flags, then destroy the session
- *    (`releaseLockKey`).
+ *    (`releaseLeaderKey`).
  *
  * There is no queue: whoever acquires first after a release leads, as with Go's Lock.
  */
-export const lockProtocol: ContenderProtocol = {
+export const leaderKeyProtocol: ContenderProtocol = {
   kind: 'lock',
   behavior: 'release',
   herdFree: false,
-  decide: (contender) => lockDecider(contender.value),
+  decide: (contender) => leaderKeyDecider(contender.value),
   sharedGrace: () => undefined,
   performer: (contender, session) =>
-    lockAcquirer({
+    leaderKeyAcquirer({
       client: contender.client,
       prefix: contender.prefix,
       scheduler: contender.scheduler,
     })(session),
   release: (contender, session) =>
-    releaseLockKey({
+    releaseLeaderKey({
       client: contender.client,
       prefix: contender.prefix,
       session,
       value: contender.value,
       scheduler: contender.scheduler,
     }),
-  problemError: lockProblemError,
+  problemError: leaderKeyProblemError,
 }
 
-function lockProblemError(problem: PrefixProblem): SemaphoreError {
+function leaderKeyProblemError(problem: PrefixProblem): SemaphoreError {
   if (problem.type !== 'Conflict') return problemError(problem)
   const what =
     problem.flags === SEMAPHORE_FLAGS

@@ -14,7 +14,7 @@ export interface ReleaseDriverOptions {
 }
 
 /**
- * Runs a release plan (`releaseStart`/`releaseNext`, `lockReleaseStart`/`lockReleaseNext`): makes
+ * Runs a release plan (`releaseStart`/`releaseNext`, `leaderKeyReleaseStart`/`leaderKeyReleaseNext`): makes
  * each call the plan asks for on the client, or waits on the scheduler, and feeds the answer back,
  * until the plan is done. The driver decides nothing: every choice is the plan's.
  *
@@ -57,7 +57,7 @@ export function releasePlan<S, R>(
  *
  * @example
  * ```ts
- * const result = await runReleasePlan(lockReleaseStart(input), lockReleaseNext, { client })
+ * const result = await runReleasePlan(leaderKeyReleaseStart(input), leaderKeyReleaseNext, { client })
  * ```
  * @param first - The plan's first step.
  * @param next - The plan's step function.

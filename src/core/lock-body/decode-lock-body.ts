@@ -1,8 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
-import { corruptLock, type CorruptLock } from './corrupt-lock.js'
 import { describeValidationErrors } from './describe-validation-errors.js'
-import type { LockShape } from '../events.js'
+import type { LockBodyShape, PrefixProblem } from '../events.js'
 import {
   CapitalisedLimit,
   HolderFlag,
@@ -11,7 +10,10 @@ import {
   JsonObject,
   LowercaseLimit,
 } from './lock-body-codec.js'
-import type { LockRecord } from './lock-record.js'
+import type { LockBodyRecord } from './lock-body-record.js'
+
+/** A `.lock` whose body cannot be read: the library never writes over it. */
+export type CorruptLock = Extract<PrefixProblem, { readonly type: 'CorruptLock' }>
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
 
@@ -25,22 +27,22 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
  * (Go reads it too, its JSON field matching ignores case).
  *
  * @example
- * decodeLock(new TextEncoder().encode('{"Limit":2,"Holders":["a"]}'), 'svc/.lock')
+ * decodeLockBody(new TextEncoder().encode('{"Limit":2,"Holders":["a"]}'), 'svc/.lock')
  * // right({ limit: 2, holders: ['a'], shape: 'guide-list' })
  * @param value - The raw value of the key (`null` or empty: no record yet).
  * @param key - The `.lock` key, named in the problem.
  * @returns The record (`undefined` for an empty value), or a CorruptLock saying what is wrong.
  */
-export function decodeLock(
+export function decodeLockBody(
   value: Uint8Array | null,
   key: string,
-): E.Either<CorruptLock, LockRecord | undefined> {
+): E.Either<CorruptLock, LockBodyRecord | undefined> {
   if (value === null || value.length === 0) return E.right(undefined)
   return pipe(
     parseJson(value),
     E.flatMap(asObject),
     E.flatMap(recordOf),
-    E.mapLeft((reason) => corruptLock(key, reason)),
+    E.mapLeft((reason) => corruptLockBody(key, reason)),
   )
 }
 
@@ -64,7 +66,7 @@ function asObject(json: unknown): E.Either<string, Record<string, unknown>> {
     : E.left(`the body is ${JSON.stringify(json).slice(0, 60)}, but it must be a JSON object`)
 }
 
-function recordOf(body: Record<string, unknown>): E.Either<string, LockRecord> {
+function recordOf(body: Record<string, unknown>): E.Either<string, LockBodyRecord> {
   const capitalised = Object.hasOwn(body, 'Limit') || Object.hasOwn(body, 'Holders')
   const lowercase = Object.hasOwn(body, 'limit') || Object.hasOwn(body, 'holders')
   if (capitalised && lowercase) {
@@ -86,7 +88,7 @@ function recordOf(body: Record<string, unknown>): E.Either<string, LockRecord> {
     E.flatMap((n) =>
       pipe(
         holdersOf(body[holdersField], holdersField, lowercase),
-        E.map(({ holders, shape }): LockRecord => ({ limit: n, holders, shape })),
+        E.map(({ holders, shape }): LockBodyRecord => ({ limit: n, holders, shape })),
       ),
     ),
   )
@@ -96,8 +98,8 @@ function holdersOf(
   holders: unknown,
   field: string,
   lowercase: boolean,
-): E.Either<string, { holders: readonly string[]; shape: LockShape }> {
-  const listShape: LockShape = lowercase ? 'java-list' : 'guide-list'
+): E.Either<string, { holders: readonly string[]; shape: LockBodyShape }> {
+  const listShape: LockBodyShape = lowercase ? 'java-list' : 'guide-list'
   if (holders === null || holders === undefined) {
     return E.right({ holders: [], shape: lowercase ? 'java-list' : 'go-map' })
   }
@@ -152,4 +154,17 @@ function aJsonType(value: unknown): string {
 function preview(value: unknown): string {
   const text = JSON.stringify(value)
   return text.length > 40 ? `${text.slice(0, 37)}...` : text
+}
+
+/**
+ * Builds the CorruptLock problem for a key.
+ *
+ * @example
+ * corruptLockBody('svc/lock/.lock', 'not JSON')
+ * @param key - The `.lock` key.
+ * @param reason - What is wrong with its body.
+ * @returns The problem.
+ */
+function corruptLockBody(key: string, reason: string): CorruptLock {
+  return { type: 'CorruptLock', key, reason }
 }

@@ -9,12 +9,12 @@ import { lockKey } from '../keys/lock-key.js'
  *
  * @example
  * ```ts
- * election.leader$.subscribe((leader: LockLeader | null) => {
+ * election.leader$.subscribe((leader: Leader | null) => {
  *   console.log(leader === null ? 'no leader' : `${leader.value} (session ${leader.session})`)
  * })
  * ```
  */
-export interface LockLeader {
+export interface Leader {
   /** The session holding the key's lock. */
   readonly session: string
   /** The key's value decoded as UTF-8, or null when Consul stores it empty (`consul lock` does). */
@@ -22,16 +22,16 @@ export interface LockLeader {
 }
 
 /**
- * What `decideLock` needs besides the snapshot.
+ * What `decideLeaderKey` needs besides the snapshot.
  *
  * @example
  * ```ts
  * const prefix = 'service/scheduler/leader'
- * const options: DecideLockOptions = { prefix, session, value: 'node-a' }
- * const decision = decideLock(snapshot, options)
+ * const options: DecideLeaderKeyOptions = { prefix, session, value: 'node-a' }
+ * const decision = decideLeaderKey(snapshot, options)
  * ```
  */
-export interface DecideLockOptions {
+export interface DecideLeaderKeyOptions {
   /** The prefix all contenders agree on; the lock is `<prefix>/.lock`, as `consul lock` lays it out. */
   readonly prefix: string
   /** This contender's session id. */
@@ -52,15 +52,15 @@ const fatalUtf8 = new TextDecoder('utf-8', { fatal: true })
  * ```ts
  * const prefix = 'service/scheduler/leader'
  * consul.watchPrefix(prefix).subscribe((event) => {
- *   if (event.type === 'snapshot') console.log(readLockLeader(event.snapshot, prefix))
+ *   if (event.type === 'snapshot') console.log(readLeaderKey(event.snapshot, prefix))
  * }) // { session: 'a1…', value: 'node-a' }, or null while nobody leads
  * ```
  * @param snapshot - Everything under the prefix at one index.
  * @param prefix - The lock's prefix.
  * @returns The leader, or null while nobody holds the lock.
  */
-export function readLockLeader(snapshot: KVSnapshot, prefix: string): LockLeader | null {
-  const entry = lockEntryOf(snapshot, prefix)
+export function readLeaderKey(snapshot: KVSnapshot, prefix: string): Leader | null {
+  const entry = leaderKeyEntryOf(snapshot, prefix)
   if (entry === undefined || entry.flags !== LOCK_FLAGS || entry.session === undefined) return null
   return { session: entry.session, value: decodeValue(entry.value) }
 }
@@ -95,7 +95,7 @@ export function readLockLeader(snapshot: KVSnapshot, prefix: string): LockLeader
  * @example
  * ```ts
  * const prefix = 'service/scheduler/leader'
- * const decision = decideLock(snapshot, { prefix, session, value: 'node-a' })
+ * const decision = decideLeaderKey(snapshot, { prefix, session, value: 'node-a' })
  * if (decision.type === 'TryAcquire') {
  *   const key = lockKey(prefix)
  *   const answer = await consul.kv.txn([
@@ -107,10 +107,10 @@ export function readLockLeader(snapshot: KVSnapshot, prefix: string): LockLeader
  * @param options - Prefix, session and value.
  * @returns The decision.
  */
-export function decideLock(snapshot: KVSnapshot, options: DecideLockOptions): Decision {
+export function decideLeaderKey(snapshot: KVSnapshot, options: DecideLeaderKeyOptions): Decision {
   const { prefix, session } = options
   const key = lockKey(prefix)
-  const entry = lockEntryOf(snapshot, prefix)
+  const entry = leaderKeyEntryOf(snapshot, prefix)
   if (entry !== undefined && entry.flags !== LOCK_FLAGS) {
     return { type: 'Conflict', key, flags: entry.flags }
   }
@@ -130,19 +130,19 @@ export function decideLock(snapshot: KVSnapshot, options: DecideLockOptions): De
 }
 
 /**
- * `decideLock` as the core's injectable decide step, for `contenderState({ decide })`.
+ * `decideLeaderKey` as the core's injectable decide step, for `contenderState({ decide })`.
  *
  * @example
- * events.pipe(contenderState({ prefix, limit: 1, fairness: false, decide: lockDecider('node-a') }))
+ * events.pipe(contenderState({ prefix, limit: 1, fairness: false, decide: leaderKeyDecider('node-a') }))
  * @param value - This contender's value, written with each acquisition.
  * @returns A DecideStep that ignores the semaphore-only options (limit, fairness).
  */
-export function lockDecider(value: Uint8Array | string): DecideStep {
+export function leaderKeyDecider(value: Uint8Array | string): DecideStep {
   return (snapshot, options) =>
-    decideLock(snapshot, { prefix: options.prefix, session: options.session, value })
+    decideLeaderKey(snapshot, { prefix: options.prefix, session: options.session, value })
 }
 
-function lockEntryOf(snapshot: KVSnapshot, prefix: string): KVEntry | undefined {
+function leaderKeyEntryOf(snapshot: KVSnapshot, prefix: string): KVEntry | undefined {
   const key = lockKey(prefix)
   return snapshot.entries.find((entry) => entry.key === key)
 }

@@ -2,10 +2,10 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import {
-  decideLock,
-  lockDecider,
-  readLockLeader,
-} from '../../src/core/single-key-lock/decide-lock.js'
+  decideLeaderKey,
+  leaderKeyDecider,
+  readLeaderKey,
+} from '../../src/core/leader-key/decide-leader-key.js'
 import type { Decision } from '../../src/core/events.js'
 import { bytes, lockEntry, snapshotOf, text } from '../../marbles/support/snapshot.js'
 
@@ -28,9 +28,9 @@ function expectType<T extends Decision['type']>(
   return decision as Extract<Decision, { type: T }>
 }
 
-describe('decideLock', () => {
+describe('decideLeaderKey', () => {
   it('should try to acquire a missing key with its value, cas 0 and an empty view', () => {
-    const d = expectType(decideLock(snapshotOf([]), options), 'TryAcquire')
+    const d = expectType(decideLeaderKey(snapshotOf([]), options), 'TryAcquire')
     assert.equal(text(d.body), 'node-a')
     assert.equal(d.cas, 0n)
     assert.deepEqual(d.view, {
@@ -45,7 +45,7 @@ describe('decideLock', () => {
 
   it('should try to acquire a free key, carrying its ModifyIndex as cas', () => {
     const d = expectType(
-      decideLock(snapshotOf([lockKeyEntry(undefined, 42n)]), options),
+      decideLeaderKey(snapshotOf([lockKeyEntry(undefined, 42n)]), options),
       'TryAcquire',
     )
     assert.equal(d.cas, 42n)
@@ -55,18 +55,18 @@ describe('decideLock', () => {
 
   it('should write byte values as they are', () => {
     const value = new Uint8Array([0xff, 0x00, 0x41])
-    const d = expectType(decideLock(snapshotOf([]), { ...options, value }), 'TryAcquire')
+    const d = expectType(decideLeaderKey(snapshotOf([]), { ...options, value }), 'TryAcquire')
     assert.deepEqual(d.body, value)
   })
 
   it('should hold when the key names its session', () => {
-    const d = expectType(decideLock(snapshotOf([lockKeyEntry('me', 50n)]), options), 'Held')
+    const d = expectType(decideLeaderKey(snapshotOf([lockKeyEntry('me', 50n)]), options), 'Held')
     assert.deepEqual(d.view.liveHolders, ['me'])
     assert.equal(d.view.lockIndex, 50n)
   })
 
   it('should wait, with no rank and no free slot, when another session holds the key', () => {
-    const d = expectType(decideLock(snapshotOf([lockKeyEntry('other', 50n)]), options), 'Wait')
+    const d = expectType(decideLeaderKey(snapshotOf([lockKeyEntry('other', 50n)]), options), 'Wait')
     assert.equal(d.rank, undefined)
     assert.equal(d.freeSlots, 0)
     assert.deepEqual(d.view.liveHolders, ['other'])
@@ -76,44 +76,44 @@ describe('decideLock', () => {
     const semaphoreLock = lockEntry(prefix, '{"Limit":3,"Holders":{}}', 9n, {
       flags: SEMAPHORE_FLAGS,
     })
-    const d = expectType(decideLock(snapshotOf([semaphoreLock]), options), 'Conflict')
+    const d = expectType(decideLeaderKey(snapshotOf([semaphoreLock]), options), 'Conflict')
     assert.equal(d.key, `${prefix}/.lock`)
     assert.equal(d.flags, SEMAPHORE_FLAGS)
   })
 
   it('should report a Conflict on a key without flags, as Go refuses it, even when free', () => {
     const byHand = lockEntry(prefix, 'x', 9n, { flags: 0n })
-    expectType(decideLock(snapshotOf([byHand]), options), 'Conflict')
+    expectType(decideLeaderKey(snapshotOf([byHand]), options), 'Conflict')
   })
 
   it('should report a Conflict on a key without flags held by its own session', () => {
     const byHand = lockEntry(prefix, 'x', 9n, { flags: 0n, session: 'me' })
-    expectType(decideLock(snapshotOf([byHand]), options), 'Conflict')
+    expectType(decideLeaderKey(snapshotOf([byHand]), options), 'Conflict')
   })
 
   it('should ignore other keys under the prefix (never NotContending)', () => {
     const other = lockEntry(prefix, 'x', 3n, { key: `${prefix}/me`, flags: 0n, session: 'me' })
-    expectType(decideLock(snapshotOf([other]), options), 'TryAcquire')
+    expectType(decideLeaderKey(snapshotOf([other]), options), 'TryAcquire')
   })
 
   it('should ignore the semaphore options when used as the decide step', () => {
-    const step = lockDecider('node-a')
+    const step = leaderKeyDecider('node-a')
     const d = step(snapshotOf([]), { prefix, session: 'me', limit: 7, fairness: true })
     assert.equal(expectType(d, 'TryAcquire').view.limit, 1)
   })
 })
 
-describe('readLockLeader', () => {
+describe('readLeaderKey', () => {
   it('should name nobody for a missing key', () => {
-    assert.equal(readLockLeader(snapshotOf([]), prefix), null)
+    assert.equal(readLeaderKey(snapshotOf([]), prefix), null)
   })
 
   it('should name nobody for a free key', () => {
-    assert.equal(readLockLeader(snapshotOf([lockKeyEntry(undefined, 4n)]), prefix), null)
+    assert.equal(readLeaderKey(snapshotOf([lockKeyEntry(undefined, 4n)]), prefix), null)
   })
 
   it('should name the session and the UTF-8 value of a held key', () => {
-    assert.deepEqual(readLockLeader(snapshotOf([lockKeyEntry('a', 4n, 'nœud-a')]), prefix), {
+    assert.deepEqual(readLeaderKey(snapshotOf([lockKeyEntry('a', 4n, 'nœud-a')]), prefix), {
       session: 'a',
       value: 'nœud-a',
     })
@@ -121,16 +121,16 @@ describe('readLockLeader', () => {
 
   it('should give a null value for an empty value, as `consul lock` writes it', () => {
     const entry = lockEntry(prefix, null, 4n, { flags: LOCK_FLAGS, session: 'a' })
-    assert.deepEqual(readLockLeader(snapshotOf([entry]), prefix), { session: 'a', value: null })
+    assert.deepEqual(readLeaderKey(snapshotOf([entry]), prefix), { session: 'a', value: null })
   })
 
   it('should give a null value for bytes that are not UTF-8', () => {
     const entry = { ...lockKeyEntry('a', 4n), value: new Uint8Array([0xff, 0xfe]) }
-    assert.deepEqual(readLockLeader(snapshotOf([entry]), prefix), { session: 'a', value: null })
+    assert.deepEqual(readLeaderKey(snapshotOf([entry]), prefix), { session: 'a', value: null })
   })
 
   it('should name nobody for a held key that is not a lock', () => {
     const entry = lockEntry(prefix, 'x', 4n, { flags: 0n, session: 'a', value: bytes('x') })
-    assert.equal(readLockLeader(snapshotOf([entry]), prefix), null)
+    assert.equal(readLeaderKey(snapshotOf([entry]), prefix), null)
   })
 })

@@ -1,8 +1,8 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { KVEntry } from '../../consul/types.js'
 import type { PrefixProblem } from '../events.js'
-import { encodeLock } from './encode-lock.js'
-import { readLock, type ReadLock } from './read-lock.js'
+import { encodeLockBody } from './encode-lock-body.js'
+import { readLockBody, type ReadLockBody } from './read-lock-body.js'
 
 /** The write that changes a semaphore's limit, and what it changes. */
 export interface Relimit {
@@ -23,11 +23,11 @@ export interface Relimit {
  * that contenders then find. A `.lock` it cannot read, or of another tool, is never written over.
  *
  * Holders are never removed: a lowered limit lets them finish, and contenders admit no one until
- * they are fewer than it (`decideInView`, `handOffLock`).
+ * they are fewer than it (`decideInView`, `handOffSlot`).
  *
  * @example
  * ```ts
- * const write = relimitLock(entry, 'svc/jobs/.lock', 3)
+ * const write = relimitLockBody(entry, 'svc/jobs/.lock', 3)
  * if (E.isRight(write)) await client.kv.put(key, write.right.body, { cas: write.right.cas })()
  * ```
  * @param entry - `.lock` as read (undefined: missing).
@@ -35,7 +35,7 @@ export interface Relimit {
  * @param limit - The new limit, a positive integer.
  * @returns The write, or the problem that forbids it.
  */
-export function relimitLock(
+export function relimitLockBody(
   entry: KVEntry | undefined,
   key: string,
   limit: number,
@@ -43,8 +43,8 @@ export function relimitLock(
   if (!Number.isSafeInteger(limit) || limit < 1) {
     throw new RangeError(`limit must be a positive integer, got ${limit}`)
   }
-  return E.map(({ record, lockIndex }: ReadLock): Relimit => ({
-    body: encodeLock({
+  return E.map(({ record, lockIndex }: ReadLockBody): Relimit => ({
+    body: encodeLockBody({
       limit,
       holders: record?.holders ?? [],
       shape: record?.shape ?? 'go-map',
@@ -52,5 +52,5 @@ export function relimitLock(
     cas: lockIndex,
     previous: record?.limit,
     holders: record?.holders.length ?? 0,
-  }))(readLock(entry, key))
+  }))(readLockBody(entry, key))
 }

@@ -1,16 +1,16 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { KVSnapshot } from '../../consul/types.js'
-import { encodeLock } from './encode-lock.js'
+import { encodeLockBody } from './encode-lock-body.js'
 import type { PrefixProblem } from '../events.js'
 import { lockKey } from '../keys/lock-key.js'
-import { readLock } from './read-lock.js'
+import { readLockBody } from './read-lock-body.js'
 
 /**
  * What releasing a slot writes to `.lock`.
  *
  * @example
  * ```ts
- * const release: ReleaseDecision = releaseLock(snapshot, { prefix, session })
+ * const release: ReleaseDecision = releaseFromLockBody(snapshot, { prefix, session })
  * if (release.type === 'NotListed') console.log('nothing to give back')
  * ```
  */
@@ -41,7 +41,7 @@ export type ReleaseDecision =
  * @example
  * ```ts
  * const prefix = 'service/db/lock'
- * const release = releaseLock(snapshot, { prefix, session })
+ * const release = releaseFromLockBody(snapshot, { prefix, session })
  * if (release.type === 'WriteRelease') {
  *   const options = { cas: release.cas, flags: SEMAPHORE_FLAGS }
  *   await consul.kv.put(lockKey(prefix), release.body, options)()
@@ -51,13 +51,13 @@ export type ReleaseDecision =
  * @param options - Prefix and session.
  * @returns The write to make, NotListed, or the problem that forbids writing.
  */
-export function releaseLock(
+export function releaseFromLockBody(
   snapshot: KVSnapshot,
   options: { readonly prefix: string; readonly session: string },
 ): ReleaseDecision {
   const key = lockKey(options.prefix)
   // Whatever limit `.lock` states now (an operator may have changed it), a holder may leave it.
-  const lock = readLock(
+  const lock = readLockBody(
     snapshot.entries.find((entry) => entry.key === key),
     key,
   )
@@ -67,5 +67,5 @@ export function releaseLock(
     return { type: 'NotListed' }
   }
   const holders = record.holders.filter((holder) => holder !== options.session)
-  return { type: 'WriteRelease', body: encodeLock({ ...record, holders }), cas: lockIndex }
+  return { type: 'WriteRelease', body: encodeLockBody({ ...record, holders }), cas: lockIndex }
 }

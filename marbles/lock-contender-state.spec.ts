@@ -254,12 +254,7 @@ describe('contenderStep on a wake', () => {
   })
 
   it('should drop holding on a wake just before the lease deadline', () => {
-    const leading = stateAfter(
-      stateAfter(retrying, events.m, 10, options),
-      events.m,
-      10,
-      options,
-    )
+    const leading = stateAfter(stateAfter(retrying, events.m, 10, options), events.m, 10, options)
     assert.equal(leading.holding, true)
     assert.equal(leading.wakeAt, 900)
     const woken = stateAfter(leading, { type: 'wake' }, 899, options)

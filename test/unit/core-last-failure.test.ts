@@ -34,12 +34,7 @@ describe('lastFailure', () => {
       options,
     )
     assert.equal(leased.leaseDeadline, 9000)
-    const failed = stateAfter(
-      leased,
-      { type: 'renewal-failed', error: throttled },
-      5000,
-      options,
-    )
+    const failed = stateAfter(leased, { type: 'renewal-failed', error: throttled }, 5000, options)
     assert.deepEqual(failed.lastFailure, { during: 'renewal', error: throttled })
     assert.equal(failed.leaseDeadline, 9000, 'a 429 never extends the lease')
     const renewed = stateAfter(

@@ -124,9 +124,7 @@ export function contenderSteps(
                   switchMap((action) =>
                     action === null
                       ? EMPTY
-                      : perform(action).pipe(
-                          endWith<ContenderInput>({ type: 'written', action }),
-                        ),
+                      : perform(action).pipe(endWith<ContenderInput>({ type: 'written', action })),
                   ),
                 )
           const fedBackInputs = merge(wakes, writes).pipe(

@@ -12,7 +12,7 @@ import { acquireDefaultClient, type DefaultClientLease } from './consul/default-
 import type { ConsulError } from './consul/errors.js'
 import type { ContenderState } from './core/contender/contender-state-model.js'
 import type { TransitionReason } from './core/events.js'
-import { contend, type ContendOptions, type ContenderRun } from './effects/coordinator/member.js'
+import { contend, type ContendOptions, type Member } from './effects/coordinator/member.js'
 import { SemaphoreError, toSemaphoreError } from './errors.js'
 import { serializable } from './serializable-state.js'
 import { sharedStates } from './shared-states.js'
@@ -159,7 +159,7 @@ export function contenderHandle<S extends HeldState>(
   })
 
   // The running contender (`state$` is shared: one at a time), for close().
-  let running: ContenderRun | undefined
+  let running: Member | undefined
   // One Observable, no operator chain: a thousand waiting contenders are a thousand members and
   // their subscribers, nothing more (see the bench's subscribers per contender).
   const states = new Observable<S>((subscriber) => {
@@ -177,7 +177,7 @@ export function contenderHandle<S extends HeldState>(
       return undefined
     }
     const done = use()
-    let run: ContenderRun | undefined
+    let run: Member | undefined
     try {
       const options = spec.options()
       run = contend(

@@ -11,7 +11,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import type { ContenderState } from '../../src/core/contender/contender-state-model.js'
-import { contend, type ContenderRun } from '../../src/effects/coordinator/member.js'
+import { contend, type Member } from '../../src/effects/coordinator/member.js'
 import { coordinatorCount } from '../../src/effects/coordinator/prefix-coordinator.js'
 import type { ContenderProtocol } from '../../src/effects/protocol/contender-protocol.js'
 import { semaphoreProtocol } from '../../src/effects/protocol/semaphore-protocol.js'
@@ -303,7 +303,7 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
     it('computes one view per snapshot, and each contender decides once per snapshot', async () => {
       const { protocol, decisions, views } = countingProtocol()
       const states = new Map<number, ContenderState>()
-      const runs: ContenderRun[] = []
+      const runs: Member[] = []
       const releases: Promise<unknown>[] = []
       const snapshotsSeen = new Set<bigint>()
       for (let i = 0; i < 30; i++) {

@@ -63,7 +63,7 @@ describe('the purity guard (eslint.config.js)', () => {
     )
     await refused(
       'src/core/semaphore/x.ts',
-      "import type { ContenderRun } from '../../effects/coordinator/member.js'\n\nexport type Run = ContenderRun\n",
+      "import type { Member } from '../../effects/coordinator/member.js'\n\nexport type Run = Member\n",
       IMPORTS,
     )
   })

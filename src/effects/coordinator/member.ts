@@ -74,14 +74,6 @@ export interface ContenderObserver {
   readonly complete: () => void
 }
 
-/** A running contender: what its handle can ask of it. */
-export interface ContenderRun {
-  /** Release now and contend no more; completes the observer once the release started. */
-  readonly close: () => void
-  /** Nobody listens any more: release in the background, and tell the observer nothing more. */
-  readonly stop: () => void
-}
-
 /** How often a waiter far back in the queue steps on a snapshot that changes nothing for it (ms). */
 const WAITER_REFRESH_MS = 1000
 
@@ -161,13 +153,18 @@ interface SessionRun {
  * @param observer - Receives its states.
  * @returns The handle to close or stop it.
  */
-export function contend(options: ContendOptions, observer: ContenderObserver): ContenderRun {
+export function contend(options: ContendOptions, observer: ContenderObserver): Member {
   const member = new Member(options, observer)
   member.start()
   return member
 }
 
-class Member implements ContenderRun, CoordinatedMember, LeaseListener {
+/**
+ * A running contender, a member of its prefix's coordinator. Its handle calls `close()` (release
+ * now, contend no more; completes the observer once the release started) and `stop()` (nobody
+ * listens any more: release in the background, and tell the observer nothing more).
+ */
+export class Member implements CoordinatedMember, LeaseListener {
   private readonly scheduler: SchedulerLike
   private readonly random: () => number
   private readonly coordinator: PrefixCoordinator

@@ -5,12 +5,13 @@ import { lockKey } from '../keys/lock-key.js'
 import {
   answerValue,
   firstTry,
-  settle,
-  triageAnswer,
+  releaseStep,
   type CallInFlight,
-  type PlanStep,
+  type DestroyPhase,
   type ReleaseAnswer,
   type ReleaseCall,
+  type ReleasePlan,
+  type ReleasePlanStep,
 } from './release-call.js'
 
 /** What a single-key lock release starts from. */
@@ -27,14 +28,15 @@ export type LockReleaseOutcome = { readonly type: 'Released' } | { readonly type
 /** The lock release between two calls. */
 export interface LockReleaseState {
   readonly session: string
-  readonly phase:
-    | { readonly type: 'Release' }
-    | { readonly type: 'Destroy'; readonly settled: E.Either<ConsulError, LockReleaseOutcome> }
+  readonly phase: ReleasePhase | DestroyPhase<LockReleaseOutcome>
   readonly inFlight: CallInFlight
 }
 
+/** The one phase before the destroy: `?release` of the key. */
+type ReleasePhase = { readonly type: 'Release' }
+
 /** A step of the lock release: a call to make, or the result. */
-export type LockReleaseStep = PlanStep<LockReleaseState, E.Either<ConsulError, LockReleaseOutcome>>
+export type LockReleaseStep = ReleasePlanStep<LockReleaseState, LockReleaseOutcome>
 
 /**
  * The first step of giving the single-key lock back, as Go's `Lock.Unlock` does: `?release=` on
@@ -88,26 +90,14 @@ export function lockReleaseStart(input: LockReleaseInput): LockReleaseStep {
  * @throws TypeError when the answer is not to the call asked (a driver's bug).
  */
 export function lockReleaseNext(state: LockReleaseState, answer: ReleaseAnswer): LockReleaseStep {
-  const triage = triageAnswer(state.inFlight, answer)
-  const { phase } = state
-  switch (triage.type) {
-    case 'retry':
-    case 'resend':
-      return { type: 'call', call: triage.call, state: { ...state, inFlight: triage.inFlight } }
-    case 'failed':
-      return phase.type === 'Destroy'
-        ? { type: 'done', result: settle(phase.settled, E.left(triage.error)) }
-        : destroy(state, E.left(triage.error))
-    case 'answered':
-      if (phase.type === 'Destroy') {
-        const destroyed = answerValue(triage.answer, 'destroy')
-        return { type: 'done', result: settle(phase.settled, E.right(destroyed)) }
-      }
-      return destroy(
-        state,
-        E.right({ type: answerValue(triage.answer, 'put') ? 'Released' : 'NotHeld' }),
-      )
-  }
+  return releaseStep(state, answer, lockReleasePlan)
+}
+
+/** The `?release` answered: destroy the session (`releaseStep` does the rest). */
+const lockReleasePlan: ReleasePlan<LockReleaseState, ReleasePhase, LockReleaseOutcome> = {
+  answered: (state, _release, answer) =>
+    destroy(state, E.right({ type: answerValue(answer, 'put') ? 'Released' : 'NotHeld' })),
+  destroy,
 }
 
 function destroy(

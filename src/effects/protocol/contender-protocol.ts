@@ -27,6 +27,23 @@ export interface ProtocolContender {
 }
 
 /**
+ * Makes the writes the core asks for, for one session: each action's events, fed back into the
+ * core; the Observable is cancelled (with its request) when the core asks for something else, and
+ * errors with a permanent failure.
+ */
+export type Performer = (action: ContenderAction) => Observable<ContenderEvent>
+
+/** What a performer of either protocol is made with: one session's writes under one prefix. */
+export interface PerformerOptions {
+  readonly client: ConsulClient
+  readonly prefix: string
+  readonly session: string
+  readonly scheduler?: SchedulerLike | undefined
+  /** Source of the jitter of the write retries (and waits), in [0, 1); default Math.random. */
+  readonly random?: (() => number) | undefined
+}
+
+/**
  * What makes a contender a semaphore contender (`semaphoreProtocol`) or a leader-election contender
  * (`lockProtocol`). Everything else (the session and its lease, the prefix's one watch, the core's
  * state machine, retries, starting over with a new session, release) is the prefix coordinator's
@@ -52,14 +69,10 @@ export interface ContenderProtocol {
   /** The fairness grace a contender shares with the others of its prefix, if any. */
   readonly sharedGrace: (contender: ProtocolContender) => SharedGrace | undefined
   /**
-   * Makes the writes the core asks for, for one session (so it may keep per-session state, such as
-   * a backoff). Each action's Observable is cancelled when the core asks for something else; its
-   * events are fed back into the core.
+   * The performer of one session's writes (made once per session, so it may keep per-session
+   * state, such as a backoff): `semaphorePerformer` or `leaderKeyPerformer`, of one shape.
    */
-  readonly performer: (
-    contender: ProtocolContender,
-    session: string,
-  ) => (action: ContenderAction) => Observable<ContenderEvent>
+  readonly performer: (contender: ProtocolContender, session: string) => Performer
   /**
    * Joins the queue in one transaction (its key, then the prefix), when the coordinator allows it
    * (the process's only contender, on a prefix whose `.lock` it has seen to be writable): the

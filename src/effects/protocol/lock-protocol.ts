@@ -2,7 +2,7 @@ import { SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import type { PrefixProblem } from '../../core/events.js'
 import { lockDecider } from '../../core/single-key-lock/decide-lock.js'
 import { SemaphoreError, problemError } from '../../errors.js'
-import { lockAcquirer } from './lock-acquire.js'
+import { leaderKeyPerformer } from './lock-acquire.js'
 import { releaseLockKey } from '../release/lock-release.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 
@@ -16,7 +16,7 @@ import type { ContenderProtocol } from './contender-protocol.js'
  *    with other flags than the lock's is a conflict, never written (`decideLock`);
  * 3. acquire: a transaction `lock` of the key with the session and LOCK_FLAGS; a refusal during
  *    Consul's lock-delay is retried after a short backoff, since no snapshot shows it ending
- *    (`lockAcquirer`);
+ *    (`leaderKeyPerformer`);
  * 4. release: `?release=` with the same value and flags, then destroy the session
  *    (`releaseLockKey`).
  *
@@ -29,11 +29,12 @@ export const lockProtocol: ContenderProtocol = {
   decide: (contender) => lockDecider(contender.value),
   sharedGrace: () => undefined,
   performer: (contender, session) =>
-    lockAcquirer({
+    leaderKeyPerformer({
       client: contender.client,
       prefix: contender.prefix,
+      session,
       scheduler: contender.scheduler,
-    })(session),
+    }),
   release: (contender, session) =>
     releaseLockKey({
       client: contender.client,

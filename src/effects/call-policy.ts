@@ -61,7 +61,7 @@ export function retryTransient<A>(
 ): MonoTypeOperatorFunction<A> {
   return (source) =>
     defer(() => {
-      // Each subscription (each call made anew) counts its own ACL failures in a row.
+      // The ACL failures in a row of this subscription, across the retries it makes.
       let aclInRow = 0
       return source.pipe(
         retry<A>({

@@ -19,6 +19,13 @@ const serverError = (status: number, body: string, retryAfterMs?: number): Consu
 const e500 = serverError(500, 'rpc error: EOF')
 const throttled = serverError(429, 'rate limit exceeded', 3000)
 const sessionGone = serverError(500, 'invalid session "4ca8e74b"')
+const aclGone = serverError(500, 'rpc error making call: ACL not found')
+const timedOut: ConsulError = {
+  _tag: 'Timeout',
+  timeoutMs: 10_000,
+  request: 'PUT /v1/txn',
+  message: 'timed out',
+}
 const forbidden: ConsulError = {
   _tag: 'PermissionDenied',
   status: 403,
@@ -38,6 +45,12 @@ const failingThen = <A>(
 ): Observable<A> => {
   let calls = 0
   return defer(() => (++calls <= failures ? failed : answered))
+}
+
+/** A call whose n-th making is `calls[n]`, and `answered` once they are used up. */
+const inTurn = <A>(calls: readonly Observable<A>[], answered: Observable<A>): Observable<A> => {
+  let made = 0
+  return defer(() => calls[made++] ?? answered)
 }
 
 describe('retryTransient', () => {
@@ -114,6 +127,43 @@ describe('retryTransient', () => {
         forbidden,
       )
       expectSubscriptions(failed.subscriptions).toBe(calls)
+    })
+  })
+
+  it('should end with PermissionDenied at the fifth 500 in a row that names an ACL problem', () => {
+    const scheduler = testScheduler()
+    scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const failed = cold<string>('-#', undefined, aclGone)
+      const expected = '1505ms #'
+      const calls = ['^!', '101ms ^!', '302ms ^!', '703ms ^!', '1504ms ^!']
+
+      expectObservable(failed.pipe(retryTransient(scheduler, lowest))).toBe(expected, undefined, {
+        _tag: 'PermissionDenied',
+        status: 500,
+        body: 'rpc error making call: ACL not found',
+        request: 'PUT /v1/txn',
+        message:
+          'PUT /v1/txn: Consul answered 5 times in a row that the ACL token is not valid (500: ' +
+          'rpc error making call: ACL not found); the token (CONSUL_HTTP_TOKEN, ' +
+          'CONSUL_HTTP_TOKEN_FILE or the token option) was probably deleted on the servers: give ' +
+          'the client a token that exists',
+      })
+      expectSubscriptions(failed.subscriptions).toBe(calls)
+    })
+  })
+
+  it('should count only the ACL failures in a row, not the failures before them', () => {
+    const scheduler = testScheduler()
+    scheduler.run(({ cold, expectObservable }) => {
+      const timeout = cold<string>('-#', undefined, timedOut)
+      const acl = cold<string>('-#', undefined, aclGone)
+      const answered = cold('-a|', answers)
+      // A timeout, then four ACL 500s (the fifth failure in a row, the fourth of ACL): retried.
+      const expected = '2506ms a|'
+
+      expectObservable(
+        inTurn([timeout, acl, acl, acl, acl], answered).pipe(retryTransient(scheduler, lowest)),
+      ).toBe(expected, answers)
     })
   })
 

@@ -55,8 +55,6 @@ export interface ContenderHandleSpec<S extends HeldState> {
   ) => S
   /** Whether two states would look the same to a subscriber. */
   readonly same: (a: S, b: S) => boolean
-  /** The state said when a holder fails: no longer holding, its release under way. */
-  readonly dropped: (last: S) => S
   /** What close() says, after the error's own message, when the release failed. */
   readonly releaseFailedHint: string
   /** The key whose lock by `session` proves that the contender holds (for the fenced write). */
@@ -191,7 +189,7 @@ export function contenderHandle<S extends HeldState>(
           // A holder that fails says false first: its slot is given back (the member started the
           // release), and holding$ must never end on true.
           error: (error) => {
-            if (last?.holding === true) push(spec.dropped(last))
+            if (last?.holding === true) push(droppedHold(last))
             subscriber.error(error)
           },
           complete: () => subscriber.complete(),
@@ -238,4 +236,12 @@ export function contenderHandle<S extends HeldState>(
       }
     },
   }
+}
+
+/**
+ * The state said when a holder of either kind fails: no longer holding, no fencing token, its
+ * release under way.
+ */
+function droppedHold<S extends HeldState>(last: S): S {
+  return { ...last, holding: false, reason: 'released', fencingToken: undefined }
 }

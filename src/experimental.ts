@@ -34,8 +34,20 @@ export {
   type DecideLeaderKeyOptions,
 } from './core/leader-key/decide-leader-key.js'
 
-// The contender state machine: the reducer as an operator, its state and its boolean projection.
-export { contenderState } from './core/contender/contender-state.js'
+// The contender state machine: its one pure step, the step scanned as operators (its steps, its
+// states, and their boolean projection).
+export {
+  contenderStep,
+  type ContenderCommand,
+  type ContenderStep,
+} from './core/contender/contender-step.js'
+export {
+  contenderState,
+  contenderSteps,
+  writeAfter,
+  type ContenderPerformer,
+} from './core/contender/contender-state.js'
+export type { ContenderInput, DecidedSnapshot } from './core/contender/contender-input.js'
 export { holding } from './core/contender/holding.js'
 export type {
   ContenderAction,

@@ -221,7 +221,6 @@ export function contendForLead(
     }),
     toState: (core, resolved) => toLeaderElectionState(core, resolved.prefix, resolved.value),
     same: sameState,
-    dropped: steppedDown,
     releaseFailedHint:
       'The session expires by its TTL; Consul then frees the key after the lock-delay.',
     guardKey: () => lockKey(resolved.prefix),
@@ -247,10 +246,6 @@ export function contendForLead(
   )
 
   return closeOnDispose({ state$, holding$, leader$, close, ...guard })
-}
-
-function steppedDown(last: LeaderElectionState): LeaderElectionState {
-  return { ...last, holding: false, reason: 'released', fencingToken: undefined }
 }
 
 function sameState(a: LeaderElectionState, b: LeaderElectionState): boolean {

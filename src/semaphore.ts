@@ -277,16 +277,11 @@ export function contendForSlot(options: SemaphoreOptions, internal: ContenderInt
     }),
     toState: (core) => toSemaphoreState(core, resolved.limit),
     same: sameState,
-    dropped: lostOnError,
     releaseFailedHint: 'The session expires by its TTL and other contenders then prune it.',
     guardKey: (session) => contenderKey(resolved.prefix, session),
     scheduler: options.scheduler,
   })
   return closeOnDispose({ state$, holding$, close, ...guard })
-}
-
-function lostOnError(last: SemaphoreState): SemaphoreState {
-  return { ...last, holding: false, reason: 'released', fencingToken: undefined }
 }
 
 function sameState(a: SemaphoreState, b: SemaphoreState): boolean {

@@ -224,9 +224,11 @@ export type ConsulError =
   | TooLarge
   | Aborted
 
-// The kinds (transient, throttled) are pure rules the core uses too, so they live in src/shared;
-// `isTransient` stays reachable here, where the package's entries export it from.
-export { isTransient } from '../shared/failure-kinds.js'
+// The kinds (transient, throttled, ACL) and the verdict on a failure are pure rules the core and
+// every retry loop use too, so they live in src/shared; they stay reachable here, where the
+// package's entries export `isTransient` from.
+export { isTransient, isAclServerError, namesAclProblem } from '../shared/failure-kinds.js'
+export { ACL_FAILURES_BEFORE_PERMANENT, persistentAclError } from '../shared/failure-verdict.js'
 
 /** The BadRequest for a request the client refuses to send; nothing reaches Consul. */
 export function rejectedBeforeSending(request: string, message: string): BadRequest {
@@ -237,44 +239,6 @@ export function rejectedBeforeSending(request: string, message: string): BadRequ
     request,
     rejectedBeforeSending: true,
     message: `${request}: not sent: ${message}`,
-  }
-}
-
-/** Consul's words for an ACL problem (acl/errors.go), also behind `rpc error making call: `. */
-export function namesAclProblem(text: string): boolean {
-  return /ACL not found|Permission denied/i.test(text)
-}
-
-/**
- * How many answers in a row naming an ACL problem with a 500 a retry loop accepts before it gives
- * up with PermissionDenied: enough to ride out a token that has not replicated yet (a few seconds
- * of backoff), few enough that a deleted token is reported within seconds rather than never.
- */
-export const ACL_FAILURES_BEFORE_PERMANENT = 5
-
-/** A ServerError whose body names an ACL problem (see PermissionDenied). */
-export function isAclServerError(error: ConsulError): error is ServerError {
-  return error._tag === 'ServerError' && namesAclProblem(error.body)
-}
-
-/**
- * The permanent PermissionDenied for an ACL problem Consul answered `tries` times in a row as a
- * server failure.
- *
- * @example
- * const error = persistentAclError(serverError, ACL_FAILURES_BEFORE_PERMANENT)
- */
-export function persistentAclError(error: ServerError, tries: number): PermissionDenied {
-  const request = error.request ?? 'a request'
-  return {
-    _tag: 'PermissionDenied',
-    status: 500,
-    body: error.body,
-    request,
-    message:
-      `${request}: Consul answered ${tries} times in a row that the ACL token is not valid ` +
-      `(500: ${error.body}); the token (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token ` +
-      `option) was probably deleted on the servers: give the client a token that exists`,
   }
 }
 

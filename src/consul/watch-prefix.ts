@@ -7,15 +7,8 @@
 import { asyncScheduler, Observable, timer, type Subscription } from 'rxjs'
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient, WatchOptions } from './client-api.js'
-import {
-  ACL_FAILURES_BEFORE_PERMANENT,
-  isAclServerError,
-  persistentAclError,
-  filteredListingError,
-  rejectedBeforeSending,
-  type ConsulError,
-} from './errors.js'
-import { isTransient } from '../shared/failure-kinds.js'
+import { filteredListingError, rejectedBeforeSending, type ConsulError } from './errors.js'
+import { judgeFailure } from '../shared/failure-verdict.js'
 import { BACKOFF, MAX_RETRY_AFTER_MS, backoffDelay, type BackoffPolicy } from '../shared/backoff.js'
 import { EntryCache } from './entry-cache.js'
 import type { KVSnapshot, WatchEvent } from './types.js'
@@ -179,15 +172,12 @@ export function watchPrefix(
     }
 
     const onFailure = (error: ConsulError): void => {
-      if (!isTransient(error)) {
-        subscriber.error(error)
+      const verdict = judgeFailure(error, aclFailuresInRow)
+      if (verdict.verdict === 'permanent') {
+        subscriber.error(verdict.error)
         return
       }
-      aclFailuresInRow = isAclServerError(error) ? aclFailuresInRow + 1 : 0
-      if (isAclServerError(error) && aclFailuresInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
-        subscriber.error(persistentAclError(error, aclFailuresInRow))
-        return
-      }
+      aclFailuresInRow = verdict.aclInRow
       failuresInRow += 1
       const paced = backoffDelay(policy, failuresInRow, { random, error })
       const retryInMs = Math.max(Math.floor(paced), untilNextStart())

@@ -2,6 +2,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import {
   Observable,
+  defer,
   of,
   retry,
   throwError,
@@ -9,19 +10,13 @@ import {
   type MonoTypeOperatorFunction,
   type SchedulerLike,
 } from 'rxjs'
-import {
-  ACL_FAILURES_BEFORE_PERMANENT,
-  isAclServerError,
-  persistentAclError,
-  type ConsulError,
-} from '../consul/errors.js'
-import { isTransient } from '../shared/failure-kinds.js'
+import type { ConsulError } from '../consul/errors.js'
+import { isConsulError } from '../shared/failure-kinds.js'
+import { judgeFailure } from '../shared/failure-verdict.js'
 import { BACKOFF, backoffDelay } from '../shared/backoff.js'
 
-/** Whether a thrown value is one of the Consul layer's typed errors. */
-export function isConsulError(value: unknown): value is ConsulError {
-  return typeof value === 'object' && value !== null && '_tag' in value
-}
+// The effects layer's callers ask here whether a thrown value is a ConsulError.
+export { isConsulError } from '../shared/failure-kinds.js'
 
 /** Consul's words for a write that names a session it no longer has (KV 500 body, txn error). */
 export function namesInvalidSession(text: string): boolean {
@@ -39,12 +34,12 @@ export function orThrow<A>(result: E.Either<ConsulError, A>): Observable<A> {
 }
 
 /**
- * Retries a write a few times (5) after a transient failure, waiting on `scheduler` as
- * `BACKOFF.write` says (200 ms doubling, capped at 2 s, the upper half jittered; a 429/503 waits
- * at least its `Retry-After`, up to MAX_RETRY_AFTER_MS). A session Consul no longer has is not
- * transient, whatever the status says: it is passed on at once so the caller can start over with
- * a new session. A 500 naming an ACL problem that comes back ACL_FAILURES_BEFORE_PERMANENT times
- * in a row is passed on as the permanent PermissionDenied.
+ * Retries a write a few times (5) after a failure that `judgeFailure` says to retry, waiting on
+ * `scheduler` as `BACKOFF.write` says (200 ms doubling, capped at 2 s, the upper half jittered; a
+ * 429/503 waits at least its `Retry-After`, up to MAX_RETRY_AFTER_MS). A session Consul no longer
+ * has is not transient, whatever the status says: it is passed on at once so the caller can start
+ * over with a new session. A 500 naming an ACL problem that comes back
+ * ACL_FAILURES_BEFORE_PERMANENT times in a row is passed on as the permanent PermissionDenied.
  *
  * ```
  * call:    #  (≈200 ms)  #  (≈400 ms)  a|     # a transient failure: the call is made anew
@@ -64,19 +59,24 @@ export function retryTransient<A>(
   scheduler: SchedulerLike,
   random: () => number = Math.random,
 ): MonoTypeOperatorFunction<A> {
-  return retry<A>({
-    count: 5,
-    delay: (error: unknown, attempt) => {
-      if (!isConsulError(error) || !isTransient(error) || isSessionInvalid(error)) {
-        return throwError(() => error)
-      }
-      // `attempt` counts the failures in a row of this call (1 for the first).
-      if (isAclServerError(error) && attempt >= ACL_FAILURES_BEFORE_PERMANENT) {
-        return throwError(() => persistentAclError(error, attempt))
-      }
-      return timer(backoffDelay(BACKOFF.write, attempt, { random, error }), scheduler)
-    },
-  })
+  return (source) =>
+    defer(() => {
+      // The ACL failures in a row of this subscription, across the retries it makes.
+      let aclInRow = 0
+      return source.pipe(
+        retry<A>({
+          count: 5,
+          delay: (error: unknown, attempt) => {
+            if (!isConsulError(error) || isSessionInvalid(error)) return throwError(() => error)
+            const verdict = judgeFailure(error, aclInRow)
+            if (verdict.verdict === 'permanent') return throwError(() => verdict.error)
+            aclInRow = verdict.aclInRow
+            // `attempt` counts the failures in a row of this call (1 for the first).
+            return timer(backoffDelay(BACKOFF.write, attempt, { random, error }), scheduler)
+          },
+        }),
+      )
+    })
 }
 
 /**

@@ -8,13 +8,8 @@ import {
 } from 'rxjs'
 import { BACKOFF, throttledDelay } from '../shared/backoff.js'
 import type { ConsulClient, SessionInfo } from '../consul/client-api.js'
-import {
-  ACL_FAILURES_BEFORE_PERMANENT,
-  isAclServerError,
-  persistentAclError,
-  type ConsulError,
-} from '../consul/errors.js'
-import { isTransient } from '../shared/failure-kinds.js'
+import type { ConsulError } from '../consul/errors.js'
+import { judgeFailure } from '../shared/failure-verdict.js'
 import { leaseDeadline } from '../core/contender/lease-deadline.js'
 import type { ContenderEvent } from '../core/events.js'
 
@@ -71,9 +66,9 @@ interface Renewal {
  * The lease never destroys the session: release does that, in order (CAS out of `.lock`, delete the
  * contender key, destroy). Retries go on past the lease deadline on purpose: the core has dropped
  * `holding` by then, and a renewal that gets through proves the session (and so the slot) was never
- * lost. Stopping aborts the request in flight. A permanent failure (403, bad request) is reported
- * as the typed ConsulError, and so is a 500 naming an ACL problem answered
- * ACL_FAILURES_BEFORE_PERMANENT times in a row (as PermissionDenied: the token was deleted).
+ * lost. Stopping aborts the request in flight. A failure is judged by `judgeFailure`: a permanent
+ * one (403, bad request, or a 500 naming an ACL problem ACL_FAILURES_BEFORE_PERMANENT times in a
+ * row, as PermissionDenied: the token was deleted) is reported as the typed ConsulError.
  *
  * A 429 or 503 (Consul's rate limits) waits what `Retry-After` asks, but never past the lease: at
  * most half the time left until the lease deadline (and, once that has passed, until Consul's own
@@ -144,11 +139,9 @@ export class SessionLease {
   }
 
   private failed(error: ConsulError, last: Renewal): void {
-    if (!isTransient(error)) return this.stopWith(error)
-    const aclInRow = isAclServerError(error) ? last.aclInRow + 1 : 0
-    if (isAclServerError(error) && aclInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
-      return this.stopWith(persistentAclError(error, aclInRow))
-    }
+    const verdict = judgeFailure(error, last.aclInRow)
+    if (verdict.verdict === 'permanent') return this.stopWith(verdict.error)
+    const { aclInRow } = verdict
     this.listener.onLease({ type: 'renewal-failed', error })
     if (this.stopped) return
     const now = this.scheduler.now()

@@ -1,7 +1,7 @@
 /**
  * What kind of failure a ConsulError is, for the loops that decide whether to try again: the
- * transport's watch, the effects layer's retries and the core's release plans all ask here, so
- * they agree. Pure: no I/O, no clock.
+ * transport's watch, the effects layer's retries and the core's release plans all ask here (or
+ * `judgeFailure`, which builds on these), so they agree. Pure: no I/O, no clock.
  */
 import type { ConsulError, ServerError } from '../consul/errors.js'
 
@@ -24,4 +24,22 @@ export function isTransient(error: ConsulError): boolean {
 /** A 429 or 503: Consul's rate limits (or an overloaded server) ask the client to slow down. */
 export function isThrottled(error: ConsulError): error is ServerError {
   return error._tag === 'ServerError' && (error.status === 429 || error.status === 503)
+}
+
+/**
+ * Whether a thrown value is one of the Consul layer's typed errors (anything else that reaches a
+ * retry loop is a bug or the user's, and is passed on as it is).
+ */
+export function isConsulError(value: unknown): value is ConsulError {
+  return typeof value === 'object' && value !== null && '_tag' in value
+}
+
+/** Consul's words for an ACL problem (acl/errors.go), also behind `rpc error making call: `. */
+export function namesAclProblem(text: string): boolean {
+  return /ACL not found|Permission denied/i.test(text)
+}
+
+/** A ServerError whose body names an ACL problem (see PermissionDenied). */
+export function isAclServerError(error: ConsulError): error is ServerError {
+  return error._tag === 'ServerError' && namesAclProblem(error.body)
 }

@@ -5,12 +5,13 @@ import { lockKey } from '../keys/lock-key.js'
 import {
   answerValue,
   firstTry,
-  settle,
-  triageAnswer,
+  releaseStep,
   type CallInFlight,
-  type PlanStep,
+  type DestroyPhase,
   type ReleaseAnswer,
   type ReleaseCall,
+  type ReleasePlan,
+  type ReleasePlanStep,
 } from './release-call.js'
 
 /** What a single-key lock release starts from. */
@@ -27,17 +28,15 @@ export type LeaderKeyReleaseOutcome = { readonly type: 'Released' } | { readonly
 /** The lock release between two calls. */
 export interface LeaderKeyReleaseState {
   readonly session: string
-  readonly phase:
-    | { readonly type: 'Release' }
-    | { readonly type: 'Destroy'; readonly settled: E.Either<ConsulError, LeaderKeyReleaseOutcome> }
+  readonly phase: ReleasePhase | DestroyPhase<LeaderKeyReleaseOutcome>
   readonly inFlight: CallInFlight
 }
 
+/** The one phase before the destroy: `?release` of the key. */
+type ReleasePhase = { readonly type: 'Release' }
+
 /** A step of the lock release: a call to make, or the result. */
-export type LeaderKeyReleaseStep = PlanStep<
-  LeaderKeyReleaseState,
-  E.Either<ConsulError, LeaderKeyReleaseOutcome>
->
+export type LeaderKeyReleaseStep = ReleasePlanStep<LeaderKeyReleaseState, LeaderKeyReleaseOutcome>
 
 /**
  * The first step of giving the single-key lock back, as Go's `Lock.Unlock` does: `?release=` on
@@ -94,26 +93,18 @@ export function leaderKeyReleaseNext(
   state: LeaderKeyReleaseState,
   answer: ReleaseAnswer,
 ): LeaderKeyReleaseStep {
-  const triage = triageAnswer(state.inFlight, answer)
-  const { phase } = state
-  switch (triage.type) {
-    case 'retry':
-    case 'resend':
-      return { type: 'call', call: triage.call, state: { ...state, inFlight: triage.inFlight } }
-    case 'failed':
-      return phase.type === 'Destroy'
-        ? { type: 'done', result: settle(phase.settled, E.left(triage.error)) }
-        : destroy(state, E.left(triage.error))
-    case 'answered':
-      if (phase.type === 'Destroy') {
-        const destroyed = answerValue(triage.answer, 'destroy')
-        return { type: 'done', result: settle(phase.settled, E.right(destroyed)) }
-      }
-      return destroy(
-        state,
-        E.right({ type: answerValue(triage.answer, 'put') ? 'Released' : 'NotHeld' }),
-      )
-  }
+  return releaseStep(state, answer, leaderKeyReleasePlan)
+}
+
+/** The `?release` answered: destroy the session (`releaseStep` does the rest). */
+const leaderKeyReleasePlan: ReleasePlan<
+  LeaderKeyReleaseState,
+  ReleasePhase,
+  LeaderKeyReleaseOutcome
+> = {
+  answered: (state, _release, answer) =>
+    destroy(state, E.right({ type: answerValue(answer, 'put') ? 'Released' : 'NotHeld' })),
+  destroy,
 }
 
 function destroy(

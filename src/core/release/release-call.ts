@@ -165,6 +165,92 @@ export function triageAnswer(inFlight: CallInFlight, answer: ReleaseAnswer): Tri
 }
 
 /**
+ * The last phase of every release plan: the session destroy, with how the KV part before it went.
+ *
+ * @example
+ * ```ts
+ * const phase: DestroyPhase<LeaderKeyReleaseOutcome> = { type: 'Destroy', settled: E.right({ type: 'Released' }) }
+ * ```
+ */
+export interface DestroyPhase<O> {
+  readonly type: 'Destroy'
+  /** The outcome (or first failure) of the KV part. */
+  readonly settled: E.Either<ConsulError, O>
+}
+
+/** A phase of a release plan, told apart by `type`. */
+type Phased = { readonly type: string }
+
+/** The state of a release plan between two calls: its phase (P before the destroy), and the call in flight. */
+export interface ReleasePlanState<P extends Phased, O> {
+  readonly phase: P | DestroyPhase<O>
+  readonly inFlight: CallInFlight
+}
+
+/** A step of a release plan whose KV part ends with an `O` (or a failure). */
+export type ReleasePlanStep<S, O> = PlanStep<S, E.Either<ConsulError, O>>
+
+/** What a release plan adds to `releaseStep`: its phases before the destroy (P). */
+export interface ReleasePlan<S, P extends Phased, O> {
+  /** The next step after a successful answer (or the end of a wait) in a phase before the destroy. */
+  readonly answered: (state: S, phase: P, answer: ReleaseAnswer) => ReleasePlanStep<S, O>
+  /** The step that destroys the session, the KV part ended as `settled`. */
+  readonly destroy: (state: S, settled: E.Either<ConsulError, O>) => ReleasePlanStep<S, O>
+}
+
+/**
+ * The next step of any release plan, the rule they all share: a transient failure is tried again
+ * (`triageAnswer`); a failure that stays ends the KV part, and the session is destroyed all the
+ * same; the destroy's answer ends the plan (`settle`: the KV part's failure first, then the
+ * destroy's). The plan decides only what a success means in its phases before the destroy
+ * (`plan.answered`).
+ *
+ * ```
+ * transient failure:    wait ─► the same call again      (up to RELEASE_CALL_TRIES calls)
+ * failure (KV part):    plan.destroy(state, failure)
+ * failure (destroy):    done: settle(KV part, failure)
+ * destroy answered:     done: settle(KV part, success)
+ * any other answer:     plan.answered(state, phase, answer)
+ * ```
+ *
+ * @example
+ * ```ts
+ * const leaderKeyReleaseNext = (state: LeaderKeyReleaseState, answer: ReleaseAnswer): LeaderKeyReleaseStep =>
+ *   releaseStep(state, answer, leaderKeyReleasePlan)
+ * ```
+ * @param state - The plan's state after its previous step.
+ * @param answer - The answer to that step's call.
+ * @param plan - The plan's own phases.
+ * @returns The next call, or the result.
+ * @throws TypeError when the answer is not to the call asked (a driver's bug).
+ */
+export function releaseStep<S extends ReleasePlanState<P, O>, P extends Phased, O>(
+  state: S,
+  answer: ReleaseAnswer,
+  plan: ReleasePlan<S, P, O>,
+): ReleasePlanStep<S, O> {
+  const triage = triageAnswer(state.inFlight, answer)
+  const phase: P | DestroyPhase<O> = state.phase
+  switch (triage.type) {
+    case 'retry':
+    case 'resend':
+      return { type: 'call', call: triage.call, state: { ...state, inFlight: triage.inFlight } }
+    case 'failed':
+      return destroying(phase)
+        ? { type: 'done', result: settle(phase.settled, E.left(triage.error)) }
+        : plan.destroy(state, E.left(triage.error))
+    case 'answered':
+      return destroying(phase)
+        ? { type: 'done', result: settle(phase.settled, E.right(answerValue(answer, 'destroy'))) }
+        : plan.answered(state, phase, answer)
+  }
+}
+
+function destroying<P extends Phased, O>(phase: P | DestroyPhase<O>): phase is DestroyPhase<O> {
+  return phase.type === 'Destroy'
+}
+
+/**
  * The call in flight for a first try of `call`.
  *
  * @example

@@ -11,12 +11,13 @@ import type { PrefixView } from '../semaphore/prefix-view.js'
 import {
   answerValue,
   firstTry,
-  settle,
-  triageAnswer,
+  releaseStep,
   type CallInFlight,
-  type PlanStep,
+  type DestroyPhase,
   type ReleaseAnswer,
   type ReleaseCall,
+  type ReleasePlan,
+  type ReleasePlanStep,
 } from './release-call.js'
 import { HEIR_CHECK_OP, casOutOps, handOffOps } from './release-ops.js'
 
@@ -63,7 +64,10 @@ export type ReleaseOutcome =
   | { readonly type: 'GaveUp' }
 
 /** What the release is doing now; the call in flight is in `ReleaseState.inFlight`. */
-type Phase =
+type Phase = KvPhase | DestroyPhase<ReleaseOutcome>
+
+/** The phases before the destroy: giving the slot back. */
+type KvPhase =
   | { readonly type: 'HandOff'; readonly handOff: HandOff }
   | { readonly type: 'PauseForHandOff'; readonly handOff: HandOff }
   | { readonly type: 'ReadForHandOff'; readonly handOff: HandOff }
@@ -71,7 +75,6 @@ type Phase =
   | { readonly type: 'Read' }
   | { readonly type: 'CasOut' }
   | { readonly type: 'DeleteKey'; readonly decision: Exclude<ReleaseDecision, WriteRelease> }
-  | { readonly type: 'Destroy'; readonly settled: E.Either<ConsulError, ReleaseOutcome> }
 
 type WriteRelease = Extract<ReleaseDecision, { type: 'WriteRelease' }>
 
@@ -94,7 +97,7 @@ export interface ReleaseState {
 type Progress = Omit<ReleaseState, 'phase' | 'inFlight'>
 
 /** A step of the semaphore release: a call to make, or the result. */
-export type ReleaseStep = PlanStep<ReleaseState, E.Either<ConsulError, ReleaseOutcome>>
+export type ReleaseStep = ReleasePlanStep<ReleaseState, ReleaseOutcome>
 
 /**
  * The first step of giving a semaphore slot back, as a pure plan that a driver runs
@@ -162,22 +165,13 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
  * @throws TypeError when the answer is not to the call asked (a driver's bug).
  */
 export function releaseNext(state: ReleaseState, answer: ReleaseAnswer): ReleaseStep {
-  const triage = triageAnswer(state.inFlight, answer)
-  switch (triage.type) {
-    case 'retry':
-    case 'resend':
-      return { type: 'call', call: triage.call, state: { ...state, inFlight: triage.inFlight } }
-    case 'failed':
-      return state.phase.type === 'Destroy'
-        ? { type: 'done', result: settle(state.phase.settled, E.left(triage.error)) }
-        : destroy(state, E.left(triage.error))
-    case 'answered':
-      return answered(state, triage.answer)
-  }
+  return releaseStep(state, answer, releaseSlotPlan)
 }
 
-function answered(state: ReleaseState, answer: ReleaseAnswer): ReleaseStep {
-  const { phase } = state
+/** What a semaphore release does with each answer before its destroy (`releaseStep` does the rest). */
+const releaseSlotPlan: ReleasePlan<ReleaseState, KvPhase, ReleaseOutcome> = { answered, destroy }
+
+function answered(state: ReleaseState, phase: KvPhase, answer: ReleaseAnswer): ReleaseStep {
   switch (phase.type) {
     case 'HandOff': {
       const txn = answerValue(answer, 'txn')
@@ -208,11 +202,6 @@ function answered(state: ReleaseState, answer: ReleaseAnswer): ReleaseStep {
       if (phase.decision.type === 'NotListed') return read(gone)
       return destroy(gone, E.right({ type: 'KeyOnly', problem: phase.decision }))
     }
-    case 'Destroy':
-      return {
-        type: 'done',
-        result: settle(phase.settled, E.right(answerValue(answer, 'destroy'))),
-      }
   }
 }
 

@@ -24,7 +24,7 @@ import type { ContenderEvent, Decision } from '../../core/events.js'
 import { passToWaiter, type WaiterPassed } from '../../core/semaphore/pass-to-waiter.js'
 import type { SemaphoreError } from '../../errors.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
-import type { ContenderProtocol, ProtocolContender } from '../protocol/contender-protocol.js'
+import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-protocol.js'
 import { SessionLease, type LeaseEvent, type LeaseListener } from '../session-lease.js'
 import {
   contenderTelemetry,
@@ -169,7 +169,7 @@ export class Member implements CoordinatedMember, LeaseListener {
   private readonly random: () => number
   private readonly coordinator: PrefixCoordinator
   private readonly leaveCoordinator: () => void
-  private readonly contender: ProtocolContender
+  private readonly contender: ProtocolMember
   private readonly sessions: SessionLoop
   /** The step's options; `tryOnce` set while a try-once contender has not held yet. */
   private core: ContenderStateOptions

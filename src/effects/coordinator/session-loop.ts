@@ -1,17 +1,11 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { SchedulerLike, Subscription } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
-import {
-  ACL_FAILURES_BEFORE_PERMANENT,
-  isAclServerError,
-  persistentAclError,
-  type ConsulError,
-} from '../../consul/errors.js'
+import type { ConsulError } from '../../consul/errors.js'
 import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
-import { isTransient } from '../../shared/failure-kinds.js'
+import { judgeFailure } from '../../shared/failure-verdict.js'
 import { toSemaphoreError, type SemaphoreError } from '../../errors.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
-import { isConsulError } from '../call-policy.js'
 import type { ContenderProtocol } from '../protocol/contender-protocol.js'
 import { destroySession } from '../release/destroy-session.js'
 import { unreachableError } from './unreachable-error.js'
@@ -55,8 +49,8 @@ interface CreateCall {
 
 /**
  * The sessions of one contender, apart from what it does with them: makes one, retries a
- * transient failure with the `session` backoff, and gives up on a permanent failure, on the
- * ACL_FAILURES_BEFORE_PERMANENT-th ACL 500 in a row, or when no session came within
+ * transient failure with the `session` backoff, and gives up on a permanent failure (`judgeFailure`:
+ * also the ACL_FAILURES_BEFORE_PERMANENT-th ACL 500 in a row), or when no session came within
  * `startupTimeoutMs` (`Unreachable`). A request still waiting for a connection of a busy client
  * at the start-up timeout, while the agent answers that client, is waited for: only its failure
  * gives up. A request out when the loop stops is awaited in the background (at most
@@ -121,19 +115,21 @@ export class SessionLoop {
    * `mayRetry`), otherwise the loop gives up.
    */
   failed(error: unknown): void {
-    if (!isConsulError(error) || !isTransient(error) || !this.listener.mayRetry()) {
-      return this.listener.onGiveUp(toSemaphoreError(error))
+    const verdict = judgeFailure(error, this.aclInRow)
+    if (verdict.verdict === 'permanent' || !this.listener.mayRetry()) {
+      return this.listener.onGiveUp(
+        toSemaphoreError(verdict.verdict === 'permanent' ? verdict.error : error),
+      )
     }
-    this.lastFailure = error
+    // A retry verdict is given only for a transient ConsulError.
+    const transient = error as ConsulError
+    this.lastFailure = transient
     if (this.overdue) return this.giveUpUnreachable()
-    this.aclInRow = isAclServerError(error) ? this.aclInRow + 1 : 0
-    if (isAclServerError(error) && this.aclInRow >= ACL_FAILURES_BEFORE_PERMANENT) {
-      return this.listener.onGiveUp(toSemaphoreError(persistentAclError(error, this.aclInRow)))
-    }
+    this.aclInRow = verdict.aclInRow
     this.attempt++
-    this.listener.onRetrying(error)
+    this.listener.onRetrying(transient)
     const { random } = this.options
-    this.retryAfter(backoffDelay(BACKOFF.session, this.attempt, { error, random }))
+    this.retryAfter(backoffDelay(BACKOFF.session, this.attempt, { error: transient, random }))
   }
 
   /** Stops every timer; a request in flight is abandoned (its session destroyed once made). */

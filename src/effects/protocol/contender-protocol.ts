@@ -14,7 +14,7 @@ import type { ContenderEvent, PrefixProblem } from '../../core/events.js'
 import type { SemaphoreError } from '../../errors.js'
 
 /** What a protocol knows of one contender: its prefix, client and the prefix's shared cache. */
-export interface ProtocolContender {
+export interface ProtocolMember {
   readonly client: ConsulClient
   readonly prefix: string
   readonly limit: number
@@ -24,6 +24,23 @@ export interface ProtocolContender {
   readonly scheduler: SchedulerLike
   /** The views of the prefix's snapshots, shared by the contenders of the prefix. */
   readonly cache: ViewCache
+}
+
+/**
+ * Makes the writes the core asks for, for one session: each action's events, fed back into the
+ * core; the Observable is cancelled (with its request) when the core asks for something else, and
+ * errors with a permanent failure.
+ */
+export type Performer = (action: ContenderAction) => Observable<ContenderEvent>
+
+/** What a performer of either protocol is made with: one session's writes under one prefix. */
+export interface PerformerOptions {
+  readonly client: ConsulClient
+  readonly prefix: string
+  readonly session: string
+  readonly scheduler?: SchedulerLike | undefined
+  /** Source of the jitter of the write retries (and waits), in [0, 1); default Math.random. */
+  readonly random?: (() => number) | undefined
 }
 
 /**
@@ -48,34 +65,27 @@ export interface ContenderProtocol {
    */
   readonly herdFree: boolean
   /** The core's decide step for a contender. */
-  readonly decide: (contender: ProtocolContender) => DecideStep
+  readonly decide: (contender: ProtocolMember) => DecideStep
   /** The fairness grace a contender shares with the others of its prefix, if any. */
-  readonly sharedGrace: (contender: ProtocolContender) => SharedGrace | undefined
+  readonly sharedGrace: (contender: ProtocolMember) => SharedGrace | undefined
   /**
-   * Makes the writes the core asks for, for one session (so it may keep per-session state, such as
-   * a backoff). Each action's Observable is cancelled when the core asks for something else; its
-   * events are fed back into the core.
+   * The performer of one session's writes (made once per session, so it may keep per-session
+   * state, such as a backoff): `semaphorePerformer` or `leaderKeyPerformer`, of one shape.
    */
-  readonly performer: (
-    contender: ProtocolContender,
-    session: string,
-  ) => (action: ContenderAction) => Observable<ContenderEvent>
+  readonly performer: (contender: ProtocolMember, session: string) => Performer
   /**
    * Joins the queue in one transaction (its key, then the prefix), when the coordinator allows it
    * (the process's only contender, on a prefix whose `.lock` it has seen to be writable): the
    * prefix as of its own write, or undefined to start as the others do.
    */
-  readonly join?: (
-    contender: ProtocolContender,
-    session: string,
-  ) => Observable<KVSnapshot | undefined>
+  readonly join?: (contender: ProtocolMember, session: string) => Observable<KVSnapshot | undefined>
   /**
    * Gives the slot back and destroys the session (never rejects: errors are Lefts). `lastSeen` is
    * the last snapshot the contender decided on, a hint that may save a read. A semaphore's release
    * answers how the slot went back (a hand-off, for the telemetry); a lock's, nothing.
    */
   readonly release: (
-    contender: ProtocolContender,
+    contender: ProtocolMember,
     session: string,
     lastSeen: KVSnapshot | undefined,
   ) => Promise<E.Either<ConsulError, ReleaseOutcome | void>>

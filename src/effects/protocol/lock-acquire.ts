@@ -1,36 +1,13 @@
-import {
-  EMPTY,
-  asyncScheduler,
-  catchError,
-  map,
-  mergeMap,
-  of,
-  throwError,
-  type Observable,
-  type SchedulerLike,
-} from 'rxjs'
+import { EMPTY, asyncScheduler, map, mergeMap } from 'rxjs'
 import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
-import type { ConsulClient, TxnResult } from '../../consul/client-api.js'
+import type { TxnResult } from '../../consul/client-api.js'
 import { LOCK_FLAGS } from '../../shared/flags.js'
-import type { ContenderAction } from '../../core/contender/contender-state-model.js'
 import type { ContenderEvent } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
-import {
-  fromCall,
-  isConsulError,
-  isSessionInvalid,
-  orThrow,
-  retryTransient,
-} from '../call-policy.js'
+import { fromCall, orThrow, retryTransient } from '../call-policy.js'
+import type { Performer, PerformerOptions } from './contender-protocol.js'
 import { lockAnswer } from './lock-answer.js'
-
-export interface LeaderKeyAcquireOptions {
-  readonly client: ConsulClient
-  readonly prefix: string
-  readonly scheduler?: SchedulerLike | undefined
-  /** Source of the jitter of lock-delay and write retries, in [0, 1); default Math.random. */
-  readonly random?: () => number
-}
+import { endOnSessionGone } from './session-gone.js'
 
 /**
  * Delay before asking again after the n-th lock-delay refusal in a row (`BACKOFF.lockDelay`):
@@ -50,8 +27,9 @@ export const lockDelayBackoffMs = (attempt: number, random: () => number = Math.
   Math.round(backoffDelay(BACKOFF.lockDelay, attempt, { random }))
 
 /**
- * The lock's performer for `contend`: makes the acquisition the core asks for and reports its
- * answer. Created once per session, so it counts the lock-delay refusals of that session in a row.
+ * The leader key's performer for one session: makes the acquisition the core asks for and reports
+ * its answer. Created once per session, so it counts the lock-delay refusals of that session in a
+ * row.
  *
  * `TryAcquire` → one txn `[{ verb: 'lock', key: <prefix>/.lock, value, flags: LOCK_FLAGS, session }]`
  * (a txn rather than `PUT ?acquire` because its answer carries the ModifyIndex written: the fencing
@@ -72,48 +50,36 @@ export const lockDelayBackoffMs = (attempt: number, random: () => number = Math.
  * ```
  *
  * @example
- * const perform = leaderKeyAcquirer({ client, prefix })(session)
+ * const perform = leaderKeyPerformer({ client, prefix, session })
  * states.pipe(map((s) => s.next), distinctUntilChanged(), switchMap((a) => (a ? perform(a) : EMPTY)))
- * @param options - Client, prefix, scheduler.
- * @returns A per-session factory of the performer.
+ * @param options - Client, prefix, session, scheduler.
+ * @returns The performer: each action's events to feed back to the core; errors with a permanent
+ *   ConsulError.
  */
-export function leaderKeyAcquirer(
-  options: LeaderKeyAcquireOptions,
-): (session: string) => (action: ContenderAction) => Observable<ContenderEvent> {
-  const { client, prefix } = options
+export function leaderKeyPerformer(options: PerformerOptions): Performer {
+  const { client, prefix, session, random } = options
   const scheduler = options.scheduler ?? asyncScheduler
-  return (session) => {
-    let delayedInARow = 0
-    const answer = (result: TxnResult): ContenderEvent => {
-      const lock = lockAnswer(result)
-      if (lock.type === 'session-gone') return lock
-      if (lock.type === 'lock-delay') {
-        delayedInARow += 1
-        return { type: 'retry', inMs: lockDelayBackoffMs(delayedInARow, options.random) }
-      }
-      delayedInARow = 0
-      return lock.type === 'acquired'
-        ? { type: 'cas-result', ok: true, holders: [session], modifyIndex: lock.modifyIndex }
-        : { type: 'cas-result', ok: false, holders: [] }
+  let delayedInARow = 0
+  const answer = (result: TxnResult): ContenderEvent => {
+    const lock = lockAnswer(result)
+    if (lock.type === 'session-gone') return lock
+    if (lock.type === 'lock-delay') {
+      delayedInARow += 1
+      return { type: 'retry', inMs: lockDelayBackoffMs(delayedInARow, random) }
     }
-    return (action) => {
-      // The lock's decide step never asks for a contender key.
-      if (action.type !== 'TryAcquire') return EMPTY
-      return fromCall((signal) =>
-        client.kv.txn(
-          [{ verb: 'lock', key: lockKey(prefix), value: action.body, flags: LOCK_FLAGS, session }],
-          { signal },
-        ),
-      ).pipe(
-        mergeMap(orThrow),
-        retryTransient(scheduler, options.random),
-        map(answer),
-        catchError((error: unknown) =>
-          isConsulError(error) && isSessionInvalid(error)
-            ? of<ContenderEvent>({ type: 'session-gone' })
-            : throwError(() => error),
-        ),
-      )
-    }
+    delayedInARow = 0
+    return lock.type === 'acquired'
+      ? { type: 'cas-result', ok: true, holders: [session], modifyIndex: lock.modifyIndex }
+      : { type: 'cas-result', ok: false, holders: [] }
+  }
+  return (action) => {
+    // The leader key's decide step never asks for a contender key.
+    if (action.type !== 'TryAcquire') return EMPTY
+    return fromCall((signal) =>
+      client.kv.txn(
+        [{ verb: 'lock', key: lockKey(prefix), value: action.body, flags: LOCK_FLAGS, session }],
+        { signal },
+      ),
+    ).pipe(mergeMap(orThrow), retryTransient(scheduler, random), map(answer), endOnSessionGone)
   }
 }

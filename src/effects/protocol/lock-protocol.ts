@@ -2,7 +2,7 @@ import { SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import type { PrefixProblem } from '../../core/events.js'
 import { leaderKeyDecider } from '../../core/leader-key/decide-leader-key.js'
 import { SemaphoreError, problemError } from '../../errors.js'
-import { leaderKeyAcquirer } from './lock-acquire.js'
+import { leaderKeyPerformer } from './lock-acquire.js'
 import { releaseLeaderKey } from '../release/lock-release.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 
@@ -16,7 +16,7 @@ import type { ContenderProtocol } from './contender-protocol.js'
  *    with other flags than the lock's is a conflict, never written (`decideLeaderKey`);
  * 3. acquire: a transaction `lock` of the key with the session and LOCK_FLAGS; a refusal during
  *    Consul's lock-delay is retried after a short backoff, since no snapshot shows it ending
- *    (`leaderKeyAcquirer`);
+ *    (`leaderKeyPerformer`);
  * 4. release: `?release=` with the same value and flags, then destroy the session
  *    (`releaseLeaderKey`).
  *
@@ -29,11 +29,12 @@ export const leaderKeyProtocol: ContenderProtocol = {
   decide: (contender) => leaderKeyDecider(contender.value),
   sharedGrace: () => undefined,
   performer: (contender, session) =>
-    leaderKeyAcquirer({
+    leaderKeyPerformer({
       client: contender.client,
       prefix: contender.prefix,
+      session,
       scheduler: contender.scheduler,
-    })(session),
+    }),
   release: (contender, session) =>
     releaseLeaderKey({
       client: contender.client,

@@ -1,31 +1,14 @@
 import * as E from 'fp-ts/lib/Either.js'
-import {
-  EMPTY,
-  asyncScheduler,
-  catchError,
-  map,
-  mergeMap,
-  type Observable,
-  of,
-  throwError,
-  timer,
-  type SchedulerLike,
-} from 'rxjs'
+import { EMPTY, asyncScheduler, map, mergeMap, type Observable, of, timer } from 'rxjs'
 import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
-import type { ConsulClient } from '../../consul/client-api.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../consul/types.js'
-import type { ContenderAction } from '../../core/contender/contender-state-model.js'
 import { contenderKey } from '../../core/keys/contender-key.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import type { ContenderEvent } from '../../core/events.js'
-import {
-  fromCall,
-  isConsulError,
-  isSessionInvalid,
-  orThrow,
-  retryTransient,
-} from '../call-policy.js'
+import { fromCall, orThrow, retryTransient } from '../call-policy.js'
+import type { Performer, PerformerOptions } from './contender-protocol.js'
+import { endOnSessionGone } from './session-gone.js'
 
 const utf8 = new TextEncoder()
 
@@ -37,17 +20,14 @@ function writtenIndex(results: readonly KVEntry[], key: string): bigint | undefi
   return results.find((entry) => entry.key === key)?.modifyIndex
 }
 
-export interface PerformOptions {
-  readonly client: ConsulClient
-  readonly prefix: string
-  readonly session: string
+export interface SemaphorePerformerOptions extends PerformerOptions {
   /** The contender key's value. */
   readonly value: string
-  readonly scheduler?: SchedulerLike
 }
 
 /**
- * Makes the write the core asked for and reports its answer as a ContenderEvent:
+ * The semaphore's performer for one session: makes the write the core asks for and reports its
+ * answer as a ContenderEvent:
  *
  * - `TryAcquire`: a transaction that, while this session still locks its contender key, CASes
  *   `.lock` and rewrites the key with HOLDER_FLAGS (the answer carries the index written: the
@@ -66,88 +46,85 @@ export interface PerformOptions {
  * ```
  *
  * @example
- * states.pipe(map((s) => s.next), distinctUntilChanged(),
- *   switchMap((a) => (a ? performAction(a, options) : EMPTY)))
- * @returns The events to feed back to the core; errors with a permanent ConsulError.
+ * const perform = semaphorePerformer({ client, prefix, session, value: 'web-1' })
+ * states.pipe(map((s) => s.next), distinctUntilChanged(), switchMap((a) => (a ? perform(a) : EMPTY)))
+ * @param options - Client, prefix, session, the contender key's value, scheduler.
+ * @returns The performer: each action's events to feed back to the core; errors with a permanent
+ *   ConsulError.
  */
-export function performAction(
-  action: ContenderAction,
-  options: PerformOptions,
-): Observable<ContenderEvent> {
-  const { client, prefix, session } = options
+export function semaphorePerformer(options: SemaphorePerformerOptions): Performer {
+  const { client, prefix, session, random } = options
   const scheduler = options.scheduler ?? asyncScheduler
-  if (action.type === 'TryAcquire') {
-    const holders = [...action.view.liveHolders, session]
-    const ownKey = contenderKey(prefix, session)
-    return fromCall((signal) =>
-      client.kv.txn(
-        [
-          // Only while this session still locks its key: never recreate a key Consul deleted.
-          { verb: 'check-session', key: ownKey, session },
-          {
-            verb: 'cas',
-            key: lockKey(prefix),
-            value: action.body,
-            flags: SEMAPHORE_FLAGS,
-            index: action.cas,
-          },
-          // The same write marks the key (the lock stays): its index is the fencing token, and
-          // the waiter behind, which may long-poll this key, wakes.
-          { verb: 'set', key: ownKey, value: utf8.encode(options.value), flags: HOLDER_FLAGS },
-        ],
-        { signal },
-      ),
+  return (action) => {
+    if (action.type === 'TryAcquire') {
+      const holders = [...action.view.liveHolders, session]
+      const ownKey = contenderKey(prefix, session)
+      return fromCall((signal) =>
+        client.kv.txn(
+          [
+            // Only while this session still locks its key: never recreate a key Consul deleted.
+            { verb: 'check-session', key: ownKey, session },
+            {
+              verb: 'cas',
+              key: lockKey(prefix),
+              value: action.body,
+              flags: SEMAPHORE_FLAGS,
+              index: action.cas,
+            },
+            // The same write marks the key (the lock stays): its index is the fencing token, and
+            // the waiter behind, which may long-poll this key, wakes.
+            { verb: 'set', key: ownKey, value: utf8.encode(options.value), flags: HOLDER_FLAGS },
+          ],
+          { signal },
+        ),
+      ).pipe(
+        mergeMap(orThrow),
+        retryTransient(scheduler, random),
+        mergeMap((result) =>
+          of<ContenderEvent>(
+            result.committed
+              ? {
+                  type: 'cas-result',
+                  ok: true,
+                  holders,
+                  modifyIndex: writtenIndex(result.results, lockKey(prefix)),
+                }
+              : { type: 'cas-result', ok: false, holders },
+          ),
+        ),
+      )
+    }
+    const acquireKey: Observable<ContenderEvent> = fromCall((signal) =>
+      client.kv.put(contenderKey(prefix, session), options.value, {
+        acquire: session,
+        // The semaphore's flags plus one: "this contender takes a slot handed to it directly".
+        flags: CONTENDER_FLAGS,
+        signal,
+      }),
     ).pipe(
       mergeMap(orThrow),
-      retryTransient(scheduler),
-      mergeMap((result) =>
-        of<ContenderEvent>(
-          result.committed
-            ? {
-                type: 'cas-result',
-                ok: true,
-                holders,
-                modifyIndex: writtenIndex(result.results, lockKey(prefix)),
-              }
-            : { type: 'cas-result', ok: false, holders },
-        ),
-      ),
-    )
-  }
-  const acquireKey: Observable<ContenderEvent> = fromCall((signal) =>
-    client.kv.put(contenderKey(prefix, session), options.value, {
-      acquire: session,
-      // The semaphore's flags plus one: "this contender takes a slot handed to it directly".
-      flags: CONTENDER_FLAGS,
-      signal,
-    }),
-  ).pipe(
-    mergeMap(orThrow),
-    retryTransient(scheduler),
-    // false: after an invalidation Consul refuses the key for the session's lock-delay before it
-    // even looks at the session, so ask whether the session still exists.
-    mergeMap((acquired) =>
-      acquired
-        ? EMPTY
-        : fromCall((signal) => client.session.info(session, { signal })).pipe(
-            mergeMap(orThrow),
-            retryTransient(scheduler),
-            mergeMap((info) =>
-              info === null
-                ? of<ContenderEvent>({ type: 'session-gone' })
-                : timer(backoffDelay(BACKOFF.recheck, 1), scheduler).pipe(
-                    mergeMap(() => acquireKey),
-                  ),
+      retryTransient(scheduler, random),
+      // false: after an invalidation Consul refuses the key for the session's lock-delay before it
+      // even looks at the session, so ask whether the session still exists.
+      mergeMap((acquired) =>
+        acquired
+          ? EMPTY
+          : fromCall((signal) => client.session.info(session, { signal })).pipe(
+              mergeMap(orThrow),
+              retryTransient(scheduler, random),
+              mergeMap((info) =>
+                info === null
+                  ? of<ContenderEvent>({ type: 'session-gone' })
+                  : timer(backoffDelay(BACKOFF.recheck, 1), scheduler).pipe(
+                      mergeMap(() => acquireKey),
+                    ),
+              ),
             ),
-          ),
-    ),
-    catchError((error: unknown) =>
-      isConsulError(error) && isSessionInvalid(error)
-        ? of<ContenderEvent>({ type: 'session-gone' })
-        : throwError(() => error),
-    ),
-  )
-  return acquireKey
+      ),
+      endOnSessionGone,
+    )
+    return acquireKey
+  }
 }
 
 /**
@@ -167,7 +144,7 @@ export function performAction(
  * @returns The prefix as of the join, or undefined; then completes.
  */
 export function joinQueue(
-  options: Omit<PerformOptions, 'scheduler'>,
+  options: Omit<SemaphorePerformerOptions, 'scheduler' | 'random'>,
 ): Observable<KVSnapshot | undefined> {
   const { client, prefix, session } = options
   return fromCall((signal) =>

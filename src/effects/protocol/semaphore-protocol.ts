@@ -1,5 +1,5 @@
 import { problemError } from '../../errors.js'
-import { joinQueue, performAction } from './perform-action.js'
+import { joinQueue, semaphorePerformer } from './perform-action.js'
 import { releaseSlot } from '../release/release-slot.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 
@@ -14,7 +14,7 @@ import type { ContenderProtocol } from './contender-protocol.js'
  * 3. decide on each snapshot of the prefix (the view shared by the prefix's contenders: read
  *    `.lock`, prune dead holders, rank the waiters; `decideInView`);
  * 4. acquire: a transaction that checks the session still locks its key, CASes `.lock` on its
- *    ModifyIndex with this session added, and marks the key HOLDER_FLAGS (`performAction`);
+ *    ModifyIndex with this session added, and marks the key HOLDER_FLAGS (`semaphorePerformer`);
  * 5. release: CAS the session out of `.lock` (or hand the slot to the first waiter) with the
  *    deletion of the key, then destroy the session (`releaseSlot`).
  */
@@ -24,8 +24,8 @@ export const semaphoreProtocol: ContenderProtocol = {
   herdFree: true,
   decide: (contender) => contender.cache.decide,
   sharedGrace: (contender) => contender.cache.grace,
-  performer: (contender, session) => (action) =>
-    performAction(action, {
+  performer: (contender, session) =>
+    semaphorePerformer({
       client: contender.client,
       prefix: contender.prefix,
       session,

@@ -13,7 +13,7 @@ import type { ViewCache } from '../../core/semaphore/view-cache.js'
 import type { ContenderEvent, PrefixProblem } from '../../core/events.js'
 import type { SemaphoreError } from '../../errors.js'
 
-/** What a protocol knows of one contender: its prefix, client and the prefix's shared cache. */
+/** What a protocol knows of one member: its prefix, client and the prefix's shared cache. */
 export interface ProtocolMember {
   readonly client: ConsulClient
   readonly prefix: string

@@ -5,7 +5,10 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { filter, map, skip, type Observable, type OperatorFunction } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
-import type { ContenderAction } from '../src/core/contender/contender-state-model.js'
+import type {
+  ContenderAction,
+  ContenderStateOptions,
+} from '../src/core/contender/contender-state-model.js'
 import { contenderSteps } from '../src/core/contender/contender-state.js'
 import {
   contenderStep,
@@ -61,87 +64,81 @@ const aHolds = snapshotOf([
   lockEntry(prefix, '{"Limit":2,"Holders":{"a":true}}', 9n),
 ])
 
+/** The events of these specs, each in one letter. */
+const events: Record<string, ContenderEvent> = {
+  c: created('me', 1000, 0),
+  w: seen(waiting),
+  k: casOk(['me'], 21n),
+  l: seen(listed),
+  a: seen(aHolds),
+  f: seen(
+    snapshotOf([
+      contenderEntry(prefix, 'a', 3n),
+      me,
+      lockEntry(prefix, '{"Limit":1,"Holders":{"a":true}}', 9n),
+    ]),
+  ),
+  d: disconnected,
+  x: sessionGone,
+  r: releaseRequested,
+}
+
+/** Runs `source` (letters of `events`) through the steps and expects their commands, in words. */
+function expectCommands(
+  options: ContenderStateOptions,
+  source: string,
+  expected: string,
+  words: Record<string, string>,
+): void {
+  testScheduler().run(({ cold, expectObservable }) => {
+    const steps = cold(source, events).pipe(contenderSteps(options), commands)
+    expectObservable(steps, '^ 50ms !').toBe(expected, words)
+  })
+}
+
 describe('contenderStep: the commands', () => {
   it('should set the lease wake-up, ask for the CAS, cancel it once answered, and end with a release', () => {
-    testScheduler().run(({ cold, expectObservable }) => {
-      const events = {
-        c: created('me', 1000, 0),
-        w: seen(waiting),
-        k: casOk(['me'], 21n),
-        l: seen(listed),
-        r: releaseRequested,
-      }
-      const source = cold('c-w-k-l-r', events)
-      const expected = '   a-b-c---d'
-      expectObservable(source.pipe(contenderSteps(one), commands), '^ 50ms !').toBe(expected, {
-        a: 'wake@900',
-        b: 'write:TryAcquire@0',
-        c: 'cancel',
-        d: 'end:released+release',
-      })
+    expectCommands(one, 'c-w-k-l-r', 'a-b-c---d', {
+      a: 'wake@900',
+      b: 'write:TryAcquire@0',
+      c: 'cancel',
+      d: 'end:released+release',
     })
   })
 
   it('should end without a release when the session is gone, and cancel the write first', () => {
-    testScheduler().run(({ cold, expectObservable }) => {
-      const events = { c: created('me', 1000, 0), w: seen(waiting), x: sessionGone }
-      const source = cold('c-w-x', events)
-      const expected = '   a-b-c'
-      expectObservable(source.pipe(contenderSteps(one), commands), '^ 50ms !').toBe(expected, {
-        a: 'wake@900',
-        b: 'write:TryAcquire@0',
-        c: 'cancel end:session-gone',
-      })
+    expectCommands(one, 'c-w-x', 'a-b-c', {
+      a: 'wake@900',
+      b: 'write:TryAcquire@0',
+      c: 'cancel end:session-gone',
     })
   })
 
   it('should replace the CAS when another holder rewrites .lock before it answers', () => {
-    testScheduler().run(({ cold, expectObservable }) => {
-      const events = { c: created('me', 1000, 0), w: seen(waiting), a: seen(aHolds) }
-      const source = cold('c-w-a', events)
-      const expected = '   x-y-z'
-      expectObservable(source.pipe(contenderSteps(two), commands), '^ 50ms !').toBe(expected, {
-        x: 'wake@900',
-        y: 'write:TryAcquire@0',
-        z: 'write:TryAcquire@9',
-      })
+    expectCommands(two, 'c-w-a', 'x-y-z', {
+      x: 'wake@900',
+      y: 'write:TryAcquire@0',
+      z: 'write:TryAcquire@9',
     })
   })
 
   it('should give up a try-once contender at the first refusal, with a release', () => {
-    testScheduler().run(({ cold, expectObservable }) => {
-      const full = snapshotOf([
-        contenderEntry(prefix, 'a', 3n),
-        me,
-        lockEntry(prefix, '{"Limit":1,"Holders":{"a":true}}', 9n),
-      ])
-      const events = { c: created('me', 1000, 0), f: seen(full) }
-      const source = cold('c-f', events)
-      const expected = '   a-b'
-      const steps = contenderSteps({ ...one, fairness: false, tryOnce: true })
-      expectObservable(source.pipe(steps, commands), '^ 50ms !').toBe(expected, {
-        a: 'wake@900',
-        b: 'end:refused+release',
-      })
+    expectCommands({ ...one, fairness: false, tryOnce: true }, 'c-f', 'a-b', {
+      a: 'wake@900',
+      b: 'end:refused+release',
     })
   })
 
   it('should drop the write when the watch fails, and ask for it again when it answers', () => {
-    testScheduler().run(({ cold, expectObservable }) => {
-      const events = { c: created('me', 1000, 0), w: seen(waiting), d: disconnected }
-      const source = cold('c-w-d-w', events)
-      const expected = '   a-b-c-b'
-      expectObservable(source.pipe(contenderSteps(one), commands), '^ 50ms !').toBe(expected, {
-        a: 'wake@900',
-        b: 'write:TryAcquire@0',
-        c: 'cancel',
-      })
+    expectCommands(one, 'c-w-d-w', 'a-b-c-b', {
+      a: 'wake@900',
+      b: 'write:TryAcquire@0',
+      c: 'cancel',
     })
   })
 
   it('should wake at the lease deadline with no event, and drop the hold there', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const events = { c: created('me', 1000, 0), w: seen(waiting), k: casOk(['me'], 21n) }
       const source = cold('c-w-k', events)
       const holding = source.pipe(
         contenderSteps(one),
@@ -157,7 +154,6 @@ describe('contenderStep: the commands', () => {
 describe('contenderSteps with a performer: the writes it runs', () => {
   it('should subscribe the CAS when asked, and cancel it when a new CAS replaces it', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const events = { c: created('me', 1000, 0), w: seen(waiting), a: seen(aHolds) }
       const source = cold('c-w---a', events)
       const first = cold<ContenderEvent>('-')
       const second = cold<ContenderEvent>('--k', { k: casOk(['a', 'me'], 12n) })
@@ -175,7 +171,6 @@ describe('contenderSteps with a performer: the writes it runs', () => {
 
   it('should tear the write down when the run ends, at the end command', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const events = { c: created('me', 1000, 0), w: seen(waiting), r: releaseRequested }
       const source = cold('c-w---r', events)
       const write = cold<ContenderEvent>('-')
       const ends = source.pipe(
@@ -191,8 +186,7 @@ describe('contenderSteps with a performer: the writes it runs', () => {
   it('should make a completed write again when a later decision still asks for it', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       // The contender key written, then a snapshot without it (an operator deleted it).
-      const events = { c: created('me', 1000, 0), e: seen(snapshotOf([])) }
-      const source = cold('c-e---e', events)
+      const source = cold('c-e---e', { ...events, e: seen(snapshotOf([])) })
       const write = cold<ContenderEvent>('-|')
       const writes = source.pipe(
         contenderSteps(one, () => write),

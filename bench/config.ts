@@ -8,7 +8,8 @@
 // <prefixes>x<contenders per prefix>, e.g. BENCH_SCALE=1x1000. The telemetry figure:
 // BENCH_TELEMETRY_ROUNDS rounds of its four variants, at BENCH_TELEMETRY_CONTENDERS contenders on
 // one prefix. A run with BENCH_ONLY prints its tables and leaves bench/results.md (a full run's) as
-// it is.
+// it is. BENCH_CPU_PROFILES=<folder> makes each scale worker write CPU profiles of its start-up and
+// of its churn there (bench/scale-worker.ts), and prints the churn's requests by kind.
 import type { TelemetryCostConfig } from './telemetry-cost.js'
 
 /** The steps of `npm run bench`, in the order they run. */

@@ -3,6 +3,7 @@
 // over IPC: baseline → steady (measured) → churn (measured) → close. With BENCH_HEAP_SNAPSHOTS set
 // to a folder, it also writes a heap snapshot there at baseline and at steady state (bench/scale.ts
 // reads them once the worker is gone: the census would cost this process CPU and memory).
+import { writeFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import { join } from 'node:path'
 import { writeHeapSnapshot } from 'node:v8'
@@ -102,6 +103,28 @@ const liveHeapMb = (): number => {
 const heapSnapshot = (name: string): string | undefined =>
   snapshots === undefined ? undefined : writeHeapSnapshot(join(snapshots, `${name}.heapsnapshot`))
 
+/**
+ * With BENCH_CPU_PROFILES set to a folder: V8 CPU profiles of the start-up (first contender to
+ * steady state) and of the churn window, written there as startup.cpuprofile and
+ * churn.cpuprofile (open them in Chrome's DevTools or read them with a script).
+ */
+const cpuProfiles = process.env['BENCH_CPU_PROFILES']
+async function startCpuProfile(): Promise<Session | undefined> {
+  if (cpuProfiles === undefined) return undefined
+  const session = new Session()
+  session.connect()
+  await session.post('Profiler.enable')
+  await session.post('Profiler.setSamplingInterval', { interval: 200 })
+  await session.post('Profiler.start')
+  return session
+}
+async function writeCpuProfile(session: Session | undefined, name: string): Promise<void> {
+  if (session === undefined || cpuProfiles === undefined) return
+  const { profile } = await session.post('Profiler.stop')
+  session.disconnect()
+  writeFileSync(join(cpuProfiles, `${name}.cpuprofile`), JSON.stringify(profile))
+}
+
 interface Contender {
   readonly prefix: string
   readonly sem: Semaphore
@@ -172,6 +195,7 @@ async function main(): Promise<void> {
     heapMb: baselineHeapMb,
     snapshot: baselineSnapshot,
   })
+  const startupProfile = await startCpuProfile()
   const started = performance.now()
   for (let p = 0; p < prefixes; p++) {
     for (let c = 0; c < each; c++) contend(`bench-scale/${runId}/p${p}`)
@@ -190,6 +214,7 @@ async function main(): Promise<void> {
   const limitMs = 60_000 + live.size * 20
   while (!settled() && performance.now() - started < limitMs) await wait(20)
   const settleMs = performance.now() - started
+  await writeCpuProfile(startupProfile, 'startup')
   await wait(2000) // let the start-up burst's garbage and sockets settle
   const tcpSockets = process.getActiveResourcesInfo().filter((r) => r === 'TCPSocketWrap').length
   const rssMb = mb(process.memoryUsage().rss)
@@ -270,6 +295,7 @@ process.on('message', (message: string) => {
   if (message === 'churn') {
     void (async () => {
       const ms = Number(process.env['BENCH_CHURN_MS'] ?? 5000)
+      const churnProfile = await startCpuProfile()
       const profiler = process.env['BENCH_PROFILE_TELEMETRY'] === '1' ? new Session() : undefined
       if (profiler !== undefined) {
         profiler.connect()
@@ -292,6 +318,7 @@ process.on('message', (message: string) => {
           ? undefined
           : countTelemetry((await profiler.post('Profiler.stop')).profile)
       profiler?.disconnect()
+      await writeCpuProfile(churnProfile, 'churn')
       send({
         type: 'churned',
         cpuUs: used.user + used.system,

@@ -142,6 +142,23 @@ export async function measureScale(
       .filter(
         (r) => r.method === 'GET' && r.path.startsWith('/v1/kv/') && /(^|&)index=/.test(r.query),
       ).length
+    if (process.env['BENCH_CPU_PROFILES'] !== undefined) {
+      // With the profiles: what the churn asked of Consul, by kind (method and endpoint).
+      const kinds = new Map<string, number>()
+      for (const r of proxy.requests()) {
+        const endpoint = r.path.replace(/^(\/v1\/[a-z]+(?:\/[a-z-]+)?).*$/, '$1')
+        const query = ['recurse', 'index', 'cas', 'acquire', 'release']
+          .filter((q) => new RegExp(`(^|&)${q}(=|&|$)`).test(r.query))
+          .join(',')
+        const verbs =
+          r.path === '/v1/txn'
+            ? [...(r.sent ?? '').matchAll(/"Verb":"([a-z-]+)"/g)].map((m) => m[1]).join('+')
+            : ''
+        const kind = `${r.method} ${endpoint} ${query}${verbs} ${r.answer?.status ?? '-'}`
+        kinds.set(kind, (kinds.get(kind) ?? 0) + 1)
+      }
+      process.stderr.write(`churn requests: ${JSON.stringify(Object.fromEntries(kinds))}\n`)
+    }
     worker.send('close')
     const closed = await next('closed', 120_000 + contenderCount * 20)
     // The snapshots are read once the worker is gone, so that reading them costs it nothing.

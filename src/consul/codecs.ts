@@ -7,8 +7,9 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
 import * as t from 'io-ts'
-import { splitListing, type EntryCache } from './entry-cache.js'
+import { lastObjectEnd, objectEnd, skipSpace, type EntryCache } from './entry-cache.js'
 import type { DecodeError } from './errors.js'
+import { bodyText } from './http-read-body.js'
 import type { KVEntry } from './types.js'
 import { parseConsulJson, parseUint64 } from './uint64-json.js'
 
@@ -168,46 +169,68 @@ export function decodeJson<A>(
  * A KV listing (`GET /v1/kv/<prefix>?recurse`) as entries, the same as `decodeJson(KVEntriesJson)`
  * then `toKVEntry`; with `reuse`, each entry whose JSON text the last listing decoded already is
  * taken from there (see EntryCache), and only the new and changed entries are parsed and decoded.
- * A body of another layout than Consul's (whitespace between the entries) is decoded whole.
+ * A body of another layout than Consul's (an array of flat objects) is decoded whole.
  *
- * @param body - The answer's body.
+ * @param body - The answer's body: its text, or its bytes as they arrived (read without making
+ *   one string of them when `reuse` is given).
  * @param request - The request, for errors.
  * @param index - The answer's index (X-Consul-Index): below the last listing's, `reuse` is emptied.
  * @param reuse - The entries decoded by the last listing of the same watch.
  * @returns The entries, or a DecodeError naming the bad fields (nothing is kept then).
  */
 export function decodeListing(
-  body: string,
+  body: string | readonly Uint8Array[],
   request: string,
   index: bigint,
   reuse?: EntryCache,
 ): E.Either<DecodeError, readonly KVEntry[]> {
-  const pieces = reuse === undefined ? undefined : splitListing(body)
-  if (reuse === undefined || pieces === undefined) return decodeWhole(body, request)
-  const listing = reuse.listing(index)
-  const entries: KVEntry[] = []
-  for (const piece of pieces) {
-    const reused = listing.reuse(piece)
-    if (reused !== undefined) {
-      entries.push(reused)
+  if (reuse === undefined) return decodeWhole(textOf(body), request)
+  const listing = reuse.listing(index, typeof body === 'string' ? [Buffer.from(body)] : body)
+  const { bytes } = listing
+  let at = skipSpace(bytes, 0)
+  if (bytes[at] !== OPEN_BRACKET) return decodeWhole(textOf(body), request)
+  at = skipSpace(bytes, at + 1)
+  if (bytes[at] === CLOSE_BRACKET) {
+    return skipSpace(bytes, at + 1) === bytes.length
+      ? E.right(listing.end())
+      : decodeWhole(textOf(body), request)
+  }
+  for (;;) {
+    if (bytes[at] !== OPEN_BRACE) return decodeWhole(textOf(body), request)
+    let end = listing.reuse(at)
+    if (end === undefined) {
+      end = objectEnd(bytes, at) ?? lastObjectEnd(bytes)
+      if (end === undefined || end <= at) return decodeWhole(textOf(body), request)
+      let json: unknown
+      try {
+        json = parseConsulJson(bytes.toString('utf8', at, end))
+      } catch {
+        return decodeWhole(textOf(body), request)
+      }
+      const decoded = KVEntryJson.decode(json)
+      // The whole listing again, for errors that name the entry's place in it.
+      if (E.isLeft(decoded)) return decodeWhole(textOf(body), request)
+      listing.keep(at, end, toKVEntry(decoded.right))
+    }
+    at = skipSpace(bytes, end)
+    if (bytes[at] === COMMA) {
+      at = skipSpace(bytes, at + 1)
       continue
     }
-    let json: unknown
-    try {
-      json = parseConsulJson(piece)
-    } catch {
-      return decodeWhole(body, request)
+    if (bytes[at] === CLOSE_BRACKET && skipSpace(bytes, at + 1) === bytes.length) {
+      return E.right(listing.end())
     }
-    const decoded = KVEntryJson.decode(json)
-    // The whole listing again, for errors that name the entry's place in it.
-    if (E.isLeft(decoded)) return decodeWhole(body, request)
-    const entry = toKVEntry(decoded.right)
-    listing.keep(piece, entry)
-    entries.push(entry)
+    return decodeWhole(textOf(body), request)
   }
-  listing.end()
-  return E.right(entries)
 }
+
+const OPEN_BRACKET = 0x5b
+const CLOSE_BRACKET = 0x5d
+const OPEN_BRACE = 0x7b
+const COMMA = 0x2c
+
+const textOf = (body: string | readonly Uint8Array[]): string =>
+  typeof body === 'string' ? body : bodyText(body)
 
 function decodeWhole(body: string, request: string): E.Either<DecodeError, readonly KVEntry[]> {
   return pipe(decodeJson(KVEntriesJson, body, request), E.map(toKVEntries))

@@ -30,6 +30,11 @@ export interface HttpAnswer {
   readonly status: number
   readonly headers: IncomingHttpHeaders
   readonly body: string
+  /**
+   * The body's bytes as they arrived, when the answer came over HTTP: a reader of a large body
+   * (a listing) may take them instead of `body`, which is then never made.
+   */
+  readonly bytes?: readonly Uint8Array[]
   /** `GET /v1/kv/p?recurse`: for messages (the query never carries the token). */
   readonly label: string
   /** Where the answer came from, for messages: `http://127.0.0.1:8500` or `unix:///path`. */

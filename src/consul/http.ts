@@ -22,7 +22,7 @@ import {
   tooLargeError,
   type RequestNames,
 } from './http-errors.js'
-import { readBody } from './http-read-body.js'
+import { bodyText, readBody } from './http-read-body.js'
 import { redact, secretsOf } from './http-redact.js'
 import { isLongPoll, queryOf, type HttpAnswer, type HttpRequest } from './http-request.js'
 import { isHtmlPage, notConsul } from './not-consul.js'
@@ -141,18 +141,11 @@ export function createTransport(config: ResolvedConfig): Transport {
         bodyTimeout: timeoutMs + 1000,
       })
       const receivedAt = Date.now()
-      const body = await readBody(response, config.maxResponseBytes)
-      if (body === undefined) {
+      const bytes = await readBody(response, config.maxResponseBytes)
+      if (bytes === undefined) {
         return E.left(tooLargeError(response.statusCode, config.maxResponseBytes, bare))
       }
-      return E.right({
-        status: response.statusCode,
-        headers: response.headers,
-        body,
-        label: names.label,
-        origin: where,
-        receivedAt,
-      })
+      return E.right(answerOf(response, bytes, names.label, where, receivedAt))
     } catch (error) {
       return E.left(
         requestError(error, admission.stop(), { ...names, timeoutMs, origin: config.origin }),
@@ -189,5 +182,27 @@ export function createTransport(config: ResolvedConfig): Transport {
       })()
       return closing
     },
+  }
+}
+
+/** An answer whose `body` is made from its bytes when first read (a listing's never is). */
+function answerOf(
+  response: { readonly statusCode: number; readonly headers: HttpAnswer['headers'] },
+  bytes: readonly Uint8Array[],
+  label: string,
+  origin: string,
+  receivedAt: number,
+): HttpAnswer {
+  let text: string | undefined
+  return {
+    status: response.statusCode,
+    headers: response.headers,
+    get body(): string {
+      return (text ??= bodyText(bytes))
+    },
+    bytes,
+    label,
+    origin,
+    receivedAt,
   }
 }

@@ -145,7 +145,12 @@ function list(transport: Transport) {
                       ...filtered(answer),
                     })
                   : pipe(
-                      decodeListing(answer.body, answer.label, snapshotIndex, options.reuse),
+                      decodeListing(
+                        answer.bytes ?? answer.body,
+                        answer.label,
+                        snapshotIndex,
+                        options.reuse,
+                      ),
                       E.map((entries): KVSnapshot => ({
                         index: snapshotIndex,
                         entries,

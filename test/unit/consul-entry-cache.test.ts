@@ -14,7 +14,7 @@ import {
   toKVEntry,
   type KVEntryJson,
 } from '../../src/consul/codecs.js'
-import { EntryCache, splitListing } from '../../src/consul/entry-cache.js'
+import { EntryCache } from '../../src/consul/entry-cache.js'
 import type { ConsulError } from '../../src/consul/errors.js'
 import type { KVEntry, KVSnapshot, WatchEvent } from '../../src/consul/types.js'
 import { watchPrefix } from '../../src/consul/watch-prefix.js'
@@ -177,17 +177,14 @@ describe('EntryCache: reusing what the last listing decoded', () => {
   })
 })
 
-describe('splitListing: the entries of a listing as JSON texts', () => {
+describe('decodeListing: the entries of a listing cut out of its bytes', () => {
   it('cuts between entries only, whatever the keys and values hold', () => {
     const tricky = [
       { key: 'p/x},{"LockIndex":0,"Key":"p/y', modify: 5 },
       { key: 'p/{"a"}', modify: 6, value: '{"LockIndex":1}' },
       { key: 'p/\\', modify: 7 },
+      { key: 'p/ключ', modify: 8, value: 'é' },
     ]
-    const text = body(tricky)
-    const pieces = splitListing(text)
-    assert.deepEqual(pieces, tricky.map(json))
-    assert.equal(`[${(pieces ?? []).join(',')}]`, text)
     const cache = new EntryCache()
     list(cache, tricky, 10n)
     const again = list(cache, tricky, 11n)
@@ -195,7 +192,56 @@ describe('splitListing: the entries of a listing as JSON texts', () => {
       again.map((e) => e.key),
       tricky.map((e) => e.key),
     )
-    assert.deepEqual(cache.stats(), { decoded: 3, reused: 3 })
+    assert.deepEqual(cache.stats(), { decoded: 4, reused: 4 })
+  })
+
+  it('reads a body in the chunks it arrived in, a character cut between two of them', () => {
+    const entries = [
+      { key: 'p/ключ', modify: 5, value: 'é' },
+      { key: 'p/b', modify: 6 },
+    ]
+    const bytes = Buffer.from(body(entries))
+    const cut = bytes.indexOf(Buffer.from('ключ')) + 1 // inside the two bytes of "к"
+    const chunks = [bytes.subarray(0, cut), bytes.subarray(cut)]
+    const cache = new EntryCache()
+    const first = decodeListing(chunks, REQUEST, 10n, cache)
+    const again = decodeListing(chunks, REQUEST, 11n, cache)
+    const whole = decodeJson(KVEntriesJson, body(entries), REQUEST)
+    assert.ok(E.isRight(first) && E.isRight(again) && E.isRight(whole))
+    assert.deepEqual(first.right, whole.right.map(toKVEntry))
+    assert.equal(again.right[0], first.right[0])
+    assert.deepEqual(cache.stats(), { decoded: 2, reused: 2 })
+    // Without a cache, the chunks are decoded as one text.
+    assert.deepEqual(decodeListing(chunks, REQUEST, 12n), E.right(whole.right.map(toKVEntry)))
+  })
+
+  it('reuses unchanged entries around keys added, changed and deleted', () => {
+    const cache = new EntryCache()
+    const keys = Array.from({ length: 20 }, (_, i) => ({
+      key: `p/k${String(i).padStart(2, '0')}`,
+      modify: i + 1,
+    }))
+    const first = list(cache, keys, 30n)
+    // k03..k05 and k07..k08 deleted, k10 changed, k10a added, k12..k16 changed (more in a row
+    // than the places looked ahead), k19 deleted.
+    const rewritten = new Set(['p/k10', 'p/k10a', 'p/k12', 'p/k13', 'p/k14', 'p/k15', 'p/k16'])
+    const now = [
+      ...keys.slice(0, 3),
+      ...keys.slice(6, 7),
+      ...keys.slice(9, 19).map((k) => (rewritten.has(k.key) ? { ...k, modify: 31 } : k)),
+    ]
+    now.splice(6, 0, { key: 'p/k10a', modify: 31 })
+    assert.deepEqual(
+      now.map((k) => k.key),
+      [0, 1, 2, 6, 9, 10, '10a', 11, 12, 13, 14, 15, 16, 17, 18].map(
+        (i) => `p/k${String(i).padStart(2, '0')}`,
+      ),
+    )
+    const second = list(cache, now, 31n)
+    for (const entry of second) {
+      assert.equal(first.includes(entry), !rewritten.has(entry.key), entry.key)
+    }
+    assert.deepEqual(cache.stats(), { decoded: 27, reused: 8 })
   })
 
   it('cuts an indented listing (a dev agent writes one) the same way', () => {
@@ -204,9 +250,8 @@ describe('splitListing: the entries of a listing as JSON texts', () => {
       { key: 'p/b', modify: 6 },
     ]
     const pretty = `${JSON.stringify(JSON.parse(body(entries)), null, 4)}\n`
-    assert.equal(splitListing(pretty)?.length, 2)
-    assert.deepEqual(splitListing('[]\n'), [])
     const cache = new EntryCache()
+    assert.deepEqual(decodeListing('[]\n', REQUEST, 9n, cache), E.right([]))
     const first = decodeListing(pretty, REQUEST, 10n, cache)
     const second = decodeListing(pretty, REQUEST, 11n, cache)
     assert.ok(E.isRight(first) && E.isRight(second))

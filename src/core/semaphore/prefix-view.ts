@@ -1,13 +1,12 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { HOLDER_FLAGS } from '../../shared/flags.js'
-import type { KVSnapshot } from '../../consul/types.js'
+import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import type { PrefixProblem, RankedContender, SemaphoreView } from '../events.js'
 import { directChild } from '../keys/direct-child.js'
 import { LOCK_KEY_NAME, lockKey } from '../keys/lock-key.js'
 import { readLockBody } from '../lock-body/read-lock-body.js'
-import { liveSessions } from './live-sessions.js'
 import { pruneHolders } from './prune-holders.js'
-import { waitingContenders } from './waiting-contenders.js'
+import { rankWaiting } from './waiting-contenders.js'
 
 /**
  * What every contender of a prefix needs from one snapshot, computed once for all of them: the
@@ -101,9 +100,10 @@ export function prefixView(
       ? undefined
       : { type: 'LimitConflict', key, lockLimit: record.limit, localLimit: limit }
 
-  const pruned = pruneHolders(record?.holders ?? [], liveSessions(snapshot.entries))
+  const { live, keys, contenders, acquired } = ownKeys(snapshot, prefix)
+  const pruned = pruneHolders(record?.holders ?? [], live)
   const holders = new Set(pruned.liveHolders)
-  const waiting = waitingContenders(snapshot.entries, prefix, holders)
+  const waiting = rankWaiting(keys, holders)
   const before = previous?.view
   const view: SemaphoreView = {
     limit: record?.limit ?? limit,
@@ -115,27 +115,37 @@ export function prefixView(
   }
   const ranks = new Map<string, number>()
   for (const contender of view.waiting) ranks.set(contender.session, contender.rank)
-  return E.right({ view, holders, ranks, limitConflict, ...ownKeys(snapshot, prefix) })
+  return E.right({ view, holders, ranks, limitConflict, contenders, acquired })
 }
 
 /**
- * The sessions that lock their own contender key (whether they hold a slot or wait), and those
+ * In one pass over the listing: the sessions that lock some key (`liveSessions`), the contender
+ * keys locked by their own session (whether it holds a slot or waits), their sessions, and those
  * of them whose key the write that made them holders rewrote.
  */
 function ownKeys(
   snapshot: KVSnapshot,
   prefix: string,
-): Pick<PrefixView, 'contenders' | 'acquired'> {
+): Pick<PrefixView, 'contenders' | 'acquired'> & {
+  readonly live: ReadonlySet<string>
+  readonly keys: readonly KVEntry[]
+} {
   const childOf = directChild(prefix)
+  const live = new Set<string>()
+  const keys: KVEntry[] = []
   const contenders = new Set<string>()
   const acquired = new Map<string, bigint>()
   for (const entry of snapshot.entries) {
+    const session = entry.session
+    if (session === undefined || session === '') continue
+    live.add(session)
     const id = childOf(entry.key)
-    if (id === undefined || id === LOCK_KEY_NAME || entry.session !== id) continue
+    if (id === undefined || id === LOCK_KEY_NAME || session !== id) continue
+    keys.push(entry)
     contenders.add(id)
     if (entry.flags === HOLDER_FLAGS) acquired.set(id, entry.modifyIndex)
   }
-  return { contenders, acquired }
+  return { live, keys, contenders, acquired }
 }
 
 const sameString = (a: string, b: string): boolean => a === b

@@ -24,21 +24,49 @@ export function waitingContenders(
   holders: ReadonlySet<string>,
 ): readonly RankedContender[] {
   const childOf = directChild(prefix)
-  const waiting: KVEntry[] = []
+  const keys: KVEntry[] = []
   for (const entry of entries) {
     const id = childOf(entry.key)
-    if (id === undefined || id === LOCK_KEY_NAME || entry.session !== id || holders.has(id)) {
-      continue
-    }
-    waiting.push(entry)
+    if (id !== undefined && id !== LOCK_KEY_NAME && entry.session === id) keys.push(entry)
   }
+  return rankWaiting(keys, holders)
+}
+
+/**
+ * `waitingContenders` from the contender keys already picked out of the listing (direct children
+ * locked by their own session), in one pass that `prefixView` shares with its other counts.
+ *
+ * @param keys - The contender keys locked by their own session.
+ * @param holders - The live holders, who are not waiting.
+ * @returns The waiting contenders, rank 0 first.
+ */
+export function rankWaiting(
+  keys: readonly KVEntry[],
+  holders: ReadonlySet<string>,
+): readonly RankedContender[] {
+  const waiting = keys.filter((entry) => !holders.has(entry.session ?? ''))
   waiting.sort(byArrival)
   return waiting.map((entry, rank) => ({
     session: entry.session ?? '',
     rank,
-    value: entry.value === null ? null : utf8.decode(entry.value),
+    value: valueOf(entry),
     createIndex: entry.createIndex,
   }))
+}
+
+/**
+ * The values decoded so far, by entry: a watch hands the same entry objects from snapshot to
+ * snapshot while a key does not change (EntryCache), and a waiter's value is read on each one.
+ */
+const values = new WeakMap<KVEntry, string | null>()
+
+function valueOf(entry: KVEntry): string | null {
+  let value = values.get(entry)
+  if (value === undefined) {
+    value = entry.value === null ? null : utf8.decode(entry.value)
+    values.set(entry, value)
+  }
+  return value
 }
 
 function byArrival(a: KVEntry, b: KVEntry): number {

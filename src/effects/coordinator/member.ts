@@ -130,7 +130,7 @@ interface SessionRun {
  * commands: start or cancel the write, set the one wake-up, end the run (and release). Its
  * sessions come from a `SessionLoop` (create, retry, start-up timeout); its lifecycle is one
  * `MemberPhase`. No Observable pipeline per contender: a waiting contender is this object, its
- * state, its lease and two scheduler timers (the lease's and the wake-up).
+ * state, its lease's timer, its wake-up and, while a snapshot is held back from it, a refresh.
  *
  * ```
  * SessionLoop ─► session ─► join ─► follow the prefix ─► contenderStep ─► commands ─► write …

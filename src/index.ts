@@ -7,7 +7,7 @@
  * (`createConsulClient`, the `ConsulClient` type and its configuration). Removing or changing any
  * of these names is a breaking change. The Consul client's raw calls, their options and answers,
  * and its typed failures are in `rx-consul-semaphore/consul`; the pure core's building blocks
- * (the decide steps, the contender reducer and its state, the `.lock` codec) are in
+ * (the decide steps, the contender's step and its state, the `.lock` codec) are in
  * `rx-consul-semaphore/experimental`; both may change in any minor release. Test doubles are in
  * `rx-consul-semaphore/testing`.
  *

@@ -184,7 +184,7 @@ export type Decision =
     })
 
 /**
- * Everything the effects layer tells the core (`contenderState`, `holding`).
+ * Everything the effects layer tells the core (`contenderStep`, `contenderState`, `holding`).
  *
  * @example
  * ```ts

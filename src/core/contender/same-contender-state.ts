@@ -1,7 +1,7 @@
 import type { ContenderState } from './contender-state-model.js'
 
 /**
- * Whether two states are field by field identical (`Object.is` on each field): the reducer
+ * Whether two states are field by field identical (`Object.is` on each field): the step
  * rebuilds the object on every input, this tells whether anything actually changed.
  *
  * @example

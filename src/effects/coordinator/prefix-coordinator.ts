@@ -70,7 +70,7 @@ export const PARKED_RECHECK_MS = 5000
  * long-polls next (`watchTarget`: the whole prefix, or only the key of the waiter ahead).
  *
  * ```
- * watch ─► snapshot ─► member.onWatch × n  (decideInView on the one view, reduceContender)
+ * watch ─► snapshot ─► member.onWatch × n  (decideInView on the one view, contenderStep)
  *                 └──► watchTarget(decisions) ─► next long poll: prefix | key ahead
  * ```
  *

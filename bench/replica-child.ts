@@ -26,7 +26,26 @@ if (addr === '' || prefix === '' || who === '' || (way !== 'shared' && way !== '
 const limit = Number(limitText)
 const holdMs = Number(holdText)
 
-const wall = (): string => (performance.timeOrigin + performance.now()).toFixed(3)
+/**
+ * The wall clock every replica shares, with the monotonic clock's sub-millisecond steps.
+ * `performance.timeOrigin` will not do: each process takes it once at start-up, and on a loaded
+ * machine a process descheduled between its two clock reads keeps an origin milliseconds off, so
+ * that the tenures of two replicas look overlapping when one merely followed the other. Here the
+ * offset is taken on the moment `Date.now()` ticks to its next millisecond (the read after the tick
+ * can only come late, which makes an offset too small: the largest of a few is the closest).
+ */
+function sharedWallClock(ticks = 5): () => number {
+  let offset = -Infinity
+  for (let i = 0; i < ticks; i++) {
+    const from = Date.now()
+    let tick = from
+    while (tick === from) tick = Date.now()
+    offset = Math.max(offset, tick - performance.now())
+  }
+  return () => offset + performance.now()
+}
+const clock = sharedWallClock()
+const wall = (): string => clock().toFixed(3)
 const say = (line: string): void => void process.stdout.write(`${line}\n`)
 
 // The default way leaves the address to the environment, as a user's replica would.

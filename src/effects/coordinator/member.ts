@@ -223,6 +223,7 @@ export class Member implements CoordinatedMember, LeaseListener {
     this.sessions = new SessionLoop(
       { ...options, scheduler: this.scheduler, random: this.random },
       {
+        onCreating: () => (this.phase = { name: 'creating' }),
         onSession: (session, sentAt) => this.begin(session, sentAt),
         onRetrying: (error) => this.retrying(error),
         mayRetry: () => this.core.tryOnce !== true,

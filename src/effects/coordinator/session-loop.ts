@@ -30,6 +30,8 @@ export interface SessionLoopOptions extends ResolvedContenderOptions {
 
 /** Where a session loop reports. */
 export interface SessionListener {
+  /** A session request is being sent (the first, or a retry after its backoff). */
+  readonly onCreating: () => void
   /** A session was made; its create request was sent at `sentAt` (scheduler ms). */
   readonly onSession: (session: string, sentAt: number) => void
   /** A transient failure: a new session is asked for after a backoff. */
@@ -143,6 +145,7 @@ export class SessionLoop {
 
   private create(): void {
     const { client, protocol, scheduler } = this.options
+    this.listener.onCreating()
     const controller = new AbortController()
     const answer = client.session.create({
       name: this.options.sessionName,

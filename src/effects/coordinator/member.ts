@@ -81,11 +81,15 @@ const WAITER_REFRESH_MS = 1000
  * Where a member is in its life; the one field that says what it may do next.
  *
  * ```
- * creating ──session──► running ──end (session gone)──► between ──backoff──► creating
- *    │  ▲ transient failure   │ close()                    │
- *    ▼  │                     ▼                            │
- * between              closing ──end (released)──► done ◄──┘ close(), a permanent failure
+ * start ─► creating ──session──► running ──close()──► closing ──end (released)──► done
+ *             ▲  │                  │
+ *             │  │ a transient      │ session gone, or a transient failure
+ *             │  ▼ failure          ▼
+ *             └─ between ◄─────────┘          (after a backoff, creating again)
  * ```
+ *
+ * `done` also follows a permanent failure, a prefix problem, a try-once answer, or a close() from
+ * `creating` or `between`.
  *
  * - `creating`: a session request is out (the session loop);
  * - `between`: waiting to ask for a session again, after a failure or a lost session;

@@ -85,7 +85,7 @@ const WAITER_REFRESH_MS = 1000
  *             ▲  │                  │
  *             │  │ a transient      │ session gone, or a transient failure
  *             │  ▼ failure          ▼
- *             └─ between ◄─────────┘          (after a backoff, creating again)
+ *             └─ between ◄──────────┘         (after a backoff, creating again)
  * ```
  *
  * `done` also follows a permanent failure, a prefix problem, a try-once answer, or a close() from

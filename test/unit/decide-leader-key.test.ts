@@ -6,7 +6,7 @@ import {
   leaderKeyDecider,
   readLeaderKey,
 } from '../../src/core/leader-key/decide-leader-key.js'
-import type { Decision } from '../../src/core/events.js'
+import { expectType } from '../support/expect-decision.js'
 import { bytes, lockEntry, snapshotOf, text } from '../../marbles/support/snapshot.js'
 
 const prefix = 'svc/leader'
@@ -15,18 +15,6 @@ const options = { prefix, session: 'me', value: 'node-a' }
 /** `<prefix>/.lock` as Go's Lock writes it: LOCK_FLAGS, held by `session` (or free). */
 const lockKeyEntry = (session: string | undefined, modifyIndex: bigint, value = 'v') =>
   lockEntry(prefix, value, modifyIndex, { flags: LOCK_FLAGS, session, lockIndex: 1n })
-
-function expectType<T extends Decision['type']>(
-  decision: Decision,
-  type: T,
-): Extract<Decision, { type: T }> {
-  assert.equal(
-    decision.type,
-    type,
-    JSON.stringify(decision, (_k, v: unknown) => String(v)),
-  )
-  return decision as Extract<Decision, { type: T }>
-}
 
 describe('decideLeaderKey', () => {
   it('should try to acquire a missing key with its value, cas 0 and an empty view', () => {

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import { LOCK_FLAGS } from '../../src/shared/flags.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import type { Decision } from '../../src/core/events.js'
+import { expectType } from '../support/expect-decision.js'
 import {
   corruptBodies,
   decideScenarios,
@@ -23,18 +24,6 @@ function scenario(name: string): DecideScenario {
 function decideIn(name: string): Decision {
   const { snapshot, options } = scenario(name)
   return decide(snapshot, options)
-}
-
-function expectType<T extends Decision['type']>(
-  decision: Decision,
-  type: T,
-): Extract<Decision, { type: T }> {
-  assert.equal(
-    decision.type,
-    type,
-    JSON.stringify(decision, (_k, v: unknown) => String(v)),
-  )
-  return decision as Extract<Decision, { type: T }>
 }
 
 describe('decide', () => {

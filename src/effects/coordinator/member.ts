@@ -112,8 +112,6 @@ interface SessionRun {
   wakeTimer: Subscription | undefined
   /** The join in flight, and how to tell the coordinator it is over. */
   join: { readonly done: () => void; subscription?: Subscription } | undefined
-  /** Registered with the coordinator's watch. */
-  following: boolean
   /** The index of the join's answer: older snapshots are not stepped on. */
   seedIndex: bigint | undefined
   /** This contender's decision on the last snapshot it was asked about (coordinator, filter). */
@@ -363,8 +361,6 @@ export class Member implements CoordinatedMember, LeaseListener {
   }
 
   onWatchError(error: unknown): void {
-    const run = this.runOf()
-    if (run !== undefined) run.following = false
     this.runFailed(error)
   }
 
@@ -390,7 +386,6 @@ export class Member implements CoordinatedMember, LeaseListener {
       write: undefined,
       wakeTimer: undefined,
       join: undefined,
-      following: false,
       seedIndex: undefined,
       decided: undefined,
       passed: undefined,
@@ -425,7 +420,6 @@ export class Member implements CoordinatedMember, LeaseListener {
 
   private follow(run: SessionRun, seed: KVSnapshot | undefined): void {
     run.seedIndex = seed?.index
-    run.following = true
     this.coordinator.follow(this, seed)
   }
 
@@ -552,18 +546,15 @@ export class Member implements CoordinatedMember, LeaseListener {
         }),
       )
     }
+    // The run is dropped with the phase: only what runs on without it is stopped.
     run.wakeTimer?.unsubscribe()
-    run.wakeTimer = undefined
-    this.forgetHeldBack(run)
+    run.refreshTimer?.unsubscribe()
     run.lease.stop()
     run.write?.subscription?.unsubscribe()
-    run.write = undefined
     run.join?.subscription?.unsubscribe()
     run.join?.done()
-    run.join = undefined
-    if (run.following) this.coordinator.unfollow(this)
-    run.following = false
-    run.decided = undefined
+    // A no-op when the coordinator already let every member go (its watch failed).
+    this.coordinator.unfollow(this)
     return was
   }
 

@@ -1,7 +1,7 @@
 import type { Observable } from 'rxjs'
 import { closeOnDispose, type asyncDispose } from './close-on-dispose.js'
 import type { SlotGuard } from './slot-guard.js'
-import { contenderHandle } from './contender-handle.js'
+import { contenderHandle, type ContenderHandle } from './contender-handle.js'
 import type { ConsulError } from './consul/errors.js'
 import type { ContenderState } from './core/contender/contender-state-model.js'
 import type { LastFailure } from './core/contender/last-failure.js'
@@ -220,6 +220,8 @@ export function toSemaphoreState(core: ContenderState, limit: number): Semaphore
 /** @internal How `tryAcquire`/`tryLead` set up a contender (see `ContendOptions.tryOnce`). */
 export interface ContenderInternals {
   readonly tryOnce?: boolean
+  /** Replaces `startupTimeout` (a job pool's workers once the pool has reached Consul). */
+  readonly startupTimeoutMs?: number
   /** More options to check with the contender's, so that one error names every problem. */
   readonly checkMore?: (report: ReportProblem) => void
 }
@@ -264,12 +266,26 @@ export function semaphore(options: SemaphoreOptions): Semaphore {
  * ContenderInternals); not exported from any entry of the package.
  */
 export function contendForSlot(options: SemaphoreOptions, internal: ContenderInternals): Semaphore {
+  const { state$, holding$, close, guard } = slotContender(options, internal)
+  return closeOnDispose({ state$, holding$, close, ...guard })
+}
+
+/**
+ * @internal The handle under `contendForSlot`, with `renew` (a fresh fencing token between two
+ * jobs) for the job pool under `withSlot`.
+ */
+export function slotContender(
+  options: SemaphoreOptions,
+  internal: ContenderInternals,
+): ContenderHandle<SemaphoreState> {
   const resolved = resolveSemaphoreOptions(options, 'rx-consul-semaphore', internal.checkMore)
-  const { state$, holding$, close, guard } = contenderHandle<SemaphoreState>({
+  const startupTimeoutMs = internal.startupTimeoutMs ?? resolved.startupTimeoutMs
+  return contenderHandle<SemaphoreState>({
     consul: options.consul,
     idle: idle(resolved.limit),
     options: () => ({
       ...resolved,
+      startupTimeoutMs,
       protocol: semaphoreProtocol,
       fairness: resolved.fairness && internal.tryOnce !== true,
       scheduler: options.scheduler,
@@ -281,7 +297,6 @@ export function contendForSlot(options: SemaphoreOptions, internal: ContenderInt
     guardKey: (session) => contenderKey(resolved.prefix, session),
     scheduler: options.scheduler,
   })
-  return closeOnDispose({ state$, holding$, close, ...guard })
 }
 
 function sameState(a: SemaphoreState, b: SemaphoreState): boolean {

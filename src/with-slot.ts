@@ -3,12 +3,14 @@ import { SemaphoreError, abortedError } from './errors.js'
 import { formatGoDuration } from './consul/durations.js'
 import {
   checkTimeout,
+  resolveSemaphoreOptions,
   withoutTrailingSlashes,
   type Duration,
   type SemaphoreOptions,
 } from './options/contender-options.js'
-import { contendForSlot, type Semaphore } from './semaphore.js'
+import { onAbort } from './shared/abort-fanout.js'
 import type { SlotGuard } from './slot-guard.js'
+import { slotPool, type JobSlot } from './slot-pool.js'
 
 /**
  * Runs `work` while a slot of the semaphore is held, for callers who do not use RxJS: waits for a
@@ -51,90 +53,73 @@ export function withSlot<T>(
 ): Promise<T> {
   const { signal: caller, waitTimeout, ...semaphoreOptions } = options
   let waitTimeoutMs = Infinity
-  let sem: Semaphore
+  let limit: number
   try {
     // The wait's bound is checked with the semaphore's options: one error names every problem.
-    sem = contendForSlot(semaphoreOptions, {
-      checkMore: (report) => {
-        if (waitTimeout !== undefined) {
-          waitTimeoutMs = checkTimeout('waitTimeout', waitTimeout, report)
-        }
-      },
-    })
+    limit = resolveSemaphoreOptions(semaphoreOptions, 'rx-consul-semaphore', (report) => {
+      if (waitTimeout !== undefined) waitTimeoutMs = checkTimeout('waitTimeout', waitTimeout, report)
+    }).limit
   } catch (error: unknown) {
     return Promise.reject(error)
   }
   if (caller?.aborted === true) {
     return Promise.reject(abortedError(caller, 'waiting for a slot', waitAloneHint(caller)))
   }
-  const controller = new AbortController()
   return new Promise<T>((resolve, reject) => {
-    let started = false
-    let settled = false
-    const onAbort = (): void => {
-      if (!started) {
-        finish(() =>
-          reject(abortedError(caller as AbortSignal, 'waiting for a slot', waitAloneHint(caller))),
-        )
-        return
-      }
-      // Holding: give the slot back now, and tell the work why its signal aborted.
-      const error = abortedError(
-        caller as AbortSignal,
-        'the work holding a slot',
-        waitAloneHint(caller),
-      )
-      if (!controller.signal.aborted) controller.abort(error)
-      void sem.close().catch(() => undefined)
-    }
-    caller?.addEventListener('abort', onAbort, { once: true })
-    // Owned by this call: cancelled when the work starts or the call settles.
+    let slot: JobSlot | undefined
+    let given: Promise<void> | undefined
+    const controller = new AbortController()
+    /** The slot goes to the next job of the process, or back (once). */
+    const giveBack = (): Promise<void> => (given ??= slot?.done() ?? Promise.resolve())
+    const stopListening = caller && onAbort(caller, () => aborted())
     const waitTimer =
       waitTimeoutMs === Infinity
         ? undefined
         : (options.scheduler ?? asyncScheduler).schedule(() => {
-            if (!started)
-              finish(() =>
-                reject(waitTimeoutError(withoutTrailingSlashes(options.prefix), waitTimeoutMs)),
-              )
+            if (slot !== undefined) return
+            stopListening?.()
+            const error = waitTimeoutError(withoutTrailingSlashes(options.prefix), waitTimeoutMs)
+            void leaveQueue().then(() => reject(error))
           }, waitTimeoutMs)
-    const finish = (outcome: () => void): void => {
-      if (settled) return
-      settled = true
-      waitTimer?.unsubscribe()
-      caller?.removeEventListener('abort', onAbort)
-      sem.close().then(
-        () => {
-          subscription.unsubscribe()
-          outcome()
-        },
-        (error: unknown) => {
-          subscription.unsubscribe()
-          // The work's own failure matters more than a failed clean-up after it.
-          if (controller.signal.aborted || !started) outcome()
-          else reject(error)
-        },
-      )
+    const aborted = (): void => {
+      const signal = caller as AbortSignal
+      if (slot === undefined) {
+        // Still queued: it leaves the queue, and nothing is sent to Consul for it.
+        waitTimer?.unsubscribe()
+        const error = abortedError(signal, 'waiting for a slot', waitAloneHint(caller))
+        void leaveQueue().then(() => reject(error))
+        return
+      }
+      // Running: its signal aborts and the slot goes on now; the promise settles with the work.
+      controller.abort(abortedError(signal, 'the work holding a slot', waitAloneHint(caller)))
+      giveBack().catch(() => undefined)
     }
-    const subscription = sem.holding$.subscribe({
-      next: (holding) => {
-        if (holding && !started && !settled) {
-          started = true
-          waitTimer?.unsubscribe()
-          const { isHolding, assertHolding, fencedTxn } = sem
-          work(controller.signal, { isHolding, assertHolding, fencedTxn }).then(
-            (value) => finish(() => resolve(value)),
-            (error: unknown) => finish(() => reject(error)),
-          )
-        } else if (!holding && started && !controller.signal.aborted) {
-          controller.abort(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
+    const leaveQueue = slotPool(semaphoreOptions, limit).submit({
+      start: (held) => {
+        slot = held
+        waitTimer?.unsubscribe()
+        held.onLost = (error) => {
+          if (!controller.signal.aborted) controller.abort(error)
         }
+        new Promise<T>((settle) => settle(work(controller.signal, held.guard))).then(
+          (value) => finish(() => resolve(value), true),
+          (error: unknown) => finish(() => reject(error), false),
+        )
       },
-      error: (error: unknown) => {
-        controller.abort(error)
-        finish(() => reject(error))
+      fail: (error) => {
+        waitTimer?.unsubscribe()
+        stopListening?.()
+        reject(error)
       },
     })
+    const finish = (outcome: () => void, succeeded: boolean): void => {
+      stopListening?.()
+      giveBack().then(outcome, (error: unknown) => {
+        // The work's own failure matters more than a failed clean-up after it.
+        if (succeeded && !controller.signal.aborted) reject(error)
+        else outcome()
+      })
+    }
   })
 }
 

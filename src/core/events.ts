@@ -239,6 +239,21 @@ export type ContenderEvent =
       /** ModifyIndex of `.lock` after the write (uint64 as bigint), when known. */
       readonly modifyIndex?: bigint | undefined
     }
+  /**
+   * A renewal between two jobs answered (`Renewal`). Committed: a `Refence` gave this holder a new
+   * fencing token (`modifyIndex`, its key's new ModifyIndex), a `Rotate` put it at the tail of
+   * the queue (`modifyIndex`, the index of that write).
+   */
+  | {
+      /** Discriminant. */
+      readonly type: 'renewed'
+      /** True if the transaction committed. */
+      readonly ok: boolean
+      /** Which renewal it was. */
+      readonly renewal: 'Refence' | 'Rotate'
+      /** The index the transaction wrote, when known. */
+      readonly modifyIndex?: bigint | undefined
+    }
   /** The user asked to release. */
   | {
       /** Discriminant. */

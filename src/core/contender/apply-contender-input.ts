@@ -12,7 +12,11 @@ const tenureEnded = {
   fencingToken: undefined,
   heldInTenure: false,
   casIndex: undefined,
+  renewing: false,
 } as const
+
+/** After a renewal that did not commit: the next snapshot decides again, or this much later. */
+export const RENEWAL_RETRY_MS = 100
 
 /**
  * Updates the facts of a contender state from one input (session, lease, connection, listing,
@@ -102,6 +106,13 @@ export function applyContenderInput(
       return { ...s, ...tenureEnded, retired: 'released', next: undefined, retryAt: undefined }
     case 'cas-result':
       return casAnswered(s, input.ok, input.holders, input.modifyIndex)
+    case 'renew':
+      // Only a holder's tenure is renewed; a contender that lost its slot meanwhile just waits.
+      return s.listed && s.retired === undefined && options.renew !== undefined
+        ? { ...s, renewing: true }
+        : s
+    case 'renewed':
+      return renewalAnswered(s, input, now)
     case 'retry':
       // The write is over, refused for a reason no snapshot will show: decide again later.
       return s.retired !== undefined
@@ -143,6 +154,25 @@ function casAnswered(
     casIndex: modifyIndex ?? s.casIndex,
     fencingToken: modifyIndex ?? s.fencingToken,
   }
+}
+
+function renewalAnswered(
+  s: ContenderState,
+  answer: Extract<ContenderInput, { type: 'renewed' }>,
+  now: number,
+): ContenderState {
+  const answered = { ...s, next: undefined }
+  if (!s.renewing || s.retired !== undefined) return answered
+  const index = answer.modifyIndex
+  // Not committed (or no index to vouch for it): still renewing, decided again on the next
+  // snapshot, which the change that refused it brings, or on this one a little later.
+  if (!answer.ok || index === undefined) return { ...answered, retryAt: now + RENEWAL_RETRY_MS }
+  if (answer.renewal === 'Rotate') {
+    // At the tail of the queue now: snapshots older than that write still list it as a holder.
+    return { ...answered, ...tenureEnded, casIndex: index }
+  }
+  // A new tenure on the same slot: its token is the write's index, never the last job's.
+  return { ...answered, renewing: false, heldInTenure: false, casIndex: index, fencingToken: index }
 }
 
 function isOlderThanOwnCas(s: ContenderState, snapshot: KVSnapshot): boolean {

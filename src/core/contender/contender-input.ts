@@ -13,8 +13,9 @@ export type DecidedSnapshot = Extract<ContenderEvent, { readonly type: 'snapshot
 /**
  * What a contender's step consumes: the effects layer's events (a snapshot possibly decided
  * already), plus the interpreter's own: `wake` (the timer it set for `wakeAt` fired), `written`
- * (a write it started completed, after feeding any answer it had) and `end` (the events
- * completed).
+ * (a write it started completed, after feeding any answer it had), `end` (the events
+ * completed) and `renew` (the job this holder served ended and another job of its process waits:
+ * it needs a fresh fencing token, `Renewal`).
  */
 export type ContenderInput =
   | Exclude<ContenderEvent, { readonly type: 'snapshot' }>
@@ -22,3 +23,4 @@ export type ContenderInput =
   | { readonly type: 'wake' }
   | { readonly type: 'written'; readonly action: ContenderAction }
   | { readonly type: 'end' }
+  | { readonly type: 'renew' }

@@ -4,9 +4,12 @@ import type { DecideOptions } from '../semaphore/decide.js'
 import type { Decision, PrefixProblem, SemaphoreView, TransitionReason } from '../events.js'
 import type { LastFailure } from './last-failure.js'
 import type { LeaseMargin } from './lease-deadline.js'
+import type { Renewal } from '../semaphore/renewal.js'
 
 /**
- * A write the effects layer should make now: CAS `.lock`, or (re)create the contender key.
+ * A write the effects layer should make now: CAS `.lock`, (re)create the contender key, or, for a
+ * holder whose job ended while another job of its process waits, the renewal that gives the next
+ * job a fresh fencing token (`Renewal`).
  *
  * @example
  * ```ts
@@ -22,7 +25,13 @@ export type ContenderAction = Extract<
     /** Discriminant: CAS `.lock` ('TryAcquire') or acquire the contender key ('NotContending'). */
     readonly type: 'TryAcquire' | 'NotContending'
   }
->
+> | Renewal
+
+/**
+ * The renewal a holder of `snapshot` makes (see `Renewal`); undefined when the snapshot allows
+ * none. Given by the semaphore's protocol; without it, a `renew` input changes nothing.
+ */
+export type RenewStep = (snapshot: KVSnapshot, session: string) => Renewal | undefined
 
 /**
  * The decide step of the state machine: what to write next, from one snapshot. The semaphore's
@@ -94,6 +103,8 @@ export interface ContenderStateOptions extends LeaseMargin {
    * why 'refused') at the first refusal (`tryOnceRefused`) instead of waiting. Default false.
    */
   readonly tryOnce?: boolean | undefined
+  /** The renewal between two jobs of a process (`renew` inputs); default: none. */
+  readonly renew?: RenewStep | undefined
 }
 
 /**
@@ -198,6 +209,11 @@ export interface ContenderState {
   readonly retired: 'released' | 'session-gone' | undefined
   /** True once `holding` was true in the current tenure (a later rise is 'restored'). */
   readonly heldInTenure: boolean
+  /**
+   * The job that held this tenure's fencing token has ended and another waits: `holding` stays
+   * false until the renewal (`next`) writes a new token or rotates this contender to the tail.
+   */
+  readonly renewing: boolean
   /** ModifyIndex of this contender's own successful CAS: older snapshots are stale. */
   readonly casIndex: bigint | undefined
   /** The waiter first in line when the fairness grace started counting (`decidePatiently`). */
@@ -237,6 +253,7 @@ export const initialContenderState: ContenderState = {
   listed: false,
   retired: undefined,
   heldInTenure: false,
+  renewing: false,
   casIndex: undefined,
   graceFront: undefined,
   graceSince: undefined,

@@ -5,7 +5,7 @@ import type {
   ContenderState,
   ContenderStateOptions,
 } from './contender-state-model.js'
-import type { Decision, TransitionReason } from '../events.js'
+import type { TransitionReason } from '../events.js'
 
 /**
  * Derives what follows from the facts after an input: `holding` (listed, connected, lease valid,
@@ -36,13 +36,14 @@ export function settleContender(
   s: ContenderState,
   input: ContenderInput,
   now: number,
-  options: Pick<ContenderStateOptions, 'rideThrough'> = {},
+  options: Pick<ContenderStateOptions, 'rideThrough' | 'renew'> = {},
 ): ContenderState {
   const leaseValid = s.leaseDeadline !== undefined && now < s.leaseDeadline
   const ending = input.type === 'end'
   // The watch vouches for the listing; without it, only a holder riding on its lease keeps it.
   const watched = s.connected || (options.rideThrough === true && prev.holding)
-  const holding = s.listed && watched && leaseValid && s.retired === undefined && !ending
+  const holding =
+    s.listed && watched && leaseValid && s.retired === undefined && !ending && !s.renewing
   const rising = holding && !prev.holding
   const reason: TransitionReason | undefined = rising
     ? s.heldInTenure
@@ -52,7 +53,8 @@ export function settleContender(
       ? fallReason(s, leaseValid, ending)
       : s.reason
   const open = s.connected && leaseValid && s.retired === undefined && !ending
-  const candidate = s.decision === prev.decision ? s.next : actionOf(s.decision)
+  const candidate =
+    s.decision === prev.decision && s.renewing === prev.renewing ? s.next : actionOf(s, options)
   const next = !open ? undefined : sameAction(prev.next, candidate) ? prev.next : candidate
   return {
     ...s,
@@ -70,6 +72,8 @@ function phaseOf(s: ContenderState, holding: boolean): ContenderPhase {
   if (s.retired !== undefined) return 'retired'
   if (s.problem !== undefined) return 'stopped'
   if (holding) return 'holding'
+  // A holder between two jobs: writing the renewal that gives the next one its token.
+  if (s.renewing) return 'acquiring'
   if (s.listed) return 'doubtful'
   if (s.session === undefined) return 'idle'
   switch (s.decision?.type) {
@@ -88,12 +92,23 @@ function fallReason(s: ContenderState, leaseValid: boolean, ending: boolean): Tr
   if (ending || s.retired === 'released') return 'released'
   if (s.retired === 'session-gone') return 'session-invalidated'
   if (!leaseValid) return 'lease-expired'
+  // The job that held the token ended: the slot is released to the next job's renewal.
+  if (s.renewing) return 'released'
   // Before the watch: a riding holder that an answer shows unlisted was removed, connected or not.
   if (!s.listed) return 'removed'
   return 'watch-failed'
 }
 
-function actionOf(decision: Decision | undefined): ContenderAction | undefined {
+function actionOf(
+  s: ContenderState,
+  options: Pick<ContenderStateOptions, 'renew'>,
+): ContenderAction | undefined {
+  const decision = s.decision
+  if (decision?.type === 'Held') {
+    return s.renewing && s.snapshot !== undefined && s.session !== undefined
+      ? options.renew?.(s.snapshot, s.session)
+      : undefined
+  }
   return decision?.type === 'TryAcquire' || decision?.type === 'NotContending'
     ? decision
     : undefined
@@ -117,6 +132,12 @@ function earliestAfter(now: number, times: readonly (number | undefined)[]): num
 function sameAction(a: ContenderAction | undefined, b: ContenderAction | undefined): boolean {
   if (a === undefined || b === undefined) return a === b
   if (a.type === 'NotContending' || b.type === 'NotContending') return a.type === b.type
+  if (a.type === 'Refence' || b.type === 'Refence') return a.type === b.type && a.cas === b.cas
+  if (a.type === 'Rotate' || b.type === 'Rotate') {
+    return (
+      a.type === 'Rotate' && b.type === 'Rotate' && a.cas === b.cas && a.handOff?.heir === b.handOff?.heir
+    )
+  }
   return (
     a.cas === b.cas && a.body.length === b.body.length && a.body.every((x, i) => x === b.body[i])
   )

@@ -1,7 +1,8 @@
 import type { TxnOp } from '../../consul/client-api.js'
-import { HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../shared/flags.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import { lockKey } from '../keys/lock-key.js'
 import type { HandOff } from '../semaphore/hand-off.js'
+import type { Renewal } from '../semaphore/renewal.js'
 
 /**
  * The plain release transaction: `.lock` without this session, CASed on the ModifyIndex it was
@@ -59,3 +60,40 @@ export function handOffOps(prefix: string, ownKey: string, handOff: HandOff): Tx
 
 /** Index of the hand-off's heir check: a rollback naming it means the heir no longer waits. */
 export const HEIR_CHECK_OP = 0
+
+/**
+ * The one transaction of a renewal between two jobs (`Renewal`), for the holder `session` whose
+ * key is `ownKey` and holds `value`.
+ *
+ * - Refence: `.lock` still at `cas`, this session still locks its key; the key is rewritten (the
+ *   lock stays), and its new ModifyIndex is the next job's fencing token.
+ * - Rotate: the release (a hand-off to the first waiter, or a CAS of `.lock` without this session)
+ *   deletes the key; it is locked again at once, so its CreateIndex puts it at the tail of the
+ *   queue, still with this session.
+ *
+ * @example
+ * ```ts
+ * const ops = renewalOps(prefix, `${prefix}/${session}`, session, utf8.encode(value), renewal)
+ * ```
+ * @returns The operations, in order.
+ */
+export function renewalOps(
+  prefix: string,
+  ownKey: string,
+  session: string,
+  value: Uint8Array,
+  renewal: Renewal,
+): TxnOp[] {
+  if (renewal.type === 'Refence') {
+    return [
+      { verb: 'check-index', key: lockKey(prefix), index: renewal.cas },
+      { verb: 'check-session', key: ownKey, session },
+      { verb: 'set', key: ownKey, value, flags: HOLDER_FLAGS },
+    ]
+  }
+  const release =
+    renewal.handOff === undefined
+      ? casOutOps(prefix, ownKey, renewal)
+      : handOffOps(prefix, ownKey, renewal.handOff)
+  return [...release, { verb: 'lock', key: ownKey, value, flags: CONTENDER_FLAGS, session }]
+}

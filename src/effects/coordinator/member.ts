@@ -221,6 +221,7 @@ export class Member implements CoordinatedMember, LeaseListener {
       sharedGrace: options.protocol.sharedGrace(this.contender),
       decide: this.decide,
       tryOnce: options.tryOnce === true,
+      renew: options.protocol.renew?.(this.contender),
     }
     this.sessions = new SessionLoop(
       { ...options, scheduler: this.scheduler, random: this.random },
@@ -260,6 +261,15 @@ export class Member implements CoordinatedMember, LeaseListener {
       default:
         return
     }
+  }
+
+  /**
+   * The job this holder served has ended and another job of its process waits: write the renewal
+   * that gives the next one a fresh fencing token (`holding` is false until it commits), or
+   * rotate to the tail of the queue when others wait. Nothing when it does not hold.
+   */
+  renew(): void {
+    if (this.phase.name === 'running') this.input({ type: 'renew' })
   }
 
   stop(): void {

@@ -6,6 +6,7 @@ import type { KVSnapshot } from '../../consul/types.js'
 import type {
   ContenderAction,
   DecideStep,
+  RenewStep,
   SharedGrace,
 } from '../../core/contender/contender-state-model.js'
 import type { ReleaseOutcome } from '../../core/release/release-slot-plan.js'
@@ -79,6 +80,11 @@ export interface ContenderProtocol {
    * prefix as of its own write, or undefined to start as the others do.
    */
   readonly join?: (contender: ProtocolMember, session: string) => Observable<KVSnapshot | undefined>
+  /**
+   * The renewal between two jobs of a process (`RenewStep`): the semaphore's; the leader key has
+   * none (a `renew` input then changes nothing).
+   */
+  readonly renew?: (contender: ProtocolMember) => RenewStep
   /**
    * Gives the slot back and destroys the session (never rejects: errors are Lefts). `lastSeen` is
    * the last snapshot the contender decided on, a hint that may save a read. A semaphore's release

@@ -4,6 +4,7 @@ import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import { contenderKey } from '../../core/keys/contender-key.js'
+import { renewalOps } from '../../core/release/release-ops.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import type { ContenderEvent } from '../../core/events.js'
 import { fromCall, orThrow, retryTransient } from '../call-policy.js'
@@ -56,6 +57,22 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
   const { client, prefix, session, random } = options
   const scheduler = options.scheduler ?? asyncScheduler
   return (action) => {
+    if (action.type === 'Refence' || action.type === 'Rotate') {
+      const ownKey = contenderKey(prefix, session)
+      const ops = renewalOps(prefix, ownKey, session, utf8.encode(options.value), action)
+      return fromCall((signal) => client.kv.txn(ops, { signal })).pipe(
+        mergeMap(orThrow),
+        retryTransient(scheduler, random),
+        map(
+          (result): ContenderEvent => ({
+            type: 'renewed',
+            ok: result.committed,
+            renewal: action.type,
+            modifyIndex: result.committed ? writtenIndex(result.results, ownKey) : undefined,
+          }),
+        ),
+      )
+    }
     if (action.type === 'TryAcquire') {
       const holders = [...action.view.liveHolders, session]
       const ownKey = contenderKey(prefix, session)

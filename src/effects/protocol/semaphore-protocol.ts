@@ -1,5 +1,6 @@
 import { problemError } from '../../errors.js'
 import { joinQueue, semaphorePerformer } from './perform-action.js'
+import { renewal } from '../../core/semaphore/renewal.js'
 import { releaseSlot } from '../release/release-slot.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 
@@ -39,6 +40,8 @@ export const semaphoreProtocol: ContenderProtocol = {
       session,
       value: contender.value,
     }),
+  renew: (contender) => (snapshot, session) =>
+    renewal(snapshot, { ...contender, session }, contender.cache.view(snapshot, contender)),
   release: (contender, session, lastSeen) =>
     releaseSlot({
       client: contender.client,

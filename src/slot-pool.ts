@@ -59,6 +59,8 @@ class SlotPool {
   private readonly workers = new Set<Worker>()
   /** A worker had a session once: later workers wait out an outage instead of giving up. */
   private reached = false
+  /** The greatest token a job of this pool started under: the next one must be greater. */
+  private highest: bigint | undefined
 
   constructor(
     private readonly key: string,
@@ -117,9 +119,17 @@ class SlotPool {
     }
     const next = this.queue.values().next()
     if (next.done === true) return
+    const token = state.fencingToken
+    if (this.highest !== undefined && token <= this.highest) {
+      // Another worker's later write answered first and a job already runs under its greater
+      // token: one more write, so that the jobs of the process start in the order of their tokens.
+      worker.spent = token
+      worker.handle.renew()
+      return
+    }
     const job = next.value
     this.queue.delete(job)
-    const token = state.fencingToken
+    this.highest = token
     worker.spent = token
     const slot: JobSlot = {
       guard: jobGuard(worker.handle.guard, token),

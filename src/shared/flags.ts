@@ -53,3 +53,17 @@ export const CONTENDER_FLAGS = SEMAPHORE_FLAGS + 1n
  * ```
  */
 export const HOLDER_FLAGS = SEMAPHORE_FLAGS + 2n
+
+/**
+ * A holder's key between the two writes of a renewal's transaction (the semaphore's flags plus
+ * three), never seen outside it. Consul skips a write that changes nothing (the ModifyIndex stays),
+ * so a holder that keeps its slot for the next job sets its key to these flags and back to
+ * HOLDER_FLAGS in one transaction: the key ends as it was, at the transaction's index, which is
+ * the next job's fencing token.
+ *
+ * @example
+ * ```ts
+ * const ops = [{ verb: 'set', key, value, flags: RENEWING_FLAGS }, { verb: 'set', key, value, flags: HOLDER_FLAGS }]
+ * ```
+ */
+export const RENEWING_FLAGS = SEMAPHORE_FLAGS + 3n

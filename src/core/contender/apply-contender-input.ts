@@ -164,9 +164,10 @@ function renewalAnswered(
   const answered = { ...s, next: undefined }
   if (!s.renewing || s.retired !== undefined) return answered
   const index = answer.modifyIndex
-  // Not committed (or no index to vouch for it): still renewing, decided again on the next
+  // Not committed (or no newer index to vouch for it): still renewing, decided again on the next
   // snapshot, which the change that refused it brings, or on this one a little later.
-  if (!answer.ok || index === undefined) return { ...answered, retryAt: now + RENEWAL_RETRY_MS }
+  const fresh = index !== undefined && (s.fencingToken === undefined || index > s.fencingToken)
+  if (!answer.ok || !fresh) return { ...answered, retryAt: now + RENEWAL_RETRY_MS }
   if (answer.renewal === 'Rotate') {
     // At the tail of the queue now: snapshots older than that write still list it as a holder.
     return { ...answered, ...tenureEnded, casIndex: index }

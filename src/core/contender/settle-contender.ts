@@ -104,11 +104,14 @@ function actionOf(
   options: Pick<ContenderStateOptions, 'renew'>,
 ): ContenderAction | undefined {
   const decision = s.decision
-  if (decision?.type === 'Held') {
-    return s.renewing && s.snapshot !== undefined && s.session !== undefined
+  // A renewal is written from a snapshot that shows this contender holding (a CAS that made it a
+  // holder may have answered before the watch showed it): until then, nothing.
+  if (s.renewing) {
+    return decision?.type === 'Held' && s.snapshot !== undefined && s.session !== undefined
       ? options.renew?.(s.snapshot, s.session)
       : undefined
   }
+  if (decision?.type === 'Held') return undefined
   return decision?.type === 'TryAcquire' || decision?.type === 'NotContending'
     ? decision
     : undefined

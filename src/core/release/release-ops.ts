@@ -1,5 +1,10 @@
 import type { TxnOp } from '../../consul/client-api.js'
-import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../shared/flags.js'
+import {
+  CONTENDER_FLAGS,
+  HOLDER_FLAGS,
+  RENEWING_FLAGS,
+  SEMAPHORE_FLAGS,
+} from '../../shared/flags.js'
 import { lockKey } from '../keys/lock-key.js'
 import type { HandOff } from '../semaphore/hand-off.js'
 import type { Renewal } from '../semaphore/renewal.js'
@@ -66,7 +71,8 @@ export const HEIR_CHECK_OP = 0
  * key is `ownKey` and holds `value`.
  *
  * - Refence: `.lock` still at `cas`, this session still locks its key; the key is rewritten (the
- *   lock stays), and its new ModifyIndex is the next job's fencing token.
+ *   lock stays; to RENEWING_FLAGS and back, so that Consul does not skip it), and its new
+ *   ModifyIndex is the next job's fencing token.
  * - Rotate: the release (a hand-off to the first waiter, or a CAS of `.lock` without this session)
  *   deletes the key; it is locked again at once, so its CreateIndex puts it at the tail of the
  *   queue, still with this session.
@@ -88,6 +94,9 @@ export function renewalOps(
     return [
       { verb: 'check-index', key: lockKey(prefix), index: renewal.cas },
       { verb: 'check-session', key: ownKey, session },
+      // There and back: Consul skips a write that changes nothing, and the key must end as a
+      // holder's, at this transaction's index.
+      { verb: 'set', key: ownKey, value, flags: RENEWING_FLAGS },
       { verb: 'set', key: ownKey, value, flags: HOLDER_FLAGS },
     ]
   }

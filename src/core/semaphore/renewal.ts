@@ -11,7 +11,8 @@ import type { PrefixView } from './prefix-view.js'
  *
  * - `Refence`: nobody else waits, so the holder keeps its slot. One transaction checks that
  *   `.lock` is still at `cas` and that this session still locks its key, and rewrites the key
- *   (HOLDER_FLAGS, as an acquisition does): the key's new ModifyIndex is the next token.
+ *   (to RENEWING_FLAGS and back to HOLDER_FLAGS, since Consul skips a write that changes
+ *   nothing): the key's new ModifyIndex is the next token.
  * - `Rotate`: someone else waits (or the limit was lowered under the holders), so the holder gives
  *   its slot up as a release does (straight to the first waiter when `handOff` is set, else a CAS
  *   of `.lock` without it) and, in the same transaction, deletes and re-locks its own key, which

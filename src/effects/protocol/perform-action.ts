@@ -18,7 +18,10 @@ const utf8 = new TextEncoder()
  * result carries the key's earlier index, so pick `.lock`'s own).
  */
 function writtenIndex(results: readonly KVEntry[], key: string): bigint | undefined {
-  return results.find((entry) => entry.key === key)?.modifyIndex
+  // The last: a check of the same key earlier in the transaction answers with its index before.
+  let index: bigint | undefined
+  for (const entry of results) if (entry.key === key) index = entry.modifyIndex
+  return index
 }
 
 export interface SemaphorePerformerOptions extends PerformerOptions {

@@ -155,10 +155,7 @@ class SlotPool {
   }
 
   private spawn(): void {
-    const handle = slotContender(
-      this.options,
-      this.reached ? { startupTimeoutMs: Infinity } : {},
-    )
+    const handle = slotContender(this.options, this.reached ? { startupTimeoutMs: Infinity } : {})
     const worker: Worker = {
       handle,
       subscription: undefined,
@@ -181,7 +178,8 @@ class SlotPool {
     const job = worker.job
     if (job !== undefined) {
       // Lost under the job (not the renewal after it, which runs only once the job is over).
-      if (!state.holding) job.onLost?.(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
+      if (!state.holding)
+        job.onLost?.(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
       return
     }
     if (state.holding) {
@@ -295,7 +293,8 @@ function poolKey(options: SemaphoreOptions): string {
     if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
     if (Object.getPrototypeOf(value) !== Object.prototype) return `#${objectId(value)}`
     const sorted: Record<string, unknown> = {}
-    for (const key of Object.keys(value).sort()) sorted[key] = (value as Record<string, unknown>)[key]
+    for (const key of Object.keys(value).sort())
+      sorted[key] = (value as Record<string, unknown>)[key]
     return sorted
   })
 }

@@ -57,7 +57,8 @@ export function withSlot<T>(
   try {
     // The wait's bound is checked with the semaphore's options: one error names every problem.
     limit = resolveSemaphoreOptions(semaphoreOptions, 'rx-consul-semaphore', (report) => {
-      if (waitTimeout !== undefined) waitTimeoutMs = checkTimeout('waitTimeout', waitTimeout, report)
+      if (waitTimeout !== undefined)
+        waitTimeoutMs = checkTimeout('waitTimeout', waitTimeout, report)
     }).limit
   } catch (error: unknown) {
     return Promise.reject(error)

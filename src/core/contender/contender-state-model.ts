@@ -19,13 +19,15 @@ import type { Renewal } from '../semaphore/renewal.js'
  * })
  * ```
  */
-export type ContenderAction = Extract<
-  Decision,
-  {
-    /** Discriminant: CAS `.lock` ('TryAcquire') or acquire the contender key ('NotContending'). */
-    readonly type: 'TryAcquire' | 'NotContending'
-  }
-> | Renewal
+export type ContenderAction =
+  | Extract<
+      Decision,
+      {
+        /** Discriminant: CAS `.lock` ('TryAcquire') or acquire the contender key ('NotContending'). */
+        readonly type: 'TryAcquire' | 'NotContending'
+      }
+    >
+  | Renewal
 
 /**
  * The renewal a holder of `snapshot` makes (see `Renewal`); undefined when the snapshot allows

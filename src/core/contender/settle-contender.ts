@@ -138,7 +138,10 @@ function sameAction(a: ContenderAction | undefined, b: ContenderAction | undefin
   if (a.type === 'Refence' || b.type === 'Refence') return a.type === b.type && a.cas === b.cas
   if (a.type === 'Rotate' || b.type === 'Rotate') {
     return (
-      a.type === 'Rotate' && b.type === 'Rotate' && a.cas === b.cas && a.handOff?.heir === b.handOff?.heir
+      a.type === 'Rotate' &&
+      b.type === 'Rotate' &&
+      a.cas === b.cas &&
+      a.handOff?.heir === b.handOff?.heir
     )
   }
   return (

@@ -73,7 +73,8 @@ export function renewal(
     return { type: 'Refence', view, cas: view.lockIndex }
   }
   const handOff = handOffSlot(snapshot, options, shared)
-  if (handOff !== undefined) return { type: 'Rotate', view, body: handOff.body, cas: handOff.cas, handOff }
+  if (handOff !== undefined)
+    return { type: 'Rotate', view, body: handOff.body, cas: handOff.cas, handOff }
   const release = releaseFromLockBody(snapshot, options)
   return release.type === 'WriteRelease'
     ? { type: 'Rotate', view, body: release.body, cas: release.cas, handOff: undefined }

@@ -66,14 +66,12 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
       return fromCall((signal) => client.kv.txn(ops, { signal })).pipe(
         mergeMap(orThrow),
         retryTransient(scheduler, random),
-        map(
-          (result): ContenderEvent => ({
-            type: 'renewed',
-            ok: result.committed,
-            renewal: action.type,
-            modifyIndex: result.committed ? writtenIndex(result.results, ownKey) : undefined,
-          }),
-        ),
+        map((result): ContenderEvent => ({
+          type: 'renewed',
+          ok: result.committed,
+          renewal: action.type,
+          modifyIndex: result.committed ? writtenIndex(result.results, ownKey) : undefined,
+        })),
       )
     }
     if (action.type === 'TryAcquire') {

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it, type TestContext } from 'node:test'
 import { withSlot, type WithSlotOptions } from '../../src/index.js'
-import { agentSuite, type AgentSuite } from '../support/agent-suite.js'
+import { agentSuite } from '../support/agent-suite.js'
 import { startConsulLock, stopAllConsulLocks, type CliRun } from '../support/cli.js'
 import { testPrefix } from '../support/consul-agent.js'
 import {

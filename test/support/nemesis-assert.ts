@@ -99,7 +99,19 @@ export function assertNemesis(t: TestContext, result: NemesisResult): void {
     assert.ok(library >= consulLock / 8, `library actors starved:\n${text}`)
     assert.ok(consulLock >= library / 8, `consul lock actors starved:\n${text}`)
   }
-  if (config.workload === 'counter-fenced') {
+  if (config.workload === 'counter-fenced' || config.workload === 'counter-jobs') {
     assert.equal(report.counter.lost, 0, `fenced writes lost updates:\n${text}`)
+  }
+  if (config.workload === 'counter-jobs') {
+    assert.equal(
+      report.counter.conflicts,
+      0,
+      `a job's CAS lost while its fence held (another wrote while it held):\n${text}`,
+    )
+    assert.ok(report.counter.acknowledged > 0, `no job's increment was acknowledged:\n${text}`)
+    assert.ok(
+      (result.counterValue ?? 0) >= report.counter.acknowledged,
+      `the counter ends below the increments acknowledged (overwritten):\n${text}`,
+    )
   }
 }

@@ -14,15 +14,21 @@
 //   process's live session still takes its slot until its TTL runs out). While Consul could not
 //   be read, no slot counts as free. A wait of an actor that a fault hit meanwhile is judged only
 //   from the end of the last such fault: once healed, a waiter too must be served within the bound.
-// - Fencing tokens: an actor's tokens only grow, no two tenures share one, and a tenure that
-//   started before another one wanted a slot has the smaller token; all of it within one history
-//   of Consul's state. A restart that loses the state (`state-loss`) begins a new history, whose
+// - Fencing tokens: an actor's tokens only grow, no two tenures share one, a tenure that started
+//   before another one wanted a slot has the smaller token, and a tenure never reads a token of
+//   another writer (`seen`) that is not smaller than its own; all of it within one history of
+//   Consul's state. A restart that loses the state (`state-loss`) begins a new history, whose
 //   indexes, and so tokens, start low again: tokens of different histories are not compared.
 // - A restart that loses Consul's state frees every slot at once, and a `consul lock` child runs on
 //   until its client notices: a moment over the limit that begins within `lossWindowMs` of such a
 //   restart, and that is over the limit only by counting `consul lock` actors, is counted apart.
 // - Lost updates: each acknowledged counter write says the value it wrote (read + 1); a value
-//   acknowledged twice is an increment lost.
+//   acknowledged twice is an increment lost. A `conflict` is a write whose CAS lost although its
+//   fence held: another writer wrote while the writer held, an update a plain fenced write would
+//   have lost.
+// - Jobs: an actor process that runs many jobs at once names each job's lines `<actor>/<job>`.
+//   Each job has its own waits and tenures; the faults, the kind, the acquisitions' actors and the
+//   order of tokens are the process's (`actorOf`).
 
 /** Who an actor is: this library in a process of its own, or `consul lock -n` in a loop. */
 export type ActorKind = 'library' | 'consul-lock'
@@ -36,12 +42,14 @@ export interface ActorEvent {
     | 'hold' // its slot is held: a tenure begins
     | 'act' // touched the guarded resource
     | 'inc' // a counter write was acknowledged (`value` written)
+    | 'seen' // read the `token` of another writer (the counter's last one) while holding
+    | 'conflict' // a counter write's CAS lost although its fence held
     | 'end' // the tenure ended as planned (released, or about to be)
     | 'lost' // the tenure ended because the slot was lost (or the guard refused)
     | 'killed' // the actor's process (group) was killed: whatever it held ends here
     | 'exit' // the actor's process ended
   readonly at: number
-  /** The fencing token of the tenure (library actors), as decimal text. */
+  /** The fencing token of the tenure (library actors), or the one seen, as decimal text. */
   readonly token?: string
   /** For `inc`: the counter value written. */
   readonly value?: number
@@ -127,6 +135,8 @@ export interface Tenure {
   readonly badEnd: boolean
   readonly token: bigint | undefined
   readonly acts: number
+  /** The greatest token of another writer read during the tenure. */
+  readonly newestSeen?: bigint
 }
 
 export interface Report {
@@ -159,6 +169,7 @@ export interface Report {
     readonly acknowledged: number
     readonly distinct: number
     readonly lost: number
+    readonly conflicts: number
   }
   /**
    * Per kind of actor: tenures, actors, and the seconds those actors spent free of faults of
@@ -175,6 +186,12 @@ export interface Report {
 
 const byTime = <T extends { readonly at: number }>(a: T, b: T): number => a.at - b.at
 
+/** The actor (process) of `who`: itself, or the actor a job `<actor>/<job>` runs in. */
+export function actorOf(who: string): string {
+  const slash = who.indexOf('/')
+  return slash === -1 ? who : who.slice(0, slash)
+}
+
 /** Each actor's tenures, read from its events in time order. */
 export function tenuresOf(events: readonly ActorEvent[]): Tenure[] {
   const perActor = new Map<string, ActorEvent[]>()
@@ -187,7 +204,15 @@ export function tenuresOf(events: readonly ActorEvent[]): Tenure[] {
   for (const [who, list] of perActor) {
     list.sort(byTime)
     let wantAt: number | undefined
-    let open: { from: number; token: bigint | undefined; acts: number; wantAt?: number } | undefined
+    let open:
+      | {
+          from: number
+          token: bigint | undefined
+          acts: number
+          wantAt?: number
+          newestSeen?: bigint
+        }
+      | undefined
     let kind: ActorKind = list[0]?.kind ?? 'library'
     const close = (to: number, badEnd: boolean): void => {
       if (open)
@@ -200,6 +225,7 @@ export function tenuresOf(events: readonly ActorEvent[]): Tenure[] {
           badEnd,
           token: open.token,
           acts: open.acts,
+          ...(open.newestSeen === undefined ? {} : { newestSeen: open.newestSeen }),
         })
       open = undefined
     }
@@ -234,7 +260,14 @@ export function tenuresOf(events: readonly ActorEvent[]): Tenure[] {
           // An exit while holding that was not announced as an end is a bad end.
           close(event.at, true)
           break
+        case 'seen':
+          if (open && event.token !== undefined) {
+            const seen = BigInt(event.token)
+            if (open.newestSeen === undefined || seen > open.newestSeen) open.newestSeen = seen
+          }
+          break
         case 'inc':
+        case 'conflict':
           break
       }
     }
@@ -264,7 +297,7 @@ export function actingStretches(
         flush(event.who)
         open.set(event.who, { from: event.at, to: event.at })
       }
-    } else if (event.e !== 'inc') {
+    } else if (event.e !== 'inc' && event.e !== 'seen' && event.e !== 'conflict') {
       // Any other line ends a stretch: the next tenure's acts start a new one.
       flush(event.who)
     }
@@ -346,7 +379,7 @@ export function waitsOf(
     const wait = pending.get(who)
     if (!wait) return
     pending.delete(who)
-    const own = faults.filter((f) => f.who === who && f.from < to && f.to > wait.from)
+    const own = faults.filter((f) => f.who === actorOf(who) && f.from < to && f.to > wait.from)
     const healedAt = own.length === 0 ? undefined : Math.max(...own.map((f) => f.to))
     waits.push({
       who,
@@ -411,13 +444,22 @@ function tokenViolationsWithin(tenures: readonly Tenure[]): string[] {
       )
     seen.set(t.token, t)
   }
+  // Per process: the tenures of its jobs, in the order they began, as those of one actor.
   const perActor = new Map<string, bigint>()
   for (const t of withToken) {
-    const before = perActor.get(t.who)
+    const before = perActor.get(actorOf(t.who))
     if (before !== undefined && t.token <= before) {
-      found.push(`${t.who}'s token went from ${before} to ${t.token} at ${t.from}`)
+      found.push(
+        `${actorOf(t.who)}'s token went from ${before} to ${t.token} at ${t.from} (${t.who})`,
+      )
     }
-    perActor.set(t.who, t.token)
+    perActor.set(actorOf(t.who), t.token)
+    if (t.newestSeen !== undefined && t.newestSeen >= t.token) {
+      found.push(
+        `${t.who}, holding with token ${t.token} from ${t.from}, read a write made under token ` +
+          `${t.newestSeen} by another writer`,
+      )
+    }
   }
   for (const earlier of withToken) {
     for (const later of withToken) {
@@ -459,7 +501,8 @@ export function check(
   const acquisitions = (kind: ActorKind) => {
     const firstLine = new Map<string, number>()
     for (const e of events) {
-      if (e.kind === kind) firstLine.set(e.who, Math.min(firstLine.get(e.who) ?? e.at, e.at))
+      const who = actorOf(e.who)
+      if (e.kind === kind) firstLine.set(who, Math.min(firstLine.get(who) ?? e.at, e.at))
     }
     let healthyMs = 0
     for (const [who, from] of firstLine) {
@@ -491,6 +534,7 @@ export function check(
       acknowledged: values.length,
       distinct: new Set(values).size,
       lost: values.length - new Set(values).size,
+      conflicts: events.filter((e) => e.e === 'conflict').length,
     },
     acquisitions: { library: acquisitions('library'), 'consul-lock': acquisitions('consul-lock') },
   }

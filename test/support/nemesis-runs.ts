@@ -55,6 +55,42 @@ export async function counterRun(
   }
 }
 
+/**
+ * One seeded run of the pooled-jobs workload on one Consul server, checked by `assertNemesis`:
+ * the counter run's faults and times, with each library actor a process running `jobsPerActor`
+ * withSlot jobs at once (each a fenced CAS increment or three of the counter).
+ */
+export async function jobsRun(t: TestContext, seed: number, jobsPerActor: number): Promise<void> {
+  let cluster: ConsulCluster | undefined
+  try {
+    cluster = await startCluster(1)
+    const prefix = uniquePrefix('nemesis-counter-jobs')
+    const result = await runNemesis({
+      name: 'counter-jobs',
+      seed: nemesisSeed(seed),
+      prefix,
+      limit: 1,
+      servers: cluster.servers,
+      libraryActors: 4,
+      consulLockActors: 0,
+      workload: 'counter-jobs',
+      jobsPerActor,
+      counterKey: prefix.replace('rxsem-test/', 'rxsem-test-counter/'),
+      // As the counter runs: a process frozen past 2 × TTL or cut off, while its jobs hold and
+      // wait; two processes at most, so that the others' jobs hold and write meanwhile.
+      faults: { pause: 3, blackhole: 1, kill: 1 },
+      pauseMs: [20_000, 40_000],
+      maxFaulted: 2,
+      faultMs: COUNTER_SECONDS * 1000,
+      quietMs: 25_000,
+      ttlMs: { library: 10_000, 'consul-lock': 15_000 },
+    })
+    assertNemesis(t, result)
+  } finally {
+    await cluster?.stop()
+  }
+}
+
 /** How long the mixed runs inject faults by default (NEMESIS_SECONDS overrides it). */
 export const MIXED_SECONDS = nemesisSeconds(45)
 

@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { consulBin, type ConsulAgent } from './consul-agent.js'
 import { startFaultProxy, type FaultProxy } from './fault-proxy.js'
 import {
+  actorOf,
   check,
   type ActorEvent,
   type ActorKind,
@@ -38,8 +39,14 @@ export interface NemesisConfig {
   readonly leader?: () => Promise<ConsulAgent>
   readonly libraryActors: number
   readonly consulLockActors: number
-  /** What library actors do while they hold. */
-  readonly workload: 'tick' | 'counter-fenced' | 'counter-unfenced'
+  /**
+   * What library actors do while they hold. 'counter-jobs': each library actor is a process that
+   * runs `jobsPerActor` withSlot jobs at once, each a fenced CAS increment or three of the counter
+   * (test/reliability/fixtures/nemesis-jobs-actor.ts); each job is a contender of the history.
+   */
+  readonly workload: 'tick' | 'counter-fenced' | 'counter-unfenced' | 'counter-jobs'
+  /** How many jobs each library actor runs at once ('counter-jobs'). */
+  readonly jobsPerActor?: number
   /** The counter's key (outside the prefix), for the counter workloads. */
   readonly counterKey?: string
   /** At most this many actors under a fault at once (default: no limit). */
@@ -103,6 +110,8 @@ interface Actor {
   faulted: boolean
   /** How many times it was started: with the seed, the seed of its next process. */
   starts: number
+  /** The jobs its current process has named (`<who>/<start>.<job>`), 'counter-jobs'. */
+  jobs: Set<string>
 }
 
 /**
@@ -138,6 +147,7 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
       exited: Promise.resolve(),
       faulted: false,
       starts: 0,
+      jobs: new Set(),
     })
   }
   for (let i = 0; i < config.consulLockActors; i++) {
@@ -151,49 +161,74 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
       exited: Promise.resolve(),
       faulted: false,
       starts: 0,
+      jobs: new Set(),
     })
   }
 
   const start = (actor: Actor): void => {
     const child =
-      actor.kind === 'library'
+      actor.kind === 'library' && config.workload === 'counter-jobs'
         ? spawn(
             process.execPath,
             [
               '--import',
               'tsx',
-              join(fixtures, 'nemesis-actor.ts'),
+              join(fixtures, 'nemesis-jobs-actor.ts'),
               actor.proxy?.addr ?? '',
               config.prefix,
               String(config.limit),
               sessionName,
               String(actor.seed + 7919 * actor.starts),
-              config.workload,
-              ...(config.counterKey === undefined ? [] : [config.counterKey]),
+              config.counterKey ?? '',
+              String(config.jobsPerActor ?? 1),
             ],
             { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
           )
-        : spawn(
-            'bash',
-            [
-              join(fixtures, 'nemesis-consul-lock.sh'),
-              consulBin(),
-              server(actor.index + 1).addr,
-              config.prefix,
-              String(config.limit),
-              sessionName,
-              String((actor.seed + 7919 * actor.starts) % 32768),
-            ],
-            { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-          )
+        : actor.kind === 'library'
+          ? spawn(
+              process.execPath,
+              [
+                '--import',
+                'tsx',
+                join(fixtures, 'nemesis-actor.ts'),
+                actor.proxy?.addr ?? '',
+                config.prefix,
+                String(config.limit),
+                sessionName,
+                String(actor.seed + 7919 * actor.starts),
+                config.workload,
+                ...(config.counterKey === undefined ? [] : [config.counterKey]),
+              ],
+              { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+            )
+          : spawn(
+              'bash',
+              [
+                join(fixtures, 'nemesis-consul-lock.sh'),
+                consulBin(),
+                server(actor.index + 1).addr,
+                config.prefix,
+                String(config.limit),
+                sessionName,
+                String((actor.seed + 7919 * actor.starts) % 32768),
+              ],
+              { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+            )
     actor.process = child
-    actor.starts++
+    const run = actor.starts++
+    actor.jobs = new Set()
     actor.exited = new Promise((done) => child.once('exit', () => done()))
     createInterface({ input: child.stdout }).on('line', (line) => {
       try {
-        const parsed = JSON.parse(line) as Omit<ActorEvent, 'who' | 'kind'> & { message?: string }
-        if (parsed.e === ('error' as string)) complaints.push(`${actor.who}: ${parsed.message}`)
-        else events.push({ ...parsed, who: actor.who, kind: actor.kind })
+        const { job, ...parsed } = JSON.parse(line) as Omit<ActorEvent, 'who' | 'kind'> & {
+          message?: string
+          job?: string
+        }
+        // A job of a process: a contender of its own, named apart from those of earlier processes.
+        const who = job === undefined ? actor.who : `${actor.who}/${run}.${job}`
+        if (job !== undefined) actor.jobs.add(who)
+        if (parsed.e === ('error' as string)) complaints.push(`${who}: ${parsed.message}`)
+        else events.push({ ...parsed, who, kind: actor.kind })
       } catch {
         complaints.push(`${actor.who}: ${line}`)
       }
@@ -275,12 +310,16 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
     const busy = actors.filter((a) => a.faulted).length >= (config.maxFaulted ?? Infinity)
     const free = busy ? [] : actors.filter((a) => !a.faulted)
     const libraryFree = free.filter((a) => a.kind === 'library')
-    // Prefer an actor that holds right now: faults matter most to holders.
+    // Prefer an actor that holds right now (one of its jobs does): faults matter most to holders.
+    const lastLines = new Map<string, ActorEvent['e']>()
+    for (const e of events) {
+      if (e.e !== 'act' && e.e !== 'inc' && e.e !== 'seen' && e.e !== 'conflict')
+        lastLines.set(e.who, e.e)
+    }
     const holdingNow = (list: Actor[]): Actor[] =>
-      list.filter((a) => {
-        const mine = events.filter((e) => e.who === a.who && e.e !== 'act' && e.e !== 'inc')
-        return mine.at(-1)?.e === 'hold'
-      })
+      list.filter((a) =>
+        [...lastLines].some(([who, last]) => actorOf(who) === a.who && last === 'hold'),
+      )
     const pick = (list: Actor[]): Actor | undefined => {
       const holders = holdingNow(list)
       const from = holders.length > 0 && random() < 0.7 ? holders : list
@@ -298,7 +337,9 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
           down,
           () => {
             signalGroup(actor, 'SIGKILL')
-            events.push({ who: actor.who, kind: actor.kind, e: 'killed', at: Date.now() })
+            const at = Date.now()
+            for (const who of [actor.who, ...actor.jobs])
+              events.push({ who, kind: actor.kind, e: 'killed', at })
           },
           async () => {
             await actor.exited
@@ -479,7 +520,9 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
   const healedAt = Date.now()
   await sleep(config.quietMs)
   const unservedAfterHeal = actors
-    .filter((a) => !events.some((e) => e.who === a.who && e.e === 'hold' && e.at > healedAt))
+    .filter(
+      (a) => !events.some((e) => actorOf(e.who) === a.who && e.e === 'hold' && e.at > healedAt),
+    )
     .map((a) => a.who)
 
   // Stop: SIGTERM to each group (each library actor releases; each `consul lock` releases).
@@ -528,7 +571,9 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
   let counterValue: number | undefined
   if (config.counterKey !== undefined) {
     const res = await fetch(`${s.url}/v1/kv/${config.counterKey}?raw`)
-    counterValue = res.ok ? Number(await res.text()) : 0
+    const text = res.ok ? await res.text() : '0'
+    // A number, or the jobs workload's JSON ({ n, token, writer }).
+    counterValue = text.startsWith('{') ? (JSON.parse(text) as { n: number }).n : Number(text)
     await (await fetch(`${s.url}/v1/kv/${config.counterKey}`, { method: 'DELETE' })).text()
   }
   await (await fetch(`${s.url}/v1/kv/${config.prefix}?recurse`, { method: 'DELETE' })).text()
@@ -613,7 +658,7 @@ export function describeRun(result: NemesisResult): string {
   if (config.counterKey !== undefined) {
     lines.push(
       `  counter: ${report.counter.acknowledged} writes acknowledged, final value ${result.counterValue}, ` +
-        `lost updates ${report.counter.lost}`,
+        `lost updates ${report.counter.lost}, CAS conflicts under a holding fence ${report.counter.conflicts}`,
     )
   }
   for (const c of [...report.crowds, ...report.editWindows, ...report.lossWindows]) {

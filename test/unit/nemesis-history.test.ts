@@ -193,6 +193,57 @@ describe('the nemesis checker', () => {
       acknowledged: 5,
       distinct: 4,
       lost: 1,
+      conflicts: 0,
+    })
+  })
+
+  it("counts a CAS that lost under a holding fence as a conflict, not as an act's end", () => {
+    const events = [
+      ...tenure('a', 0, 10, 100, 5),
+      ev('a', 'conflict', 50),
+      ...tenure('b', 0, 120, 200, 9),
+    ]
+    const report = check(events, [], [], options, 300)
+    assert.equal(report.counter.conflicts, 1)
+    assert.deepEqual(report.crowds, [])
+  })
+
+  it('finds a tenure that read a token of another writer not smaller than its own', () => {
+    const older = [...tenure('a', 0, 10, 100, 9), ev('a', 'seen', 50, { token: '5' })]
+    assert.deepEqual(check(older, [], [], options, 300).tokenViolations, [])
+    for (const token of ['9', '12']) {
+      const newer = [...tenure('a', 0, 10, 100, 9), ev('a', 'seen', 50, { token })]
+      const found = check(newer, [], [], options, 300).tokenViolations
+      assert.equal(found.length, 1, `saw ${token} holding 9`)
+      assert.match(found[0] ?? '', /read a write made under token/)
+    }
+  })
+
+  it('orders the tokens of the jobs of one process as those of one actor, and judges their waits by its faults', () => {
+    // Two jobs of process a, the later one under a smaller token: the process's tokens went back.
+    const backwards = [...tenure('a/0.1', 0, 10, 100, 9), ...tenure('a/0.2', 0, 120, 200, 5)]
+    assert.ok(
+      check(backwards, [], [], options, 300).tokenViolations.some((v) =>
+        v.startsWith("a's token went from 9 to 5"),
+      ),
+    )
+    const fine = [...tenure('a/0.1', 0, 10, 100, 5), ...tenure('a/0.2', 0, 120, 200, 9)]
+    assert.deepEqual(check(fine, [], [], options, 300).tokenViolations, [])
+    // A job waits 5 s with the slot free; a pause of its process until 4500 excuses all but 0.5 s.
+    const events = [...tenure('b', 0, 0, 100, 1), ...tenure('a/0.1', 0, 5000, 5100, 2)]
+    const free: Occupancy[] = [
+      { at: 0, taken: 1 },
+      { at: 100, taken: 0 },
+      { at: 5000, taken: 1 },
+    ]
+    assert.equal(check(events, free, [], options, 6000).longWaits.length, 1)
+    const paused: Fault[] = [{ kind: 'pause', who: 'a', from: 500, to: 4500 }]
+    assert.equal(check(events, free, paused, options, 6000).longWaits.length, 0)
+    // Acquisitions count processes as actors, and jobs' tenures as tenures.
+    assert.deepEqual(check(fine, [], [], options, 1000).acquisitions.library, {
+      tenures: 2,
+      actors: 1,
+      healthySeconds: 1,
     })
   })
 

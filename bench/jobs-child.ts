@@ -7,7 +7,7 @@
 // Usage: node jobs-child.mjs <prefix> <limit> <jobs> <holdMs>
 // stdin:  `go` submits the jobs; `stop` (or stdin's end) reports and exits, whatever still runs.
 // stdout: `U`                the library is loaded, ready for `go`
-//         `F <wall ms>`      `limit` jobs of this process were running at once for the first time
+//         `F <wall ms>`      the `limit`th job of this process started: its jobs have taken every slot
 //         `D`                every job has settled (done or failed)
 //         `J <json>`         the report (JobsChildReport in bench/jobs.ts), the last line
 import { withSlot } from 'rx-consul-semaphore'
@@ -27,8 +27,6 @@ const records: JobRecord[] = []
 const failures = new Map<string, number>()
 let started = 0
 let settled = 0
-let running = 0
-let fullAt: number | undefined
 let submittedAt: number | undefined
 let cpuBefore: NodeJS.CpuUsage | undefined
 let rssBefore = 0
@@ -48,22 +46,14 @@ async function job(): Promise<void> {
       const token = slot.assertHolding()
       const order = started++
       const start = wall()
-      if (++running >= limit && fullAt === undefined) {
-        fullAt = start
-        say(`F ${start}`)
-      }
-      try {
-        await hold()
-      } finally {
-        running--
-      }
+      if (started === limit) say(`F ${start}`)
+      await hold()
       records.push([order, token.toString(), start, wall()])
     })
   } catch (error) {
+    const named = error instanceof Error ? (error as Error & { kind?: unknown }) : undefined
     const kind =
-      error instanceof Error
-        ? String((error as Error & { kind?: unknown }).kind ?? error.name)
-        : typeof error
+      typeof named?.kind === 'string' ? named.kind : (named?.name ?? `thrown ${typeof error}`)
     failures.set(kind, (failures.get(kind) ?? 0) + 1)
   } finally {
     if (++settled === jobs) {

@@ -11,7 +11,7 @@
 //               done (session creates and destroys, transactions, KV PUTs and DELETEs as the proxy
 //               saw them; renewals beside), and the fencing tokens (below).
 //   jobs-fair:  two processes on one prefix, limit 4, jobs of 20 ms: A submits its jobs, B its 10
-//               once A runs `limit` jobs at once. Each process's slot-time (the sum of its jobs'
+//               once A has started `limit` jobs (A's jobs have taken every slot). Each process's slot-time (the sum of its jobs'
 //               run time) while both had a backlog, and B's share of it against its fair 0.5.
 // A deadline bounds each run: what was done by then is reported as measured.
 import { spawn, type ChildProcess } from 'node:child_process'

@@ -115,7 +115,7 @@ export interface JobsFairRun {
 }
 
 /** The child's last line (bench/jobs-child.ts). */
-interface JobsChildReport {
+export interface JobsChildReport {
   readonly submittedAt: number
   readonly reportedAt: number
   readonly submitted: number
@@ -452,10 +452,52 @@ function slotMs(records: JobsChildReport['records'], from: number, to: number): 
 }
 
 /**
- * The `jobs-fair` figure. A process has a backlog while it has a job submitted and not yet
- * started. The window opens when B submits and closes when either process starts its last job
- * (or at the deadline); each process's slot-time is the part of its jobs' run time inside it.
+ * The window of the `jobs-fair` figure and what each process had of the slots in it. A process
+ * has a backlog while it has a job submitted and not yet started. The window opens when B
+ * (`small`) submits and closes when either process starts its last job, or when the first report
+ * was taken (the deadline, or the other process done); each process's slot-time is the part of its
+ * jobs' run time inside it.
  */
+export function fairWindow(
+  big: JobsChildReport,
+  small: JobsChildReport,
+): Omit<JobsFairRun, 'limit' | 'holdMs' | 'deadlineMs' | 'bigJobs' | 'smallJobs'> {
+  const from = small.submittedAt
+  // Defined once every job of the process ran: until then it still had a backlog.
+  const lastStart = (r: JobsChildReport): number =>
+    r.submitted > 0 && r.records.length === r.submitted
+      ? Math.max(...r.records.map(([, , start]) => start))
+      : Infinity
+  const ends: [number, JobsFairRun['windowEnd']][] = [
+    [lastStart(big), 'big'],
+    [lastStart(small), 'small'],
+    [Math.min(big.reportedAt, small.reportedAt), 'deadline'],
+  ]
+  ends.sort((a, b) => a[0] - b[0])
+  const [to, windowEnd] = ends[0] ?? [from, 'deadline']
+  const bigSlotMs = slotMs(big.records, from, to)
+  const smallSlotMs = slotMs(small.records, from, to)
+  const smallShare = bigSlotMs + smallSlotMs > 0 ? smallSlotMs / (bigSlotMs + smallSlotMs) : 0
+  const startedIn = (r: JobsChildReport): number =>
+    r.records.filter(([, , start]) => start >= from && start <= to).length
+  const firstSmall = small.records.length
+    ? Math.min(...small.records.map(([, , start]) => start))
+    : undefined
+  return {
+    windowMs: to - from,
+    windowEnd,
+    bigSlotMs,
+    smallSlotMs,
+    bigStarted: startedIn(big),
+    smallStarted: startedIn(small),
+    smallDone: small.records.length,
+    smallShare,
+    fairRatio: smallShare / 0.5,
+    smallFirstStartMs: firstSmall === undefined ? undefined : firstSmall - from,
+  }
+}
+
+/** The `jobs-fair` figure (see fairWindow). Leaves nothing running. */
 export async function measureJobsFair(
   agentAddr: string,
   setup: JobsFairSetup,
@@ -480,44 +522,13 @@ export async function measureJobsFair(
     // Both reports once B is through (the window is over by then), or A, or the deadline.
     await Promise.race([small.line('D'), big.line('D'), deadline])
     const [bigReport, smallReport] = await Promise.all([big.report(), small.report()])
-    const from = smallReport.submittedAt
-    const lastStart = (r: JobsChildReport): number | undefined =>
-      r.records.length === r.submitted && r.submitted > 0
-        ? Math.max(...r.records.map(([, , start]) => start))
-        : undefined
-    const bigLast = lastStart(bigReport)
-    const smallLast = lastStart(smallReport)
-    const ends: [number, JobsFairRun['windowEnd']][] = [
-      [bigLast ?? Infinity, 'big'],
-      [smallLast ?? Infinity, 'small'],
-      [Math.min(bigReport.reportedAt, smallReport.reportedAt), 'deadline'],
-    ]
-    ends.sort((a, b) => a[0] - b[0])
-    const [to, windowEnd] = ends[0] ?? [from, 'deadline']
-    const bigSlotMs = slotMs(bigReport.records, from, to)
-    const smallSlotMs = slotMs(smallReport.records, from, to)
-    const smallShare = smallSlotMs / Math.max(1e-9, bigSlotMs + smallSlotMs)
-    const startedIn = (r: JobsChildReport): number =>
-      r.records.filter(([, , start]) => start >= from && start <= to).length
-    const firstSmall = smallReport.records.length
-      ? Math.min(...smallReport.records.map(([, , start]) => start))
-      : undefined
     return {
       limit: setup.limit,
       holdMs: setup.holdMs,
       deadlineMs: setup.deadlineMs,
       bigJobs: setup.bigJobs,
       smallJobs: setup.smallJobs,
-      windowMs: to - from,
-      windowEnd,
-      bigSlotMs,
-      smallSlotMs,
-      bigStarted: startedIn(bigReport),
-      smallStarted: startedIn(smallReport),
-      smallDone: smallReport.records.length,
-      smallShare,
-      fairRatio: smallShare / 0.5,
-      smallFirstStartMs: firstSmall === undefined ? undefined : firstSmall - from,
+      ...fairWindow(bigReport, smallReport),
     }
   } finally {
     for (const c of children) c.kill()

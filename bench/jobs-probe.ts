@@ -5,7 +5,7 @@
 //   npx tsx bench/jobs-probe.ts --fair [--jobs 1000] [--small 10] [--limit 4] [--hold 20]
 import { parseArgs } from 'node:util'
 import { startAgent } from '../test/support/consul-agent.js'
-import { measureJobs, measureJobsFair, type WriteCounts } from './jobs.js'
+import { measureJobs, measureJobsFair, writesOf, type WriteCounts } from './jobs.js'
 
 const { values } = parseArgs({
   options: {
@@ -59,14 +59,17 @@ async function main(): Promise<void> {
     }
     const r = await measureJobs(agent.addr, { jobs, limit, holdMs, deadlineMs })
     const failed = Object.entries(r.failures)
+    // Per job done; totals when none was done.
+    const per = Math.max(1, r.done)
+    const each = r.done > 0 ? '/job' : ' in all'
     console.log(
       `jobs ${r.done} of ${r.jobs} done in ${(r.wallMs / 1000).toFixed(1)} s` +
         `${r.timedOut ? ' (deadline)' : ''}${failed.length ? `, failed ${failed.map(([k, n]) => `${k} ${n}`).join(' ')}` : ''}; ` +
         `${r.jobsPerSecond.toFixed(1)} jobs/s; peak sessions ${r.peakSessions}; ` +
-        `RSS added ${r.rssAddedMb.toFixed(1)} MB; CPU ${r.cpuMsPerJob.toFixed(2)} ms/job; ` +
-        `writes ${r.writesPerJob.toFixed(2)}/job (${breakdown(r.writes, Math.max(1, r.done))}); ` +
-        `requests ${(r.writes.requests / Math.max(1, r.done)).toFixed(2)}/job; ` +
-        `tokens ${r.tokens.increasing ? 'increasing' : `NOT increasing (repeated ${r.tokens.repeated}, not after an earlier job ${r.tokens.notAfterEarlier})`}` +
+        `RSS added ${r.rssAddedMb.toFixed(1)} MB; CPU ${(r.cpuMs / per).toFixed(2)} ms${each}; ` +
+        `writes ${(writesOf(r.writes) / per).toFixed(2)}${each} (${breakdown(r.writes, per)}); ` +
+        `requests ${(r.writes.requests / per).toFixed(2)}${each}; ` +
+        `tokens ${r.done < 2 ? 'not judged' : r.tokens.increasing ? 'increasing' : `NOT increasing (repeated ${r.tokens.repeated}, not after an earlier job ${r.tokens.notAfterEarlier})`}` +
         `, start-order inversions ${r.tokens.startOrderInversions}`,
     )
   } finally {

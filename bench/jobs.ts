@@ -83,6 +83,9 @@ export interface JobsRun {
   readonly peakSessions: number
   readonly sessionPolls: number
   readonly rssAddedMb: number
+  /** The child's CPU from submitting to the end, ms. */
+  readonly cpuMs: number
+  /** Per job done; Infinity (or NaN) when no job was done. */
   readonly cpuMsPerJob: number
   readonly writes: WriteCounts
   readonly writesPerJob: number
@@ -419,7 +422,7 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
     const done = report.records.length
     const wallMs = report.reportedAt - report.submittedAt
     const writes = countWrites(requests)
-    const perJob = (n: number): number => n / Math.max(1, done)
+    const perJob = (n: number): number => n / done
     return {
       ...setup,
       done,
@@ -430,6 +433,7 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
       peakSessions: sessions.peak,
       sessionPolls: sessions.polls,
       rssAddedMb: report.rssPeakMb - report.rssBeforeMb,
+      cpuMs: report.cpuMs,
       cpuMsPerJob: perJob(report.cpuMs),
       writes,
       writesPerJob: perJob(writesOf(writes)),

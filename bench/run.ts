@@ -378,7 +378,7 @@ async function main(): Promise<void> {
       jobs.push(measured(run) ? run : { ...run, jobs: setup.jobs })
       if (measured(run))
         log(
-          `  ${run.done} of ${run.jobs} done in ${(run.wallMs / 1000).toFixed(1)} s, ${run.writesPerJob.toFixed(2)} writes/job, peak sessions ${run.peakSessions}`,
+          `  ${run.done} of ${run.jobs} done in ${(run.wallMs / 1000).toFixed(1)} s, ${run.done > 0 ? run.writesPerJob.toFixed(2) : '—'} writes/job, peak sessions ${run.peakSessions}`,
         )
     }
     const f = config.jobsFair

@@ -52,7 +52,8 @@ async function main(): Promise<void> {
         `jobs-fair limit ${r.limit}, ${r.holdMs} ms jobs, A ${r.bigJobs} / B ${r.smallJobs}: ` +
           `window ${(r.windowMs / 1000).toFixed(2)} s (closed by ${r.windowEnd}); ` +
           `slot-time A ${r.bigSlotMs.toFixed(0)} ms, B ${r.smallSlotMs.toFixed(0)} ms; ` +
-          `B's share ${r.smallShare.toFixed(3)} = ${r.fairRatio.toFixed(2)}× fair; ` +
+          `B's share ${r.smallShare.toFixed(3)} = ${r.fairRatio.toFixed(2)}× fair ` +
+          `(${r.smallShareFromFirstJob?.toFixed(3) ?? 'none'} from its first job on); ` +
           `started in the window A ${r.bigStarted}, B ${r.smallStarted}; B done ${r.smallDone}`,
       )
       return

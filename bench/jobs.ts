@@ -79,7 +79,7 @@ export interface JobsRun {
   /** From submitting to every job settled (or to the deadline), ms. */
   readonly wallMs: number
   readonly jobsPerSecond: number
-  /** Most sessions of the prefix in Consul at once. */
+  /** Most sessions in Consul at once among those made after the run started (the jobs'). */
   readonly peakSessions: number
   readonly sessionPolls: number
   readonly rssAddedMb: number
@@ -113,6 +113,11 @@ export interface JobsFairRun {
   readonly smallShare: number
   /** smallShare / 0.5 (1 = exactly fair). */
   readonly fairRatio: number
+  /**
+   * B's share over the window's part from B's first job on, leaving out B's arrival (its session
+   * and its place in the queue); undefined when B ran no job in the window.
+   */
+  readonly smallShareFromFirstJob: number | undefined
   /** From B's submission to B's first job running, ms; undefined when none ran. */
   readonly smallFirstStartMs: number | undefined
 }
@@ -256,16 +261,19 @@ async function agentGet<T>(agentAddr: string, path: string): Promise<T> {
   return (await response.json()) as T
 }
 
-/**
- * Whether a session is one of the prefix's: the library names them `rx-consul-semaphore <prefix>`
- * (the prefix is unique to the run, so a name that ends with it is the run's).
- */
-const ofPrefix = (prefix: string) => (s: ConsulSession) => s.Name.endsWith(` ${prefix}`)
+/** The IDs of the sessions on the agent now. */
+async function sessionIds(agentAddr: string): Promise<string[]> {
+  return (await agentGet<ConsulSession[]>(agentAddr, '/v1/session/list')).map((s) => s.ID)
+}
 
-/** Reads the sessions of `prefix` on the agent until stopped: the most at once. */
+/**
+ * Reads the sessions on the agent until stopped: the most at once that were not there `before`.
+ * Nothing but the run's jobs makes sessions on the bench's agent meanwhile, so these are theirs,
+ * whatever the library names them.
+ */
 function pollSessions(
   agentAddr: string,
-  prefix: string,
+  before: ReadonlySet<string>,
 ): { stop: () => Promise<{ peak: number; polls: number }> } {
   let stopping = false
   let peak = 0
@@ -273,8 +281,8 @@ function pollSessions(
   const loop = (async () => {
     while (!stopping) {
       try {
-        const sessions = await agentGet<ConsulSession[]>(agentAddr, '/v1/session/list')
-        peak = Math.max(peak, sessions.filter(ofPrefix(prefix)).length)
+        const ids = await sessionIds(agentAddr)
+        peak = Math.max(peak, ids.filter((id) => !before.has(id)).length)
         polls++
       } catch {
         // the next read counts
@@ -292,16 +300,18 @@ function pollSessions(
 }
 
 /**
- * Removes what the jobs left in Consul (those still waiting at the deadline): the prefix's
- * sessions, then its keys, so that the next figure shares the agent with nothing of this one.
+ * Removes what the jobs left in Consul (those still waiting at the deadline): the sessions made
+ * since `before`, then the prefix's keys, so that the next figure shares the agent with nothing of
+ * this one.
  */
-async function cleanUp(agentAddr: string, prefix: string): Promise<void> {
+async function cleanUp(
+  agentAddr: string,
+  prefix: string,
+  before: ReadonlySet<string>,
+): Promise<void> {
   const deadline = Date.now() + 60_000
   try {
-    const sessions = (await agentGet<ConsulSession[]>(agentAddr, '/v1/session/list')).filter(
-      ofPrefix(prefix),
-    )
-    const queue = sessions.map((s) => s.ID)
+    const queue = (await sessionIds(agentAddr)).filter((id) => !before.has(id))
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         for (let id = queue.pop(); id !== undefined && Date.now() < deadline; id = queue.pop()) {
@@ -401,6 +411,7 @@ export function checkTokens(records: JobsChildReport['records']): TokenCheck {
 /** Runs one size of the `jobs` figure on a fresh prefix. Leaves nothing running. */
 export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<JobsRun> {
   const prefix = `bench-jobs/${setup.jobs}-${Date.now()}`
+  const before = new Set(await sessionIds(agentAddr))
   let proxy: FaultProxy | undefined
   let child: Child | undefined
   let poller: ReturnType<typeof pollSessions> | undefined
@@ -408,7 +419,7 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
     proxy = await startFaultProxy(agentAddr)
     child = startChild(proxy.addr, prefix, setup.limit, setup.jobs, setup.holdMs)
     await child.line('U')
-    poller = pollSessions(agentAddr, prefix)
+    poller = pollSessions(agentAddr, before)
     proxy.resetCounts()
     child.send('go')
     const outcome = await Promise.race([
@@ -443,7 +454,7 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
     child?.kill()
     await poller?.stop()
     await proxy?.close()
-    await cleanUp(agentAddr, prefix)
+    await cleanUp(agentAddr, prefix, before)
   }
 }
 
@@ -479,9 +490,14 @@ export function fairWindow(
   ]
   ends.sort((a, b) => a[0] - b[0])
   const [to, windowEnd] = ends[0] ?? [from, 'deadline']
+  const share = (since: number): number => {
+    const a = slotMs(big.records, since, to)
+    const b = slotMs(small.records, since, to)
+    return a + b > 0 ? b / (a + b) : 0
+  }
   const bigSlotMs = slotMs(big.records, from, to)
   const smallSlotMs = slotMs(small.records, from, to)
-  const smallShare = bigSlotMs + smallSlotMs > 0 ? smallSlotMs / (bigSlotMs + smallSlotMs) : 0
+  const smallShare = share(from)
   const startedIn = (r: JobsChildReport): number =>
     r.records.filter(([, , start]) => start >= from && start <= to).length
   const firstSmall = small.records.length
@@ -498,6 +514,8 @@ export function fairWindow(
     smallShare,
     fairRatio: smallShare / 0.5,
     smallFirstStartMs: firstSmall === undefined ? undefined : firstSmall - from,
+    smallShareFromFirstJob:
+      firstSmall !== undefined && firstSmall < to ? share(firstSmall) : undefined,
   }
 }
 
@@ -507,6 +525,7 @@ export async function measureJobsFair(
   setup: JobsFairSetup,
 ): Promise<JobsFairRun> {
   const prefix = `bench-jobs-fair/${Date.now()}`
+  const before = new Set(await sessionIds(agentAddr))
   let proxy: FaultProxy | undefined
   const children: Child[] = []
   try {
@@ -537,6 +556,6 @@ export async function measureJobsFair(
   } finally {
     for (const c of children) c.kill()
     await proxy?.close()
-    await cleanUp(agentAddr, prefix)
+    await cleanUp(agentAddr, prefix, before)
   }
 }

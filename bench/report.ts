@@ -633,7 +633,7 @@ function jobsFigure(
       row('jobs done', doneCell),
       row('wall time', (x) => `${s(x.wallMs)} s`),
       row('jobs per second', (x) => x.jobsPerSecond.toFixed(1)),
-      row('most sessions of the prefix in Consul at once', (x) => count(x.peakSessions)),
+      row('most sessions of the process in Consul at once', (x) => count(x.peakSessions)),
       row('RSS added (peak − before submitting)', (x) => `${x.rssAddedMb.toFixed(1)} MB`),
       row('CPU per job done', (x) => per(x, x.cpuMs, ' ms')),
       row('Consul writes per job done', (x) => per(x, writesOf(x.writes))),
@@ -653,7 +653,7 @@ function jobsFigure(
     ],
     notes: [
       'One child process (bench/jobs-child.ts, the built package under plain node) submits every job at once: `withSlot({ prefix, limit }, work)` with no `consul` option, so on the default client, whose CONSUL_HTTP_ADDR is a fault proxy in pass mode in front of the agent. Each job reads `slot.assertHolding()` first, then awaits a 2 ms timer. A size runs until every job settled or its deadline, whichever comes first; the figures are of what was done by then (jobs still waiting are then removed from Consul by the bench). BENCH_JOBS sets the sizes.',
-      "Wall time: from submitting to the last job settled (or the deadline). Sessions: /v1/session/list read on the agent itself, 100 ms after each answer, counting the sessions named for the run's prefix. RSS: the child's, sampled every 20 ms, its peak minus its RSS right before submitting. CPU: the child's user + system time from submitting to the end / jobs done. Writes: the requests the proxy saw from submitting to the end that change Consul's state (PUT session/create, PUT session/destroy, PUT /v1/txn, PUT and DELETE of a key) / jobs done; lost = transactions the agent rolled back (409); renewals and reads are counted beside.",
+      "Wall time: from submitting to the last job settled (or the deadline). Sessions: /v1/session/list read on the agent itself, 100 ms after each answer, counting the sessions that were not there before the run (nothing else makes sessions on the bench's agent meanwhile). RSS: the child's, sampled every 20 ms, its peak minus its RSS right before submitting. CPU: the child's user + system time from submitting to the end / jobs done. Writes: the requests the proxy saw from submitting to the end that change Consul's state (PUT session/create, PUT session/destroy, PUT /v1/txn, PUT and DELETE of a key) / jobs done; lost = transactions the agent rolled back (409); renewals and reads are counted beside.",
       'Fencing tokens: up to `limit` jobs run at once on different slots, and which of two jobs starting at the same moment gets the greater token is no order anyone can rely on. The check is therefore: no two jobs ran under the same token, and every job that started after another job had ended (wall clock, in the one process) has a greater token than that job. Neighbours in start order whose tokens go down (concurrent starts) are counted beside, for information.',
     ],
   }
@@ -680,6 +680,12 @@ function jobsFigure(
             `${fairRun.smallShare.toFixed(3)} (${ratio(fairRun.fairRatio)} its fair share)`,
           ],
           [
+            "B's share from its first job on (its arrival left out; for information)",
+            fairRun.smallShareFromFirstJob === undefined
+              ? 'no job of B in the window'
+              : fairRun.smallShareFromFirstJob.toFixed(3),
+          ],
+          [
             'jobs started in the window: A / B',
             `${count(fairRun.bigStarted)} / ${count(fairRun.smallStarted)}`,
           ],
@@ -698,7 +704,7 @@ function jobsFigure(
           ],
         ],
     notes: [
-      "Two child processes (as in table 7) on one prefix through one counting proxy. A submits its jobs; B submits its own once A has started `limit` jobs (A has taken every slot, and its backlog waits). A process has a backlog while one of its jobs is submitted and not yet started. The window opens when B submits and closes when either process starts its last job (or at the deadline); slot-time = the run time of a process's jobs inside the window (job start to end, on the wall clock of each process). The run ends when B or A has settled every job, or at the deadline.",
+      "Two child processes (as in table 7) on one prefix through one counting proxy. A submits its jobs; B submits its own once A has started `limit` jobs (A has taken every slot, and its backlog waits). A process has a backlog while one of its jobs is submitted and not yet started. The window opens when B submits and closes when either process starts its last job (or at the deadline); slot-time = the run time of a process's jobs inside the window (job start to end, on the wall clock of each process). The run ends when B or A has settled every job, or at the deadline. B's share counts its arrival (a session, a place in the queue, a slot given up by A) against it: with 10 jobs that is a good part of the window; the share from B's first job on is shown beside.",
     ],
   }
 

@@ -80,6 +80,8 @@ describe('fairWindow', () => {
     assert.equal(w.smallShare, 0.2)
     assert.equal(w.fairRatio, 0.4)
     assert.equal(w.smallFirstStartMs, 30)
+    // From 50 on: A 40–80 → 20, B 50–70 → 20.
+    assert.equal(w.smallShareFromFirstJob, 0.5)
   })
 
   it('closes the window when A runs out of waiting jobs first: B starved gets nothing', () => {
@@ -90,6 +92,7 @@ describe('fairWindow', () => {
     assert.equal(w.windowMs, 10)
     assert.equal(w.smallShare, 0)
     assert.equal(w.smallFirstStartMs, undefined)
+    assert.equal(w.smallShareFromFirstJob, undefined)
   })
 
   it('closes it at the first report when neither ran all its jobs', () => {

@@ -162,8 +162,6 @@ interface Child {
   readonly proc: ChildProcess
   /** Resolves when the child printed a line starting with `tag` (e.g. 'U', 'F', 'D'). */
   line(tag: string): Promise<string>
-  /** Whether it printed such a line already. */
-  said(tag: string): boolean
   send(command: 'go' | 'stop'): void
   /** Asks for the report and waits for it (and for the exit); rejects with the child's stderr. */
   report(): Promise<JobsChildReport>
@@ -191,6 +189,8 @@ function startChild(
     { cwd: repoRoot, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true },
   )
   const lines: string[] = []
+  let report: string | undefined
+  const tagged = (line: string, tag: string): boolean => line === tag || line.startsWith(`${tag} `)
   const waiters: { tag: string; done: (line: string) => void }[] = []
   let pending = ''
   let stderr = ''
@@ -208,18 +208,15 @@ function startChild(
     for (const line of parts) {
       lines.push(line.startsWith('J ') ? 'J' : line)
       if (line.startsWith('J ')) report = line.slice(2)
-      for (const w of waiters.filter((w) => line.startsWith(w.tag))) {
+      for (const w of waiters.filter((w) => tagged(line, w.tag))) {
         waiters.splice(waiters.indexOf(w), 1)
         w.done(line)
       }
     }
   })
   proc.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)))
-  let report: string | undefined
-  const tagged = (line: string, tag: string): boolean => line === tag || line.startsWith(`${tag} `)
   return {
     proc,
-    said: (tag) => lines.some((l) => tagged(l, tag)),
     line: (tag) => {
       const seen = lines.find((l) => tagged(l, tag))
       if (seen !== undefined) return Promise.resolve(seen)
@@ -235,7 +232,11 @@ function startChild(
     },
     report: async () => {
       if (!exited) proc.stdin?.write('stop\n')
-      const code = await Promise.race([exit, sleep(30_000, 'late' as const)])
+      const timer = new AbortController()
+      const code = await Promise.race([
+        exit,
+        sleep(30_000, 'late' as const, { signal: timer.signal }),
+      ]).finally(() => timer.abort())
       if (code === 'late') {
         killTree(proc.pid ?? 0, 'SIGKILL')
         throw new Error(`the jobs process did not report within 30 s: ${stderr.trim()}`)
@@ -415,6 +416,8 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
   let proxy: FaultProxy | undefined
   let child: Child | undefined
   let poller: ReturnType<typeof pollSessions> | undefined
+  // The deadline's timer, cancelled at the end.
+  const timers = new AbortController()
   try {
     proxy = await startFaultProxy(agentAddr)
     child = startChild(proxy.addr, prefix, setup.limit, setup.jobs, setup.holdMs)
@@ -424,7 +427,7 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
     child.send('go')
     const outcome = await Promise.race([
       child.line('D').then(() => 'settled' as const),
-      sleep(setup.deadlineMs, 'deadline' as const),
+      sleep(setup.deadlineMs, 'deadline' as const, { signal: timers.signal }),
     ])
     const report = await child.report()
     const requests = proxy.requests()
@@ -451,6 +454,7 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
       tokens: checkTokens(report.records),
     }
   } finally {
+    timers.abort()
     child?.kill()
     await poller?.stop()
     await proxy?.close()
@@ -528,6 +532,7 @@ export async function measureJobsFair(
   const before = new Set(await sessionIds(agentAddr))
   let proxy: FaultProxy | undefined
   const children: Child[] = []
+  const timers = new AbortController()
   try {
     proxy = await startFaultProxy(agentAddr)
     const big = startChild(proxy.addr, prefix, setup.limit, setup.bigJobs, setup.holdMs)
@@ -535,7 +540,7 @@ export async function measureJobsFair(
     const small = startChild(proxy.addr, prefix, setup.limit, setup.smallJobs, setup.holdMs)
     children.push(small)
     await Promise.all([big.line('U'), small.line('U')])
-    const deadline = sleep(setup.deadlineMs, 'deadline' as const)
+    const deadline = sleep(setup.deadlineMs, 'deadline' as const, { signal: timers.signal })
     big.send('go')
     // B arrives once A runs `limit` jobs at once: A holds every slot.
     const full = await Promise.race([big.line('F'), deadline])
@@ -554,6 +559,7 @@ export async function measureJobsFair(
       ...fairWindow(bigReport, smallReport),
     }
   } finally {
+    timers.abort()
     for (const c of children) c.kill()
     await proxy?.close()
     await cleanUp(agentAddr, prefix, before)

@@ -637,11 +637,16 @@ function jobsFigure(
       row('RSS added (peak − before submitting)', (x) => `${x.rssAddedMb.toFixed(1)} MB`),
       row('CPU per job done', (x) => per(x, x.cpuMs, ' ms')),
       row('Consul writes per job done', (x) => per(x, writesOf(x.writes))),
-      row(
-        '… session creates / destroys / transactions (lost) / KV writes',
-        (x) =>
-          `${per(x, x.writes.sessionCreates)} / ${per(x, x.writes.sessionDestroys)} / ${per(x, x.writes.transactions)} (${per(x, x.writes.transactionsLost)}) / ${per(x, x.writes.kvWrites)}`,
-      ),
+      row('… session creates / destroys / transactions (lost) / KV writes', (x) => {
+        const w = x.writes
+        const parts = [w.sessionCreates, w.sessionDestroys, w.transactions, w.transactionsLost]
+        const [creates, destroys, txns, lost] = parts.map((n) =>
+          x.done > 0 ? (n / x.done).toFixed(2) : count(n),
+        )
+        const kv = x.done > 0 ? (w.kvWrites / x.done).toFixed(2) : count(w.kvWrites)
+        const cell = `${creates} / ${destroys} / ${txns} (${lost}) / ${kv}`
+        return x.done > 0 ? cell : `no job done (${cell} in all)`
+      }),
       row('session renewals per job done (not counted as writes)', (x) =>
         per(x, x.writes.renewals),
       ),

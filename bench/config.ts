@@ -7,9 +7,12 @@
 // BENCH_ONLY=scale,exclusive. The scale figure's setups: BENCH_SCALE, a comma-separated list of
 // <prefixes>x<contenders per prefix>, e.g. BENCH_SCALE=1x1000. The telemetry figure:
 // BENCH_TELEMETRY_ROUNDS rounds of its four variants, at BENCH_TELEMETRY_CONTENDERS contenders on
-// one prefix. A run with BENCH_ONLY prints its tables and leaves bench/results.md (a full run's) as
+// one prefix. The pooled-jobs figure: BENCH_JOBS, a comma-separated list of job counts, e.g.
+// BENCH_JOBS=1000, and BENCH_JOBS_DEADLINE, seconds each size may run (default 90, 120 at
+// 10,000 jobs, 45 quick). A run with BENCH_ONLY prints its tables and leaves bench/results.md (a full run's) as
 // it is. BENCH_CPU_PROFILES=<folder> makes each scale worker write CPU profiles of its start-up and
 // of its churn there (bench/scale-worker.ts), and prints the churn's requests by kind.
+import type { JobsFairSetup, JobsSetup } from './jobs.js'
 import type { TelemetryCostConfig } from './telemetry-cost.js'
 
 /** The steps of `npm run bench`, in the order they run. */
@@ -26,6 +29,8 @@ export const BENCH_STEPS = [
   'telemetry',
   'default-client',
   'replicas',
+  'jobs',
+  'jobs-fair',
   'exclusive',
 ] as const
 export type BenchStep = (typeof BENCH_STEPS)[number]
@@ -82,6 +87,22 @@ export interface BenchConfig {
   readonly importRuns: number
   /** Whether to run the process-based implementations (rxsem run, consul lock) at all. */
   readonly cli: boolean
+  /** Figure 7: pooled withSlot jobs of one process, one run per size (bench/jobs.ts). */
+  readonly jobs: readonly JobsSetup[]
+  /** Figure 7b: two processes' jobs on one prefix (bench/jobs.ts). */
+  readonly jobsFair: JobsFairSetup
+}
+
+/** BENCH_JOBS's job counts, or undefined when unset. */
+function jobCounts(): number[] | undefined {
+  const raw = process.env['BENCH_JOBS']
+  if (raw === undefined || raw.trim() === '') return undefined
+  return raw.split(',').map((n) => {
+    const value = Number(n.trim())
+    if (!Number.isInteger(value) || value < 1)
+      throw new Error(`BENCH_JOBS=${raw}: want job counts >= 1, e.g. 1000,10000`)
+    return value
+  })
 }
 
 function count(name: string, fallback: number): number {
@@ -177,5 +198,20 @@ export function benchConfig(): BenchConfig {
     exclusiveKeys: count('BENCH_EXCLUSIVE_KEYS', quick ? 5000 : 100_000),
     importRuns: count('BENCH_IMPORT_RUNS', quick ? 5 : 9),
     cli: process.env['BENCH_NO_CLI'] !== '1',
+    // Each size runs until every job settled or its deadline, whichever comes first: a slow
+    // implementation is reported as "n of N done in T s".
+    jobs: (jobCounts() ?? (quick ? [100, 500] : [1000, 10_000])).map((jobs) => ({
+      jobs,
+      limit: 10,
+      holdMs: 2,
+      deadlineMs: 1000 * count('BENCH_JOBS_DEADLINE', quick ? 45 : jobs >= 10_000 ? 120 : 90),
+    })),
+    jobsFair: {
+      bigJobs: quick ? 200 : 1000,
+      smallJobs: 10,
+      limit: 4,
+      holdMs: 20,
+      deadlineMs: quick ? 45_000 : 120_000,
+    },
   }
 }

@@ -8,6 +8,7 @@ import type { ContentionRun } from './contention.js'
 import type { ExclusiveKeysResult } from './exclusive-keys.js'
 import type { HandoverRun } from './handover.js'
 import type { ImportCostResult, ProcessFootprint } from './import-cost.js'
+import { writesOf, type JobsFairRun, type JobsRun } from './jobs.js'
 import {
   CONSUL_LOCK,
   DEFAULT_CLIENT,
@@ -15,7 +16,13 @@ import {
   STARTUP_TIMEOUT_MS,
   type ReplicasRun,
 } from './replicas.js'
-import { measured, type BenchResults, type NotMeasured, type PartitionRun } from './results.js'
+import {
+  measured,
+  type BenchResults,
+  type JobsNotMeasured,
+  type NotMeasured,
+  type PartitionRun,
+} from './results.js'
 import type { ScaleResult } from './scale.js'
 import type { TelemetryCostResult } from './telemetry-cost.js'
 import { summarize } from './stats.js'
@@ -542,6 +549,10 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
   tables.push(replicas.table)
   targets.push(...replicas.targets)
 
+  const jobs = jobsFigure(r.jobs ?? [], r.jobsFair)
+  tables.push(...jobs.tables)
+  targets.push(...jobs.targets)
+
   tables.push({
     title: '5b. Pure decide on one snapshot',
     head: ['contender keys', 'iterations', 'µs per snapshot', 'µs per key', 'decision'],
@@ -577,6 +588,200 @@ function ranInThisRun(table: Table): boolean {
     table.head.length > 1 &&
     table.rows.some((row) => !row.some((cell) => cell.startsWith('not run (BENCH_ONLY')))
   )
+}
+
+/** Figure 7's tables and targets (bench/jobs.ts). */
+function jobsFigure(
+  runs: readonly (JobsRun | JobsNotMeasured)[],
+  fair: JobsFairRun | NotMeasured | undefined,
+): { tables: Table[]; targets: Target[] } {
+  const s = (v: number): string => (v / 1000).toFixed(1)
+  const count = (n: number): string => n.toLocaleString('en-US')
+  const first = runs.find((x) => measured<JobsRun>(x))
+  const row = (label: string, cell: (x: JobsRun) => string): string[] => [
+    label,
+    ...runs.map((x) => (measured<JobsRun>(x) ? cell(x) : '—')),
+  ]
+  /** A total per job done, or the total when no job was done. */
+  const per = (x: JobsRun, n: number, unit = ''): string =>
+    x.done > 0
+      ? `${(n / x.done).toFixed(2)}${unit}`
+      : `no job done (${n >= 100 ? count(Math.round(n)) : n.toFixed(1)}${unit} in all)`
+  const doneCell = (x: JobsRun): string => {
+    const failed = Object.entries(x.failures)
+      .map(([kind, n]) => `${kind} ${n}`)
+      .join(', ')
+    return `${count(x.done)} of ${count(x.jobs)}${x.timedOut ? ` by the deadline (${s(x.deadlineMs)} s)` : ''}${failed ? `; failed: ${failed}` : ''}`
+  }
+  const tokensCell = (x: JobsRun): string =>
+    x.done < 2
+      ? `not judged: ${x.done} job${x.done === 1 ? '' : 's'} done`
+      : x.tokens.increasing
+        ? 'yes'
+        : `NO: ${x.tokens.repeated} jobs share a token, ${x.tokens.notAfterEarlier} not above a job that ended before they started`
+  const jobsTable: Table = {
+    title: `7. Pooled jobs: withSlot jobs submitted at once in one process (one prefix, limit ${first?.limit ?? 10}, each holding ${first?.holdMs ?? 2} ms, the default client)`,
+    head: [
+      'figure',
+      ...runs.map((x) =>
+        measured<JobsRun>(x)
+          ? `${count(x.jobs)} jobs`
+          : `${count(x.jobs)} jobs: not measured: ${x.notMeasured}`,
+      ),
+    ],
+    rows: [
+      row('jobs done', doneCell),
+      row('wall time', (x) => `${s(x.wallMs)} s`),
+      row('jobs per second', (x) => x.jobsPerSecond.toFixed(1)),
+      row('most sessions of the process in Consul at once', (x) => count(x.peakSessions)),
+      row('RSS added (peak − before submitting)', (x) => `${x.rssAddedMb.toFixed(1)} MB`),
+      row('CPU per job done', (x) => per(x, x.cpuMs, ' ms')),
+      row('Consul writes per job done', (x) => per(x, writesOf(x.writes))),
+      row('… session creates / destroys / transactions (lost) / KV writes', (x) => {
+        const w = x.writes
+        const parts = [w.sessionCreates, w.sessionDestroys, w.transactions, w.transactionsLost]
+        const [creates, destroys, txns, lost] = parts.map((n) =>
+          x.done > 0 ? (n / x.done).toFixed(2) : count(n),
+        )
+        const kv = x.done > 0 ? (w.kvWrites / x.done).toFixed(2) : count(w.kvWrites)
+        const cell = `${creates} / ${destroys} / ${txns} (${lost}) / ${kv}`
+        return x.done > 0 ? cell : `no job done (${cell} in all)`
+      }),
+      row('session renewals per job done (not counted as writes)', (x) =>
+        per(x, x.writes.renewals),
+      ),
+      row('requests per job done (reads included)', (x) => per(x, x.writes.requests)),
+      row('fencing tokens strictly increasing', tokensCell),
+      row('neighbours in start order whose tokens go down', (x) =>
+        count(x.tokens.startOrderInversions),
+      ),
+    ],
+    notes: [
+      'One child process (bench/jobs-child.ts, the built package under plain node) submits every job at once: `withSlot({ prefix, limit }, work)` with no `consul` option, so on the default client, whose CONSUL_HTTP_ADDR is a fault proxy in pass mode in front of the agent. Each job reads `slot.assertHolding()` first, then awaits a 2 ms timer. A size runs until every job settled or its deadline, whichever comes first; the figures are of what was done by then (jobs still waiting are then removed from Consul by the bench). BENCH_JOBS sets the sizes.',
+      "Wall time: from submitting to the last job settled (or the deadline). Sessions: /v1/session/list read on the agent itself, 100 ms after each answer, counting the sessions that were not there before the run (nothing else makes sessions on the bench's agent meanwhile). RSS: the child's, sampled every 20 ms, its peak minus its RSS right before submitting. CPU: the child's user + system time from submitting to the end / jobs done. Writes: the requests the proxy saw from submitting to the end that change Consul's state (PUT session/create, PUT session/destroy, PUT /v1/txn, PUT and DELETE of a key) / jobs done; lost = transactions the agent rolled back (409); renewals and reads are counted beside.",
+      'Fencing tokens: up to `limit` jobs run at once on different slots, and which of two jobs starting at the same moment gets the greater token is no order anyone can rely on. The check is therefore: no two jobs ran under the same token, and every job that started after another job had ended (wall clock, in the one process) has a greater token than that job. Neighbours in start order whose tokens go down (concurrent starts) are counted beside, for information.',
+    ],
+  }
+  const fairRun = fair !== undefined && measured(fair) ? fair : undefined
+  const fairTable: Table = {
+    title: `7b. Two processes on one prefix (limit ${fairRun?.limit ?? 4}, jobs of ${fairRun?.holdMs ?? 20} ms): slot-time while both have a backlog`,
+    head: ['figure', 'value'],
+    rows: fairRun
+      ? [
+          [
+            'jobs of A (submitted first) / of B (after A has started limit jobs)',
+            `${count(fairRun.bigJobs)} / ${count(fairRun.smallJobs)}`,
+          ],
+          [
+            'window: both have jobs waiting to start',
+            `${s(fairRun.windowMs)} s, until ${fairRun.windowEnd === 'big' ? "A's last job started" : fairRun.windowEnd === 'small' ? "B's last job started" : 'the deadline'}`,
+          ],
+          [
+            'slot-time in the window: A / B',
+            `${s(fairRun.bigSlotMs)} s / ${s(fairRun.smallSlotMs)} s`,
+          ],
+          [
+            "B's share of the slot-time (fair: 0.5)",
+            `${fairRun.smallShare.toFixed(3)} (${ratio(fairRun.fairRatio)} its fair share)`,
+          ],
+          [
+            "B's share from its first job on (its arrival left out; for information)",
+            fairRun.smallShareFromFirstJob === undefined
+              ? 'no job of B in the window'
+              : fairRun.smallShareFromFirstJob.toFixed(3),
+          ],
+          [
+            'jobs started in the window: A / B',
+            `${count(fairRun.bigStarted)} / ${count(fairRun.smallStarted)}`,
+          ],
+          [
+            "B's first job ran after",
+            fairRun.smallFirstStartMs === undefined
+              ? 'never, in the run'
+              : `${s(fairRun.smallFirstStartMs)} s`,
+          ],
+          ['B jobs done in the run', `${fairRun.smallDone} of ${fairRun.smallJobs}`],
+        ]
+      : [
+          [
+            'not measured',
+            fair === undefined ? 'not in this run' : (fair as NotMeasured).notMeasured,
+          ],
+        ],
+    notes: [
+      "Two child processes (as in table 7) on one prefix through one counting proxy. A submits its jobs; B submits its own once A has started `limit` jobs (A has taken every slot, and its backlog waits). A process has a backlog while one of its jobs is submitted and not yet started. The window opens when B submits and closes when either process starts its last job (or at the deadline); slot-time = the run time of a process's jobs inside the window (job start to end, on the wall clock of each process). The run ends when B or A has settled every job, or at the deadline. B's share counts its arrival (a session, a place in the queue, a slot given up by A) against it: with 10 jobs that is a good part of the window; the share from B's first job on is shown beside.",
+    ],
+  }
+
+  const find = (n: number): JobsRun | undefined =>
+    runs.find((x): x is JobsRun => measured<JobsRun>(x) && x.jobs === n)
+  const tenThousand = find(10_000)
+  const thousand = find(1000)
+  const at = '10,000 pending withSlot jobs, limit 10'
+  const targets: Target[] = [
+    {
+      what: `${at}: sessions of the process in Consul at once`,
+      implementation: 'library',
+      value: tenThousand ? count(tenThousand.peakSessions) : '—',
+      threshold: '≤ 10',
+      pass: tenThousand ? tenThousand.peakSessions <= 10 : undefined,
+    },
+    {
+      what: `${at}: RSS added`,
+      implementation: 'library',
+      value: tenThousand ? `${tenThousand.rssAddedMb.toFixed(1)} MB` : '—',
+      threshold: '≤ 40 MB',
+      pass: tenThousand ? tenThousand.rssAddedMb <= 40 : undefined,
+    },
+    {
+      what: `${at}: CPU per job`,
+      implementation: 'library',
+      value: tenThousand ? per(tenThousand, tenThousand.cpuMs, ' ms') : '—',
+      threshold: '≤ 2 ms',
+      pass: tenThousand ? tenThousand.cpuMsPerJob <= 2 : undefined,
+    },
+    {
+      what: `${at}: Consul writes per job`,
+      implementation: 'library',
+      value: tenThousand ? per(tenThousand, writesOf(tenThousand.writes)) : '—',
+      threshold: '≤ 1.2',
+      pass: tenThousand ? tenThousand.writesPerJob <= 1.2 : undefined,
+    },
+    {
+      what: `${at}: every job done`,
+      implementation: 'library',
+      value: tenThousand ? doneCell(tenThousand) : '—',
+      threshold: 'all',
+      pass: tenThousand ? tenThousand.done === tenThousand.jobs : undefined,
+    },
+    {
+      what: `${at}: fencing tokens strictly increasing across jobs`,
+      implementation: 'library',
+      value: tenThousand ? tokensCell(tenThousand) : '—',
+      threshold: 'yes',
+      // Not judged on fewer than two jobs done.
+      pass: tenThousand && tenThousand.done >= 2 ? tenThousand.tokens.increasing : undefined,
+    },
+    {
+      what: '1,000 pending withSlot jobs, limit 10, 2 ms each: jobs per second',
+      implementation: 'library',
+      value: thousand
+        ? `${thousand.jobsPerSecond.toFixed(1)}${thousand.timedOut ? ` (${count(thousand.done)} done by the deadline)` : ''}`
+        : '—',
+      threshold: '≥ 240',
+      pass: thousand ? thousand.jobsPerSecond >= 240 : undefined,
+    },
+    {
+      what: `two processes, ${fairRun ? `${count(fairRun.bigJobs)} and ${fairRun.smallJobs}` : '1,000 and 10'} pending jobs, limit ${fairRun?.limit ?? 4}: the small one's share of the slot-time while both have a backlog`,
+      implementation: 'library',
+      value: fairRun
+        ? `${fairRun.smallShare.toFixed(3)} (${ratio(fairRun.fairRatio)} its fair 0.5)`
+        : '—',
+      threshold: '0.80× to 1.20× fair',
+      pass: fairRun ? Math.abs(fairRun.fairRatio - 1) <= 0.2 : undefined,
+    },
+  ]
+  return { tables: [jobsTable, fairTable], targets }
 }
 
 /** Figure 5d's table and target (bench/exclusive-keys.ts). */
@@ -836,7 +1041,7 @@ function replicasFigure(r: BenchResults): { table: Table; targets: Target[] } {
           ]
         : []),
       "RSS and CPU: the library replicas' processes (/proc), RSS averaged over them mid-window, CPU of all of them in the window / acq; not measured for consul lock's short-lived processes. The 2-core machine runs every replica and the agents: at 40 replicas CPU, not Consul, bounds the figures. Load avg: the machine's 1-minute load average at the window's end (the bench shares the machine with whatever else runs).",
-      `Targets: the default client's rows are held to issue 25's (requests per acquisition ≤ 0.3 × consul lock -n's and ≤ 9, handover p50 ≤ 0.3 ×, every replica served once ≤ 2 × consul lock's at 12 replicas); the shared client's to the earlier ones (handover p50 ≤ 0.5 ×, requests per acquisition ≤ 0.3 ×).`,
+      `Targets: the default client's rows, a new semaphore() per tenure, at most 9 requests per acquisition and at most 0.3 × consul lock -n's, handover p50 ≤ 0.3 ×, every replica served once ≤ 2 × consul lock's at 12 replicas; the shared client's rows: handover p50 ≤ 0.5 ×, requests per acquisition ≤ 0.3 ×.`,
     ],
   }
   const targets: Target[] = []

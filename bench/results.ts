@@ -7,6 +7,7 @@ import type { ExclusiveKeysResult } from './exclusive-keys.js'
 import type { FloorResult } from './floor.js'
 import type { HandoverRun } from './handover.js'
 import type { ImportCostResult } from './import-cost.js'
+import type { JobsFairRun, JobsRun } from './jobs.js'
 import type { PartitionTrial } from './partition.js'
 import type { ReplicasRun } from './replicas.js'
 import type { ScaleResult } from './scale.js'
@@ -81,6 +82,15 @@ export interface BenchResults {
   readonly replicas: readonly (ReplicasRun | ReplicasNotMeasured)[]
   readonly replicasSetup: ReplicasConfig
   readonly decide: readonly DecideRow[]
+  /** Figure 7, one run per size; undefined in results written before it existed. */
+  readonly jobs?: readonly (JobsRun | JobsNotMeasured)[]
+  /** Figure 7b; undefined in results written before it existed. */
+  readonly jobsFair?: JobsFairRun | NotMeasured
+}
+
+/** A size of figure 7 that was not measured. */
+export interface JobsNotMeasured extends NotMeasured {
+  readonly jobs: number
 }
 
 export function measured<T extends object>(x: T | NotMeasured): x is T {

@@ -31,6 +31,7 @@ import { measureExclusiveKeys } from './exclusive-keys.js'
 import { measureFloor } from './floor.js'
 import { cliHandovers, libraryHandovers, type Pace } from './handover.js'
 import { measureImportCost } from './import-cost.js'
+import { measureJobs, measureJobsFair } from './jobs.js'
 import { cliPartitionTrial, libraryPartitionTrial } from './partition.js'
 import {
   CONSUL_LOCK,
@@ -365,6 +366,31 @@ async function main(): Promise<void> {
       }
     }
 
+    // Figure 7: pooled withSlot jobs; each size ends by its deadline at the latest.
+    const jobs: NonNullable<BenchResults['jobs']>[number][] = []
+    for (const setup of on('jobs') ? config.jobs : []) {
+      const run = await attempt(
+        `jobs: ${setup.jobs} withSlot jobs in one process (deadline ${setup.deadlineMs / 1000} s)`,
+        'library',
+        () => measureJobs(addr, setup),
+        setup.limit,
+      )
+      jobs.push(measured(run) ? run : { ...run, jobs: setup.jobs })
+      if (measured(run))
+        log(
+          `  ${run.done} of ${run.jobs} done in ${(run.wallMs / 1000).toFixed(1)} s, ${run.done > 0 ? run.writesPerJob.toFixed(2) : '—'} writes/job, peak sessions ${run.peakSessions}`,
+        )
+    }
+    const f = config.jobsFair
+    const jobsFair = on('jobs-fair')
+      ? await attempt(
+          `jobs-fair: ${f.bigJobs} and ${f.smallJobs} jobs in two processes`,
+          'library',
+          () => measureJobsFair(addr, f),
+          f.limit,
+        )
+      : notRun('library')
+
     // Last: it leaves the agent with as many deleted keys as it served.
     const exclusiveKeys = on('exclusive')
       ? await attempt(`exclusive over ${config.exclusiveKeys} distinct task keys`, 'library', () =>
@@ -393,6 +419,8 @@ async function main(): Promise<void> {
       replicas,
       replicasSetup: config.replicas,
       decide,
+      jobs,
+      jobsFair,
     }
     writeReport(results)
   } finally {

@@ -1,0 +1,113 @@
+// One process of the pooled-jobs figures (bench/jobs.ts): `jobs` calls of `withSlot` on the
+// default client (no `consul` option; the address comes from CONSUL_HTTP_ADDR, which points at
+// the parent's counting proxy), all submitted at once when the parent says `go`, each holding
+// `holdMs` (a timer). Like bench/replica-child.ts it is transpiled to .cache/bench/ and run by
+// plain node, so that it imports the built package by its name.
+//
+// Usage: node jobs-child.mjs <prefix> <limit> <jobs> <holdMs>
+// stdin:  `go` submits the jobs; `stop` (or stdin's end) reports and exits, whatever still runs.
+// stdout: `U`                the library is loaded, ready for `go`
+//         `F <wall ms>`      the `limit`th job of this process started: its jobs have taken every slot
+//         `D`                every job has settled (done or failed)
+//         `J <json>`         the report (JobsChildReport in bench/jobs.ts), the last line
+import { withSlot } from 'rx-consul-semaphore'
+
+const [prefix = '', limitArg = '10', jobsArg = '1', holdArg = '2'] = process.argv.slice(2)
+const limit = Number(limitArg)
+const jobs = Number(jobsArg)
+const holdMs = Number(holdArg)
+
+/** Wall-clock ms with sub-millisecond resolution, comparable between the two processes. */
+const wall = (): number => performance.timeOrigin + performance.now()
+const say = (line: string): void => void process.stdout.write(`${line}\n`)
+
+/** One done job: [start order, fencing token (decimal), start, end] (wall ms). */
+type JobRecord = [number, string, number, number]
+const records: JobRecord[] = []
+const failures = new Map<string, number>()
+let started = 0
+let settled = 0
+let submittedAt: number | undefined
+let cpuBefore: NodeJS.CpuUsage | undefined
+let rssBefore = 0
+let rssPeak = 0
+let sampler: NodeJS.Timeout | undefined
+
+const sampleRss = (): void => {
+  rssPeak = Math.max(rssPeak, process.memoryUsage.rss())
+}
+
+const hold = (): Promise<void> => new Promise((done) => setTimeout(done, holdMs))
+
+async function job(): Promise<void> {
+  try {
+    await withSlot({ prefix, limit }, async (_signal, slot) => {
+      // The token first: the job must not run under a slot it does not hold.
+      const token = slot.assertHolding()
+      const order = started++
+      const start = wall()
+      if (started === limit) say(`F ${start}`)
+      await hold()
+      records.push([order, token.toString(), start, wall()])
+    })
+  } catch (error) {
+    const named = error instanceof Error ? (error as Error & { kind?: unknown }) : undefined
+    const kind =
+      typeof named?.kind === 'string' ? named.kind : (named?.name ?? `thrown ${typeof error}`)
+    failures.set(kind, (failures.get(kind) ?? 0) + 1)
+  } finally {
+    if (++settled === jobs) {
+      sampleRss()
+      say('D')
+    }
+  }
+}
+
+function go(): void {
+  if (submittedAt !== undefined) return
+  rssBefore = process.memoryUsage.rss()
+  rssPeak = rssBefore
+  sampler = setInterval(sampleRss, 20)
+  cpuBefore = process.cpuUsage()
+  submittedAt = wall()
+  for (let i = 0; i < jobs; i++) void job()
+}
+
+let reported = false
+function report(): void {
+  if (reported) return
+  reported = true
+  clearInterval(sampler)
+  sampleRss()
+  const cpu = process.cpuUsage(cpuBefore)
+  const end = wall()
+  say(
+    `J ${JSON.stringify({
+      submittedAt: submittedAt ?? end,
+      reportedAt: end,
+      submitted: submittedAt === undefined ? 0 : jobs,
+      settled,
+      rssBeforeMb: rssBefore / 2 ** 20,
+      rssPeakMb: rssPeak / 2 ** 20,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      failures: Object.fromEntries(failures),
+      records,
+    })}`,
+  )
+  // Jobs still waiting are left to the parent's clean-up (it removes the prefix's sessions).
+  process.exit(0)
+}
+
+let input = ''
+process.stdin.setEncoding('utf8')
+process.stdin.on('data', (chunk: string) => {
+  input += chunk
+  const lines = input.split('\n')
+  input = lines.pop() ?? ''
+  for (const line of lines) {
+    if (line.trim() === 'go') go()
+    else if (line.trim() === 'stop') report()
+  }
+})
+process.stdin.once('end', report)
+say('U')

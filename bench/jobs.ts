@@ -1,0 +1,567 @@
+// Figure 7, pooled jobs: many `withSlot` jobs of one process on one prefix, the way a fleet-wide
+// concurrency limit is used. The jobs run in child processes (bench/jobs-child.ts) on the default
+// client (no `consul` option), which reaches the agent through a fault proxy in `pass` mode
+// (CONSUL_HTTP_ADDR) that counts every request. The child runs the built package under plain node.
+//   jobs:       one process, limit 10, N jobs submitted at once, each holding 2 ms. Until every
+//               job settled or the deadline: jobs done, wall time, jobs/s, the most sessions of
+//               the prefix in Consul at once (/v1/session/list read on the agent directly, every
+//               100 ms after the previous answer), RSS added (the child's peak, sampled every
+//               20 ms, minus its RSS right before submitting), CPU per job done (the child's
+//               process.cpuUsage from submitting to the end / jobs done), Consul writes per job
+//               done (session creates and destroys, transactions, KV PUTs and DELETEs as the proxy
+//               saw them; renewals beside), and the fencing tokens (below).
+//   jobs-fair:  two processes on one prefix, limit 4, jobs of 20 ms: A submits its jobs, B its 10
+//               once A has started `limit` jobs (A's jobs have taken every slot). Each process's slot-time (the sum of its jobs'
+//               run time) while both had a backlog, and B's share of it against its fair 0.5.
+// A deadline bounds each run: what was done by then is reported as measured.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { transformSync } from 'esbuild'
+import { startFaultProxy, type FaultProxy, type SeenRequest } from '../test/support/fault-proxy.js'
+import { killTree } from '../test/support/processes.js'
+import { repoRoot } from './children.js'
+import { isLostCas } from './contention.js'
+
+export interface JobsSetup {
+  readonly jobs: number
+  readonly limit: number
+  readonly holdMs: number
+  readonly deadlineMs: number
+}
+
+export interface JobsFairSetup {
+  /** Jobs of the process with the large backlog (A). */
+  readonly bigJobs: number
+  /** Jobs of the process that arrives later (B). */
+  readonly smallJobs: number
+  readonly limit: number
+  readonly holdMs: number
+  readonly deadlineMs: number
+}
+
+/** Consul writes (and renewals, which the target leaves out) seen by the proxy. */
+export interface WriteCounts {
+  readonly sessionCreates: number
+  readonly sessionDestroys: number
+  readonly transactions: number
+  /** Transactions the agent rolled back (409): mostly CAS races lost. */
+  readonly transactionsLost: number
+  readonly kvWrites: number
+  readonly renewals: number
+  /** Every request, reads included. */
+  readonly requests: number
+}
+
+/** What the fencing tokens of the jobs done say (see checkTokens). */
+export interface TokenCheck {
+  /** Jobs whose token another job also ran under. */
+  readonly repeated: number
+  /** Jobs that started after another job had ended, with a token not greater than its. */
+  readonly notAfterEarlier: number
+  /** Neighbours in start order whose tokens go down (concurrent starts may; informational). */
+  readonly startOrderInversions: number
+  /** No repeat, and every job's token greater than that of every job that ended before it. */
+  readonly increasing: boolean
+}
+
+export interface JobsRun {
+  readonly jobs: number
+  readonly limit: number
+  readonly holdMs: number
+  readonly deadlineMs: number
+  readonly done: number
+  /** Jobs that settled with an error, by the error's kind. */
+  readonly failures: Readonly<Record<string, number>>
+  /** Whether the deadline came before every job settled. */
+  readonly timedOut: boolean
+  /** From submitting to every job settled (or to the deadline), ms. */
+  readonly wallMs: number
+  readonly jobsPerSecond: number
+  /** Most sessions in Consul at once among those made after the run started (the jobs'). */
+  readonly peakSessions: number
+  readonly sessionPolls: number
+  readonly rssAddedMb: number
+  /** The child's CPU from submitting to the end, ms. */
+  readonly cpuMs: number
+  /** Per job done; Infinity (or NaN) when no job was done. */
+  readonly cpuMsPerJob: number
+  readonly writes: WriteCounts
+  readonly writesPerJob: number
+  readonly tokens: TokenCheck
+}
+
+export interface JobsFairRun {
+  readonly limit: number
+  readonly holdMs: number
+  readonly deadlineMs: number
+  readonly bigJobs: number
+  readonly smallJobs: number
+  /** From B's submission to the end of the window where both had a job waiting, ms. */
+  readonly windowMs: number
+  /** Why the window closed: which process ran out of waiting jobs first, or the deadline. */
+  readonly windowEnd: 'big' | 'small' | 'deadline'
+  /** Slot-time of each process in the window, ms (sum of its jobs' running time in it). */
+  readonly bigSlotMs: number
+  readonly smallSlotMs: number
+  /** Jobs of each process that started in the window. */
+  readonly bigStarted: number
+  readonly smallStarted: number
+  readonly smallDone: number
+  /** B's share of the slot-time in the window (fair: 0.5). */
+  readonly smallShare: number
+  /** smallShare / 0.5 (1 = exactly fair). */
+  readonly fairRatio: number
+  /**
+   * B's share over the window's part from B's first job on, leaving out B's arrival (its session
+   * and its place in the queue); undefined when B ran no job in the window.
+   */
+  readonly smallShareFromFirstJob: number | undefined
+  /** From B's submission to B's first job running, ms; undefined when none ran. */
+  readonly smallFirstStartMs: number | undefined
+}
+
+/** The child's last line (bench/jobs-child.ts). */
+export interface JobsChildReport {
+  readonly submittedAt: number
+  readonly reportedAt: number
+  readonly submitted: number
+  readonly settled: number
+  readonly rssBeforeMb: number
+  readonly rssPeakMb: number
+  readonly cpuMs: number
+  readonly failures: Readonly<Record<string, number>>
+  /** [start order, fencing token, start, end] of each job done. */
+  readonly records: readonly (readonly [number, string, number, number])[]
+}
+
+let childScript: string | undefined
+
+/** bench/jobs-child.ts as plain JavaScript in .cache/bench/, importing the built package by name. */
+function jobsChild(): string {
+  if (childScript !== undefined) return childScript
+  if (!existsSync(join(repoRoot, 'dist/esm/index.js')))
+    throw new Error('the jobs figures run the build: dist/esm/index.js is missing (npm run build)')
+  const source = new URL('./jobs-child.ts', import.meta.url).pathname
+  const { code } = transformSync(readFileSync(source, 'utf8'), {
+    loader: 'ts',
+    format: 'esm',
+    target: 'node20',
+    sourcefile: source,
+  })
+  const dir = join(repoRoot, '.cache/bench')
+  mkdirSync(dir, { recursive: true })
+  const out = join(dir, 'jobs-child.mjs')
+  writeFileSync(out, code)
+  return (childScript = out)
+}
+
+/** A running jobs child: its lines as they come, and its report once asked for. */
+interface Child {
+  readonly proc: ChildProcess
+  /** Resolves when the child printed a line starting with `tag` (e.g. 'U', 'F', 'D'). */
+  line(tag: string): Promise<string>
+  send(command: 'go' | 'stop'): void
+  /** Asks for the report and waits for it (and for the exit); rejects with the child's stderr. */
+  report(): Promise<JobsChildReport>
+  /** Kills it (and anything it started) if it still runs. */
+  kill(): void
+}
+
+function startChild(
+  proxyAddr: string,
+  prefix: string,
+  limit: number,
+  jobs: number,
+  holdMs: number,
+): Child {
+  const env = {
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(([name]) => !name.startsWith('CONSUL_')),
+    ),
+    CONSUL_HTTP_ADDR: proxyAddr,
+  }
+  const proc = spawn(
+    process.execPath,
+    [jobsChild(), prefix, String(limit), String(jobs), String(holdMs)],
+    // A process group of its own; stdin stays open: the child stops when it closes.
+    { cwd: repoRoot, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true },
+  )
+  const lines: string[] = []
+  let report: string | undefined
+  const tagged = (line: string, tag: string): boolean => line === tag || line.startsWith(`${tag} `)
+  const waiters: { tag: string; done: (line: string) => void }[] = []
+  let pending = ''
+  let stderr = ''
+  let exited = false
+  const exit = new Promise<number | null>((done) =>
+    proc.once('close', (code) => {
+      exited = true
+      done(code)
+    }),
+  )
+  proc.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    pending += chunk
+    const parts = pending.split('\n')
+    pending = parts.pop() ?? ''
+    for (const line of parts) {
+      lines.push(line.startsWith('J ') ? 'J' : line)
+      if (line.startsWith('J ')) report = line.slice(2)
+      for (const w of waiters.filter((w) => tagged(line, w.tag))) {
+        waiters.splice(waiters.indexOf(w), 1)
+        w.done(line)
+      }
+    }
+  })
+  proc.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-4000)))
+  return {
+    proc,
+    line: (tag) => {
+      const seen = lines.find((l) => tagged(l, tag))
+      if (seen !== undefined) return Promise.resolve(seen)
+      return Promise.race([
+        new Promise<string>((done) => waiters.push({ tag, done })),
+        exit.then((code) => {
+          throw new Error(`the jobs process exited (${code}) before "${tag}": ${stderr.trim()}`)
+        }),
+      ])
+    },
+    send: (command) => {
+      if (!exited) proc.stdin?.write(`${command}\n`)
+    },
+    report: async () => {
+      if (!exited) proc.stdin?.write('stop\n')
+      const timer = new AbortController()
+      const code = await Promise.race([
+        exit,
+        sleep(30_000, 'late' as const, { signal: timer.signal }),
+      ]).finally(() => timer.abort())
+      if (code === 'late') {
+        killTree(proc.pid ?? 0, 'SIGKILL')
+        throw new Error(`the jobs process did not report within 30 s: ${stderr.trim()}`)
+      }
+      if (report === undefined)
+        throw new Error(`the jobs process exited (${code}) without a report: ${stderr.trim()}`)
+      return JSON.parse(report) as JobsChildReport
+    },
+    kill: () => {
+      if (!exited && proc.pid !== undefined) killTree(proc.pid, 'SIGKILL')
+    },
+  }
+}
+
+interface ConsulSession {
+  readonly ID: string
+  readonly Name: string
+}
+
+async function agentGet<T>(agentAddr: string, path: string): Promise<T> {
+  const response = await fetch(`http://${agentAddr}${path}`)
+  if (!response.ok) throw new Error(`GET ${path}: ${response.status} ${await response.text()}`)
+  return (await response.json()) as T
+}
+
+/** The IDs of the sessions on the agent now. */
+async function sessionIds(agentAddr: string): Promise<string[]> {
+  return (await agentGet<ConsulSession[]>(agentAddr, '/v1/session/list')).map((s) => s.ID)
+}
+
+/**
+ * Reads the sessions on the agent until stopped: the most at once that were not there `before`.
+ * Nothing but the run's jobs makes sessions on the bench's agent meanwhile, so these are theirs,
+ * whatever the library names them.
+ */
+function pollSessions(
+  agentAddr: string,
+  before: ReadonlySet<string>,
+): { stop: () => Promise<{ peak: number; polls: number }> } {
+  let stopping = false
+  let peak = 0
+  let polls = 0
+  const loop = (async () => {
+    while (!stopping) {
+      try {
+        const ids = await sessionIds(agentAddr)
+        peak = Math.max(peak, ids.filter((id) => !before.has(id)).length)
+        polls++
+      } catch {
+        // the next read counts
+      }
+      await sleep(100)
+    }
+  })()
+  return {
+    stop: async () => {
+      stopping = true
+      await loop
+      return { peak, polls }
+    },
+  }
+}
+
+/**
+ * Removes what the jobs left in Consul (those still waiting at the deadline): the sessions made
+ * since `before`, then the prefix's keys, so that the next figure shares the agent with nothing of
+ * this one.
+ */
+async function cleanUp(
+  agentAddr: string,
+  prefix: string,
+  before: ReadonlySet<string>,
+): Promise<void> {
+  const deadline = Date.now() + 60_000
+  try {
+    const queue = (await sessionIds(agentAddr)).filter((id) => !before.has(id))
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let id = queue.pop(); id !== undefined && Date.now() < deadline; id = queue.pop()) {
+          await fetch(`http://${agentAddr}/v1/session/destroy/${id}`, { method: 'PUT' }).then(
+            (r) => r.body?.cancel(),
+            () => undefined,
+          )
+        }
+      }),
+    )
+    await fetch(`http://${agentAddr}/v1/kv/${prefix}?recurse=true`, { method: 'DELETE' }).then(
+      (r) => r.body?.cancel(),
+      () => undefined,
+    )
+  } catch {
+    // the agent is private to the bench and stopped at its end
+  }
+}
+
+/** The Consul writes among `requests`, and renewals beside. */
+export function countWrites(requests: readonly SeenRequest[]): WriteCounts {
+  let sessionCreates = 0
+  let sessionDestroys = 0
+  let transactions = 0
+  let transactionsLost = 0
+  let kvWrites = 0
+  let renewals = 0
+  for (const r of requests) {
+    if (r.method === 'PUT' && r.path === '/v1/session/create') sessionCreates++
+    else if (r.method === 'PUT' && r.path.startsWith('/v1/session/destroy/')) sessionDestroys++
+    else if (r.method === 'PUT' && r.path.startsWith('/v1/session/renew/')) renewals++
+    else if (r.method === 'PUT' && r.path === '/v1/txn') {
+      transactions++
+      if (isLostCas(r) || r.answer?.status === 409) transactionsLost++
+    } else if ((r.method === 'PUT' || r.method === 'DELETE') && r.path.startsWith('/v1/kv/'))
+      kvWrites++
+  }
+  return {
+    sessionCreates,
+    sessionDestroys,
+    transactions,
+    transactionsLost,
+    kvWrites,
+    renewals,
+    requests: requests.length,
+  }
+}
+
+export const writesOf = (w: WriteCounts): number =>
+  w.sessionCreates + w.sessionDestroys + w.transactions + w.kvWrites
+
+/**
+ * What "strictly increasing across jobs" can mean when up to `limit` jobs run at once: jobs that
+ * overlap in time hold different slots, and which of two that start within the same moment gets
+ * the greater token is not an order anyone can rely on. So the check is:
+ *   1. no two jobs ran under the same token (a job never reuses a token an earlier job had), and
+ *   2. a job that started after another job had ended has a greater token than that job
+ *      (real-time order: whatever the earlier job wrote under its token, the later one's wins).
+ * Neighbours in start order whose tokens go down are counted beside, for information.
+ */
+export function checkTokens(records: JobsChildReport['records']): TokenCheck {
+  const jobs = records.map(([order, token, start, end]) => ({
+    order,
+    token: BigInt(token),
+    start,
+    end,
+  }))
+  const counts = new Map<bigint, number>()
+  for (const j of jobs) counts.set(j.token, (counts.get(j.token) ?? 0) + 1)
+  const repeated = jobs.filter((j) => (counts.get(j.token) ?? 0) > 1).length
+  const byStart = [...jobs].sort((a, b) => a.order - b.order)
+  let startOrderInversions = 0
+  for (let i = 1; i < byStart.length; i++) {
+    if ((byStart[i]?.token ?? 0n) <= (byStart[i - 1]?.token ?? 0n)) startOrderInversions++
+  }
+  // Sweep the starts in time; the ends before each start raise the greatest token to beat.
+  const byEnd = [...jobs].sort((a, b) => a.end - b.end)
+  const starts = [...jobs].sort((a, b) => a.start - b.start)
+  let e = 0
+  let greatestEnded: bigint | undefined
+  let notAfterEarlier = 0
+  for (const j of starts) {
+    for (; e < byEnd.length && (byEnd[e]?.end ?? Infinity) < j.start; e++) {
+      const t = byEnd[e]?.token ?? 0n
+      if (greatestEnded === undefined || t > greatestEnded) greatestEnded = t
+    }
+    if (greatestEnded !== undefined && j.token <= greatestEnded) notAfterEarlier++
+  }
+  return {
+    repeated,
+    notAfterEarlier,
+    startOrderInversions,
+    increasing: repeated === 0 && notAfterEarlier === 0,
+  }
+}
+
+/** Runs one size of the `jobs` figure on a fresh prefix. Leaves nothing running. */
+export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<JobsRun> {
+  const prefix = `bench-jobs/${setup.jobs}-${Date.now()}`
+  const before = new Set(await sessionIds(agentAddr))
+  let proxy: FaultProxy | undefined
+  let child: Child | undefined
+  let poller: ReturnType<typeof pollSessions> | undefined
+  // The deadline's timer, cancelled at the end.
+  const timers = new AbortController()
+  try {
+    proxy = await startFaultProxy(agentAddr)
+    child = startChild(proxy.addr, prefix, setup.limit, setup.jobs, setup.holdMs)
+    await child.line('U')
+    poller = pollSessions(agentAddr, before)
+    proxy.resetCounts()
+    child.send('go')
+    const outcome = await Promise.race([
+      child.line('D').then(() => 'settled' as const),
+      sleep(setup.deadlineMs, 'deadline' as const, { signal: timers.signal }),
+    ])
+    const report = await child.report()
+    const requests = proxy.requests()
+    const sessions = await poller.stop()
+    poller = undefined
+    const done = report.records.length
+    const wallMs = report.reportedAt - report.submittedAt
+    const writes = countWrites(requests)
+    const perJob = (n: number): number => n / done
+    return {
+      ...setup,
+      done,
+      failures: report.failures,
+      timedOut: outcome === 'deadline',
+      wallMs,
+      jobsPerSecond: (1000 * done) / wallMs,
+      peakSessions: sessions.peak,
+      sessionPolls: sessions.polls,
+      rssAddedMb: report.rssPeakMb - report.rssBeforeMb,
+      cpuMs: report.cpuMs,
+      cpuMsPerJob: perJob(report.cpuMs),
+      writes,
+      writesPerJob: perJob(writesOf(writes)),
+      tokens: checkTokens(report.records),
+    }
+  } finally {
+    timers.abort()
+    child?.kill()
+    await poller?.stop()
+    await proxy?.close()
+    await cleanUp(agentAddr, prefix, before)
+  }
+}
+
+/** Slot-time of `records` inside [from, to], ms. */
+function slotMs(records: JobsChildReport['records'], from: number, to: number): number {
+  let sum = 0
+  for (const [, , start, end] of records)
+    sum += Math.max(0, Math.min(end, to) - Math.max(start, from))
+  return sum
+}
+
+/**
+ * The window of the `jobs-fair` figure and what each process had of the slots in it. A process
+ * has a backlog while it has a job submitted and not yet started. The window opens when B
+ * (`small`) submits and closes when either process starts its last job, or when the first report
+ * was taken (the deadline, or the other process done); each process's slot-time is the part of its
+ * jobs' run time inside it.
+ */
+export function fairWindow(
+  big: JobsChildReport,
+  small: JobsChildReport,
+): Omit<JobsFairRun, 'limit' | 'holdMs' | 'deadlineMs' | 'bigJobs' | 'smallJobs'> {
+  const from = small.submittedAt
+  // Defined once every job of the process ran: until then it still had a backlog.
+  const lastStart = (r: JobsChildReport): number =>
+    r.submitted > 0 && r.records.length === r.submitted
+      ? Math.max(...r.records.map(([, , start]) => start))
+      : Infinity
+  const ends: [number, JobsFairRun['windowEnd']][] = [
+    [lastStart(big), 'big'],
+    [lastStart(small), 'small'],
+    [Math.min(big.reportedAt, small.reportedAt), 'deadline'],
+  ]
+  ends.sort((a, b) => a[0] - b[0])
+  const [to, windowEnd] = ends[0] ?? [from, 'deadline']
+  const share = (since: number): number => {
+    const a = slotMs(big.records, since, to)
+    const b = slotMs(small.records, since, to)
+    return a + b > 0 ? b / (a + b) : 0
+  }
+  const bigSlotMs = slotMs(big.records, from, to)
+  const smallSlotMs = slotMs(small.records, from, to)
+  const smallShare = share(from)
+  const startedIn = (r: JobsChildReport): number =>
+    r.records.filter(([, , start]) => start >= from && start <= to).length
+  const firstSmall = small.records.length
+    ? Math.min(...small.records.map(([, , start]) => start))
+    : undefined
+  return {
+    windowMs: to - from,
+    windowEnd,
+    bigSlotMs,
+    smallSlotMs,
+    bigStarted: startedIn(big),
+    smallStarted: startedIn(small),
+    smallDone: small.records.length,
+    smallShare,
+    fairRatio: smallShare / 0.5,
+    smallFirstStartMs: firstSmall === undefined ? undefined : firstSmall - from,
+    smallShareFromFirstJob:
+      firstSmall !== undefined && firstSmall < to ? share(firstSmall) : undefined,
+  }
+}
+
+/** The `jobs-fair` figure (see fairWindow). Leaves nothing running. */
+export async function measureJobsFair(
+  agentAddr: string,
+  setup: JobsFairSetup,
+): Promise<JobsFairRun> {
+  const prefix = `bench-jobs-fair/${Date.now()}`
+  const before = new Set(await sessionIds(agentAddr))
+  let proxy: FaultProxy | undefined
+  const children: Child[] = []
+  const timers = new AbortController()
+  try {
+    proxy = await startFaultProxy(agentAddr)
+    const big = startChild(proxy.addr, prefix, setup.limit, setup.bigJobs, setup.holdMs)
+    children.push(big)
+    const small = startChild(proxy.addr, prefix, setup.limit, setup.smallJobs, setup.holdMs)
+    children.push(small)
+    await Promise.all([big.line('U'), small.line('U')])
+    const deadline = sleep(setup.deadlineMs, 'deadline' as const, { signal: timers.signal })
+    big.send('go')
+    // B arrives once A runs `limit` jobs at once: A holds every slot.
+    const full = await Promise.race([big.line('F'), deadline])
+    if (full === 'deadline')
+      throw new Error(`A never ran ${setup.limit} jobs at once within the deadline`)
+    small.send('go')
+    // Both reports once B is through (the window is over by then), or A, or the deadline.
+    await Promise.race([small.line('D'), big.line('D'), deadline])
+    const [bigReport, smallReport] = await Promise.all([big.report(), small.report()])
+    return {
+      limit: setup.limit,
+      holdMs: setup.holdMs,
+      deadlineMs: setup.deadlineMs,
+      bigJobs: setup.bigJobs,
+      smallJobs: setup.smallJobs,
+      ...fairWindow(bigReport, smallReport),
+    }
+  } finally {
+    timers.abort()
+    for (const c of children) c.kill()
+    await proxy?.close()
+    await cleanUp(agentAddr, prefix, before)
+  }
+}

@@ -16,7 +16,8 @@ import type { ContenderProtocol } from './contender-protocol.js'
  * 4. acquire: a transaction that checks the session still locks its key, CASes `.lock` on its
  *    ModifyIndex with this session added, and marks the key HOLDER_FLAGS (`semaphorePerformer`);
  * 5. release: CAS the session out of `.lock` (or hand the slot to the first waiter) with the
- *    deletion of the key, then destroy the session (`releaseSlot`).
+ *    deletion of the key, then destroy the session (`releaseSlot`), unless the member keeps it
+ *    for the next contender of the process (the session shelf).
  */
 export const semaphoreProtocol: ContenderProtocol = {
   kind: 'semaphore',
@@ -39,7 +40,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       session,
       value: contender.value,
     }),
-  release: (contender, session, lastSeen) =>
+  release: (contender, session, lastSeen, keepSession) =>
     releaseSlot({
       client: contender.client,
       prefix: contender.prefix,
@@ -49,6 +50,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       scheduler: contender.scheduler,
       hint: lastSeen,
       hintView: lastSeen && contender.cache.view(lastSeen, contender),
+      keepSession,
     }),
   problemError,
 }

@@ -24,6 +24,13 @@ import { destroySession } from './release/destroy-session.js'
  */
 export const SESSION_LINGER_MS = 2000
 
+/**
+ * How many sessions the shelf keeps per client and signature: 32. A replica needs one; many
+ * contenders of a process closed at once need no more than come back at once, and the rest of
+ * them are not kept idle on Consul (the oldest goes first).
+ */
+export const SHELF_CAPACITY = 32
+
 /** A session as the shelf keeps it: enough for its next contender to take its lease over. */
 export interface ShelvedSession {
   readonly session: string
@@ -72,7 +79,7 @@ export interface ShelveOptions {
  * Idle sessions, per client (held weakly) and per session signature (`sessionSignature`: every
  * option the session was created with). A shelved session stays `SESSION_LINGER_MS` at most, is
  * destroyed after it (`destroySession`; a destroy that fails is counted, and the session expires
- * by its TTL), and never longer than its lease safely allows: one with too little lease left is
+ * by its TTL), at most SHELF_CAPACITY of a kind are kept, and none longer than its lease safely allows: one with too little lease left is
  * destroyed at once. While it holds anything the shelf listens for `beforeExit` (destroying every
  * session then) and hooks its clients' `close()` (destroying theirs first). Timers are
  * unreferenced: an idle session never keeps the process alive.
@@ -126,6 +133,8 @@ export class SessionShelf {
     const stack = byClient.get(signature) ?? []
     byClient.set(signature, stack)
     stack.push(entry)
+    const oldest = stack.length > SHELF_CAPACITY ? stack[0] : undefined
+    if (oldest !== undefined && this.remove(oldest)) this.destroy(oldest)
     entry.cancel = lingerTimer(scheduler, SESSION_LINGER_MS, () => {
       if (this.remove(entry)) this.destroy(entry)
     })

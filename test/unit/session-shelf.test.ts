@@ -36,6 +36,8 @@ interface Tenure {
   readonly last: () => ContenderState | undefined
   /** Closes the contender and resolves once its release (and shelving) is done. */
   readonly close: () => Promise<void>
+  /** Resolves once every release it started is done. */
+  readonly released: () => Promise<void>
 }
 
 describe('the session shelf, in virtual time on the Consul double', () => {
@@ -77,17 +79,21 @@ describe('the session shelf, in virtual time on the Consul double', () => {
       },
     )
     members.push(member)
+    const released = async (): Promise<void> => {
+      const done = Promise.all(releases)
+      let over = false
+      void done.then(() => (over = true))
+      await until('the release is done', () => over)
+      await done
+    }
     return {
       member,
       last: () => last,
-      close: async () => {
+      close: () => {
         member.close()
-        const done = Promise.all(releases)
-        let over = false
-        void done.then(() => (over = true))
-        await until('the release is done', () => over)
-        await done
+        return released()
       },
+      released,
     }
   }
 
@@ -229,8 +235,9 @@ describe('the session shelf, in virtual time on the Consul double', () => {
     const first = tenure(client)
     await until('the first holds', holds(first))
     first.member.stop()
-    await until('the session is gone', () => sessionIds().length === 0)
+    await first.released()
     assert.deepEqual(shelf.sessions(), [])
+    assert.deepEqual(sessionIds(), [])
   })
 
   it('destroys every shelved session on flush, and when the process is about to exit', async () => {

@@ -170,7 +170,9 @@ export class SessionShelf {
   /** The sessions on the shelf now, of `client` or of every client. */
   sessions(client?: ConsulClient): string[] {
     const of = client === undefined ? [...this.clients.keys()] : [client]
-    return of.flatMap((c) => [...(this.byClient.get(c)?.values() ?? [])].flat().map((e) => e.session))
+    return of.flatMap((c) =>
+      [...(this.byClient.get(c)?.values() ?? [])].flat().map((e) => e.session),
+    )
   }
 
   /**

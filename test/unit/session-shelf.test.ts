@@ -121,7 +121,10 @@ describe('the session shelf, in virtual time on the Consul double', () => {
     assert.deepEqual(shelf.sessions(client), [session], 'on the shelf')
     assert.deepEqual(sessionIds(), [session], 'still in Consul')
     assert.equal(count('session.destroy'), 0)
-    assert.deepEqual(double.entries(`${prefix}/`).map((e) => e.key), [`${prefix}/.lock`])
+    assert.deepEqual(
+      double.entries(`${prefix}/`).map((e) => e.key),
+      [`${prefix}/.lock`],
+    )
 
     const from = double.requests().length
     const second = tenure(client)
@@ -129,7 +132,10 @@ describe('the session shelf, in virtual time on the Consul double', () => {
     assert.equal(second.last()?.session, session, 'the same session')
     assert.equal(count('session.create'), 1, 'one create for both tenures')
     assert.deepEqual(shelf.sessions(), [], 'taken off the shelf')
-    const lines = double.requests().slice(from).map((r) => r.line)
+    const lines = double
+      .requests()
+      .slice(from)
+      .map((r) => r.line)
     assert.ok(!lines.some((l) => l.includes('/v1/session/')), lines.join('\n'))
     await second.close()
   })
@@ -145,7 +151,10 @@ describe('the session shelf, in virtual time on the Consul double', () => {
     const second = tenure(client)
     await until('the second holds', holds(second))
     await until('a renewal', () =>
-      double.calls().slice(from).some((c) => c.method === 'session.renew'),
+      double
+        .calls()
+        .slice(from)
+        .some((c) => c.method === 'session.renew'),
     )
     assert.ok(scheduler.now() - double.calls()[from]!.at < 200, 'renewed as it began')
     await second.close()

@@ -541,7 +541,7 @@ export class Member implements CoordinatedMember, LeaseListener {
     const was = this.phase.name === 'closing' ? 'closing' : 'running'
     this.phase = { name: 'between' }
     if (release) {
-      // Only a closed contender keeps its session: a failed or stopped one may leave a key behind.
+      // Only a contender its user closed keeps its session; a failed or stopped one destroys it.
       const keep = this.options.shelf !== undefined && was === 'closing'
       const renewal = run.lease.lastRenewal
       const { session } = run

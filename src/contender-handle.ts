@@ -13,6 +13,7 @@ import type { ConsulError } from './consul/errors.js'
 import type { ContenderState } from './core/contender/contender-state-model.js'
 import type { TransitionReason } from './core/events.js'
 import { contend, type ContendOptions, type Member } from './effects/coordinator/member.js'
+import { contenderShelf, type ContenderShelf } from './effects/session-shelf.js'
 import { SemaphoreError, toSemaphoreError } from './errors.js'
 import { serializable } from './serializable-state.js'
 import { sharedStates } from './shared-states.js'
@@ -149,6 +150,19 @@ export function contenderHandle<S extends HeldState>(
   }
   const lifecycle: ContenderLifecycle = { closing, withClient }
 
+  // On the default client, a session given up cleanly lingers on the process's shelf for the next
+  // contender (a replica's next tenure), holding the client open meanwhile. With a client of the
+  // user's, close() keeps its promise that Consul is clean when it resolves: no shelf.
+  const shelfOf = (running: ConsulClient): ContenderShelf | undefined =>
+    spec.consul === undefined
+      ? contenderShelf(running, {
+          hold: () => {
+            const held = acquireDefaultClient()
+            return () => void held.release().catch(() => undefined)
+          },
+        })
+      : undefined
+
   // The latest state of the running contender, renewals included, for the guard.
   let current: S | undefined
   const guard = slotGuard({
@@ -180,8 +194,9 @@ export function contenderHandle<S extends HeldState>(
     let run: Member | undefined
     try {
       const options = spec.options()
+      const consul = client()
       run = contend(
-        { ...options, client: client(), onRelease },
+        { ...options, client: consul, onRelease, shelf: options.shelf ?? shelfOf(consul) },
         {
           // A new session starts with an empty state: keep the reason of the last transition.
           next: (core) => {

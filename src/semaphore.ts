@@ -173,6 +173,13 @@ export interface Semaphore extends SlotGuard {
    * and destroys that session; a request still unanswered then is aborted, and a session Consul
    * may have made regardless expires by its TTL. Subscriptions complete; the object cannot
    * contend again.
+   *
+   * On the process's default client (no `consul` in the options) a slot given back cleanly keeps
+   * its session for a linger of 2 s instead: close() resolves once the slot is released, and the
+   * next contender of the process with the same session options (ttl, lockDelay, checks,
+   * sessionName) takes the session over instead of creating one. After the linger, or when the
+   * process is about to exit, the session is destroyed. With a client of your own, close()
+   * destroys the session and resolves when Consul is clean.
    */
   close(): Promise<void>
   /**

@@ -2,6 +2,7 @@
  * `createConsulClient`: the ConsulClient on undici against a real agent.
  */
 import type { ConsulClient, WatchOptions } from './client-api.js'
+import { runCloseHooks } from './close-hooks.js'
 import { resolveConfig, type ConsulClientConfig, type ResolvedConfig } from './config.js'
 import { createTransport } from './http.js'
 import { createKv } from './kv.js'
@@ -56,7 +57,8 @@ export function clientForConfig(resolved: ResolvedConfig): ConsulHttpClient {
     session: createSessions(transport),
     watchPrefix: (prefix: string, options?: WatchOptions) => watchPrefix(client, prefix, options),
     network: transport.network,
-    close: () => transport.close(),
+    // What still needs the client (idle sessions kept for its next contender) is done first.
+    close: () => runCloseHooks(client).then(() => transport.close()),
   }
   attachRequestFeed(client, transport.requests)
   return client

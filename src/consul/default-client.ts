@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto'
 import type { ConsulClient } from './client-api.js'
 import { clientForConfig } from './client.js'
+import { runCloseHooks } from './close-hooks.js'
 import { resolveConfig, type ConsulClientConfig, type ResolvedConfig } from './config.js'
 
 /**
@@ -105,8 +106,10 @@ export function acquireDefaultClient(
 
 /**
  * Closes now every default client that no one uses (those in their idle grace), and resolves once
- * their connections are closed. Clients in use are left alone. For tests, and for a process that
- * wants its connections closed before it does something else.
+ * their connections are closed. Clients in use are left alone. What a client keeps for its next
+ * user is let go first, in every default client: the idle sessions kept for the process's next
+ * contender are destroyed (that frees a client only they kept open). For tests, and for a process
+ * that wants its connections closed before it does something else.
  *
  * @example
  * ```ts
@@ -114,6 +117,7 @@ export function acquireDefaultClient(
  * ```
  */
 export async function closeIdleDefaultClients(): Promise<void> {
+  await Promise.all([...openClients.values()].map((entry) => runCloseHooks(entry.client)))
   const idle = [...openClients].filter(([, entry]) => entry.users === 0)
   for (const [key, entry] of idle) {
     if (entry.idle !== undefined) clearTimeout(entry.idle)

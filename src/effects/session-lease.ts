@@ -88,6 +88,8 @@ export class SessionLease {
   private timer: Subscription | undefined
   private call: AbortController | undefined
   private stopped = false
+  /** When the last successful renewal (or the create) was sent, and the TTL it runs on. */
+  private current: { readonly sentAt: number; readonly ttlMs: number }
 
   constructor(
     private readonly options: SessionLeaseOptions,
@@ -95,7 +97,13 @@ export class SessionLease {
   ) {
     this.scheduler = options.scheduler ?? asyncScheduler
     const { createdAt, ttlMs } = options
+    this.current = { sentAt: createdAt, ttlMs }
     this.renewAt(createdAt + ttlMs / 2, { lease: this, ttlMs, lastSentAt: createdAt, aclInRow: 0 })
+  }
+
+  /** When the last successful renewal (or the create) was sent, and the TTL the lease runs on. */
+  get lastRenewal(): { readonly sentAt: number; readonly ttlMs: number } {
+    return this.current
   }
 
   /** Stops renewing and aborts the request in flight (idempotent). */
@@ -133,6 +141,7 @@ export class SessionLease {
       return this.listener.onLease({ type: 'session-gone' })
     }
     const ttlMs = info.ttlMs ?? last.ttlMs
+    this.current = { sentAt, ttlMs }
     this.listener.onLease({ type: 'session-renewed', ttlMs, sentAt })
     if (!this.stopped)
       this.renewAt(sentAt + ttlMs / 2, { ...last, ttlMs, lastSentAt: sentAt, aclInRow: 0 })

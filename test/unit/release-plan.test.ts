@@ -441,3 +441,63 @@ describe('releaseStart / releaseNext: transient failures', () => {
     assert.throws(() => releaseNext(step.state, committed()), TypeError)
   })
 })
+
+describe('releaseStart / releaseNext: keeping the session for another contender', () => {
+  const keep = { ...input, keepSession: true }
+  const notListed = lock('"other":true', 40n)
+
+  it('should end without the destroy after a released slot, and say the session was kept', () => {
+    const { calls, result } = play(releaseStart({ ...keep, hint: holderHint }), releaseNext, [
+      committed(),
+    ])
+    assert.deepEqual(calls, [call.casOut(40n)])
+    assert.deepEqual(result, E.right({ type: 'Released', sessionKept: true }))
+  })
+
+  it('should end without the destroy after a hand-off', () => {
+    const { calls, result } = play(releaseStart({ ...keep, hint: handOffHint }), releaseNext, [
+      committed(),
+    ])
+    assert.deepEqual(calls, [call.handOff(40n, '"w1":true')])
+    assert.deepEqual(result, E.right({ type: 'HandedOff', heir: 'w1', sessionKept: true }))
+  })
+
+  it('should end without the destroy once a waiter deleted its key and .lock does not list it', () => {
+    const { calls, result } = play(releaseStart(keep), releaseNext, [
+      answer.lock(notListed),
+      deleted(),
+      answer.lock(notListed),
+    ])
+    assert.deepEqual(calls, [call.read, call.deleteKey, call.read])
+    assert.deepEqual(result, E.right({ type: 'NotListed', sessionKept: true }))
+  })
+
+  it('should still destroy the session when it gave up on a churning .lock', () => {
+    const { calls, result } = play(
+      releaseStart({ ...keep, hint: holderHint, attempts: 1 }),
+      releaseNext,
+      [rolledBack(0, 1), destroyed()],
+    )
+    assert.deepEqual(calls, [call.casOut(40n), call.destroy])
+    assert.deepEqual(result, E.right({ type: 'GaveUp' }))
+  })
+
+  it('should still destroy the session when only its key could go (a corrupt .lock)', () => {
+    const { calls, result } = play(releaseStart(keep), releaseNext, [
+      answer.lock(lockEntry(prefix, '{"Limit":2,', 40n)),
+      deleted(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [call.read, call.deleteKey, call.destroy])
+    assert.ok(E.isRight(result) && result.right.type === 'KeyOnly')
+  })
+
+  it('should still destroy the session after a failure', () => {
+    const { calls, result } = play(releaseStart(keep), releaseNext, [
+      answer.failed('get', failure.denied()),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [call.read, call.destroy])
+    assert.deepEqual(result, E.left(failure.denied()))
+  })
+})

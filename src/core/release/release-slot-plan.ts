@@ -38,10 +38,17 @@ export interface ReleaseInput {
   readonly hint?: KVSnapshot | undefined
   /** The hint's view, when the caller's contenders decided on it (saves pruning and ranking). */
   readonly hintView?: E.Either<PrefixProblem, PrefixView> | undefined
+  /**
+   * Keep the session on a clean outcome (`HandedOff`, `Released`, `NotListed`: the key deleted
+   * and `.lock` without it), for another contender of the process: the plan then ends without the
+   * destroy, and its outcome says `sessionKept`. Any other outcome, or a failure, still destroys
+   * it. Default false.
+   */
+  readonly keepSession?: boolean | undefined
 }
 
 /**
- * How the slot went back (the session destroy follows each).
+ * How the slot went back (the session destroy follows each, unless `sessionKept`).
  *
  * @example
  * ```ts
@@ -50,11 +57,11 @@ export interface ReleaseInput {
  */
 export type ReleaseOutcome =
   /** A hand-off committed: `.lock` names the heir in this session's place. */
-  | { readonly type: 'HandedOff'; readonly heir: string }
+  | { readonly type: 'HandedOff'; readonly heir: string; readonly sessionKept?: true }
   /** CASed out of `.lock`, with the contender key, in one transaction. */
-  | { readonly type: 'Released' }
+  | { readonly type: 'Released'; readonly sessionKept?: true }
   /** `.lock` did not list the session once its key was gone: nothing to give back. */
-  | { readonly type: 'NotListed' }
+  | { readonly type: 'NotListed'; readonly sessionKept?: true }
   /** `.lock` must not be written (conflict, limit conflict, corrupt): only the key went. */
   | { readonly type: 'KeyOnly'; readonly problem: PrefixProblem }
   /**
@@ -91,6 +98,8 @@ export interface ReleaseState {
   readonly casSent: number
   /** The contender key was deleted (by this release's own delete). */
   readonly keyGone: boolean
+  /** Keep the session on a clean outcome (`ReleaseInput.keepSession`). */
+  readonly keepSession: boolean
 }
 
 /** What the release has done so far, besides the call in flight. */
@@ -110,6 +119,7 @@ export type ReleaseStep = ReleasePlanStep<ReleaseState, ReleaseOutcome>
  * no usable hint:                     get .lock ─► txn cas-out ─► destroy
  * not listed (a waiter):              get .lock ─► delete key ─► get .lock ─► destroy
  * CAS lost:                           … ─► wait 0-5 ms ─► get .lock ─► txn again (at most `attempts`)
+ * keepSession, a clean outcome:       … ─► done (no destroy; the outcome says `sessionKept`)
  * ```
  *
  * - Hand-off: when the hint lists the session and the first waiter runs this library, the
@@ -144,6 +154,7 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
     attempts: input.attempts ?? 10,
     casSent: 0,
     keyGone: false,
+    keepSession: input.keepSession === true,
   }
   if (input.hint === undefined) return read(state)
   const offered = handOffSlot(input.hint, state, input.hintView)
@@ -251,8 +262,16 @@ function read(state: Progress): ReleaseStep {
 const readCall = (state: Progress): ReleaseCall => ({ type: 'get', key: lockKey(state.prefix) })
 
 function destroy(state: Progress, settled: E.Either<ConsulError, ReleaseOutcome>): ReleaseStep {
+  const outcome = E.isRight(settled) ? settled.right : undefined
+  // Clean: Consul holds nothing of the session but the session itself.
+  if (state.keepSession && outcome !== undefined && CLEAN.has(outcome.type)) {
+    return { type: 'done', result: E.right({ ...outcome, sessionKept: true }) }
+  }
   return ask(state, { type: 'Destroy', settled }, { type: 'destroy', session: state.session })
 }
+
+/** The outcomes after which the session may outlive the release (`ReleaseInput.keepSession`). */
+const CLEAN: ReadonlySet<ReleaseOutcome['type']> = new Set(['HandedOff', 'Released', 'NotListed'])
 
 function ask(state: Progress, phase: Phase, call: ReleaseCall): ReleaseStep {
   return { type: 'call', call, state: { ...state, phase, inFlight: firstTry(call) } }

@@ -26,6 +26,7 @@ import type { SemaphoreError } from '../../errors.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
 import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-protocol.js'
 import { SessionLease, type LeaseEvent, type LeaseListener } from '../session-lease.js'
+import type { ContenderShelf } from '../session-shelf.js'
 import {
   contenderTelemetry,
   type ContenderEnd,
@@ -63,6 +64,13 @@ export interface ContendOptions extends ResolvedContenderOptions {
    * and starts no new session. Once it has held, it behaves as any contender.
    */
   readonly tryOnce?: boolean | undefined
+  /**
+   * Where the process's idle sessions wait (`contenderShelf`): the contender takes one made with
+   * its session options instead of creating one, and, released after close() with a clean outcome
+   * (the slot handed off or given back, its key deleted), keeps its session there instead of
+   * destroying it. Without it, every session is created and destroyed by its contender.
+   */
+  readonly shelf?: ContenderShelf | undefined
 }
 
 /** Where a contender's states go: the core's state after each event, across sessions. */
@@ -543,15 +551,22 @@ export class Member implements CoordinatedMember, LeaseListener {
     const was = this.phase.name === 'closing' ? 'closing' : 'running'
     this.phase = { name: 'between' }
     if (release) {
+      // Only a contender its user closed keeps its session; a failed or stopped one destroys it.
+      const keep = this.options.shelf !== undefined && was === 'closing'
+      const renewal = run.lease.lastRenewal
+      const { session } = run
       const released = this.options.protocol.release(
         this.contender,
-        run.session,
+        session,
         this.state.snapshot,
+        keep,
       )
-      const telemetry = this.telemetry
+      const { telemetry, sessions } = this
       this.options.onRelease(
         released.then((result) => {
           telemetry.released(result)
+          if (E.isRight(result) && result.right !== undefined && 'sessionKept' in result.right)
+            sessions.shelve(session, renewal)
           return E.map((): void => undefined)(result)
         }),
       )

@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { SchedulerLike, Subscription } from 'rxjs'
-import type { ConsulClient } from '../../consul/client-api.js'
+import type { ConsulClient, SessionCreateOptions } from '../../consul/client-api.js'
 import type { ConsulError } from '../../consul/errors.js'
 import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
 import { judgeFailure } from '../../shared/failure-verdict.js'
@@ -8,6 +8,7 @@ import { toSemaphoreError, type SemaphoreError } from '../../errors.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
 import type { ContenderProtocol } from '../protocol/contender-protocol.js'
 import { destroySession } from '../release/destroy-session.js'
+import { sessionSignature, type ContenderShelf } from '../session-shelf.js'
 import { unreachableError } from './unreachable-error.js'
 
 /**
@@ -26,6 +27,11 @@ export interface SessionLoopOptions extends ResolvedContenderOptions {
   readonly random: () => number
   /** Receives the destroy of a session whose request was out when the loop stopped. */
   readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
+  /**
+   * Where idle sessions of the process wait: one made with the same options is taken from it
+   * instead of a create, and `shelve` puts one back.
+   */
+  readonly shelf?: ContenderShelf | undefined
 }
 
 /** Where a session loop reports. */
@@ -56,7 +62,9 @@ interface CreateCall {
  * `startupTimeoutMs` (`Unreachable`). A request still waiting for a connection of a busy client
  * at the start-up timeout, while the agent answers that client, is waited for: only its failure
  * gives up. A request out when the loop stops is awaited in the background (at most
- * ABANDONED_SESSION_WAIT_MS) and the session it makes destroyed (`abandon`).
+ * ABANDONED_SESSION_WAIT_MS) and the session it makes destroyed (`abandon`). With a shelf, a
+ * session kept there with the same options is taken instead of a create (answered as a create
+ * is, a microtask later, with the time its lease runs from).
  *
  * ```
  * start ─► create ──ok──► onSession          run ends: again() ─► (backoff) ─► create
@@ -78,11 +86,24 @@ export class SessionLoop {
   /** Failures in a row (reset by `succeeded`), and ACL 500s among the last of them. */
   private attempt = 0
   private aclInRow = 0
+  /** What every session of this loop is created with (without the abort signal). */
+  private readonly request: SessionCreateOptions
+  /** The request's signature on the shelf. */
+  private readonly signature: string
 
   constructor(
     private readonly options: SessionLoopOptions,
     private readonly listener: SessionListener,
-  ) {}
+  ) {
+    this.request = {
+      name: options.sessionName,
+      ttl: options.ttl,
+      behavior: options.protocol.behavior,
+      ...(options.lockDelay !== undefined ? { lockDelay: options.lockDelay } : {}),
+      ...(options.checks !== undefined ? { nodeChecks: options.checks } : {}),
+    }
+    this.signature = sessionSignature(this.request)
+  }
 
   /** Asks for the first session, and starts counting the start-up timeout. */
   start(): void {
@@ -134,6 +155,16 @@ export class SessionLoop {
     this.retryAfter(backoffDelay(BACKOFF.session, this.attempt, { error: transient, random }))
   }
 
+  /**
+   * Puts a session of this loop, given up cleanly (Consul holds nothing of it but the session),
+   * on the shelf for the next contender; without a shelf, does nothing.
+   *
+   * @param renewal - When its last renewal (or create) was sent, and its TTL.
+   */
+  shelve(session: string, renewal: { readonly sentAt: number; readonly ttlMs: number }): void {
+    this.options.shelf?.shelve(this.signature, { session, ...renewal }, this.options.scheduler)
+  }
+
   /** Stops every timer; a request in flight is abandoned (its session destroyed once made). */
   stop(): void {
     this.startupTimer?.unsubscribe()
@@ -144,18 +175,23 @@ export class SessionLoop {
   }
 
   private create(): void {
-    const { client, protocol, scheduler } = this.options
+    const { client, scheduler, shelf } = this.options
     this.listener.onCreating()
     const controller = new AbortController()
-    const answer = client.session.create({
-      name: this.options.sessionName,
-      ttl: this.options.ttl,
-      behavior: protocol.behavior,
-      ...(this.options.lockDelay !== undefined ? { lockDelay: this.options.lockDelay } : {}),
-      ...(this.options.checks !== undefined ? { nodeChecks: this.options.checks } : {}),
-      signal: controller.signal,
-    })()
-    const call: CreateCall = { controller, answer, sentAt: scheduler.now() }
+    const shelved = shelf?.take(this.signature, scheduler.now())
+    const call: CreateCall =
+      shelved !== undefined
+        ? {
+            controller,
+            answer: Promise.resolve(E.right(shelved.session)),
+            sentAt: shelved.sentAt,
+          }
+        : {
+            controller,
+            answer: client.session.create({ ...this.request, signal: controller.signal })(),
+            sentAt: scheduler.now(),
+          }
+    const { answer } = call
     this.createCall = call
     void answer.then((created) => {
       if (this.createCall !== call) return

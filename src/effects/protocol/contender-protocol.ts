@@ -89,11 +89,15 @@ export interface ContenderProtocol {
    * Gives the slot back and destroys the session (never rejects: errors are Lefts). `lastSeen` is
    * the last snapshot the contender decided on, a hint that may save a read. A semaphore's release
    * answers how the slot went back (a hand-off, for the telemetry); a lock's, nothing.
+   * `keepSession` asks to keep the session after a clean release, for another contender: a
+   * semaphore's release then ends without the destroy and its outcome says `sessionKept`; a lock's
+   * destroys it all the same.
    */
   readonly release: (
     contender: ProtocolMember,
     session: string,
     lastSeen: KVSnapshot | undefined,
+    keepSession?: boolean,
   ) => Promise<E.Either<ConsulError, ReleaseOutcome | void>>
   /** The public error for a prefix problem the core found. */
   readonly problemError: (problem: PrefixProblem) => SemaphoreError

@@ -17,7 +17,11 @@ import type { ContenderProtocol } from './contender-protocol.js'
  * 4. acquire: a transaction that checks the session still locks its key, CASes `.lock` on its
  *    ModifyIndex with this session added, and marks the key HOLDER_FLAGS (`semaphorePerformer`);
  * 5. release: CAS the session out of `.lock` (or hand the slot to the first waiter) with the
- *    deletion of the key, then destroy the session (`releaseSlot`).
+ *    deletion of the key, then destroy the session (`releaseSlot`), unless the member keeps it
+ *    for the next contender of the process (the session shelf);
+ * 6. between two jobs of a process (the job pool under `withSlot`), one transaction gives the next
+ *    job a fresh fencing token: the holder keeps its slot and rewrites its key, or hands the slot
+ *    on and rejoins at the tail (`renewal`).
  */
 export const semaphoreProtocol: ContenderProtocol = {
   kind: 'semaphore',
@@ -42,7 +46,7 @@ export const semaphoreProtocol: ContenderProtocol = {
     }),
   renew: (contender) => (snapshot, session) =>
     renewal(snapshot, { ...contender, session }, contender.cache.view(snapshot, contender)),
-  release: (contender, session, lastSeen) =>
+  release: (contender, session, lastSeen, keepSession) =>
     releaseSlot({
       client: contender.client,
       prefix: contender.prefix,
@@ -52,6 +56,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       scheduler: contender.scheduler,
       hint: lastSeen,
       hintView: lastSeen && contender.cache.view(lastSeen, contender),
+      keepSession,
     }),
   problemError,
 }

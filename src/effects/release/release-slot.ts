@@ -14,7 +14,8 @@ export interface ReleaseSlotOptions extends ReleaseInput, ReleaseDriverOptions {
 /**
  * Gives a semaphore slot back and leaves Consul clean: runs the release plan (`releaseStart`, in
  * the core, which makes every choice: hand-off or plain, hint or read, retries, giving up) on the
- * client, its waits on the scheduler. The session is destroyed at the end in every case.
+ * client, its waits on the scheduler. The session is destroyed at the end, unless `keepSession`
+ * asked to keep it and the slot went back cleanly (the outcome then says `sessionKept`).
  *
  * @example
  * const result = await releaseSlot({ client, prefix: 'svc/lock', session, limit: 3 })

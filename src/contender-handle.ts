@@ -62,6 +62,11 @@ export interface ContenderHandleSpec<S extends HeldState> {
   readonly guardKey: (session: string) => string
   /** The contender's scheduler, whose clock the lease deadline is on; default asyncScheduler. */
   readonly scheduler?: SchedulerLike | undefined
+  /**
+   * Keep a session given up cleanly for the next contender of the process whatever the client
+   * (a job pool's workers); default: only on the default client.
+   */
+  readonly shelveAlways?: boolean | undefined
 }
 
 /** The shared lifecycle of `semaphore(...)` and `leaderElection(...)`. */
@@ -152,7 +157,8 @@ export function contenderHandle<S extends HeldState>(
 
   // On the default client, a session given up cleanly lingers on the process's shelf for the next
   // contender (a replica's next tenure), holding the client open meanwhile. With a client of the
-  // user's, close() keeps its promise that Consul is clean when it resolves: no shelf.
+  // user's, close() keeps its promise that Consul is clean when it resolves: no shelf, except for
+  // a job pool's workers (the client's close() destroys what is kept for it first).
   const shelfOf = (running: ConsulClient): ContenderShelf | undefined =>
     spec.consul === undefined
       ? contenderShelf(running, {
@@ -161,7 +167,9 @@ export function contenderHandle<S extends HeldState>(
             return () => void held.release().catch(() => undefined)
           },
         })
-      : undefined
+      : spec.shelveAlways === true
+        ? contenderShelf(running)
+        : undefined
 
   // The latest state of the running contender, renewals included, for the guard.
   let current: S | undefined

@@ -229,6 +229,8 @@ export interface ContenderInternals {
   readonly tryOnce?: boolean
   /** Replaces `startupTimeout` (a job pool's workers once the pool has reached Consul). */
   readonly startupTimeoutMs?: number
+  /** A job pool's worker: its session lingers for the next worker, whatever the client. */
+  readonly pooled?: boolean
   /** More options to check with the contender's, so that one error names every problem. */
   readonly checkMore?: (report: ReportProblem) => void
 }
@@ -303,6 +305,7 @@ export function slotContender(
     releaseFailedHint: 'The session expires by its TTL and other contenders then prune it.',
     guardKey: (session) => contenderKey(resolved.prefix, session),
     scheduler: options.scheduler,
+    shelveAlways: internal.pooled,
   })
 }
 

@@ -155,7 +155,10 @@ class SlotPool {
   }
 
   private spawn(): void {
-    const handle = slotContender(this.options, this.reached ? { startupTimeoutMs: Infinity } : {})
+    const handle = slotContender(this.options, {
+      pooled: true,
+      ...(this.reached ? { startupTimeoutMs: Infinity } : {}),
+    })
     const worker: Worker = {
       handle,
       subscription: undefined,

@@ -81,7 +81,8 @@ function report(): void {
   sampleRss()
   const cpu = process.cpuUsage(cpuBefore)
   const end = wall()
-  say(
+  // Exits once the report is written: stdout is a pipe, and a large report would be cut short.
+  process.stdout.write(
     `J ${JSON.stringify({
       submittedAt: submittedAt ?? end,
       reportedAt: end,
@@ -92,10 +93,10 @@ function report(): void {
       cpuMs: (cpu.user + cpu.system) / 1000,
       failures: Object.fromEntries(failures),
       records,
-    })}`,
+    })}\n`,
+    // Jobs still waiting are left to the parent's clean-up (it removes the prefix's sessions).
+    () => process.exit(0),
   )
-  // Jobs still waiting are left to the parent's clean-up (it removes the prefix's sessions).
-  process.exit(0)
 }
 
 let input = ''

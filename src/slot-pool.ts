@@ -15,16 +15,22 @@
 import type { Subscription } from 'rxjs'
 import type { ContenderHandle } from './contender-handle.js'
 import { SemaphoreError } from './errors.js'
-import { withoutTrailingSlashes, type SemaphoreOptions } from './options/contender-options.js'
+import {
+  resolveSemaphoreOptions,
+  validated,
+  withoutTrailingSlashes,
+  type ReportProblem,
+  type SemaphoreOptions,
+} from './options/contender-options.js'
 import { slotContender, type SemaphoreState } from './semaphore.js'
 import type { SlotGuard } from './slot-guard.js'
 
 /** One `withSlot` call, from the queue to its settling. */
 export interface PoolJob {
   /** Called with the worker's guard bound to this job's token, when its slot is held. */
-  readonly start: (slot: JobSlot) => void
+  start(slot: JobSlot): void
   /** The job left the queue for good: its pool failed (`error`), nothing was started. */
-  readonly fail: (error: SemaphoreError) => void
+  fail(error: SemaphoreError): void
 }
 
 /** What a running job gets: its guard (bound to its own token) and how it says it is over. */
@@ -54,7 +60,7 @@ interface Worker {
 }
 
 /** A process's pool for one (client, prefix, options). */
-class SlotPool {
+export class SlotPool {
   private readonly queue = new Set<PoolJob>()
   private readonly workers = new Set<Worker>()
   /** A worker had a session once: later workers wait out an outage instead of giving up. */
@@ -66,17 +72,22 @@ class SlotPool {
     private readonly key: string,
     private readonly options: SemaphoreOptions,
     private readonly limit: number,
+    /** The prefix, as the options give it. */
+    readonly prefix: string,
   ) {}
 
-  /**
-   * Queues `job`; returns the function that takes it out again (abort, wait timeout), which
-   * resolves once the workers that no job needs any more after it left have given their slots
-   * back (nothing is sent when other jobs still wait).
-   */
-  submit(job: PoolJob): () => Promise<void> {
+  /** Queues `job`: it starts when a worker holds a token no job ran under. */
+  submit(job: PoolJob): void {
     this.queue.add(job)
     void this.pump()
-    return () => (this.queue.delete(job) ? this.pump() : Promise.resolve())
+  }
+
+  /**
+   * Takes a queued job out (abort, wait timeout). Resolves once the workers that no job needs any
+   * more after it left have given their slots back; nothing is sent when other jobs still wait.
+   */
+  cancel(job: PoolJob): Promise<void> {
+    return this.queue.delete(job) ? this.pump() : Promise.resolve()
   }
 
   /**
@@ -251,21 +262,31 @@ function jobGuard(worker: SlotGuard, token: bigint): SlotGuard {
 const pools = new Map<string, SlotPool>()
 
 /**
- * The pool of `options`' client, prefix and options, made on first use and dropped once it has
- * neither jobs nor workers.
+ * The pool of `options`' client, prefix and options, made on first use (the options validated
+ * then) and dropped once it has neither jobs nor workers.
  *
  * @example
  * ```ts
- * const cancel = slotPool(options, 3).submit({ start: (slot) => run(slot), fail: reject })
+ * slotPool({ prefix: 'service/db/lock', limit: 3 }).submit(job)
  * ```
- * @param options - The semaphore's options (validated already), without the job's own.
- * @param limit - The resolved limit: the most workers the pool runs.
+ * @param options - The semaphore's options, without the job's own.
+ * @param checkMore - The job's own options, checked each call (with the semaphore's, the first).
  * @returns The pool.
+ * @throws SemaphoreError('InvalidOptions') naming every wrong option.
  */
-export function slotPool(options: SemaphoreOptions, limit: number): SlotPool {
+export function slotPool(
+  options: SemaphoreOptions,
+  checkMore: (report: ReportProblem) => void,
+): SlotPool {
   const key = poolKey(options)
-  let pool = pools.get(key)
-  if (pool === undefined) pools.set(key, (pool = new SlotPool(key, options, limit)))
+  const known = pools.get(key)
+  if (known !== undefined) {
+    validated(checkMore)
+    return known
+  }
+  const { limit } = resolveSemaphoreOptions(options, 'rx-consul-semaphore', checkMore)
+  const pool = new SlotPool(key, options, limit, options.prefix)
+  pools.set(key, pool)
   return pool
 }
 

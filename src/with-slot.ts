@@ -1,16 +1,15 @@
-import { asyncScheduler } from 'rxjs'
+import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs'
 import { SemaphoreError, abortedError } from './errors.js'
 import { formatGoDuration } from './consul/durations.js'
 import {
   checkTimeout,
-  resolveSemaphoreOptions,
   withoutTrailingSlashes,
   type Duration,
   type SemaphoreOptions,
 } from './options/contender-options.js'
 import { onAbort } from './shared/abort-fanout.js'
 import type { SlotGuard } from './slot-guard.js'
-import { slotPool, type JobSlot } from './slot-pool.js'
+import { slotPool, type JobSlot, type PoolJob, type SlotPool } from './slot-pool.js'
 
 /**
  * Runs `work` while a slot of the semaphore is held, for callers who do not use RxJS: waits for a
@@ -53,13 +52,14 @@ export function withSlot<T>(
 ): Promise<T> {
   const { signal: caller, waitTimeout, ...semaphoreOptions } = options
   let waitTimeoutMs = Infinity
-  let limit: number
+  let pool: SlotPool
   try {
     // The wait's bound is checked with the semaphore's options: one error names every problem.
-    limit = resolveSemaphoreOptions(semaphoreOptions, 'rx-consul-semaphore', (report) => {
-      if (waitTimeout !== undefined)
+    pool = slotPool(semaphoreOptions, (report) => {
+      if (waitTimeout !== undefined) {
         waitTimeoutMs = checkTimeout('waitTimeout', waitTimeout, report)
-    }).limit
+      }
+    })
   } catch (error: unknown) {
     return Promise.reject(error)
   }
@@ -67,61 +67,92 @@ export function withSlot<T>(
     return Promise.reject(abortedError(caller, 'waiting for a slot', waitAloneHint(caller)))
   }
   return new Promise<T>((resolve, reject) => {
-    let slot: JobSlot | undefined
-    let given: Promise<void> | undefined
-    const controller = new AbortController()
-    /** The slot goes to the next job of the process, or back (once). */
-    const giveBack = (): Promise<void> => (given ??= slot?.done() ?? Promise.resolve())
-    const stopListening = caller && onAbort(caller, () => aborted())
-    const waitTimer =
-      waitTimeoutMs === Infinity
-        ? undefined
-        : (options.scheduler ?? asyncScheduler).schedule(() => {
-            if (slot !== undefined) return
-            stopListening?.()
-            const error = waitTimeoutError(withoutTrailingSlashes(options.prefix), waitTimeoutMs)
-            void leaveQueue().then(() => reject(error))
-          }, waitTimeoutMs)
-    const aborted = (): void => {
-      const signal = caller as AbortSignal
-      if (slot === undefined) {
-        // Still queued: it leaves the queue, and nothing is sent to Consul for it.
-        waitTimer?.unsubscribe()
-        const error = abortedError(signal, 'waiting for a slot', waitAloneHint(caller))
-        void leaveQueue().then(() => reject(error))
-        return
-      }
-      // Running: its signal aborts and the slot goes on now; the promise settles with the work.
-      controller.abort(abortedError(signal, 'the work holding a slot', waitAloneHint(caller)))
-      giveBack().catch(() => undefined)
-    }
-    const leaveQueue = slotPool(semaphoreOptions, limit).submit({
-      start: (held) => {
-        slot = held
-        waitTimer?.unsubscribe()
-        held.onLost = (error) => {
-          if (!controller.signal.aborted) controller.abort(error)
-        }
-        new Promise<T>((settle) => settle(work(controller.signal, held.guard))).then(
-          (value) => finish(() => resolve(value), true),
-          (error: unknown) => finish(() => reject(error), false),
-        )
-      },
-      fail: (error) => {
-        waitTimer?.unsubscribe()
-        stopListening?.()
-        reject(error)
-      },
-    })
-    const finish = (outcome: () => void, succeeded: boolean): void => {
-      stopListening?.()
-      giveBack().then(outcome, (error: unknown) => {
-        // The work's own failure matters more than a failed clean-up after it.
-        if (succeeded && !controller.signal.aborted) reject(error)
-        else outcome()
-      })
-    }
+    const job = new SlotJob(pool, work, resolve, reject, caller)
+    if (waitTimeoutMs !== Infinity) job.bound(options.scheduler ?? asyncScheduler, waitTimeoutMs)
+    pool.submit(job)
   })
+}
+
+/**
+ * One `withSlot` call in its pool: queued until a worker holds, then its work under the token of
+ * that moment. One object per job, its methods on the prototype: ten thousand queued jobs are ten
+ * thousand of these and their promises, with no listener and no controller each.
+ */
+class SlotJob<T> implements PoolJob {
+  private slot: JobSlot | undefined
+  private given: Promise<void> | undefined
+  /** The work's signal, made when it starts. */
+  private controller: AbortController | undefined
+  private waitTimer: Subscription | undefined
+  private readonly stopListening: (() => void) | undefined
+
+  constructor(
+    private readonly pool: SlotPool,
+    private readonly work: (signal: AbortSignal, slot: SlotGuard) => Promise<T>,
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (error: unknown) => void,
+    caller: AbortSignal | undefined,
+  ) {
+    this.stopListening = caller && onAbort(caller, () => this.aborted(caller))
+  }
+
+  /** Bounds the wait (`waitTimeout`). */
+  bound(scheduler: SchedulerLike, ms: number): void {
+    this.waitTimer = scheduler.schedule(() => {
+      if (this.slot !== undefined) return
+      this.stopListening?.()
+      const prefix = withoutTrailingSlashes(this.pool.prefix)
+      const error = waitTimeoutError(prefix, ms)
+      void this.pool.cancel(this).then(() => this.reject(error))
+    }, ms)
+  }
+
+  start(slot: JobSlot): void {
+    this.slot = slot
+    this.waitTimer?.unsubscribe()
+    const controller = (this.controller = new AbortController())
+    slot.onLost = (error) => {
+      if (!controller.signal.aborted) controller.abort(error)
+    }
+    new Promise<T>((settle) => settle(this.work(controller.signal, slot.guard))).then(
+      (value) => this.finish(() => this.resolve(value), true),
+      (error: unknown) => this.finish(() => this.reject(error), false),
+    )
+  }
+
+  fail(error: SemaphoreError): void {
+    this.waitTimer?.unsubscribe()
+    this.stopListening?.()
+    this.reject(error)
+  }
+
+  private aborted(signal: AbortSignal): void {
+    const controller = this.controller
+    if (controller === undefined) {
+      // Still queued: it leaves the queue, and nothing is sent to Consul for it.
+      this.waitTimer?.unsubscribe()
+      const error = abortedError(signal, 'waiting for a slot', waitAloneHint(signal))
+      void this.pool.cancel(this).then(() => this.reject(error))
+      return
+    }
+    // Running: its signal aborts and the slot goes on now; the promise settles with the work.
+    controller.abort(abortedError(signal, 'the work holding a slot', waitAloneHint(signal)))
+    this.giveBack().catch(() => undefined)
+  }
+
+  /** The slot goes to the next job of the process, or back (once). */
+  private giveBack(): Promise<void> {
+    return (this.given ??= this.slot?.done() ?? Promise.resolve())
+  }
+
+  private finish(outcome: () => void, succeeded: boolean): void {
+    this.stopListening?.()
+    this.giveBack().then(outcome, (error: unknown) => {
+      // The work's own failure matters more than a failed clean-up after it.
+      if (succeeded && this.controller?.signal.aborted !== true) this.reject(error)
+      else outcome()
+    })
+  }
 }
 
 /**

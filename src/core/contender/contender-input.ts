@@ -23,4 +23,10 @@ export type ContenderInput =
   | { readonly type: 'wake' }
   | { readonly type: 'written'; readonly action: ContenderAction }
   | { readonly type: 'end' }
-  | { readonly type: 'renew' }
+  | RenewInput
+
+/** The job a holder served has ended and another job of its process waits (`Renewal`). */
+export interface RenewInput {
+  /** Discriminant. */
+  readonly type: 'renew'
+}

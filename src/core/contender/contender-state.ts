@@ -20,7 +20,7 @@ import {
   type Observable,
   type OperatorFunction,
 } from 'rxjs'
-import type { ContenderInput } from './contender-input.js'
+import type { ContenderInput, RenewInput } from './contender-input.js'
 import {
   initialContenderState,
   type ContenderAction,
@@ -87,7 +87,7 @@ export function writeAfter(
 export function contenderSteps(
   options: ContenderStateOptions,
   perform?: ContenderPerformer,
-): OperatorFunction<ContenderEvent, ContenderStep> {
+): OperatorFunction<ContenderEvent | RenewInput, ContenderStep> {
   if (!Number.isSafeInteger(options.limit) || options.limit < 1) {
     throw new RangeError(`limit must be a positive integer, got ${options.limit}`)
   }

@@ -1,0 +1,174 @@
+// A holder between two jobs of its process: the `renew` input, the one write it asks for
+// (`Renewal`: Refence keeps the slot, Rotate hands it on and rejoins at the tail), and the token the
+// next job gets. The step runs with the semaphore protocol's own renewal (`renewal` on the shared
+// view), as the member runs it.
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { filter, map, skip, type Observable } from 'rxjs'
+import { TestScheduler } from 'rxjs/testing'
+import type {
+  ContenderAction,
+  ContenderStateOptions,
+} from '../src/core/contender/contender-state-model.js'
+import { contenderSteps } from '../src/core/contender/contender-state.js'
+import type { RenewInput } from '../src/core/contender/contender-input.js'
+import type { ContenderEvent } from '../src/core/events.js'
+import { prefixView } from '../src/core/semaphore/prefix-view.js'
+import { renewal, type Renewal } from '../src/core/semaphore/renewal.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../src/shared/flags.js'
+import { created, seen } from './support/events.js'
+import { prefix } from './support/scenario.js'
+import { contenderEntry, lockEntry, snapshotOf, text } from './support/snapshot.js'
+
+const testScheduler = (): TestScheduler =>
+  new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
+
+/** The step's options with the semaphore's renewal, limit 2. */
+const two: ContenderStateOptions = {
+  prefix,
+  limit: 2,
+  renew: (snapshot, session) =>
+    renewal(snapshot, { prefix, session, limit: 2 }, prefixView(snapshot, { prefix, limit: 2 })),
+}
+
+const holderKey = (session: string, index: bigint) =>
+  contenderEntry(prefix, session, 3n, { flags: HOLDER_FLAGS, modifyIndex: index })
+
+/** We hold (our key rewritten at 20 by our CAS), with `a`; nobody waits. */
+const weHold = snapshotOf([
+  holderKey('a', 10n),
+  holderKey('me', 20n),
+  lockEntry(prefix, '{"Limit":2,"Holders":{"a":true,"me":true}}', 20n),
+])
+/** The same, and `w` (one of ours, or another process's) waits behind. */
+const wWaits = snapshotOf([
+  holderKey('a', 10n),
+  holderKey('me', 20n),
+  contenderEntry(prefix, 'w', 22n, { flags: CONTENDER_FLAGS }),
+  lockEntry(prefix, '{"Limit":2,"Holders":{"a":true,"me":true}}', 20n),
+])
+
+const renew: RenewInput = { type: 'renew' }
+const inputs: Record<string, ContenderEvent | RenewInput> = {
+  c: created('me', 10_000, 0),
+  h: seen(weHold),
+  w: seen(wWaits),
+  n: renew,
+}
+
+/** A write in a word: `Refence@20`, `Rotate@20>w` (handed to w), `Rotate@20` (released). */
+function word(action: ContenderAction): string {
+  switch (action.type) {
+    case 'Refence':
+      return `Refence@${action.cas}`
+    case 'Rotate':
+      return `Rotate@${action.cas}${action.handOff ? `>${action.handOff.heir}` : ''}`
+    default:
+      return action.type
+  }
+}
+
+describe('renewal: the write between two jobs', () => {
+  it('should keep the slot when nobody else waits: holding drops, one Refence, and holding comes back under the new token', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const refence = cold<ContenderEvent>('--(r|)', {
+        r: { type: 'renewed', ok: true, renewal: 'Refence', modifyIndex: 31n },
+      })
+      const perform = (action: ContenderAction): Observable<ContenderEvent> => {
+        assert.equal(word(action), 'Refence@20')
+        return refence
+      }
+      const steps = cold('c-h-n', inputs).pipe(contenderSteps(two, perform))
+      const tenure = steps.pipe(
+        map(({ state }) => (state.holding ? `t${state.fencingToken}` : 'f')),
+        filter((value, i) => i > 0 && value !== 'f'),
+      )
+      // Held at 2 under token 20 (its CAS's index), then under 31 once the Refence answered.
+      expectObservable(tenure, '^ 50ms !').toBe('--a---b', { a: 't20', b: 't31' })
+      expectSubscriptions(refence.subscriptions).toBe('----^-!')
+    })
+  })
+
+  it('should not hold while the Refence is out, and never again under the last job token', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const steps = cold('c-h-n', inputs).pipe(contenderSteps(two, () => cold('-')))
+      const holding = steps.pipe(
+        skip(1),
+        map(({ state }) => state.holding),
+      )
+      expectObservable(holding, '^ 50ms !').toBe('f-t-f', { t: true, f: false })
+    })
+  })
+
+  it('should rotate when another contender waits: hand it the slot and rejoin at the tail, in one write', () => {
+    const action = renewal(
+      wWaits,
+      { prefix, session: 'me', limit: 2 },
+      prefixView(wWaits, { prefix, limit: 2 }),
+    ) as Extract<Renewal, { type: 'Rotate' }>
+    assert.equal(word(action), 'Rotate@20>w')
+    assert.equal(text(action.body), '{"Limit":2,"Holders":{"a":true,"w":true}}')
+  })
+
+  it('should leave the tenure after a committed Rotate: not holding, not listed, no token', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const rotate = cold<ContenderEvent>('--(r|)', {
+        r: { type: 'renewed', ok: true, renewal: 'Rotate', modifyIndex: 33n },
+      })
+      const steps = cold('c-w-n', inputs).pipe(contenderSteps(two, () => rotate))
+      const after = steps.pipe(
+        skip(1),
+        map(({ state }) => `${state.holding}/${state.listed}/${state.fencingToken ?? '-'}`),
+      )
+      expectObservable(after, '^ 50ms !').toBe('a-b-c-d', {
+        a: 'false/false/-',
+        b: 'true/true/20',
+        c: 'false/true/20',
+        d: 'false/false/-',
+      })
+    })
+  })
+
+  it('should try again on the next snapshot when the renewal did not commit, and hold under its token', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const refused = cold<ContenderEvent>('-(r|)', {
+        r: { type: 'renewed', ok: false, renewal: 'Refence' },
+      })
+      const later = snapshotOf([
+        holderKey('a', 10n),
+        holderKey('me', 20n),
+        lockEntry(prefix, '{"Limit":2,"Holders":{"a":true,"me":true}}', 26n),
+      ])
+      const committed = cold<ContenderEvent>('-(r|)', {
+        r: { type: 'renewed', ok: true, renewal: 'Refence', modifyIndex: 27n },
+      })
+      const perform = (action: ContenderAction): Observable<ContenderEvent> =>
+        action.type === 'Refence' && action.cas === 20n ? refused : committed
+      const steps = cold('c-h-n---l', { ...inputs, l: seen(later) }).pipe(
+        contenderSteps(two, perform),
+      )
+      const tokens = steps.pipe(
+        map(({ state }) => (state.holding ? `t${state.fencingToken}` : 'f')),
+        filter((value, i) => i > 0 && value !== 'f'),
+      )
+      expectObservable(tokens, '^ 50ms !').toBe('--a------b', { a: 't20', b: 't27' })
+      expectSubscriptions(refused.subscriptions).toBe('----^!')
+      expectSubscriptions(committed.subscriptions).toBe('--------^!')
+    })
+  })
+
+  it('should ignore renew when it does not hold, and write nothing', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const waitingOnly = snapshotOf([contenderEntry(prefix, 'me', 5n, { flags: CONTENDER_FLAGS })])
+      const steps = cold('c-s-n', { ...inputs, s: seen(waitingOnly) }).pipe(contenderSteps(two))
+      const writes = steps.pipe(
+        filter(({ commands }) => commands.some((c) => c.type === 'write')),
+        map(({ commands }) =>
+          commands.map((c) => (c.type === 'write' ? word(c.action) : c.type)).join(' '),
+        ),
+      )
+      // The CAS it asks for as a waiter at 2, and nothing at 4.
+      expectObservable(writes, '^ 50ms !').toBe('--a', { a: 'TryAcquire' })
+    })
+  })
+})

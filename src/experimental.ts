@@ -47,7 +47,11 @@ export {
   writeAfter,
   type ContenderPerformer,
 } from './core/contender/contender-state.js'
-export type { ContenderInput, DecidedSnapshot } from './core/contender/contender-input.js'
+export type {
+  ContenderInput,
+  DecidedSnapshot,
+  RenewInput,
+} from './core/contender/contender-input.js'
 export { holding } from './core/contender/holding.js'
 export type {
   ContenderAction,
@@ -56,8 +60,11 @@ export type {
   ContenderStateOptions,
   CountedGrace,
   DecideStep,
+  RenewStep,
   SharedGrace,
 } from './core/contender/contender-state-model.js'
+export type { Renewal } from './core/semaphore/renewal.js'
+export type { HandOff } from './core/semaphore/hand-off.js'
 export type { LastFailure } from './core/contender/last-failure.js'
 export { leaseDeadline, type LeaseMargin } from './core/contender/lease-deadline.js'
 

@@ -184,10 +184,10 @@ describe('an early close or abort leaves nothing in Consul', () => {
           ),
       )
       at(when as When, () => controller.abort(new Error('early abort')))
-      // On the default client a slot given back cleanly leaves its session on the process's shelf
-      // for the next contender (it lingers, then goes): destroyed now, so what is counted is only
-      // what the release left.
-      const settledClean = client === 'default' ? settled.finally(() => flushShelf()) : settled
+      // A job pool's worker given back cleanly leaves its session on the process's shelf for the
+      // pool's next worker (it lingers, then goes): destroyed now, so what is counted is only what
+      // the release left.
+      const settledClean = settled.finally(() => flushShelf())
       return countAtSettle(settledClean, () => leftBy(session, prefix))
     },
   })

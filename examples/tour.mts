@@ -69,6 +69,7 @@ await sem.close() // CAS out of .lock, delete the contender key, destroy the ses
 
 // Without Rx: run while a slot is held; the signal aborts if the slot is lost, and `slot` checks
 // synchronously (against the wall clock, so also right after a long pause) before each write.
+// The calls of a process share its contenders: see "Jobs under a fleet-wide limit" below.
 // `waitTimeout` bounds the wait alone: no slot within 5 s rejects with kind 'WaitTimeout', and
 // work that has started runs to its end (a `signal` option would cancel the wait or the work).
 const limits = { prefix: 'service/db/lock', limit: 3, consul, waitTimeout: '5s' }

@@ -55,7 +55,13 @@ export type { TaskKeyFinish } from './effects/task-lock/task-lock-finish.js'
 export type { TaskLossReason } from './core/task-lock/task-lock-loss.js'
 
 // Interop with `consul lock`: where the keys are and which flags mark them.
-export { SEMAPHORE_FLAGS, LOCK_FLAGS, CONTENDER_FLAGS, HOLDER_FLAGS } from './shared/flags.js'
+export {
+  SEMAPHORE_FLAGS,
+  LOCK_FLAGS,
+  CONTENDER_FLAGS,
+  HOLDER_FLAGS,
+  RENEWING_FLAGS,
+} from './shared/flags.js'
 export { lockKey } from './core/keys/lock-key.js'
 export { contenderKey } from './core/keys/contender-key.js'
 

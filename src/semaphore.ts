@@ -227,8 +227,6 @@ export function toSemaphoreState(core: ContenderState, limit: number): Semaphore
 /** @internal How `tryAcquire`/`tryLead` set up a contender (see `ContendOptions.tryOnce`). */
 export interface ContenderInternals {
   readonly tryOnce?: boolean
-  /** Replaces `startupTimeout` (a job pool's workers once the pool has reached Consul). */
-  readonly startupTimeoutMs?: number
   /** A job pool's worker: its session lingers for the next worker, whatever the client. */
   readonly pooled?: boolean
   /** More options to check with the contender's, so that one error names every problem. */
@@ -288,13 +286,11 @@ export function slotContender(
   internal: ContenderInternals,
 ): ContenderHandle<SemaphoreState> {
   const resolved = resolveSemaphoreOptions(options, 'rx-consul-semaphore', internal.checkMore)
-  const startupTimeoutMs = internal.startupTimeoutMs ?? resolved.startupTimeoutMs
   return contenderHandle<SemaphoreState>({
     consul: options.consul,
     idle: idle(resolved.limit),
     options: () => ({
       ...resolved,
-      startupTimeoutMs,
       protocol: semaphoreProtocol,
       fairness: resolved.fairness && internal.tryOnce !== true,
       scheduler: options.scheduler,

@@ -63,8 +63,6 @@ interface Worker {
 export class SlotPool {
   private readonly queue = new Set<PoolJob>()
   private readonly workers = new Set<Worker>()
-  /** A worker had a session once: later workers wait out an outage instead of giving up. */
-  private reached = false
   /** The greatest token a job of this pool started under: the next one must be greater. */
   private highest: bigint | undefined
 
@@ -166,10 +164,7 @@ export class SlotPool {
   }
 
   private spawn(): void {
-    const handle = slotContender(this.options, {
-      pooled: true,
-      ...(this.reached ? { startupTimeoutMs: Infinity } : {}),
-    })
+    const handle = slotContender(this.options, { pooled: true })
     const worker: Worker = {
       handle,
       subscription: undefined,
@@ -188,7 +183,6 @@ export class SlotPool {
 
   private stateOf(worker: Worker, state: SemaphoreState): void {
     worker.state = state
-    if (state.session !== undefined) this.reached = true
     const job = worker.job
     if (job !== undefined) {
       // Lost under the job (not the renewal after it, which runs only once the job is over).

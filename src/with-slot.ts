@@ -7,7 +7,7 @@ import {
   type Duration,
   type SemaphoreOptions,
 } from './options/contender-options.js'
-import { onAbort } from './shared/abort-fanout.js'
+import { onAbort } from './abort-fanout.js'
 import type { SlotGuard } from './slot-guard.js'
 import { slotPool, type JobSlot, type PoolJob, type SlotPool } from './slot-pool.js'
 

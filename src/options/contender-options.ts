@@ -65,8 +65,9 @@ export interface ContenderOptions {
    * How long a contender tries to reach a Consul agent before `holding$` errors with
    * SemaphoreError('Unreachable'), naming the address and the last failure: a duration, or
    * `Infinity` to wait for ever (e.g. a service that may start before its local agent). It
-   * applies only until the first contact (the first session created); after it, an agent that
-   * cannot be reached is retried for as long as it lasts. A session request still waiting for a
+   * applies only until the first contact (the first session created), and not at all on a client
+   * the agent has answered before (a process's later contenders, the next job of `withSlot`):
+   * after it, an agent that cannot be reached is retried for as long as it lasts. A session request still waiting for a
    * connection of a busy client when the time is up (thousands of contenders started at once on
    * one client) is waited for if the agent answered the client meanwhile: the contender errors only
    * if that request fails. Default '15s'.

@@ -19,6 +19,7 @@ const VALUES = [
   'CONTENDER_FLAGS',
   'ConsulConfigError',
   'HOLDER_FLAGS',
+  'RENEWING_FLAGS',
   'LOCK_FLAGS',
   'SEMAPHORE_FLAGS',
   'SemaphoreError',

@@ -108,9 +108,11 @@ export class SessionLoop {
   /** Asks for the first session, and starts counting the start-up timeout. */
   start(): void {
     const { client, startupTimeoutMs, scheduler } = this.options
-    if (Number.isFinite(startupTimeoutMs)) {
-      const answers = (): number => client.network?.answers?.() ?? 0
-      const answersBefore = answers()
+    const answers = (): number => client.network?.answers?.() ?? 0
+    const answersBefore = answers()
+    // The start-up timeout is for a first contact: a client the agent has answered before (a
+    // process's later contenders, the next job of a pool) waits out an outage instead.
+    if (Number.isFinite(startupTimeoutMs) && answersBefore === 0) {
       this.startupTimer = scheduler.schedule(() => {
         this.startupTimer = undefined
         // The agent answered this client meanwhile, and an attempt is still out: it waits its

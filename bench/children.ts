@@ -1,9 +1,18 @@
 // The processes a figure starts (`rxsem run`, `consul lock`, and the shell child each of them
 // runs while holding), tracked so that `killAll` in a finally leaves nothing behind.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { transformSync } from 'esbuild'
 import { consulBin } from '../test/support/consul-agent.js'
 import type { HoldEvent } from './pair-handovers.js'
 
@@ -347,4 +356,37 @@ export function processCosts(
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+const builtChildren = new Map<string, string>()
+
+/**
+ * A bench child (`bench/<name>.ts`) as plain JavaScript in .cache/bench/, inside the package's
+ * folder, so that its `import 'rx-consul-semaphore'` resolves to the build (dist/esm) by the
+ * package's "exports", as in a user's process, and plain node runs it without a loader. Written
+ * once per run.
+ *
+ * @param name - The child's file name without `.ts` (e.g. 'replica-child').
+ * @param who - What runs it, for the error when the build is missing (e.g. 'the library replicas').
+ * @returns The path of the script.
+ */
+export function builtChild(name: string, who: string): string {
+  const known = builtChildren.get(name)
+  if (known !== undefined) return known
+  if (!existsSync(join(repoRoot, 'dist/esm/index.js'))) {
+    throw new Error(`${who} run the build: dist/esm/index.js is missing (npm run build)`)
+  }
+  const source = new URL(`./${name}.ts`, import.meta.url).pathname
+  const { code } = transformSync(readFileSync(source, 'utf8'), {
+    loader: 'ts',
+    format: 'esm',
+    target: 'node20',
+    sourcefile: source,
+  })
+  const dir = join(repoRoot, '.cache/bench')
+  mkdirSync(dir, { recursive: true })
+  const out = join(dir, `${name}.mjs`)
+  writeFileSync(out, code)
+  builtChildren.set(name, out)
+  return out
 }

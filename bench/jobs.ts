@@ -15,13 +15,10 @@
 //               run time) while both had a backlog, and B's share of it against its fair 0.5.
 // A deadline bounds each run: what was done by then is reported as measured.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { transformSync } from 'esbuild'
 import { startFaultProxy, type FaultProxy, type SeenRequest } from '../test/support/fault-proxy.js'
 import { killTree } from '../test/support/processes.js'
-import { repoRoot } from './children.js'
+import { builtChild, repoRoot } from './children.js'
 import { isLostCas } from './contention.js'
 
 export interface JobsSetup {
@@ -136,27 +133,6 @@ export interface JobsChildReport {
   readonly records: readonly (readonly [number, string, number, number])[]
 }
 
-let childScript: string | undefined
-
-/** bench/jobs-child.ts as plain JavaScript in .cache/bench/, importing the built package by name. */
-function jobsChild(): string {
-  if (childScript !== undefined) return childScript
-  if (!existsSync(join(repoRoot, 'dist/esm/index.js')))
-    throw new Error('the jobs figures run the build: dist/esm/index.js is missing (npm run build)')
-  const source = new URL('./jobs-child.ts', import.meta.url).pathname
-  const { code } = transformSync(readFileSync(source, 'utf8'), {
-    loader: 'ts',
-    format: 'esm',
-    target: 'node20',
-    sourcefile: source,
-  })
-  const dir = join(repoRoot, '.cache/bench')
-  mkdirSync(dir, { recursive: true })
-  const out = join(dir, 'jobs-child.mjs')
-  writeFileSync(out, code)
-  return (childScript = out)
-}
-
 /** A running jobs child: its lines as they come, and its report once asked for. */
 interface Child {
   readonly proc: ChildProcess
@@ -184,7 +160,13 @@ function startChild(
   }
   const proc = spawn(
     process.execPath,
-    [jobsChild(), prefix, String(limit), String(jobs), String(holdMs)],
+    [
+      builtChild('jobs-child', 'the jobs figures'),
+      prefix,
+      String(limit),
+      String(jobs),
+      String(holdMs),
+    ],
     // A process group of its own; stdin stays open: the child stops when it closes.
     { cwd: repoRoot, env, stdio: ['pipe', 'pipe', 'pipe'], detached: true },
   )

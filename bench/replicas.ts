@@ -19,14 +19,12 @@
 // (pair-handovers.ts) over the window's starts and releases; peak holders is taken over the whole
 // run up to the window's end, from the tenures each replica logged on the wall clock.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { transformSync } from 'esbuild'
 import { startFaultProxy, type FaultProxy, type SeenRequest } from '../test/support/fault-proxy.js'
 import { killTree } from '../test/support/processes.js'
-import { consulLock, repoRoot, Workspace } from './children.js'
+import { builtChild, consulLock, repoRoot, Workspace } from './children.js'
 import { isCasWrite, isLostCas, peakHolders } from './contention.js'
 import { pairHandovers, type HoldEvent } from './pair-handovers.js'
 import { summarize, type Summary } from './stats.js'
@@ -104,33 +102,6 @@ const READY_MS = 0
 /** How long the replicas may take to all be contending, and all served once (40 node starts on 2 cores). */
 export const STARTUP_TIMEOUT_MS = 120_000
 
-let childScript: string | undefined
-
-/**
- * bench/replica-child.ts as plain JavaScript in .cache/bench/, inside the package's folder, so
- * that its `import 'rx-consul-semaphore'` resolves to the build (dist/esm) by the package's
- * "exports", as in a user's process, and plain node runs it without a loader. Written once per run.
- */
-function replicaChild(): string {
-  if (childScript !== undefined) return childScript
-  if (!existsSync(join(repoRoot, 'dist/esm/index.js')))
-    throw new Error(
-      'the library replicas run the build: dist/esm/index.js is missing (npm run build)',
-    )
-  const source = new URL('./replica-child.ts', import.meta.url).pathname
-  const { code } = transformSync(readFileSync(source, 'utf8'), {
-    loader: 'ts',
-    format: 'esm',
-    target: 'node20',
-    sourcefile: source,
-  })
-  const dir = join(repoRoot, '.cache/bench')
-  mkdirSync(dir, { recursive: true })
-  const out = join(dir, 'replica-child.mjs')
-  writeFileSync(out, code)
-  return (childScript = out)
-}
-
 interface Running {
   /** Every replica contending at least once. */
   readonly allUp: () => boolean
@@ -175,7 +146,7 @@ function startLibrary(
   const children: ChildProcess[] = []
   const exits: Promise<void>[] = []
   let failure: string | undefined
-  const child = replicaChild()
+  const child = builtChild('replica-child', 'the library replicas')
   // The bench's own environment, without what would point a replica elsewhere than its proxy.
   const env = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !name.startsWith('CONSUL_')),

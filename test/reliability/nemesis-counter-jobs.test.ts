@@ -5,10 +5,10 @@
 // read from the counter's last writer.
 import { describe, it } from 'node:test'
 import { nemesisTimeoutMs } from '../support/nemesis-assert.js'
-import { COUNTER_SECONDS, jobsRun } from '../support/nemesis-runs.js'
+import { COUNTER_SECONDS, counterRun } from '../support/nemesis-runs.js'
 
 describe('the nemesis and a counter written by many jobs of each process', () => {
   it('loses no update and reuses no token', { timeout: nemesisTimeoutMs(COUNTER_SECONDS) }, (t) =>
-    jobsRun(t, 3404, 8),
+    counterRun(t, 'counter-jobs', 3404, 8),
   )
 })

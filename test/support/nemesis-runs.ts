@@ -19,11 +19,16 @@ import { runNemesis } from './nemesis.js'
 /** How long the counter runs inject faults by default (NEMESIS_SECONDS overrides it). */
 export const COUNTER_SECONDS = nemesisSeconds(60)
 
-/** One seeded counter run on one Consul server, checked by `assertNemesis`. */
+/**
+ * One seeded counter run on one Consul server, checked by `assertNemesis`. With `jobsPerActor`,
+ * the pooled-jobs workload ('counter-jobs'): each library actor is a process running that many
+ * withSlot jobs at once, each a fenced CAS increment or three of the counter.
+ */
 export async function counterRun(
   t: TestContext,
-  workload: 'counter-fenced' | 'counter-unfenced',
+  workload: 'counter-fenced' | 'counter-unfenced' | 'counter-jobs',
   seed: number,
+  jobsPerActor?: number,
 ): Promise<void> {
   let cluster: ConsulCluster | undefined
   try {
@@ -38,46 +43,12 @@ export async function counterRun(
       libraryActors: 4,
       consulLockActors: 0,
       workload,
+      ...(jobsPerActor === undefined ? {} : { jobsPerActor }),
       counterKey: prefix.replace('rxsem-test/', 'rxsem-test-counter/'),
       // The faults a fence is for: a holder frozen past 2 × TTL (Consul has ended its session and
-      // another holder has written by then), or cut off, while at its work; two actors at most,
-      // so that the others hold and write meanwhile.
-      faults: { pause: 3, blackhole: 1, kill: 1 },
-      pauseMs: [20_000, 40_000],
-      maxFaulted: 2,
-      faultMs: COUNTER_SECONDS * 1000,
-      quietMs: 25_000,
-      ttlMs: { library: 10_000, 'consul-lock': 15_000 },
-    })
-    assertNemesis(t, result)
-  } finally {
-    await cluster?.stop()
-  }
-}
-
-/**
- * One seeded run of the pooled-jobs workload on one Consul server, checked by `assertNemesis`:
- * the counter run's faults and times, with each library actor a process running `jobsPerActor`
- * withSlot jobs at once (each a fenced CAS increment or three of the counter).
- */
-export async function jobsRun(t: TestContext, seed: number, jobsPerActor: number): Promise<void> {
-  let cluster: ConsulCluster | undefined
-  try {
-    cluster = await startCluster(1)
-    const prefix = uniquePrefix('nemesis-counter-jobs')
-    const result = await runNemesis({
-      name: 'counter-jobs',
-      seed: nemesisSeed(seed),
-      prefix,
-      limit: 1,
-      servers: cluster.servers,
-      libraryActors: 4,
-      consulLockActors: 0,
-      workload: 'counter-jobs',
-      jobsPerActor,
-      counterKey: prefix.replace('rxsem-test/', 'rxsem-test-counter/'),
-      // As the counter runs: a process frozen past 2 × TTL or cut off, while its jobs hold and
-      // wait; two processes at most, so that the others' jobs hold and write meanwhile.
+      // another holder has written by then), or cut off, while at its work (with pooled jobs,
+      // while its jobs hold and wait); two actors at most, so that the others hold and write
+      // meanwhile.
       faults: { pause: 3, blackhole: 1, kill: 1 },
       pauseMs: [20_000, 40_000],
       maxFaulted: 2,

@@ -27,8 +27,8 @@ export type SemaphoreErrorKind =
   | 'CorruptLock'
   /**
    * No usable Consul agent answered at the address within the contender's `startupTimeout`
-   * (default 15 s), before its first contact with one; for `tryAcquire`/`tryLead`, which never
-   * retry, at the first attempt. The message names the address and the last failure. After a
+   * (default 15 s), on a client the agent has never answered; for `tryAcquire`/`tryLead`, which
+   * never retry, at the first attempt. The message names the address and the last failure. After a
    * first contact, an agent that cannot be reached is retried for as long as it lasts.
    */
   | 'Unreachable'

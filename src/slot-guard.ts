@@ -39,7 +39,8 @@ export interface SlotGuard {
    * semaphore, `<prefix>/.lock` for a leader election), so Consul itself refuses the whole write
    * once the session is gone or the key was taken away, however late the request arrives.
    * Rejects with SemaphoreError('SlotLost') when not holding (nothing is sent) or when Consul
-   * refused the check (nothing was written); resolves with Consul's answer for `ops` (results and
+   * refused the check (nothing was written), and with SemaphoreError('InvalidOptions') for more
+   * than 63 operations (Consul takes 64 in one transaction, the check included; nothing is sent); resolves with Consul's answer for `ops` (results and
    * error indexes as if `ops` were the whole transaction), which may be a rollback that one of
    * `ops` caused (a `cas` that lost, for example).
    */
@@ -48,6 +49,12 @@ export interface SlotGuard {
     options?: { signal?: AbortSignal },
   ) => Promise<TxnResult>
 }
+
+/**
+ * The most operations `fencedTxn` takes: Consul refuses a transaction of more than 64, and the
+ * fence's `check-session` is one of them.
+ */
+export const MAX_FENCED_OPS = 63
 
 /** What the guard reads about its contender. */
 export interface GuardedContender {
@@ -101,6 +108,14 @@ export function slotGuard(contender: GuardedContender): SlotGuard {
       return now.fencingToken
     },
     fencedTxn: async (ops, options = {}) => {
+      if (ops.length > MAX_FENCED_OPS) {
+        throw new SemaphoreError(
+          'InvalidOptions',
+          `fencedTxn was given ${ops.length} operations; it takes at most ${MAX_FENCED_OPS} ` +
+            `(Consul refuses a transaction of more than ${MAX_FENCED_OPS + 1}, and the fence adds ` +
+            'one): nothing was sent. Split the write into several fenced transactions.',
+        )
+      }
       const now = held()
       if (now === undefined) {
         throw notHeld('fenced write refused before sending: this contender does not hold its slot')

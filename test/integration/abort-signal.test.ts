@@ -8,7 +8,13 @@ import { describe, it } from 'node:test'
 import { SemaphoreError, semaphore, tryAcquire, tryLead, withSlot } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
-import { eventually, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
+import {
+  eventually,
+  listPrefix,
+  noSessionsNamed,
+  readLock,
+  sessionsNamed,
+} from '../support/observe.js'
 
 /** The rejection of an aborted wait: typed, with the signal's reason as its cause. */
 function isAborted(cause: (reason: unknown) => void) {
@@ -22,12 +28,6 @@ function isAborted(cause: (reason: unknown) => void) {
 
 describe('a signal bounds or cancels a wait', () => {
   const agent = agentSuite()
-
-  /** Waits until no session of `name` is left: a job pool's idle session lingers 2 s at most. */
-  const sessionGone = (name: string): Promise<true> =>
-    eventually(`no session named ${name}`, async () =>
-      (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
-    )
 
   /** A holder of the only slot, and what it left in Consul (its session and key). */
   async function heldBySomeoneElse(prefix: string) {
@@ -84,7 +84,7 @@ describe('a signal bounds or cancels a wait', () => {
         0,
       )
       assert.equal(ran, false)
-      await sessionGone(name)
+      await noSessionsNamed(agent.url, name)
     } finally {
       await holder.close()
     }
@@ -110,7 +110,7 @@ describe('a signal bounds or cancels a wait', () => {
         isAborted((cause) => assert.equal((cause as Error).name, 'TimeoutError')),
       )
       assert.ok(Date.now() - started >= 290)
-      await sessionGone(name)
+      await noSessionsNamed(agent.url, name)
     } finally {
       await holder.close()
     }

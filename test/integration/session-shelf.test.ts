@@ -14,7 +14,7 @@ import {
   sessionSignature,
 } from '../../src/effects/session-shelf.js'
 import { sharedAgent, testPrefix } from '../support/consul-agent.js'
-import { eventually, listPrefix, sessionsNamed } from '../support/observe.js'
+import { listPrefix, noSessionsNamed, sessionsNamed } from '../support/observe.js'
 
 describe('sessions kept between tenures on the default client', () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
@@ -67,11 +67,7 @@ describe('sessions kept between tenures on the default client', () => {
     const closedAt = Date.now()
     assert.equal((await sessionsNamed(consul.url, name)).length, 1, 'one session in all')
 
-    await eventually(
-      'the session is destroyed',
-      async () => ((await sessionsNamed(consul.url, name)).length === 0 ? true : undefined),
-      SESSION_LINGER_MS + 5000,
-    )
+    await noSessionsNamed(consul.url, name, SESSION_LINGER_MS + 5000)
     const goneAfter = Date.now() - closedAt
     t.diagnostic(`gone ${goneAfter} ms after the second close() resolved`)
     assert.ok(goneAfter >= SESSION_LINGER_MS - 50, `gone after ${goneAfter} ms, before the linger`)

@@ -11,6 +11,7 @@ import {
   eventually,
   holdersOf,
   listPrefix,
+  noSessionsNamed,
   readLock,
   sessionsNamed,
   sleep,
@@ -75,9 +76,7 @@ describe('withSlot jobs sharing one AbortSignal', () => {
       0,
       'no listener left on the signal once every job settled',
     )
-    await eventually('no session of the jobs left', async () =>
-      (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
-    )
+    await noSessionsNamed(agent.url, name)
   })
 
   it('an abort of the one signal stops the 2 jobs holding and rejects the 48 waiting with Aborted, with no warning', async (t) => {

@@ -9,6 +9,7 @@ import {
   deleteTree,
   eventually,
   listPrefix,
+  noSessionsNamed,
   putRaw,
   readLock,
   sessionsNamed,
@@ -26,12 +27,6 @@ async function rejectionKind(promise: Promise<unknown>): Promise<SemaphoreError>
 
 describe('withSlot', () => {
   const agent = agentSuite()
-
-  /** Waits until no session of `name` is left: an idle worker's session lingers 2 s at most. */
-  const sessionGone = (name: string): Promise<true> =>
-    eventually(`no session named ${name}`, async () =>
-      (await sessionsNamed(agent.url, name)).length === 0 ? true : undefined,
-    )
 
   it('runs many jobs of a process on at most limit sessions, each under a token of its own', async (t) => {
     const prefix = testPrefix(t, agent.url, 'with-slot-pool')
@@ -59,7 +54,7 @@ describe('withSlot', () => {
         `job ${i} started under ${tokens[i]}, after ${tokens[i - 1]}`,
       )
     }
-    await sessionGone(name)
+    await noSessionsNamed(agent.url, name)
   })
 
   it('runs the work while the slot is held and releases it afterwards', async (t) => {
@@ -74,7 +69,7 @@ describe('withSlot', () => {
       },
     )
     assert.equal(result, 42)
-    await sessionGone(name)
+    await noSessionsNamed(agent.url, name)
     assert.deepEqual((await readLock(agent.url, prefix))?.body, { Limit: 1, Holders: {} })
   })
 
@@ -143,7 +138,7 @@ describe('withSlot', () => {
         )
         assert.equal(result, 'finished')
         assert.equal(abortedDuringWork, false)
-        await sessionGone(name)
+        await noSessionsNamed(agent.url, name)
       } finally {
         await deleteTree(agent.url, prefix)
       }
@@ -176,7 +171,7 @@ describe('withSlot', () => {
         assert.equal(ran, false)
         // Counted the moment the promise settled: the waiter's key is gone (its session, which
         // holds nothing, lingers for the process's next job, then goes).
-        await sessionGone(name)
+        await noSessionsNamed(agent.url, name)
         const keys = (await listPrefix(agent.url, prefix)).map((entry) => entry.Key)
         assert.equal(keys.length, 2, `only .lock and the holder's key are left: ${keys.join(', ')}`)
       } finally {
@@ -207,7 +202,7 @@ describe('withSlot', () => {
         assert.notEqual(error.kind, 'WaitTimeout')
         assert.match(error.message, /waiting for a slot was aborted by its signal \(TimeoutError/)
         assert.match(error.message, /use waitTimeout instead/)
-        await sessionGone(name)
+        await noSessionsNamed(agent.url, name)
       } finally {
         await stopHolder()
         await deleteTree(agent.url, prefix)
@@ -235,7 +230,7 @@ describe('withSlot', () => {
         assert.ok(reason instanceof SemaphoreError, String(reason))
         assert.equal(reason.kind, 'Aborted')
         assert.match(reason.message, /the work holding a slot was aborted by its signal/)
-        await sessionGone(name)
+        await noSessionsNamed(agent.url, name)
       } finally {
         await deleteTree(agent.url, prefix)
       }

@@ -87,6 +87,22 @@ export async function sessionsNamed(url: string, namePrefix: string): Promise<Ra
   return all.filter((s) => s.Name.startsWith(namePrefix))
 }
 
+/**
+ * Waits until no session whose name starts with `namePrefix` is left (a released contender's
+ * session may linger on the process's shelf for a moment before it is destroyed).
+ */
+export function noSessionsNamed(
+  url: string,
+  namePrefix: string,
+  timeoutMs?: number,
+): Promise<true> {
+  return eventually(
+    `no session named ${namePrefix}`,
+    async () => ((await sessionsNamed(url, namePrefix)).length === 0 ? true : undefined),
+    timeoutMs,
+  )
+}
+
 export async function createRawSession(url: string, body: object): Promise<string> {
   const res = await fetch(`${url}/v1/session/create`, { method: 'PUT', body: JSON.stringify(body) })
   const text = await res.text()

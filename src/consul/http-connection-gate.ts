@@ -58,8 +58,13 @@ export interface Refused {
 export type Admission = Admitted | Refused
 
 export interface ConnectionGate {
-  /** Resolves once `entry` is admitted, or refused (its caller aborted it, or the gate closed). */
-  enter(entry: GateEntry): Promise<Admission>
+  /**
+   * Admits `entry`, or refuses it (its caller aborted it, or the gate closed). The answer is
+   * given at once when it is known at once (a free connection, an aborted signal, a closed gate),
+   * so that a request that fits is sent in its caller's turn, before whatever that turn does
+   * next; otherwise a promise resolves once it is.
+   */
+  enter(entry: GateEntry): Admission | Promise<Admission>
   /**
    * Closes the gate: every request waiting is refused (`closed`), every admitted one's signal
    * aborts (`closed`), and every later entry is refused.
@@ -160,11 +165,11 @@ export function connectionGate(
 
   return {
     enter: (entry) => {
-      if (closed) return Promise.resolve(refused('closed'))
-      if (entry.signal?.aborted === true) return Promise.resolve(refused('caller'))
+      if (closed) return refused('closed')
+      if (entry.signal?.aborted === true) return refused('caller')
       // Whoever waits cannot use a free connection (every leave admits all that fit), so a
       // request that fits may take it.
-      if (fits(entry.poll)) return Promise.resolve(admit(entry))
+      if (fits(entry.poll)) return admit(entry)
       return new Promise<Admission>((answer) => {
         const waiter: Waiter = {
           entry,

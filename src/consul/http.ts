@@ -116,12 +116,15 @@ export function createTransport(config: ResolvedConfig): Transport {
     const bare = `${request.method} ${request.path}`
     const names: RequestNames = { label: `${bare}${query}`, bare, where }
     const timeoutMs = request.timeoutMs ?? config.requestTimeoutMs
-    const admission = await gate.enter({
+    const entered = gate.enter({
       signal: request.signal,
       urgent: request.urgent === true,
       poll: isLongPoll(request),
       timeoutMs,
     })
+    // Admitted at once, it is sent in this turn: a release or an acquisition goes out before the
+    // work its caller does next (a watch's teardown, a state's subscribers).
+    const admission = entered instanceof Promise ? await entered : entered
     if (!admission.admitted) return E.left(abortedError(admission.stop, names))
     try {
       // Closed, or given up by its caller, between its admission and now: not sent.

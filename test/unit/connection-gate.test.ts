@@ -36,17 +36,17 @@ describe('connectionGate', () => {
   ): Request => {
     const request: Request = { name, admission: undefined }
     made.push(request)
-    void gate
-      .enter({
+    void Promise.resolve(
+      gate.enter({
         signal: options.signal,
         urgent: options.urgent ?? false,
         poll: options.poll ?? false,
         timeoutMs: options.timeoutMs ?? 10_000,
-      })
-      .then((admission) => {
-        request.admission = admission
-        if (admission.admitted) admitted.push(name)
-      })
+      }),
+    ).then((admission) => {
+      request.admission = admission
+      if (admission.admitted) admitted.push(name)
+    })
     return request
   }
   /** The admission of a request admitted (fails the test if it was not). */
@@ -89,6 +89,24 @@ describe('connectionGate', () => {
     assert.deepEqual(admitted, ['a', 'b', 'c', 'd', 'e'])
     await leave(c)
     await leave(e)
+  })
+
+  it("answers at once, in its caller's turn, a request that fits, an aborted one and one after close", () => {
+    open(1)
+    const entry = { signal: undefined, urgent: false, poll: false, timeoutMs: 10_000 }
+    const first = gate.enter(entry)
+    assert.ok(!(first instanceof Promise) && first.admitted, 'a free connection admits at once')
+    const second = gate.enter(entry)
+    assert.ok(second instanceof Promise, 'a request that does not fit waits')
+    const aborted = gate.enter({ ...entry, signal: AbortSignal.abort() })
+    assert.deepEqual(aborted, { admitted: false, stop: 'caller' })
+    first.leave()
+    gate.close()
+    assert.deepEqual(gate.enter(entry), { admitted: false, stop: 'closed' })
+    return second.then((admission) => {
+      assert.ok(admission.admitted, 'the waiting request had the connection the first left')
+      admission.leave()
+    })
   })
 
   it('lets a renewal (urgent) go ahead of the requests waiting, but not of those admitted', async () => {

@@ -230,6 +230,26 @@ export type ConsulError =
 export { isTransient, isAclServerError, namesAclProblem } from '../shared/failure-kinds.js'
 export { ACL_FAILURES_BEFORE_PERMANENT, persistentAclError } from '../shared/failure-verdict.js'
 
+/**
+ * Whether `error` is the 500 a Consul client agent answers when its RPC to the servers hit its
+ * deadline (`rpc error making call: i/o deadline reached`). Consul 1.11.9 to 1.14.x answer a
+ * blocking query so when the servers hold it about as long as the agent's own RPC deadline
+ * (hashicorp/consul#13303, #15246): on a blocking read it means the wait was cut short, not that
+ * the agent failed, and the prefix watch re-reads at once without blocking.
+ *
+ * @example
+ * if (blocking && isDeadlineCut(error)) rereadNow()
+ * @param error - A failure of the Consul layer.
+ * @returns True for a ServerError 500 whose body names the deadline.
+ */
+export function isDeadlineCut(error: ConsulError): error is ServerError {
+  return (
+    error._tag === 'ServerError' &&
+    error.status === 500 &&
+    /i\/o deadline reached/i.test(error.body)
+  )
+}
+
 /** The BadRequest for a request the client refuses to send; nothing reaches Consul. */
 export function rejectedBeforeSending(request: string, message: string): BadRequest {
   return {

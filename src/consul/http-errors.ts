@@ -61,7 +61,9 @@ export function statusError(answer: HttpAnswer): ConsulError {
       ? `Consul asks the client to slow down (its request rate limits)${retryAfterMs === undefined ? '' : `, retry after ${Math.round(retryAfterMs / 1000)} s`}; the library's retries wait for it. If it lasts, lower the request rate or raise the limits (limits.request_limits, limits.rpc_rate)`
       : namesAclProblem(body)
         ? 'Consul does not accept the ACL token; if this keeps coming back, the token (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token option) was probably deleted on the servers: give the client one that exists'
-        : 'retry later'
+        : /i\/o deadline reached/i.test(body)
+          ? "the agent's call to the Consul servers ran out of time; retry later. Consul 1.11.9 to 1.14.x client agents answer blocking queries so (the library's watch re-reads at once then); if it comes back on other requests, look at the network between the agent and the servers, or upgrade the agents"
+          : 'retry later'
     return {
       _tag: 'ServerError',
       status,

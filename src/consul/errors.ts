@@ -148,7 +148,8 @@ export interface TooLarge extends ErrorBase {
  *
  * Also used for a request the client refuses to send (a key with a leading `/`, a session TTL
  * outside 10 s..24 h, conflicting options): then `status` is 0, `body` is '' and
- * `rejectedBeforeSending` is true.
+ * `rejectedBeforeSending` is true. A Community Edition agent's 400 to a namespace or an admin
+ * partition (`Namespaces are a Consul Enterprise feature`) sets `enterpriseOnly`.
  *
  * @example
  * ```ts
@@ -167,6 +168,12 @@ export interface BadRequest extends ErrorBase {
   readonly body: string
   /** True when the client refused to send the request: nothing reached Consul. */
   readonly rejectedBeforeSending?: boolean | undefined
+  /**
+   * Set when a Community Edition agent refused an Enterprise parameter the client sends: `ns`
+   * (CONSUL_NAMESPACE, the `namespace` option) or `partition` (CONSUL_PARTITION, the `partition`
+   * option). The message says which to unset.
+   */
+  readonly enterpriseOnly?: 'namespace' | 'partition' | undefined
 }
 /**
  * The answer did not have the shape Consul documents (a bad field, invalid JSON, a missing

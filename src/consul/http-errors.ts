@@ -73,6 +73,21 @@ export function statusError(answer: HttpAnswer): ConsulError {
       message: `${label}: the Consul server failed (${said}); ${advice}`,
     }
   }
+  const enterpriseOnly = status === 400 ? enterpriseFeatureRefused(body) : undefined
+  if (enterpriseOnly !== undefined) {
+    const [variable, option, what] =
+      enterpriseOnly === 'namespace'
+        ? ['CONSUL_NAMESPACE', 'namespace', 'namespaces']
+        : ['CONSUL_PARTITION', 'partition', 'admin partitions']
+    return {
+      _tag: 'BadRequest',
+      status,
+      body,
+      request,
+      enterpriseOnly,
+      message: `${label}: the Consul agent is Community Edition, which has no ${what} (${said}); unset ${variable} (or the ${option} option) to use this agent, or point the client at a Consul Enterprise agent`,
+    }
+  }
   return {
     _tag: 'BadRequest',
     status,
@@ -80,6 +95,17 @@ export function statusError(answer: HttpAnswer): ConsulError {
     request,
     message: `${label}: Consul refused the request (${said})`,
   }
+}
+
+/**
+ * Which Enterprise parameter a Community Edition agent's 400 body refuses: `Invalid query
+ * parameter: "ns" - Namespaces are a Consul Enterprise feature` (behind `Bad request: ` on Consul
+ * 1.8), or the same of `"partition"` and `Partitions` (1.11+). Such an agent checks `ns` first.
+ */
+function enterpriseFeatureRefused(body: string): 'namespace' | 'partition' | undefined {
+  if (/Namespaces are a Consul Enterprise feature/i.test(body)) return 'namespace'
+  if (/Partitions are a Consul Enterprise feature/i.test(body)) return 'partition'
+  return undefined
 }
 
 /** The Aborted of a request its caller gave up, or that the client's close ended. */

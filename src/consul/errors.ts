@@ -27,7 +27,7 @@ export interface Unreachable extends ErrorBase {
 /**
  * The agent's TLS certificate failed verification (not signed by the CA the client trusts, expired,
  * or issued for another name). Permanent: the client reads its CA once, so a retry would only fail
- * again; fix `CONSUL_CACERT` / `CONSUL_TLS_SERVER_NAME`, or turn verification off with
+ * again; fix `CONSUL_CACERT` (or `CONSUL_CAPATH`) / `CONSUL_TLS_SERVER_NAME`, or turn verification off with
  * `CONSUL_HTTP_SSL_VERIFY=false` (unsafe).
  *
  * @example

@@ -146,7 +146,7 @@ export function requestError(
       _tag: 'TlsRejected',
       request: bare,
       cause,
-      message: `${label}: the TLS certificate of the Consul agent at ${where} was refused (${cause.code}: ${cause.message}); check CONSUL_CACERT (the CA that signed the agent's certificate) and CONSUL_TLS_SERVER_NAME, or set CONSUL_HTTP_SSL_VERIFY=false to skip verification (unsafe)`,
+      message: `${label}: the TLS certificate of the Consul agent at ${where} was refused (${cause.code}: ${cause.message}); check CONSUL_CACERT (the CA that signed the agent's certificate) or CONSUL_CAPATH (a directory of CA certificates), and CONSUL_TLS_SERVER_NAME, or set CONSUL_HTTP_SSL_VERIFY=false to skip verification (unsafe)`,
     }
   }
   if (origin.startsWith('https:') && speaksNoTls(cause)) {

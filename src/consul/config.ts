@@ -4,7 +4,8 @@
  * Everything is checked when the client is constructed; a bad value throws a ConsulConfigError
  * naming the variable or option, so a typo never turns into a puzzling network error later.
  */
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync, type Dirent } from 'node:fs'
+import { join } from 'node:path'
 import { ConsulConfigError } from './config-error.js'
 
 /**
@@ -39,8 +40,13 @@ export type Consistency = 'default' | 'consistent' | 'stale'
 export interface ConsulTlsOptions {
   /** PEM of the CA to trust, as text or bytes; wins over `caFile`. Default: the system's CAs. */
   readonly ca?: string | Uint8Array
-  /** File holding the PEM of the CA to trust (CONSUL_CACERT). */
+  /** File holding the PEM of the CA to trust (CONSUL_CACERT); wins over `caPath`. */
   readonly caFile?: string
+  /**
+   * Directory of PEM CA certificates, all trusted (CONSUL_CAPATH), as Consul's Go client reads it:
+   * every file under it, subdirectories included, must hold at least one PEM certificate.
+   */
+  readonly caPath?: string
   /** Client certificate, PEM (text or bytes); wins over `certFile`. Needs a key too. */
   readonly cert?: string | Uint8Array
   /** File holding the client certificate (CONSUL_CLIENT_CERT). */
@@ -79,6 +85,8 @@ export interface ConsulClientConfig {
   readonly tls?: ConsulTlsOptions
   /** Enterprise namespace, sent as `ns` (CONSUL_NAMESPACE). */
   readonly namespace?: string
+  /** Enterprise admin partition (Consul Enterprise 1.11+), sent as `partition` (CONSUL_PARTITION). */
+  readonly partition?: string
   /** Datacenter, sent as `dc`; default the agent's. */
   readonly datacenter?: string
   /** Consistency mode of reads; default 'default' (served by the leader). */
@@ -124,7 +132,7 @@ export interface ResolvedConfig {
   /** TLS material and checks for an https origin; undefined for http. */
   readonly tls:
     | {
-        /** PEM of the CA to trust; undefined: the system's CAs. */
+        /** PEM of the CAs to trust (one or more); undefined: the system's CAs. */
         readonly ca: string | undefined
         /** Client certificate, PEM. */
         readonly cert: string | undefined
@@ -149,6 +157,8 @@ export interface ResolvedConfig {
     | undefined
   /** Enterprise namespace sent as `ns`; undefined for none. */
   readonly namespace: string | undefined
+  /** Enterprise admin partition sent as `partition`; undefined for none. */
+  readonly partition: string | undefined
   /** Datacenter sent as `dc`; undefined: the agent's. */
   readonly datacenter: string | undefined
   /** Consistency mode of reads that do not choose their own. */
@@ -283,6 +293,46 @@ function pemOrFile(
   return file === undefined ? undefined : readSecretFile(file.value, file.name, what)
 }
 
+/**
+ * The PEM certificates of every file under the directory `dir` names (CONSUL_CAPATH), joined: as
+ * Consul's Go client (go-rootcerts' LoadCAPath) reads it, each file must hold a PEM certificate,
+ * subdirectories are read too (a symbolic link to a file is followed, one to a directory is not).
+ * A directory that cannot be read, a file without a certificate, or no file at all is an error.
+ */
+function readCaDirectory(dir: Setting<string>): string {
+  const fail = (why: string): never => {
+    throw new ConsulConfigError(
+      dir.name,
+      `${why}; give a directory of PEM CA certificates, or use CONSUL_CACERT for one file`,
+    )
+  }
+  const pems: string[] = []
+  const walk = (path: string): void => {
+    let entries: Dirent[]
+    try {
+      entries = readdirSync(path, { withFileTypes: true })
+    } catch (error) {
+      const code = (error as { code?: unknown }).code
+      return fail(`cannot read the CA directory ${JSON.stringify(path)} (${String(code ?? error)})`)
+    }
+    for (const entry of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const file = join(path, entry.name)
+      if (entry.isDirectory()) {
+        walk(file)
+        continue
+      }
+      const pem = readSecretFile(file, dir.name, 'CA certificate')
+      if (!/-----BEGIN CERTIFICATE-----/.test(pem)) {
+        fail(`${JSON.stringify(file)} in the CA directory holds no PEM certificate`)
+      }
+      pems.push(pem.trimEnd())
+    }
+  }
+  walk(dir.value)
+  if (pems.length === 0) fail(`the CA directory ${JSON.stringify(dir.value)} holds no certificate`)
+  return `${pems.join('\n')}\n`
+}
+
 /** Checks `options` against the environment; throws ConsulConfigError on the first bad value. */
 export function resolveConfig(options: ConsulClientConfig = {}): ResolvedConfig {
   const env: Env = options.env ?? process.env
@@ -315,7 +365,16 @@ export function resolveConfig(options: ConsulClientConfig = {}): ResolvedConfig 
         : { user: auth.value.slice(0, colon), password: auth.value.slice(colon + 1) }
 
   const t = options.tls ?? {}
-  const caFile = pick(t.caFile, 'tls.caFile', env, 'CONSUL_CACERT', asText)
+  // As in Go's client, a CA file wins over a CA directory; an option wins over any variable.
+  const caOption = t.ca !== undefined || t.caFile !== undefined || t.caPath !== undefined
+  const caFile =
+    caOption && t.caFile === undefined
+      ? undefined
+      : pick(t.caFile, 'tls.caFile', env, 'CONSUL_CACERT', asText)
+  const caPath =
+    caOption && t.caPath === undefined
+      ? undefined
+      : pick(t.caPath, 'tls.caPath', env, 'CONSUL_CAPATH', asText)
   const certFile = pick(t.certFile, 'tls.certFile', env, 'CONSUL_CLIENT_CERT', asText)
   const keyFile = pick(t.keyFile, 'tls.keyFile', env, 'CONSUL_CLIENT_KEY', asText)
   const hasCert = t.cert !== undefined || certFile !== undefined
@@ -331,6 +390,7 @@ export function resolveConfig(options: ConsulClientConfig = {}): ResolvedConfig 
   if (https && verify?.value === false) warnVerifyDisabled(verify.name)
 
   const namespace = pick(options.namespace, 'namespace', env, 'CONSUL_NAMESPACE', asText)
+  const partition = pick(options.partition, 'partition', env, 'CONSUL_PARTITION', asText)
   const consistency = options.consistency ?? 'default'
   if (!['default', 'consistent', 'stale'].includes(consistency)) {
     throw new ConsulConfigError(
@@ -350,7 +410,9 @@ export function resolveConfig(options: ConsulClientConfig = {}): ResolvedConfig 
     socketPath: parsed.socketPath,
     tls: https
       ? {
-          ca: pemOrFile(t.ca, caFile, 'CA certificate'),
+          ca:
+            pemOrFile(t.ca, caFile, 'CA certificate') ??
+            (caPath === undefined ? undefined : readCaDirectory(caPath)),
           cert: pemOrFile(t.cert, certFile, 'client certificate'),
           key: pemOrFile(t.key, keyFile, 'client key'),
           servername: serverName?.value,
@@ -360,6 +422,7 @@ export function resolveConfig(options: ConsulClientConfig = {}): ResolvedConfig 
     token,
     basicAuth,
     namespace: namespace?.value,
+    partition: partition?.value,
     datacenter: options.datacenter,
     consistency,
     connections: positiveInteger(options.connections ?? 16, 'options.connections', 'connections'),

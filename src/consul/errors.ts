@@ -27,7 +27,7 @@ export interface Unreachable extends ErrorBase {
 /**
  * The agent's TLS certificate failed verification (not signed by the CA the client trusts, expired,
  * or issued for another name). Permanent: the client reads its CA once, so a retry would only fail
- * again; fix `CONSUL_CACERT` / `CONSUL_TLS_SERVER_NAME`, or turn verification off with
+ * again; fix `CONSUL_CACERT` (or `CONSUL_CAPATH`) / `CONSUL_TLS_SERVER_NAME`, or turn verification off with
  * `CONSUL_HTTP_SSL_VERIFY=false` (unsafe).
  *
  * @example
@@ -148,7 +148,8 @@ export interface TooLarge extends ErrorBase {
  *
  * Also used for a request the client refuses to send (a key with a leading `/`, a session TTL
  * outside 10 s..24 h, conflicting options): then `status` is 0, `body` is '' and
- * `rejectedBeforeSending` is true.
+ * `rejectedBeforeSending` is true. A Community Edition agent's 400 to a namespace or an admin
+ * partition (`Namespaces are a Consul Enterprise feature`) sets `enterpriseOnly`.
  *
  * @example
  * ```ts
@@ -167,6 +168,12 @@ export interface BadRequest extends ErrorBase {
   readonly body: string
   /** True when the client refused to send the request: nothing reached Consul. */
   readonly rejectedBeforeSending?: boolean | undefined
+  /**
+   * Set when a Community Edition agent refused an Enterprise parameter the client sends: `ns`
+   * (CONSUL_NAMESPACE, the `namespace` option) or `partition` (CONSUL_PARTITION, the `partition`
+   * option). The message says which to unset.
+   */
+  readonly enterpriseOnly?: 'namespace' | 'partition' | undefined
 }
 /**
  * The answer did not have the shape Consul documents (a bad field, invalid JSON, a missing
@@ -229,6 +236,26 @@ export type ConsulError =
 // package's entries export `isTransient` from.
 export { isTransient, isAclServerError, namesAclProblem } from '../shared/failure-kinds.js'
 export { ACL_FAILURES_BEFORE_PERMANENT, persistentAclError } from '../shared/failure-verdict.js'
+
+/**
+ * Whether `error` is the 500 a Consul client agent answers when its RPC to the servers hit its
+ * deadline (`rpc error making call: i/o deadline reached`). Consul 1.11.9 to 1.14.x answer a
+ * blocking query so when the servers hold it about as long as the agent's own RPC deadline
+ * (hashicorp/consul#13303, #15246): on a blocking read it means the wait was cut short, not that
+ * the agent failed, and the prefix watch re-reads at once without blocking.
+ *
+ * @example
+ * if (blocking && isDeadlineCut(error)) rereadNow()
+ * @param error - A failure of the Consul layer.
+ * @returns True for a ServerError 500 whose body names the deadline.
+ */
+export function isDeadlineCut(error: ConsulError): error is ServerError {
+  return (
+    error._tag === 'ServerError' &&
+    error.status === 500 &&
+    /i\/o deadline reached/i.test(error.body)
+  )
+}
 
 /** The BadRequest for a request the client refuses to send; nothing reaches Consul. */
 export function rejectedBeforeSending(request: string, message: string): BadRequest {

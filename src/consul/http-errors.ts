@@ -61,7 +61,9 @@ export function statusError(answer: HttpAnswer): ConsulError {
       ? `Consul asks the client to slow down (its request rate limits)${retryAfterMs === undefined ? '' : `, retry after ${Math.round(retryAfterMs / 1000)} s`}; the library's retries wait for it. If it lasts, lower the request rate or raise the limits (limits.request_limits, limits.rpc_rate)`
       : namesAclProblem(body)
         ? 'Consul does not accept the ACL token; if this keeps coming back, the token (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token option) was probably deleted on the servers: give the client one that exists'
-        : 'retry later'
+        : /i\/o deadline reached/i.test(body)
+          ? "the agent's call to the Consul servers ran out of time; retry later. Consul 1.11.9 to 1.14.x client agents answer blocking queries so (the library's watch re-reads at once then); if it comes back on other requests, look at the network between the agent and the servers, or upgrade the agents"
+          : 'retry later'
     return {
       _tag: 'ServerError',
       status,
@@ -71,6 +73,21 @@ export function statusError(answer: HttpAnswer): ConsulError {
       message: `${label}: the Consul server failed (${said}); ${advice}`,
     }
   }
+  const enterpriseOnly = status === 400 ? enterpriseFeatureRefused(body) : undefined
+  if (enterpriseOnly !== undefined) {
+    const [variable, option, what] =
+      enterpriseOnly === 'namespace'
+        ? ['CONSUL_NAMESPACE', 'namespace', 'namespaces']
+        : ['CONSUL_PARTITION', 'partition', 'admin partitions']
+    return {
+      _tag: 'BadRequest',
+      status,
+      body,
+      request,
+      enterpriseOnly,
+      message: `${label}: the Consul agent is Community Edition, which has no ${what} (${said}); unset ${variable} (or the ${option} option) to use this agent, or point the client at a Consul Enterprise agent`,
+    }
+  }
   return {
     _tag: 'BadRequest',
     status,
@@ -78,6 +95,17 @@ export function statusError(answer: HttpAnswer): ConsulError {
     request,
     message: `${label}: Consul refused the request (${said})`,
   }
+}
+
+/**
+ * Which Enterprise parameter a Community Edition agent's 400 body refuses: `Invalid query
+ * parameter: "ns" - Namespaces are a Consul Enterprise feature` (behind `Bad request: ` on Consul
+ * 1.8), or the same of `"partition"` and `Partitions` (1.11+). Such an agent checks `ns` first.
+ */
+function enterpriseFeatureRefused(body: string): 'namespace' | 'partition' | undefined {
+  if (/Namespaces are a Consul Enterprise feature/i.test(body)) return 'namespace'
+  if (/Partitions are a Consul Enterprise feature/i.test(body)) return 'partition'
+  return undefined
 }
 
 /** The Aborted of a request its caller gave up, or that the client's close ended. */
@@ -118,7 +146,7 @@ export function requestError(
       _tag: 'TlsRejected',
       request: bare,
       cause,
-      message: `${label}: the TLS certificate of the Consul agent at ${where} was refused (${cause.code}: ${cause.message}); check CONSUL_CACERT (the CA that signed the agent's certificate) and CONSUL_TLS_SERVER_NAME, or set CONSUL_HTTP_SSL_VERIFY=false to skip verification (unsafe)`,
+      message: `${label}: the TLS certificate of the Consul agent at ${where} was refused (${cause.code}: ${cause.message}); check CONSUL_CACERT (the CA that signed the agent's certificate) or CONSUL_CAPATH (a directory of CA certificates), and CONSUL_TLS_SERVER_NAME, or set CONSUL_HTTP_SSL_VERIFY=false to skip verification (unsafe)`,
     }
   }
   if (origin.startsWith('https:') && speaksNoTls(cause)) {

@@ -49,8 +49,8 @@ export function isLongPoll(request: HttpRequest): boolean {
 }
 
 /**
- * The query string `request` is sent with: its own members, then the client's datacenter and
- * namespace, then the read consistency of a GET (`?consistent`, `?stale`). Empty, or starting
+ * The query string `request` is sent with: its own members, then the client's datacenter,
+ * namespace and admin partition (on every request, as Consul's Go client sends them), then the read consistency of a GET (`?consistent`, `?stale`). Empty, or starting
  * with `?`.
  */
 export function queryOf(request: HttpRequest, config: ResolvedConfig): string {
@@ -58,6 +58,7 @@ export function queryOf(request: HttpRequest, config: ResolvedConfig): string {
     ...request.query,
     dc: config.datacenter,
     ns: config.namespace,
+    partition: config.partition,
     ...(request.method === 'GET' && request.consistency === 'consistent'
       ? { consistent: true as const }
       : {}),

@@ -7,7 +7,12 @@
 import { asyncScheduler, Observable, timer, type Subscription } from 'rxjs'
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient, WatchOptions } from './client-api.js'
-import { filteredListingError, rejectedBeforeSending, type ConsulError } from './errors.js'
+import {
+  filteredListingError,
+  isDeadlineCut,
+  rejectedBeforeSending,
+  type ConsulError,
+} from './errors.js'
 import { judgeFailure } from '../shared/failure-verdict.js'
 import { BACKOFF, MAX_RETRY_AFTER_MS, backoffDelay, type BackoffPolicy } from '../shared/backoff.js'
 import { EntryCache } from './entry-cache.js'
@@ -32,6 +37,12 @@ export const DEFAULT_BACKOFF_MAX_MS = BACKOFF.watch.maxMs
 export const DEFAULT_MIN_INTERVAL_MS = 10
 /** Polls after progress that may start at once before the minimum interval applies again. */
 const PROGRESS_BURST = 5
+/**
+ * 1 s: after a blocking read the agent cut short (`isDeadlineCut`), the next blocking read starts
+ * no sooner than this after the cut one did, so an agent that cuts every wait at once costs two
+ * requests a second rather than a hundred.
+ */
+export const CUT_POLL_SPACING_MS = 1000
 
 /**
  * Watches every key under `prefix` with blocking queries.
@@ -53,6 +64,19 @@ const PROGRESS_BURST = 5
  * Consul leader election, a default read could come from a leader that has not applied the last
  * writes yet. Each answer parses and decodes only the entries whose JSON changed since the answer
  * before (`EntryCache`): the others are the same objects as in the snapshot before.
+ *
+ * A blocking read answered 500 `rpc error making call: i/o deadline reached` (a Consul client
+ * agent of 1.11.9 to 1.14.x whose RPC to the servers hit its deadline, `isDeadlineCut`) is a wait
+ * cut short, not a failure: no `disconnected` is emitted, the loop re-reads at once without
+ * blocking (in `consistent` mode unless the watch reads `stale`), which shows any change and proves
+ * the agent answers, then blocks again. A failure of that re-read, like any 500 on a read that did
+ * not block, is a failure as above.
+ *
+ * ```
+ * agent:       ---cut-----cut-----cut------
+ * requests:    b--b'r-b---b'r-b---b'r-b----   b = blocking read, b' = its 500, r = re-read
+ * watchPrefix: s0-----------------------s1-   (s1 only when a re-read saw a change)
+ * ```
  *
  * @example
  * ```ts
@@ -148,6 +172,15 @@ export function watchPrefix(
      * an index past the one it blocks on.
      */
     let recovering = false
+    /**
+     * The last blocking read was cut short by the agent (`isDeadlineCut`): the next read does not
+     * block. The wait is not shortened after cuts: a cut costs one extra read, which a shorter
+     * wait would cost as well, and Consul's own fixes (a longer RPC deadline for blocking queries)
+     * make the full wait right again without the loop having to find out.
+     */
+    let rereadAfterCut = false
+    /** When the blocking read before the cut started (for `CUT_POLL_SPACING_MS`). */
+    let cutPollStart: number | undefined
     let lastStart = Number.NEGATIVE_INFINITY
     // Token bucket for polls that follow progress (the index moved): a burst of changes, such as a
     // hand-over (release, then the next holder's CAS), is followed at once, while sustained churn
@@ -185,8 +218,16 @@ export function watchPrefix(
       mustEmit = true
       blockOn = undefined
       recovering = true
+      cutPollStart = undefined
       subscriber.next({ type: 'disconnected', error, attempt: failuresInRow, retryInMs })
       schedule(retryInMs)
+    }
+
+    /** A blocking read cut short (started at `startedAt`): re-read at once, without blocking. */
+    const onCutShort = (startedAt: number): void => {
+      rereadAfterCut = true
+      cutPollStart = startedAt
+      schedule(untilNextStart())
     }
 
     const onSnapshot = (snapshot: KVSnapshot): void => {
@@ -226,13 +267,22 @@ export function watchPrefix(
         )
       }
       blockOn = snapshot.index < 1n ? 1n : snapshot.index
-      schedule(progressed && takeBurstToken() ? 0 : untilNextStart())
+      const next = progressed && takeBurstToken() ? 0 : untilNextStart()
+      const spacing =
+        cutPollStart === undefined ? 0 : cutPollStart + CUT_POLL_SPACING_MS - scheduler.now()
+      cutPollStart = undefined
+      schedule(Math.max(next, spacing))
     }
 
-    const onAnswer = (answer: E.Either<ConsulError, KVSnapshot>): void => {
+    const onAnswer = (
+      answer: E.Either<ConsulError, KVSnapshot>,
+      blocked: boolean,
+      startedAt: number,
+    ): void => {
       if (subscriber.closed) return
-      if (answer._tag === 'Left') onFailure(answer.left)
-      else onSnapshot(answer.right)
+      if (answer._tag === 'Right') onSnapshot(answer.right)
+      else if (blocked && isDeadlineCut(answer.left)) onCutShort(startedAt)
+      else onFailure(answer.left)
     }
 
     /** The long poll in flight, and the network failures the client had seen when it left. */
@@ -247,12 +297,18 @@ export function watchPrefix(
       abort.signal.addEventListener('abort', stopWithWatch, { once: true })
       const mine = { stop, failuresBefore: client.network?.failures() ?? 0 }
       inFlight = mine
+      const startedAt = lastStart
+      const reread = rereadAfterCut
+      rereadAfterCut = false
+      const blocking = blockOn !== undefined && !reread
       const request = client.kv.list(listed, {
         signal: stop.signal,
         reuse,
         consistency:
-          recovering && options.consistency !== 'stale' ? 'consistent' : options.consistency,
-        ...(blockOn === undefined ? {} : { index: blockOn, waitMs }),
+          (recovering || reread) && options.consistency !== 'stale'
+            ? 'consistent'
+            : options.consistency,
+        ...(blocking ? { index: blockOn, waitMs } : {}),
       })
       // The TaskEither never rejects; the catch only guards against a bug in this file.
       request()
@@ -261,7 +317,7 @@ export function watchPrefix(
           // A poll replaced after a network failure: its late answer (Aborted) means nothing.
           if (inFlight !== mine) return
           inFlight = undefined
-          onAnswer(E.map(within)(answer))
+          onAnswer(E.map(within)(answer), blocking, startedAt)
         })
         .catch((error: unknown) => subscriber.error(error))
     }
@@ -284,6 +340,7 @@ export function watchPrefix(
       pending?.unsubscribe()
       blockOn = undefined
       recovering = true
+      rereadAfterCut = false
       poll()
     })
 

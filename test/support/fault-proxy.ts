@@ -44,12 +44,36 @@ export type FaultMode =
       readonly headers?: Readonly<Record<string, string>>
     }
   /**
-   * Apply `then` to the requests that match (`method`, and a path starting with `pathPrefix`);
+   * Apply `then` to the requests that match (`method`, a path starting with `pathPrefix`, and a
+   * query string, without its `?`, that `query` matches: `/(^|&)index=/` picks blocking reads);
    * forward the others faithfully.
    */
   | {
-      readonly when: { readonly method?: string; readonly pathPrefix?: string }
+      readonly when: {
+        readonly method?: string
+        readonly pathPrefix?: string
+        readonly query?: RegExp
+      }
       readonly then: FaultMode
+    }
+  /**
+   * Wait `afterMs`, then answer as `then` says (a status, garbage, or forwarding), e.g. a blocking
+   * read answered 500 a second after it was sent, as a Consul client agent whose RPC to the
+   * servers hit its deadline answers it:
+   * `{ afterMs: 1000, then: { status: 500, body: 'rpc error making call: i/o deadline reached' } }`.
+   * Nothing reaches the agent meanwhile.
+   */
+  | {
+      readonly afterMs: number
+      readonly then:
+        | 'pass'
+        | { readonly latencyMs: number }
+        | { readonly garbage: string }
+        | {
+            readonly status: number
+            readonly body: string
+            readonly headers?: Readonly<Record<string, string>>
+          }
     }
   /**
    * Per request: with probability `error500` answer 500, else with probability `close` destroy
@@ -185,6 +209,8 @@ type Action =
   | { readonly kind: 'blackhole' }
   | {
       readonly kind: 'answer'
+      /** Wait this long before answering (`afterMs`). */
+      readonly delayMs?: number
       readonly status: number
       readonly type: string
       readonly body: string
@@ -195,7 +221,7 @@ type Action =
 function actionFor(
   mode: FaultMode,
   random: () => number,
-  request: { readonly method: string; readonly path: string },
+  request: { readonly method: string; readonly path: string; readonly query: string },
 ): Action {
   if (mode === 'pass') return { kind: 'pass', delayMs: 0 }
   if (mode === 'error500') return injected500
@@ -216,11 +242,18 @@ function actionFor(
       ...(mode.headers === undefined ? {} : { headers: mode.headers }),
     }
   if ('when' in mode) {
-    const { method, pathPrefix } = mode.when
+    const { method, pathPrefix, query } = mode.when
     const matches =
       (method === undefined || method === request.method) &&
-      (pathPrefix === undefined || request.path.startsWith(pathPrefix))
+      (pathPrefix === undefined || request.path.startsWith(pathPrefix)) &&
+      (query === undefined || query.test(request.query))
     return matches ? actionFor(mode.then, random, request) : { kind: 'pass', delayMs: 0 }
+  }
+  if ('afterMs' in mode) {
+    const then = actionFor(mode.then, random, request)
+    if (then.kind === 'pass') return { ...then, delayMs: then.delayMs + mode.afterMs }
+    if (then.kind === 'answer') return { ...then, delayMs: (then.delayMs ?? 0) + mode.afterMs }
+    return then
   }
   const { error500 = 0, close = 0, latencyMs = 0, latencyP = 0 } = mode.random
   if (random() < error500) return injected500
@@ -423,7 +456,7 @@ export async function startFaultProxy(
       }
       seen.push(seenAs)
 
-      const action = actionFor(mode, random, { method, path })
+      const action = actionFor(mode, random, { method, path, query: seenAs.query })
       switch (action.kind) {
         case 'close':
           req.socket.destroy()
@@ -434,7 +467,21 @@ export async function startFaultProxy(
           return
         case 'answer':
           req.resume()
-          respond(res, action)
+          if (action.delayMs === undefined || action.delayMs <= 0) {
+            respond(res, action)
+            return
+          }
+          {
+            const timer = setTimeout(() => {
+              timers.delete(timer)
+              if (!res.destroyed) respond(res, action)
+            }, action.delayMs)
+            timers.add(timer)
+            res.once('close', () => {
+              clearTimeout(timer)
+              timers.delete(timer)
+            })
+          }
           return
         case 'oversized':
           req.resume()

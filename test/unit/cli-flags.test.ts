@@ -133,3 +133,25 @@ describe('a negative or malformed value', () => {
     assert.equal(plan.value, '-x')
   })
 })
+
+describe("the Consul connection flags, named like consul lock's", () => {
+  it('--ca-path, --namespace and --partition reach the client configuration', () => {
+    const plan = planRun([
+      '--leader',
+      '--prefix',
+      'p',
+      '--ca-path',
+      '/etc/consul/ca.d',
+      '--namespace',
+      'team',
+      '--partition',
+      'blue',
+      '--',
+      'true',
+    ])
+    assert.ok(!plan.help)
+    assert.equal(plan.consul.tls?.caPath, '/etc/consul/ca.d')
+    assert.equal(plan.consul.namespace, 'team')
+    assert.equal(plan.consul.partition, 'blue')
+  })
+})

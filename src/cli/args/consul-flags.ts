@@ -11,10 +11,13 @@ export const consulFlagSpec = {
   'http-addr': { type: 'string' },
   'token-file': { type: 'string' },
   'ca-file': { type: 'string' },
+  'ca-path': { type: 'string' },
   'client-cert': { type: 'string' },
   'client-key': { type: 'string' },
   'tls-server-name': { type: 'string' },
   datacenter: { type: 'string' },
+  namespace: { type: 'string' },
+  partition: { type: 'string' },
 } as const satisfies OptionSpec
 
 /** Usage lines of the connection flags, shared by every command's help. */
@@ -23,17 +26,23 @@ export const consulFlagHelp = `Consul connection (each overrides its environment
   --token-file <path>       file holding the ACL token (CONSUL_HTTP_TOKEN_FILE); a token is
                             never taken on the command line, use CONSUL_HTTP_TOKEN instead
   --ca-file <path>          CA certificate for TLS (CONSUL_CACERT)
+  --ca-path <dir>           folder of CA certificates for TLS (CONSUL_CAPATH)
   --client-cert <path>      client certificate (CONSUL_CLIENT_CERT)
   --client-key <path>       client key (CONSUL_CLIENT_KEY)
   --tls-server-name <name>  name to verify in the agent's certificate (CONSUL_TLS_SERVER_NAME)
-  --datacenter <dc>         datacenter to use; default the agent's`
+  --datacenter <dc>         datacenter to use; default the agent's
+  --namespace <ns>          Enterprise namespace (CONSUL_NAMESPACE)
+  --partition <name>        Enterprise admin partition (CONSUL_PARTITION)`
 
 /** The option names of ConsulConfigError messages, as the flags a CLI user typed. */
 export const flagOfSetting: Readonly<Record<string, string>> = {
   'options.address': '--http-addr',
   'options.tokenFile': '--token-file',
   'options.datacenter': '--datacenter',
+  'options.namespace': '--namespace',
+  'options.partition': '--partition',
   'tls.caFile': '--ca-file',
+  'tls.caPath': '--ca-path',
   'tls.certFile': '--client-cert',
   'tls.keyFile': '--client-key',
   'tls.serverName': '--tls-server-name',
@@ -52,8 +61,11 @@ export function consulConfigFrom(values: ParsedValues): ConsulClientConfig {
     address: text('http-addr'),
     tokenFile: text('token-file'),
     datacenter: text('datacenter'),
+    namespace: text('namespace'),
+    partition: text('partition'),
     tls: {
       caFile: text('ca-file'),
+      caPath: text('ca-path'),
       certFile: text('client-cert'),
       keyFile: text('client-key'),
       serverName: text('tls-server-name'),

@@ -153,7 +153,7 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
       new Promise<string>((done) => setTimeout(() => done('still running'), 20_000)),
     ])
     assert.notEqual(code, 'still running', 'consul lock ended once its slot was taken')
-    assert.notEqual(code, 0)
+    // consul lock exits 0 after a lost lock; what tells is its child's end.
     assert.match(go.stderr(), /signal: terminated/, 'its child was stopped with SIGTERM')
     assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [])
   })

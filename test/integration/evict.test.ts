@@ -145,7 +145,9 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
       async () => holdersOf((await readLock(agent.url, prefix))?.body)[0],
       30_000,
     )
-    await eventually('its child running', () => (go.stdout().includes('started') ? true : undefined))
+    await eventually('its child running', () =>
+      go.stdout().includes('started') ? true : undefined,
+    )
     const eviction = await evict({ prefix, session, consul: agent.client })
     assert.equal(eviction.lock, 'semaphore')
     const code = await Promise.race([

@@ -12,6 +12,7 @@ import {
   drain,
   liftDrain,
   semaphore,
+  setLimit,
   SemaphoreError,
   type SemaphoreState,
 } from '../../src/index.js'
@@ -181,7 +182,7 @@ describe('drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(await goWaiter.exited, 0, 'the Go waiter ran its command and ended well')
   })
 
-  it('refuses a leader lock, needs the limit without .lock, and refuses a limit .lock does not state', async (t) => {
+  it('refuses a leader lock, needs the limit without .lock, refuses a limit .lock does not state, and tops up to a raised limit', async (t) => {
     const leaderPrefix = testPrefix(t, agent.url, 'drain-leader')
     assert.equal(
       await putRaw(agent.url, `${leaderPrefix}/.lock`, 'me', `flags=${LOCK_FLAGS}`),
@@ -219,8 +220,13 @@ describe('drain', { timeout: SUITE_TIMEOUT_MS }, () => {
       drain({ prefix, limit: 2, consul: agent.client }),
       (e: unknown) => e instanceof SemaphoreError && e.kind === 'LimitConflict',
     )
-    const waiter = tracked(t, semaphore({ prefix, limit: 3, consul: agent.client, value: 'w' }))
-    await waiter.when((s) => s.rank === 0 && sameSet(s.holders, drained.sessions))
+    // A raised limit: draining again tops the drain up to it.
+    await setLimit({ prefix, limit: 4, consul: agent.client })
+    const toppedUp = await drain({ prefix, consul: agent.client })
+    assert.equal(toppedUp.added, 1)
+    assert.equal(toppedUp.sessions.length, 4)
+    const waiter = tracked(t, semaphore({ prefix, limit: 4, consul: agent.client, value: 'w' }))
+    await waiter.when((s) => s.rank === 0 && sameSet(s.holders, toppedUp.sessions))
     await liftDrain({ prefix, consul: agent.client })
     await waiter.when((s) => s.holding)
   })

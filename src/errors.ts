@@ -58,6 +58,11 @@ export type SemaphoreErrorKind =
    * the timeout. Unlike a signal, `waitTimeout` never ends work that has started.
    */
   | 'WaitTimeout'
+  /**
+   * `evict` was given a session that neither `.lock` lists as a holder nor holds the leader lock
+   * of the prefix (a waiter, a session of elsewhere, a typo): nothing was written.
+   */
+  | 'NotHolder'
 
 /**
  * The one error type the public API throws or errors with: `kind` says what went wrong, the message

@@ -4,7 +4,8 @@
  * This entry is what users compose with: the contenders (`semaphore`, `leaderElection`), their
  * one-shot and Promise forms (`tryAcquire`, `tryLead`, `withSlot`, `exclusive`), `setLimit`,
  * their options, states and errors, and what it takes to pass them a Consul client
- * (`createConsulClient`, the `ConsulClient` type and its configuration). Removing or changing any
+ * (`createConsulClient`, the `ConsulClient` type and its configuration), and the operator calls
+ * `evict`, `drain` and `liftDrain`. Removing or changing any
  * of these names is a breaking change. The Consul client's raw calls, their options and answers,
  * and its typed failures are in `rx-consul-semaphore/consul`; the pure core's building blocks
  * (the decide steps, the contender's step and its state, the `.lock` codec) are in
@@ -41,6 +42,17 @@ export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
 export { tryAcquire, tryLead, type TryOptions } from './try-acquire.js'
 export { withSlot, type WithSlotOptions } from './with-slot.js'
 export { setLimit, type LimitChange, type SetLimitOptions } from './set-limit.js'
+// Operator calls for incidents: take a holder out, hold every slot back until lifted.
+export { evict, type EvictOptions, type Eviction } from './evict.js'
+export {
+  drain,
+  liftDrain,
+  DRAIN_VALUE,
+  type Drain,
+  type DrainLift,
+  type DrainOptions,
+  type LiftDrainOptions,
+} from './drain.js'
 export type { SlotGuard } from './slot-guard.js'
 // The operations and the answer of a guard's `fencedTxn`.
 export type { TxnOp, TxnResult } from './consul/client-api.js'

@@ -1,13 +1,15 @@
 #!/usr/bin/env node
 /**
- * `rxsem`: the command line of rx-consul-semaphore. Dispatches to `run`, `status`, `watch` and
- * `set-limit`;
+ * `rxsem`: the command line of rx-consul-semaphore. Dispatches to `run`, `status`, `watch`,
+ * `set-limit`, `evict` and `drain`;
  * every failure ends here as one `rxsem: ...` line on stderr and exit status 1.
  *
  * @packageDocumentation
  */
 import { setFlagsFromString } from 'node:v8'
 import { describeError, ExitCode } from './report.js'
+import { drainCommand } from './drain/command.js'
+import { evictCommand } from './evict/command.js'
 import { runCommand } from './run/command.js'
 import { setLimitCommand } from './set-limit/command.js'
 import { statusCommand } from './status/command.js'
@@ -16,6 +18,8 @@ import { UsageError } from './args/parse-flags.js'
 import { watchCommand } from './watch/command.js'
 
 const commands: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
+  drain: drainCommand,
+  evict: evictCommand,
   run: runCommand,
   'set-limit': setLimitCommand,
   status: statusCommand,
@@ -36,8 +40,8 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === undefined) {
     throw new UsageError(
       name.startsWith('-')
-        ? `unknown flag ${name} before the command; the commands are run, status, watch and set-limit.`
-        : `unknown command ${JSON.stringify(name)}; the commands are run, status, watch and set-limit.`,
+        ? `unknown flag ${name} before the command; the commands are run, status, watch, set-limit, evict and drain.`
+        : `unknown command ${JSON.stringify(name)}; the commands are run, status, watch, set-limit, evict and drain.`,
     )
   }
   return command(rest)

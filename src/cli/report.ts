@@ -154,6 +154,8 @@ function describe(error: unknown): string {
         return `no Consul agent at the address: ${error.message}`
       case 'Consul':
         return `Consul error: ${error.message}`
+      case 'NotHolder':
+        return `not a holder: ${error.message}`
     }
   }
   if (isConsulError(error)) {

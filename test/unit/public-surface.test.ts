@@ -18,6 +18,7 @@ const root = resolve(import.meta.dirname, '../..')
 const VALUES = [
   'CONTENDER_FLAGS',
   'ConsulConfigError',
+  'DRAIN_VALUE',
   'HOLDER_FLAGS',
   'RENEWING_FLAGS',
   'LOCK_FLAGS',
@@ -25,8 +26,11 @@ const VALUES = [
   'SemaphoreError',
   'contenderKey',
   'createConsulClient',
+  'drain',
+  'evict',
   'exclusive',
   'leaderElection',
+  'liftDrain',
   'lockKey',
   'semaphore',
   'setLimit',
@@ -54,6 +58,13 @@ const TYPES = [
   // Changing a prefix's limit live.
   'LimitChange',
   'SetLimitOptions',
+  // Evicting a holder, draining a prefix.
+  'Drain',
+  'DrainLift',
+  'DrainOptions',
+  'EvictOptions',
+  'Eviction',
+  'LiftDrainOptions',
   // Where a contender's metrics and spans go (docs/observability.md).
   'MeterProviderLike',
   'TelemetryOptions',

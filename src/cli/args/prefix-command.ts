@@ -1,5 +1,5 @@
 /**
- * The arguments `rxsem status`, `rxsem watch` and `rxsem set-limit` share: a prefix, a limit (to
+ * The arguments `rxsem status`, `watch`, `set-limit`, `evict` and `drain` share: a prefix, a limit (to
  * expect, or to set), help.
  */
 import { resolveContenderOptions } from '../../options/contender-options.js'
@@ -32,7 +32,7 @@ export type PrefixCommand =
 export function readPrefixCommand(
   argv: readonly string[],
   extra: OptionSpec,
-  command: 'status' | 'watch' | 'set-limit',
+  command: 'status' | 'watch' | 'set-limit' | 'evict' | 'drain',
 ): PrefixCommand {
   const spec: OptionSpec = {
     prefix: { type: 'string' },

@@ -10,6 +10,8 @@ Commands:
   status     show the holders and waiters of a prefix, once (--json for scripts)
   watch      show the holders and waiters of a prefix live, until q or Ctrl-C
   set-limit  change the limit of a semaphore live, keeping its holders
+  evict      take one holder out of a semaphore or leader lock, and destroy its session
+  drain      let a semaphore's holders finish and admit no one until lifted (--lift)
 
 Run \`rxsem <command> --help\` for its flags.
 `
@@ -146,4 +148,71 @@ ${consulFlagHelp}
 Exit status: 0 written (or the limit was already <n>, or shown with --dry-run); 1 error
 (message on stderr): bad flags, a .lock of \`consul lock\` without -n or that cannot be read
 (never written over), Consul unreachable or refusing.
+`
+
+export const evictUsage = `Usage: rxsem evict --prefix <p> --session <id> [--json] [flags]
+
+Takes the holder whose session is <id> out of the semaphore (or \`consul lock\` leader lock) at
+<p>, and destroys its session. For a semaphore, one check-and-set of <p>/.lock removes the
+session from its holders (keeping the others, so no acquisition or release in between is lost),
+then the session is destroyed, which deletes its contender key. For a leader lock, destroying
+the session releases <p>/.lock; the next leader takes it after the session's lock-delay.
+
+The holder sees that it no longer holds at its next read of <p>: \`rxsem run\` stops its
+command (exit 75), \`consul lock -n\` and \`consul lock\` stop their child. \`rxsem status\`
+shows the sessions of the holders.
+
+It prints the fencing-token floor: <p>/.lock's ModifyIndex after the eviction. The evicted
+holder's fencing token is below it and every later holder's is above it, so a resource that
+checks tokens can refuse the evicted holder's writes from now on.
+
+Flags:
+  --prefix <p>     KV prefix of the semaphore or leader lock
+  --session <id>   the session id of the holder to evict
+  --json           print one JSON object instead of text:
+                   {"prefix","session","lock","floor"} (lock is "semaphore" or "leader";
+                   floor is a decimal string)
+  -h, --help       show this help
+
+${consulFlagHelp}
+
+Exit status: 0 evicted; 1 error (message on stderr): bad flags, a session that is not a
+holder of <p> (nothing written), a .lock that cannot be read (never written over), Consul
+unreachable or refusing.
+`
+
+export const drainUsage = `Usage: rxsem drain --prefix <p> [--limit <n>] [--json] [flags]
+       rxsem drain --prefix <p> --lift [--json] [flags]
+
+Drains the semaphore at <p>: its holders keep their slots until they release, and no one new
+is admitted until the drain is lifted. The drain holds every slot itself: it makes one session
+per slot of the limit, named "rxsem drain of <p>", with no TTL and no health checks (it lasts
+until lifted, whatever becomes of this process), each holding its contender key <p>/<session>
+with the value "rxsem drain", and adds them all to <p>/.lock's holders in one check-and-set.
+The limit is not changed. Waiters, of rxsem run, the library and \`consul lock -n\`, keep
+waiting while the holders are at least the limit; none of them fails. \`rxsem status\` and
+\`rxsem watch\` show the drain's sessions as holders, with that value and name.
+
+With --lift, destroys the drain's sessions (deleting their keys) and takes them out of
+<p>/.lock: waiters are admitted as slots are free.
+
+Draining a drained prefix, or lifting one that is not drained, writes nothing.
+
+Flags:
+  --prefix <p>     KV prefix of the semaphore
+  -n, --limit <n>  the semaphore's limit: needed only when <p> has no .lock yet (a .lock stating
+                   it is created); a .lock that states another is refused
+  --lift           lift the drain instead
+  --json           print one JSON object instead of text:
+                   {"prefix","limit","sessions","added","holders","index"} (added is 0 when it
+                   was drained already; holders counts the others, which finish), or with
+                   --lift {"prefix","lifted","sessions","index"} (index is null when .lock was
+                   not written)
+  -h, --help       show this help
+
+${consulFlagHelp}
+
+Exit status: 0 drained or lifted (or already so); 1 error (message on stderr): bad flags, a
+leader lock (\`consul lock\` without -n: nothing to drain, evict its holder instead), no .lock
+and no --limit, a .lock that cannot be read (never written over), Consul unreachable or refusing.
 `

@@ -1,0 +1,195 @@
+// `evict` takes a holder out of a prefix whoever it is: a contender of ours (its holding$ turns
+// false, the next holder's fencing token is above the floor and the evicted one's below it),
+// `consul lock -n` (Go's monitor sees itself no longer listed and stops its child) and
+// `consul lock` (its session destroyed, the leader lock released). A session that does not hold is
+// refused with nothing written; a CAS lost to a concurrent write is read again and retried.
+import assert from 'node:assert/strict'
+import { after, describe, it } from 'node:test'
+import { ReplaySubject, filter, firstValueFrom, type Observable } from 'rxjs'
+import {
+  evict,
+  leaderElection,
+  semaphore,
+  SemaphoreError,
+  type ConsulClient,
+  type SemaphoreState,
+} from '../../src/index.js'
+import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
+import { agentSuite } from '../support/agent-suite.js'
+import { testPrefix } from '../support/consul-agent.js'
+import {
+  destroyRawSession,
+  eventually,
+  holdersOf,
+  putRaw,
+  readLock,
+  SEMAPHORE_FLAGS,
+} from '../support/observe.js'
+import { SUITE_TIMEOUT_MS } from '../support/processes.js'
+
+/**
+ * Keeps `sem` subscribed (a contender leaves, and releases, when its last subscriber goes) and
+ * resolves the first state, from the latest on, that `when` accepts.
+ */
+function tracked(
+  t: { after: (fn: () => unknown) => void },
+  sem: { readonly state$: Observable<SemaphoreState>; close(): Promise<void> },
+): (when: (s: SemaphoreState) => boolean) => Promise<SemaphoreState> {
+  const latest = new ReplaySubject<SemaphoreState>(1)
+  const sub = sem.state$.subscribe(latest)
+  t.after(async () => {
+    sub.unsubscribe()
+    await sem.close()
+  })
+  return (when) => firstValueFrom(latest.pipe(filter(when)))
+}
+
+describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
+  after(() => stopAllConsulLocks())
+  const agent = agentSuite()
+
+  it('takes a holder of ours out: its holding$ turns false, and the floor lies between its fencing token and the next holder’s', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'evict-ours')
+    const a = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'a' }))
+    const held = await a((s) => s.holding)
+    const b = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'b' }))
+    const waiting = await b((s) => s.rank === 0)
+
+    const eviction = await evict({ prefix, session: held.session ?? '', consul: agent.client })
+    assert.equal(eviction.lock, 'semaphore')
+    assert.equal(eviction.session, held.session)
+    const lost = await a((s) => !s.holding)
+    assert.equal(lost.holding, false)
+    const next = await b((s) => s.holding)
+    assert.ok(
+      (held.fencingToken ?? 0n) < eviction.floor,
+      `the evicted token ${held.fencingToken} is below the floor ${eviction.floor}`,
+    )
+    assert.ok(
+      eviction.floor < (next.fencingToken ?? 0n),
+      `the next token ${next.fencingToken} is above the floor ${eviction.floor}`,
+    )
+    assert.equal(next.session, waiting.session)
+  })
+
+  it('refuses a session that does not hold, a waiter’s or an unknown one, and writes nothing', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'evict-not-holder')
+    const a = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'a' }))
+    await a((s) => s.holding)
+    const b = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'b' }))
+    const waiter = await b((s) => s.rank === 0)
+    const before = await readLock(agent.url, prefix)
+
+    for (const session of [waiter.session ?? '', '00000000-0000-0000-0000-000000000000']) {
+      await assert.rejects(
+        evict({ prefix, session, consul: agent.client }),
+        (error: unknown) =>
+          error instanceof SemaphoreError &&
+          error.kind === 'NotHolder' &&
+          error.message.includes(`session ${session} is not a holder of ${prefix}`) &&
+          /Nothing was written/.test(error.message),
+      )
+    }
+    assert.deepEqual(await readLock(agent.url, prefix), before, '.lock is as it was')
+    assert.equal((await b(() => true)).rank, 0, 'the waiter still waits')
+    assert.equal((await a(() => true)).holding, true, 'the holder still holds')
+  })
+
+  it('reads .lock again and retries when a concurrent write wins the CAS, keeping that write', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'evict-cas')
+    const a = tracked(t, semaphore({ prefix, limit: 2, consul: agent.client, value: 'a' }))
+    const held = await a((s) => s.holding)
+    const ghost = '11111111-2222-3333-4444-555555555555'
+    // The first transaction of evict finds .lock changed under it: another writer lists a ghost
+    // holder between evict's read and its CAS.
+    let txns = 0
+    const racing: ConsulClient = {
+      ...agent.client,
+      kv: {
+        ...agent.client.kv,
+        txn: (ops, options) => async () => {
+          txns++
+          if (txns === 1) {
+            // By CAS too, read again if .lock changed meanwhile: the write must go in.
+            const put = await eventually('the concurrent write in', async () => {
+              const lock = await readLock(agent.url, prefix)
+              const holders = [...holdersOf(lock?.body), ghost]
+              const body = JSON.stringify({
+                Limit: 2,
+                Holders: Object.fromEntries(holders.map((h) => [h, true])),
+              })
+              const query = `cas=${lock?.entry.ModifyIndex}&flags=${SEMAPHORE_FLAGS}`
+              return (await putRaw(agent.url, `${prefix}/.lock`, body, query)) || undefined
+            })
+            assert.equal(put, true)
+          }
+          return agent.client.kv.txn(ops, options)()
+        },
+      },
+    }
+    const eviction = await evict({ prefix, session: held.session ?? '', consul: racing })
+    assert.ok(txns >= 2, `a lost CAS, then one that won (${txns} transactions)`)
+    const after = await readLock(agent.url, prefix)
+    assert.deepEqual(holdersOf(after?.body), [ghost], 'the evicted session is gone, the ghost kept')
+    assert.equal(BigInt(after?.entry.ModifyIndex ?? 0), eviction.floor)
+    await a((s) => !s.holding)
+  })
+
+  it('takes a consul lock -n holder out: Go’s monitor stops its child and consul lock ends', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'evict-go')
+    const go = startConsulLock(agent.addr, ['-n=2', prefix, 'echo started; exec sleep 300'])
+    t.after(() => stopAllConsulLocks([go]))
+    const session = await eventually(
+      'consul lock -n 2 holding',
+      async () => holdersOf((await readLock(agent.url, prefix))?.body)[0],
+      30_000,
+    )
+    await eventually('its child running', () =>
+      go.stdout().includes('started') ? true : undefined,
+    )
+    const eviction = await evict({ prefix, session, consul: agent.client })
+    assert.equal(eviction.lock, 'semaphore')
+    const code = await Promise.race([
+      go.exited,
+      new Promise<string>((done) => setTimeout(() => done('still running'), 20_000)),
+    ])
+    assert.notEqual(code, 'still running', 'consul lock ended once its slot was taken')
+    // consul lock exits 0 after a lost lock; what tells is its child's end.
+    assert.match(go.stderr(), /signal: terminated/, 'its child was stopped with SIGTERM')
+    assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [])
+  })
+
+  it('takes a consul lock (leader) holder out: its session destroyed, .lock released, the floor above its acquisition and below the next leader’s token', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'evict-leader')
+    const go = startConsulLock(agent.addr, [prefix, 'echo started; exec sleep 300'])
+    t.after(() => stopAllConsulLocks([go]))
+    const acquired = await eventually(
+      'consul lock holding',
+      async () => {
+        const lock = await readLock(agent.url, prefix).catch(() => undefined)
+        return lock?.entry.Session === undefined ? undefined : lock.entry
+      },
+      30_000,
+    )
+    const leader = leaderElection({ prefix, consul: agent.client, value: 'next' })
+    t.after(() => leader.close())
+    const eviction = await evict({ prefix, session: acquired.Session ?? '', consul: agent.client })
+    assert.equal(eviction.lock, 'leader')
+    assert.ok(
+      BigInt(acquired.ModifyIndex) < eviction.floor,
+      `the evicted acquisition ${acquired.ModifyIndex} is below the floor ${eviction.floor}`,
+    )
+    const code = await Promise.race([
+      go.exited,
+      new Promise<string>((done) => setTimeout(() => done('still running'), 20_000)),
+    ])
+    assert.notEqual(code, 'still running', 'consul lock ended once its lock was released')
+    // The next leader waits out the evicted session's lock-delay (Go's default, 15 s).
+    const next = await firstValueFrom(leader.state$.pipe(filter((s) => s.holding)))
+    assert.ok(
+      eviction.floor < (next.fencingToken ?? 0n),
+      `the next leader's token ${next.fencingToken} is above the floor ${eviction.floor}`,
+    )
+    await destroyRawSession(agent.url, acquired.Session ?? '')
+  })
+})

@@ -18,6 +18,7 @@ import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { testPrefix } from '../support/consul-agent.js'
 import {
+  createRawSession,
   destroyRawSession,
   eventually,
   holdersOf,
@@ -97,8 +98,24 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('reads .lock again and retries when a concurrent write wins the CAS, keeping that write', async (t) => {
     const prefix = testPrefix(t, agent.url, 'evict-cas')
-    const a = tracked(t, semaphore({ prefix, limit: 2, consul: agent.client, value: 'a' }))
-    const held = await a((s) => s.holding)
+    // A holder made by hand, not a contender: a contender evicted would contend again with a new
+    // session and rewrite .lock (pruning the ghost) before the check below could read it.
+    const holder = await createRawSession(agent.url, { Name: 'evict-cas holder', TTL: '60s' })
+    t.after(() => destroyRawSession(agent.url, holder))
+    assert.equal(
+      await putRaw(
+        agent.url,
+        `${prefix}/${holder}`,
+        'h',
+        `acquire=${holder}&flags=${SEMAPHORE_FLAGS}`,
+      ),
+      true,
+    )
+    const listed = JSON.stringify({ Limit: 2, Holders: { [holder]: true } })
+    assert.equal(
+      await putRaw(agent.url, `${prefix}/.lock`, listed, `cas=0&flags=${SEMAPHORE_FLAGS}`),
+      true,
+    )
     const ghost = '11111111-2222-3333-4444-555555555555'
     // The first transaction of evict finds .lock changed under it: another writer lists a ghost
     // holder between evict's read and its CAS.
@@ -127,12 +144,11 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
         },
       },
     }
-    const eviction = await evict({ prefix, session: held.session ?? '', consul: racing })
+    const eviction = await evict({ prefix, session: holder, consul: racing })
     assert.ok(txns >= 2, `a lost CAS, then one that won (${txns} transactions)`)
     const after = await readLock(agent.url, prefix)
     assert.deepEqual(holdersOf(after?.body), [ghost], 'the evicted session is gone, the ghost kept')
     assert.equal(BigInt(after?.entry.ModifyIndex ?? 0), eviction.floor)
-    await a((s) => !s.holding)
   })
 
   it('takes a consul lock -n holder out: Go’s monitor stops its child and consul lock ends', async (t) => {

@@ -254,7 +254,7 @@ async function examine(
           'problem',
           `${transport.config.origin} answered GET /v1/agent/self without a Consul agent's ` +
             'description (no Config.Version): it is not a Consul agent',
-          'set --http-addr (CONSUL_HTTP_ADDR) to the HTTP address of a Consul agent, by default http://127.0.0.1:8500',
+          'set CONSUL_HTTP_ADDR (or the address option) to the HTTP address of a Consul agent, by default http://127.0.0.1:8500',
         )
         throw new Stop()
       }
@@ -307,14 +307,14 @@ function noAgent(error: ConsulError): string {
 function agentAction(error: ConsulError): string {
   switch (error._tag) {
     case 'NotConsul':
-      return 'set --http-addr (CONSUL_HTTP_ADDR) to the HTTP address of a Consul agent, by default http://127.0.0.1:8500'
+      return 'set CONSUL_HTTP_ADDR (or the address option) to the HTTP address of a Consul agent, by default http://127.0.0.1:8500'
     case 'Unreachable':
     case 'Timeout':
-      return 'start the local Consul agent, or set --http-addr (CONSUL_HTTP_ADDR) to where one listens'
+      return 'start the local Consul agent, or set CONSUL_HTTP_ADDR (or the address option) to where one listens'
     case 'TlsRejected':
-      return "set --ca-file (CONSUL_CACERT) to the CA that signed the agent's certificate, or --tls-server-name to the name in it"
+      return "check CONSUL_CACERT (the CA that signed the agent's certificate) and CONSUL_TLS_SERVER_NAME (the name in it)"
     default:
-      return 'see the message above'
+      return 'see what the agent answered, above'
   }
 }
 
@@ -405,7 +405,7 @@ function aclFindings(
       'acl',
       'problem',
       'ACLs are on and Consul does not know the token (GET /v1/acl/token/self: 403 ACL not found): it was deleted, or never created',
-      'give the contenders a token that exists (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or --token-file)',
+      'give the contenders a token that exists (CONSUL_HTTP_TOKEN, CONSUL_HTTP_TOKEN_FILE or the token option)',
     )
   } else if (!tokenGiven) {
     add(
@@ -527,7 +527,7 @@ async function sessionFindings(
   const sessions = createSessions(transport)
   const checkIds = session.checks ?? ['serfHealth']
   const described =
-    `TTL ${session.ttl}, lock-delay ${session.lockDelay === undefined ? `${formatGoDuration(CONSUL_LOCK_DELAY_MS)} (Consul's default)` : session.lockDelay}, ` +
+    `TTL ${session.ttl}, lock-delay ${session.lockDelay === undefined ? `${formatGoDuration(CONSUL_LOCK_DELAY_MS)} (Consul's default)` : formatGoDuration(durationMs(session.lockDelay) ?? 0)}, ` +
     `node checks ${checkIds.length === 0 ? 'none' : checkIds.join(', ')}` +
     (session.serviceChecks.length === 0
       ? ''
@@ -555,7 +555,7 @@ async function sessionFindings(
         'checks',
         'problem',
         `Consul refused a session with the contenders' checks (${described}): ${error.body}; every contender would be refused the same way`,
-        "register the check on this agent and make it pass, or leave it out of the contenders' checks (checks, --node-check / --service-check)",
+        "register the check on this agent and make it pass, or leave it out of the contenders' checks (the checks and serviceChecks options; rxsem's --node-check and --service-check)",
       )
     } else {
       answered(created)
@@ -649,7 +649,7 @@ function lockDelayFinding(lockDelayMs: number, ttlMs: number, add: Add): void {
         'release (its process died, its TTL ran out, a check failed), Consul refuses its lock to ' +
         'everyone for the lock-delay, so a slot freed that way stays unusable for longer than a ' +
         'whole lease, the time the TTL was chosen to bound',
-      `give a lock-delay of at most the TTL (lockDelay, --lock-delay ${ttl} or less; 0 turns it off) or a longer TTL`,
+      `give the contenders a lock-delay of at most the TTL (${ttl} or less, 0 turns it off: the lockDelay option, rxsem's --lock-delay), or a longer TTL`,
     )
     return
   }

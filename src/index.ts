@@ -41,6 +41,14 @@ export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
 export { tryAcquire, tryLead, type TryOptions } from './try-acquire.js'
 export { withSlot, type WithSlotOptions } from './with-slot.js'
 export { setLimit, type LimitChange, type SetLimitOptions } from './set-limit.js'
+export {
+  doctor,
+  type DoctorCheck,
+  type DoctorFinding,
+  type DoctorOptions,
+  type DoctorReport,
+  type DoctorSeverity,
+} from './doctor.js'
 export type { SlotGuard } from './slot-guard.js'
 // The operations and the answer of a guard's `fencedTxn`.
 export type { TxnOp, TxnResult } from './consul/client-api.js'

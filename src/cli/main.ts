@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 /**
- * `rxsem`: the command line of rx-consul-semaphore. Dispatches to `run`, `status`, `watch` and
- * `set-limit`;
+ * `rxsem`: the command line of rx-consul-semaphore. Dispatches to `run`, `status`, `watch`,
+ * `set-limit` and `doctor`;
  * every failure ends here as one `rxsem: ...` line on stderr and exit status 1.
  *
  * @packageDocumentation
  */
 import { setFlagsFromString } from 'node:v8'
 import { describeError, ExitCode } from './report.js'
+import { doctorCommand } from './doctor/command.js'
 import { runCommand } from './run/command.js'
 import { setLimitCommand } from './set-limit/command.js'
 import { statusCommand } from './status/command.js'
@@ -20,6 +21,7 @@ const commands: Readonly<Record<string, (argv: readonly string[]) => Promise<num
   'set-limit': setLimitCommand,
   status: statusCommand,
   watch: watchCommand,
+  doctor: doctorCommand,
 }
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -36,8 +38,8 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === undefined) {
     throw new UsageError(
       name.startsWith('-')
-        ? `unknown flag ${name} before the command; the commands are run, status, watch and set-limit.`
-        : `unknown command ${JSON.stringify(name)}; the commands are run, status, watch and set-limit.`,
+        ? `unknown flag ${name} before the command; the commands are run, status, watch, set-limit and doctor.`
+        : `unknown command ${JSON.stringify(name)}; the commands are run, status, watch, set-limit and doctor.`,
     )
   }
   return command(rest)

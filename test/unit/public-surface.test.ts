@@ -25,6 +25,7 @@ const VALUES = [
   'SemaphoreError',
   'contenderKey',
   'createConsulClient',
+  'doctor',
   'exclusive',
   'leaderElection',
   'lockKey',
@@ -54,6 +55,12 @@ const TYPES = [
   // Changing a prefix's limit live.
   'LimitChange',
   'SetLimitOptions',
+  // Checking an agent, a token and a prefix.
+  'DoctorCheck',
+  'DoctorFinding',
+  'DoctorOptions',
+  'DoctorReport',
+  'DoctorSeverity',
   // Where a contender's metrics and spans go (docs/observability.md).
   'MeterProviderLike',
   'TelemetryOptions',

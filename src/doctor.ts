@@ -141,6 +141,14 @@ const UNREACHABLE_INDEX = 2n ** 53n - 1n
 /** A session id no contender has, to read "a contender key" that never exists. */
 const PROBE_SESSION = '00000000-0000-0000-0000-000000000000'
 
+/**
+ * The name of the session `doctor` makes (and destroys before it returns): `rxsem doctor`, and
+ * the prefix when one is given, so that an operator who sees it in Consul's UI knows what it is.
+ */
+export function doctorSessionName(prefix: string | undefined): string {
+  return prefix === undefined ? 'rxsem doctor' : `rxsem doctor ${prefix}`
+}
+
 const POLICY_HINT = 'see "ACL policy" in docs/operations.md'
 
 /**
@@ -288,7 +296,7 @@ async function examine(
     if (prefix !== undefined) await prefixFindings(transport, prefix, answered, add)
 
     // 6. The session a contender would make: made, read back, destroyed; its checks, its lock-delay.
-    await sessionFindings(transport, agent, session, answered, add)
+    await sessionFindings(transport, prefix, agent, session, answered, add)
   } catch (error) {
     if (!(error instanceof Stop)) throw error
   }
@@ -519,6 +527,7 @@ async function prefixFindings(
 
 async function sessionFindings(
   transport: Transport,
+  prefix: string | undefined,
   agent: AgentSelf | undefined,
   session: ContenderSession,
   answered: Answered,
@@ -533,7 +542,7 @@ async function sessionFindings(
       ? ''
       : `, service checks ${session.serviceChecks.map((c) => c.id).join(', ')}`)
   const created = await sessions.create({
-    name: 'rxsem doctor',
+    name: doctorSessionName(prefix),
     ttl: session.ttl,
     behavior: 'delete',
     ...(session.lockDelay === undefined ? {} : { lockDelay: session.lockDelay }),

@@ -414,15 +414,15 @@ export async function startFaultProxy(
         answer.resume()
         return
       }
-      const status = answer.statusCode ?? 502
       if (rewrite !== undefined) {
         rewritten(answer, res, seenAs, rewrite)
         return
       }
-      res.writeHead(status, answer.statusMessage, [
+      res.writeHead(answer.statusCode ?? 502, answer.statusMessage, [
         ...endToEnd(answer.rawHeaders),
         ...Object.entries(addHeaders).flat(),
       ])
+      const status = answer.statusCode ?? 502
       keepShort(answer, 64, (chunks) => {
         seenAs.answer = { status, body: chunks && shortBody(chunks, answer) }
       })

@@ -26,7 +26,12 @@ import {
 } from './doctor/finding.js'
 import { prefixFindings } from './doctor/prefix-findings.js'
 import { sessionFindings, type ContenderSession } from './doctor/session-findings.js'
-import { resolveContenderOptions, type Duration } from './options/contender-options.js'
+import {
+  resolveContenderOptions,
+  validated,
+  type Duration,
+  type ReportProblem,
+} from './options/contender-options.js'
 
 export type { DoctorCheck, DoctorFinding, DoctorSeverity } from './doctor/finding.js'
 export { doctorSessionName } from './doctor/session-findings.js'
@@ -125,9 +130,7 @@ export async function doctor(options: DoctorOptions = {}): Promise<DoctorReport>
       ttl: resolved.ttl,
       lockDelay: resolved.lockDelay,
       checks: resolved.checks,
-      serviceChecks: (options.serviceChecks ?? []).map((check) =>
-        typeof check === 'string' ? { id: check } : check,
-      ),
+      serviceChecks: validated((report) => serviceChecksOf(options.serviceChecks, report)),
     }
     agent = await examine(transport, config.token !== undefined, prefix, session, findings)
   } finally {
@@ -224,4 +227,34 @@ async function examine(
     if (!(error instanceof Stop)) throw error
   }
   return agent
+}
+
+/** The service checks as `{ id, namespace? }`, reporting a list that is not one of check IDs. */
+function serviceChecksOf(
+  checks: DoctorOptions['serviceChecks'],
+  report: ReportProblem,
+): ContenderSession['serviceChecks'] {
+  const list: unknown = checks ?? []
+  const resolved = Array.isArray(list)
+    ? list.map((check: unknown) =>
+        typeof check === 'string'
+          ? { id: check }
+          : (check as { id?: unknown; namespace?: unknown }),
+      )
+    : []
+  const valid = (c: {
+    id?: unknown
+    namespace?: unknown
+  }): c is { id: string; namespace?: string } =>
+    typeof c.id === 'string' &&
+    c.id !== '' &&
+    (c.namespace === undefined || typeof c.namespace === 'string')
+  if (!Array.isArray(list) || !resolved.every(valid)) {
+    report(
+      'serviceChecks',
+      `${JSON.stringify(checks)} must be a list of service check IDs, e.g. ["service:web-1"], or of { id, namespace }.`,
+    )
+    return []
+  }
+  return resolved.filter(valid)
 }

@@ -104,7 +104,13 @@ export async function sessionFindings(
         )
       }
     }
-    await checkFindings(transport, info?.node ?? agent?.node, checkIds, add)
+    await checkFindings(
+      transport,
+      info?.node ?? agent?.node,
+      checkIds,
+      session.serviceChecks.map((c) => c.id),
+      add,
+    )
   }
 
   // The lock-delay Consul gave the session, else the one asked for, else Consul's default.
@@ -115,13 +121,19 @@ export async function sessionFindings(
   lockDelayFinding(lockDelayMs, session.ttlMs, add)
 }
 
+/**
+ * The checks the session depends on: none (only the TTL ends it), or each with its status when
+ * the token may read the node's health; Consul accepted them all when it made the session.
+ */
 async function checkFindings(
   transport: Transport,
   node: string | undefined,
-  checkIds: readonly string[],
+  nodeCheckIds: readonly string[],
+  serviceCheckIds: readonly string[],
   add: Add,
 ): Promise<void> {
-  if (checkIds.length === 0) {
+  const ids = [...nodeCheckIds, ...serviceCheckIds]
+  if (ids.length === 0) {
     add(
       'checks',
       'ok',
@@ -129,7 +141,7 @@ async function checkFindings(
     )
     return
   }
-  const accepted = `Consul accepted a session on ${checkIds.join(', ')}, so ${checkIds.length === 1 ? 'it is' : 'they are'} registered and not critical`
+  const accepted = `Consul accepted a session on ${ids.join(', ')}, so ${ids.length === 1 ? 'it is' : 'they are'} registered and not critical`
   if (node === undefined) {
     add('checks', 'ok', accepted)
     return
@@ -137,7 +149,7 @@ async function checkFindings(
   const health = await rawGet(transport, `/v1/health/node/${encodeURIComponent(node)}`)
   const checks =
     E.isRight(health) && health.right.status === 200 ? nodeChecks(health.right.json) : undefined
-  const seen = checkIds.map((id) => checks?.find((c) => c.id === id && c.serviceId === ''))
+  const seen = ids.map((id) => checks?.find((c) => c.id === id))
   if (checks === undefined || seen.some((c) => c === undefined)) {
     add(
       'checks',
@@ -151,7 +163,7 @@ async function checkFindings(
   add(
     'checks',
     warned.length === 0 ? 'ok' : 'warning',
-    `node checks on ${node}: ${states}`,
+    `checks on ${node}: ${states}`,
     warned.length === 0
       ? ''
       : 'a check that goes critical invalidates every session on it, and its holders lose their slots: find out why it is not passing',

@@ -126,6 +126,46 @@ describe('doctor on a healthy dev agent', { concurrency: 4, timeout: SUITE_TIMEO
     assert.deepEqual(await sessionsNamed(consul.url, doctorSessionName(prefix)), [])
   })
 
+  it('checks the service checks of the session: passing is ok, critical a problem', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'doctor-service-check')
+    const id = `doctor-${prefix.split('/').pop() ?? ''}`
+    const agentCall = async (path: string, body?: unknown): Promise<void> => {
+      const res = await fetch(`${consul.url}/v1/agent/${path}`, {
+        method: 'PUT',
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      })
+      assert.ok(res.ok, `${path}: ${res.status} ${await res.text()}`)
+    }
+    t.after(() => agentCall(`service/deregister/${id}`))
+    await agentCall('service/register', {
+      ID: id,
+      Name: id,
+      Check: { CheckID: `${id}-ttl`, TTL: '60s' },
+    })
+    await agentCall(`check/pass/${id}-ttl`)
+    const passing = await doctor({
+      consul: { address: consul.addr },
+      prefix,
+      serviceChecks: [`${id}-ttl`],
+    })
+    assert.equal(finding(passing, 'checks').severity, 'ok')
+    assert.match(
+      finding(passing, 'checks').found,
+      new RegExp(`serfHealth passing, ${id}-ttl passing`),
+    )
+    assert.match(finding(passing, 'session').found, new RegExp(`service checks ${id}-ttl`))
+
+    await agentCall(`check/fail/${id}-ttl`)
+    const critical = await doctor({
+      consul: { address: consul.addr },
+      prefix,
+      serviceChecks: [{ id: `${id}-ttl` }],
+    })
+    assert.equal(finding(critical, 'checks').severity, 'problem')
+    assert.match(finding(critical, 'checks').found, /critical/)
+    assert.deepEqual(await sessionsNamed(consul.url, doctorSessionName(prefix)), [])
+  })
+
   it('finds an address that is not a Consul agent a problem, and stops there', async (t) => {
     for (const [status, type, body] of [
       [404, 'text/plain', '404 page not found'],

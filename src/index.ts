@@ -53,6 +53,14 @@ export {
   type DrainOptions,
   type LiftDrainOptions,
 } from './drain.js'
+export {
+  doctor,
+  type DoctorCheck,
+  type DoctorFinding,
+  type DoctorOptions,
+  type DoctorReport,
+  type DoctorSeverity,
+} from './doctor.js'
 export type { SlotGuard } from './slot-guard.js'
 // The operations and the answer of a guard's `fencedTxn`.
 export type { TxnOp, TxnResult } from './consul/client-api.js'

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * `rxsem`: the command line of rx-consul-semaphore. Dispatches to `run`, `status`, `watch`,
- * `set-limit`, `evict` and `drain`;
+ * `set-limit`, `evict`, `drain` and `doctor`;
  * every failure ends here as one `rxsem: ...` line on stderr and exit status 1.
  *
  * @packageDocumentation
@@ -10,6 +10,7 @@ import { setFlagsFromString } from 'node:v8'
 import { describeError, ExitCode } from './report.js'
 import { drainCommand } from './drain/command.js'
 import { evictCommand } from './evict/command.js'
+import { doctorCommand } from './doctor/command.js'
 import { runCommand } from './run/command.js'
 import { setLimitCommand } from './set-limit/command.js'
 import { statusCommand } from './status/command.js'
@@ -18,6 +19,7 @@ import { UsageError } from './args/parse-flags.js'
 import { watchCommand } from './watch/command.js'
 
 const commands: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
+  doctor: doctorCommand,
   drain: drainCommand,
   evict: evictCommand,
   run: runCommand,
@@ -40,8 +42,8 @@ async function main(argv: readonly string[]): Promise<number> {
   if (command === undefined) {
     throw new UsageError(
       name.startsWith('-')
-        ? `unknown flag ${name} before the command; the commands are run, status, watch, set-limit, evict and drain.`
-        : `unknown command ${JSON.stringify(name)}; the commands are run, status, watch, set-limit, evict and drain.`,
+        ? `unknown flag ${name} before the command; the commands are run, status, watch, set-limit, evict, drain and doctor.`
+        : `unknown command ${JSON.stringify(name)}; the commands are run, status, watch, set-limit, evict, drain and doctor.`,
     )
   }
   return command(rest)

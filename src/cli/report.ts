@@ -16,7 +16,8 @@ import { WatchdogError } from './run/watchdog.js'
 /**
  * The exit statuses of `rxsem`. They follow the conventions scripts already test for: 124 is
  * `timeout(1)`'s "timed out", 75 is sysexits' EX_TEMPFAIL ("try again later"), 71 its EX_OSERR
- * (the system took something away), 77 its EX_NOPERM (permission denied), 128+n is the shell's
+ * (the system took something away), 77 its EX_NOPERM (permission denied), 78 its EX_CONFIG
+ * (a configuration error), 128+n is the shell's
  * "ended by signal n".
  */
 export const ExitCode = {
@@ -30,6 +31,8 @@ export const ExitCode = {
   Filtered: 77,
   /** The slot was lost while the child ran; the child was stopped. */
   SlotLost: 75,
+  /** `doctor`: a finding is a problem (sysexits' EX_CONFIG: something is not set up right). */
+  Problems: 78,
   /** No slot within `--timeout`; nothing was started. */
   Timeout: 124,
   /** The command could not be started (not found, not executable), as in a shell. */

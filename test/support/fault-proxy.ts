@@ -32,6 +32,13 @@ export type FaultMode =
   /** Answer 200 application/json with this body without contacting the agent. */
   | { readonly garbage: string }
   /**
+   * Forward faithfully, and answer with what `rewrite` makes of the agent's JSON answer (its
+   * body parsed; the status and headers kept, the length set anew). An answer that is not JSON
+   * passes unchanged. E.g. `{ rewrite: (path, json) => ... }` to make `/v1/agent/self` report
+   * another version; combine with `when` to rewrite one path only.
+   */
+  | { readonly rewrite: (path: string, json: unknown) => unknown }
+  /**
    * Answer 200 application/json with a valid JSON array of exactly this many bytes (min 2), with a
    * Content-Length, or, when `chunked`, without one (so the client only finds out by reading).
    * The bytes written before the client went away are in the request's `oversizedWritten`.
@@ -205,6 +212,7 @@ type Action =
       readonly delayMs: number
       readonly addHeaders?: Readonly<Record<string, string>>
     }
+  | { readonly kind: 'rewrite'; readonly rewrite: (path: string, json: unknown) => unknown }
   | { readonly kind: 'close' }
   | { readonly kind: 'blackhole' }
   | {
@@ -231,6 +239,7 @@ function actionFor(
   if ('addHeaders' in mode) return { kind: 'pass', delayMs: 0, addHeaders: mode.addHeaders }
   if ('garbage' in mode)
     return { kind: 'answer', status: 200, type: 'application/json', body: mode.garbage }
+  if ('rewrite' in mode) return { kind: 'rewrite', rewrite: mode.rewrite }
   if ('oversized' in mode)
     return { kind: 'oversized', bytes: mode.oversized, chunked: mode.chunked === true }
   if ('status' in mode)
@@ -267,6 +276,49 @@ const injected500: Action = {
   status: 500,
   type: 'text/plain',
   body: 'fault proxy: injected error',
+}
+
+/** Headers that describe a body's bytes, which a rewritten body no longer has. */
+const bodyFraming = new Set(['content-length', 'content-encoding', 'transfer-encoding'])
+
+/**
+ * Answers `res` with the agent's `answer`, its JSON body passed through `rewrite` (gunzipped
+ * first when the agent compressed it); a body that is not JSON is sent as it came.
+ */
+function rewritten(
+  answer: IncomingMessage,
+  res: ServerResponse,
+  seenAs: SeenRequest,
+  rewrite: (path: string, json: unknown) => unknown,
+): void {
+  const chunks: Buffer[] = []
+  answer.on('data', (chunk: Buffer) => chunks.push(chunk))
+  answer.once('end', () => {
+    const raw = Buffer.concat(chunks)
+    let body = raw
+    let framing = endToEnd(answer.rawHeaders)
+    try {
+      const text =
+        answer.headers['content-encoding'] === 'gzip'
+          ? gunzipSync(raw).toString('utf8')
+          : raw.toString('utf8')
+      body = Buffer.from(JSON.stringify(rewrite(seenAs.path, JSON.parse(text) as unknown)), 'utf8')
+      framing = framing.filter((_, i, all) => {
+        const name = i % 2 === 0 ? all[i] : all[i - 1]
+        return !bodyFraming.has((name ?? '').toLowerCase())
+      })
+    } catch {
+      // Not JSON: sent as it came, with its own framing.
+    }
+    const status = answer.statusCode ?? 502
+    seenAs.answer = { status, body: body.length <= 64 ? body.toString('utf8') : undefined }
+    const changed = body !== raw
+    res.writeHead(status, answer.statusMessage, [
+      ...framing,
+      ...(changed ? ['Content-Length', String(body.length)] : []),
+    ])
+    res.end(body)
+  })
 }
 
 const oversizedItem = `"${'x'.repeat(1000)}"`
@@ -367,6 +419,7 @@ export async function startFaultProxy(
     res: ServerResponse,
     seenAs: SeenRequest,
     addHeaders: Readonly<Record<string, string>> = {},
+    rewrite?: (path: string, json: unknown) => unknown,
   ): void => {
     const upstream = httpRequest({
       agent: upstreamAgent,
@@ -392,6 +445,10 @@ export async function startFaultProxy(
       if (mode === 'blackhole') {
         dropped++
         answer.resume()
+        return
+      }
+      if (rewrite !== undefined) {
+        rewritten(answer, res, seenAs, rewrite)
         return
       }
       res.writeHead(answer.statusCode ?? 502, answer.statusMessage, [
@@ -482,6 +539,9 @@ export async function startFaultProxy(
               timers.delete(timer)
             })
           }
+          return
+        case 'rewrite':
+          forward(req, res, seenAs, {}, action.rewrite)
           return
         case 'oversized':
           req.resume()

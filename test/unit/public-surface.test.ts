@@ -28,6 +28,7 @@ const VALUES = [
   'createConsulClient',
   'drain',
   'evict',
+  'doctor',
   'exclusive',
   'leaderElection',
   'liftDrain',
@@ -65,6 +66,12 @@ const TYPES = [
   'EvictOptions',
   'Eviction',
   'LiftDrainOptions',
+  // Checking an agent, a token and a prefix.
+  'DoctorCheck',
+  'DoctorFinding',
+  'DoctorOptions',
+  'DoctorReport',
+  'DoctorSeverity',
   // Where a contender's metrics and spans go (docs/observability.md).
   'MeterProviderLike',
   'TelemetryOptions',

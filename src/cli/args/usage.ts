@@ -12,6 +12,7 @@ Commands:
   set-limit  change the limit of a semaphore live, keeping its holders
   evict      take one holder out of a semaphore or leader lock, and destroy its session
   drain      let a semaphore's holders finish and admit no one until lifted (--lift)
+  doctor     check the agent, the ACL token and a prefix as contenders would use them
 
 Run \`rxsem <command> --help\` for its flags.
 `
@@ -215,4 +216,34 @@ ${consulFlagHelp}
 Exit status: 0 drained or lifted (or already so); 1 error (message on stderr): bad flags, a
 leader lock (\`consul lock\` without -n: nothing to drain, evict its holder instead), no .lock
 and no --limit, a .lock that cannot be read (never written over), Consul unreachable or refusing.
+`
+
+export const doctorUsage = `Usage: rxsem doctor [--prefix <p>] [--json] [session flags] [flags]
+
+Checks what contenders need, as they would use it, and says what to do about each finding: that
+the address answers as a Consul agent; its version against the releases known to trouble
+sessions, KV or blocking queries; whether it is a server or a client agent; whether ACLs are on,
+Consul knows the token, and the ACL default policy (when the token may read it); with --prefix,
+the token's rights to read and write <p>/ and what <p>/.lock holds; and the session a contender
+would make (created, read back and destroyed), its checks, and its lock-delay against its TTL.
+It leaves nothing behind: the right to write is checked with a check-and-set that cannot match.
+
+Flags:
+  --prefix <p>              KV prefix of the contenders: check the token's rights on it and its .lock
+  --json                    print one JSON object:
+                            {"address","prefix","agent":{"version","server","datacenter","node"},
+                             "findings":[{"check","severity","found","action"}],"problems","warnings"}
+                            severity is "ok", "warning" or "problem"; agent is null when unknown
+  --ttl <duration>          the contenders' session TTL, 10s to 24h (default 15s)
+  --lock-delay <duration>   the contenders' lock-delay, 0 to 60s (default Consul's, 15s)
+  --node-check <id>         a node check of the contenders' sessions (repeat for more; default
+                            serfHealth)
+  --no-node-checks          sessions with no node checks (the checks: [] option)
+  --service-check <id>      a service check of the contenders' sessions (repeat for more)
+  -h, --help                show this help
+
+${consulFlagHelp}
+
+Exit status: 0 no problem (warnings may be shown); 78 at least one problem; 1 error (bad flags,
+message on stderr). An agent that cannot be reached, or is not Consul, is a problem (78).
 `

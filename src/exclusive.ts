@@ -368,7 +368,10 @@ function resolveExclusiveOptions<T, R>(options: ExclusiveOptions<T, R>): Resolve
       (option, problem) => report(option === 'prefix' ? 'watchPrefix' : option, problem),
     )
     if ((options as { session?: unknown }).session !== undefined) {
-      report('session', 'exclusive makes its sessions itself (a new one when Consul invalidates one).')
+      report(
+        'session',
+        'exclusive makes its sessions itself (a new one when Consul invalidates one).',
+      )
     }
     for (const name of ['keyOf', 'run'] as const) {
       if (typeof options[name] !== 'function') {

@@ -395,8 +395,14 @@ const CREATED_SESSION_OPTIONS = [
 function checkAdoptedSession(options: ContenderOptions, report: ReportProblem): string | undefined {
   const session: unknown = options.session
   if (session === undefined) return undefined
-  if (typeof session !== 'string' || !/^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(session)) {
-    report('session', `${JSON.stringify(session)} must be the ID of an existing Consul session (a UUID).`)
+  if (
+    typeof session !== 'string' ||
+    !/^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(session)
+  ) {
+    report(
+      'session',
+      `${JSON.stringify(session)} must be the ID of an existing Consul session (a UUID).`,
+    )
     return undefined
   }
   for (const option of CREATED_SESSION_OPTIONS) {

@@ -201,7 +201,8 @@ export class SessionLoop {
       E.map((session: string): CreatedSession => ({ session, ttlMs }))(id)
     // An adopted session is never taken from the shelf, nor created: its first renewal says it
     // exists, and its TTL.
-    const shelved = adoptedSession === undefined ? shelf?.take(this.signature, scheduler.now()) : undefined
+    const shelved =
+      adoptedSession === undefined ? shelf?.take(this.signature, scheduler.now()) : undefined
     const call: CreateCall =
       adoptedSession !== undefined
         ? {
@@ -339,7 +340,11 @@ function checkRefusal(
         'the contender can run once the check passes'
       : `no check '${id}' is registered on the agent's node: give the ID of a check ` +
         'the agent has (`consul catalog` or GET /v1/agent/checks lists them), or register it first'
-  return new SemaphoreError('Consul', `Consul refused to create the session (${error.body}): ${why}.`, {
-    cause: error,
-  })
+  return new SemaphoreError(
+    'Consul',
+    `Consul refused to create the session (${error.body}): ${why}.`,
+    {
+      cause: error,
+    },
+  )
 }

@@ -15,7 +15,8 @@ export interface TaskLockSessionOptions {
   readonly ttlMs: number
   readonly lockDelay: string | undefined
   readonly checks: readonly string[] | undefined
-  readonly serviceChecks?: readonly { readonly id: string; readonly namespace?: string }[] | undefined
+  readonly serviceChecks?:
+    readonly { readonly id: string; readonly namespace?: string }[] | undefined
   readonly leaseMarginMs: number
   readonly scheduler?: SchedulerLike | undefined
 }

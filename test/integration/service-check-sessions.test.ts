@@ -17,6 +17,18 @@ import { testPrefix } from '../support/consul-agent.js'
 import { noSessionsNamed, sleep } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
+/** What the test reads of a semaphore or a leader election. */
+interface Contender {
+  readonly state$: Observable<{
+    readonly holding: boolean
+    readonly reason?: string | undefined
+    readonly session?: string | undefined
+    readonly connected: boolean
+  }>
+  isHolding(): boolean
+  close(): Promise<void>
+}
+
 /** How soon after the check fails the next contender must hold: far below 2 × the 60 s TTL. */
 const AT_ONCE_MS = 5000
 
@@ -84,8 +96,8 @@ describe('sessions tied to service checks', { timeout: SUITE_TIMEOUT_MS }, () =>
     it(`frees a ${recipe}'s slot for the next contender at once when the holder's service check goes critical`, async (t) => {
       const checkId = await registerService(t, agent.url, 'passing')
       const { options } = contenders(t, `svc-check-${recipe.replace(' ', '-')}`)
-      const make = (more: Partial<ContenderOptions>) => {
-        const c =
+      const make = (more: Partial<ContenderOptions>): Contender => {
+        const c: Contender =
           recipe === 'semaphore'
             ? semaphore({ ...options(more), limit: 1 })
             : leaderElection(options(more))
@@ -124,7 +136,7 @@ describe('sessions tied to service checks', { timeout: SUITE_TIMEOUT_MS }, () =>
       t.diagnostic(`the next contender held ${tookMs} ms after the check went critical`)
       assert.ok(tookMs < AT_ONCE_MS, `held ${tookMs} ms after, not at once`)
       assert.equal(holder.isHolding(), false, 'the old holder no longer holds')
-      const dropped = holderStates.findLast((s) => !s.holding)
+      const dropped = [...holderStates].reverse().find((s) => !s.holding)
       assert.ok(dropped !== undefined, 'the old holder said it dropped')
       assert.notEqual(
         dropped.reason,

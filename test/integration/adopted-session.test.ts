@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto'
 import { after, before, describe, it, type TestContext } from 'node:test'
 import { filter, firstValueFrom, lastValueFrom, type Observable } from 'rxjs'
 import {
+  createConsulClient,
   leaderElection,
   semaphore,
   SemaphoreError,
@@ -172,9 +173,40 @@ describe('a contender with an adopted session', { timeout: SUITE_TIMEOUT_MS }, (
       const gone = await ended
       assert.ok(gone instanceof SemaphoreError, String(gone))
       assert.equal(gone.kind, 'SessionGone')
+      assert.match(gone.message, /ended while the contender used it/)
       assert.equal(c.isHolding(), false)
     })
   }
+
+  it('reclaims a slot on a client that knows the prefix already, without rewriting its key', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'adopted-reclaim-warm')
+    const other = createConsulClient({ address: agent.addr })
+    const made: Contender[] = []
+    // Its contenders are closed before it (a test's own hooks run in the order registered).
+    t.after(async () => {
+      await Promise.allSettled(made.map((c) => c.close()))
+      await other.close()
+    })
+    // The other client has seen the prefix's `.lock`: a lone contender of it would join in one
+    // transaction, which writes its key.
+    const warm = contender(t, 'semaphore', { prefix, consul: other })
+    made.push(warm)
+    await holds(warm)
+    await warm.close()
+
+    const session = await ownSession(t, 'delete')
+    const first = contender(t, 'semaphore', { prefix, consul: agent.client, session })
+    await holds(first)
+    const before = await listPrefix(agent.url, prefix)
+    const second = contender(t, 'semaphore', { prefix, consul: other, session })
+    made.push(second)
+    await holds(second)
+    assert.deepEqual(
+      (await listPrefix(agent.url, prefix)).map((e) => [e.Key, e.Flags, e.ModifyIndex]),
+      before.map((e) => [e.Key, e.Flags, e.ModifyIndex]),
+      'nothing under the prefix was written',
+    )
+  })
 
   it('never puts an adopted session on the shelf of the default client, and never destroys it', async (t) => {
     const prefix = testPrefix(t, agent.url, 'adopted-shelf')

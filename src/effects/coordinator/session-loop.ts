@@ -76,6 +76,11 @@ interface CreatedSession {
  * session kept there with the same options is taken instead of a create (answered as a create
  * is, a microtask later, with the time its lease runs from).
  *
+ * An adopted session (`ContenderOptions.session`) is never created, shelved or destroyed: its
+ * first renewal stands for the create (answering its TTL), a retry renews it again, and a request
+ * out when the loop stops is only aborted. Consul's refusal of a session for a critical or unknown
+ * service check (`serviceChecks`) gives up at once, with what to do.
+ *
  * ```
  * start ─► create ──ok──► onSession          run ends: again() ─► (backoff) ─► create
  *            │ transient: onRetrying ─► (backoff) ─► create

@@ -378,7 +378,7 @@ function checkServiceChecks(
       report('serviceChecks', problem)
       return undefined
     }
-    resolved.push(namespace === undefined ? { id } : { id, namespace: namespace as string })
+    resolved.push(namespace === undefined ? { id } : { id, namespace })
   }
   return resolved
 }

@@ -269,7 +269,7 @@ describe('a contender with an adopted session', { timeout: SUITE_TIMEOUT_MS }, (
       (error: unknown) => error instanceof SemaphoreError && /option session:/.test(error.message),
     )
     await assert.rejects(
-      withSlot(base, async () => 1),
+      withSlot(base, () => Promise.resolve(1)),
       (error: unknown) =>
         error instanceof SemaphoreError &&
         error.kind === 'InvalidOptions' &&

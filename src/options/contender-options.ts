@@ -55,8 +55,9 @@ export interface ContenderOptions {
    * Enterprise namespace. When one of them goes critical, Consul invalidates the session at once:
    * `holding$` drops and the slot goes to the next contender, without waiting out the TTL. Consul
    * refuses to make a session while one of them is critical or not registered: the contender then
-   * fails with SemaphoreError('Consul') naming the check. Node checks (`checks`) still apply
-   * beside them. Default none.
+   * fails with SemaphoreError('Consul') naming the check (also when its check goes critical while
+   * it holds, since no new session can be made then: subscribe again once the check passes).
+   * Node checks (`checks`) still apply beside them. Default none.
    */
   readonly serviceChecks?: readonly (string | ServiceCheck)[]
   /**
@@ -66,9 +67,11 @@ export interface ContenderOptions {
    * close, abort or failure: its owner does. Its TTL is read from Consul (a session without one
    * is refused), and `ttl`, `lockDelay`, `checks`, `serviceChecks` and `sessionName`, which only
    * a created session has, are refused beside it. A contender whose key and place in `.lock` are
-   * already the session's (the same process, or another handle, after a restart) holds at once.
-   * Should the session end, the contender fails with SemaphoreError('SlotLost'): it cannot make
-   * another. Not for `withSlot` or `exclusive`, which make sessions of their own.
+   * already the session's (another handle of the same process, or a process restarted within the
+   * TTL) holds at once, writing nothing. A session that does not exist, or ends, fails the
+   * contender with SemaphoreError('SessionGone'): it never makes one in its place. What a release
+   * that fails leaves behind stays the session's until its owner destroys it. Not for `withSlot`
+   * or `exclusive`, which make sessions of their own.
    */
   readonly session?: string
   /**

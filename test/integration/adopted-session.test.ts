@@ -245,6 +245,25 @@ describe('a contender with an adopted session', { timeout: SUITE_TIMEOUT_MS }, (
     assert.ok(ahead > 60_000, `lease deadline ${ahead} ms ahead`)
   })
 
+  it('refuses a session without a TTL, whose lease deadline cannot be counted, and leaves it alive', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'adopted-no-ttl')
+    const session = await createRawSession(agent.url, {
+      Name: 'adopted no ttl',
+      Behavior: 'delete',
+    })
+    t.after(() => destroyRawSession(agent.url, session))
+    const c = contender(t, 'semaphore', { prefix, consul: agent.client, session })
+    const error = await lastValueFrom(c.state$).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    assert.ok(error instanceof SemaphoreError, String(error))
+    assert.equal(error.kind, 'InvalidOptions')
+    assert.match(error.message, /has no TTL/)
+    assert.equal(await sessionExists(session), true)
+    assert.deepEqual(await listPrefix(agent.url, prefix), [], 'nothing written')
+  })
+
   it('refuses the options only a created session has, and withSlot, beside a session', async () => {
     const session = randomUUID()
     const base = { prefix: 'rxsem-test/never-sent', limit: 1, consul: agent.client, session }

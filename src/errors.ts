@@ -44,6 +44,11 @@ export type SemaphoreErrorKind =
    * signals); a contender contends again by itself.
    */
   | 'SlotLost'
+  /**
+   * The existing session a contender was given (`ContenderOptions.session`) does not exist, or
+   * ended while the contender used it: the contender never makes one in its place.
+   */
+  | 'SessionGone'
   /** `close()` could not leave Consul clean (the slot is given up locally all the same). */
   | 'ReleaseFailed'
   /**

@@ -49,8 +49,9 @@ import {
  */
 export interface ExclusiveOptions<T, R> extends Omit<
   ContenderOptions,
-  // A task lock drops at a watch failure (`taskLockLoss`); riding through is for contenders.
-  'prefix' | 'watchWait' | 'value' | 'rideThrough'
+  // A task lock drops at a watch failure (`taskLockLoss`); riding through is for contenders. Its
+  // sessions are its own: it makes a new one when Consul invalidates one.
+  'prefix' | 'watchWait' | 'value' | 'rideThrough' | 'session'
 > {
   /** The task's lock key, e.g. `task => 'service/jobs/task/' + task.id`. */
   readonly keyOf: (task: T) => string
@@ -366,6 +367,12 @@ function resolveExclusiveOptions<T, R>(options: ExclusiveOptions<T, R>): Resolve
       // The contender's prefix is the watch prefix here.
       (option, problem) => report(option === 'prefix' ? 'watchPrefix' : option, problem),
     )
+    if ((options as { session?: unknown }).session !== undefined) {
+      report(
+        'session',
+        'exclusive makes its sessions itself (a new one when Consul invalidates one).',
+      )
+    }
     for (const name of ['keyOf', 'run'] as const) {
       if (typeof options[name] !== 'function') {
         report(name, `must be a function (got ${typeof options[name]}).`)

@@ -28,7 +28,12 @@ export {
   type LeaderElectionOptions,
   type LeaderElectionState,
 } from './leader-election.js'
-export type { ContenderOptions, SemaphoreOptions, Duration } from './options/contender-options.js'
+export type {
+  ContenderOptions,
+  SemaphoreOptions,
+  ServiceCheck,
+  Duration,
+} from './options/contender-options.js'
 export type {
   MeterProviderLike,
   TelemetryOptions,

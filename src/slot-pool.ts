@@ -272,13 +272,23 @@ export function slotPool(
   options: SemaphoreOptions,
   checkMore: (report: ReportProblem) => void,
 ): SlotPool {
+  const checkJob = (report: ReportProblem): void => {
+    // A pool's workers each make a session, and keep it across jobs: none is anybody else's.
+    if (options.session !== undefined) {
+      report(
+        'session',
+        'withSlot makes the sessions of its workers itself; use semaphore() or tryAcquire() with an existing session.',
+      )
+    }
+    checkMore(report)
+  }
   const key = poolKey(options)
   const known = pools.get(key)
   if (known !== undefined) {
-    validated(checkMore)
+    validated(checkJob)
     return known
   }
-  const { limit } = resolveSemaphoreOptions(options, 'rx-consul-semaphore', checkMore)
+  const { limit } = resolveSemaphoreOptions(options, 'rx-consul-semaphore', checkJob)
   const pool = new SlotPool(key, options, limit, options.prefix)
   pools.set(key, pool)
   return pool

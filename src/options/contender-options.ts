@@ -50,6 +50,31 @@ export interface ContenderOptions {
   /** Node health checks the session depends on. Default ['serfHealth']; [] for none. */
   readonly checks?: readonly string[]
   /**
+   * Service health checks the session depends on (Consul's session `ServiceChecks`): check IDs of
+   * services registered on the agent's node, or `{ id, namespace }` for a check in another
+   * Enterprise namespace. When one of them goes critical, Consul invalidates the session at once:
+   * `holding$` drops and the slot goes to the next contender, without waiting out the TTL. Consul
+   * refuses to make a session while one of them is critical or not registered: the contender then
+   * fails with SemaphoreError('Consul') naming the check (also when its check goes critical while
+   * it holds, since no new session can be made then: subscribe again once the check passes).
+   * Node checks (`checks`) still apply beside them. Default none.
+   */
+  readonly serviceChecks?: readonly (string | ServiceCheck)[]
+  /**
+   * An existing session to contend with (Go's `LockOptions.Session`), instead of one the
+   * contender creates: its ID. The contender renews it while it contends (its lease deadline
+   * counts from its renewals, as for a session of its own) and never destroys it, not on release,
+   * close, abort or failure: its owner does. Its TTL is read from Consul (a session without one
+   * is refused), and `ttl`, `lockDelay`, `checks`, `serviceChecks` and `sessionName`, which only
+   * a created session has, are refused beside it. A contender whose key and place in `.lock` are
+   * already the session's (another handle of the same process, or a process restarted within the
+   * TTL) holds at once, writing nothing. A session that does not exist, or ends, fails the
+   * contender with SemaphoreError('SessionGone'): it never makes one in its place. What a release
+   * that fails leaves behind stays the session's until its owner destroys it. Not for `withSlot`
+   * or `exclusive`, which make sessions of their own.
+   */
+  readonly session?: string
+  /**
    * How long before the session's TTL runs out `holding$` gives up on its own when renewals
    * fail: a duration, or a fraction of the TTL. Default 0.1 (10%).
    */
@@ -93,6 +118,23 @@ export interface ContenderOptions {
    * `@opentelemetry/api`, when it is installed (a no-op until an SDK registers them).
    */
   readonly telemetry?: false | TelemetryOptions
+}
+
+/**
+ * A service check a session depends on, with its Enterprise namespace when it is not the
+ * session's.
+ *
+ * @example
+ * ```ts
+ * const check: ServiceCheck = { id: 'service:web-1', namespace: 'team-a' }
+ * semaphore({ prefix: 'service/web/lock', limit: 2, serviceChecks: [check] })
+ * ```
+ */
+export interface ServiceCheck {
+  /** The check's ID, e.g. 'service:web-1' or the CheckID it was registered with. */
+  readonly id: string
+  /** The check's Enterprise namespace. */
+  readonly namespace?: string
 }
 
 /**
@@ -143,7 +185,15 @@ export interface ResolvedContenderOptions {
   readonly value: string
   readonly lockDelay: string | undefined
   readonly checks: readonly string[] | undefined
+  readonly serviceChecks: readonly ServiceCheck[] | undefined
+  /**
+   * An existing session to contend with (`ContenderOptions.session`): never destroyed, never
+   * shelved; `ttlMs`/`ttl` are then its own once read from Consul (until then, the default's).
+   */
+  readonly adoptedSession: string | undefined
   readonly leaseMarginMs: number
+  /** The lease margin as a fraction of the TTL, when it was given as one (the default). */
+  readonly leaseMarginRatio: number | undefined
   readonly watchWaitMs: number | undefined
   /** Infinity: no start-up timeout. */
   readonly startupTimeoutMs: number
@@ -260,6 +310,9 @@ export function checkContenderOptions(
   }
 
   const startupTimeoutMs = checkTimeout('startupTimeout', options.startupTimeout ?? '15s', report)
+  const checks = checkNodeChecks(options.checks, report)
+  const serviceChecks = checkServiceChecks(options.serviceChecks, report)
+  const adoptedSession = checkAdoptedSession(options, report)
 
   if (options.rideThrough !== undefined && typeof options.rideThrough !== 'boolean') {
     report('rideThrough', `${JSON.stringify(options.rideThrough)} must be true or false.`)
@@ -276,13 +329,95 @@ export function checkContenderOptions(
     sessionName: options.sessionName ?? `${defaultName} ${prefix}`,
     value: options.value ?? `${hostname()}:${process.pid}`,
     lockDelay,
-    checks: options.checks,
+    checks,
+    serviceChecks,
+    adoptedSession,
     leaseMarginMs,
+    leaseMarginRatio: typeof margin === 'object' && margin !== null ? margin.ratio : undefined,
     watchWaitMs,
     startupTimeoutMs,
     rideThrough: options.rideThrough === true,
     telemetry: checkTelemetry(options.telemetry, report),
   }
+}
+
+function checkNodeChecks(checks: unknown, report: ReportProblem): readonly string[] | undefined {
+  if (checks === undefined) return undefined
+  if (!Array.isArray(checks) || !checks.every((id) => typeof id === 'string' && id !== '')) {
+    report(
+      'checks',
+      `${JSON.stringify(checks)} must be a list of node check IDs, e.g. ["serfHealth"], or [] for none.`,
+    )
+    return undefined
+  }
+  return checks as readonly string[]
+}
+
+function checkServiceChecks(
+  serviceChecks: unknown,
+  report: ReportProblem,
+): readonly ServiceCheck[] | undefined {
+  if (serviceChecks === undefined) return undefined
+  const problem =
+    `${JSON.stringify(serviceChecks)} must be a list of service check IDs (strings), or of ` +
+    '{ id, namespace } for a check in another namespace, e.g. ["service:web-1"].'
+  if (!Array.isArray(serviceChecks)) {
+    report('serviceChecks', problem)
+    return undefined
+  }
+  const resolved: ServiceCheck[] = []
+  for (const check of serviceChecks as unknown[]) {
+    if (typeof check === 'string' && check !== '') {
+      resolved.push({ id: check })
+      continue
+    }
+    const { id, namespace } = (check ?? {}) as { id?: unknown; namespace?: unknown }
+    if (
+      typeof check !== 'object' ||
+      typeof id !== 'string' ||
+      id === '' ||
+      (namespace !== undefined && typeof namespace !== 'string')
+    ) {
+      report('serviceChecks', problem)
+      return undefined
+    }
+    resolved.push(namespace === undefined ? { id } : { id, namespace })
+  }
+  return resolved
+}
+
+/** The options a created session is made with, which an adopted one already has. */
+const CREATED_SESSION_OPTIONS = [
+  'ttl',
+  'lockDelay',
+  'checks',
+  'serviceChecks',
+  'sessionName',
+] as const
+
+function checkAdoptedSession(options: ContenderOptions, report: ReportProblem): string | undefined {
+  const session: unknown = options.session
+  if (session === undefined) return undefined
+  if (
+    typeof session !== 'string' ||
+    !/^[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}$/i.test(session)
+  ) {
+    report(
+      'session',
+      `${JSON.stringify(session)} must be the ID of an existing Consul session (a UUID).`,
+    )
+    return undefined
+  }
+  for (const option of CREATED_SESSION_OPTIONS) {
+    if (options[option] !== undefined) {
+      report(
+        option,
+        `is what a created session is made with; with session (an existing one) leave it out: ` +
+          'the session already has its own.',
+      )
+    }
+  }
+  return session
 }
 
 /**

@@ -49,6 +49,15 @@ Flags:
   --ride-through       keep the command running while Consul does not answer (a leader
                        election of its servers) until the lease deadline, instead of stopping it
                        at the first failed watch; stopped at once if an answer shows the slot gone
+  --service-check <id> tie the session to a service health check of the agent's node
+                       (repeatable): when it goes critical, Consul ends the session, the slot
+                       goes to the next contender at once and the command is stopped (75);
+                       a check critical or unknown at the start is an error (1)
+  --health-addr <host:port>
+                       serve GET /ready (200 while the slot is held, else 503) and GET /live
+                       (200 while contending or holding, 503 once rxsem failed) for probes;
+                       :port listens on every interface, port 0 on a free port (the address
+                       is told on stderr)
   --shell              run the command through /bin/sh -c "<command and args joined by spaces>"
   --verbose            tell every transition and its reason (on stderr)
   --quiet              print nothing but errors

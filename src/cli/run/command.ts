@@ -33,6 +33,7 @@ import { StopSignals } from './phases.js'
 import { states, slotLost, waitForSlot } from './phases.js'
 import { describeTransition } from './transitions.js'
 import { runUsage } from '../args/usage.js'
+import { describeAddress, startHealthServer, type HealthServer } from './health-server.js'
 import { WatchdogError, startWatchdog, type Watchdog, type WatchdogEnd } from './watchdog.js'
 
 /**
@@ -112,8 +113,37 @@ async function contendAndRun(
   signals: StopSignals,
   watchdog: Watchdog,
 ): Promise<number> {
+  // Listening before contending: an address it cannot have costs no slot, no session.
+  let health: HealthServer | undefined
+  if (plan.healthAddr !== undefined) {
+    try {
+      health = await startHealthServer(plan.healthAddr)
+    } catch (error) {
+      report.error(
+        `--health-addr: cannot listen on ${describeAddress(plan.healthAddr)} (${(error as Error).message}); started nothing`,
+      )
+      return ExitCode.Error
+    }
+    report.info(`health endpoint on http://${health.address} (/ready: holding, /live: running)`)
+  }
+  try {
+    return await runGuarded(plan, client, report, signals, watchdog, health)
+  } finally {
+    await health?.close()
+  }
+}
+
+async function runGuarded(
+  plan: RunPlan,
+  client: ConsulHttpClient,
+  report: Reporter,
+  signals: StopSignals,
+  watchdog: Watchdog,
+  health: HealthServer | undefined,
+): Promise<number> {
   const contender = createContender({ ...plan, consul: client })
   const state$ = states(contender)
+  health?.follow(state$)
   let previous: Parameters<typeof describeTransition>[0]
   const narrator = state$.subscribe({
     next: (state) => {

@@ -40,6 +40,7 @@ export type ContenderSpec = Pick<
   | 'value'
   | 'timeoutMs'
   | 'rideThrough'
+  | 'serviceChecks'
 > & { readonly consul: ConsulClient }
 
 /**
@@ -58,6 +59,7 @@ export function createContender(spec: ContenderSpec): CliContender {
     ...(spec.ttl !== undefined ? { ttl: spec.ttl } : {}),
     ...(spec.value !== undefined ? { value: spec.value } : {}),
     ...(spec.rideThrough ? { rideThrough: true } : {}),
+    ...(spec.serviceChecks !== undefined ? { serviceChecks: spec.serviceChecks } : {}),
   }
   if (!spec.leader) {
     const sem = contendForSlot(

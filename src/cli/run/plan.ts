@@ -10,6 +10,7 @@ import { countFlag, durationFlag, requiredFlag, shown, stringFlag } from '../arg
 import { durationMs } from '../../consul/durations.js'
 import type { Verbosity } from '../report.js'
 import { badValue, UsageError } from '../args/parse-flags.js'
+import { parseHealthAddr, type HealthAddress } from './health-server.js'
 
 export interface RunPlan {
   readonly help: boolean
@@ -27,6 +28,10 @@ export interface RunPlan {
   /** `--ride-through`: keep the command running through a Consul outage up to the lease. */
   readonly rideThrough: boolean
   readonly shell: boolean
+  /** `--health-addr`: where the readiness and liveness endpoint listens, if anywhere. */
+  readonly healthAddr: HealthAddress | undefined
+  /** `--service-check` (repeatable): service check IDs the session depends on. */
+  readonly serviceChecks: readonly string[] | undefined
   readonly verbosity: Verbosity
   readonly command: readonly string[]
   readonly consul: ConsulClientConfig
@@ -45,6 +50,8 @@ export const runFlagSpec = {
   timeout: { type: 'string' },
   grace: { type: 'string' },
   'ride-through': { type: 'boolean' },
+  'health-addr': { type: 'string' },
+  'service-check': { type: 'string', multiple: true },
   shell: { type: 'boolean' },
   verbose: { type: 'boolean' },
   quiet: { type: 'boolean' },
@@ -93,8 +100,20 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
   }
   const value = stringFlag(values, 'value')
   const nameFlag = stringFlag(values, 'name')
+  const healthFlag = stringFlag(values, 'health-addr')
+  const healthAddr = healthFlag === undefined ? undefined : parseHealthAddr(healthFlag)
+  // parseArgs gives a repeatable flag's values as a list.
+  const serviceCheckFlags = (values as Record<string, unknown>)['service-check'] as
+    string[] | undefined
+  if (serviceCheckFlags?.some((id) => id.trim() === '') === true) {
+    throw new UsageError(badValue('service-check', '""'), 'run')
+  }
+  const serviceChecks = serviceCheckFlags?.length ? serviceCheckFlags : undefined
   // The library's own checks, now, so that a bad option never waits behind a Consul round trip.
-  const resolved = resolveContenderOptions({ prefix, ttl, value, sessionName: nameFlag }, 'rxsem')
+  const resolved = resolveContenderOptions(
+    { prefix, ttl, value, sessionName: nameFlag, ...(serviceChecks ? { serviceChecks } : {}) },
+    'rxsem',
+  )
   // Like `consul lock`'s default name: the command and the prefix, so `status` says who it is.
   const sessionName =
     nameFlag ?? `rxsem run '${command.join(' ')}' at ${resolved.prefix}`.slice(0, 200)
@@ -113,6 +132,8 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
     graceMs: durationFlag(values, 'grace', 'run') ?? DEFAULT_GRACE_MS,
     rideThrough: values['ride-through'] === true,
     shell: values['shell'] === true,
+    healthAddr,
+    serviceChecks,
     verbosity:
       values['verbose'] === true ? 'verbose' : values['quiet'] === true ? 'quiet' : 'normal',
     command,

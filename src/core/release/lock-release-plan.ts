@@ -20,6 +20,11 @@ export interface LeaderKeyReleaseInput {
   readonly session: string
   /** The value the lock was acquired with: `?release` rewrites the value, so send it again. */
   readonly value: string
+  /**
+   * The session is not the contender's own (`ContenderOptions.session`): after the `?release`,
+   * the plan ends without destroying it. Default false.
+   */
+  readonly adopted?: boolean | undefined
 }
 
 /** Whether the key was this session's to give back (`?release` answered true). */
@@ -28,6 +33,8 @@ export type LeaderKeyReleaseOutcome = { readonly type: 'Released' } | { readonly
 /** The lock release between two calls. */
 export interface LeaderKeyReleaseState {
   readonly session: string
+  /** Never destroy the session (`LeaderKeyReleaseInput.adopted`). */
+  readonly adopted?: boolean | undefined
   readonly phase: ReleasePhase | DestroyPhase<LeaderKeyReleaseOutcome>
   readonly inFlight: CallInFlight
 }
@@ -71,6 +78,7 @@ export function leaderKeyReleaseStart(input: LeaderKeyReleaseInput): LeaderKeyRe
   }
   const state: LeaderKeyReleaseState = {
     session: input.session,
+    adopted: input.adopted === true,
     phase: { type: 'Release' },
     inFlight: firstTry(call),
   }
@@ -111,6 +119,7 @@ function destroy(
   state: LeaderKeyReleaseState,
   settled: E.Either<ConsulError, LeaderKeyReleaseOutcome>,
 ): LeaderKeyReleaseStep {
+  if (state.adopted === true) return { type: 'done', result: settled }
   const call: ReleaseCall = { type: 'destroy', session: state.session }
   return {
     type: 'call',

@@ -45,6 +45,13 @@ export interface ReleaseInput {
    * it. Default false.
    */
   readonly keepSession?: boolean | undefined
+  /**
+   * The session is not the contender's own (`ContenderOptions.session`): the plan never destroys
+   * it, whatever the outcome, and ends where the destroy would come (a clean outcome says
+   * `sessionKept`). What a failed or given-up release leaves (the key, a place in `.lock`) stays
+   * the session's until its owner destroys it. Default false.
+   */
+  readonly adopted?: boolean | undefined
 }
 
 /**
@@ -100,6 +107,8 @@ export interface ReleaseState {
   readonly keyGone: boolean
   /** Keep the session on a clean outcome (`ReleaseInput.keepSession`). */
   readonly keepSession: boolean
+  /** Never destroy the session (`ReleaseInput.adopted`). */
+  readonly adopted: boolean
 }
 
 /** What the release has done so far, besides the call in flight. */
@@ -155,6 +164,7 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
     casSent: 0,
     keyGone: false,
     keepSession: input.keepSession === true,
+    adopted: input.adopted === true,
   }
   if (input.hint === undefined) return read(state)
   const offered = handOffSlot(input.hint, state, input.hintView)
@@ -264,9 +274,10 @@ const readCall = (state: Progress): ReleaseCall => ({ type: 'get', key: lockKey(
 function destroy(state: Progress, settled: E.Either<ConsulError, ReleaseOutcome>): ReleaseStep {
   const outcome = E.isRight(settled) ? settled.right : undefined
   // Clean: Consul holds nothing of the session but the session itself.
-  if (state.keepSession && outcome !== undefined && CLEAN.has(outcome.type)) {
+  if ((state.keepSession || state.adopted) && outcome !== undefined && CLEAN.has(outcome.type)) {
     return { type: 'done', result: E.right({ ...outcome, sessionKept: true }) }
   }
+  if (state.adopted) return { type: 'done', result: settled }
   return ask(state, { type: 'Destroy', settled }, { type: 'destroy', session: state.session })
 }
 

@@ -22,7 +22,7 @@ import { contenderStep, type ContenderCommand } from '../../core/contender/conte
 import { sameContenderState } from '../../core/contender/same-contender-state.js'
 import type { ContenderEvent, Decision } from '../../core/events.js'
 import { passToWaiter, type WaiterPassed } from '../../core/semaphore/pass-to-waiter.js'
-import type { SemaphoreError } from '../../errors.js'
+import { SemaphoreError } from '../../errors.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
 import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-protocol.js'
 import { SessionLease, type LeaseEvent, type LeaseListener } from '../session-lease.js'
@@ -32,7 +32,7 @@ import {
   type ContenderEnd,
   type ContenderTelemetry,
 } from '../../telemetry/contender-telemetry.js'
-import { SessionLoop } from './session-loop.js'
+import { SessionLoop, adoptedSessionGone } from './session-loop.js'
 import {
   coordinatorFor,
   type CoordinatedMember,
@@ -235,7 +235,7 @@ export class Member implements CoordinatedMember, LeaseListener {
       { ...options, scheduler: this.scheduler, random: this.random },
       {
         onCreating: () => (this.phase = { name: 'creating' }),
-        onSession: (session, sentAt) => this.begin(session, sentAt),
+        onSession: (session, sentAt, ttlMs) => this.begin(session, sentAt, ttlMs),
         onRetrying: (error) => this.retrying(error),
         mayRetry: () => this.core.tryOnce !== true,
         onGiveUp: (error) => this.fail(error),
@@ -384,8 +384,19 @@ export class Member implements CoordinatedMember, LeaseListener {
 
   // ── a session's run ──────────────────────────────────────────────────────────────────────────
 
-  private begin(session: string, sentAt: number): void {
-    const { client, ttlMs, leaseMarginMs } = this.options
+  private begin(session: string, sentAt: number, ttlMs: number): void {
+    const { client, adoptedSession } = this.options
+    const leaseMarginMs = this.leaseMarginFor(ttlMs)
+    if (leaseMarginMs === undefined) {
+      return this.fail(
+        new SemaphoreError(
+          'InvalidOptions',
+          `option leaseMargin: ${this.options.leaseMarginMs} ms is not less than the TTL of ` +
+            `session ${session} (${ttlMs} ms): give a shorter margin, or a fraction of the TTL.`,
+        ),
+      )
+    }
+    if (adoptedSession !== undefined) this.core = { ...this.core, leaseMarginMs }
     const run: SessionRun = {
       session,
       perform: this.options.protocol.performer(this.contender, session),
@@ -417,10 +428,30 @@ export class Member implements CoordinatedMember, LeaseListener {
     if (this.runOf() === run) this.join(run)
   }
 
-  /** Follows the prefix's watch; the process's only contender of a sound prefix joins first. */
+  /**
+   * The lease margin of a session of `ttlMs`: the options', or, for an adopted session and a
+   * margin given as a fraction, that fraction of its own TTL; undefined when it is not less than
+   * the TTL.
+   */
+  private leaseMarginFor(ttlMs: number): number | undefined {
+    const { adoptedSession, leaseMarginRatio, leaseMarginMs } = this.options
+    if (adoptedSession === undefined) return leaseMarginMs
+    const margin = leaseMarginRatio !== undefined ? leaseMarginRatio * ttlMs : leaseMarginMs
+    return margin < ttlMs ? margin : undefined
+  }
+
+  /**
+   * Follows the prefix's watch; the process's only contender of a sound prefix joins first. An
+   * adopted session does not: its key may be there already, held (`ContenderOptions.session`),
+   * and the join's write would turn it back into a waiter's; the first snapshot tells.
+   */
   private join(run: SessionRun): void {
-    const { protocol } = this.options
-    if (protocol.join === undefined || !this.coordinator.mayJoin(this.contender)) {
+    const { protocol, adoptedSession } = this.options
+    if (
+      protocol.join === undefined ||
+      adoptedSession !== undefined ||
+      !this.coordinator.mayJoin(this.contender)
+    ) {
       return this.follow(run, undefined)
     }
     const join: NonNullable<SessionRun['join']> = { done: this.coordinator.startJoin() }
@@ -537,6 +568,11 @@ export class Member implements CoordinatedMember, LeaseListener {
     // Released (only close() asks), refused (a try-once contender's answer: not held), or, for a
     // try-once contender that has not held yet, a lost session: nothing follows.
     if (was === 'closing') return this.complete('closed')
+    const { adoptedSession } = this.options
+    // No session is made in place of an adopted one.
+    if (end.why === 'session-gone' && adoptedSession !== undefined) {
+      return this.fail(adoptedSessionGone(adoptedSession, 'ended while the contender used it'))
+    }
     if (end.why !== 'session-gone' || this.core.tryOnce === true) return this.complete('refused')
     this.sessions.again()
   }
@@ -552,7 +588,11 @@ export class Member implements CoordinatedMember, LeaseListener {
     this.phase = { name: 'between' }
     if (release) {
       // Only a contender its user closed keeps its session; a failed or stopped one destroys it.
-      const keep = this.options.shelf !== undefined && was === 'closing'
+      // An adopted session is never destroyed.
+      const keep =
+        this.options.adoptedSession !== undefined
+          ? 'adopted'
+          : this.options.shelf !== undefined && was === 'closing'
       const renewal = run.lease.lastRenewal
       const { session } = run
       const released = this.options.protocol.release(

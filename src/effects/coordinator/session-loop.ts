@@ -4,7 +4,8 @@ import type { ConsulClient, SessionCreateOptions } from '../../consul/client-api
 import type { ConsulError } from '../../consul/errors.js'
 import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
 import { judgeFailure } from '../../shared/failure-verdict.js'
-import { toSemaphoreError, type SemaphoreError } from '../../errors.js'
+import { isConsulError } from '../../shared/failure-kinds.js'
+import { SemaphoreError, toSemaphoreError } from '../../errors.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
 import type { ContenderProtocol } from '../protocol/contender-protocol.js'
 import { destroySession } from '../release/destroy-session.js'
@@ -38,8 +39,11 @@ export interface SessionLoopOptions extends ResolvedContenderOptions {
 export interface SessionListener {
   /** A session request is being sent (the first, or a retry after its backoff). */
   readonly onCreating: () => void
-  /** A session was made; its create request was sent at `sentAt` (scheduler ms). */
-  readonly onSession: (session: string, sentAt: number) => void
+  /**
+   * A session was made (or an adopted one answered its first renewal); its create (or that
+   * renewal) was sent at `sentAt` (scheduler ms), and it runs on a TTL of `ttlMs`.
+   */
+  readonly onSession: (session: string, sentAt: number, ttlMs: number) => void
   /** A transient failure: a new session is asked for after a backoff. */
   readonly onRetrying: (error: ConsulError) => void
   /** Whether a transient failure is retried now (a try-once contender that never held: no). */
@@ -51,8 +55,14 @@ export interface SessionListener {
 /** A session request in flight: its answer, and how to abort it. */
 interface CreateCall {
   readonly controller: AbortController
-  readonly answer: Promise<E.Either<ConsulError, string>>
+  readonly answer: Promise<E.Either<ConsulError | SemaphoreError, CreatedSession>>
   readonly sentAt: number
+}
+
+/** A session ready to run: its id and TTL. */
+interface CreatedSession {
+  readonly session: string
+  readonly ttlMs: number
 }
 
 /**
@@ -65,6 +75,11 @@ interface CreateCall {
  * ABANDONED_SESSION_WAIT_MS) and the session it makes destroyed (`abandon`). With a shelf, a
  * session kept there with the same options is taken instead of a create (answered as a create
  * is, a microtask later, with the time its lease runs from).
+ *
+ * An adopted session (`ContenderOptions.session`) is never created, shelved or destroyed: its
+ * first renewal stands for the create (answering its TTL), a retry renews it again, and a request
+ * out when the loop stops is only aborted. Consul's refusal of a session for a critical or unknown
+ * service check (`serviceChecks`) gives up at once, with what to do.
  *
  * ```
  * start ─► create ──ok──► onSession          run ends: again() ─► (backoff) ─► create
@@ -101,6 +116,7 @@ export class SessionLoop {
       behavior: options.protocol.behavior,
       ...(options.lockDelay !== undefined ? { lockDelay: options.lockDelay } : {}),
       ...(options.checks !== undefined ? { nodeChecks: options.checks } : {}),
+      ...(options.serviceChecks !== undefined ? { serviceChecks: options.serviceChecks } : {}),
     }
     this.signature = sessionSignature(this.request)
   }
@@ -140,6 +156,10 @@ export class SessionLoop {
    * `mayRetry`), otherwise the loop gives up.
    */
   failed(error: unknown): void {
+    // An adopted session that is gone or has no TTL, or a check Consul will not tie a session to.
+    if (error instanceof SemaphoreError) return this.listener.onGiveUp(error)
+    const refused = checkRefusal(error, this.options.serviceChecks)
+    if (refused !== undefined) return this.listener.onGiveUp(refused)
     const verdict = judgeFailure(error, this.aclInRow)
     if (verdict.verdict === 'permanent' || !this.listener.mayRetry()) {
       return this.listener.onGiveUp(
@@ -164,6 +184,8 @@ export class SessionLoop {
    * @param renewal - When its last renewal (or create) was sent, and its TTL.
    */
   shelve(session: string, renewal: { readonly sentAt: number; readonly ttlMs: number }): void {
+    // An adopted session is its owner's: it never goes on the shelf, for another to take.
+    if (this.options.adoptedSession !== undefined) return
     this.options.shelf?.shelve(this.signature, { session, ...renewal }, this.options.scheduler)
   }
 
@@ -177,22 +199,35 @@ export class SessionLoop {
   }
 
   private create(): void {
-    const { client, scheduler, shelf } = this.options
+    const { client, scheduler, shelf, ttlMs, adoptedSession } = this.options
     this.listener.onCreating()
     const controller = new AbortController()
-    const shelved = shelf?.take(this.signature, scheduler.now())
+    const created = (id: E.Either<ConsulError, string>) =>
+      E.map((session: string): CreatedSession => ({ session, ttlMs }))(id)
+    // An adopted session is never taken from the shelf, nor created: its first renewal says it
+    // exists, and its TTL.
+    const shelved =
+      adoptedSession === undefined ? shelf?.take(this.signature, scheduler.now()) : undefined
     const call: CreateCall =
-      shelved !== undefined
+      adoptedSession !== undefined
         ? {
             controller,
-            answer: Promise.resolve(E.right(shelved.session)),
-            sentAt: shelved.sentAt,
-          }
-        : {
-            controller,
-            answer: client.session.create({ ...this.request, signal: controller.signal })(),
+            answer: adopt(client, adoptedSession, controller.signal),
             sentAt: scheduler.now(),
           }
+        : shelved !== undefined
+          ? {
+              controller,
+              answer: Promise.resolve(E.right({ session: shelved.session, ttlMs })),
+              sentAt: shelved.sentAt,
+            }
+          : {
+              controller,
+              answer: client.session
+                .create({ ...this.request, signal: controller.signal })()
+                .then(created),
+              sentAt: scheduler.now(),
+            }
     const { answer } = call
     this.createCall = call
     void answer.then((created) => {
@@ -202,7 +237,7 @@ export class SessionLoop {
       this.startupTimer?.unsubscribe()
       this.startupTimer = undefined
       this.overdue = false
-      this.listener.onSession(created.right, call.sentAt)
+      this.listener.onSession(created.right.session, call.sentAt, created.right.ttlMs)
     })
   }
 
@@ -230,14 +265,91 @@ export class SessionLoop {
     const call = this.createCall
     if (call === undefined) return
     this.createCall = undefined
-    const { client, scheduler, random } = this.options
+    const { client, scheduler, random, adoptedSession } = this.options
+    // An adopted session is never destroyed: its renewal in flight only needs stopping.
+    if (adoptedSession !== undefined) return call.controller.abort()
     const bound = scheduler.schedule(() => call.controller.abort(), ABANDONED_SESSION_WAIT_MS)
     this.options.onRelease(
       call.answer.then((created) => {
         bound.unsubscribe()
         if (E.isLeft(created)) return E.right<ConsulError, void>(undefined)
-        return destroySession({ client, session: created.right, scheduler, random })
+        return destroySession({ client, session: created.right.session, scheduler, random })
       }),
     )
   }
+}
+
+/**
+ * Takes an existing session over (`ContenderOptions.session`): one renewal, which says that it
+ * exists and what TTL it runs on, and starts its lease afresh. A session that does not exist is
+ * SessionGone; one without a TTL is refused, since the lease deadline counts from it.
+ */
+async function adopt(
+  client: ConsulClient,
+  session: string,
+  signal: AbortSignal,
+): Promise<E.Either<ConsulError | SemaphoreError, CreatedSession>> {
+  const renewed = await client.session.renew(session, { signal })()
+  if (E.isLeft(renewed)) return renewed
+  const info = renewed.right
+  if (info === null) return E.left(adoptedSessionGone(session, 'does not exist'))
+  if (info.ttlMs === undefined) {
+    return E.left(
+      new SemaphoreError(
+        'InvalidOptions',
+        `option session: session ${session} has no TTL, so no lease deadline can be counted for ` +
+          'it and holding$ could not be kept safe: give a session created with a TTL (10s to 24h).',
+      ),
+    )
+  }
+  return E.right({ session, ttlMs: info.ttlMs })
+}
+
+/**
+ * The error of a contender whose adopted session is gone (`ContenderOptions.session`): it cannot
+ * make another in its place.
+ *
+ * @example
+ * observer.error(adoptedSessionGone(session, 'ended while the contender used it'))
+ * @returns SemaphoreError('SessionGone').
+ */
+export function adoptedSessionGone(session: string, what: string): SemaphoreError {
+  return new SemaphoreError(
+    'SessionGone',
+    `the session given as option session (${session}) ${what} (destroyed, or expired by its ` +
+      'TTL): a contender never makes a session in place of one it was given. Give it a live ' +
+      'session, or leave the option out to have it make its own.',
+  )
+}
+
+/**
+ * A session create that Consul refused for one of the contender's service checks
+ * (`serviceChecks`): a check in critical state, or one the agent does not know. Consul answers it
+ * with a 500 that retrying would only repeat until the application is healthy again (or the ID is
+ * fixed), so the contender fails with what to do. A refusal for a node check (`checks`:
+ * serfHealth critical while the node is cut off) stays transient: it passes with the partition.
+ */
+function checkRefusal(
+  error: unknown,
+  serviceChecks: readonly { readonly id: string }[] | undefined,
+): SemaphoreError | undefined {
+  if (serviceChecks === undefined) return undefined
+  if (!isConsulError(error) || error._tag !== 'ServerError') return undefined
+  const critical = /Check '(.*)' is in critical state/.exec(error.body)
+  const missing = /Missing (?:service )?check '(.*)' registration/.exec(error.body)
+  const id = critical?.[1] ?? missing?.[1]
+  if (id === undefined || !serviceChecks.some((check) => check.id === id)) return undefined
+  const why =
+    critical !== null
+      ? `its service check '${id}' is critical, and Consul makes no session tied to a failing check: ` +
+        'the contender can run once the check passes'
+      : `no check '${id}' is registered on the agent's node: give the ID of a check ` +
+        'the agent has (`consul catalog` or GET /v1/agent/checks lists them), or register it first'
+  return new SemaphoreError(
+    'Consul',
+    `Consul refused to create the session (${error.body}): ${why}.`,
+    {
+      cause: error,
+    },
+  )
 }

@@ -91,13 +91,14 @@ export interface ContenderProtocol {
    * answers how the slot went back (a hand-off, for the telemetry); a lock's, nothing.
    * `keepSession` asks to keep the session after a clean release, for another contender: a
    * semaphore's release then ends without the destroy and its outcome says `sessionKept`; a lock's
-   * destroys it all the same.
+   * destroys it all the same. 'adopted': the session is not the contender's
+   * (`ContenderOptions.session`) and is never destroyed, by either protocol, whatever the outcome.
    */
   readonly release: (
     contender: ProtocolMember,
     session: string,
     lastSeen: KVSnapshot | undefined,
-    keepSession?: boolean,
+    keepSession?: boolean | 'adopted',
   ) => Promise<E.Either<ConsulError, ReleaseOutcome | void>>
   /** The public error for a prefix problem the core found. */
   readonly problemError: (problem: PrefixProblem) => SemaphoreError

@@ -35,13 +35,14 @@ export const leaderKeyProtocol: ContenderProtocol = {
       session,
       scheduler: contender.scheduler,
     }),
-  release: (contender, session) =>
+  release: (contender, session, _lastSeen, keepSession) =>
     releaseLeaderKey({
       client: contender.client,
       prefix: contender.prefix,
       session,
       value: contender.value,
       scheduler: contender.scheduler,
+      adopted: keepSession === 'adopted',
     }),
   problemError: leaderKeyProblemError,
 }

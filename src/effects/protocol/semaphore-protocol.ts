@@ -56,7 +56,8 @@ export const semaphoreProtocol: ContenderProtocol = {
       scheduler: contender.scheduler,
       hint: lastSeen,
       hintView: lastSeen && contender.cache.view(lastSeen, contender),
-      keepSession,
+      keepSession: keepSession === true,
+      adopted: keepSession === 'adopted',
     }),
   problemError,
 }

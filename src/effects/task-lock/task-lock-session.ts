@@ -15,6 +15,8 @@ export interface TaskLockSessionOptions {
   readonly ttlMs: number
   readonly lockDelay: string | undefined
   readonly checks: readonly string[] | undefined
+  readonly serviceChecks?:
+    readonly { readonly id: string; readonly namespace?: string }[] | undefined
   readonly leaseMarginMs: number
   readonly scheduler?: SchedulerLike | undefined
 }
@@ -176,6 +178,9 @@ export class TaskLockSession {
         behavior: 'release',
         ...(this.#options.lockDelay !== undefined ? { lockDelay: this.#options.lockDelay } : {}),
         ...(this.#options.checks !== undefined ? { nodeChecks: this.#options.checks } : {}),
+        ...(this.#options.serviceChecks !== undefined
+          ? { serviceChecks: this.#options.serviceChecks }
+          : {}),
       })()
       if (E.isLeft(id)) {
         this.#current = undefined

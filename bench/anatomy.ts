@@ -8,20 +8,20 @@
 //
 // Which request is which, from method and URL (the agent does not log a body or a status):
 //   consul lock -n (limit 1: Go's Lock recipe): release = PUT <prefix>/.lock?release=<session>;
-//     acquire = PUT <prefix>/.lock?acquire=<session>, the first one after the release (a waiter
-//     tries only once it has seen the key free, so the first attempt the agent applies wins; a
-//     later attempt in the same window is a loser's). Its session must be the one that releases
-//     next.
+//     acquire = PUT <prefix>/.lock?acquire=<session> after it, of the session that releases next
+//     (the next holder's; its rivals' attempts in the same moment fail).
 //   rxsem run --leader (the same Lock recipe): release = PUT <prefix>/.lock?release=<session>;
 //     acquire = PUT /v1/txn (a `lock` operation: the protocol writes no other transaction), the
-//     first one after the release, by the same argument.
+//     first one after the release: a waiter tries only once it has seen the key free, so the
+//     first attempt the agent applies wins, the others fail. Without the next releaser (the end
+//     of a run), consul lock's acquisition is found the same way.
 //   rxsem run --limit 1 (the semaphore): release = the first PUT /v1/txn after R (at limit 1 no
 //     one else writes `.lock` while the slot is held; a join is PUT <prefix>/<session>?acquire=).
 //     When the release hands the slot to the first waiter, it is the acquiring write too: no
 //     transaction follows before S. Otherwise the release CASes the holder out and the one
 //     transaction that follows is the heir's acquisition; a read of `.lock` between them could be
 //     the holder trying its CAS again, so such a pair is not split.
-// The first of two acquiring writes counts only when it surely finished before the second began
+// The first of two such acquiring writes counts only when it surely finished before the second began
 // (its logged ms + 1 before the other's start, from its latency); a pair that does not fit its
 // recipe's pattern is counted as not split, with the reason, never guessed.
 //
@@ -159,16 +159,16 @@ export function splitHandover(
     else acquire = heir
   } else {
     if (after.some((r) => kindOf(r) === 'release')) return { unsplit: 'two releases' }
-    const [winner, next] = acquiring
+    // consul lock names the session in the URL: the winner is the attempt of the next releaser.
+    const nextRelease = requests.find((r) => r.at > startAt && kindOf(r) === 'release')
+    const heir = nextRelease && recipe === 'consul lock' && sessionOf(nextRelease, 'release')
+    const [earliest, second] = acquiring
+    const winner = heir
+      ? acquiring.filter((r) => sessionOf(r, 'acquire') === heir).at(-1)
+      : earliest
     if (winner === undefined) return { unsplit: 'no acquiring write before the start' }
-    if (next !== undefined && !surelyBefore(winner, next))
-      return { unsplit: 'two acquiring writes in the same moment' }
-    if (recipe === 'consul lock') {
-      const session = sessionOf(winner, 'acquire')
-      const nextRelease = requests.find((r) => r.at > startAt && kindOf(r) === 'release')
-      if (nextRelease !== undefined && sessionOf(nextRelease, 'release') !== session)
-        return { unsplit: 'the first acquisition is not the next releaser' }
-    }
+    if (!heir && second !== undefined && !surelyBefore(winner, second))
+      return { unsplit: 'two acquiring writes in the same millisecond' }
     acquire = winner
   }
   return {

@@ -596,6 +596,9 @@ function ranInThisRun(table: Table): boolean {
 /** Table 2b: each CLI's handover at limit 1 split at the agent (bench/anatomy.ts). */
 function anatomyFigure(runs: readonly (AnatomyRun | NotMeasured)[]): Table {
   const p50 = (values: readonly number[]): number => summarize(values).p50
+  /** p50 (mean) of one part: the means of the parts add up to the mean total, the p50s need not. */
+  const part = (values: readonly number[]): string =>
+    `${ms(summarize(values).p50)} (${ms(summarize(values).mean)})`
   const consul = runs.find(
     (x): x is AnatomyRun => measured(x) && x.implementation === 'consul lock -n',
   )
@@ -607,10 +610,10 @@ function anatomyFigure(runs: readonly (AnatomyRun | NotMeasured)[]): Table {
       'n',
       'not split',
       'release = acquire',
-      'exit → release p50 ms',
-      'release → acquire p50 ms',
-      'acquire → start p50 ms',
-      'total p50 ms',
+      'exit → release p50 (mean) ms',
+      'release → acquire p50 (mean) ms',
+      'acquire → start p50 (mean) ms',
+      'total p50 (mean) ms',
       'p50 / consul lock',
     ],
     rows: runs.map((x) => {
@@ -623,17 +626,17 @@ function anatomyFigure(runs: readonly (AnatomyRun | NotMeasured)[]): Table {
         String(x.splits.length),
         `${unsplit} of ${x.handovers}`,
         String(x.splits.filter((s) => s.oneWrite).length),
-        ms(p50(x.splits.map((s) => s.exitToRelease))),
-        ms(p50(x.splits.map((s) => s.releaseToAcquire))),
-        ms(p50(x.splits.map((s) => s.acquireToStart))),
-        ms(total),
+        part(x.splits.map((s) => s.exitToRelease)),
+        part(x.splits.map((s) => s.releaseToAcquire)),
+        part(x.splits.map((s) => s.acquireToStart)),
+        part(x.splits.map((s) => s.total)),
         ratio(total / consulP50),
       ]
     }),
     notes: [
-      "Table 2's handover (the holder's child's last timestamp → the next holder's child's first) at limit 1, run again on a Consul agent of its own that logs every HTTP request, and split where the agent finished the holder's release write and the write that gave the next holder the slot. Total = the three parts of each handover, which add up to it exactly; the p50 of each column is taken on its own, so the p50s need not add up.",
-      "Release write: PUT .lock?release= (consul lock, rxsem run --leader), the holder's transaction (rxsem run). Acquiring write: the first PUT .lock?acquire= (consul lock) or transaction (rxsem run --leader) after it; for rxsem run, the release itself when it hands the slot to the first waiter (release = acquire counts those), else the heir's transaction.",
-      'The agent logs to the millisecond: each time is taken as the middle of its millisecond. A handover whose requests do not fit the pattern of its implementation (e.g. two acquiring writes in the same millisecond) is not split, and counted under not split.',
+      "Table 2's handover (the holder's child's last timestamp → the next holder's child's first) at limit 1, run again on a Consul agent of its own that logs every HTTP request, and split where the agent finished the holder's release write and the write that gave the next holder the slot. The three parts of each handover add up to its total exactly, so their means add up to the mean total; each p50 is taken on its own column, so the p50s need not add up.",
+      "Release write: PUT .lock?release= (consul lock, rxsem run --leader), the holder's transaction (rxsem run). Acquiring write: the next holder's PUT .lock?acquire= after it (consul lock names the session), the first transaction after it (rxsem run --leader: only lock attempts, and the first one applied wins); for rxsem run, the release itself when it hands the slot to the first waiter (release = acquire counts those), else the heir's transaction.",
+      'The agent logs to the millisecond: each time is taken as the middle of its millisecond. A handover whose requests do not fit the pattern of its implementation (e.g. two lock attempts of rxsem run --leader in the same millisecond, whose order the log cannot tell) is not split, and counted under not split.',
     ],
   }
 }

@@ -12,18 +12,19 @@
 //     (the next holder's; its rivals' attempts in the same moment fail).
 //   rxsem run --leader (the same Lock recipe): release = PUT <prefix>/.lock?release=<session>;
 //     acquire = PUT /v1/txn (a `lock` operation: the protocol writes no other transaction), the
-//     first one after the release: a waiter tries only once it has seen the key free, so the
-//     first attempt the agent applies wins, the others fail. Without the next releaser (the end
-//     of a run), consul lock's acquisition is found the same way.
+//     first one after the release: the first attempt the agent applies once the key is free wins
+//     and the later ones fail. It counts only when the release surely finished before it began,
+//     and it before the next attempt began (a logged ms + 1 before the other's start, from its
+//     latency). consul lock's acquisition is found the same way at the end of a run, where no
+//     next releaser names it.
 //   rxsem run --limit 1 (the semaphore): release = the first PUT /v1/txn after R (at limit 1 no
 //     one else writes `.lock` while the slot is held; a join is PUT <prefix>/<session>?acquire=).
 //     When the release hands the slot to the first waiter, it is the acquiring write too: no
 //     transaction follows before S. Otherwise the release CASes the holder out and the one
 //     transaction that follows is the heir's acquisition; a read of `.lock` between them could be
 //     the holder trying its CAS again, so such a pair is not split.
-// The first of two such acquiring writes counts only when it surely finished before the second began
-// (its logged ms + 1 before the other's start, from its latency); a pair that does not fit its
-// recipe's pattern is counted as not split, with the reason, never guessed.
+// A handover that does not fit its implementation's pattern is counted as not split, with the
+// reason, never guessed.
 //
 // The agent's times are wall-clock milliseconds, as the children's (`date +%s%N`), but to the ms
 // only: each is taken as the middle of its millisecond. The three parts of a handover add up to
@@ -169,6 +170,8 @@ export function splitHandover(
     if (winner === undefined) return { unsplit: 'no acquiring write before the start' }
     if (!heir && second !== undefined && !surelyBefore(winner, second))
       return { unsplit: 'two acquiring writes in the same millisecond' }
+    if (!heir && !surelyBefore(release, winner))
+      return { unsplit: 'an acquiring write in the same millisecond as the release' }
     acquire = winner
   }
   return {

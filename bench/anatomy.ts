@@ -14,9 +14,10 @@
 //     acquire = PUT /v1/txn (a `lock` operation: the protocol writes no other transaction), the
 //     first one after the release: the first attempt the agent applies once the key is free wins
 //     and the later ones fail. It counts only when the release surely finished before it began,
-//     and it before the next attempt began (a logged ms + 1 before the other's start, from its
-//     latency). consul lock's acquisition is found the same way at the end of a run, where no
-//     next releaser names it.
+//     and it before any other attempt began (a logged ms + 1 before the other's start, from its
+//     latency); of attempts the log cannot order, the one sent on the connection of the next
+//     release (a port is one process's: the next holder's). consul lock's acquisition is found
+//     the same way at the end of a run, where no next releaser names it.
 //   rxsem run --limit 1 (the semaphore): release = the first PUT /v1/txn after R (at limit 1 no
 //     one else writes `.lock` while the slot is held; a join is PUT <prefix>/<session>?acquire=).
 //     When the release hands the slot to the first waiter, it is the acquiring write too: no
@@ -160,18 +161,23 @@ export function splitHandover(
     else acquire = heir
   } else {
     if (after.some((r) => kindOf(r) === 'release')) return { unsplit: 'two releases' }
-    // consul lock names the session in the URL: the winner is the attempt of the next releaser.
+    // The next release after S is the next holder's: its session (consul lock names it in the
+    // URL) or its connection (a port is one process's) tells which attempt was its own.
     const nextRelease = requests.find((r) => r.at > startAt && kindOf(r) === 'release')
     const heir = nextRelease && recipe === 'consul lock' && sessionOf(nextRelease, 'release')
-    const [earliest, second] = acquiring
-    const winner = heir
-      ? acquiring.filter((r) => sessionOf(r, 'acquire') === heir).at(-1)
-      : earliest
+    let winner: AgentRequest | undefined
+    if (heir) winner = acquiring.filter((r) => sessionOf(r, 'acquire') === heir).at(-1)
+    else {
+      // The attempts that may have been applied first: none surely came after another.
+      const foremost = acquiring.filter((r) => !acquiring.some((o) => surelyBefore(o, r)))
+      const own = foremost.filter((r) => r.from === nextRelease?.from)
+      if (foremost.length > 1 && own.length !== 1)
+        return { unsplit: 'two acquiring writes in the same millisecond' }
+      winner = foremost.length > 1 ? own[0] : foremost[0]
+      if (winner !== undefined && !surelyBefore(release, winner))
+        return { unsplit: 'an acquiring write in the same millisecond as the release' }
+    }
     if (winner === undefined) return { unsplit: 'no acquiring write before the start' }
-    if (!heir && second !== undefined && !surelyBefore(winner, second))
-      return { unsplit: 'two acquiring writes in the same millisecond' }
-    if (!heir && !surelyBefore(release, winner))
-      return { unsplit: 'an acquiring write in the same millisecond as the release' }
     acquire = winner
   }
   return {

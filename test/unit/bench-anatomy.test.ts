@@ -98,7 +98,7 @@ describe('splitHandover', () => {
     close(first.releaseToAcquire, 18)
   })
 
-  it('rxsem run --leader: the first lock attempt, unless the log cannot order two', () => {
+  it("rxsem run --leader: the first lock attempt; of two the log cannot order, the next releaser's", () => {
     const pair = { release: at(36.0579), start: at(36.1796) }
     const apart = parseAgentLog(
       [lockRelease(36.089, S1), txn(36.099, 36958), txn(36.107, 36962)].join('\n'),
@@ -107,12 +107,21 @@ describe('splitHandover', () => {
     assert.ok(!('unsplit' in split))
     close(split.releaseToAcquire, 10)
 
-    const together = parseAgentLog(
-      [lockRelease(36.089, S1), txn(36.099, 36958), txn(36.099, 36962)].join('\n'),
-    )
-    assert.deepEqual(splitHandover(together, pair, 'rxsem lock'), {
+    // Two attempts the log cannot order (the second began before the first surely ended).
+    const overlapping = [lockRelease(36.089, S1), txn(36.099, 36958), txn(36.1, 36962, '2ms')]
+    assert.deepEqual(splitHandover(parseAgentLog(overlapping.join('\n')), pair, 'rxsem lock'), {
       unsplit: 'two acquiring writes in the same millisecond',
     })
+    // The next holder releases on the connection it tried on: that attempt was its own.
+    for (const [port, ms] of [
+      [36962, 11],
+      [36958, 10],
+    ] as const) {
+      const log = parseAgentLog([...overlapping, lockRelease(37.75, S2, port)].join('\n'))
+      const byPort = splitHandover(log, pair, 'rxsem lock')
+      assert.ok(!('unsplit' in byPort))
+      close(byPort.releaseToAcquire, ms)
+    }
     const early = parseAgentLog([lockRelease(36.089, S1), txn(36.089, 36958)].join('\n'))
     assert.deepEqual(splitHandover(early, pair, 'rxsem lock'), {
       unsplit: 'an acquiring write in the same millisecond as the release',

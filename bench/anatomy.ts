@@ -18,14 +18,16 @@
 //     latency); of attempts the log cannot order, the one sent on the connection of the next
 //     release (a port is one process's: the next holder's). consul lock's acquisition is found
 //     the same way at the end of a run, where no next releaser names it.
-//   rxsem run --limit 1 (the semaphore): release = the first PUT /v1/txn after R (at limit 1 no
+//   rxsem run --limit 1 (the semaphore): release = a PUT /v1/txn after R (at limit 1 no
 //     one else writes `.lock` while the slot is held; a join is PUT <prefix>/<session>?acquire=).
 //     When the release hands the slot to the first waiter, it is the acquiring write too: no
-//     transaction follows before S. Otherwise the release CASes the holder out and the one
-//     transaction that follows is the heir's acquisition; a read of `.lock` between them could be
-//     the holder trying its CAS again, so such a pair is not split.
-// A handover that does not fit its implementation's pattern is counted as not split, with the
-// reason, never guessed.
+//     transaction follows before S. Otherwise the release CASes the holder out and the one other
+//     transaction, which surely began after it, is the heir's acquisition; a read of `.lock`
+//     between them could be the holder trying its CAS again, so such a pair is not split.
+// An acquisition is looked for among the writes that ended after the release began: the agent
+// logs a write when its handler returns, which under load can be after the waiters it woke were
+// served (then release → acquire is negative). A handover that does not fit its implementation's
+// pattern is counted as not split, with the reason, never guessed.
 //
 // The agent's times are wall-clock milliseconds, as the children's (`date +%s%N`), but to the ms
 // only: each is taken as the middle of its millisecond. The three parts of a handover add up to
@@ -124,9 +126,14 @@ export interface HandoverSplit {
   readonly oneWrite: boolean
 }
 
+/** The earliest `request` may have begun: its logged ms, less its latency. */
+const began = (request: AgentRequest): number => request.at - 0.5 - request.latencyMs
+
 /** Whether `a` surely finished before `b` began, at the log's millisecond resolution. */
-const surelyBefore = (a: AgentRequest, b: AgentRequest): boolean =>
-  a.at + 0.5 <= b.at - 0.5 - b.latencyMs
+const surelyBefore = (a: AgentRequest, b: AgentRequest): boolean => a.at + 0.5 <= began(b)
+
+/** Whether `a` surely began before `b` did. */
+const startedBefore = (a: AgentRequest, b: AgentRequest): boolean => began(a) + 1 <= began(b)
 
 /**
  * Splits one handover (its child's R and S, wall-clock ms) with the agent's requests of its run.
@@ -146,39 +153,49 @@ export function splitHandover(
   const window = requests.filter((r) => r.at > exitAt - 0.5 && r.at < startAt + 0.5)
   const releaseKind: RequestKind = recipe === 'rxsem semaphore' ? 'txn' : 'release'
   const acquireKind: RequestKind = recipe === 'consul lock' ? 'acquire' : 'txn'
-  const first = window.findIndex((r) => kindOf(r) === releaseKind)
-  const release = window[first]
-  if (release === undefined) return { unsplit: 'no release write before the start' }
-  const after = window.slice(first + 1)
-  const acquiring = after.filter((r) => kindOf(r) === acquireKind)
-  let acquire: AgentRequest
+  const releases = window.filter((r) => kindOf(r) === releaseKind)
+  let release: AgentRequest | undefined
+  let acquire: AgentRequest | undefined
   if (recipe === 'rxsem semaphore') {
-    const [heir, extra] = acquiring
+    // One transaction: the release handed the slot over. Two: the holder's, then the heir's.
+    const [one, other, extra] = releases
     if (extra !== undefined) return { unsplit: 'more transactions than a handover writes' }
-    if (heir === undefined) acquire = release
-    else if (after.slice(0, after.indexOf(heir)).some((r) => kindOf(r) === 'lock-read'))
-      return { unsplit: 'a read of .lock between the two transactions' }
-    else acquire = heir
+    if (one === undefined) return { unsplit: 'no release write before the start' }
+    if (other === undefined) [release, acquire] = [one, one]
+    else {
+      // The heir's was sent once the release was applied: it began after the release began.
+      if (startedBefore(one, other)) [release, acquire] = [one, other]
+      else if (startedBefore(other, one)) [release, acquire] = [other, one]
+      else return { unsplit: 'two transactions the log cannot order' }
+      const [from, to] = [began(release), acquire.at]
+      if (window.some((r) => kindOf(r) === 'lock-read' && r.at > from && r.at < to))
+        return { unsplit: 'a read of .lock between the two transactions' }
+    }
   } else {
-    if (after.some((r) => kindOf(r) === 'release')) return { unsplit: 'two releases' }
+    const [only, second] = releases
+    if (second !== undefined) return { unsplit: 'two releases' }
+    if (only === undefined) return { unsplit: 'no release write before the start' }
+    release = only
+    // An acquisition is applied after the release was, so it ended after the release began; the
+    // agent may log it before the release, whose handler can end later (under load, ms later).
+    const since = began(release)
+    const acquiring = window.filter((r) => kindOf(r) === acquireKind && r.at + 0.5 > since)
     // The next release after S is the next holder's: its session (consul lock names it in the
     // URL) or its connection (a port is one process's) tells which attempt was its own.
     const nextRelease = requests.find((r) => r.at > startAt && kindOf(r) === 'release')
     const heir = nextRelease && recipe === 'consul lock' && sessionOf(nextRelease, 'release')
-    let winner: AgentRequest | undefined
-    if (heir) winner = acquiring.filter((r) => sessionOf(r, 'acquire') === heir).at(-1)
+    if (heir) acquire = acquiring.filter((r) => sessionOf(r, 'acquire') === heir).at(-1)
     else {
       // The attempts that may have been applied first: none surely came after another.
       const foremost = acquiring.filter((r) => !acquiring.some((o) => surelyBefore(o, r)))
       const own = foremost.filter((r) => r.from === nextRelease?.from)
       if (foremost.length > 1 && own.length !== 1)
         return { unsplit: 'two acquiring writes in the same millisecond' }
-      winner = foremost.length > 1 ? own[0] : foremost[0]
-      if (winner !== undefined && !surelyBefore(release, winner))
+      acquire = foremost.length > 1 ? own[0] : foremost[0]
+      if (acquire !== undefined && !surelyBefore(release, acquire))
         return { unsplit: 'an acquiring write in the same millisecond as the release' }
     }
-    if (winner === undefined) return { unsplit: 'no acquiring write before the start' }
-    acquire = winner
+    if (acquire === undefined) return { unsplit: 'no acquiring write before the start' }
   }
   return {
     exitToRelease: release.at - exitAt,

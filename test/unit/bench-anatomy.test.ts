@@ -11,6 +11,7 @@ const close = (a: number, b: number): void => assert.ok(Math.abs(a - b) < 1e-6, 
 const P = 'bench-handover/x-1-1'
 const S1 = 'ff37a50e-fc28-3498-53b3-2f1031a9e5c7'
 const S2 = 'b4cde218-f854-e50a-4992-6abc51f665f6'
+const S3 = '1ac444c1-053b-5eea-8e00-19d64685a30b'
 const FLAGS = 'flags=3304740253564472344'
 
 /** Wall-clock ms of 2026-11-28T06:00:<seconds>Z. */
@@ -98,6 +99,23 @@ describe('splitHandover', () => {
     close(first.releaseToAcquire, 18)
   })
 
+  it('consul lock: an acquisition the agent logged before the release it followed', () => {
+    // The release's handler ended 4.65 ms after it began: the waiters were served meanwhile.
+    const log = parseAgentLog(
+      [
+        lockAcquire(45.114, S1, 43436),
+        lockAcquire(45.114, S2, 43362),
+        line(45.116, 'PUT', `/v1/kv/${P}/.lock?${FLAGS}&release=${S3}`, 43440, '4.65ms'),
+        lockRelease(45.673, S1, 43452),
+      ].join('\n'),
+    )
+    const split = splitHandover(log, { release: at(45.0965), start: at(45.1405) }, 'consul lock')
+    assert.ok(!('unsplit' in split))
+    close(split.exitToRelease, 20)
+    close(split.releaseToAcquire, -2)
+    close(split.acquireToStart, 26)
+  })
+
   it("rxsem run --leader: the first lock attempt; of two the log cannot order, the next releaser's", () => {
     const pair = { release: at(36.0579), start: at(36.1796) }
     const apart = parseAgentLog(
@@ -157,6 +175,15 @@ describe('splitHandover', () => {
     assert.ok(!('unsplit' in split))
     assert.equal(split.oneWrite, false)
     close(split.releaseToAcquire, 12)
+
+    // The heir's transaction logged first: the one that began first was the release.
+    const inverted = parseAgentLog(
+      [txn(22.61, 49750, '300µs'), txn(22.612, 49654, '5ms')].join('\n'),
+    )
+    const late = splitHandover(inverted, pair, 'rxsem semaphore')
+    assert.ok(!('unsplit' in late))
+    close(late.exitToRelease, 37.9)
+    close(late.releaseToAcquire, -2)
 
     // A read of .lock between: maybe the holder's own second try after a lost CAS.
     const reread = parseAgentLog(

@@ -73,7 +73,7 @@ export function goDurationMs(text: string): number {
   return parts.reduce((sum, [, value, unit]) => sum + Number(value) * (UNIT_MS[unit ?? ''] ?? 0), 0)
 }
 
-/** The requests of a Consul debug log (its format of 1.8 to 1.21), in the log's order. */
+/** The requests of a Consul debug log file (the format of Consul 1.8), in the log's order. */
 export function parseAgentLog(text: string): AgentRequest[] {
   const out: AgentRequest[] = []
   for (const line of text.split('\n')) {

@@ -1,6 +1,6 @@
 // How big each figure's run is. BENCH_QUICK=1 shrinks everything to a smoke run of about a
-// minute; single counts can be overridden (BENCH_HANDOVERS, BENCH_FLOOR_SAMPLES,
-// BENCH_PARTITION_TRIALS, BENCH_EXCLUSIVE_KEYS, BENCH_IMPORT_RUNS) so that a quiet machine can buy
+// minute; single counts can be overridden (BENCH_HANDOVERS, BENCH_ANATOMY_HANDOVERS,
+// BENCH_FLOOR_SAMPLES, BENCH_PARTITION_TRIALS, BENCH_EXCLUSIVE_KEYS, BENCH_IMPORT_RUNS) so that a quiet machine can buy
 // tighter percentiles with more time.
 //
 // Which figures run: BENCH_ONLY, a comma-separated list of steps (all when unset), e.g.
@@ -23,6 +23,7 @@ export const BENCH_STEPS = [
   'floor',
   'decide',
   'handover',
+  'anatomy',
   'contention',
   'partition',
   'scale',
@@ -69,6 +70,8 @@ export interface BenchConfig {
   readonly floorSamples: number
   /** Handovers to collect per implementation and limit. */
   readonly handovers: number
+  /** Handovers of each CLI to split in three at the agent (table 2b, bench/anatomy.ts). */
+  readonly anatomyHandovers: number
   readonly contention: {
     readonly contenders: number
     readonly limit: number
@@ -150,6 +153,7 @@ export function benchConfig(): BenchConfig {
     partial: selected.size < BENCH_STEPS.length,
     floorSamples: count('BENCH_FLOOR_SAMPLES', quick ? 50 : 250),
     handovers: count('BENCH_HANDOVERS', quick ? 10 : 50),
+    anatomyHandovers: count('BENCH_ANATOMY_HANDOVERS', quick ? 8 : 15),
     contention: quick
       ? { contenders: 10, limit: 3, holdMs: 50, acquisitions: 30 }
       : { contenders: 30, limit: 3, holdMs: 50, acquisitions: 150 },

@@ -12,9 +12,17 @@ export interface HoldEvent {
   readonly at: number
 }
 
+/** A counted handover: the times of its release and of the start that took the slot over. */
+export interface HandoverPair {
+  readonly release: number
+  readonly start: number
+}
+
 export interface Handovers {
   /** Release → next start, ms. */
   readonly samples: readonly number[]
+  /** The release and the start of each sample, in the same order (for splitting a sample up). */
+  readonly pairs: readonly HandoverPair[]
   /**
    * Handovers left out because the new holder had not been contending for `readyMs` before the
    * release: its wait may include its own start-up, which is not handover time.
@@ -39,6 +47,7 @@ export function pairHandovers(events: readonly HoldEvent[], readyMs: number): Ha
   const readyOf = new Map<string, number>()
   const queuedWaits: number[] = []
   const samples: number[] = []
+  const pairs: HandoverPair[] = []
   const waits: { who: string; ms: number }[] = []
   let dropped = 0
   for (const event of sorted) {
@@ -54,9 +63,11 @@ export function pairHandovers(events: readonly HoldEvent[], readyMs: number): Ha
       readyOf.delete(event.who)
       const release = freed.shift()
       if (release === undefined) continue
-      if (queued !== undefined && queued <= release - readyMs) samples.push(event.at - release)
-      else dropped++
+      if (queued !== undefined && queued <= release - readyMs) {
+        samples.push(event.at - release)
+        pairs.push({ release, start: event.at })
+      } else dropped++
     }
   }
-  return { samples, dropped, waits, queuedWaits }
+  return { samples, pairs, dropped, waits, queuedWaits }
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { renderChart, type Series } from './chart.js'
 import { repoRoot } from './children.js'
 import type { ContentionRun } from './contention.js'
+import type { AnatomyRun } from './anatomy.js'
 import type { ExclusiveKeysResult } from './exclusive-keys.js'
 import type { HandoverRun } from './handover.js'
 import type { ImportCostResult, ProcessFootprint } from './import-cost.js'
@@ -202,6 +203,8 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
       })
     }
   }
+
+  if (r.anatomy !== undefined && r.anatomy.length > 0) tables.push(anatomyFigure(r.anatomy))
 
   const setup = r.contentionSetup
   const contention = r.contention.filter((c): c is ContentionRun => measured(c))
@@ -588,6 +591,54 @@ function ranInThisRun(table: Table): boolean {
     table.head.length > 1 &&
     table.rows.some((row) => !row.some((cell) => cell.startsWith('not run (BENCH_ONLY')))
   )
+}
+
+/** Table 2b: each CLI's handover at limit 1 split at the agent (bench/anatomy.ts). */
+function anatomyFigure(runs: readonly (AnatomyRun | NotMeasured)[]): Table {
+  const p50 = (values: readonly number[]): number => summarize(values).p50
+  /** p50 (mean) of one part: the means of the parts add up to the mean total, the p50s need not. */
+  const part = (values: readonly number[]): string =>
+    `${ms(summarize(values).p50)} (${ms(summarize(values).mean)})`
+  const consul = runs.find(
+    (x): x is AnatomyRun => measured(x) && x.implementation === 'consul lock -n',
+  )
+  const consulP50 = consul && consul.splits.length ? p50(consul.splits.map((s) => s.total)) : NaN
+  return {
+    title: "2b. Where a CLI's handover goes (limit 1, split at the agent)",
+    head: [
+      'implementation',
+      'n',
+      'not split',
+      'release = acquire',
+      'exit → release p50 (mean) ms',
+      'release → acquire p50 (mean) ms',
+      'acquire → start p50 (mean) ms',
+      'total p50 (mean) ms',
+      'p50 / consul lock',
+    ],
+    rows: runs.map((x) => {
+      if (!measured(x))
+        return [x.implementation, '—', '', '', 'not measured', x.notMeasured, '', '', '']
+      const total = p50(x.splits.map((s) => s.total))
+      const unsplit = Object.values(x.unsplit).reduce((sum, n) => sum + n, 0)
+      return [
+        x.implementation,
+        String(x.splits.length),
+        `${unsplit} of ${x.handovers}`,
+        String(x.splits.filter((s) => s.oneWrite).length),
+        part(x.splits.map((s) => s.exitToRelease)),
+        part(x.splits.map((s) => s.releaseToAcquire)),
+        part(x.splits.map((s) => s.acquireToStart)),
+        part(x.splits.map((s) => s.total)),
+        ratio(total / consulP50),
+      ]
+    }),
+    notes: [
+      "Table 2's handover (the holder's child's last timestamp → the next holder's child's first) at limit 1, run again on a Consul agent of its own that logs every HTTP request, and split where the agent finished the holder's release write and the write that gave the next holder the slot. The three parts of each handover add up to its total exactly, so their means add up to the mean total; each p50 is taken on its own column, so the p50s need not add up.",
+      "Release write: PUT .lock?release= (consul lock, rxsem run --leader), the holder's transaction (rxsem run). Acquiring write: the next holder's PUT .lock?acquire= after it (consul lock names the session), the first transaction after it (rxsem run --leader: only lock attempts, and the first one applied wins; of two the log cannot order, the one on the connection the next holder later releases on); for rxsem run, the release itself when it hands the slot to the first waiter (release = acquire counts those), else the heir's transaction.",
+      "The agent logs to the millisecond: each time is taken as the middle of its millisecond. It logs a write when the write's handler returns, which under load can be after the waiters the write woke were served: release → acquire is then negative. A handover whose requests do not fit the pattern of its implementation (e.g. two lock attempts of rxsem run --leader that the log cannot order, neither on the next holder's connection) is not split, and counted under not split.",
+    ],
+  }
 }
 
 /** Figure 7's tables and targets (bench/jobs.ts). */

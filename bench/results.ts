@@ -1,4 +1,5 @@
 // The shape of one bench run's results, shared by the runner and the report.
+import type { AnatomyRun } from './anatomy.js'
 import type { ReplicasConfig } from './config.js'
 import type { ContentionRun } from './contention.js'
 import type { DecideRow } from './decide.js'
@@ -66,6 +67,8 @@ export interface BenchResults {
   readonly importCost?: ImportCostResult | NotMeasured
   readonly floor: FloorResult | NotMeasured
   readonly handover: readonly (HandoverRun | NotMeasured)[]
+  /** Table 2b, each CLI's handover split at the agent; undefined in results written before it existed. */
+  readonly anatomy?: readonly (AnatomyRun | NotMeasured)[]
   readonly contention: readonly (ContentionRun | NotMeasured)[]
   readonly contentionSetup: {
     readonly contenders: number

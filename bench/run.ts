@@ -23,6 +23,7 @@ import {
   startupsMs,
   type CliImplementation,
 } from './children.js'
+import { anatomyRun, withLoggingAgent, type AnatomyRun } from './anatomy.js'
 import { benchConfig, type BenchStep } from './config.js'
 import { cliContention, libraryContention } from './contention.js'
 import { measureDecide } from './decide.js'
@@ -223,6 +224,38 @@ async function main(): Promise<void> {
     }
     if (on('handover')) handover.push(...skipped)
 
+    // Table 2b: the CLIs' handovers at limit 1 again, on an agent of their own that logs every
+    // request, each split at the agent into exit → release → acquire → start.
+    const anatomy: (AnatomyRun | NotMeasured)[] = []
+    const anatomyClis = clis.includes(rxsemRun) ? [...clis, rxsemRunLeader] : clis
+    if (on('anatomy') && anatomyClis.length > 0) {
+      const agentRun = await attempt('anatomy: an agent with a debug log', 'consul', () =>
+        withLoggingAgent(async (logging, requests) => {
+          for (const cli of anatomyClis) {
+            const run = await attempt(
+              `anatomy (${config.anatomyHandovers} handovers)`,
+              cli.name,
+              () =>
+                anatomyRun(logging, requests, cli, config.anatomyHandovers, paceOf(cli.name, 1)),
+              1,
+            )
+            anatomy.push(run)
+            if (measured(run)) {
+              const unsplit = Object.entries(run.unsplit)
+              log(
+                `  ${run.splits.length} of ${run.handovers} split${unsplit.length === 0 ? '' : `; not split: ${unsplit.map(([why, n]) => `${n} ${why}`).join(', ')}`}`,
+              )
+            }
+          }
+          return { runs: anatomyClis.length }
+        }),
+      )
+      if (!measured(agentRun))
+        for (const cli of anatomyClis)
+          anatomy.push({ implementation: cli.name, limit: 1, notMeasured: agentRun.notMeasured })
+    }
+    if (on('anatomy')) anatomy.push(...skipped)
+
     const contention = on('contention')
       ? [await attempt('contention', 'library', () => libraryContention(addr, config.contention))]
       : []
@@ -409,6 +442,7 @@ async function main(): Promise<void> {
       importCost,
       floor,
       handover,
+      anatomy,
       contention,
       contentionSetup: config.contention,
       partition,

@@ -7,8 +7,14 @@ import { encodeLockBody } from './core/lock-body/encode-lock-body.js'
 import { readLockBody, type ReadLockBody } from './core/lock-body/read-lock-body.js'
 import { liveSessions } from './core/semaphore/live-sessions.js'
 import { DRAIN_VALUE_BYTES, drainSessions } from './core/semaphore/drain-keys.js'
-import { PERMISSION_HINT, SemaphoreError, problemError } from './errors.js'
-import { withOperatorClient, type OperatorCalls } from './operator-call.js'
+import { SemaphoreError, problemError } from './errors.js'
+import {
+  CAS_ATTEMPTS,
+  churnError,
+  throwIfRefused,
+  withOperatorClient,
+  type OperatorCalls,
+} from './operator-call.js'
 import { resolveContenderOptions, resolveLimit } from './options/contender-options.js'
 import { serializable } from './serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from './shared/flags.js'
@@ -89,9 +95,6 @@ export interface DrainLift {
   /** `.lock`'s ModifyIndex after its write; undefined when it wrote nothing to `.lock`. */
   readonly index: bigint | undefined
 }
-
-/** CAS writes lost to other writers before giving up on a churning `.lock`. */
-const ATTEMPTS = 10
 
 /** Operations Consul takes in one transaction. */
 const MAX_TXN_OPS = 64
@@ -176,10 +179,10 @@ export async function drain(options: DrainOptions): Promise<Drain> {
       })
       while (pending.length > MAX_TXN_OPS - 1) {
         const batch = pending.splice(0, MAX_TXN_OPS)
-        await commit(calls, client, batch.map(lockOp), doing, key)
+        await commit(calls, client, batch.map(lockOp), doing, prefix)
       }
       let current: ReadLockBody = lock
-      for (let lost = 0; lost < ATTEMPTS; lost++) {
+      for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
         calls.checkAborted()
         const holders = unique([...(current.record?.holders ?? []), ...present, ...made])
         const body = encodeLockBody({
@@ -209,7 +212,7 @@ export async function drain(options: DrainOptions): Promise<Drain> {
             after,
           )
         }
-        refusal(answer.errors, doing, key)
+        throwIfRefused(answer.errors, doing, `${prefix}/`)
         if (answer.errors.some((e) => e.opIndex !== pending.length)) {
           throw new SemaphoreError(
             'Consul',
@@ -222,11 +225,7 @@ export async function drain(options: DrainOptions): Promise<Drain> {
         )
         current = readDrainable(prefix, entry === null ? [] : [entry], given)
       }
-      throw new SemaphoreError(
-        'Consul',
-        `${key} changed under each of ${ATTEMPTS} tries to drain it (contenders acquiring and ` +
-          'releasing all the time); nothing was written. Try again.',
-      )
+      throw churnError(key, 'drain it')
     } catch (error) {
       await destroyAll(client, made)
       throw error
@@ -267,12 +266,12 @@ export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
       const ops = sessions
         .slice(i, i + MAX_TXN_OPS)
         .map((session): TxnOp => ({ verb: 'delete', key: contenderKey(prefix, session) }))
-      await commit(calls, client, ops, doing, key)
+      await commit(calls, client, ops, doing, prefix)
     }
     // 3. `.lock` without them (contenders would prune them anyway; this leaves it tidy).
     const gone = new Set(sessions)
     let entry: KVEntry | null = listed.entries.find((e) => e.key === key) ?? null
-    for (let lost = 0; lost < ATTEMPTS; lost++) {
+    for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
       calls.checkAborted()
       if (entry === null || entry.flags === LOCK_FLAGS) break
       const read = readLockBody(entry, key)
@@ -298,7 +297,7 @@ export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
           index: answer.results[0]?.modifyIndex ?? lockIndex,
         })
       }
-      refusal(answer.errors, doing, key)
+      throwIfRefused(answer.errors, doing, `${prefix}/`)
       entry = await calls.call((s) => client.kv.get(key, { consistency: 'consistent', signal: s }))
     }
     return serializable({ prefix, sessions, index: undefined })
@@ -347,25 +346,14 @@ async function commit(
   client: ConsulClient,
   ops: readonly TxnOp[],
   doing: string,
-  key: string,
+  prefix: string,
 ): Promise<void> {
   const answer = await calls.call((s) => client.kv.txn(ops, { signal: s }))
   if (!answer.committed) {
-    refusal(answer.errors, doing, key)
+    throwIfRefused(answer.errors, doing, `${prefix}/`)
     throw new SemaphoreError(
       'Consul',
       `${doing}: Consul rolled the write back (${answer.errors.map((e) => e.what).join('; ')}).`,
-    )
-  }
-}
-
-/** Throws PermissionDenied when a rolled-back transaction was refused by the ACL token. */
-function refusal(errors: readonly { readonly what: string }[], doing: string, key: string): void {
-  const what = errors.map((e) => e.what).join('; ')
-  if (/permission denied/i.test(what)) {
-    throw new SemaphoreError(
-      'PermissionDenied',
-      `${doing}: Consul refused the write under ${key} (${what}). ${PERMISSION_HINT}`,
     )
   }
 }

@@ -2,8 +2,14 @@ import type { ConsulClient } from './consul/client-api.js'
 import type { KVEntry } from './consul/types.js'
 import { lockKey } from './core/keys/lock-key.js'
 import { releaseFromLockBody } from './core/lock-body/release-from-lock-body.js'
-import { PERMISSION_HINT, SemaphoreError, problemError } from './errors.js'
-import { withOperatorClient, type OperatorCall } from './operator-call.js'
+import { SemaphoreError, problemError } from './errors.js'
+import {
+  CAS_ATTEMPTS,
+  churnError,
+  throwIfRefused,
+  withOperatorClient,
+  type OperatorCall,
+} from './operator-call.js'
 import { resolveContenderOptions } from './options/contender-options.js'
 import { serializable } from './serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from './shared/flags.js'
@@ -54,9 +60,6 @@ export interface Eviction {
   readonly floor: bigint
 }
 
-/** CAS writes lost to other writers before giving up on a churning `.lock`. */
-const ATTEMPTS = 10
-
 /**
  * Takes a holder out of the semaphore or leader lock at `prefix`, whoever it is (a contender of
  * this library, `consul lock -n`, `consul lock`), and destroys its session.
@@ -93,7 +96,7 @@ export async function evict(options: EvictOptions): Promise<Eviction> {
   const doing = `evicting session ${session} from ${prefix}`
   return withOperatorClient(options.consul, options.signal, doing, async (client, calls) => {
     const key = lockKey(prefix)
-    for (let lost = 0; lost < ATTEMPTS; lost++) {
+    for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
       calls.checkAborted()
       const entry = await calls.call((s) =>
         client.kv.get(key, { consistency: 'consistent', signal: s }),
@@ -122,20 +125,10 @@ export async function evict(options: EvictOptions): Promise<Eviction> {
         await calls.call((s) => client.session.destroy(session, { signal: s }))
         return serializable({ prefix, session, lock: 'semaphore' as const, floor })
       }
-      const what = answer.errors.map((e) => e.what).join('; ')
-      if (/permission denied/i.test(what)) {
-        throw new SemaphoreError(
-          'PermissionDenied',
-          `${doing}: Consul refused the write of ${key} (${what}). ${PERMISSION_HINT}`,
-        )
-      }
+      throwIfRefused(answer.errors, doing, key)
       // Otherwise a lost CAS: another writer came first; read again.
     }
-    throw new SemaphoreError(
-      'Consul',
-      `${key} changed under each of ${ATTEMPTS} tries to evict ${session} (contenders acquiring ` +
-        'and releasing all the time); nothing was written. Try again.',
-    )
+    throw churnError(key, `evict ${session}`)
   })
 }
 

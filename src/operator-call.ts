@@ -1,8 +1,9 @@
 /**
- * What the operator calls (`evict`, `drain`, `liftDrain`) share: the process's default client
- * when none is given, each Consul call retried on transient failures as every write of the
- * library is, an abort that ends the call in flight or the wait before its retry, and Consul's
- * permanent failures as SemaphoreErrors.
+ * What the operator calls (`setLimit`, `evict`, `drain`, `liftDrain`) share: the process's
+ * default client when none is given, each Consul call retried on transient failures as every
+ * write of the library is, an abort that ends the call in flight or the wait before its retry,
+ * Consul's permanent failures as SemaphoreErrors, and the end of their check-and-set loops on
+ * `.lock` (a refusal, or `.lock` changing under every try).
  */
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import {
@@ -19,7 +20,7 @@ import type { ConsulClient } from './consul/client-api.js'
 import { acquireDefaultClient } from './consul/default-client.js'
 import type { ConsulError } from './consul/errors.js'
 import { fromCall, isConsulError, orThrow, retryTransient } from './effects/call-policy.js'
-import { abortedError, fromConsulError } from './errors.js'
+import { PERMISSION_HINT, SemaphoreError, abortedError, fromConsulError } from './errors.js'
 
 /** One Consul call of an operator command, run to its answer. */
 export type OperatorCall = <A>(
@@ -82,4 +83,48 @@ function operatorCalls(signal: AbortSignal | undefined, doing: string): Operator
       if (signal?.aborted === true) throw abortedError(signal, doing)
     },
   }
+}
+
+/** CAS writes of `.lock` lost to other writers before an operator command gives up on it. */
+export const CAS_ATTEMPTS = 10
+
+/**
+ * Throws PermissionDenied when Consul rolled a transaction back because the ACL token may not
+ * write; any other rollback is left to the caller (a lost CAS: read again).
+ *
+ * @example
+ * if (!answer.committed) throwIfRefused(answer.errors, 'evicting a holder', 'svc/jobs/.lock')
+ * @param errors - The rolled-back transaction's errors.
+ * @param doing - What the command does, leading the message.
+ * @param target - What it wrote, as the message names it.
+ */
+export function throwIfRefused(
+  errors: readonly { readonly what: string }[],
+  doing: string,
+  target: string,
+): void {
+  const what = errors.map((e) => e.what).join('; ')
+  if (/permission denied/i.test(what)) {
+    throw new SemaphoreError(
+      'PermissionDenied',
+      `${doing}: Consul refused the write of ${target} (${what}). ${PERMISSION_HINT}`,
+    )
+  }
+}
+
+/**
+ * The error of a `.lock` that changed under each of `CAS_ATTEMPTS` tries: nothing was written.
+ *
+ * @example
+ * throw churnError('svc/jobs/.lock', 'set its limit')
+ * @param key - The `.lock` key.
+ * @param what - What each try was for, after "tries to".
+ * @returns The SemaphoreError ('Consul') to throw.
+ */
+export function churnError(key: string, what: string): SemaphoreError {
+  return new SemaphoreError(
+    'Consul',
+    `${key} changed under each of ${CAS_ATTEMPTS} tries to ${what} (contenders acquiring and ` +
+      'releasing all the time); nothing was written. Try again.',
+  )
 }

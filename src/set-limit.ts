@@ -1,29 +1,10 @@
 import * as E from 'fp-ts/lib/Either.js'
-import type * as TE from 'fp-ts/lib/TaskEither.js'
-import {
-  NEVER,
-  asyncScheduler,
-  firstValueFrom,
-  fromEvent,
-  mergeMap,
-  raceWith,
-  throwError,
-  type Observable,
-} from 'rxjs'
 import type { ConsulClient } from './consul/client-api.js'
-import { acquireDefaultClient } from './consul/default-client.js'
-import type { ConsulError } from './consul/errors.js'
 import { SEMAPHORE_FLAGS } from './shared/flags.js'
 import { lockKey } from './core/keys/lock-key.js'
 import { relimitLockBody } from './core/lock-body/relimit-lock-body.js'
-import { fromCall, isConsulError, orThrow, retryTransient } from './effects/call-policy.js'
-import {
-  PERMISSION_HINT,
-  SemaphoreError,
-  abortedError,
-  fromConsulError,
-  problemError,
-} from './errors.js'
+import { problemError } from './errors.js'
+import { CAS_ATTEMPTS, churnError, throwIfRefused, withOperatorClient } from './operator-call.js'
 import { resolveContenderOptions, resolveLimit } from './options/contender-options.js'
 import { serializable } from './serializable-state.js'
 
@@ -68,9 +49,6 @@ export interface LimitChange {
   readonly index: bigint
 }
 
-/** CAS writes lost to other writers before giving up on a churning `.lock`. */
-const ATTEMPTS = 10
-
 /**
  * Changes the limit of the semaphore at `prefix` live, by a CAS of `<prefix>/.lock` that keeps its
  * holders and its shape: no one's slot is taken, and no acquisition or release in between is lost
@@ -96,39 +74,14 @@ const ATTEMPTS = 10
 export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const limit = resolveLimit(options.limit)
-  const lease = options.consul === undefined ? acquireDefaultClient() : undefined
-  const client = options.consul ?? (lease as NonNullable<typeof lease>).client
-  try {
-    return await relimit(client, prefix, limit, options.signal)
-  } finally {
-    await lease?.release()
-  }
-}
-
-async function relimit(
-  client: ConsulClient,
-  prefix: string,
-  limit: number,
-  signal: AbortSignal | undefined,
-): Promise<LimitChange> {
   const key = lockKey(prefix)
   const doing = `setting the limit of ${prefix}`
-  // An abort ends the call in flight, or the wait before its retry, at once.
-  const aborted$: Observable<never> =
-    signal === undefined
-      ? NEVER
-      : fromEvent(signal, 'abort').pipe(
-          mergeMap(() => throwError(() => abortedError(signal, doing))),
-        )
-  const call = <A>(run: (signal: AbortSignal) => TE.TaskEither<ConsulError, A>): Promise<A> =>
-    firstValueFrom(
-      fromCall(run).pipe(mergeMap(orThrow), retryTransient(asyncScheduler), raceWith(aborted$)),
-    )
-  // Each Consul call's transient failures are retried as every write of the library is.
-  try {
-    for (let lost = 0; lost < ATTEMPTS; lost++) {
-      if (signal?.aborted === true) throw abortedError(signal, doing)
-      const entry = await call((s) => client.kv.get(key, { consistency: 'consistent', signal: s }))
+  return withOperatorClient(options.consul, options.signal, doing, async (client, calls) => {
+    for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
+      calls.checkAborted()
+      const entry = await calls.call((s) =>
+        client.kv.get(key, { consistency: 'consistent', signal: s }),
+      )
       const write = relimitLockBody(entry ?? undefined, key, limit)
       if (E.isLeft(write)) throw problemError(write.left)
       const changed = (index: bigint): LimitChange =>
@@ -143,27 +96,15 @@ async function relimit(
       if (write.right.previous === limit) return changed(write.right.cas)
       // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
       const { body, cas } = write.right
-      const answer = await call((s) =>
+      const answer = await calls.call((s) =>
         client.kv.txn([{ verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: cas }], {
           signal: s,
         }),
       )
       if (answer.committed) return changed(answer.results[0]?.modifyIndex ?? cas)
-      const what = answer.errors.map((e) => e.what).join('; ')
-      if (/permission denied/i.test(what)) {
-        throw new SemaphoreError(
-          'PermissionDenied',
-          `${doing}: Consul refused the write of ${key} (${what}). ${PERMISSION_HINT}`,
-        )
-      }
+      throwIfRefused(answer.errors, doing, key)
       // Otherwise a lost CAS: another writer came first; read again.
     }
-  } catch (error) {
-    throw isConsulError(error) ? fromConsulError(error, doing) : error
-  }
-  throw new SemaphoreError(
-    'Consul',
-    `${key} changed under each of ${ATTEMPTS} tries to set its limit (contenders acquiring and ` +
-      'releasing all the time); nothing was written. Try again.',
-  )
+    throw churnError(key, 'set its limit')
+  })
 }

@@ -35,6 +35,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { parseGoDuration } from '../src/consul/durations.js'
 import { startAgent, type ConsulAgent } from '../test/support/consul-agent.js'
 import { consulLock, rxsemRunLeader, type CliImplementation } from './children.js'
 import { cliHandovers, type Pace } from './handover.js'
@@ -55,22 +56,9 @@ export interface AgentRequest {
 const REQUEST_LINE =
   /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) \[DEBUG\] +agent\.http: Request finished: method=(\S+) url=(\S+) from=(\S+) latency=(\S+)\s*$/
 
-const UNIT_MS: Readonly<Record<string, number>> = {
-  ns: 1e-6,
-  us: 1e-3,
-  µs: 1e-3,
-  μs: 1e-3,
-  ms: 1,
-  s: 1000,
-  m: 60_000,
-  h: 3_600_000,
-}
-
 /** A Go duration as Go prints it (`371.172µs`, `1.5s`, `1m2.3s`) in ms; NaN when it is not one. */
 export function goDurationMs(text: string): number {
-  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|μs|ms|s|m|h)/g)]
-  if (parts.length === 0 || parts.map((p) => p[0]).join('') !== text) return Number.NaN
-  return parts.reduce((sum, [, value, unit]) => sum + Number(value) * (UNIT_MS[unit ?? ''] ?? 0), 0)
+  return parseGoDuration(text) ?? Number.NaN
 }
 
 /** The requests of a Consul debug log file (the format of Consul 1.8), in the log's order. */

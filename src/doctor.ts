@@ -34,7 +34,6 @@ import {
 } from './options/contender-options.js'
 
 export type { DoctorCheck, DoctorFinding, DoctorSeverity } from './doctor/finding.js'
-export { doctorSessionName } from './doctor/session-findings.js'
 
 /**
  * What `doctor` found, in the order it looked.

@@ -55,6 +55,7 @@ const TYPES = [
   'SemaphoreErrorKind',
   'SemaphoreOptions',
   'SemaphoreState',
+  'ServiceCheck',
   'TransitionReason',
   // Changing a prefix's limit live.
   'LimitChange',

@@ -13,9 +13,11 @@ import {
   holdersOf,
   listPrefix,
   readLock,
+  parkedAt,
+  prefixIndex,
   sessionsNamed,
-  sleep,
 } from '../support/observe.js'
+import { startFaultProxy } from '../support/fault-proxy.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 interface StatusJson {
@@ -49,10 +51,11 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     value: string,
     command: string,
     flags: readonly string[] = [],
+    addr = agent.addr,
   ): CliRun => {
     const started = startCli(
       ['run', '-n', '1', '--prefix', prefix, '--value', value, ...flags, '--shell', '--', command],
-      { addr: agent.addr },
+      { addr },
     )
     t.after(async () => {
       started.child.kill('SIGTERM')
@@ -119,7 +122,11 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     })
     const holder = run(t, prefix, 'holder', 'sleep 300')
     await until('the holder', prefix, (s) => s.holders.length === 1)
-    const waiter = run(t, prefix, 'waiter', 'echo admitted')
+    // The waiter reaches the agent through a proxy, which shows when it has read the drained
+    // prefix and gone back to waiting.
+    const proxy = await startFaultProxy(agent.addr)
+    t.after(() => proxy.close())
+    const waiter = run(t, prefix, 'waiter', 'echo admitted', [], proxy.addr)
     await until('the waiter', prefix, (s) => s.waiting?.length === 1)
 
     const drained = await cli(['drain', '--prefix', prefix])
@@ -150,14 +157,19 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
 
     holder.child.kill('SIGTERM')
     assert.equal(await holder.exited, 143)
-    await eventually('only the drain holding', async () => {
+    const onlyDrainHolds = async (): Promise<boolean> => {
       const entries = await listPrefix(agent.url, prefix)
       const live = new Set(entries.flatMap((e) => (e.Session ? [e.Session] : [])))
       const listed = holdersOf((await readLock(agent.url, prefix))?.body).filter((h) => live.has(h))
-      return listed.length === 1 && listed[0] === drain?.session ? true : undefined
-    })
-    // A window in which the waiter must not be admitted.
-    await sleep(2000)
+      return listed.length === 1 && listed[0] === drain?.session
+    }
+    await eventually('only the drain holding', async () =>
+      (await onlyDrainHolds()) ? true : undefined,
+    )
+    // The waiter has read the drained prefix, decided, and is back in a blocking read: had it
+    // taken the slot, its write would be in .lock by now.
+    await parkedAt(proxy, prefix, await prefixIndex(agent.url, prefix), CLI_START_MS)
+    assert.equal(await onlyDrainHolds(), true, 'no one admitted')
     assert.equal(waiter.stdout().includes('admitted'), false, 'the waiter was not admitted')
     assert.equal(waiter.child.exitCode, null, 'the waiter keeps waiting')
 

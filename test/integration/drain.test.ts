@@ -27,9 +27,11 @@ import {
   listPrefix,
   putRaw,
   readLock,
+  parkedAt,
+  prefixIndex,
   sessionsNamed,
-  sleep,
 } from '../support/observe.js'
+import { startFaultProxy } from '../support/fault-proxy.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 /**
@@ -85,9 +87,13 @@ describe('drain', { timeout: SUITE_TIMEOUT_MS }, () => {
       await stopAllConsulLocks(gos)
       rmSync(dir, { recursive: true, force: true })
     })
-    const go = (i: number): CliRun => {
+    // The Go waiter reaches the agent through a proxy, which shows when it has read the drained
+    // prefix and gone back to waiting.
+    const proxy = await startFaultProxy(agent.addr)
+    t.after(() => proxy.close())
+    const go = (i: number, addr = agent.addr): CliRun => {
       const file = join(dir, `go-${i}.release`)
-      const run = startConsulLock(agent.addr, [
+      const run = startConsulLock(addr, [
         '-n=2',
         prefix,
         `echo started; while [ ! -e ${file} ]; do sleep 0.05; done`,
@@ -112,7 +118,7 @@ describe('drain', { timeout: SUITE_TIMEOUT_MS }, () => {
       semaphore({ prefix, limit: 2, consul: agent.client, value: 'holder' }),
     )
     await holder.when((s) => s.holding)
-    const goWaiter = go(1)
+    const goWaiter = go(1, proxy.addr)
     await eventually(
       'the Go waiter in line',
       async () => ((await contenderKeys()).length === 3 ? true : undefined),
@@ -146,10 +152,10 @@ describe('drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     await eventually('only the drain holding', async () =>
       sameSet(await liveHolders(agent.url, prefix), drained.sessions) ? true : undefined,
     )
-    // Our waiter has seen the drained .lock; Go's reads every change of the prefix as it comes.
+    // Both waiters have read the drained prefix and decided: ours says so in its state, Go's is
+    // back in a blocking read at the prefix's index.
     await waiter.when((s) => sameSet(s.holders, drained.sessions))
-    // A window in which no one may be admitted.
-    await sleep(2000)
+    await parkedAt(proxy, prefix, await prefixIndex(agent.url, prefix), 30_000)
     assert.ok(sameSet(await liveHolders(agent.url, prefix), drained.sessions), 'no one admitted')
     assert.equal(goWaiter.stdout().includes('started'), false, 'the Go waiter was not admitted')
     assert.equal(goWaiter.child.exitCode, null, 'the Go waiter keeps waiting; it did not fail')

@@ -1,6 +1,8 @@
 // Independent eyes on Consul for integration tests: plain HTTP reads and writes, not the library's
 // own client, so a test of the library does not trust the library to tell it what Consul holds.
 
+import type { FaultProxy } from './fault-proxy.js'
+
 /**
  * Consul's Go client flags as the exact decimal text a raw `?flags=` and the JSON carry, written
  * out here rather than taken from the library, so tests check the library against Consul's values.
@@ -137,4 +139,38 @@ export async function eventually<T>(
       throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
     await sleep(50)
   }
+}
+
+/** The index Consul answers a listing of `prefix` with now (`X-Consul-Index`). */
+export async function prefixIndex(url: string, prefix: string): Promise<bigint> {
+  const res = await fetch(`${url}/v1/kv/${prefix}?recurse`)
+  await res.arrayBuffer()
+  const index = res.headers.get('x-consul-index')
+  if (index === null) throw new Error(`list ${prefix}: no X-Consul-Index (${res.status})`)
+  return BigInt(index)
+}
+
+/**
+ * Resolves once a client that reaches the agent through `proxy` is parked in a blocking read of
+ * `prefix` at `index` or later: it has read the prefix as it stands at `index`, made its decision
+ * and gone back to waiting. The state to reach before asserting that a waiter was not admitted.
+ */
+export function parkedAt(
+  proxy: Pick<FaultProxy, 'inFlightRequests'>,
+  prefix: string,
+  index: bigint,
+  timeoutMs = 10_000,
+): Promise<true> {
+  const paths = new Set([`/v1/kv/${prefix}`, `/v1/kv/${prefix}/`])
+  return eventually(
+    `a blocking read of ${prefix} at index ${index} or later`,
+    () => {
+      const parked = proxy.inFlightRequests().some((r) => {
+        const at = /(?:^|&)index=(\d+)/.exec(r.query)?.[1]
+        return r.method === 'GET' && paths.has(r.path) && at !== undefined && BigInt(at) >= index
+      })
+      return parked ? true : undefined
+    },
+    timeoutMs,
+  )
 }

@@ -7,15 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, it } from 'node:test'
-import { ReplaySubject, filter, firstValueFrom, type Observable } from 'rxjs'
-import {
-  drain,
-  liftDrain,
-  semaphore,
-  setLimit,
-  SemaphoreError,
-  type SemaphoreState,
-} from '../../src/index.js'
+import { drain, liftDrain, semaphore, setLimit, SemaphoreError } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks, type CliRun } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { testPrefix } from '../support/consul-agent.js'
@@ -33,27 +25,7 @@ import {
 } from '../support/observe.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-
-/**
- * Keeps `sem` subscribed (a contender leaves, and releases, when its last subscriber goes) until
- * the test ends or `stop()`, and resolves the first state, from the latest on, that `when` accepts.
- */
-function tracked(
-  t: { after: (fn: () => unknown) => void },
-  sem: { readonly state$: Observable<SemaphoreState>; close(): Promise<void> },
-): {
-  when: (accept: (s: SemaphoreState) => boolean) => Promise<SemaphoreState>
-  stop: () => Promise<void>
-} {
-  const latest = new ReplaySubject<SemaphoreState>(1)
-  const sub = sem.state$.subscribe(latest)
-  const stop = async () => {
-    sub.unsubscribe()
-    await sem.close()
-  }
-  t.after(stop)
-  return { when: (accept) => firstValueFrom(latest.pipe(filter(accept))), stop }
-}
+import { tracked } from '../support/tracked.js'
 
 /** The live holders `.lock` at `prefix` lists: sessions that lock some key of the prefix. */
 async function liveHolders(url: string, prefix: string): Promise<string[]> {

@@ -5,14 +5,13 @@
 // refused with nothing written; a CAS lost to a concurrent write is read again and retried.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { ReplaySubject, filter, firstValueFrom, type Observable } from 'rxjs'
+import { filter, firstValueFrom } from 'rxjs'
 import {
   evict,
   leaderElection,
   semaphore,
   SemaphoreError,
   type ConsulClient,
-  type SemaphoreState,
 } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
@@ -27,23 +26,7 @@ import {
   SEMAPHORE_FLAGS,
 } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-
-/**
- * Keeps `sem` subscribed (a contender leaves, and releases, when its last subscriber goes) and
- * resolves the first state, from the latest on, that `when` accepts.
- */
-function tracked(
-  t: { after: (fn: () => unknown) => void },
-  sem: { readonly state$: Observable<SemaphoreState>; close(): Promise<void> },
-): (when: (s: SemaphoreState) => boolean) => Promise<SemaphoreState> {
-  const latest = new ReplaySubject<SemaphoreState>(1)
-  const sub = sem.state$.subscribe(latest)
-  t.after(async () => {
-    sub.unsubscribe()
-    await sem.close()
-  })
-  return (when) => firstValueFrom(latest.pipe(filter(when)))
-}
+import { tracked } from '../support/tracked.js'
 
 describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
   after(() => stopAllConsulLocks())
@@ -51,9 +34,9 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('takes a holder of ours out: its holding$ turns false, and the floor lies between its fencing token and the next holder’s', async (t) => {
     const prefix = testPrefix(t, agent.url, 'evict-ours')
-    const a = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'a' }))
+    const a = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'a' })).when
     const held = await a((s) => s.holding)
-    const b = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'b' }))
+    const b = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'b' })).when
     const waiting = await b((s) => s.rank === 0)
 
     const eviction = await evict({ prefix, session: held.session ?? '', consul: agent.client })
@@ -75,9 +58,9 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('refuses a session that does not hold, a waiter’s or an unknown one, and writes nothing', async (t) => {
     const prefix = testPrefix(t, agent.url, 'evict-not-holder')
-    const a = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'a' }))
+    const a = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'a' })).when
     await a((s) => s.holding)
-    const b = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'b' }))
+    const b = tracked(t, semaphore({ prefix, limit: 1, consul: agent.client, value: 'b' })).when
     const waiter = await b((s) => s.rank === 0)
     const before = await readLock(agent.url, prefix)
 

@@ -82,7 +82,11 @@ export interface Child<M> {
 }
 
 /** Starts `fixture` with `args` and CONSUL_HTTP_ADDR at `addr` (no other CONSUL_* variable). */
-export function startChild<M>(fixturePath: string, args: readonly string[], addr: string): Child<M> {
+export function startChild<M>(
+  fixturePath: string,
+  args: readonly string[],
+  addr: string,
+): Child<M> {
   // The child reads only the address we give it: no token or TLS setting of this shell.
   const env = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !name.startsWith('CONSUL_')),

@@ -63,8 +63,9 @@ export interface ContenderHandleSpec<S extends HeldState> {
   /** The contender's scheduler, whose clock the lease deadline is on; default asyncScheduler. */
   readonly scheduler?: SchedulerLike | undefined
   /**
-   * Keep a session given up cleanly for the next contender of the process whatever the client
-   * (a job pool's workers); default: only on the default client.
+   * Keep a session given up cleanly on the process's shelf for the next contender with the same
+   * session options (a job pool's workers); default false: close() destroys the session before it
+   * resolves.
    */
   readonly shelveAlways?: boolean | undefined
 }
@@ -155,21 +156,22 @@ export function contenderHandle<S extends HeldState>(
   }
   const lifecycle: ContenderLifecycle = { closing, withClient }
 
-  // On the default client, a session given up cleanly lingers on the process's shelf for the next
-  // contender (a replica's next tenure), holding the client open meanwhile. With a client of the
-  // user's, close() keeps its promise that Consul is clean when it resolves: no shelf, except for
-  // a job pool's workers (the client's close() destroys what is kept for it first).
+  // close() keeps its promise on every client: when it resolves, Consul holds no session of the
+  // contender, whatever the process does next (`process.exit()` included). Only a job pool's
+  // workers, which the pool closes and opens again within milliseconds while jobs keep coming,
+  // keep a session given up cleanly on the process's shelf for the pool's next worker; on the
+  // default client a kept session holds that client open until it is taken or destroyed.
   const shelfOf = (running: ConsulClient): ContenderShelf | undefined =>
-    spec.consul === undefined
-      ? contenderShelf(running, {
-          hold: () => {
-            const held = acquireDefaultClient()
-            return () => void held.release().catch(() => undefined)
-          },
-        })
-      : spec.shelveAlways === true
-        ? contenderShelf(running)
-        : undefined
+    spec.shelveAlways !== true
+      ? undefined
+      : spec.consul === undefined
+        ? contenderShelf(running, {
+            hold: () => {
+              const held = acquireDefaultClient()
+              return () => void held.release().catch(() => undefined)
+            },
+          })
+        : contenderShelf(running)
 
   // The latest state of the running contender, renewals included, for the guard.
   let current: S | undefined

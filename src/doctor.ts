@@ -172,7 +172,7 @@ async function examine(
   /** The answer, or the finding that there is no usable agent, and a stop. */
   const answered = <A>(result: E.Either<ConsulError, A>): A => {
     if (E.isRight(result)) return result.right
-    add('agent', 'problem', noAgent(result.left), agentAction(result.left))
+    add('agent', 'problem', noAgent(result.left), agentAction(result.left, transport.config.origin))
     throw new Stop()
   }
   let agent: AgentSelf | undefined

@@ -124,7 +124,7 @@ const MAX_TXN_OPS = 64
  * ```
  * @param options - Prefix, and optionally the limit, the client and a signal.
  * @returns What it did; rejects with SemaphoreError: 'InvalidOptions', 'Conflict',
- *   'LimitConflict', 'CorruptLock', 'PermissionDenied', 'Unreachable', 'NotConsul', 'Consul', or
+ *   'LimitConflict', 'CorruptLock', 'PermissionDenied', 'Unreachable', 'NotConsul', 'TlsRejected', 'Consul', or
  *   'Aborted'. On a rejection, the sessions it made are destroyed again.
  */
 export async function drain(options: DrainOptions): Promise<Drain> {
@@ -244,7 +244,7 @@ export async function drain(options: DrainOptions): Promise<Drain> {
  * ```
  * @param options - Prefix, and optionally the client and a signal.
  * @returns What it did; rejects with SemaphoreError: 'InvalidOptions', 'CorruptLock',
- *   'PermissionDenied', 'Unreachable', 'NotConsul', 'Consul', or 'Aborted'.
+ *   'PermissionDenied', 'Unreachable', 'NotConsul', 'TlsRejected', 'Consul', or 'Aborted'.
  */
 export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')

@@ -37,6 +37,13 @@ export type SemaphoreErrorKind =
    * does not pass `/v1/` through): CONSUL_HTTP_ADDR or the address option is wrong.
    */
   | 'NotConsul'
+  /**
+   * The client's TLS settings and the agent's disagree, from the first answer: an agent answered in
+   * plain HTTP to a client that speaks TLS (an https:// address, CONSUL_HTTP_SSL=true), or is an
+   * HTTPS port sent plain HTTP, or its certificate was refused (CONSUL_CACERT,
+   * CONSUL_TLS_SERVER_NAME). The message says which and what to change; nothing is retried.
+   */
+  | 'TlsRejected'
   /** A failure talking to Consul that is not retried: a bad request or an undecodable answer. */
   | 'Consul'
   /**
@@ -109,6 +116,7 @@ function kindOf(error: ConsulError): SemaphoreErrorKind {
   switch (error._tag) {
     case 'PermissionDenied':
     case 'NotConsul':
+    case 'TlsRejected':
       return error._tag
     case 'Unreachable':
     case 'Timeout':
@@ -120,11 +128,13 @@ function kindOf(error: ConsulError): SemaphoreErrorKind {
 
 /**
  * Wraps a permanent ConsulError for the public API; `doing` leads the message of a refusal, not
- * that of an agent that cannot be reached or is not one (their messages say so themselves).
+ * that of an agent that cannot be reached, is not one, or speaks another protocol (their messages
+ * say so themselves).
  */
 export function fromConsulError(error: ConsulError, doing: string): SemaphoreError {
   const kind = kindOf(error)
-  const lead = kind === 'Unreachable' || kind === 'NotConsul' ? '' : `${doing}: `
+  const lead =
+    kind === 'Unreachable' || kind === 'NotConsul' || kind === 'TlsRejected' ? '' : `${doing}: `
   const message = error._tag === 'PermissionDenied' ? withPermissionHint(error) : error.message
   return new SemaphoreError(kind, `${lead}${message}`, { cause: error })
 }

@@ -81,7 +81,7 @@ export interface Eviction {
  * ```
  * @param options - Prefix, session, and optionally the client and a signal.
  * @returns What it did and the fencing-token floor; rejects with SemaphoreError: 'NotHolder',
- *   'InvalidOptions', 'Conflict', 'CorruptLock', 'PermissionDenied', 'Unreachable', 'NotConsul',
+ *   'InvalidOptions', 'Conflict', 'CorruptLock', 'PermissionDenied', 'Unreachable', 'NotConsul', 'TlsRejected',
  *   'Consul' (`.lock` changed under every one of its tries, or a refusal), or 'Aborted'.
  */
 export async function evict(options: EvictOptions): Promise<Eviction> {

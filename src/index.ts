@@ -46,6 +46,8 @@ export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
 // One-shot, Promise and per-task forms.
 export { tryAcquire, tryLead, type TryOptions } from './try-acquire.js'
 export { withSlot, type WithSlotOptions } from './with-slot.js'
+// Before `process.exit()` after withSlot jobs: the sessions their workers keep idle, destroyed now.
+export { destroyIdleSessions } from './effects/session-shelf.js'
 export { setLimit, type LimitChange, type SetLimitOptions } from './set-limit.js'
 // Operator calls for incidents: take a holder out, hold every slot back until lifted.
 export { evict, type EvictOptions, type Eviction } from './evict.js'

@@ -174,12 +174,10 @@ export interface Semaphore extends SlotGuard {
    * may have made regardless expires by its TTL. Subscriptions complete; the object cannot
    * contend again.
    *
-   * On the process's default client (no `consul` in the options) a slot given back cleanly keeps
-   * its session for a linger of 2 s instead: close() resolves once the slot is released, and the
-   * next contender of the process with the same session options (ttl, lockDelay, checks,
-   * sessionName) takes the session over instead of creating one. After the linger, or when the
-   * process is about to exit, the session is destroyed. With a client of your own, close()
-   * destroys the session and resolves when Consul is clean.
+   * This holds on the process's default client (no `consul` in the options) as on a client of
+   * your own: once close() resolves, Consul holds no session and no contender key of this
+   * semaphore, so the process may end at once, with `process.exit()` too (`.lock` stays, with the
+   * prefix's limit).
    */
   close(): Promise<void>
   /**

@@ -68,7 +68,7 @@ export interface LimitChange {
  * ```
  * @param options - Prefix, new limit, and optionally the client and a signal.
  * @returns What changed; rejects with SemaphoreError: 'InvalidOptions', 'Conflict',
- *   'CorruptLock', 'PermissionDenied', 'Unreachable', 'NotConsul', 'Consul' (`.lock` changed
+ *   'CorruptLock', 'PermissionDenied', 'Unreachable', 'NotConsul', 'TlsRejected', 'Consul' (`.lock` changed
  *   under every one of its tries, or a refusal), or 'Aborted'.
  */
 export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {

@@ -19,11 +19,9 @@ import { abortedError } from './errors.js'
  * - Held: resolves with a `Semaphore` that already holds. It behaves as any contender from then
  *   on (`holding$` turns false if the slot is lost, and it then contends again, without ranking),
  *   except that it keeps its slot without a subscriber: only `close()` gives it back.
- * - Not held: resolves with null once its contender key is deleted and its session given back
- *   (destroyed; on the process's default client, kept 2 s for the next contender of the process
- *   with the same session options, then destroyed).
+ * - Not held: resolves with null once its contender key is deleted and its session destroyed.
  * - Rejects with a SemaphoreError: 'InvalidOptions' (nothing was sent), a prefix problem
- *   ('Conflict', 'LimitConflict', 'CorruptLock'), 'PermissionDenied', 'NotConsul', or
+ *   ('Conflict', 'LimitConflict', 'CorruptLock'), 'PermissionDenied', 'NotConsul', 'TlsRejected', or
  *   'Unreachable' when no agent answers (a try-once does not retry), or 'Aborted' when
  *   `options.signal` aborted the attempt (its contender key is gone by then, its session given back).
  * - After it resolved with a holder, an abort of `options.signal` closes that holder, as

@@ -155,6 +155,8 @@ function describe(error: unknown): string {
         return `Consul is unreachable: ${error.message}`
       case 'NotConsul':
         return `no Consul agent at the address: ${error.message}`
+      case 'TlsRejected':
+        return `the TLS settings do not fit the agent: ${error.message}`
       case 'Consul':
         return `Consul error: ${error.message}`
       case 'NotHolder':

@@ -25,20 +25,32 @@ export interface Unreachable extends ErrorBase {
   readonly cause?: unknown
 }
 /**
- * The agent's TLS certificate failed verification (not signed by the CA the client trusts, expired,
- * or issued for another name). Permanent: the client reads its CA once, so a retry would only fail
- * again; fix `CONSUL_CACERT` (or `CONSUL_CAPATH`) / `CONSUL_TLS_SERVER_NAME`, or turn verification off with
- * `CONSUL_HTTP_SSL_VERIFY=false` (unsafe).
+ * The client's TLS settings and the agent's disagree. Either the agent's TLS certificate failed
+ * verification (not signed by the CA the client trusts, expired, or issued for another name): fix
+ * `CONSUL_CACERT` (or `CONSUL_CAPATH`) / `CONSUL_TLS_SERVER_NAME`, or turn verification off with
+ * `CONSUL_HTTP_SSL_VERIFY=false` (unsafe). Or an agent answered over the other protocol
+ * (`mismatch`): the client speaks TLS to a plain-HTTP agent, or plain HTTP to an HTTPS port: fix
+ * the scheme of `CONSUL_HTTP_ADDR` (or the `address` option) and `CONSUL_HTTP_SSL`. Permanent, from
+ * the first answer: the same settings would only fail again. The message says which and what to do.
  *
  * @example
  * ```ts
- * if (error._tag === 'TlsRejected') console.error(error.message) // names the certificate problem
+ * if (error._tag === 'TlsRejected') console.error(error.message) // names the TLS problem
  * ```
  */
 export interface TlsRejected extends ErrorBase {
   /** Discriminant of the ConsulError union. */
   readonly _tag: 'TlsRejected'
-  /** The TLS error, summarised (`name`, `code` such as UNABLE_TO_VERIFY_LEAF_SIGNATURE, `message`). */
+  /**
+   * Set when an agent answered over the other protocol: `agent-speaks-http` (the client asked for
+   * https, the agent answered plain HTTP), `agent-speaks-https` (the client sent plain HTTP to an
+   * agent's HTTPS port). Absent for a refused certificate.
+   */
+  readonly mismatch?: 'agent-speaks-http' | 'agent-speaks-https' | undefined
+  /**
+   * The TLS error, summarised (`name`, `code` such as UNABLE_TO_VERIFY_LEAF_SIGNATURE, `message`),
+   * or the agent's answer (`status`, `body`) for a plain-HTTP request to its HTTPS port.
+   */
   readonly cause?: unknown
 }
 /**

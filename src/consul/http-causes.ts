@@ -1,8 +1,8 @@
 /**
  * What the errors thrown by undici and Node's sockets mean to the transport, by their `code`: a
- * timeout, an abort, a server certificate refused (configuration, not weather), or an `https`
- * client talking to an agent that does not speak TLS. The messages that tell a user what to do
- * about each are in `http-errors.ts`.
+ * timeout, an abort, or a server certificate refused (configuration, not weather). An `https`
+ * client talking to an agent that does not speak TLS is told in `tls-mismatch.ts`. The messages
+ * that tell a user what to do about each are in `http-errors.ts`.
  */
 
 /** A thrown error as the transport keeps it: its name, its `code` if a string, its message. */
@@ -64,16 +64,4 @@ export function abortedByUndici(cause: CauseSummary): boolean {
 /** Whether `cause` is the agent's certificate failing verification. */
 export function certificateRefused(cause: CauseSummary): boolean {
   return cause.code !== undefined && TLS_VERIFY_CODES.has(cause.code)
-}
-
-/**
- * Whether a TLS handshake failed because the other end does not speak TLS: OpenSSL's "wrong
- * version number" is what a plain-HTTP answer to a ClientHello looks like.
- */
-export function speaksNoTls(cause: CauseSummary): boolean {
-  return (
-    cause.code === 'ERR_SSL_WRONG_VERSION_NUMBER' ||
-    ((cause.code === 'EPROTO' || cause.code === undefined) &&
-      /wrong version number/i.test(cause.message))
-  )
 }

@@ -6,17 +6,12 @@
  */
 import type { Aborted, ConsulError, DecodeError, TooLarge } from './errors.js'
 import { namesAclProblem } from './errors.js'
-import {
-  abortedByUndici,
-  certificateRefused,
-  speaksNoTls,
-  summarise,
-  timedOut,
-} from './http-causes.js'
+import { abortedByUndici, certificateRefused, summarise, timedOut } from './http-causes.js'
 import type { StopReason } from './http-connection-gate.js'
 import type { HttpAnswer, HttpRequest } from './http-request.js'
 import { isForeignStatus, notConsul } from './not-consul.js'
 import { parseRetryAfter } from './retry-after.js'
+import { answeredOnlyTls, plainHttpAgent, speaksNoTls, tlsOnlyAgent } from './tls-mismatch.js'
 
 /** A request as its failures' messages name it. */
 export interface RequestNames {
@@ -73,6 +68,8 @@ export function statusError(answer: HttpAnswer): ConsulError {
       message: `${label}: the Consul server failed (${said}); ${advice}`,
     }
   }
+  // A plain-HTTP request to an agent's HTTPS port: a 400 from its TLS listener.
+  if (answeredOnlyTls(answer)) return tlsOnlyAgent(answer)
   const enterpriseOnly = status === 400 ? enterpriseFeatureRefused(body) : undefined
   if (enterpriseOnly !== undefined) {
     const [variable, option, what] =
@@ -149,15 +146,8 @@ export function requestError(
       message: `${label}: the TLS certificate of the Consul agent at ${where} was refused (${cause.code}: ${cause.message}); check CONSUL_CACERT (the CA that signed the agent's certificate) or CONSUL_CAPATH (a directory of CA certificates), and CONSUL_TLS_SERVER_NAME, or set CONSUL_HTTP_SSL_VERIFY=false to skip verification (unsafe)`,
     }
   }
-  if (origin.startsWith('https:') && speaksNoTls(cause)) {
-    const plain = origin.replace(/^https:/, 'http:')
-    return {
-      _tag: 'Unreachable',
-      request: bare,
-      cause,
-      message: `${label}: the agent at ${where} answered without TLS (plain HTTP, most likely), but the client asked for https (an https:// address, or CONSUL_HTTP_SSL=true); use ${plain} (or CONSUL_HTTP_SSL=false), or enable TLS on the agent (its ports.https and tls settings)`,
-    }
-  }
+  if (origin.startsWith('https:') && speaksNoTls(cause))
+    return plainHttpAgent(request, origin, cause)
   return {
     _tag: 'Unreachable',
     request: bare,

@@ -6,6 +6,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulError } from '../consul/errors.js'
 import type { HttpAnswer, Transport } from '../consul/http.js'
+import { answeredOnlyTls, tlsOnlyAgent } from '../consul/tls-mismatch.js'
 import { isForeignStatus, notConsul } from '../consul/not-consul.js'
 
 /** An answer of the agent: its status, its body, and the body as JSON when it is JSON. */
@@ -25,7 +26,10 @@ function parsed(body: string): unknown {
   }
 }
 
-/** GET `path` and keep whatever the agent answered, unless it cannot be a Consul agent. */
+/**
+ * GET `path` and keep whatever the agent answered, unless it cannot be a Consul agent, or is one
+ * that speaks only TLS to a client that sent plain HTTP.
+ */
 export function rawGet(
   transport: Transport,
   path: string,
@@ -38,12 +42,14 @@ export function rawGet(
             `it answered ${answer.status} to GET ${path}, which every Consul agent serves`,
           ),
         )
-      : E.right({
-          status: answer.status,
-          body: answer.body.trim(),
-          json: parsed(answer.body),
-          filteredByAcls: answer.headers['x-consul-results-filtered-by-acls'] === 'true',
-        }),
+      : answeredOnlyTls(answer)
+        ? E.left(tlsOnlyAgent(answer))
+        : E.right({
+            status: answer.status,
+            body: answer.body.trim(),
+            json: parsed(answer.body),
+            filteredByAcls: answer.headers['x-consul-results-filtered-by-acls'] === 'true',
+          }),
   )()
 }
 

@@ -4,20 +4,26 @@
  * or off, a token Consul knows, the default policy).
  */
 import type { ConsulError } from '../consul/errors.js'
+import { mismatchRemedy } from '../consul/tls-mismatch.js'
 import type { AgentSelf } from './agent-answers.js'
 import { tokenPolicies } from './agent-answers.js'
 import type { Add } from './finding.js'
 import { knownIssues, parseRelease } from './known-versions.js'
 
-/** The `agent` problem's words for a failure to reach a usable agent. */
+/** The `agent` problem's words for a failure to reach a usable agent (its remedy is the action's). */
 export function noAgent(error: ConsulError): string {
-  return error._tag === 'NotConsul'
-    ? error.message.replace(/; set CONSUL_HTTP_ADDR.*$/, '')
-    : `no usable answer from the agent: ${error.message}`
+  if (error._tag === 'NotConsul') return error.message.replace(/; set CONSUL_HTTP_ADDR.*$/, '')
+  if (error._tag === 'TlsRejected' && error.mismatch !== undefined) {
+    return error.message.replace(/; set CONSUL_HTTP_ADDR.*$/, '')
+  }
+  return `no usable answer from the agent: ${error.message}`
 }
 
-/** What to do about a failure to reach a usable agent. */
-export function agentAction(error: ConsulError): string {
+/**
+ * What to do about a failure to reach a usable agent; `origin` is the client's address. Only a
+ * failure where nothing answered says to start an agent.
+ */
+export function agentAction(error: ConsulError, origin: string): string {
   switch (error._tag) {
     case 'NotConsul':
       return 'set CONSUL_HTTP_ADDR (or the address option) to the HTTP address of a Consul agent, by default http://127.0.0.1:8500'
@@ -25,6 +31,7 @@ export function agentAction(error: ConsulError): string {
     case 'Timeout':
       return 'start the local Consul agent, or set CONSUL_HTTP_ADDR (or the address option) to where one listens'
     case 'TlsRejected':
+      if (error.mismatch !== undefined) return mismatchRemedy(error.mismatch, origin)
       return "check CONSUL_CACERT (the CA that signed the agent's certificate) and CONSUL_TLS_SERVER_NAME (the name in it)"
     default:
       return 'see what the agent answered, above'

@@ -1,9 +1,11 @@
 /**
- * The process's idle sessions: a session that a contender gave up cleanly (its slot handed off or
- * released, its contender key deleted, so Consul holds nothing of it but the session) waits here
- * for a short linger, and the next contender of the process on the same client, whose session
- * would be created with the same options, takes it instead of creating one. A replica that makes
- * a new `semaphore()` per tenure then pays a session create and destroy once, not per tenure.
+ * The process's idle sessions: a session that a job pool's worker (`withSlot`) gave up cleanly
+ * (its slot handed off or released, its contender key deleted, so Consul holds nothing of it but
+ * the session) waits here for a short linger, and the pool's next worker on the same client,
+ * whose session would be created with the same options, takes it instead of creating one. A
+ * process that calls `withSlot` job after job (a loop, a job per request) then creates and
+ * destroys a session once per run of jobs, not once per job. A handle's `close()` never shelves:
+ * it destroys its session before it resolves.
  *
  * ```
  * release (clean) ─► shelve ──take (within the linger)──► the next contender begins with it
@@ -19,8 +21,8 @@ import { destroySession } from './release/destroy-session.js'
 
 /**
  * How long a shelved session waits for the next contender before it is destroyed: 2 s. A replica
- * that contends again at once (a new `semaphore()` per tenure, a job loop) finds it; a process
- * that contends once in a while holds no idle session on Consul for long.
+ * that runs its next `withSlot` job at once, or in a loop, finds it; a process that runs a job once
+ * in a while holds no idle session on Consul for long.
  */
 export const SESSION_LINGER_MS = 2000
 
@@ -239,6 +241,29 @@ export function sessionSignature(options: SessionCreateOptions): string {
 
 /** The process's shelf: the one every contender that is given a shelf uses. */
 export const processShelf = new SessionShelf()
+
+/**
+ * Destroys now every session that `withSlot`'s workers keep idle for the process's next job, and
+ * resolves once Consul has answered every destroy (a destroy that fails leaves that session to
+ * expire by its TTL; this never rejects). Call it before a process that ran `withSlot` jobs ends
+ * with `process.exit()`: without it, a session given back in the last 2 s stays in Consul, holding
+ * no slot and no key, until its TTL. A process that ends by itself needs no call (the sessions are
+ * destroyed before it exits), and `close()` of a `semaphore`, `leaderElection` or `tryAcquire`
+ * handle leaves no session to destroy. Later `withSlot` jobs run as before, with new sessions.
+ *
+ * @example
+ * ```ts
+ * import { destroyIdleSessions, withSlot } from 'rx-consul-semaphore'
+ *
+ * await withSlot({ prefix: 'service/encode/lock', limit: 4 }, () => encode(file))
+ * await destroyIdleSessions()
+ * process.exit(0)
+ * ```
+ * @returns A promise that resolves once no idle session of the process is left in Consul.
+ */
+export function destroyIdleSessions(): Promise<void> {
+  return processShelf.flush()
+}
 
 /**
  * @internal Destroys now the sessions the process's shelf keeps (of `client`, or all), and

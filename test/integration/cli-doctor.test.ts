@@ -103,6 +103,25 @@ describe('rxsem doctor', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.match(result.stdout, /^1 problem, no warnings\.$/m)
   })
 
+  it('exits 78 at an https:// address of a plain-HTTP agent, saying to change the scheme, not to start an agent', async () => {
+    const { code, report } = await doctorJson(`https://${consul.addr}`, '--prefix', 'svc/x')
+    assert.equal(code, 78, JSON.stringify(report))
+    assert.equal(report.problems, 1, JSON.stringify(report.findings))
+    const agent = report.findings.find((f) => f.check === 'agent')
+    assert.equal(agent?.severity, 'problem', JSON.stringify(report.findings))
+    assert.match(
+      agent.found,
+      new RegExp(`the agent at https://${consul.addr} answered in plain HTTP`),
+    )
+    assert.match(
+      agent.action,
+      new RegExp(
+        `^set --http-addr \\(or CONSUL_HTTP_ADDR\\) to http://${consul.addr} and CONSUL_HTTP_SSL to false`,
+      ),
+    )
+    assert.doesNotMatch(agent.action, /start (a|the)[\w ]* agent/i)
+  })
+
   it('exits 1 for bad flags, starting nothing', async () => {
     for (const [flags, message] of [
       [['--ttl', '-5s'], /--ttl must be a positive duration/],

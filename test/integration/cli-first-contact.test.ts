@@ -9,7 +9,13 @@ import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
 import { CLI_START_MS, killAllCli, runCli, startCli } from '../support/cli.js'
-import { freePort, startAgent, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import {
+  freePort,
+  sharedAgent,
+  startAgent,
+  uniquePrefix,
+  type ConsulAgent,
+} from '../support/consul-agent.js'
 import { eventually } from '../support/observe.js'
 import { startNotConsul, type NotConsulServer } from '../support/not-consul-server.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
@@ -17,21 +23,24 @@ import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 const ROOT = 'root-token-first-contact'
 
 describe(
-  'rxsem at an address with no agent, or not an agent',
+  'rxsem at an address with no agent, not an agent, or an agent over the other protocol',
   { timeout: SUITE_TIMEOUT_MS },
   () => {
     const servers: NotConsulServer[] = []
     let closedPort: number
+    let plainAgent: Awaited<ReturnType<typeof sharedAgent>>
     before(async () => {
+      plainAgent = await sharedAgent()
       closedPort = await freePort()
       servers.push(
         await startNotConsul(404, 'text/plain', '404 page not found'),
         await startNotConsul(200, 'text/html', '<!doctype html><title>Directory listing</title>'),
       )
     })
-    after(() => {
+    after(async () => {
       killAllCli()
       for (const server of servers) server.close()
+      await plainAgent.close()
     })
 
     for (const [i, what] of ['404 text', '200 HTML'].entries()) {
@@ -62,6 +71,26 @@ describe(
         assert.equal(result.stdout, '')
       })
     }
+
+    it('rxsem run says in one line that an https:// address answered plain HTTP, and exits 1', async () => {
+      const result = await runCli(
+        ['run', '--prefix', uniquePrefix('tls-mismatch'), '--limit', '1', '--', 'true'],
+        { addr: `https://${plainAgent.addr}` },
+      )
+      assert.equal(result.code, 1, result.stderr)
+      assert.equal(result.stderr.trimEnd().split('\n').length, 1, result.stderr)
+      assert.match(
+        result.stderr,
+        new RegExp(
+          `^rxsem: the TLS settings do not fit the agent, nothing was started: .*the agent at https://${plainAgent.addr} answered in plain HTTP`,
+        ),
+      )
+      assert.match(
+        result.stderr,
+        new RegExp(`set --http-addr \\(or CONSUL_HTTP_ADDR\\) to http://${plainAgent.addr}`),
+      )
+      assert.doesNotMatch(result.stderr, /start (a|the)[\w ]* agent/i)
+    })
 
     it('rxsem status says that no agent can be reached, and exits 1', async () => {
       const result = await runCli(['status', '--prefix', uniquePrefix('unreachable')], {

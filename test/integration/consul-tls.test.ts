@@ -3,7 +3,9 @@
 // are made by `consul tls` for this run.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
+import { lastValueFrom } from 'rxjs'
 import { createConsulClient } from '../../src/consul/client.js'
+import { SemaphoreError, doctor, semaphore } from '../../src/index.js'
 import { isTransient } from '../../src/shared/failure-kinds.js'
 import { uniquePrefix } from '../support/consul-agent.js'
 import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
@@ -72,7 +74,7 @@ describe('Consul client over https', () => {
     }
   })
 
-  it("says that an https:// address answered plain HTTP, and what to do, not OpenSSL's words alone", async () => {
+  it('says at once, as the permanent TlsRejected, that an https:// address answered plain HTTP, and what to change', async () => {
     // The agent's plain-HTTP port, asked for https as an https:// address and as CONSUL_HTTP_SSL.
     const plain = tls.agent.addr
     const asksForHttps: Record<string, string>[] = [
@@ -83,23 +85,103 @@ describe('Consul client over https', () => {
       const consul = createConsulClient({ env: tlsEnv(env) })
       try {
         const error = await failure(consul.kv.get(`${prefix}/k`))
-        assert.equal(error._tag, 'Unreachable', error.message)
+        assert.equal(error._tag, 'TlsRejected', error.message)
+        assert.equal(isTransient(error), false)
+        assert.equal(error._tag === 'TlsRejected' && error.mismatch, 'agent-speaks-http')
         assert.match(
           error.message,
           new RegExp(
-            `the agent at https://${plain} answered without TLS \\(plain HTTP, most likely\\), ` +
-              'but the client asked for https',
+            `the agent at https://${plain} answered in plain HTTP, but the client speaks TLS to it`,
           ),
         )
         assert.match(
           error.message,
-          new RegExp(`use http://${plain} \\(or CONSUL_HTTP_SSL=false\\)`),
+          new RegExp(
+            `set CONSUL_HTTP_ADDR \\(or the address option\\) to http://${plain} and CONSUL_HTTP_SSL to false`,
+          ),
         )
         assert.match(error.message, /or enable TLS on the agent/)
+        assert.doesNotMatch(error.message, /[Ss]tart/)
       } finally {
         await consul.close()
       }
     }
+  })
+
+  it('says at once, as the permanent TlsRejected, that an http:// address is an HTTPS port, and what to change', async () => {
+    const consul = createConsulClient({
+      env: tlsEnv({ CONSUL_HTTP_ADDR: `http://127.0.0.1:${httpsPort}` }),
+    })
+    try {
+      const error = await failure(consul.kv.get(`${prefix}/k`))
+      assert.equal(error._tag, 'TlsRejected', error.message)
+      assert.equal(error._tag === 'TlsRejected' && error.mismatch, 'agent-speaks-https')
+      assert.match(
+        error.message,
+        new RegExp(
+          `the agent at http://127\\.0\\.0\\.1:${httpsPort} answered that it speaks only TLS .*Client sent an HTTP request to an HTTPS server`,
+        ),
+      )
+      assert.match(
+        error.message,
+        new RegExp(
+          `set CONSUL_HTTP_ADDR \\(or the address option\\) to https://127\\.0\\.0\\.1:${httpsPort} \\(or CONSUL_HTTP_SSL to true\\)`,
+        ),
+      )
+      assert.doesNotMatch(error.message, /[Ss]tart/)
+    } finally {
+      await consul.close()
+    }
+  })
+
+  // A contender retries what may pass (no agent yet) up to its start-up timeout; a TLS mismatch
+  // cannot pass, so it fails at its first answer: the test's own timeout is a quarter of the
+  // start-up timeout given.
+  for (const way of ['https:// to the plain-HTTP port', 'http:// to the HTTPS port'] as const) {
+    it(
+      `fails a semaphore with kind TlsRejected at the first answer, not at its start-up timeout (${way})`,
+      { timeout: 15_000 },
+      async () => {
+        const address =
+          way === 'https:// to the plain-HTTP port'
+            ? `https://${tls.agent.addr}`
+            : `http://127.0.0.1:${httpsPort}`
+        const consul = createConsulClient({ env: tlsEnv({ CONSUL_HTTP_ADDR: address }) })
+        try {
+          const sem = semaphore({
+            prefix: `${prefix}/sem`,
+            limit: 1,
+            consul,
+            startupTimeout: '60s',
+          })
+          const error = await lastValueFrom(sem.holding$).then(
+            () => assert.fail('holding$ completed without an error'),
+            (e: unknown) => e,
+          )
+          assert.ok(error instanceof SemaphoreError, String(error))
+          assert.equal(error.kind, 'TlsRejected', error.message)
+          assert.match(
+            error.message,
+            way.startsWith('https') ? /answered in plain HTTP/ : /speaks only TLS/,
+          )
+          assert.match(error.message, /set CONSUL_HTTP_ADDR \(or the address option\) to http/)
+          assert.doesNotMatch(error.message, /[Ss]tart a Consul agent|startupTimeout/)
+          await sem.close()
+        } finally {
+          await consul.close()
+        }
+      },
+    )
+  }
+
+  it("gives doctor's agent finding the scheme to change, not an agent to start", async () => {
+    const address = `http://127.0.0.1:${httpsPort}`
+    const report = await doctor({ consul: { env: tlsEnv({ CONSUL_HTTP_ADDR: address }) } })
+    const agent = report.findings.find((f) => f.check === 'agent')
+    assert.equal(agent?.severity, 'problem', JSON.stringify(report.findings))
+    assert.match(agent.found, /answered that it speaks only TLS/)
+    assert.match(agent.action, new RegExp(`to https://127\\.0\\.0\\.1:${httpsPort}`))
+    assert.doesNotMatch(agent.action, /[Ss]tart/)
   })
 
   it('fails as Unreachable without the client certificate the agent requires', async () => {

@@ -78,7 +78,7 @@ describe('semaphore over https', () => {
       })
       assert.ok(Date.now() - started < 3000, 'at once, without retrying')
       assert.ok(error instanceof SemaphoreError)
-      assert.equal(error.kind, 'Consul')
+      assert.equal(error.kind, 'TlsRejected')
       assert.match(error.message, /CONSUL_CACERT/)
       assert.ok(
         states.every((s) => !s.holding && !s.connected),

@@ -1,11 +1,12 @@
-// On a real agent: a semaphore on the process's default client that is closed keeps its session
-// for a short linger, and the next `semaphore()` of the process takes it over instead of creating
-// one; the session is destroyed once the linger is over, when the idle default clients are closed,
-// and, for a client of the user's that held shelved sessions, before that client closes.
+// On a real agent: a job pool's worker on the process's default client (withSlot) that gives its
+// slot back keeps its session for a short linger, and the pool's next worker takes it over instead
+// of creating one; the session is destroyed once the linger is over, by destroyIdleSessions(),
+// and, for a client of the user's that held shelved sessions, before that client closes. A
+// semaphore's close() keeps nothing: its session is gone when close() resolves.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { firstValueFrom, filter } from 'rxjs'
-import { createConsulClient, semaphore } from '../../src/index.js'
+import { createConsulClient, destroyIdleSessions, semaphore, withSlot } from '../../src/index.js'
 import { closeIdleDefaultClients } from '../../src/consul/default-client.js'
 import {
   SESSION_LINGER_MS,
@@ -16,7 +17,7 @@ import {
 import { sharedAgent, testPrefix } from '../support/consul-agent.js'
 import { listPrefix, noSessionsNamed, sessionsNamed } from '../support/observe.js'
 
-describe('sessions kept between tenures on the default client', () => {
+describe('sessions kept between jobs on the default client', () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
   const env = process.env['CONSUL_HTTP_ADDR']
   before(async () => {
@@ -32,55 +33,58 @@ describe('sessions kept between tenures on the default client', () => {
     await consul.close()
   })
 
-  /** One tenure of a replica: a new semaphore, held, then closed; answers its session. */
-  const tenure = async (prefix: string, name: string): Promise<string | undefined> => {
-    const sem = semaphore({ prefix, limit: 1, sessionName: name })
-    const subscription = sem.state$.subscribe({ error: () => undefined })
-    try {
-      const held = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
-      return held.session
-    } finally {
-      await sem.close()
-      subscription.unsubscribe()
-    }
+  /** One job on the default client; answers the IDs of the sessions named `name` once it is over. */
+  const job = async (prefix: string, name: string): Promise<string[]> => {
+    await withSlot({ prefix, limit: 1, sessionName: name }, () => Promise.resolve())
+    return (await sessionsNamed(consul.url, name)).map((s) => s.ID)
   }
 
-  it('lets two tenures one after the other share one session, destroyed once the linger is over', async (t) => {
-    const prefix = testPrefix(t, consul.url, 'shelf-tenures')
+  it('lets two withSlot jobs one after the other share one session, destroyed once the linger is over', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'shelf-jobs')
     const name = `shelf ${prefix}`
     t.after(() => flushShelf())
-    const first = await tenure(prefix, name)
-    const lingering = await sessionsNamed(consul.url, name)
-    assert.deepEqual(
-      lingering.map((s) => s.ID),
-      [first],
-      'the session lingers after close()',
-    )
+    const first = await job(prefix, name)
+    assert.equal(first.length, 1, 'the session lingers after the job')
     assert.deepEqual(
       (await listPrefix(consul.url, prefix)).map((e) => e.Key),
       [`${prefix}/.lock`],
       'nothing of it is left under the prefix',
     )
 
-    const second = await tenure(prefix, name)
-    assert.equal(second, first, 'the second tenure took the session over')
-    const closedAt = Date.now()
-    assert.equal((await sessionsNamed(consul.url, name)).length, 1, 'one session in all')
+    const second = await job(prefix, name)
+    assert.deepEqual(second, first, 'the second job’s worker took the session over: one in all')
+    const doneAt = Date.now()
 
     await noSessionsNamed(consul.url, name, SESSION_LINGER_MS + 5000)
-    const goneAfter = Date.now() - closedAt
-    t.diagnostic(`gone ${goneAfter} ms after the second close() resolved`)
+    const goneAfter = Date.now() - doneAt
+    t.diagnostic(`gone ${goneAfter} ms after the second job was over`)
     assert.ok(goneAfter >= SESSION_LINGER_MS - 50, `gone after ${goneAfter} ms, before the linger`)
   })
 
-  it('leaves no session kept behind once the idle default clients are closed', async (t) => {
-    const prefix = testPrefix(t, consul.url, 'shelf-close-idle')
+  it('leaves no session kept behind once destroyIdleSessions() resolves', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'shelf-destroy-idle')
     const name = `shelf ${prefix}`
     t.after(() => flushShelf())
-    await tenure(prefix, name)
-    assert.equal((await sessionsNamed(consul.url, name)).length, 1, 'the session lingers')
-    await closeIdleDefaultClients()
+    assert.equal((await job(prefix, name)).length, 1, 'the session lingers')
+    await destroyIdleSessions()
     assert.deepEqual(await sessionsNamed(consul.url, name), [])
+  })
+
+  it('keeps nothing after a semaphore’s close(): its session is gone when close() resolves', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'shelf-semaphore')
+    const name = `shelf ${prefix}`
+    t.after(() => flushShelf())
+    const sem = semaphore({ prefix, limit: 1, sessionName: name })
+    const subscription = sem.state$.subscribe({ error: () => undefined })
+    t.after(() => subscription.unsubscribe())
+    const held = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
+    assert.deepEqual(
+      (await sessionsNamed(consul.url, name)).map((s) => s.ID),
+      [held.session],
+    )
+    await sem.close()
+    assert.deepEqual(await sessionsNamed(consul.url, name), [], 'a session left after close()')
+    assert.deepEqual(processShelf.sessions(), [], 'a session on the shelf')
   })
 
   it('destroys the sessions kept for a client of the user’s before that client closes', async (t) => {

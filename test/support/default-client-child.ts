@@ -58,7 +58,7 @@ export function longPollsOn(prefix: string, requests: readonly SeenRequest[]): n
 }
 
 /** A fixture running in a child process of its own, its stdout read as JSON lines. */
-interface Child<M> {
+export interface Child<M> {
   readonly child: ChildProcessWithoutNullStreams
   readonly messages: M[]
   /** When the child's last stdout line arrived (Date.now()), or undefined before any. */
@@ -82,7 +82,11 @@ interface Child<M> {
 }
 
 /** Starts `fixture` with `args` and CONSUL_HTTP_ADDR at `addr` (no other CONSUL_* variable). */
-function startChild<M>(fixturePath: string, args: readonly string[], addr: string): Child<M> {
+export function startChild<M>(
+  fixturePath: string,
+  args: readonly string[],
+  addr: string,
+): Child<M> {
   // The child reads only the address we give it: no token or TLS setting of this shell.
   const env = Object.fromEntries(
     Object.entries(process.env).filter(([name]) => !name.startsWith('CONSUL_')),

@@ -26,6 +26,7 @@ const VALUES = [
   'SemaphoreError',
   'contenderKey',
   'createConsulClient',
+  'destroyIdleSessions',
   'drain',
   'evict',
   'doctor',

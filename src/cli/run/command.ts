@@ -53,13 +53,16 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
   try {
     const unreachable = await checkReachable(client, plan.prefix)
     if (unreachable !== undefined) {
-      // Only a network failure is "unreachable"; a 403 or a refused certificate says what it is.
+      // Only a network failure is "unreachable"; a 403, a TLS mismatch or a refused certificate
+      // says what it is.
       const what =
         unreachable._tag === 'Unreachable' || unreachable._tag === 'Timeout'
           ? 'Consul is unreachable'
           : unreachable._tag === 'NotConsul'
             ? 'no Consul agent at the address'
-            : 'Consul refused the start-up check'
+            : unreachable._tag === 'TlsRejected'
+              ? 'the TLS settings do not fit the agent'
+              : 'Consul refused the start-up check'
       report.error(`${what}, nothing was started: ${describeError(unreachable)}`)
       return ExitCode.Error
     }

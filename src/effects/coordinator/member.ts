@@ -65,7 +65,8 @@ export interface ContendOptions extends ResolvedContenderOptions {
    */
   readonly tryOnce?: boolean | undefined
   /**
-   * Where the process's idle sessions wait (`contenderShelf`): the contender takes one made with
+   * Where the process's idle sessions wait (`contenderShelf`; the handle gives one only to a job
+   * pool's worker): the contender takes one made with
    * its session options instead of creating one, and, released after close() with a clean outcome
    * (the slot handed off or given back, its key deleted), keeps its session there instead of
    * destroying it. Without it, every session is created and destroyed by its contender.
@@ -587,7 +588,8 @@ export class Member implements CoordinatedMember, LeaseListener {
     const was = this.phase.name === 'closing' ? 'closing' : 'running'
     this.phase = { name: 'between' }
     if (release) {
-      // Only a contender its user closed keeps its session; a failed or stopped one destroys it.
+      // Only a contender given a shelf (a job pool's worker) and closed keeps its session; a
+      // failed or stopped one destroys it.
       // An adopted session is never destroyed.
       const keep =
         this.options.adoptedSession !== undefined

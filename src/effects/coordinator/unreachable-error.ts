@@ -25,16 +25,22 @@ export function unreachableError(
 ): SemaphoreError {
   const address = agentAddress(client)
   const within = `within ${timeoutMs / 1000} s (the option startupTimeout)`
+  // A Consul agent that answered with a server failure runs: say what to look at, not to start one.
+  const answered = last?._tag === 'ServerError'
   const what =
     last === undefined
       ? `no answer from a Consul agent at ${address} ${within}`
-      : last._tag === 'ServerError'
+      : answered
         ? `the Consul agent at ${address} did not accept a session ${within}; last: ${last.message}`
         : `no Consul agent answered at ${address} ${within}; last: ${last.message}`
+  const todo = answered
+    ? 'Check that its servers have a leader (`consul operator raft list-peers`) and read the ' +
+      "agent's log"
+    : 'Start a Consul agent there (`consul agent -dev` to try), or set CONSUL_HTTP_ADDR to the ' +
+      'address of a running one'
   return new SemaphoreError(
     'Unreachable',
-    `${what}. Start a Consul agent there (\`consul agent -dev\` to try), or set CONSUL_HTTP_ADDR ` +
-      'to the address of a running one; startupTimeout: Infinity waits for ever.',
+    `${what}. ${todo}; startupTimeout: Infinity waits for ever.`,
     ...(last === undefined ? [] : [{ cause: last }]),
   )
 }

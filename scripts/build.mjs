@@ -44,7 +44,7 @@ const fpTsAndIoTs = {
 // comes through. Node 20 pays for every module an ES module graph loads before it runs any of it (100
 // empty ES modules: 9 MB of RSS), and more for each CommonJS package an ES module imports: tsc's
 // output, some 100 modules importing fp-ts, io-ts and rxjs, cost an import 24 MB of RSS over a
-// bare node and 4 times its CPU; this, 16 MB and 2.6 times (bench step `import`). fp-ts and io-ts
+// bare node and 4 times its CPU; this bundle, what bench/results.md's import rows say. fp-ts and io-ts
 // are bundled, only the functions used (plain functions and data: nothing a user's copy must be
 // identical to; the CommonJS build and the declarations still take them from the dependencies).
 // rxjs stays an import of the user's rxjs, never bundled: a user's Observables and ours must be of

@@ -1,10 +1,13 @@
 // Builds the package twice, as ES modules (dist/esm) and as CommonJS (dist/cjs), so that both
 // `import` and `require` of 'rx-consul-semaphore' work (see the "exports" map in package.json);
 // then bundles the `rxsem` bin into one file, dist/rxsem.cjs.
+//
+// No source maps: the package ships no src/ for them to point to (maps and sources would be a
+// third of its files and of its size), and its declarations carry the TSDoc a reader needs.
 import { execFileSync } from 'node:child_process'
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join, relative, resolve, sep } from 'node:path'
+import { dirname, join } from 'node:path'
 import { build } from 'esbuild'
 
 const require = createRequire(import.meta.url)
@@ -41,13 +44,13 @@ const fpTsAndIoTs = {
 // comes through. Node 20 pays for every module an ES module graph loads before it runs any of it (100
 // empty ES modules: 9 MB of RSS), and more for each CommonJS package an ES module imports: tsc's
 // output, some 100 modules importing fp-ts, io-ts and rxjs, cost an import 24 MB of RSS over a
-// bare node and 4 times its CPU; this, 16 MB and 2.6 times (bench step `import`). fp-ts and io-ts
+// bare node and 4 times its CPU; this bundle, what bench/results.md's import rows say. fp-ts and io-ts
 // are bundled, only the functions used (plain functions and data: nothing a user's copy must be
 // identical to; the CommonJS build and the declarations still take them from the dependencies).
 // rxjs stays an import of the user's rxjs, never bundled: a user's Observables and ours must be of
 // one rxjs. undici and @opentelemetry/api are required, when first needed, by the sources'
 // CommonJS modules (src/**/*.cts), with the `require` the banner gives each file.
-const esm = await build({
+await build({
   entryPoints: {
     index: 'src/index.ts',
     'testing/index': 'src/testing/index.ts',
@@ -64,39 +67,16 @@ const esm = await build({
   tsconfig: 'tsconfig.build.json',
   external: ['rxjs', 'rxjs/*', 'undici', 'undici/*', '@opentelemetry/api'],
   ...fpTsAndIoTs,
-  // The maps point into src/, which the package ships (the inlined fp-ts and io-ts: below).
-  sourcemap: true,
-  sourcesContent: false,
-  metafile: true,
+  sourcemap: false,
   banner: {
     js: "import { createRequire as createRequireOfThisFile } from 'node:module';\nconst require = createRequireOfThisFile(import.meta.url);",
   },
   logLevel: 'warning',
 })
 
-// The code of fp-ts and io-ts in the maps is carried by the maps themselves, since the package
-// does not ship it: named where a flat node_modules installs those packages, beside this one
-// (the build's own path to them is no one else's).
-const sources = resolve('src') + sep
-for (const output of Object.keys(esm.metafile.outputs).filter((o) => o.endsWith('.map'))) {
-  /** @type {{ sources: string[], sourcesContent?: (string | null)[] }} */
-  // eslint-disable-next-line @typescript-eslint/no-unsafe-assignment -- esbuild's source map
-  const map = JSON.parse(readFileSync(output, 'utf8'))
-  const paths = map.sources.map((source) => resolve(dirname(output), source))
-  map.sourcesContent = paths.map((path) =>
-    path.startsWith(sources) ? null : readFileSync(path, 'utf8'),
-  )
-  map.sources = paths.map((path, i) => {
-    if (path.startsWith(sources)) return map.sources[i]
-    const installed = path.slice(path.lastIndexOf(`node_modules${sep}`) + 'node_modules/'.length)
-    return relative(dirname(output), join('..', installed)).split(sep).join('/')
-  })
-  writeFileSync(output, JSON.stringify(map))
-}
-
 // The bin: the CLI and everything it imports (rxjs, fp-ts, io-ts, undici) in one
-// CommonJS file. Node then reads and compiles one file instead of some 450 (rxsem --help took
-// 3.4 times a bare `node -e 0` from dist/cjs; see docs/cli.md). The ES module builds of rxjs and
+// CommonJS file. Node then reads and compiles one file instead of some 450 (the bench measures the
+// bin's start-up against a bare `node -e 0`). The ES module builds of rxjs and
 // fp-ts are picked so that only the parts the CLI uses are bundled: their CommonJS builds load
 // every operator and module (Node's "node" condition would otherwise choose rxjs's CommonJS).
 const bin = 'dist/rxsem.cjs'

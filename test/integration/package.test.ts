@@ -7,7 +7,8 @@
 // (through "typesVersions"). The README's quick start runs there with `node`, and its API tour
 // with `npx tsx`, as the README tells a newcomer to run them (tour.test.ts checks that the README
 // shows these files word for word). The package carries its LICENSE, CHANGELOG and docs, and every
-// relative link in its markdown, and every docs/ path its code names, resolves inside it.
+// relative link in its markdown, and every docs/ path its code names, resolves inside it. It ships
+// no sources and no source maps, and is as large as the README's Install section says.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import {
@@ -35,6 +36,7 @@ import {
   readLock,
   sessionsNamed,
 } from '../support/observe.js'
+import { misstated } from '../support/stated-size.js'
 
 const root = resolve(import.meta.dirname, '../..')
 const run = promisify(execFile)
@@ -81,6 +83,16 @@ import type { ContenderState } from 'rx-consul-semaphore/experimental'
 import type { ConsulError } from 'rx-consul-semaphore/consul'
 export type Entries = [Semaphore, FakeSemaphore, ContenderState, ConsulError]
 `
+
+/** What `npm pack --json` says of the package it wrote. */
+interface PackResult {
+  readonly filename: string
+  /** Bytes of the tarball. */
+  readonly size: number
+  readonly unpackedSize: number
+  readonly entryCount: number
+  readonly files: readonly { readonly path: string; readonly size: number }[]
+}
 
 /** The environment without the npm_* variables of the `npm test` this runs under. */
 function npmEnv(): NodeJS.ProcessEnv {
@@ -150,6 +162,7 @@ describe('the packed package', { timeout: 280_000 }, () => {
   let consumer: string
   let installed: string
   let packedFiles: string[]
+  let pack: PackResult
   let consul: Awaited<ReturnType<typeof sharedAgent>>
 
   before(async () => {
@@ -164,8 +177,9 @@ describe('the packed package', { timeout: 280_000 }, () => {
       env: npmEnv(),
       maxBuffer: 64 * 1024 * 1024,
     })
-    const [pack] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[]
-    assert.ok(pack, `npm pack answered no package:\n${packed.stdout}`)
+    const [result] = JSON.parse(packed.stdout) as PackResult[]
+    assert.ok(result, `npm pack answered no package:\n${packed.stdout}`)
+    pack = result
     packedFiles = pack.files.map((f) => f.path)
 
     // A newcomer's project: `npm init -y` (npm 11 writes "type": "commonjs"; older npm, no type).
@@ -258,25 +272,50 @@ describe('the packed package', { timeout: 280_000 }, () => {
     }
   })
 
-  it('ships every source file its maps point to, or carries it in the map (inlined fp-ts, io-ts)', () => {
-    const maps = filesUnder(installed).filter((f) => f.endsWith('.map'))
-    assert.ok(maps.length > 100, `only ${maps.length} maps in the package`)
-    const missing: string[] = []
-    const carried: string[] = []
-    for (const map of maps) {
-      const { sources, sourcesContent } = JSON.parse(
-        readFileSync(join(installed, map), 'utf8'),
-      ) as { sources: string[]; sourcesContent?: (string | null)[] }
-      sources.forEach((source, i) => {
-        const path = join(dirname(map), source)
-        if (typeof sourcesContent?.[i] === 'string') carried.push(path)
-        else if (!existsSync(join(installed, path))) missing.push(`${map} → ${path}`)
-      })
-    }
-    assert.deepEqual(missing, [])
-    // Only the dependencies' code the ES module build inlines, never a source of the package's.
-    const foreign = carried.filter((path) => !/^(\.\.\/)+(fp-ts|io-ts)\//.test(path))
-    assert.deepEqual(foreign, [])
+  it('ships what a user runs and reads: builds, declarations, docs, examples; no sources, no maps', () => {
+    const shipped = (path: string): boolean =>
+      /^(dist|docs|examples)\//.test(path) ||
+      ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'bench/results.md'].includes(path)
+    assert.deepEqual(
+      packedFiles.filter((path) => !shipped(path)),
+      [],
+      'files outside the builds, docs and texts',
+    )
+    // A map would point at sources the package does not ship.
+    assert.deepEqual(
+      packedFiles.filter((path) => path.endsWith('.map')),
+      [],
+    )
+    const code = filesUnder(installed).filter((f) => /\.(js|cjs)$/.test(f))
+    assert.ok(code.length > 100, `only ${code.length} code files installed`)
+    const mapped = code.filter((f) =>
+      /^\/\/# sourceMappingURL=/m.test(readFileSync(join(installed, f), 'utf8')),
+    )
+    assert.deepEqual(mapped, [], 'code that names a source map')
+  })
+
+  it("is as large as the README's Install section says: files, unpacked and packed size", () => {
+    const readme = readFileSync(join(installed, 'README.md'), 'utf8')
+    const install = readme.slice(readme.indexOf('\n## Install\n'), readme.indexOf('\n## API tour'))
+    const stated =
+      /about ([\d,]+) files, ([\d.]+) (MB|kB) unpacked \(([\d.]+) (MB|kB) packed\)/.exec(install)
+    assert.ok(stated, `the Install section states no "about N files, X MB unpacked (Y kB packed)"`)
+    const [, files = '', unpacked = '', unpackedUnit = '', packed = '', packedUnit = ''] = stated
+    const wrong = [
+      misstated(files, 'files', pack.entryCount),
+      misstated(unpacked, unpackedUnit, pack.unpackedSize),
+      misstated(packed, packedUnit, pack.size),
+    ].filter((m) => m !== null)
+    assert.deepEqual(wrong, [])
+  })
+
+  it('is the bin of the size docs/cli.md states', () => {
+    const cli = readFileSync(join(installed, 'docs/cli.md'), 'utf8')
+    const stated = /one file of about ([\d.,]+) (kB|MB)/.exec(cli)
+    assert.ok(stated, 'docs/cli.md states no "one file of about N kB"')
+    const bin = pack.files.find((f) => f.path === 'dist/rxsem.cjs')
+    assert.ok(bin, 'dist/rxsem.cjs is not in the package')
+    assert.equal(misstated(stated[1] ?? '', stated[2] ?? '', bin.size), null)
   })
 
   for (const [compiler, tsc] of Object.entries(COMPILERS)) {

@@ -1,5 +1,5 @@
 // The shipped prose speaks to its reader about the library as it is: the README, the CHANGELOG,
-// docs/*.md and the comments of src/ (the package ships src/, and its TSDoc becomes the .d.ts)
+// docs/*.md and the comments of src/ (their TSDoc becomes the package's .d.ts)
 // state what the library does and why, and what was measured, never the story of how it got
 // there. Each rule below is one way that story shows, narrow enough that ordinary prose passes.
 // Test files and the test harness are named only in docs/testing.md, the contributors' page.

@@ -104,11 +104,27 @@ function repositoryFiles(dir = root, found = new Map<string, string>()): Map<str
   return found
 }
 
-/** The files written, added or removed between two listings of `repositoryFiles`. */
+/** Where the nemesis runs write the reports asked for ($NEMESIS_OUT, $NEMESIS_HISTORY), if anywhere. */
+const askedOutputs = ['NEMESIS_OUT', 'NEMESIS_HISTORY'].flatMap((name) => {
+  const value = process.env[name]
+  return value ? [resolve(value)] : []
+})
+
+/**
+ * The files written, added or removed between two listings of `repositoryFiles`, but for the
+ * reports the run was asked to write.
+ */
 function writtenFiles(before: Map<string, string>, after: Map<string, string>): string[] {
   const written = [...after].filter(([path, stamp]) => before.get(path) !== stamp)
   const removed = [...before.keys()].filter((path) => !after.has(path))
-  return [...written.map(([path]) => path), ...removed.map((path) => `${path} (removed)`)].sort()
+  const asked = (path: string): boolean =>
+    askedOutputs.some((out) => {
+      const at = resolve(root, path)
+      return at === out || at.startsWith(out + sep)
+    })
+  return [...written.map(([path]) => path), ...removed.map((path) => `${path} (removed)`)]
+    .filter((path) => !asked(path.replace(/ \(removed\)$/, '')))
+    .sort()
 }
 
 async function main(): Promise<number> {

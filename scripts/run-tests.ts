@@ -87,7 +87,7 @@ function parseArgs(args: readonly string[]): { files: string[]; nodeOptions: str
   }
 }
 
-/** Folders of the repository that tests may not write to, but that are not theirs to check. */
+/** Folders the check leaves out: git's, the dependencies, and the runner's own pid files. */
 const UNWATCHED = new Set(['.git', 'node_modules', '.test-run'])
 
 /** Each file of the repository (outside .git, node_modules and .test-run) with its mtime and size. */
@@ -136,7 +136,9 @@ async function main(): Promise<number> {
   const missing = files.filter((f) => !existsSync(f))
   if (missing.length > 0) {
     console.error(
-      `run-tests: no such test file: ${missing.map((f) => relative(root, f)).join(', ')}.`,
+      `run-tests: there is no test file ${missing.map((f) => relative(root, f)).join(', ')}. ` +
+        'Name test files by their path from here; give an option of the test runner with its ' +
+        'value after "=", e.g. --test-name-pattern=<regexp>.',
     )
     return 1
   }

@@ -18,7 +18,7 @@ import { consulBin, startAgent, type ConsulAgent } from '../test/support/consul-
 import { consulLeftovers, describeLeftovers } from './demo/leftovers.js'
 import { describeEvent } from './demo/event-log.js'
 import { LIMIT, NAMES, runStory } from './demo/story.js'
-import { timelineSvg } from './demo/svg.js'
+import { DEFAULT_SVG, timelineSvg } from './demo/svg.js'
 import { createView } from './demo/terminal.js'
 import { Timeline } from './demo/timeline.js'
 
@@ -35,7 +35,7 @@ function option(flag: string, variable: string): string | undefined {
 }
 
 function svgPath(): string {
-  return resolve(option('svg', 'RXSEM_DEMO_SVG') ?? resolve(root, '.cache/demo-timeline.svg'))
+  return resolve(option('svg', 'RXSEM_DEMO_SVG') ?? resolve(root, DEFAULT_SVG))
 }
 
 function onSignal(signal: NodeJS.Signals): void {

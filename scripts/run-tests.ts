@@ -2,11 +2,19 @@
 //
 // Finds or fetches Consul, starts one shared dev agent, runs every unit test (test/unit), marble
 // spec (marbles/) and integration test (test/integration) with Node's test runner, stops the
-// agent, and checks that no `consul` process started during the run is still alive. Exits non-zero
-// on any failure, on Ctrl-C, and when a consul process was left behind.
+// agent, and checks that no `consul` process started during the run is still alive and that no
+// test wrote inside the repository. Exits non-zero on any failure, on Ctrl-C, when a consul
+// process was left behind, and when a file of the repository was written, added or removed.
+//
+//   tsx scripts/run-tests.ts                      every unit, marble and integration test
+//   tsx scripts/run-tests.ts --unit               the unit tests and marble specs only
+//   tsx scripts/run-tests.ts <file>... [--test-name-pattern=<regexp>]
+//
+// Consul is found and an agent started only when a file to run needs one: the unit tests and
+// marble specs never do. Options beginning with `--` other than --unit go to Node's test runner.
 import { spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { join, relative, resolve } from 'node:path'
+import { join, relative, resolve, sep } from 'node:path'
 import { consulBin, startAgent, type ConsulAgent } from '../test/support/consul-agent.js'
 
 const root = resolve(import.meta.dirname, '..')
@@ -59,33 +67,99 @@ function fileTimeoutMs(): number {
   return Number.isInteger(given) && given > 0 ? given : 300_000
 }
 
+/** The folders whose tests run without a Consul agent. */
+const AGENTLESS = ['test/unit', 'marbles'].map((dir) => join(root, dir) + sep)
+
+const unitFiles = (): string[] => [
+  ...findFiles(join(root, 'test/unit'), '.test.ts'),
+  ...findFiles(join(root, 'marbles'), '.spec.ts'),
+]
+
+/** The files to run and the options for Node's test runner, from the command line. */
+function parseArgs(args: readonly string[]): { files: string[]; nodeOptions: string[] } {
+  const named = args.filter((a) => !a.startsWith('--')).map((f) => resolve(f))
+  const nodeOptions = args.filter((a) => a.startsWith('--') && a !== '--unit')
+  if (args.includes('--unit')) return { files: [...unitFiles(), ...named], nodeOptions }
+  if (named.length > 0) return { files: named, nodeOptions }
+  return {
+    files: [...unitFiles(), ...findFiles(join(root, 'test/integration'), '.test.ts')],
+    nodeOptions,
+  }
+}
+
+/** Folders the check leaves out: git's, the dependencies, and the runner's own pid files. */
+const UNWATCHED = new Set(['.git', 'node_modules', '.test-run'])
+
+/** Each file of the repository (outside .git, node_modules and .test-run) with its mtime and size. */
+function repositoryFiles(dir = root, found = new Map<string, string>()): Map<string, string> {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) {
+      if (!(dir === root && UNWATCHED.has(entry.name))) repositoryFiles(path, found)
+    } else if (entry.isFile()) {
+      const { mtimeMs, size } = statSync(path)
+      found.set(relative(root, path), `${mtimeMs} ${size}`)
+    }
+  }
+  return found
+}
+
+/** Where the nemesis runs write the reports asked for ($NEMESIS_OUT, $NEMESIS_HISTORY), if anywhere. */
+const askedOutputs = ['NEMESIS_OUT', 'NEMESIS_HISTORY'].flatMap((name) => {
+  const value = process.env[name]
+  return value ? [resolve(value)] : []
+})
+
+/**
+ * The files written, added or removed between two listings of `repositoryFiles`, but for the
+ * reports the run was asked to write.
+ */
+function writtenFiles(before: Map<string, string>, after: Map<string, string>): string[] {
+  const written = [...after].filter(([path, stamp]) => before.get(path) !== stamp)
+  const removed = [...before.keys()].filter((path) => !after.has(path))
+  const asked = (path: string): boolean =>
+    askedOutputs.some((out) => {
+      const at = resolve(root, path)
+      return at === out || at.startsWith(out + sep)
+    })
+  return [...written.map(([path]) => path), ...removed.map((path) => `${path} (removed)`)]
+    .filter((path) => !asked(path.replace(/ \(removed\)$/, '')))
+    .sort()
+}
+
 async function main(): Promise<number> {
-  const only = process.argv.slice(2)
-  const files =
-    only.length > 0
-      ? only.map((f) => resolve(f))
-      : [
-          ...findFiles(join(root, 'test/unit'), '.test.ts'),
-          ...findFiles(join(root, 'marbles'), '.spec.ts'),
-          ...findFiles(join(root, 'test/integration'), '.test.ts'),
-        ]
+  const { files, nodeOptions } = parseArgs(process.argv.slice(2))
   if (files.length === 0) {
     console.error('run-tests: no test files found')
     return 1
   }
+  const missing = files.filter((f) => !existsSync(f))
+  if (missing.length > 0) {
+    console.error(
+      `run-tests: there is no test file ${missing.map((f) => relative(root, f)).join(', ')}. ` +
+        'Name test files by their path from here; give an option of the test runner with its ' +
+        'value after "=", e.g. --test-name-pattern=<regexp>.',
+    )
+    return 1
+  }
+  const needsAgent = files.some((f) => !AGENTLESS.some((dir) => f.startsWith(dir)))
 
-  const bin = consulBin()
+  const bin = needsAgent ? consulBin() : undefined
   const runDir = join(root, '.test-run', String(process.pid))
   mkdirSync(runDir, { recursive: true })
-  process.env['CONSUL_BIN'] = bin
+  if (bin) process.env['CONSUL_BIN'] = bin
   process.env['RXSEM_TEST_RUN_DIR'] = runDir
+  const filesBefore = repositoryFiles()
 
   let agent: ConsulAgent | undefined
   let interrupted: NodeJS.Signals | undefined
   let testCode = 1
   try {
-    agent = await startAgent()
-    console.log(`run-tests: Consul ${bin} serving on ${agent.addr}; ${files.length} test files`)
+    agent = needsAgent ? await startAgent() : undefined
+    console.log(
+      `run-tests: ${agent ? `Consul ${bin} serving on ${agent.addr}` : 'no Consul agent (none needed)'}; ` +
+        `${files.length} test files`,
+    )
     const child = spawn(
       process.execPath,
       [
@@ -95,12 +169,13 @@ async function main(): Promise<number> {
         '--test-reporter=spec',
         '--test-concurrency=3',
         `--test-timeout=${fileTimeoutMs()}`,
+        ...nodeOptions,
         ...files.map((f) => relative(root, f)),
       ],
       {
         cwd: root,
         stdio: 'inherit',
-        env: { ...process.env, RXSEM_TEST_CONSUL_ADDR: agent.addr },
+        env: agent ? { ...process.env, RXSEM_TEST_CONSUL_ADDR: agent.addr } : process.env,
       },
     )
     const forward = (signal: NodeJS.Signals): void => {
@@ -128,6 +203,15 @@ async function main(): Promise<number> {
     return 1
   }
   if (interrupted) return interrupted === 'SIGINT' ? 130 : 143
+  const written = writtenFiles(filesBefore, repositoryFiles())
+  if (written.length > 0) {
+    console.error(
+      `run-tests: FAILED: files of the repository were written during the run: ${written.join(', ')}. ` +
+        'A test must write only under a folder of its own in os.tmpdir(), and remove it. ' +
+        'If you changed these files yourself while the tests ran, run them again.',
+    )
+    return 1
+  }
   return testCode
 }
 

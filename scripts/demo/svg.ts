@@ -3,6 +3,9 @@
 import { layoutTimeline, runFacts, type Element, type SvgFacts } from './layout.js'
 import type { Timeline } from './timeline.js'
 
+/** Where `npm run demo` writes its picture unless told otherwise, from the repository's root: git ignores it. */
+export const DEFAULT_SVG = '.cache/demo-timeline.svg'
+
 export type { SvgFacts } from './layout.js'
 
 const FONT = 'DejaVu Sans, Verdana, Arial, sans-serif'

@@ -519,6 +519,44 @@ describe('the packed package', { timeout: 280_000 }, () => {
     )
   })
 
+  it('type-checks the README TypeScript quick start with the README tsconfig, strict, with TypeScript 5.9 and 7, and runs it with npx tsx', async () => {
+    // A folder of the `npm init -y` project with the README's tsconfig.json and quickstart.mts
+    // only: the packages resolve from the project's node_modules, @types/node as the tsconfig asks.
+    const dir = join(consumer, 'typescript-quickstart')
+    mkdirSync(dir)
+    const readme = readFileSync(join(installed, 'README.md'), 'utf8')
+    const link = readme.indexOf('](examples/quickstart.mts)')
+    const tsconfig = /\n```json\n([\s\S]*?)```\n/.exec(readme.slice(Math.max(link, 0)))?.[1]
+    assert.ok(
+      link >= 0 && tsconfig,
+      'the README shows no tsconfig.json after examples/quickstart.mts',
+    )
+    assert.equal(
+      (JSON.parse(tsconfig) as { compilerOptions: { strict?: boolean } }).compilerOptions.strict,
+      true,
+    )
+    writeFileSync(join(dir, 'tsconfig.json'), tsconfig)
+    cpSync(join(installed, 'examples/quickstart.mts'), join(dir, 'quickstart.mts'))
+    for (const [compiler, tsc] of Object.entries(COMPILERS)) {
+      const { stdout } = await run(process.execPath, [tsc, '--listFiles'], { cwd: dir }).catch(
+        (error: { stdout: string }) =>
+          assert.fail(`${compiler} found errors in the TypeScript quick start:\n${error.stdout}`),
+      )
+      const program = stdout.split('\n')
+      assert.ok(program.includes(join(dir, 'quickstart.mts')), `${compiler} did not check it`)
+      assert.ok(
+        program.some((f) => f.includes('/@types/node/')),
+        `${compiler}: no @types/node`,
+      )
+    }
+    const { stdout } = await example(['npx', 'tsx', 'typescript-quickstart/quickstart.mts'])
+    assert.deepEqual(
+      stdout.trim().split('\n'),
+      [0, 1, 2, 3, 4].map((n) => `holding a slot, working: step ${n}`),
+    )
+    await leftInConsul(['service/jobs/lock'], ['service/jobs/lock/.lock'])
+  })
+
   /** Runs a README example in the consumer's folder against the run's agent, as a newcomer does. */
   async function example([command = '', ...args]: string[]): Promise<{ stdout: string }> {
     const started = Date.now()

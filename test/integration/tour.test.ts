@@ -1,7 +1,8 @@
-// The README's quick start is examples/quickstart.mjs and its API tour is examples/tour.mts, word for
-// word, each with the command that runs it. Both run from the packed package, in a project made by
-// `npm init -y`, against the run's agent, in package.test.ts: there only, because they work on
-// fixed prefixes (as a newcomer runs them), and two runs at once on the one agent would meet.
+// The README's quick start is examples/quickstart.mjs, its TypeScript quick start
+// examples/quickstart.mts and its API tour examples/tour.mts, word for word, each with the command
+// that runs it. They run from the packed package, in a project made by `npm init -y`, against the
+// run's agent, in package.test.ts: there only, because they work on fixed prefixes (as a newcomer
+// runs them), and two runs at once on the one agent would meet.
 import assert from 'node:assert/strict'
 import { readFileSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -52,6 +53,31 @@ describe('the README examples', () => {
     }
     assert.match(section('Quick start'), /^npm install rx-consul-semaphore rxjs\b/m)
     assert.match(section('Quick start'), /^node quickstart\.mjs$/m)
+  })
+
+  it('shows examples/quickstart.mts as the TypeScript quick start, with its setup, checked by tsc and run with npx tsx', () => {
+    const file = readFileSync(resolve(root, 'examples/quickstart.mts'), 'utf8')
+    const { between, code } = shownAfterLink('examples/quickstart.mts', 'ts')
+    assert.equal(code, file)
+    assert.ok(
+      file.trimEnd().split('\n').length <= 15,
+      'the TypeScript quick start is over 15 lines',
+    )
+    // The same program as the JavaScript one, once its type annotations are taken out.
+    const js = readFileSync(resolve(root, 'examples/quickstart.mjs'), 'utf8')
+    const untyped = file
+      .replace(/, type \w+/g, '')
+      .replace(/: (Semaphore|Observable<string>|boolean)(?=[ )])/g, '')
+      .replace(/\(\n\s+(map\(.*\)),\n\)/, '($1)')
+    assert.equal(untyped, js)
+    assert.match(between, /^npm install --save-dev typescript @types\/node tsx$/m)
+    // package.test.ts type-checks the program with this tsconfig, taken from the README.
+    assert.match(between, /^```json\n\{\n {2}"compilerOptions": \{\n/m)
+    const typescript = section('Quick start').slice(
+      section('Quick start').indexOf('### In TypeScript'),
+    )
+    assert.match(typescript, /^npx tsc +# /m)
+    assert.match(typescript, /^npx tsx quickstart\.mts +# /m)
   })
 
   it('shows examples/tour.mts as the API tour, run with npx tsx as a .mts file', () => {

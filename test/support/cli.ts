@@ -1,9 +1,10 @@
 // Runs the `rxsem` command line as a real child process, the built bin of package.json (or a
 // given entry), and records every process it starts so a test's `after` can kill what is left.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { constants } from 'node:os'
-import { join, relative, resolve } from 'node:path'
+import { join, resolve } from 'node:path'
+import { builtFile } from './build.js'
 import { consulBin } from './consul-agent.js'
 import { groupMembers, killTree } from './processes.js'
 
@@ -46,35 +47,9 @@ export const rxsemBin = resolve(
     .bin.rxsem,
 )
 
-let binChecked = false
-
-/** rxsemBin, once it is known to exist and to be newer than every file in src/. */
-function builtBin(): string {
-  if (binChecked) return rxsemBin
-  const bin = relative(repoRoot, rxsemBin)
-  if (!existsSync(rxsemBin)) {
-    throw new Error(`${bin} is missing: run \`npm run build\` (npm test builds first)`)
-  }
-  const built = statSync(rxsemBin).mtimeMs
-  const newer = sourceFiles(join(repoRoot, 'src')).find((f) => statSync(f).mtimeMs > built)
-  if (newer !== undefined) {
-    throw new Error(
-      `${bin} is older than ${relative(repoRoot, newer)}: run \`npm run build\`, or the CLI tests would run the old code`,
-    )
-  }
-  binChecked = true
-  return rxsemBin
-}
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory() ? sourceFiles(join(dir, e.name)) : [join(dir, e.name)],
-  )
-}
-
 /** Starts `rxsem <args>`; stdout and stderr are piped and collected. */
 export function startCli(args: readonly string[], options: CliOptions = {}): CliRun {
-  const node = [options.entry ?? builtBin()]
+  const node = [options.entry ?? builtFile(rxsemBin)]
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env }
   delete env['CONSUL_HTTP_TOKEN']
   delete env['CONSUL_HTTP_TOKEN_FILE']

@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
+import { builtFile } from '../support/build.js'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const run = promisify(execFile)
@@ -87,6 +88,10 @@ function declarationGraph(entry: string): string[] {
 }
 
 describe('package exports', () => {
+  before(() => {
+    for (const file of ['dist/esm/index.js', 'dist/cjs/index.js']) builtFile(file)
+  })
+
   it('can be imported as an ES module by plain Node', async () => {
     const out = await plainNode(
       'module',

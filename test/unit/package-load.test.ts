@@ -6,7 +6,8 @@ import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { describe, it } from 'node:test'
+import { before, describe, it } from 'node:test'
+import { builtFile } from '../support/build.js'
 import { Pool } from 'undici'
 import { undiciPool } from '../../src/consul/undici-pool.cjs'
 
@@ -39,6 +40,10 @@ const load = {
 } as const
 
 describe('loading the package', () => {
+  before(() => {
+    for (const file of ['dist/esm/index.js', 'dist/cjs/index.js']) builtFile(file)
+  })
+
   for (const type of ['module', 'commonjs'] as const) {
     it(`loads none of undici until a client is made (${type})`, async () => {
       assert.deepEqual(await undiciLoadedBy(type, load[type]), [])

@@ -131,7 +131,7 @@ export async function drain(options: DrainOptions): Promise<Drain> {
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const given = options.limit === undefined ? undefined : resolveLimit(options.limit)
   const doing = `draining ${prefix}`
-  return withOperatorClient(options.consul, options.signal, doing, async (client, calls) => {
+  return withOperatorClient(options.consul, options.signal, { doing, prefix }, async (client, calls) => {
     const key = lockKey(prefix)
     // 1. Read the prefix: the limit, and the drain sessions there already.
     const listed = await calls.call((s) =>
@@ -212,7 +212,7 @@ export async function drain(options: DrainOptions): Promise<Drain> {
             after,
           )
         }
-        throwIfRefused(answer.errors, doing, `${prefix}/`)
+        throwIfRefused(answer.errors, doing, `${prefix}/`, prefix)
         if (answer.errors.some((e) => e.opIndex !== pending.length)) {
           throw new SemaphoreError(
             'Consul',
@@ -249,7 +249,7 @@ export async function drain(options: DrainOptions): Promise<Drain> {
 export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const doing = `lifting the drain of ${prefix}`
-  return withOperatorClient(options.consul, options.signal, doing, async (client, calls) => {
+  return withOperatorClient(options.consul, options.signal, { doing, prefix }, async (client, calls) => {
     const key = lockKey(prefix)
     const listed = await calls.call((s) =>
       client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
@@ -297,7 +297,7 @@ export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
           index: answer.results[0]?.modifyIndex ?? lockIndex,
         })
       }
-      throwIfRefused(answer.errors, doing, `${prefix}/`)
+      throwIfRefused(answer.errors, doing, `${prefix}/`, prefix)
       entry = await calls.call((s) => client.kv.get(key, { consistency: 'consistent', signal: s }))
     }
     return serializable({ prefix, sessions, index: undefined })
@@ -350,7 +350,7 @@ async function commit(
 ): Promise<void> {
   const answer = await calls.call((s) => client.kv.txn(ops, { signal: s }))
   if (!answer.committed) {
-    throwIfRefused(answer.errors, doing, `${prefix}/`)
+    throwIfRefused(answer.errors, doing, `${prefix}/`, prefix)
     throw new SemaphoreError(
       'Consul',
       `${doing}: Consul rolled the write back (${answer.errors.map((e) => e.what).join('; ')}).`,

@@ -94,7 +94,7 @@ export async function evict(options: EvictOptions): Promise<Eviction> {
     )
   }
   const doing = `evicting session ${session} from ${prefix}`
-  return withOperatorClient(options.consul, options.signal, doing, async (client, calls) => {
+  return withOperatorClient(options.consul, options.signal, { doing, prefix }, async (client, calls) => {
     const key = lockKey(prefix)
     for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
       calls.checkAborted()
@@ -125,7 +125,7 @@ export async function evict(options: EvictOptions): Promise<Eviction> {
         await calls.call((s) => client.session.destroy(session, { signal: s }))
         return serializable({ prefix, session, lock: 'semaphore' as const, floor })
       }
-      throwIfRefused(answer.errors, doing, key)
+      throwIfRefused(answer.errors, doing, key, prefix)
       // Otherwise a lost CAS: another writer came first; read again.
     }
     throw churnError(key, `evict ${session}`)

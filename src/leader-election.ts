@@ -236,7 +236,7 @@ export function contendForLead(
       )
       .pipe(takeUntil(closing.pipe(filter(Boolean))))
   }).pipe(
-    catchError((error: unknown) => throwError(() => toSemaphoreError(error))),
+    catchError((error: unknown) => throwError(() => toSemaphoreError(error, resolved.prefix))),
     share({
       connector: () => new ReplaySubject<Leader | null>(1),
       resetOnRefCountZero: true,

@@ -76,7 +76,7 @@ export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
   const limit = resolveLimit(options.limit)
   const key = lockKey(prefix)
   const doing = `setting the limit of ${prefix}`
-  return withOperatorClient(options.consul, options.signal, doing, async (client, calls) => {
+  return withOperatorClient(options.consul, options.signal, { doing, prefix }, async (client, calls) => {
     for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
       calls.checkAborted()
       const entry = await calls.call((s) =>
@@ -102,7 +102,7 @@ export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
         }),
       )
       if (answer.committed) return changed(answer.results[0]?.modifyIndex ?? cas)
-      throwIfRefused(answer.errors, doing, key)
+      throwIfRefused(answer.errors, doing, key, prefix)
       // Otherwise a lost CAS: another writer came first; read again.
     }
     throw churnError(key, 'set its limit')

@@ -40,6 +40,11 @@ Flags:
                        \`rxsem set-limit\`); --limit is then only the limit of a new .lock
   --leader             hold the leader lock (one holder) instead of a semaphore slot
   --ttl <duration>     session TTL, 10s to 24h (default 15s)
+  --lock-delay <duration>
+                       the session's lock-delay, 0 to 60s (default Consul's, 15s): how long
+                       Consul keeps the slot (or the leader lock) from everyone after this
+                       session ends without a release (rxsem killed, its lease run out); 0 turns
+                       it off, so the next contender gets in at once
   --name <text>        session name shown by \`rxsem status\` and Consul's UI
                        (default "rxsem run '<command>' at <prefix>")
   --value <text>       value of this contender's key (default <hostname>:<pid>)

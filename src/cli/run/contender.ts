@@ -36,6 +36,7 @@ export type ContenderSpec = Pick<
   | 'limit'
   | 'followLimit'
   | 'ttl'
+  | 'lockDelay'
   | 'sessionName'
   | 'value'
   | 'timeoutMs'
@@ -57,6 +58,7 @@ export function createContender(spec: ContenderSpec): CliContender {
     consul: spec.consul,
     sessionName: spec.sessionName,
     ...(spec.ttl !== undefined ? { ttl: spec.ttl } : {}),
+    ...(spec.lockDelay !== undefined ? { lockDelay: spec.lockDelay } : {}),
     ...(spec.value !== undefined ? { value: spec.value } : {}),
     ...(spec.rideThrough ? { rideThrough: true } : {}),
     ...(spec.serviceChecks !== undefined ? { serviceChecks: spec.serviceChecks } : {}),

@@ -20,6 +20,8 @@ export interface RunPlan {
   /** `--follow-limit`: take the limit `.lock` states (`SemaphoreOptions.followLimit`). */
   readonly followLimit: boolean
   readonly ttl: string | undefined
+  /** `--lock-delay`: the session's lock-delay (`ContenderOptions.lockDelay`); undefined: Consul's. */
+  readonly lockDelay: string | undefined
   readonly sessionName: string
   readonly value: string | undefined
   /** undefined: wait for ever; 0: try once. */
@@ -45,6 +47,7 @@ export const runFlagSpec = {
   leader: { type: 'boolean' },
   'follow-limit': { type: 'boolean' },
   ttl: { type: 'string' },
+  'lock-delay': { type: 'string' },
   name: { type: 'string' },
   value: { type: 'string' },
   timeout: { type: 'string' },
@@ -93,11 +96,15 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
     throw new UsageError('no command to run: give it after --, e.g. `-- ./backup.sh`.', 'run')
   }
 
-  const ttl = stringFlag(values, 'ttl')
-  // The range (10s to 24h) is the library's to check; a negative or malformed one is said plainly.
-  if (ttl !== undefined && durationMs(ttl) === undefined) {
-    throw new UsageError(badValue('ttl', shown(ttl)), 'run')
-  }
+  // The ranges (10s to 24h, 0 to 60s) are the library's to check; a negative or malformed
+  // duration is said plainly.
+  const [ttl, lockDelay] = (['ttl', 'lock-delay'] as const).map((name) => {
+    const text = stringFlag(values, name)
+    if (text !== undefined && durationMs(text) === undefined) {
+      throw new UsageError(badValue(name, shown(text)), 'run')
+    }
+    return text
+  })
   const value = stringFlag(values, 'value')
   const nameFlag = stringFlag(values, 'name')
   const healthFlag = stringFlag(values, 'health-addr')
@@ -111,7 +118,14 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
   const serviceChecks = serviceCheckFlags?.length ? serviceCheckFlags : undefined
   // The library's own checks, now, so that a bad option never waits behind a Consul round trip.
   const resolved = resolveContenderOptions(
-    { prefix, ttl, value, sessionName: nameFlag, ...(serviceChecks ? { serviceChecks } : {}) },
+    {
+      prefix,
+      ttl,
+      lockDelay,
+      value,
+      sessionName: nameFlag,
+      ...(serviceChecks ? { serviceChecks } : {}),
+    },
     'rxsem',
   )
   // Like `consul lock`'s default name: the command and the prefix, so `status` says who it is.
@@ -126,6 +140,7 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
     limit,
     followLimit,
     ttl,
+    lockDelay,
     sessionName,
     value,
     timeoutMs: durationFlag(values, 'timeout', 'run'),

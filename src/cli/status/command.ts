@@ -33,7 +33,7 @@ export async function statusCommand(argv: readonly string[]): Promise<number> {
       unreadableKeys(client, prefix),
     ])
     if (E.isLeft(listed)) {
-      process.stderr.write(`rxsem: ${describeError(listed.left)}\n`)
+      process.stderr.write(`rxsem: ${describeError(listed.left, prefix)}\n`)
       return ExitCode.Error
     }
     const status = prefixStatus(listed.right, prefix, limit)

@@ -18,6 +18,7 @@ import {
 import { resolveContenderOptions, resolveLimit } from './options/contender-options.js'
 import { serializable } from './serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from './shared/flags.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 export { DRAIN_VALUE } from './core/semaphore/drain-keys.js'
 
@@ -128,6 +129,7 @@ const MAX_TXN_OPS = 64
  *   'Aborted'. On a rejection, the sessions it made are destroyed again.
  */
 export async function drain(options: DrainOptions): Promise<Drain> {
+  rejectUnknownOptions(options, 'drain')
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const given = options.limit === undefined ? undefined : resolveLimit(options.limit)
   const doing = `draining ${prefix}`
@@ -142,8 +144,8 @@ export async function drain(options: DrainOptions): Promise<Drain> {
     if (limit === undefined) {
       throw new SemaphoreError(
         'InvalidOptions',
-        `${prefix} has no .lock yet, so its limit is unknown: give the limit (limit, ` +
-          '`rxsem drain --limit <n>`) to drain it. Nothing was written.',
+        `${prefix} has no .lock yet, so its limit is unknown; nothing was written. Give its ` +
+          'limit (option limit) to drain it.',
       )
     }
     const present = drainSessions(listed.entries, prefix)
@@ -247,6 +249,7 @@ export async function drain(options: DrainOptions): Promise<Drain> {
  *   'PermissionDenied', 'Unreachable', 'NotConsul', 'Consul', or 'Aborted'.
  */
 export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
+  rejectUnknownOptions(options, 'liftDrain')
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const doing = `lifting the drain of ${prefix}`
   return withOperatorClient(options.consul, options.signal, { doing, prefix }, async (client, calls) => {

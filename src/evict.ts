@@ -13,6 +13,7 @@ import {
 import { resolveContenderOptions } from './options/contender-options.js'
 import { serializable } from './serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from './shared/flags.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 /**
  * Options of `evict`.
@@ -85,6 +86,7 @@ export interface Eviction {
  *   'Consul' (`.lock` changed under every one of its tries, or a refusal), or 'Aborted'.
  */
 export async function evict(options: EvictOptions): Promise<Eviction> {
+  rejectUnknownOptions(options, 'evict')
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const session = options.session.trim()
   if (session === '') {

@@ -7,6 +7,7 @@ import { problemError } from './errors.js'
 import { CAS_ATTEMPTS, churnError, throwIfRefused, withOperatorClient } from './operator-call.js'
 import { resolveContenderOptions, resolveLimit } from './options/contender-options.js'
 import { serializable } from './serializable-state.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 /**
  * Options of `setLimit`.
@@ -72,6 +73,7 @@ export interface LimitChange {
  *   under every one of its tries, or a refusal), or 'Aborted'.
  */
 export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
+  rejectUnknownOptions(options, 'setLimit')
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const limit = resolveLimit(options.limit)
   const key = lockKey(prefix)

@@ -66,7 +66,9 @@ export type SemaphoreErrorKind =
   | 'WaitTimeout'
   /**
    * `evict` was given a session that neither `.lock` lists as a holder nor holds the leader lock
-   * of the prefix (a waiter, a session of elsewhere, a typo): nothing was written.
+   * of the prefix (a waiter, a session of elsewhere, a typo), or the start of a session ID that
+   * is the start of no session of the prefix, or of several (the message names them): nothing
+   * was written.
    */
   | 'NotHolder'
 

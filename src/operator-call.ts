@@ -111,7 +111,10 @@ export function throwIfRefused(
   if (/permission denied/i.test(what)) {
     throw new SemaphoreError(
       'PermissionDenied',
-      sentences(`${doing}: Consul refused the write of ${target} (${what})`, permissionHint(prefix)),
+      sentences(
+        `${doing}: Consul refused the write of ${target} (${what})`,
+        permissionHint(prefix),
+      ),
     )
   }
 }

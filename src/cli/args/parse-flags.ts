@@ -206,7 +206,10 @@ function unknownFlag(flag: string, argv: readonly string[], spec: OptionSpec): s
   const typed = (word ?? flag).split('=')[0] ?? flag
   const bare = typed.replace(/^--?/, '')
   const near = nearestFlag(bare, longNames)
-  return sentences(`unknown flag ${typed}`, near === undefined ? undefined : `Did you mean --${near}?`)
+  return sentences(
+    `unknown flag ${typed}`,
+    near === undefined ? undefined : `Did you mean --${near}?`,
+  )
 }
 
 /** The known flag closest to `typed` by edit distance, when close enough to be a typo. */

@@ -183,7 +183,9 @@ checks tokens can refuse the evicted holder's writes from now on.
 
 Flags:
   --prefix <p>     KV prefix of the semaphore or leader lock
-  --session <id>   the session id of the holder to evict
+  --session <id>   the session id of the holder to evict: in full, or its start (such as
+                   the 8 characters rxsem run and rxsem watch print) when no other session
+                   of <p> starts the same way
   --json           print one JSON object instead of text:
                    {"prefix","session","lock","floor"} (lock is "semaphore" or "leader";
                    floor is a decimal string)
@@ -192,7 +194,8 @@ Flags:
 ${consulFlagHelp}
 
 Exit status: 0 evicted; 1 error (message on stderr): bad flags, a session that is not a
-holder of <p> (nothing written), a .lock that cannot be read (never written over), Consul
+holder of <p>, or a start of an id that no session or several sessions of <p> share (nothing
+written), a .lock that cannot be read (never written over), Consul
 unreachable or refusing.
 `
 

@@ -39,7 +39,7 @@ export async function evictCommand(argv: readonly string[]): Promise<number> {
   const session = stringFlag(values, 'session')
   if (session === undefined || session.trim() === '') {
     throw new UsageError(
-      '--session is required: the session id of the holder, as `rxsem status` shows it.',
+      '--session is required: the session id of the holder as `rxsem status` shows it, or its start.',
       'evict',
     )
   }

@@ -520,7 +520,7 @@ export function resolveLimit(limit: unknown): number {
 
 function checkLimit(limit: unknown, report: ReportProblem): number {
   if (limit === undefined) {
-    report('limit', 'is missing: give the most holders at once, a whole number of at least 1.')
+    report('limit', 'is missing; give the most holders at once, a whole number of at least 1.')
     return 1
   }
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {

@@ -110,7 +110,7 @@ export type OptionsOf = keyof typeof OPTION_NAMES
 export function rejectUnknownOptions(options: unknown, api: OptionsOf): void {
   if (typeof options !== 'object' || options === null) return
   const known: Readonly<Record<string, true>> = OPTION_NAMES[api]
-  const names = Object.keys(known)
+  const names = Object.keys(known).sort()
   validated((report) => {
     for (const name of Object.keys(options)) {
       if (Object.hasOwn(known, name)) continue

@@ -16,7 +16,7 @@ import { doctorUsage } from '../args/usage.js'
 import { durationMs } from '../../consul/durations.js'
 import { cliWording, ExitCode } from '../report.js'
 
-const doctorFlagSpec = {
+export const doctorFlagSpec = {
   prefix: { type: 'string' },
   json: { type: 'boolean' },
   ttl: { type: 'string' },

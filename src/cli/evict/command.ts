@@ -20,11 +20,7 @@ import { ExitCode } from '../report.js'
  *   failures.
  */
 export async function evictCommand(argv: readonly string[]): Promise<number> {
-  const args = readPrefixCommand(
-    argv,
-    { session: { type: 'string' }, json: { type: 'boolean' } },
-    'evict',
-  )
+  const args = readPrefixCommand(argv, 'evict')
   if (args.help) {
     process.stdout.write(evictUsage)
     return ExitCode.Ok

@@ -19,7 +19,7 @@ import { statusUsage } from '../args/usage.js'
  *   as one line and exit 1.
  */
 export async function statusCommand(argv: readonly string[]): Promise<number> {
-  const args = readPrefixCommand(argv, { json: { type: 'boolean' } }, 'status')
+  const args = readPrefixCommand(argv, 'status')
   if (args.help) {
     process.stdout.write(statusUsage)
     return ExitCode.Ok

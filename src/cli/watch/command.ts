@@ -25,7 +25,7 @@ import { renderFrame, type Connection, type HeldSince, type WatchView } from './
  * @returns 0 when the user quit, 1 after a permanent Consul error (reported on stderr).
  */
 export async function watchCommand(argv: readonly string[]): Promise<number> {
-  const args = readPrefixCommand(argv, {}, 'watch')
+  const args = readPrefixCommand(argv, 'watch')
   if (args.help) {
     process.stdout.write(watchUsage)
     return ExitCode.Ok

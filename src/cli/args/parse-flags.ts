@@ -144,6 +144,7 @@ const valueRules: Readonly<Record<string, string>> = {
   limit: 'a whole number of at least 1, such as 3',
   'health-addr': 'HOST:PORT, such as 127.0.0.1:8080, or :8080 for every interface',
   'service-check': 'the ID of a health check registered on the agent, such as service:web',
+  'node-check': 'the ID of a node health check of the agent, such as serfHealth',
 }
 
 /** `--ttl must be a positive duration such as 15s or 1m (10s to 24h); got -5s.` */

@@ -58,6 +58,10 @@ Flags:
                        (repeatable): when it goes critical, Consul ends the session, the slot
                        goes to the next contender at once and the command is stopped (75);
                        a check critical or unknown at the start is an error (1)
+  --node-check <id>    a node health check the session depends on (repeatable; default
+                       serfHealth): when it goes critical, Consul ends the session
+  --no-node-checks     no node checks: only the TTL ends the session (what rxsem doctor
+                       suggests for an agent whose node checks may flap)
   --health-addr <host:port>
                        serve GET /ready (200 while the slot is held, else 503) and GET /live
                        (200 while contending or holding, 503 once rxsem failed) for probes;

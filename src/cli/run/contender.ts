@@ -42,6 +42,7 @@ export type ContenderSpec = Pick<
   | 'timeoutMs'
   | 'rideThrough'
   | 'serviceChecks'
+  | 'nodeChecks'
 > & { readonly consul: ConsulClient }
 
 /**
@@ -62,6 +63,7 @@ export function createContender(spec: ContenderSpec): CliContender {
     ...(spec.value !== undefined ? { value: spec.value } : {}),
     ...(spec.rideThrough ? { rideThrough: true } : {}),
     ...(spec.serviceChecks !== undefined ? { serviceChecks: spec.serviceChecks } : {}),
+    ...(spec.nodeChecks !== undefined ? { checks: spec.nodeChecks } : {}),
   }
   if (!spec.leader) {
     const sem = contendForSlot(

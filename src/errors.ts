@@ -146,7 +146,7 @@ export function fromConsulError(
   const lead = kind === 'Unreachable' || kind === 'NotConsul' ? '' : `${doing}: `
   const message =
     error._tag === 'PermissionDenied' ? withPermissionHint(error, prefix) : error.message
-  return new SemaphoreError(kind, `${lead}${message}`, { cause: error })
+  return new SemaphoreError(kind, sentences(`${lead}${message}`), { cause: error })
 }
 
 /**

@@ -100,7 +100,7 @@ const isConsulError = (value: unknown): value is ConsulError =>
  * @param prefix - The prefix the command works on, which a refusal's policy hint names.
  */
 export function describeError(error: unknown, prefix?: string): string {
-  return oneLine(cliWording(describe(error, prefix)))
+  return oneLine(cliWording(sentences(describe(error, prefix))))
 }
 
 /**

@@ -4,6 +4,7 @@ import { lockKey } from './core/keys/lock-key.js'
 import { releaseFromLockBody } from './core/lock-body/release-from-lock-body.js'
 import { SemaphoreError, problemError } from './errors.js'
 import {
+  MIN_SESSION_START,
   isFullSessionId,
   resolveSessionPrefix,
   sessionsAt,
@@ -34,8 +35,8 @@ export interface EvictOptions {
   readonly prefix: string
   /**
    * The session of the holder to evict, as `rxsem status` shows it: its full ID, or the start of
-   * it (the 8 characters `rxsem run` and `rxsem watch` print) when no other session of the prefix
-   * starts the same way.
+   * it (the 8 characters `rxsem run` and `rxsem watch` print; 4 at least) when no other session of
+   * the prefix starts the same way.
    */
   readonly session: string
   /** A Consul client; default the process's shared client for the CONSUL_* variables. */
@@ -200,6 +201,17 @@ async function wholeSession(
           `session ${typed} is the start of ${match.candidates.length} sessions of ${prefix}: ` +
             `${match.candidates.join(', ')}; nothing was written`,
           `Give more of the ID, enough to name one of them, or the full ID; ${status}`,
+        ),
+      ),
+    )
+  }
+  if (match.type === 'short') {
+    return Promise.reject(
+      new SemaphoreError(
+        'NotHolder',
+        sentences(
+          `session ${typed} is too short to name a session: give at least ${MIN_SESSION_START} characters of its ID; nothing was written`,
+          status,
         ),
       ),
     )

@@ -156,7 +156,8 @@ function describe(error: unknown, prefix: string | undefined): string {
       case 'CorruptLock':
         return `corrupt lock: ${error.message}`
       case 'ReleaseFailed':
-        return `release failed: ${error.message}`
+        // The library's message starts with what failed: "releasing failed: ...".
+        return error.message
       case 'Unreachable':
         return `Consul is unreachable: ${error.message}`
       case 'NotConsul':

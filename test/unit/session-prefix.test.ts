@@ -42,8 +42,13 @@ describe('resolveSessionPrefix', () => {
 
   it('refuses a start no session has, naming the sessions there are', () => {
     assert.deepEqual(resolveSessionPrefix('ffff', [c, a]), { type: 'none', known: [a, c] })
-    assert.deepEqual(resolveSessionPrefix('', [a]), { type: 'none', known: [a] })
     assert.deepEqual(resolveSessionPrefix('49e9', []), { type: 'none', known: [] })
+  })
+
+  it('refuses a start of fewer than 4 characters, even when one session alone starts so', () => {
+    assert.deepEqual(resolveSessionPrefix('4ca', [a, c]), { type: 'short', known: [a, c] })
+    assert.deepEqual(resolveSessionPrefix('', [a]), { type: 'short', known: [a] })
+    assert.deepEqual(resolveSessionPrefix('4ca8', [a, c]), { type: 'found', session: c })
   })
 
   it('tells a full ID from a start', () => {

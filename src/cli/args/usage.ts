@@ -188,8 +188,8 @@ checks tokens can refuse the evicted holder's writes from now on.
 Flags:
   --prefix <p>     KV prefix of the semaphore or leader lock
   --session <id>   the session id of the holder to evict: in full, or its start (such as
-                   the 8 characters rxsem run and rxsem watch print) when no other session
-                   of <p> starts the same way
+                   the 8 characters rxsem run and rxsem watch print; 4 at least) when no
+                   other session of <p> starts the same way
   --json           print one JSON object instead of text:
                    {"prefix","session","lock","floor"} (lock is "semaphore" or "leader";
                    floor is a decimal string)

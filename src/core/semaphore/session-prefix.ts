@@ -11,12 +11,18 @@ import { decodeLockBody } from '../lock-body/decode-lock-body.js'
  *
  * - `found`: the ID itself, or the one session it is the start of;
  * - `ambiguous`: the start of more than one session (`candidates`, full IDs);
- * - `none`: neither (`known`: the sessions there are, full IDs).
+ * - `none`: neither (`known`: the sessions there are, full IDs);
+ * - `short`: a start of fewer than MIN_SESSION_START characters, which names no session even
+ *   when one session alone starts so: a stray character must not pick the session to evict.
  */
 export type SessionMatch =
   | { readonly type: 'found'; readonly session: string }
+  | { readonly type: 'short'; readonly known: readonly string[] }
   | { readonly type: 'ambiguous'; readonly candidates: readonly string[] }
   | { readonly type: 'none'; readonly known: readonly string[] }
+
+/** The fewest characters of a session ID that name it. */
+export const MIN_SESSION_START = 4
 
 /** A session ID in full, as Consul makes them: a UUID. */
 export const isFullSessionId = (text: string): boolean =>
@@ -24,7 +30,7 @@ export const isFullSessionId = (text: string): boolean =>
 
 /**
  * The session `typed` names among `sessions`: itself when listed, else the one it is the start of
- * (letters in any case); pure.
+ * (letters in any case, at least MIN_SESSION_START of them); pure.
  *
  * @example
  * resolveSessionPrefix('49e92154', ['49e92154-0c4e-…', '4ca8e74b-…']) // { type: 'found', session: '49e92154-0c4e-…' }
@@ -37,6 +43,7 @@ export function resolveSessionPrefix(typed: string, sessions: Iterable<string>):
   const wanted = typed.trim().toLowerCase()
   const exact = known.find((session) => session.toLowerCase() === wanted)
   if (exact !== undefined) return { type: 'found', session: exact }
+  if (wanted.length < MIN_SESSION_START) return { type: 'short', known }
   const candidates =
     wanted === '' ? [] : known.filter((session) => session.toLowerCase().startsWith(wanted))
   if (candidates.length === 1) return { type: 'found', session: candidates[0] as string }

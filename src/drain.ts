@@ -133,112 +133,107 @@ export async function drain(options: DrainOptions): Promise<Drain> {
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const given = options.limit === undefined ? undefined : resolveLimit(options.limit)
   const doing = `draining ${prefix}`
-  return withOperatorClient(
-    options.consul,
-    options.signal,
-    { doing, prefix },
-    async (client, calls) => {
-      const key = lockKey(prefix)
-      // 1. Read the prefix: the limit, and the drain sessions there already.
-      const listed = await calls.call((s) =>
-        client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
+  const what = { doing, prefix }
+  return withOperatorClient(options.consul, options.signal, what, async (client, calls) => {
+    const key = lockKey(prefix)
+    // 1. Read the prefix: the limit, and the drain sessions there already.
+    const listed = await calls.call((s) =>
+      client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
+    )
+    const lock = readDrainable(prefix, listed.entries, given)
+    const limit = lock.record?.limit ?? given
+    if (limit === undefined) {
+      throw new SemaphoreError(
+        'InvalidOptions',
+        `${prefix} has no .lock yet, so its limit is unknown; nothing was written. Give its ` +
+          'limit (option limit) to drain it.',
       )
-      const lock = readDrainable(prefix, listed.entries, given)
-      const limit = lock.record?.limit ?? given
-      if (limit === undefined) {
-        throw new SemaphoreError(
-          'InvalidOptions',
-          `${prefix} has no .lock yet, so its limit is unknown; nothing was written. Give its ` +
-            'limit (option limit) to drain it.',
+    }
+    const present = drainSessions(listed.entries, prefix)
+    const listedNow = new Set(lock.record?.holders ?? [])
+    if (present.length >= limit && present.every((s) => listedNow.has(s))) {
+      return drained(prefix, limit, present, 0, listed.entries, lock.record?.holders ?? [], lock)
+    }
+    // 2. One session per missing slot; destroyed again if the drain does not get written.
+    const made: string[] = []
+    try {
+      for (let i = present.length; i < limit; i++) {
+        calls.checkAborted()
+        made.push(
+          await calls.call((s) =>
+            client.session.create({
+              name: `rxsem drain of ${prefix}`,
+              behavior: 'delete',
+              lockDelay: 0,
+              nodeChecks: [],
+              signal: s,
+            }),
+          ),
         )
       }
-      const present = drainSessions(listed.entries, prefix)
-      const listedNow = new Set(lock.record?.holders ?? [])
-      if (present.length >= limit && present.every((s) => listedNow.has(s))) {
-        return drained(prefix, limit, present, 0, listed.entries, lock.record?.holders ?? [], lock)
+      // 3. Their keys and `.lock` listing them, in one transaction when they fit.
+      const pending = [...made]
+      const lockOp = (session: string): TxnOp => ({
+        verb: 'lock',
+        key: contenderKey(prefix, session),
+        value: DRAIN_VALUE_BYTES,
+        flags: SEMAPHORE_FLAGS,
+        session,
+      })
+      while (pending.length > MAX_TXN_OPS - 1) {
+        const batch = pending.splice(0, MAX_TXN_OPS)
+        await commit(calls, client, batch.map(lockOp), doing, prefix)
       }
-      // 2. One session per missing slot; destroyed again if the drain does not get written.
-      const made: string[] = []
-      try {
-        for (let i = present.length; i < limit; i++) {
-          calls.checkAborted()
-          made.push(
-            await calls.call((s) =>
-              client.session.create({
-                name: `rxsem drain of ${prefix}`,
-                behavior: 'delete',
-                lockDelay: 0,
-                nodeChecks: [],
-                signal: s,
-              }),
-            ),
-          )
-        }
-        // 3. Their keys and `.lock` listing them, in one transaction when they fit.
-        const pending = [...made]
-        const lockOp = (session: string): TxnOp => ({
-          verb: 'lock',
-          key: contenderKey(prefix, session),
-          value: DRAIN_VALUE_BYTES,
-          flags: SEMAPHORE_FLAGS,
-          session,
+      let current: ReadLockBody = lock
+      for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
+        calls.checkAborted()
+        const holders = unique([...(current.record?.holders ?? []), ...present, ...made])
+        const body = encodeLockBody({
+          limit: current.record?.limit ?? limit,
+          holders,
+          shape: current.record?.shape ?? 'go-map',
         })
-        while (pending.length > MAX_TXN_OPS - 1) {
-          const batch = pending.splice(0, MAX_TXN_OPS)
-          await commit(calls, client, batch.map(lockOp), doing, prefix)
-        }
-        let current: ReadLockBody = lock
-        for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
-          calls.checkAborted()
-          const holders = unique([...(current.record?.holders ?? []), ...present, ...made])
-          const body = encodeLockBody({
-            limit: current.record?.limit ?? limit,
+        const answer = await calls.call((s) =>
+          client.kv.txn(
+            [
+              ...pending.map(lockOp),
+              { verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: current.lockIndex },
+            ],
+            { signal: s },
+          ),
+        )
+        if (answer.committed) {
+          const index = answer.results.find((r) => r.key === key)?.modifyIndex ?? current.lockIndex
+          const after = { ...current, lockIndex: index }
+          return drained(
+            prefix,
+            limit,
+            [...present, ...made],
+            made.length,
+            listed.entries,
             holders,
-            shape: current.record?.shape ?? 'go-map',
-          })
-          const answer = await calls.call((s) =>
-            client.kv.txn(
-              [
-                ...pending.map(lockOp),
-                { verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: current.lockIndex },
-              ],
-              { signal: s },
-            ),
+            after,
           )
-          if (answer.committed) {
-            const index =
-              answer.results.find((r) => r.key === key)?.modifyIndex ?? current.lockIndex
-            const after = { ...current, lockIndex: index }
-            return drained(
-              prefix,
-              limit,
-              [...present, ...made],
-              made.length,
-              listed.entries,
-              holders,
-              after,
-            )
-          }
-          throwIfRefused(answer.errors, doing, `${prefix}/`, prefix)
-          if (answer.errors.some((e) => e.opIndex !== pending.length)) {
-            throw new SemaphoreError(
-              'Consul',
-              `${doing}: Consul rolled the write back (${answer.errors.map((e) => e.what).join('; ')}). Nothing was written.`,
-            )
-          }
-          // A lost CAS: another writer came first; read `.lock` again.
-          const entry = await calls.call((s) =>
-            client.kv.get(key, { consistency: 'consistent', signal: s }),
-          )
-          current = readDrainable(prefix, entry === null ? [] : [entry], given)
         }
-        throw churnError(key, 'drain it')
-      } catch (error) {
-        await destroyAll(client, made)
-        throw error
+        throwIfRefused(answer.errors, doing, `${prefix}/`, prefix)
+        if (answer.errors.some((e) => e.opIndex !== pending.length)) {
+          throw new SemaphoreError(
+            'Consul',
+            `${doing}: Consul rolled the write back (${answer.errors.map((e) => e.what).join('; ')}). Nothing was written.`,
+          )
+        }
+        // A lost CAS: another writer came first; read `.lock` again.
+        const entry = await calls.call((s) =>
+          client.kv.get(key, { consistency: 'consistent', signal: s }),
+        )
+        current = readDrainable(prefix, entry === null ? [] : [entry], given)
       }
-    },
-  )
+      throw churnError(key, 'drain it')
+    } catch (error) {
+      await destroyAll(client, made)
+      throw error
+    }
+  })
 }
 
 /**
@@ -258,66 +253,60 @@ export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
   rejectUnknownOptions(options, 'liftDrain')
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const doing = `lifting the drain of ${prefix}`
-  return withOperatorClient(
-    options.consul,
-    options.signal,
-    { doing, prefix },
-    async (client, calls) => {
-      const key = lockKey(prefix)
-      const listed = await calls.call((s) =>
-        client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
+  const what = { doing, prefix }
+  return withOperatorClient(options.consul, options.signal, what, async (client, calls) => {
+    const key = lockKey(prefix)
+    const listed = await calls.call((s) =>
+      client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
+    )
+    const sessions = drainSessions(listed.entries, prefix)
+    if (sessions.length === 0) return serializable({ prefix, sessions, index: undefined })
+    // 1. Destroying the sessions deletes their keys: every contender now sees them dead.
+    for (const session of sessions) {
+      calls.checkAborted()
+      await calls.call((s) => client.session.destroy(session, { signal: s }))
+    }
+    // 2. Their keys, in case one was left (a session whose behavior is not 'delete').
+    for (let i = 0; i < sessions.length; i += MAX_TXN_OPS) {
+      const ops = sessions
+        .slice(i, i + MAX_TXN_OPS)
+        .map((session): TxnOp => ({ verb: 'delete', key: contenderKey(prefix, session) }))
+      await commit(calls, client, ops, doing, prefix)
+    }
+    // 3. `.lock` without them (contenders would prune them anyway; this leaves it tidy).
+    const gone = new Set(sessions)
+    let entry: KVEntry | null = listed.entries.find((e) => e.key === key) ?? null
+    for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
+      calls.checkAborted()
+      if (entry === null || entry.flags === LOCK_FLAGS) break
+      const read = readLockBody(entry, key)
+      if (E.isLeft(read)) throw problemError(read.left)
+      const { record, lockIndex } = read.right
+      if (record === undefined || !record.holders.some((h) => gone.has(h))) break
+      const body = encodeLockBody({
+        ...record,
+        holders: record.holders.filter((h) => !gone.has(h)),
+      })
+      const answer = await calls.call((s) =>
+        client.kv.txn(
+          [{ verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: lockIndex }],
+          {
+            signal: s,
+          },
+        ),
       )
-      const sessions = drainSessions(listed.entries, prefix)
-      if (sessions.length === 0) return serializable({ prefix, sessions, index: undefined })
-      // 1. Destroying the sessions deletes their keys: every contender now sees them dead.
-      for (const session of sessions) {
-        calls.checkAborted()
-        await calls.call((s) => client.session.destroy(session, { signal: s }))
-      }
-      // 2. Their keys, in case one was left (a session whose behavior is not 'delete').
-      for (let i = 0; i < sessions.length; i += MAX_TXN_OPS) {
-        const ops = sessions
-          .slice(i, i + MAX_TXN_OPS)
-          .map((session): TxnOp => ({ verb: 'delete', key: contenderKey(prefix, session) }))
-        await commit(calls, client, ops, doing, prefix)
-      }
-      // 3. `.lock` without them (contenders would prune them anyway; this leaves it tidy).
-      const gone = new Set(sessions)
-      let entry: KVEntry | null = listed.entries.find((e) => e.key === key) ?? null
-      for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
-        calls.checkAborted()
-        if (entry === null || entry.flags === LOCK_FLAGS) break
-        const read = readLockBody(entry, key)
-        if (E.isLeft(read)) throw problemError(read.left)
-        const { record, lockIndex } = read.right
-        if (record === undefined || !record.holders.some((h) => gone.has(h))) break
-        const body = encodeLockBody({
-          ...record,
-          holders: record.holders.filter((h) => !gone.has(h)),
+      if (answer.committed) {
+        return serializable({
+          prefix,
+          sessions,
+          index: answer.results[0]?.modifyIndex ?? lockIndex,
         })
-        const answer = await calls.call((s) =>
-          client.kv.txn(
-            [{ verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: lockIndex }],
-            {
-              signal: s,
-            },
-          ),
-        )
-        if (answer.committed) {
-          return serializable({
-            prefix,
-            sessions,
-            index: answer.results[0]?.modifyIndex ?? lockIndex,
-          })
-        }
-        throwIfRefused(answer.errors, doing, `${prefix}/`, prefix)
-        entry = await calls.call((s) =>
-          client.kv.get(key, { consistency: 'consistent', signal: s }),
-        )
       }
-      return serializable({ prefix, sessions, index: undefined })
-    },
-  )
+      throwIfRefused(answer.errors, doing, `${prefix}/`, prefix)
+      entry = await calls.call((s) => client.kv.get(key, { consistency: 'consistent', signal: s }))
+    }
+    return serializable({ prefix, sessions, index: undefined })
+  })
 }
 
 /** `.lock` as a drain may write it: a semaphore's, readable, of the given limit if any. */

@@ -109,55 +109,51 @@ export async function evict(options: EvictOptions): Promise<Eviction> {
     )
   }
   const doing = `evicting session ${typed} from ${prefix}`
-  return withOperatorClient(
-    options.consul,
-    options.signal,
-    { doing, prefix },
-    async (client, calls) => {
-      const key = lockKey(prefix)
-      const session = isFullSessionId(typed)
-        ? typed
-        : await wholeSession(prefix, typed, async () => {
-            const listed = await calls.call((s) =>
-              client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
-            )
-            return listed.entries
-          })
-      for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
-        calls.checkAborted()
-        const entry = await calls.call((s) =>
-          client.kv.get(key, { consistency: 'consistent', signal: s }),
-        )
-        // 2. A leader lock, or a `.lock` that this very session holds with ?acquire.
-        if (entry !== null && (entry.flags === LOCK_FLAGS || entry.session === session)) {
-          if (entry.session !== session) throw notHolder(prefix, session, entry)
-          await calls.call((s) => client.session.destroy(session, { signal: s }))
-          const floor = await leaderFloor(client, calls.call, key, session)
-          return serializable({ prefix, session, lock: 'leader' as const, floor })
-        }
-        // 1. A semaphore: `.lock` without this session, in the shape read.
-        const snapshot = { index: entry?.modifyIndex ?? 1n, entries: entry === null ? [] : [entry] }
-        const release = releaseFromLockBody(snapshot, { prefix, session })
-        if (release.type === 'NotListed') throw notHolder(prefix, session, entry)
-        if (release.type !== 'WriteRelease') throw problemError(release)
-        // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
-        const answer = await calls.call((s) =>
-          client.kv.txn(
-            [{ verb: 'cas', key, value: release.body, flags: SEMAPHORE_FLAGS, index: release.cas }],
-            { signal: s },
-          ),
-        )
-        if (answer.committed) {
-          const floor = answer.results[0]?.modifyIndex ?? release.cas
-          await calls.call((s) => client.session.destroy(session, { signal: s }))
-          return serializable({ prefix, session, lock: 'semaphore' as const, floor })
-        }
-        throwIfRefused(answer.errors, doing, key, prefix)
-        // Otherwise a lost CAS: another writer came first; read again.
+  const what = { doing, prefix }
+  return withOperatorClient(options.consul, options.signal, what, async (client, calls) => {
+    const key = lockKey(prefix)
+    const session = isFullSessionId(typed)
+      ? typed
+      : await wholeSession(prefix, typed, async () => {
+          const listed = await calls.call((s) =>
+            client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
+          )
+          return listed.entries
+        })
+    for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
+      calls.checkAborted()
+      const entry = await calls.call((s) =>
+        client.kv.get(key, { consistency: 'consistent', signal: s }),
+      )
+      // 2. A leader lock, or a `.lock` that this very session holds with ?acquire.
+      if (entry !== null && (entry.flags === LOCK_FLAGS || entry.session === session)) {
+        if (entry.session !== session) throw notHolder(prefix, session, entry)
+        await calls.call((s) => client.session.destroy(session, { signal: s }))
+        const floor = await leaderFloor(client, calls.call, key, session)
+        return serializable({ prefix, session, lock: 'leader' as const, floor })
       }
-      throw churnError(key, `evict ${session}`)
-    },
-  )
+      // 1. A semaphore: `.lock` without this session, in the shape read.
+      const snapshot = { index: entry?.modifyIndex ?? 1n, entries: entry === null ? [] : [entry] }
+      const release = releaseFromLockBody(snapshot, { prefix, session })
+      if (release.type === 'NotListed') throw notHolder(prefix, session, entry)
+      if (release.type !== 'WriteRelease') throw problemError(release)
+      // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
+      const answer = await calls.call((s) =>
+        client.kv.txn(
+          [{ verb: 'cas', key, value: release.body, flags: SEMAPHORE_FLAGS, index: release.cas }],
+          { signal: s },
+        ),
+      )
+      if (answer.committed) {
+        const floor = answer.results[0]?.modifyIndex ?? release.cas
+        await calls.call((s) => client.session.destroy(session, { signal: s }))
+        return serializable({ prefix, session, lock: 'semaphore' as const, floor })
+      }
+      throwIfRefused(answer.errors, doing, key, prefix)
+      // Otherwise a lost CAS: another writer came first; read again.
+    }
+    throw churnError(key, `evict ${session}`)
+  })
 }
 
 /**

@@ -78,40 +78,36 @@ export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
   const limit = resolveLimit(options.limit)
   const key = lockKey(prefix)
   const doing = `setting the limit of ${prefix}`
-  return withOperatorClient(
-    options.consul,
-    options.signal,
-    { doing, prefix },
-    async (client, calls) => {
-      for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
-        calls.checkAborted()
-        const entry = await calls.call((s) =>
-          client.kv.get(key, { consistency: 'consistent', signal: s }),
-        )
-        const write = relimitLockBody(entry ?? undefined, key, limit)
-        if (E.isLeft(write)) throw problemError(write.left)
-        const changed = (index: bigint): LimitChange =>
-          serializable({
-            prefix,
-            previous: write.right.previous,
-            limit,
-            holders: write.right.holders,
-            index,
-          })
-        // Already so: no write, so no contender wakes for nothing.
-        if (write.right.previous === limit) return changed(write.right.cas)
-        // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
-        const { body, cas } = write.right
-        const answer = await calls.call((s) =>
-          client.kv.txn([{ verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: cas }], {
-            signal: s,
-          }),
-        )
-        if (answer.committed) return changed(answer.results[0]?.modifyIndex ?? cas)
-        throwIfRefused(answer.errors, doing, key, prefix)
-        // Otherwise a lost CAS: another writer came first; read again.
-      }
-      throw churnError(key, 'set its limit')
-    },
-  )
+  const what = { doing, prefix }
+  return withOperatorClient(options.consul, options.signal, what, async (client, calls) => {
+    for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
+      calls.checkAborted()
+      const entry = await calls.call((s) =>
+        client.kv.get(key, { consistency: 'consistent', signal: s }),
+      )
+      const write = relimitLockBody(entry ?? undefined, key, limit)
+      if (E.isLeft(write)) throw problemError(write.left)
+      const changed = (index: bigint): LimitChange =>
+        serializable({
+          prefix,
+          previous: write.right.previous,
+          limit,
+          holders: write.right.holders,
+          index,
+        })
+      // Already so: no write, so no contender wakes for nothing.
+      if (write.right.previous === limit) return changed(write.right.cas)
+      // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
+      const { body, cas } = write.right
+      const answer = await calls.call((s) =>
+        client.kv.txn([{ verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: cas }], {
+          signal: s,
+        }),
+      )
+      if (answer.committed) return changed(answer.results[0]?.modifyIndex ?? cas)
+      throwIfRefused(answer.errors, doing, key, prefix)
+      // Otherwise a lost CAS: another writer came first; read again.
+    }
+    throw churnError(key, 'set its limit')
+  })
 }

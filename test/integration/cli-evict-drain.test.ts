@@ -4,7 +4,7 @@
 // holder finishes, `status` shows the drain, and `--lift` lets the waiter in.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { CLI_START_MS, killAllCli, runCli, startCli, type CliRun } from '../support/cli.js'
+import { CLI_START_MS, killAllCli, runCli, startCliFor, type CliRun } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { testPrefix } from '../support/consul-agent.js'
 import {
@@ -53,15 +53,11 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     flags: readonly string[] = [],
     addr = agent.addr,
   ): CliRun => {
-    const started = startCli(
+    return startCliFor(
+      t,
       ['run', '-n', '1', '--prefix', prefix, '--value', value, ...flags, '--shell', '--', command],
       { addr },
     )
-    t.after(async () => {
-      started.child.kill('SIGTERM')
-      await started.exited
-    })
-    return started
   }
 
   it('evicts the session status shows: the command stops at once (75), the next holder’s token is above the floor', async (t) => {
@@ -117,11 +113,7 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
   it('evicts by the 8 characters rxsem watch prints; refuses a start no session has, naming the sessions', async (t) => {
     const prefix = testPrefix(t, agent.url, 'cli-evict-short')
     const first = run(t, prefix, 'first', 'sleep 300')
-    const watch = startCli(['watch', '--prefix', prefix], { addr: agent.addr })
-    t.after(async () => {
-      watch.child.kill('SIGTERM')
-      await watch.exited
-    })
+    const watch = startCliFor(t, ['watch', '--prefix', prefix], { addr: agent.addr })
     // The holder's row in the piped frame starts with the 8 characters watch prints.
     const short = await eventually(
       'a watch frame with the holder',

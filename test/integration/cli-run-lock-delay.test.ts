@@ -3,7 +3,7 @@
 // default 15 s later.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { CLI_START_MS, killAllCli, startCli, type CliRun } from '../support/cli.js'
+import { CLI_START_MS, killAllCli, startCliFor } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { testPrefix } from '../support/consul-agent.js'
 import { destroyRawSession, eventually, listPrefix, sessionsNamed } from '../support/observe.js'
@@ -22,8 +22,9 @@ describe('rxsem run --lock-delay', { timeout: SUITE_TIMEOUT_MS }, () => {
   after(() => killAllCli())
   const agent = agentSuite()
 
-  const leader = (t: { after: (fn: () => unknown) => void }, prefix: string, name: string) => {
-    const started: CliRun = startCli(
+  const leader = (t: { after: (fn: () => unknown) => void }, prefix: string, name: string) =>
+    startCliFor(
+      t,
       [
         'run',
         '--leader',
@@ -39,12 +40,6 @@ describe('rxsem run --lock-delay', { timeout: SUITE_TIMEOUT_MS }, () => {
       ],
       { addr: agent.addr },
     )
-    t.after(async () => {
-      started.child.kill('SIGTERM')
-      await started.exited
-    })
-    return started
-  }
 
   it('makes the session with it, and after kill -9 of the leader the next one leads as soon as the session ends', async (t) => {
     const prefix = testPrefix(t, agent.url, 'cli-lock-delay')

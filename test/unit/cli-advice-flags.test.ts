@@ -51,9 +51,7 @@ const sources = [
 ]
 
 describe('the flags the docs and the messages recommend', () => {
-  const all = sources.flatMap((file) =>
-    mentions(readFileSync(file, 'utf8'), relative(root, file)),
-  )
+  const all = sources.flatMap((file) => mentions(readFileSync(file, 'utf8'), relative(root, file)))
 
   it('finds the advice it checks (doctor on the lock-delay, the docs on evict and run)', () => {
     const seen = (where: string, command: string, flag: string): boolean =>

@@ -14,7 +14,6 @@ import { planRun } from '../../src/cli/run/plan.js'
 import type { ConsulError } from '../../src/consul/errors.js'
 import { requestError, statusError } from '../../src/consul/http-errors.js'
 import type { HttpAnswer } from '../../src/consul/http-request.js'
-import type { PrefixProblem } from '../../src/core/events.js'
 import {
   abortedError,
   fromConsulError,
@@ -270,7 +269,7 @@ describe('the messages, as a set', () => {
           lockLimit: 2,
           localLimit: 3,
           reason: 'not JSON',
-        } as PrefixProblem),
+        }),
       ),
     ]),
     ['aborted', abortedError(signal, 'waiting for a slot').message],

@@ -57,7 +57,7 @@ export function signalExitCode(signal: NodeJS.Signals): number {
 export type Verbosity = 'quiet' | 'normal' | 'verbose'
 
 export interface Reporter {
-  /** A failure: always printed. */
+  /** A failure, in sentences (ended with a full stop if it has none): always printed. */
   error(message: string): void
   /** A key step (waiting, acquired, lost, stopping): printed unless quiet. */
   info(message: string): void
@@ -80,7 +80,7 @@ export function createReporter(
   }
   const nothing = (): void => {}
   return {
-    error: say,
+    error: (message) => say(sentences(message)),
     info: verbosity === 'quiet' ? nothing : say,
     detail: verbosity === 'verbose' ? say : nothing,
   }

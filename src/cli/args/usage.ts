@@ -60,8 +60,8 @@ Flags:
                        a check critical or unknown at the start is an error (1)
   --node-check <id>    a node health check the session depends on (repeatable; default
                        serfHealth): when it goes critical, Consul ends the session
-  --no-node-checks     no node checks: only the TTL ends the session (what rxsem doctor
-                       suggests for an agent whose node checks may flap)
+  --no-node-checks     no node checks: only the TTL ends the session, whatever happens to
+                       the agent's node
   --health-addr <host:port>
                        serve GET /ready (200 while the slot is held, else 503) and GET /live
                        (200 while contending or holding, 503 once rxsem failed) for probes;

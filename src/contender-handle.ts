@@ -18,6 +18,7 @@ import { SemaphoreError, toSemaphoreError } from './errors.js'
 import { serializable } from './serializable-state.js'
 import { sharedStates } from './shared-states.js'
 import { slotGuard, type SlotGuard } from './slot-guard.js'
+import { sentences } from './shared/sentences.js'
 
 /** What the streams of a handle other than `state$` (such as `leader$`) get from it. */
 export interface ContenderLifecycle {
@@ -258,7 +259,7 @@ export function contenderHandle<S extends HeldState>(
       if (failed && E.isLeft(failed)) {
         throw new SemaphoreError(
           'ReleaseFailed',
-          `releasing failed: ${failed.left.message} ${spec.releaseFailedHint}`,
+          sentences(`releasing failed: ${failed.left.message}`, spec.releaseFailedHint),
           { cause: failed.left },
         )
       }

@@ -32,6 +32,7 @@ import {
   type Duration,
   type ReportProblem,
 } from './options/contender-options.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 export type { DoctorCheck, DoctorFinding, DoctorSeverity } from './doctor/finding.js'
 
@@ -108,6 +109,7 @@ export interface DoctorOptions {
  * @returns The findings, with how many are problems and warnings.
  */
 export async function doctor(options: DoctorOptions = {}): Promise<DoctorReport> {
+  rejectUnknownOptions(options, 'doctor')
   const resolved = resolveContenderOptions(
     {
       prefix: options.prefix ?? 'rxsem-doctor',

@@ -18,6 +18,7 @@ import {
 import { resolveContenderOptions, resolveLimit } from './options/contender-options.js'
 import { serializable } from './serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from './shared/flags.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 export { DRAIN_VALUE } from './core/semaphore/drain-keys.js'
 
@@ -128,10 +129,12 @@ const MAX_TXN_OPS = 64
  *   'Aborted'. On a rejection, the sessions it made are destroyed again.
  */
 export async function drain(options: DrainOptions): Promise<Drain> {
+  rejectUnknownOptions(options, 'drain')
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const given = options.limit === undefined ? undefined : resolveLimit(options.limit)
   const doing = `draining ${prefix}`
-  return withOperatorClient(options.consul, options.signal, doing, async (client, calls) => {
+  const what = { doing, prefix }
+  return withOperatorClient(options.consul, options.signal, what, async (client, calls) => {
     const key = lockKey(prefix)
     // 1. Read the prefix: the limit, and the drain sessions there already.
     const listed = await calls.call((s) =>
@@ -142,8 +145,8 @@ export async function drain(options: DrainOptions): Promise<Drain> {
     if (limit === undefined) {
       throw new SemaphoreError(
         'InvalidOptions',
-        `${prefix} has no .lock yet, so its limit is unknown: give the limit (limit, ` +
-          '`rxsem drain --limit <n>`) to drain it. Nothing was written.',
+        `${prefix} has no .lock yet, so its limit is unknown; nothing was written. Give its ` +
+          'limit (option limit) to drain it.',
       )
     }
     const present = drainSessions(listed.entries, prefix)
@@ -212,7 +215,7 @@ export async function drain(options: DrainOptions): Promise<Drain> {
             after,
           )
         }
-        throwIfRefused(answer.errors, doing, `${prefix}/`)
+        throwIfRefused(answer.errors, doing, `${prefix}/`, prefix)
         if (answer.errors.some((e) => e.opIndex !== pending.length)) {
           throw new SemaphoreError(
             'Consul',
@@ -247,9 +250,11 @@ export async function drain(options: DrainOptions): Promise<Drain> {
  *   'PermissionDenied', 'Unreachable', 'NotConsul', 'TlsRejected', 'Consul', or 'Aborted'.
  */
 export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
+  rejectUnknownOptions(options, 'liftDrain')
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const doing = `lifting the drain of ${prefix}`
-  return withOperatorClient(options.consul, options.signal, doing, async (client, calls) => {
+  const what = { doing, prefix }
+  return withOperatorClient(options.consul, options.signal, what, async (client, calls) => {
     const key = lockKey(prefix)
     const listed = await calls.call((s) =>
       client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
@@ -297,7 +302,7 @@ export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
           index: answer.results[0]?.modifyIndex ?? lockIndex,
         })
       }
-      throwIfRefused(answer.errors, doing, `${prefix}/`)
+      throwIfRefused(answer.errors, doing, `${prefix}/`, prefix)
       entry = await calls.call((s) => client.kv.get(key, { consistency: 'consistent', signal: s }))
     }
     return serializable({ prefix, sessions, index: undefined })
@@ -350,7 +355,7 @@ async function commit(
 ): Promise<void> {
   const answer = await calls.call((s) => client.kv.txn(ops, { signal: s }))
   if (!answer.committed) {
-    throwIfRefused(answer.errors, doing, `${prefix}/`)
+    throwIfRefused(answer.errors, doing, `${prefix}/`, prefix)
     throw new SemaphoreError(
       'Consul',
       `${doing}: Consul rolled the write back (${answer.errors.map((e) => e.what).join('; ')}).`,

@@ -1,6 +1,7 @@
 import type { ConsulError, PermissionDenied } from './consul/errors.js'
 import { LOCK_FLAGS } from './shared/flags.js'
 import type { PrefixProblem } from './core/events.js'
+import { sentences } from './shared/sentences.js'
 
 /**
  * What kind of failure a SemaphoreError is: what a program branches on (the message is for people).
@@ -72,7 +73,9 @@ export type SemaphoreErrorKind =
   | 'WaitTimeout'
   /**
    * `evict` was given a session that neither `.lock` lists as a holder nor holds the leader lock
-   * of the prefix (a waiter, a session of elsewhere, a typo): nothing was written.
+   * of the prefix (a waiter, a session of elsewhere, a typo), or the start of a session ID that
+   * is the start of no session of the prefix, or of several (the message names them): nothing
+   * was written.
    */
   | 'NotHolder'
 
@@ -103,13 +106,25 @@ export class SemaphoreError extends Error {
 }
 
 /**
- * What a PermissionDenied message adds: the variable that carries the token, and the policy.
- * Exported for `rxsem`, whose own start-up check can be refused the same way.
+ * What a PermissionDenied message adds: the variable that carries the token, and the policy,
+ * with the contenders' prefix filled in where it is known. Exported for `rxsem`, whose own
+ * start-up check can be refused the same way.
+ *
+ * @example
+ * permissionHint('service/db/lock') // 'Give the ACL token ... `key_prefix "service/db/lock/" ...'
+ * @param prefix - The prefix the refused call was for, if known.
+ * @returns One sentence.
  */
-export const PERMISSION_HINT =
-  'Give the ACL token (CONSUL_HTTP_TOKEN or CONSUL_HTTP_TOKEN_FILE) a policy with ' +
-  '`key_prefix "<prefix>/" { policy = "write" }` and `session_prefix "" { policy = "write" }`: ' +
-  'see "ACL policy" in docs/operations.md.'
+export function permissionHint(prefix: string | undefined): string {
+  const keys =
+    prefix === undefined
+      ? 'write rights on the prefix the contenders use (`key_prefix "service/db/lock/" { policy = "write" }` for service/db/lock)'
+      : `\`key_prefix "${prefix}/" { policy = "write" }\``
+  return (
+    'Give the ACL token (CONSUL_HTTP_TOKEN or CONSUL_HTTP_TOKEN_FILE) a policy with ' +
+    `${keys} and \`session_prefix "" { policy = "write" }\`: see "ACL policy" in docs/operations.md.`
+  )
+}
 
 /** The public kind of a permanent ConsulError. */
 function kindOf(error: ConsulError): SemaphoreErrorKind {
@@ -131,26 +146,34 @@ function kindOf(error: ConsulError): SemaphoreErrorKind {
  * that of an agent that cannot be reached, is not one, or speaks another protocol (their messages
  * say so themselves).
  */
-export function fromConsulError(error: ConsulError, doing: string): SemaphoreError {
+export function fromConsulError(
+  error: ConsulError,
+  doing: string,
+  prefix?: string,
+): SemaphoreError {
   const kind = kindOf(error)
   const lead =
     kind === 'Unreachable' || kind === 'NotConsul' || kind === 'TlsRejected' ? '' : `${doing}: `
-  const message = error._tag === 'PermissionDenied' ? withPermissionHint(error) : error.message
-  return new SemaphoreError(kind, `${lead}${message}`, { cause: error })
+  const message =
+    error._tag === 'PermissionDenied' ? withPermissionHint(error, prefix) : error.message
+  return new SemaphoreError(kind, sentences(`${lead}${message}`), { cause: error })
 }
 
 /**
  * A refusal's message with the one remedy that applies: the policy to give a token Consul knows
- * (PERMISSION_HINT); none for a token Consul does not know (`ACL not found`), whose message
+ * (`permissionHint`); none for a token Consul does not know (`ACL not found`), whose message
  * already says to use one that exists. Exported for `rxsem`, which reports refusals too.
  *
  * @example
  * console.error(withPermissionHint(error))
  * @param error - The refusal.
+ * @param prefix - The prefix the refused call was for, if known: the policy names it.
  * @returns Its message, and the policy hint where it applies.
  */
-export function withPermissionHint(error: PermissionDenied): string {
-  return /ACL not found/i.test(error.body) ? error.message : `${error.message}. ${PERMISSION_HINT}`
+export function withPermissionHint(error: PermissionDenied, prefix?: string): string {
+  return /ACL not found/i.test(error.body)
+    ? sentences(error.message)
+    : sentences(error.message, permissionHint(prefix))
 }
 
 /** The SemaphoreError for a prefix problem the core found. */
@@ -182,11 +205,11 @@ export function problemError(problem: PrefixProblem): SemaphoreError {
   }
 }
 
-/** Any error of the contender as the public SemaphoreError. */
-export function toSemaphoreError(error: unknown): SemaphoreError {
+/** Any error of the contender at `prefix` as the public SemaphoreError. */
+export function toSemaphoreError(error: unknown, prefix?: string): SemaphoreError {
   if (error instanceof SemaphoreError) return error
   if (typeof error === 'object' && error !== null && '_tag' in error) {
-    return fromConsulError(error as ConsulError, 'Consul refused the semaphore')
+    return fromConsulError(error as ConsulError, 'Consul refused the semaphore', prefix)
   }
   return new SemaphoreError('Consul', `unexpected failure: ${String(error)}`, { cause: error })
 }
@@ -212,8 +235,7 @@ export function abortedError(signal: AbortSignal, what: string, hint?: string): 
         : 'aborted'
   return new SemaphoreError(
     'Aborted',
-    `${what} was aborted by its signal (${why}); its session and key are released.` +
-      (hint === undefined ? '' : ` ${hint}`),
+    sentences(`${what} was aborted by its signal (${why}); its session and key are released`, hint),
     { cause: reason },
   )
 }

@@ -4,6 +4,13 @@ import { lockKey } from './core/keys/lock-key.js'
 import { releaseFromLockBody } from './core/lock-body/release-from-lock-body.js'
 import { SemaphoreError, problemError } from './errors.js'
 import {
+  MIN_SESSION_START,
+  isFullSessionId,
+  resolveSessionPrefix,
+  sessionsAt,
+} from './core/semaphore/session-prefix.js'
+import { sentences } from './shared/sentences.js'
+import {
   CAS_ATTEMPTS,
   churnError,
   throwIfRefused,
@@ -13,6 +20,7 @@ import {
 import { resolveContenderOptions } from './options/contender-options.js'
 import { serializable } from './serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from './shared/flags.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 /**
  * Options of `evict`.
@@ -25,7 +33,11 @@ import { LOCK_FLAGS, SEMAPHORE_FLAGS } from './shared/flags.js'
 export interface EvictOptions {
   /** The prefix of the semaphore or leader lock. */
   readonly prefix: string
-  /** The session of the holder to evict, as `rxsem status` shows it. */
+  /**
+   * The session of the holder to evict, as `rxsem status` shows it: its full ID, or the start of
+   * it (the 8 characters `rxsem run` and `rxsem watch` print; 4 at least) when no other session of
+   * the prefix starts the same way.
+   */
   readonly session: string
   /** A Consul client; default the process's shared client for the CONSUL_* variables. */
   readonly consul?: ConsulClient
@@ -71,8 +83,10 @@ export interface Eviction {
  * 2. Leader lock (`.lock` held with `?acquire` by that session): destroy the session, which
  *    releases `.lock`; the next leader acquires it after the session's lock-delay.
  *
- * A session that `.lock` neither lists nor is held by gets SemaphoreError 'NotHolder', and
- * nothing is written or destroyed.
+ * A session ID may be given in full or by its start: a start is looked up among the sessions of
+ * the prefix (`.lock`'s holders and the contender keys), and one that is the start of none or of
+ * several is refused with SemaphoreError 'NotHolder' naming them. A session that `.lock` neither
+ * lists nor is held by gets SemaphoreError 'NotHolder' too, and nothing is written or destroyed.
  *
  * @example
  * ```ts
@@ -85,17 +99,27 @@ export interface Eviction {
  *   'Consul' (`.lock` changed under every one of its tries, or a refusal), or 'Aborted'.
  */
 export async function evict(options: EvictOptions): Promise<Eviction> {
+  rejectUnknownOptions(options, 'evict')
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
-  const session = options.session.trim()
-  if (session === '') {
+  const typed = typeof options.session === 'string' ? options.session.trim() : ''
+  if (typed === '') {
     throw new SemaphoreError(
       'InvalidOptions',
       'session must be the id of the session to evict, as `rxsem status` shows it; got an empty one.',
     )
   }
-  const doing = `evicting session ${session} from ${prefix}`
-  return withOperatorClient(options.consul, options.signal, doing, async (client, calls) => {
+  const doing = `evicting session ${typed} from ${prefix}`
+  const what = { doing, prefix }
+  return withOperatorClient(options.consul, options.signal, what, async (client, calls) => {
     const key = lockKey(prefix)
+    const session = isFullSessionId(typed)
+      ? typed
+      : await wholeSession(prefix, typed, async () => {
+          const listed = await calls.call((s) =>
+            client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
+          )
+          return listed.entries
+        })
     for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
       calls.checkAborted()
       const entry = await calls.call((s) =>
@@ -125,7 +149,7 @@ export async function evict(options: EvictOptions): Promise<Eviction> {
         await calls.call((s) => client.session.destroy(session, { signal: s }))
         return serializable({ prefix, session, lock: 'semaphore' as const, floor })
       }
-      throwIfRefused(answer.errors, doing, key)
+      throwIfRefused(answer.errors, doing, key, prefix)
       // Otherwise a lost CAS: another writer came first; read again.
     }
     throw churnError(key, `evict ${session}`)
@@ -151,6 +175,56 @@ async function leaderFloor(
     return after.modifyIndex
   }
   return after.modifyIndex - 1n
+}
+
+/**
+ * The session a short ID names among the sessions of `prefix` (its holders, and its contender
+ * keys): throws NotHolder, writing nothing, when it names none or more than one.
+ */
+async function wholeSession(
+  prefix: string,
+  typed: string,
+  list: () => Promise<readonly KVEntry[]>,
+): Promise<string> {
+  const match = resolveSessionPrefix(typed, sessionsAt(await list(), prefix))
+  if (match.type === 'found') return match.session
+  const status = `\`rxsem status --prefix ${prefix}\` shows them`
+  if (match.type === 'ambiguous') {
+    return Promise.reject(
+      new SemaphoreError(
+        'NotHolder',
+        sentences(
+          `session ${typed} is the start of ${match.candidates.length} sessions of ${prefix}: ` +
+            `${match.candidates.join(', ')}; nothing was written`,
+          `Give more of the ID, enough to name one of them, or the full ID; ${status}`,
+        ),
+      ),
+    )
+  }
+  if (match.type === 'short') {
+    return Promise.reject(
+      new SemaphoreError(
+        'NotHolder',
+        sentences(
+          `session ${typed} is too short to name a session: give at least ${MIN_SESSION_START} characters of its ID; nothing was written`,
+          status,
+        ),
+      ),
+    )
+  }
+  const there =
+    match.known.length === 0
+      ? `${prefix} has no sessions (no holder, no waiter)`
+      : `the sessions of ${prefix} are ${match.known.join(', ')}`
+  return Promise.reject(
+    new SemaphoreError(
+      'NotHolder',
+      sentences(
+        `no session of ${prefix} is ${typed} or starts with it: ${there}; nothing was written`,
+        `Give the full session ID, or its start (such as the 8 characters \`rxsem watch\` and \`rxsem run\` print); ${status}`,
+      ),
+    ),
+  )
 }
 
 function notHolder(prefix: string, session: string, lock: KVEntry | null): SemaphoreError {

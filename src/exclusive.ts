@@ -32,6 +32,7 @@ import {
   type ContenderOptions,
   type ResolvedContenderOptions,
 } from './options/contender-options.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 /**
  * Options of `exclusive(...)`. Session options (`ttl`, `lockDelay`, ...) are those of contenders.
@@ -217,6 +218,7 @@ export type ExclusiveResult<T, R> =
 export function exclusive<T, R>(
   options: ExclusiveOptions<T, R>,
 ): OperatorFunction<T, ExclusiveResult<T, R>> {
+  rejectUnknownOptions(options, 'exclusive')
   const resolved = resolveExclusiveOptions(options)
   return (tasks) =>
     defer(() => {

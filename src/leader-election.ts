@@ -26,6 +26,7 @@ import {
   type ContenderFailure,
   type ContenderInternals,
 } from './semaphore.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 /**
  * Options of `leaderElection(...)`: those of every contender. `value` is written to the lock key
@@ -194,6 +195,7 @@ const idle: LeaderElectionState = {
  *   one; nothing is sent to Consul then.
  */
 export function leaderElection(options: LeaderElectionOptions): LeaderElection {
+  rejectUnknownOptions(options, 'leaderElection')
   return contendForLead(options, {})
 }
 
@@ -236,7 +238,7 @@ export function contendForLead(
       )
       .pipe(takeUntil(closing.pipe(filter(Boolean))))
   }).pipe(
-    catchError((error: unknown) => throwError(() => toSemaphoreError(error))),
+    catchError((error: unknown) => throwError(() => toSemaphoreError(error, resolved.prefix))),
     share({
       connector: () => new ReplaySubject<Leader | null>(1),
       resetOnRefCountZero: true,

@@ -20,7 +20,8 @@ import type { ConsulClient } from './consul/client-api.js'
 import { acquireDefaultClient } from './consul/default-client.js'
 import type { ConsulError } from './consul/errors.js'
 import { fromCall, isConsulError, orThrow, retryTransient } from './effects/call-policy.js'
-import { PERMISSION_HINT, SemaphoreError, abortedError, fromConsulError } from './errors.js'
+import { SemaphoreError, abortedError, fromConsulError, permissionHint } from './errors.js'
+import { sentences } from './shared/sentences.js'
 
 /** One Consul call of an operator command, run to its answer. */
 export type OperatorCall = <A>(
@@ -41,19 +42,20 @@ export interface OperatorCalls {
  * with `doing`.
  *
  * @example
- * await withOperatorClient(undefined, undefined, 'evicting a holder', async (client, calls) =>
+ * const what = { doing: 'evicting a holder', prefix: 'svc/jobs' }
+ * await withOperatorClient(undefined, undefined, what, async (client, calls) =>
  *   calls.call((signal) => client.kv.get('svc/jobs/.lock', { signal })),
  * )
  * @param consul - The caller's client, if any.
  * @param signal - The caller's signal, if any.
- * @param doing - What the command does, leading its error messages.
+ * @param what - What the command does, leading its error messages, and the prefix it works on.
  * @param work - The command.
  * @returns What `work` returns.
  */
 export async function withOperatorClient<A>(
   consul: ConsulClient | undefined,
   signal: AbortSignal | undefined,
-  doing: string,
+  { doing, prefix }: { readonly doing: string; readonly prefix: string },
   work: (client: ConsulClient, calls: OperatorCalls) => Promise<A>,
 ): Promise<A> {
   const lease = consul === undefined ? acquireDefaultClient() : undefined
@@ -61,7 +63,7 @@ export async function withOperatorClient<A>(
   try {
     return await work(client, operatorCalls(signal, doing))
   } catch (error) {
-    throw isConsulError(error) ? fromConsulError(error, doing) : error
+    throw isConsulError(error) ? fromConsulError(error, doing, prefix) : error
   } finally {
     await lease?.release()
   }
@@ -93,21 +95,26 @@ export const CAS_ATTEMPTS = 10
  * write; any other rollback is left to the caller (a lost CAS: read again).
  *
  * @example
- * if (!answer.committed) throwIfRefused(answer.errors, 'evicting a holder', 'svc/jobs/.lock')
+ * if (!answer.committed) throwIfRefused(answer.errors, 'evicting a holder', 'svc/jobs/.lock', 'svc/jobs')
  * @param errors - The rolled-back transaction's errors.
  * @param doing - What the command does, leading the message.
  * @param target - What it wrote, as the message names it.
+ * @param prefix - The prefix it wrote under, which the policy hint names.
  */
 export function throwIfRefused(
   errors: readonly { readonly what: string }[],
   doing: string,
   target: string,
+  prefix: string,
 ): void {
   const what = errors.map((e) => e.what).join('; ')
   if (/permission denied/i.test(what)) {
     throw new SemaphoreError(
       'PermissionDenied',
-      `${doing}: Consul refused the write of ${target} (${what}). ${PERMISSION_HINT}`,
+      sentences(
+        `${doing}: Consul refused the write of ${target} (${what})`,
+        permissionHint(prefix),
+      ),
     )
   }
 }

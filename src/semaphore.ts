@@ -13,6 +13,7 @@ import {
   type ReportProblem,
   type SemaphoreOptions,
 } from './options/contender-options.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 /**
  * What one contender knows about its semaphore, after every change.
@@ -263,6 +264,7 @@ const idle = (limit: number): SemaphoreState => ({
  *   one; nothing is sent to Consul then.
  */
 export function semaphore(options: SemaphoreOptions): Semaphore {
+  rejectUnknownOptions(options, 'semaphore')
   return contendForSlot(options, {})
 }
 

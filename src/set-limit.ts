@@ -7,6 +7,7 @@ import { problemError } from './errors.js'
 import { CAS_ATTEMPTS, churnError, throwIfRefused, withOperatorClient } from './operator-call.js'
 import { resolveContenderOptions, resolveLimit } from './options/contender-options.js'
 import { serializable } from './serializable-state.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 /**
  * Options of `setLimit`.
@@ -72,11 +73,13 @@ export interface LimitChange {
  *   under every one of its tries, or a refusal), or 'Aborted'.
  */
 export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
+  rejectUnknownOptions(options, 'setLimit')
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const limit = resolveLimit(options.limit)
   const key = lockKey(prefix)
   const doing = `setting the limit of ${prefix}`
-  return withOperatorClient(options.consul, options.signal, doing, async (client, calls) => {
+  const what = { doing, prefix }
+  return withOperatorClient(options.consul, options.signal, what, async (client, calls) => {
     for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
       calls.checkAborted()
       const entry = await calls.call((s) =>
@@ -102,7 +105,7 @@ export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
         }),
       )
       if (answer.committed) return changed(answer.results[0]?.modifyIndex ?? cas)
-      throwIfRefused(answer.errors, doing, key)
+      throwIfRefused(answer.errors, doing, key, prefix)
       // Otherwise a lost CAS: another writer came first; read again.
     }
     throw churnError(key, 'set its limit')

@@ -8,6 +8,7 @@ import {
 import { contendForSlot, type Semaphore } from './semaphore.js'
 import type { SemaphoreOptions } from './options/contender-options.js'
 import { abortedError } from './errors.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 /**
  * One attempt at a slot of the semaphore under `options.prefix`, answered at once: the same
@@ -38,6 +39,11 @@ import { abortedError } from './errors.js'
  */
 export function tryAcquire(options: TryOptions<SemaphoreOptions>): Promise<Semaphore | null> {
   const { signal, ...semaphoreOptions } = options
+  try {
+    rejectUnknownOptions(options, 'tryAcquire')
+  } catch (error: unknown) {
+    return Promise.reject(error)
+  }
   if (signal?.aborted === true) return Promise.reject(abortedError(signal, 'trying for a slot'))
   return made(() => contendForSlot(semaphoreOptions, { tryOnce: true }), signal)
 }
@@ -70,6 +76,11 @@ export function tryLead(
   options: TryOptions<LeaderElectionOptions>,
 ): Promise<LeaderElection | null> {
   const { signal, ...electionOptions } = options
+  try {
+    rejectUnknownOptions(options, 'tryLead')
+  } catch (error: unknown) {
+    return Promise.reject(error)
+  }
   if (signal?.aborted === true) return Promise.reject(abortedError(signal, 'trying to lead'))
   return made(() => contendForLead(electionOptions, { tryOnce: true }), signal)
 }

@@ -10,6 +10,7 @@ import {
 import { onAbort } from './abort-fanout.js'
 import type { SlotGuard } from './slot-guard.js'
 import { slotPool, type JobSlot, type PoolJob, type SlotPool } from './slot-pool.js'
+import { rejectUnknownOptions } from './options/known-options.js'
 
 /**
  * Runs `work` while a slot of the semaphore is held, for callers who do not use RxJS: waits for a
@@ -54,6 +55,7 @@ export function withSlot<T>(
   let waitTimeoutMs = Infinity
   let pool: SlotPool
   try {
+    rejectUnknownOptions(options, 'withSlot')
     // The wait's bound is checked with the semaphore's options: one error names every problem.
     pool = slotPool(semaphoreOptions, (report) => {
       if (waitTimeout !== undefined) {

@@ -12,6 +12,7 @@ import { SemaphoreError, withPermissionHint } from '../errors.js'
 import { flagOfSetting } from './args/consul-flags.js'
 import { UsageError } from './args/parse-flags.js'
 import { WatchdogError } from './run/watchdog.js'
+import { sentences } from '../shared/sentences.js'
 
 /**
  * The exit statuses of `rxsem`. They follow the conventions scripts already test for: 124 is
@@ -56,7 +57,7 @@ export function signalExitCode(signal: NodeJS.Signals): number {
 export type Verbosity = 'quiet' | 'normal' | 'verbose'
 
 export interface Reporter {
-  /** A failure: always printed. */
+  /** A failure, in sentences (ended with a full stop if it has none): always printed. */
   error(message: string): void
   /** A key step (waiting, acquired, lost, stopping): printed unless quiet. */
   info(message: string): void
@@ -79,7 +80,7 @@ export function createReporter(
   }
   const nothing = (): void => {}
   return {
-    error: say,
+    error: (message) => say(sentences(message)),
     info: verbosity === 'quiet' ? nothing : say,
     detail: verbosity === 'verbose' ? say : nothing,
   }
@@ -92,9 +93,14 @@ export const shortSession = (session: string | undefined): string =>
 const isConsulError = (value: unknown): value is ConsulError =>
   typeof value === 'object' && value !== null && '_tag' in value && 'message' in value
 
-/** One line for `error`, without the `rxsem: ` prefix. */
-export function describeError(error: unknown): string {
-  return oneLine(cliWording(describe(error)))
+/**
+ * One line for `error`, without the `rxsem: ` prefix.
+ *
+ * @param error - What went wrong.
+ * @param prefix - The prefix the command works on, which a refusal's policy hint names.
+ */
+export function describeError(error: unknown, prefix?: string): string {
+  return oneLine(cliWording(sentences(describe(error, prefix))))
 }
 
 /**
@@ -126,10 +132,10 @@ export function cliWording(text: string): string {
   return cliPhrases.reduce((out, [phrase, words]) => out.replace(phrase, words), text)
 }
 
-function describe(error: unknown): string {
+function describe(error: unknown, prefix: string | undefined): string {
   if (error instanceof UsageError) {
     const help = error.command === undefined ? 'rxsem --help' : `rxsem ${error.command} --help`
-    return `${error.message} See \`${help}\`.`
+    return sentences(error.message, `See \`${help}\`.`)
   }
   if (error instanceof ConsulConfigError) {
     const flag = flagOfSetting[error.setting]
@@ -150,7 +156,8 @@ function describe(error: unknown): string {
       case 'CorruptLock':
         return `corrupt lock: ${error.message}`
       case 'ReleaseFailed':
-        return `release failed: ${error.message}`
+        // The library's message starts with what failed: "releasing failed: ...".
+        return error.message
       case 'Unreachable':
         return `Consul is unreachable: ${error.message}`
       case 'NotConsul':
@@ -160,11 +167,11 @@ function describe(error: unknown): string {
       case 'Consul':
         return `Consul error: ${error.message}`
       case 'NotHolder':
-        return `not a holder: ${error.message}`
+        return error.message
     }
   }
   if (isConsulError(error)) {
-    return error._tag === 'PermissionDenied' ? withPermissionHint(error) : error.message
+    return error._tag === 'PermissionDenied' ? withPermissionHint(error, prefix) : error.message
   }
   if (error instanceof WatchdogError) return error.message
   return `unexpected failure: ${error instanceof Error ? error.message : String(error)}`

@@ -75,7 +75,7 @@ export async function sessionFindings(
         'checks',
         'problem',
         `Consul refused a session with the contenders' checks (${described}): ${error.body}; every contender would be refused the same way`,
-        "register the check on this agent and make it pass, or leave it out of the contenders' checks (the checks and serviceChecks options; rxsem's --node-check and --service-check)",
+        "register the check on this agent and make it pass, or leave it out of the contenders' checks (the checks and serviceChecks options, or rxsem run --node-check, --no-node-checks and --service-check)",
       )
     } else {
       answered(created)
@@ -181,7 +181,7 @@ function lockDelayFinding(lockDelayMs: number, ttlMs: number, add: Add): void {
         'release (its process died, its TTL ran out, a check failed), Consul refuses its lock to ' +
         'everyone for the lock-delay, so a slot freed that way stays unusable for longer than a ' +
         'whole lease, the time the TTL was chosen to bound',
-      `give the contenders a lock-delay of at most the TTL (${ttl} or less, 0 turns it off: the lockDelay option, rxsem's --lock-delay), or a longer TTL`,
+      `give the contenders a lock-delay of at most the TTL (${ttl} or less, 0 turns it off: the lockDelay option, or rxsem run --lock-delay), or a longer TTL`,
     )
     return
   }

@@ -3,6 +3,7 @@ import type { SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
 import { SemaphoreError } from '../errors.js'
 import { durationMs as parseDuration } from '../consul/durations.js'
+import { sentences } from '../shared/sentences.js'
 import type { TelemetryOptions } from '../telemetry/telemetry-options.js'
 
 /**
@@ -220,12 +221,12 @@ export type ReportProblem = (option: string, problem: string) => void
 export function validated<T>(check: (report: ReportProblem) => T): T {
   const problems: string[] = []
   const result = check((option, problem) => problems.push(`option ${option}: ${problem}`))
-  if (problems.length === 1) throw new SemaphoreError('InvalidOptions', problems[0] as string)
+  if (problems.length === 1) throw new SemaphoreError('InvalidOptions', sentences(problems[0]))
   if (problems.length > 1) {
     throw new SemaphoreError(
       'InvalidOptions',
       `${problems.length} options are wrong (nothing was sent to Consul; correct each and try ` +
-        `again): ${problems.map((problem, i) => `(${i + 1}) ${problem}`).join(' ')}`,
+        `again): ${sentences(...problems.map((problem, i) => `(${i + 1}) ${problem}`))}`,
     )
   }
   return result
@@ -446,7 +447,7 @@ function checkTelemetry(
 ): false | TelemetryOptions | undefined {
   if (telemetry === undefined || telemetry === false) return telemetry
   if (typeof telemetry !== 'object' || telemetry === null) {
-    report('telemetry', 'must be false or { meterProvider?, tracerProvider? }')
+    report('telemetry', 'must be false or { meterProvider?, tracerProvider? }.')
     return undefined
   }
   const { meterProvider, tracerProvider } = telemetry as Record<string, unknown>
@@ -454,10 +455,10 @@ function checkTelemetry(
     provider !== undefined &&
     typeof (provider as Record<string, unknown> | null)?.[method] !== 'function'
   if (lacks(meterProvider, 'getMeter')) {
-    report('telemetry', 'meterProvider must be a MeterProvider (it has no getMeter)')
+    report('telemetry', 'meterProvider must be a MeterProvider (it has no getMeter).')
   }
   if (lacks(tracerProvider, 'getTracer')) {
-    report('telemetry', 'tracerProvider must be a TracerProvider (it has no getTracer)')
+    report('telemetry', 'tracerProvider must be a TracerProvider (it has no getTracer).')
   }
   return telemetry
 }
@@ -518,6 +519,10 @@ export function resolveLimit(limit: unknown): number {
 }
 
 function checkLimit(limit: unknown, report: ReportProblem): number {
+  if (limit === undefined) {
+    report('limit', 'is missing; give the most holders at once, a whole number of at least 1.')
+    return 1
+  }
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1) {
     report('limit', `${JSON.stringify(limit)} must be a whole number of at least 1.`)
     return 1

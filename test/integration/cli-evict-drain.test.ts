@@ -4,7 +4,7 @@
 // holder finishes, `status` shows the drain, and `--lift` lets the waiter in.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { CLI_START_MS, killAllCli, runCli, startCli, type CliRun } from '../support/cli.js'
+import { CLI_START_MS, killAllCli, runCli, startCliFor, type CliRun } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { testPrefix } from '../support/consul-agent.js'
 import {
@@ -53,15 +53,11 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     flags: readonly string[] = [],
     addr = agent.addr,
   ): CliRun => {
-    const started = startCli(
+    return startCliFor(
+      t,
       ['run', '-n', '1', '--prefix', prefix, '--value', value, ...flags, '--shell', '--', command],
       { addr },
     )
-    t.after(async () => {
-      started.child.kill('SIGTERM')
-      await started.exited
-    })
-    return started
   }
 
   it('evicts the session status shows: the command stops at once (75), the next holder’s token is above the floor', async (t) => {
@@ -95,7 +91,7 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(again.stdout, '')
     assert.match(
       again.stderr,
-      new RegExp(`^rxsem: not a holder: session ${session} is not a holder of ${prefix}`),
+      new RegExp(`^rxsem: session ${session} is not a holder of ${prefix}`),
     )
     assert.deepEqual(await readLock(agent.url, prefix), before)
 
@@ -112,6 +108,33 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     const usage = await cli(['evict', '--prefix', prefix])
     assert.equal(usage.code, 1)
     assert.match(usage.stderr, /--session is required/)
+  })
+
+  it('evicts by the 8 characters rxsem watch prints; refuses a start no session has, naming the sessions', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'cli-evict-short')
+    const first = run(t, prefix, 'first', 'sleep 300')
+    const watch = startCliFor(t, ['watch', '--prefix', prefix], { addr: agent.addr })
+    // The holder's row in the piped frame starts with the 8 characters watch prints.
+    const short = await eventually(
+      'a watch frame with the holder',
+      () => /^([0-9a-f]{8}) .*\bfirst\b/m.exec(watch.stdout())?.[1],
+      CLI_START_MS,
+    )
+    const [holder] = (await status(prefix)).holders
+    assert.ok(holder !== undefined && holder.session.startsWith(short), 'watch shows the holder')
+
+    // No session starts so: refused, naming the sessions there are; nothing written.
+    const before = await readLock(agent.url, prefix)
+    const none = await cli(['evict', '--prefix', prefix, '--session', 'ffffffff'])
+    assert.equal(none.code, 1)
+    assert.match(none.stderr, new RegExp(`the sessions of ${prefix} are ${holder.session}\\b`))
+    assert.match(none.stderr, /Give the full session ID, or its start/)
+    assert.deepEqual(await readLock(agent.url, prefix), before)
+
+    const evicted = await cli(['evict', '--prefix', prefix, '--session', short])
+    assert.equal(evicted.code, 0, evicted.stderr)
+    assert.match(evicted.stdout, new RegExp(`^${prefix}: evicted session ${holder.session} \\(`))
+    assert.equal(await first.exited, 75, 'the evicted command was stopped: slot lost')
   })
 
   it('drains: the holder finishes, the waiter is held back and keeps waiting, status shows the drain, --lift lets it in', async (t) => {

@@ -174,6 +174,9 @@ describe('rxsem with a token that may not read the prefix', { timeout: SUITE_TIM
     assert.match(result.stderr, /permission denied/)
     assert.match(result.stderr, /CONSUL_HTTP_TOKEN/)
     assert.match(result.stderr, /"ACL policy" in docs\/operations\.md/)
+    // The policy names the prefix, as status and doctor do, and the line is sentences.
+    assert.ok(result.stderr.includes(`key_prefix "${prefix}/"`), result.stderr)
+    assert.doesNotMatch(result.stderr, /<prefix>|\.[:;]/)
   })
 
   it('rxsem run tells an unknown token to use one that exists, and nothing about a policy', async (t) => {

@@ -9,6 +9,7 @@ import {
   startCli,
   startConsulLock,
   stopAllConsulLocks,
+  type CliRun,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
@@ -116,6 +117,61 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
       holder.child.kill('SIGTERM')
       await holder.exited
       await deleteTree(consul.url, prefix)
+    }
+  })
+
+  it('piped: one frame per change, each index once, complete with the session names, and no key hint', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-watch-piped')
+    const holders = ['piped-a', 'piped-b'].map((value) =>
+      startCli(['run', '-n', '2', '--prefix', prefix, '--value', value, '--', 'sleep', '300'], {
+        addr: consul.addr,
+      }),
+    )
+    t.after(async () => {
+      for (const holder of holders) holder.child.kill('SIGTERM')
+      await Promise.all(holders.map((holder) => holder.exited))
+    })
+    const [a] = holders as [CliRun]
+    await eventually(
+      'the first holder listed in .lock',
+      async () =>
+        holdersOf((await readLock(consul.url, prefix))?.body).length >= 1 ? true : undefined,
+      CLI_START_MS,
+    )
+    const watch = startCli(['watch', '--prefix', prefix], { addr: consul.addr })
+    t.after(async () => {
+      watch.child.kill('SIGINT')
+      await watch.exited
+    })
+    // The last change: a holder gives its slot back. Its frame comes after every earlier one.
+    await eventually(
+      'a frame with both holders',
+      () => framesOf(watch.stdout()).find((f) => /piped-a[^]*piped-b|piped-b[^]*piped-a/.test(f)),
+      CLI_START_MS,
+    )
+    a.child.kill('SIGTERM')
+    assert.equal(await a.exited, 143)
+    await eventually(
+      'a frame with only the second holder',
+      () =>
+        framesOf(watch.stdout()).find(
+          (f) => /1 of 2 held/.test(f) && /piped-b/.test(f) && !/piped-a/.test(f),
+        ),
+      CLI_START_MS,
+    )
+    const frames = framesOf(watch.stdout())
+    const indexes = frames.map((f) => /connected \(index (\d+)\)/.exec(f)?.[1])
+    assert.ok(
+      indexes.every((i) => i !== undefined),
+      'every frame is of an answer',
+    )
+    assert.equal(new Set(indexes).size, indexes.length, `each index once: ${indexes.join(', ')}`)
+    for (const frame of frames) {
+      assert.doesNotMatch(frame, /quit/, 'no key hint in a piped frame')
+      // Each holder row comes with its session's name, looked up before the frame is printed.
+      for (const row of frame.split('\n').filter((line) => /^[0-9a-f]{8} /.test(line))) {
+        assert.match(row, /rxsem run 'sleep 300'/, row)
+      }
     }
   })
 

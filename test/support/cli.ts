@@ -63,6 +63,23 @@ export function startCli(args: readonly string[], options: CliOptions = {}): Cli
   return collect(child, `rxsem ${args.join(' ')}`, () => started.delete(child))
 }
 
+/**
+ * Starts `rxsem <args>` for the test `t`: stopped with SIGTERM at the end of the test, whatever
+ * happens in it (a process that ended already is only waited for).
+ */
+export function startCliFor(
+  t: { after: (fn: () => unknown) => void },
+  args: readonly string[],
+  options: CliOptions = {},
+): CliRun {
+  const run = startCli(args, options)
+  t.after(async () => {
+    run.child.kill('SIGTERM')
+    await run.exited
+  })
+  return run
+}
+
 /** Collects a started child's output, and its exit status once 'close' says all output is in. */
 function collect(child: ChildProcess, what: string, onClose: () => void): CliRun {
   let out = ''

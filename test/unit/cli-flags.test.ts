@@ -38,7 +38,7 @@ describe('-n, the limit as consul lock users type it', () => {
 
   it('status, watch and set-limit take -n too', () => {
     for (const command of ['status', 'watch', 'set-limit'] as const) {
-      const args = readPrefixCommand(['--prefix', 'p', '-n', '3'], {}, command)
+      const args = readPrefixCommand(['--prefix', 'p', '-n', '3'], command)
       assert.ok(!args.help)
       assert.equal(args.limit, 3, command)
     }
@@ -54,9 +54,7 @@ describe('an unknown flag', () => {
     assert.equal(run('--lader'), 'unknown flag --lader. Did you mean --leader?')
     assert.equal(run('--xyzzy'), 'unknown flag --xyzzy.')
     assert.equal(
-      usageError(() =>
-        readPrefixCommand(['--prefix', 'p', '--jsn'], { json: { type: 'boolean' } }, 'status'),
-      ),
+      usageError(() => readPrefixCommand(['--prefix', 'p', '--jsn'], 'status')),
       'unknown flag --jsn. Did you mean --json?',
     )
   })

@@ -112,6 +112,14 @@ describe('rxsem watch times', () => {
     assert.doesNotMatch(lines.join('\n'), /[≤≥]/)
   })
 
+  it('ends a terminal frame with how to quit, and a piped one (no key hint) without', () => {
+    const onTerminal = renderFrame(view(true), at, 80, 'q or Ctrl-C: quit')
+    assert.equal(onTerminal.at(-1), 'q or Ctrl-C: quit')
+    const piped = renderFrame(view(true), at, 80)
+    assert.doesNotMatch(piped.join('\n'), /quit/)
+    assert.deepEqual(piped, onTerminal.slice(0, -1))
+  })
+
   it('before the first answer says how long it has waited for it, and shows no holders', () => {
     const lines = renderFrame(
       {

@@ -8,6 +8,22 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { describe, it } from 'node:test'
 import ts from 'typescript'
+import { UsageError } from '../../src/cli/args/parse-flags.js'
+import { describeError } from '../../src/cli/report.js'
+import { planRun } from '../../src/cli/run/plan.js'
+import type { ConsulError } from '../../src/consul/errors.js'
+import { requestError, statusError } from '../../src/consul/http-errors.js'
+import type { HttpAnswer } from '../../src/consul/http-request.js'
+import {
+  abortedError,
+  fromConsulError,
+  permissionHint,
+  problemError,
+  toSemaphoreError,
+} from '../../src/errors.js'
+import { semaphore, type SemaphoreOptions } from '../../src/index.js'
+import { churnError } from '../../src/operator-call.js'
+import { endSentence, sentences } from '../../src/shared/sentences.js'
 
 const root = resolve(import.meta.dirname, '../..')
 
@@ -173,5 +189,157 @@ describe('the voice of the docs', () => {
     }
     const inTestingDoc = 'test/unit/coordinator.test.ts counts one view per snapshot.'
     assert.deepEqual(breaches([{ file: CONTRIBUTOR_DOC, line: 1, text: inTestingDoc }]), [])
+  })
+})
+
+// The messages a user reads, as a set: what the error constructors and the CLI make from their
+// parts, each checked for the punctuation that joining parts by hand gets wrong (a doubled stop
+// before a colon, a sentence run into the next, a placeholder never filled in).
+describe('the messages, as a set', () => {
+  const prefix = 'jobs/encode'
+  const answer = (status: number, body: string): HttpAnswer => ({
+    status,
+    body,
+    headers: {},
+    label: `GET /v1/kv/${prefix}/.lock`,
+    origin: 'http://127.0.0.1:8500',
+  })
+  const refused = new Error('connect ECONNREFUSED 127.0.0.1:8500') as Error & { code: string }
+  refused.code = 'ECONNREFUSED'
+  const unreachable = requestError(refused, undefined, {
+    label: 'PUT /v1/session/destroy/4ca8e74b',
+    bare: 'PUT /v1/session/destroy/4ca8e74b',
+    where: 'http://127.0.0.1:8500',
+    timeoutMs: 5000,
+    origin: 'http://127.0.0.1:8500',
+  })
+  const consulErrors: readonly ConsulError[] = [
+    statusError(answer(403, 'Permission denied')),
+    statusError(answer(403, 'ACL not found')),
+    statusError(answer(500, 'rpc error: No cluster leader')),
+    statusError(answer(429, '')),
+    statusError(
+      answer(400, 'Invalid query parameter: "ns" - Namespaces are a Consul Enterprise feature'),
+    ),
+    statusError(answer(400, 'bad')),
+    unreachable,
+  ]
+  const usage = (run: () => unknown): UsageError => {
+    try {
+      run()
+    } catch (error) {
+      if (error instanceof UsageError) return error
+      throw error
+    }
+    throw new Error('no UsageError')
+  }
+  const invalid = (run: () => unknown): unknown => {
+    try {
+      run()
+    } catch (error) {
+      return error
+    }
+    throw new Error('no error')
+  }
+  const run = (...argv: string[]): UsageError =>
+    usage(() => planRun([...argv, '--prefix', prefix, '--', 'true']))
+  const signal = AbortSignal.abort(new Error('stop'))
+
+  const messages: readonly (readonly [string, string])[] = [
+    ...consulErrors.flatMap((error): [string, string][] => [
+      [`fromConsulError ${error._tag}`, fromConsulError(error, 'acquiring', prefix).message],
+      [`rxsem ${error._tag}`, describeError(error, prefix)],
+      [`rxsem ${error._tag} wrapped`, describeError(toSemaphoreError(error, prefix), prefix)],
+    ]),
+    // A release that fails: the Consul error's clause, then the hint of what happens next.
+    [
+      'release failed',
+      sentences(
+        `releasing failed: ${unreachable.message}`,
+        'The session expires by its TTL and other contenders then prune it.',
+      ),
+    ],
+    ...(['Conflict', 'LimitConflict', 'CorruptLock'] as const).map((type): [string, string] => [
+      `problem ${type}`,
+      describeError(
+        problemError({
+          type,
+          key: `${prefix}/.lock`,
+          flags: 3304740253564472344n,
+          lockLimit: 2,
+          localLimit: 3,
+          reason: 'not JSON',
+        }),
+      ),
+    ]),
+    ['aborted', abortedError(signal, 'waiting for a slot').message],
+    ['aborted with a hint', abortedError(signal, 'waiting for a slot', 'Use waitTimeout').message],
+    ['churn', churnError(`${prefix}/.lock`, 'evict a holder').message],
+    ['permission hint', permissionHint(prefix)],
+    ['permission hint, no prefix', permissionHint(undefined)],
+    ...[
+      ['--health-addr', '8080'],
+      ['--ttl', '-5s'],
+      ['--lock-delay', 'soon'],
+      ['--timeout', 'x'],
+      ['--grace', 'x'],
+      ['--limit', '0'],
+    ].map(([flag, value]): [string, string] => [
+      `rxsem run ${flag}`,
+      describeError(run(`${flag}=${value}`)),
+    ]),
+    ['unknown flag', describeError(run('--limt', '2'))],
+    ['unknown flag, none near', describeError(run('--xyzzy'))],
+    ['missing value', describeError(usage(() => planRun(['--prefix'])))],
+    ['go flag', describeError(run('-prefix', 'x'))],
+    [
+      'several options',
+      describeError(invalid(() => semaphore({ prefix: '/x', limit: 0, ttl: -1 }))),
+    ],
+    [
+      'unknown option',
+      describeError(invalid(() => semaphore({ prefix, limit: 1, limt: 2 } as SemaphoreOptions))),
+    ],
+    ['missing limit', describeError(invalid(() => semaphore({ prefix } as SemaphoreOptions)))],
+  ]
+
+  const rules: readonly (readonly [string, RegExp])[] = [
+    ['a stop before a colon, semicolon or comma', /\.[:;,]/],
+    ['a colon, semicolon or comma before a stop', /[:;,]\./],
+    ['two stops', /(?<!\.)\.\s*\.(?!\.)/],
+    [
+      'a sentence run into the next, without a stop',
+      /[a-z0-9)\]`"'] (?:The|Give|See|Run|Use|Check|Start|Set|Nothing|Did|Correct|Choose|Try)\b/,
+    ],
+    ['a placeholder never filled in', /<prefix>/],
+    ['no stop at the end', /[^.?!]$/],
+  ]
+
+  for (const [name, message] of messages) {
+    it(`${name}: ${message.slice(0, 60)}...`, () => {
+      for (const [rule, pattern] of rules) {
+        assert.doesNotMatch(message, pattern, `${rule}: ${message}`)
+      }
+    })
+  }
+
+  it('names the prefix in the policy a refused token needs, in the library and in rxsem', () => {
+    const denied = statusError(answer(403, 'Permission denied'))
+    assert.match(describeError(denied, prefix), /key_prefix "jobs\/encode\/"/)
+    assert.match(
+      fromConsulError(denied, 'acquiring', prefix).message,
+      /key_prefix "jobs\/encode\/"/,
+    )
+  })
+
+  it('the joiner ends each part with one stop, whatever the part ends with', () => {
+    assert.equal(sentences('got 8080.:', 'See x.'), 'got 8080. See x.')
+    assert.equal(
+      sentences('the agent runs', 'The session expires'),
+      'the agent runs. The session expires.',
+    )
+    assert.equal(sentences('Did you mean --limit?', undefined, ''), 'Did you mean --limit?')
+    assert.equal(sentences('(see the docs.)'), '(see the docs.)')
+    assert.equal(endSentence('a list; '), 'a list.')
   })
 })

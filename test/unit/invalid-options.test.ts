@@ -1,17 +1,25 @@
 // Options are checked when the contender is made: semaphore(...), leaderElection(...) and
 // exclusive(...) throw SemaphoreError('InvalidOptions') at once, naming every wrong option;
 // tryAcquire, tryLead and withSlot reject with it. Nothing is sent: the client points nowhere.
+// An option that a function does not take (a typo) is named, with the nearest one it takes.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import {
   SemaphoreError,
   createConsulClient,
+  doctor,
+  drain,
+  evict,
   exclusive,
   leaderElection,
+  liftDrain,
   semaphore,
+  setLimit,
   tryAcquire,
   tryLead,
   withSlot,
+  type SemaphoreOptions,
+  type WithSlotOptions,
 } from '../../src/index.js'
 
 /** The InvalidOptions error, checked to name each of `options` in its message. */
@@ -130,5 +138,101 @@ describe('options checked when the contender is made', () => {
       invalidOptions('waitTimeout'),
     )
     assert.equal(called, false)
+  })
+})
+
+describe('an option no function takes', () => {
+  const consul = createConsulClient({ address: '127.0.0.1:9' })
+  after(() => consul.close())
+
+  /** The options with a key the types do not allow: what a JavaScript caller's typo is. */
+  const typo = <O>(options: O, extra: Record<string, unknown>): O => ({ ...options, ...extra })
+
+  it('withSlot({ prefix, limt: 2 }) names limt as unknown and suggests limit', async () => {
+    await assert.rejects(
+      withSlot(
+        typo({ prefix: 'svc/lock', consul } as unknown as WithSlotOptions, { limt: 2 }),
+        () => Promise.resolve(),
+      ),
+      (error: unknown) => {
+        invalidOptions('limt')(error)
+        assert.equal(
+          (error as SemaphoreError).message,
+          'option limt: withSlot has no such option. Did you mean limit?',
+        )
+        return true
+      },
+    )
+  })
+
+  it('every function of the API that takes options names the unknown one', async () => {
+    const semaphoreOptions = { prefix: 'svc/lock', limit: 1, consul }
+    const cases: readonly (readonly [string, () => unknown, string])[] = [
+      ['semaphore', () => semaphore(typo(semaphoreOptions, { ttll: '20s' })), 'ttl'],
+      [
+        'leaderElection',
+        () => leaderElection(typo({ prefix: 'p', consul }, { vaule: 'a' })),
+        'value',
+      ],
+      ['tryAcquire', () => tryAcquire(typo(semaphoreOptions, { singal: undefined })), 'signal'],
+      ['tryLead', () => tryLead(typo({ prefix: 'p', consul }, { lockDealy: 0 })), 'lockDelay'],
+      [
+        'exclusive',
+        () =>
+          exclusive(
+            typo({ keyOf: String, run: () => Promise.resolve(1), consul }, { concurency: 2 }),
+          ),
+        'concurrency',
+      ],
+      [
+        'evict',
+        () => evict(typo({ prefix: 'p', session: 'abc', consul }, { sesion: 'x' })),
+        'session',
+      ],
+      ['drain', () => drain(typo({ prefix: 'p', consul }, { limt: 2 })), 'limit'],
+      ['liftDrain', () => liftDrain(typo({ prefix: 'p', consul }, { prefx: 'p' })), 'prefix'],
+      ['setLimit', () => setLimit(typo({ prefix: 'p', limit: 2, consul }, { limits: 3 })), 'limit'],
+      ['doctor', () => doctor(typo({ prefix: 'p' }, { ttl_: '20s' })), 'ttl'],
+    ]
+    for (const [api, call, near] of cases) {
+      const check = (error: unknown): true => {
+        assert.ok(error instanceof SemaphoreError, `${api}: ${String(error)}`)
+        assert.equal(error.kind, 'InvalidOptions', api)
+        assert.match(
+          error.message,
+          new RegExp(`${api} has no such option\\. Did you mean ${near}\\?$`),
+          api,
+        )
+        return true
+      }
+      let result: unknown
+      try {
+        result = call()
+      } catch (error) {
+        check(error)
+        continue
+      }
+      await assert.rejects(result as Promise<unknown>, check)
+    }
+  })
+
+  it('without a close one, lists the options there are', () => {
+    assert.throws(
+      () => semaphore(typo({ prefix: 'svc/lock', limit: 1, consul }, { xyzzy: 1 })),
+      /option xyzzy: semaphore has no such option; its options are checks, consul, fairness, followLimit, .*, watchWait\.$/,
+    )
+  })
+
+  it('a missing limit is said to be missing, not "undefined must be"', () => {
+    assert.throws(
+      () => semaphore({ prefix: 'svc/lock', consul } as unknown as SemaphoreOptions),
+      (error: unknown) => {
+        assert.equal(
+          (error as SemaphoreError).message,
+          'option limit: is missing; give the most holders at once, a whole number of at least 1.',
+        )
+        return true
+      },
+    )
   })
 })

@@ -42,6 +42,12 @@ export function durationFlag(
   return ms
 }
 
+/** The values of a repeatable `--name` (parseArgs gives them as a list), or undefined when absent. */
+export function listFlag(values: ParsedValues, name: string): string[] | undefined {
+  const value = (values as Record<string, unknown>)[name]
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : undefined
+}
+
 /** A value as typed when it is one word, else quoted so that its spaces show. */
 export function shown(text: string): string {
   return /^\S+$/.test(text) ? text : JSON.stringify(text)

@@ -3,6 +3,8 @@
  * say which flag is wrong and how to see the right ones.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { nearestName } from '../../shared/nearest-name.js'
+import { sentences } from '../../shared/sentences.js'
 
 /**
  * A command line `rxsem` cannot act on: an unknown command or flag, a missing or malformed value.
@@ -136,15 +138,19 @@ function rejectRawToken(argv: readonly string[], command: string): void {
  */
 const valueRules: Readonly<Record<string, string>> = {
   ttl: 'a positive duration such as 15s or 1m (10s to 24h)',
+  'lock-delay': 'a duration such as 1s, or 0 to turn it off (0 to 60s)',
   timeout: 'a positive duration such as 30s or 5m, or 0 to try once',
   grace: 'a positive duration such as 5s, or 0',
   limit: 'a whole number of at least 1, such as 3',
+  'health-addr': 'HOST:PORT, such as 127.0.0.1:8080, or :8080 for every interface',
+  'service-check': 'the ID of a health check registered on the agent, such as service:web',
+  'node-check': 'the ID of a node health check of the agent, such as serfHealth',
 }
 
 /** `--ttl must be a positive duration such as 15s or 1m (10s to 24h); got -5s.` */
 export function badValue(name: string, value: string): string {
   const rule = valueRules[name] ?? 'a value'
-  return `--${name} must be ${rule}; got ${value}.`
+  return sentences(`--${name} must be ${rule}; got ${value}`)
 }
 
 /**
@@ -201,42 +207,13 @@ function unknownFlag(flag: string, argv: readonly string[], spec: OptionSpec): s
   const typed = (word ?? flag).split('=')[0] ?? flag
   const bare = typed.replace(/^--?/, '')
   const near = nearestFlag(bare, longNames)
-  return near === undefined
-    ? `unknown flag ${typed}.`
-    : `unknown flag ${typed}. Did you mean --${near}?`
+  return sentences(
+    `unknown flag ${typed}`,
+    near === undefined ? undefined : `Did you mean --${near}?`,
+  )
 }
 
 /** The known flag closest to `typed` by edit distance, when close enough to be a typo. */
 export function nearestFlag(typed: string, known: readonly string[]): string | undefined {
-  let best: { name: string; distance: number } | undefined
-  for (const name of known) {
-    const distance = editDistance(typed, name)
-    if (best === undefined || distance < best.distance) best = { name, distance }
-  }
-  if (best === undefined || typed.length === 0) return undefined
-  // A typo, or the start of the flag (`--follow` for `--follow-limit`).
-  const bound = Math.max(1, Math.floor(best.name.length / 3))
-  if (best.distance <= bound) return best.name
-  if (typed.length >= 3) return known.find((name) => name.startsWith(typed))
-  return undefined
-}
-
-/** Levenshtein distance, with a swap of two neighbouring letters counted as one edit. */
-function editDistance(a: string, b: string): number {
-  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
-    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
-  )
-  const at = (i: number, j: number): number => rows[i]?.[j] ?? 0
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1
-      let d = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + cost)
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) {
-        d = Math.min(d, at(i - 2, j - 2) + 1)
-      }
-      const row = rows[i]
-      if (row !== undefined) row[j] = d
-    }
-  }
-  return at(a.length, b.length)
+  return nearestName(typed, known)
 }

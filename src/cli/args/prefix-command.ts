@@ -20,28 +20,49 @@ export type PrefixCommand =
       readonly values: ParsedValues
     }
 
+/** The commands that read one prefix. */
+export type PrefixCommandName = 'status' | 'watch' | 'set-limit' | 'evict' | 'drain'
+
+/** The flags of each prefix command besides the ones they share (`prefixCommandSpec`). */
+const ownFlags: Readonly<Record<PrefixCommandName, OptionSpec>> = {
+  status: { json: { type: 'boolean' } },
+  watch: {},
+  'set-limit': { json: { type: 'boolean' }, 'dry-run': { type: 'boolean' } },
+  evict: { session: { type: 'string' }, json: { type: 'boolean' } },
+  drain: { lift: { type: 'boolean' }, json: { type: 'boolean' } },
+}
+
 /**
- * Parses the arguments of a command that reads one prefix: `--prefix` (required), `--limit`,
- * `--help`, the Consul connection flags, and the command's own `extra` flags; no positionals.
+ * Every flag `command` takes: `--prefix`, `--limit`, `--help`, the Consul connection flags, and
+ * its own.
  *
  * @example
- * const args = readPrefixCommand(argv, { json: { type: 'boolean' } }, 'status')
+ * Object.keys(prefixCommandSpec('evict')) // ['prefix', 'limit', 'help', 'session', 'json', ...]
+ */
+export function prefixCommandSpec(command: PrefixCommandName): OptionSpec {
+  return {
+    prefix: { type: 'string' },
+    limit: { type: 'string', short: 'n' },
+    help: { type: 'boolean', short: 'h' },
+    ...ownFlags[command],
+    ...consulFlagSpec,
+  }
+}
+
+/**
+ * Parses the arguments of a command that reads one prefix: `--prefix` (required), `--limit`,
+ * `--help`, the Consul connection flags, and the command's own flags; no positionals.
+ *
+ * @example
+ * const args = readPrefixCommand(argv, 'status')
  * if (!args.help) console.log(args.prefix, args.values['json'])
  * @returns The parsed arguments; throws a UsageError naming the command on a bad one.
  */
 export function readPrefixCommand(
   argv: readonly string[],
-  extra: OptionSpec,
-  command: 'status' | 'watch' | 'set-limit' | 'evict' | 'drain',
+  command: PrefixCommandName,
 ): PrefixCommand {
-  const spec: OptionSpec = {
-    prefix: { type: 'string' },
-    limit: { type: 'string', short: 'n' },
-    help: { type: 'boolean', short: 'h' },
-    ...extra,
-    ...consulFlagSpec,
-  }
-  const { values, positionals } = parseFlags(argv, spec, command)
+  const { values, positionals } = parseFlags(argv, prefixCommandSpec(command), command)
   if (values['help'] === true) return { help: true }
   rejectPositionals(positionals, command)
   const { prefix } = resolveContenderOptions(

@@ -40,6 +40,11 @@ Flags:
                        \`rxsem set-limit\`); --limit is then only the limit of a new .lock
   --leader             hold the leader lock (one holder) instead of a semaphore slot
   --ttl <duration>     session TTL, 10s to 24h (default 15s)
+  --lock-delay <duration>
+                       the session's lock-delay, 0 to 60s (default Consul's, 15s): how long
+                       Consul keeps the slot (or the leader lock) from everyone after this
+                       session ends without a release (rxsem killed, its lease run out); 0 turns
+                       it off, so the next contender gets in at once
   --name <text>        session name shown by \`rxsem status\` and Consul's UI
                        (default "rxsem run '<command>' at <prefix>")
   --value <text>       value of this contender's key (default <hostname>:<pid>)
@@ -53,6 +58,10 @@ Flags:
                        (repeatable): when it goes critical, Consul ends the session, the slot
                        goes to the next contender at once and the command is stopped (75);
                        a check critical or unknown at the start is an error (1)
+  --node-check <id>    a node health check the session depends on (repeatable; default
+                       serfHealth): when it goes critical, Consul ends the session
+  --no-node-checks     no node checks: only the TTL ends the session, whatever happens to
+                       the agent's node
   --health-addr <host:port>
                        serve GET /ready (200 while the slot is held, else 503) and GET /live
                        (200 while contending or holding, 503 once rxsem failed) for probes;
@@ -178,7 +187,9 @@ checks tokens can refuse the evicted holder's writes from now on.
 
 Flags:
   --prefix <p>     KV prefix of the semaphore or leader lock
-  --session <id>   the session id of the holder to evict
+  --session <id>   the session id of the holder to evict: in full, or its start (such as
+                   the 8 characters rxsem run and rxsem watch print; 4 at least) when no
+                   other session of <p> starts the same way
   --json           print one JSON object instead of text:
                    {"prefix","session","lock","floor"} (lock is "semaphore" or "leader";
                    floor is a decimal string)
@@ -187,7 +198,8 @@ Flags:
 ${consulFlagHelp}
 
 Exit status: 0 evicted; 1 error (message on stderr): bad flags, a session that is not a
-holder of <p> (nothing written), a .lock that cannot be read (never written over), Consul
+holder of <p>, or a start of an id that no session or several sessions of <p> share (nothing
+written), a .lock that cannot be read (never written over), Consul
 unreachable or refusing.
 `
 

@@ -4,7 +4,7 @@
  */
 import { doctor, type DoctorReport } from '../../doctor.js'
 import { consulConfigFrom, consulFlagSpec } from '../args/consul-flags.js'
-import { stringFlag } from '../args/flag-values.js'
+import { listFlag, stringFlag } from '../args/flag-values.js'
 import {
   badValue,
   parseFlags,
@@ -16,7 +16,7 @@ import { doctorUsage } from '../args/usage.js'
 import { durationMs } from '../../consul/durations.js'
 import { cliWording, ExitCode } from '../report.js'
 
-const doctorFlagSpec = {
+export const doctorFlagSpec = {
   prefix: { type: 'string' },
   json: { type: 'boolean' },
   ttl: { type: 'string' },
@@ -29,10 +29,6 @@ const doctorFlagSpec = {
 } as const satisfies OptionSpec
 
 /** The values of a repeatable flag: every `--name x` given, in order. */
-function listFlag(values: Record<string, unknown>, name: string): string[] | undefined {
-  const value = values[name]
-  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : undefined
-}
 
 /**
  * Runs `rxsem doctor` with the arguments after `doctor`: prints the report on stdout (as JSON

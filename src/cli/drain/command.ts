@@ -20,11 +20,7 @@ import { ExitCode } from '../report.js'
  *   cannot be read (never written over), Consul failures.
  */
 export async function drainCommand(argv: readonly string[]): Promise<number> {
-  const args = readPrefixCommand(
-    argv,
-    { lift: { type: 'boolean' }, json: { type: 'boolean' } },
-    'drain',
-  )
+  const args = readPrefixCommand(argv, 'drain')
   if (args.help) {
     process.stdout.write(drainUsage)
     return ExitCode.Ok

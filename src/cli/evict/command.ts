@@ -20,11 +20,7 @@ import { ExitCode } from '../report.js'
  *   failures.
  */
 export async function evictCommand(argv: readonly string[]): Promise<number> {
-  const args = readPrefixCommand(
-    argv,
-    { session: { type: 'string' }, json: { type: 'boolean' } },
-    'evict',
-  )
+  const args = readPrefixCommand(argv, 'evict')
   if (args.help) {
     process.stdout.write(evictUsage)
     return ExitCode.Ok
@@ -39,7 +35,7 @@ export async function evictCommand(argv: readonly string[]): Promise<number> {
   const session = stringFlag(values, 'session')
   if (session === undefined || session.trim() === '') {
     throw new UsageError(
-      '--session is required: the session id of the holder, as `rxsem status` shows it.',
+      '--session is required: the session id of the holder as `rxsem status` shows it, or its start.',
       'evict',
     )
   }

@@ -63,7 +63,7 @@ export async function runCommand(argv: readonly string[]): Promise<number> {
             : unreachable._tag === 'TlsRejected'
               ? 'the TLS settings do not fit the agent'
               : 'Consul refused the start-up check'
-      report.error(`${what}, nothing was started: ${describeError(unreachable)}`)
+      report.error(`${what}, nothing was started: ${describeError(unreachable, plan.prefix)}`)
       return ExitCode.Error
     }
     return await holdWhileRunning(plan, client, report)

@@ -36,11 +36,13 @@ export type ContenderSpec = Pick<
   | 'limit'
   | 'followLimit'
   | 'ttl'
+  | 'lockDelay'
   | 'sessionName'
   | 'value'
   | 'timeoutMs'
   | 'rideThrough'
   | 'serviceChecks'
+  | 'nodeChecks'
 > & { readonly consul: ConsulClient }
 
 /**
@@ -57,9 +59,11 @@ export function createContender(spec: ContenderSpec): CliContender {
     consul: spec.consul,
     sessionName: spec.sessionName,
     ...(spec.ttl !== undefined ? { ttl: spec.ttl } : {}),
+    ...(spec.lockDelay !== undefined ? { lockDelay: spec.lockDelay } : {}),
     ...(spec.value !== undefined ? { value: spec.value } : {}),
     ...(spec.rideThrough ? { rideThrough: true } : {}),
     ...(spec.serviceChecks !== undefined ? { serviceChecks: spec.serviceChecks } : {}),
+    ...(spec.nodeChecks !== undefined ? { checks: spec.nodeChecks } : {}),
   }
   if (!spec.leader) {
     const sem = contendForSlot(

@@ -40,10 +40,7 @@ export function parseHealthAddr(text: string): HealthAddress {
   const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]\s]*)):(\d{1,5})$/.exec(text)
   const port = match === null ? Number.NaN : Number(match[3])
   if (match === null || !(port >= 0 && port <= 65535)) {
-    throw new UsageError(
-      `${badValue('health-addr', JSON.stringify(text))}: give HOST:PORT, e.g. 127.0.0.1:8080, or :8080 for every interface`,
-      'run',
-    )
+    throw new UsageError(badValue('health-addr', JSON.stringify(text)), 'run')
   }
   return { host: match[1] ?? match[2] ?? '', port }
 }

@@ -6,7 +6,14 @@ import type { ConsulClientConfig } from '../../consul/config.js'
 import { resolveContenderOptions, resolveLimit } from '../../options/contender-options.js'
 import { parseFlags, splitAtCommand, type OptionSpec } from '../args/parse-flags.js'
 import { consulConfigFrom, consulFlagSpec } from '../args/consul-flags.js'
-import { countFlag, durationFlag, requiredFlag, shown, stringFlag } from '../args/flag-values.js'
+import {
+  countFlag,
+  durationFlag,
+  listFlag,
+  requiredFlag,
+  shown,
+  stringFlag,
+} from '../args/flag-values.js'
 import { durationMs } from '../../consul/durations.js'
 import type { Verbosity } from '../report.js'
 import { badValue, UsageError } from '../args/parse-flags.js'
@@ -20,6 +27,8 @@ export interface RunPlan {
   /** `--follow-limit`: take the limit `.lock` states (`SemaphoreOptions.followLimit`). */
   readonly followLimit: boolean
   readonly ttl: string | undefined
+  /** `--lock-delay`: the session's lock-delay (`ContenderOptions.lockDelay`); undefined: Consul's. */
+  readonly lockDelay: string | undefined
   readonly sessionName: string
   readonly value: string | undefined
   /** undefined: wait for ever; 0: try once. */
@@ -30,6 +39,11 @@ export interface RunPlan {
   readonly shell: boolean
   /** `--health-addr`: where the readiness and liveness endpoint listens, if anywhere. */
   readonly healthAddr: HealthAddress | undefined
+  /**
+   * `--node-check` (repeatable), or `[]` for `--no-node-checks`: the node checks the session
+   * depends on (`ContenderOptions.checks`); undefined: the library's default, serfHealth.
+   */
+  readonly nodeChecks: readonly string[] | undefined
   /** `--service-check` (repeatable): service check IDs the session depends on. */
   readonly serviceChecks: readonly string[] | undefined
   readonly verbosity: Verbosity
@@ -45,6 +59,7 @@ export const runFlagSpec = {
   leader: { type: 'boolean' },
   'follow-limit': { type: 'boolean' },
   ttl: { type: 'string' },
+  'lock-delay': { type: 'string' },
   name: { type: 'string' },
   value: { type: 'string' },
   timeout: { type: 'string' },
@@ -52,6 +67,8 @@ export const runFlagSpec = {
   'ride-through': { type: 'boolean' },
   'health-addr': { type: 'string' },
   'service-check': { type: 'string', multiple: true },
+  'node-check': { type: 'string', multiple: true },
+  'no-node-checks': { type: 'boolean' },
   shell: { type: 'boolean' },
   verbose: { type: 'boolean' },
   quiet: { type: 'boolean' },
@@ -93,25 +110,48 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
     throw new UsageError('no command to run: give it after --, e.g. `-- ./backup.sh`.', 'run')
   }
 
-  const ttl = stringFlag(values, 'ttl')
-  // The range (10s to 24h) is the library's to check; a negative or malformed one is said plainly.
-  if (ttl !== undefined && durationMs(ttl) === undefined) {
-    throw new UsageError(badValue('ttl', shown(ttl)), 'run')
-  }
+  // The ranges (10s to 24h, 0 to 60s) are the library's to check; a negative or malformed
+  // duration is said plainly.
+  const [ttl, lockDelay] = (['ttl', 'lock-delay'] as const).map((name) => {
+    const text = stringFlag(values, name)
+    if (text !== undefined && durationMs(text) === undefined) {
+      throw new UsageError(badValue(name, shown(text)), 'run')
+    }
+    return text
+  })
   const value = stringFlag(values, 'value')
   const nameFlag = stringFlag(values, 'name')
   const healthFlag = stringFlag(values, 'health-addr')
   const healthAddr = healthFlag === undefined ? undefined : parseHealthAddr(healthFlag)
-  // parseArgs gives a repeatable flag's values as a list.
-  const serviceCheckFlags = (values as Record<string, unknown>)['service-check'] as
-    string[] | undefined
-  if (serviceCheckFlags?.some((id) => id.trim() === '') === true) {
-    throw new UsageError(badValue('service-check', '""'), 'run')
+  const serviceCheckFlags = listFlag(values, 'service-check')
+  const nodeCheckFlags = listFlag(values, 'node-check')
+  for (const [name, ids] of [
+    ['service-check', serviceCheckFlags],
+    ['node-check', nodeCheckFlags],
+  ] as const) {
+    if (ids?.some((id) => id.trim() === '') === true) {
+      throw new UsageError(badValue(name, '""'), 'run')
+    }
+  }
+  if (values['no-node-checks'] === true && nodeCheckFlags !== undefined) {
+    throw new UsageError(
+      '--no-node-checks and --node-check contradict each other: pick one.',
+      'run',
+    )
   }
   const serviceChecks = serviceCheckFlags?.length ? serviceCheckFlags : undefined
+  const nodeChecks = values['no-node-checks'] === true ? [] : nodeCheckFlags
   // The library's own checks, now, so that a bad option never waits behind a Consul round trip.
   const resolved = resolveContenderOptions(
-    { prefix, ttl, value, sessionName: nameFlag, ...(serviceChecks ? { serviceChecks } : {}) },
+    {
+      prefix,
+      ttl,
+      lockDelay,
+      value,
+      sessionName: nameFlag,
+      ...(serviceChecks ? { serviceChecks } : {}),
+      ...(nodeChecks ? { checks: nodeChecks } : {}),
+    },
     'rxsem',
   )
   // Like `consul lock`'s default name: the command and the prefix, so `status` says who it is.
@@ -126,6 +166,7 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
     limit,
     followLimit,
     ttl,
+    lockDelay,
     sessionName,
     value,
     timeoutMs: durationFlag(values, 'timeout', 'run'),
@@ -134,6 +175,7 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
     shell: values['shell'] === true,
     healthAddr,
     serviceChecks,
+    nodeChecks,
     verbosity:
       values['verbose'] === true ? 'verbose' : values['quiet'] === true ? 'quiet' : 'normal',
     command,

@@ -32,11 +32,7 @@ export interface SeenContenders {
  *   as one line and exit 1: bad flags, a `.lock` of another tool or unreadable, Consul failures.
  */
 export async function setLimitCommand(argv: readonly string[]): Promise<number> {
-  const args = readPrefixCommand(
-    argv,
-    { json: { type: 'boolean' }, 'dry-run': { type: 'boolean' } },
-    'set-limit',
-  )
+  const args = readPrefixCommand(argv, 'set-limit')
   if (args.help) {
     process.stdout.write(setLimitUsage)
     return ExitCode.Ok

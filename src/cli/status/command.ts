@@ -19,7 +19,7 @@ import { statusUsage } from '../args/usage.js'
  *   as one line and exit 1.
  */
 export async function statusCommand(argv: readonly string[]): Promise<number> {
-  const args = readPrefixCommand(argv, { json: { type: 'boolean' } }, 'status')
+  const args = readPrefixCommand(argv, 'status')
   if (args.help) {
     process.stdout.write(statusUsage)
     return ExitCode.Ok
@@ -33,7 +33,7 @@ export async function statusCommand(argv: readonly string[]): Promise<number> {
       unreadableKeys(client, prefix),
     ])
     if (E.isLeft(listed)) {
-      process.stderr.write(`rxsem: ${describeError(listed.left)}\n`)
+      process.stderr.write(`rxsem: ${describeError(listed.left, prefix)}\n`)
       return ExitCode.Error
     }
     const status = prefixStatus(listed.right, prefix, limit)

@@ -25,7 +25,7 @@ import { renderFrame, type Connection, type HeldSince, type WatchView } from './
  * @returns 0 when the user quit, 1 after a permanent Consul error (reported on stderr).
  */
 export async function watchCommand(argv: readonly string[]): Promise<number> {
-  const args = readPrefixCommand(argv, {}, 'watch')
+  const args = readPrefixCommand(argv, 'watch')
   if (args.help) {
     process.stdout.write(watchUsage)
     return ExitCode.Ok
@@ -59,12 +59,39 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
       process.off('SIGINT', quit)
       process.off('SIGTERM', quit)
       screen.restore()
-      if (error !== undefined) process.stderr.write(`rxsem: ${describeError(error)}\n`)
+      if (error !== undefined) process.stderr.write(`rxsem: ${describeError(error, prefix)}\n`)
       void client.close().finally(() => resolve(code))
     }
     const quit = (): void => finish(ExitCode.Ok)
-    const draw = (): void => screen.draw(renderFrame(view, Date.now(), screen.width))
+    const draw = (): void =>
+      screen.draw(renderFrame(view, Date.now(), screen.width, screen.keyHint))
     const screen = openScreen(quit, draw)
+    // A pipe gets one frame per change of state, in order: a frame waits for what it shows to be
+    // complete (the names of its sessions; the first also for the ACL probe), and a state already
+    // printed is not printed again, so that no index is printed twice.
+    let piped: Promise<void> = Promise.resolve()
+    let printed: string | undefined
+    const show = (complete: Promise<unknown> = Promise.resolve()): void => {
+      if (screen.interactive) return draw()
+      const shown = view
+      piped = piped
+        .then(() => complete)
+        // A lookup that failed leaves its names out; the frame is printed all the same.
+        .catch(() => undefined)
+        .then(() => {
+          if (finished) return
+          const frame: WatchView = {
+            ...shown,
+            status: shown.status === undefined ? undefined : withNames(shown.status, names),
+            warning: view.warning,
+          }
+          const state = stateKey(frame)
+          if (state === printed) return
+          printed = state
+          screen.draw(renderFrame(frame, Date.now(), screen.width, screen.keyHint))
+        })
+    }
+    let probe: Promise<void> = Promise.resolve()
     process.on('SIGINT', quit)
     process.on('SIGTERM', quit)
     // Only a terminal needs the clock to move; a plain stream gets one frame per change.
@@ -78,9 +105,9 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
           ...view,
           connection,
           status: undefined,
-          problem: describeError(problemError(read.left)),
+          problem: describeError(problemError(read.left), prefix),
         }
-        draw()
+        show(probe)
         return
       }
       const now = Date.now()
@@ -98,25 +125,26 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
         status: withNames(read.right, names),
         firstSeen,
       }
-      draw()
       const unnamed = sessionsOf(read.right).filter((session) => !names.has(session))
-      if (unnamed.length > 0) {
-        void learnSessionNames(client, unnamed, names).then(() => {
-          if (finished || view.status === undefined) return
-          view = { ...view, status: withNames(view.status, names) }
-          draw()
-        })
-      }
+      const named =
+        unnamed.length === 0
+          ? Promise.resolve()
+          : learnSessionNames(client, unnamed, names).then(() => {
+              if (finished || view.status === undefined || !screen.interactive) return
+              view = { ...view, status: withNames(view.status, names) }
+              draw()
+            })
+      show(Promise.all([named, probe]))
     }
 
     let probed = false
     const onEvent = (event: WatchEvent): void => {
       if (event.type === 'snapshot') {
-        onSnapshot(event.snapshot)
         if (!probed) {
           probed = true
-          probeAccess()
+          probe = probeAccess()
         }
+        onSnapshot(event.snapshot)
         return
       }
       continuous = false
@@ -129,15 +157,15 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
           message: cliWording(event.error.message),
         },
       }
-      draw()
+      show()
     }
 
     // After the first answer, so that the watch's own read is the first request out.
-    const probeAccess = (): void =>
-      void unreadableKeys(client, prefix).then((denied) => {
+    const probeAccess = (): Promise<void> =>
+      unreadableKeys(client, prefix).then((denied) => {
         if (finished || denied.length === 0) return
         view = { ...view, warning: filteredWarning(prefix, denied) }
-        draw()
+        show()
       })
     subscription.add(
       client.watchPrefix(`${prefix}/`).subscribe({
@@ -148,4 +176,15 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
     // A terminal shows that it is waiting; a pipe gets its first frame from the first answer.
     if (screen.interactive && view.connection.type === 'connecting') draw()
   })
+}
+
+/**
+ * What a frame shows, without the clock: two frames with the same key show the same state, and
+ * a pipe gets only the first of them.
+ */
+function stateKey(view: WatchView): string {
+  const { connection, status, problem, warning } = view
+  return JSON.stringify({ connection, status, problem, warning }, (_, value: unknown) =>
+    typeof value === 'bigint' ? value.toString() : value,
+  )
 }

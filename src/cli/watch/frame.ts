@@ -83,12 +83,18 @@ function connectionLine(view: WatchView, now: number): string {
 }
 
 /**
- * The frame as lines, none wider than `width`.
+ * The frame as lines, none wider than `width`. `keyHint` is the last line, on a terminal (how to
+ * quit); a frame printed to a pipe or a file has none.
  *
  * @example
- * renderFrame(view, Date.now(), 80).join('\n')
+ * renderFrame(view, Date.now(), 80, 'q or Ctrl-C: quit').join('\n')
  */
-export function renderFrame(view: WatchView, now: number, width: number): string[] {
+export function renderFrame(
+  view: WatchView,
+  now: number,
+  width: number,
+  keyHint?: string,
+): string[] {
   const w = Math.max(40, width)
   const title = `rxsem watch ${view.prefix}`
   const lines = [`${fit(title, w - 10)}  ${clock(now)}`, ...wrap(connectionLine(view, now), w)]
@@ -141,7 +147,7 @@ export function renderFrame(view: WatchView, now: number, width: number): string
       lines.push(fit(row, w, false))
     }
   }
-  lines.push('', ...legend(view), 'q or Ctrl-C: quit')
+  lines.push('', ...legend(view), ...(keyHint === undefined ? [] : [keyHint]))
   return lines.map((line) => fit(line, w, false))
 }
 

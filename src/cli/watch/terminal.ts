@@ -15,6 +15,8 @@ const CLEAR_AND_HOME = `${ESC}2J${ESC}H`
 export interface Screen {
   /** True when drawing on a terminal (redraws in place); false for plain, appended frames. */
   readonly interactive: boolean
+  /** How to quit, for the frame's last line: undefined when not drawing on a terminal. */
+  readonly keyHint: string | undefined
   readonly width: number
   draw(lines: readonly string[]): void
   /** Undoes everything `openScreen` changed on the terminal. Safe to call twice. */
@@ -50,6 +52,8 @@ export function openScreen(onQuit: () => void, onResize: () => void): Screen {
 
   return {
     interactive,
+    // Without a terminal to read keys from, Ctrl-C still sends SIGINT.
+    keyHint: !interactive ? undefined : keys ? 'q or Ctrl-C: quit' : 'Ctrl-C: quit',
     get width() {
       return interactive ? (out.columns ?? 80) : 80
     },

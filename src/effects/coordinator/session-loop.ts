@@ -163,7 +163,10 @@ export class SessionLoop {
     const verdict = judgeFailure(error, this.aclInRow)
     if (verdict.verdict === 'permanent' || !this.listener.mayRetry()) {
       return this.listener.onGiveUp(
-        toSemaphoreError(verdict.verdict === 'permanent' ? verdict.error : error),
+        toSemaphoreError(
+          verdict.verdict === 'permanent' ? verdict.error : error,
+          this.options.prefix,
+        ),
       )
     }
     // A retry verdict is given only for a transient ConsulError.

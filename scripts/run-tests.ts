@@ -12,7 +12,7 @@
 //
 // Consul is found and an agent started only when a file to run needs one: the unit tests and
 // marble specs never do. Options beginning with `--` other than --unit go to Node's test runner.
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { join, relative, resolve, sep } from 'node:path'
 import { consulBin, startAgent, type ConsulAgent } from '../test/support/consul-agent.js'
@@ -90,13 +90,31 @@ function parseArgs(args: readonly string[]): { files: string[]; nodeOptions: str
 /** Folders the check leaves out: git's, the dependencies, and the runner's own pid files. */
 const UNWATCHED = new Set(['.git', 'node_modules', '.test-run'])
 
-/** Each file of the repository (outside .git, node_modules and .test-run) with its mtime and size. */
+/**
+ * The files git tracks, which the check leaves to the developer: editing the sources while the
+ * tests run is no test's doing, and a test that writes a tracked file shows in `git status` (CI
+ * fails on it). Empty outside a git clone, where every file is watched.
+ */
+const tracked: ReadonlySet<string> = (() => {
+  try {
+    return new Set(
+      execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0'),
+    )
+  } catch {
+    return new Set<string>()
+  }
+})()
+
+/**
+ * Each file of the repository that git does not track (outside .git, node_modules and .test-run),
+ * with its mtime and size: what a test could leave behind, such as a drawing in .cache/.
+ */
 function repositoryFiles(dir = root, found = new Map<string, string>()): Map<string, string> {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name)
     if (entry.isDirectory()) {
       if (!(dir === root && UNWATCHED.has(entry.name))) repositoryFiles(path, found)
-    } else if (entry.isFile()) {
+    } else if (entry.isFile() && !tracked.has(relative(root, path))) {
       const { mtimeMs, size } = statSync(path)
       found.set(relative(root, path), `${mtimeMs} ${size}`)
     }
@@ -208,7 +226,7 @@ async function main(): Promise<number> {
     console.error(
       `run-tests: FAILED: files of the repository were written during the run: ${written.join(', ')}. ` +
         'A test must write only under a folder of its own in os.tmpdir(), and remove it. ' +
-        'If you changed these files yourself while the tests ran, run them again.',
+        'If you made these files yourself while the tests ran, run them again.',
     )
     return 1
   }

@@ -67,13 +67,13 @@ function fileTimeoutMs(): number {
   return Number.isInteger(given) && given > 0 ? given : 300_000
 }
 
-/** The folders whose tests run without a Consul agent. */
-const AGENTLESS = ['test/unit', 'marbles'].map((dir) => join(root, dir) + sep)
-
-const unitFiles = (): string[] => [
-  ...findFiles(join(root, 'test/unit'), '.test.ts'),
-  ...findFiles(join(root, 'marbles'), '.spec.ts'),
+/** The suites whose tests run without a Consul agent: their folder and their files' suffix. */
+const AGENTLESS = [
+  { dir: join(root, 'test/unit'), suffix: '.test.ts' },
+  { dir: join(root, 'marbles'), suffix: '.spec.ts' },
 ]
+
+const unitFiles = (): string[] => AGENTLESS.flatMap(({ dir, suffix }) => findFiles(dir, suffix))
 
 /** The files to run and the options for Node's test runner, from the command line. */
 function parseArgs(args: readonly string[]): { files: string[]; nodeOptions: string[] } {
@@ -160,7 +160,7 @@ async function main(): Promise<number> {
     )
     return 1
   }
-  const needsAgent = files.some((f) => !AGENTLESS.some((dir) => f.startsWith(dir)))
+  const needsAgent = files.some((f) => !AGENTLESS.some(({ dir }) => f.startsWith(dir + sep)))
 
   const bin = needsAgent ? consulBin() : undefined
   const runDir = join(root, '.test-run', String(process.pid))

@@ -12,11 +12,12 @@ import { knownIssues, parseRelease } from './known-versions.js'
 
 /** The `agent` problem's words for a failure to reach a usable agent (its remedy is the action's). */
 export function noAgent(error: ConsulError): string {
-  if (error._tag === 'NotConsul') return error.message.replace(/; set CONSUL_HTTP_ADDR.*$/, '')
-  if (error._tag === 'TlsRejected' && error.mismatch !== undefined) {
-    return error.message.replace(/; set CONSUL_HTTP_ADDR.*$/, '')
-  }
-  return `no usable answer from the agent: ${error.message}`
+  // These messages end with the remedy, which the finding's action gives instead.
+  const remedyLast =
+    error._tag === 'NotConsul' || (error._tag === 'TlsRejected' && error.mismatch !== undefined)
+  return remedyLast
+    ? error.message.replace(/; set CONSUL_HTTP_ADDR.*$/, '')
+    : `no usable answer from the agent: ${error.message}`
 }
 
 /**

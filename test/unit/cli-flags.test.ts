@@ -2,7 +2,8 @@
 // mistyped flag, and plain words for a negative or malformed value.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { nearestFlag, UsageError } from '../../src/cli/args/parse-flags.js'
+import { UsageError } from '../../src/cli/args/parse-flags.js'
+import { nearestName } from '../../src/shared/nearest-name.js'
 import { readPrefixCommand } from '../../src/cli/args/prefix-command.js'
 import { planRun, runFlagSpec } from '../../src/cli/run/plan.js'
 
@@ -74,10 +75,10 @@ describe('an unknown flag', () => {
 
   it('is near enough to suggest only within a third of its length', () => {
     const known = Object.keys(runFlagSpec)
-    assert.equal(nearestFlag('ttk', known), 'ttl')
-    assert.equal(nearestFlag('graec', known), 'grace')
-    assert.equal(nearestFlag('q', known), undefined)
-    assert.equal(nearestFlag('something', known), undefined)
+    assert.equal(nearestName('ttk', known), 'ttl')
+    assert.equal(nearestName('graec', known), 'grace')
+    assert.equal(nearestName('q', known), undefined)
+    assert.equal(nearestName('something', known), undefined)
   })
 })
 

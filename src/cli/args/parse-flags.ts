@@ -206,14 +206,9 @@ function unknownFlag(flag: string, argv: readonly string[], spec: OptionSpec): s
       : undefined
   const typed = (word ?? flag).split('=')[0] ?? flag
   const bare = typed.replace(/^--?/, '')
-  const near = nearestFlag(bare, longNames)
+  const near = nearestName(bare, longNames)
   return sentences(
     `unknown flag ${typed}`,
     near === undefined ? undefined : `Did you mean --${near}?`,
   )
-}
-
-/** The known flag closest to `typed` by edit distance, when close enough to be a typo. */
-export function nearestFlag(typed: string, known: readonly string[]): string | undefined {
-  return nearestName(typed, known)
 }

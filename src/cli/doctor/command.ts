@@ -28,8 +28,6 @@ export const doctorFlagSpec = {
   ...consulFlagSpec,
 } as const satisfies OptionSpec
 
-/** The values of a repeatable flag: every `--name x` given, in order. */
-
 /**
  * Runs `rxsem doctor` with the arguments after `doctor`: prints the report on stdout (as JSON
  * with `--json`).

@@ -1,6 +1,7 @@
 import type { ConsulClient } from '../../consul/client-api.js'
 import type { ConsulError } from '../../consul/errors.js'
 import { SemaphoreError } from '../../errors.js'
+import { sentences } from '../../shared/sentences.js'
 
 /** The address of the client's agent, for a client that says it (`createConsulClient`'s). */
 function agentAddress(client: ConsulClient): string {
@@ -40,7 +41,7 @@ export function unreachableError(
       'address of a running one'
   return new SemaphoreError(
     'Unreachable',
-    `${what}. ${todo}; startupTimeout: Infinity waits for ever.`,
+    sentences(what, `${todo}; startupTimeout: Infinity waits for ever`),
     ...(last === undefined ? [] : [{ cause: last }]),
   )
 }

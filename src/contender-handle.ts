@@ -12,7 +12,7 @@ import { acquireDefaultClient, type DefaultClientLease } from './consul/default-
 import type { ConsulError } from './consul/errors.js'
 import type { ContenderState } from './core/contender/contender-state-model.js'
 import type { TransitionReason } from './core/events.js'
-import { contend, type ContendOptions, type Member } from './effects/coordinator/member.js'
+import { contend, type ContendOptions, type Member } from './effects/coordinator/contend.js'
 import { contenderShelf, type ContenderShelf } from './effects/session-shelf.js'
 import { SemaphoreError, toSemaphoreError } from './errors.js'
 import { serializable } from './serializable-state.js'

@@ -53,7 +53,7 @@ describe('the purity guard (eslint.config.js)', () => {
   it('refuses an import of the effects layer from a nested core file', async () => {
     await refused(
       'src/core/semaphore/x.ts',
-      importing('contend', '../../effects/coordinator/member.js'),
+      importing('contend', '../../effects/coordinator/contend.js'),
       IMPORTS,
     )
     await refused(
@@ -63,7 +63,7 @@ describe('the purity guard (eslint.config.js)', () => {
     )
     await refused(
       'src/core/semaphore/x.ts',
-      "import type { Member } from '../../effects/coordinator/member.js'\n\nexport type Run = Member\n",
+      "import type { Member } from '../../effects/coordinator/contend.js'\n\nexport type Run = Member\n",
       IMPORTS,
     )
   })

@@ -143,9 +143,10 @@ describe('request counts, in virtual time on the Consul double', () => {
         `a: ${CREATE}`,
         // Lock its key and read the prefix as of that write, in one transaction.
         `a: ${TXN}`,
-        // The CAS.
-        `a: ${TXN}`,
+        // The watch starts from the join's answer, and the CAS that answer allows goes out with it
+        // (the interpreter steps on the answer once following it has started).
         `a: ${poll(17)}`,
+        `a: ${TXN}`,
         `a: ${poll(18)}`,
       ])
       await close(second)

@@ -8,7 +8,7 @@ import { VirtualTimeScheduler } from 'rxjs'
 import type { ConsulClient } from '../../src/consul/client-api.js'
 import { runCloseHooks } from '../../src/consul/close-hooks.js'
 import type { ContenderState } from '../../src/core/contender/contender-state-model.js'
-import { contend, type Member } from '../../src/effects/coordinator/member.js'
+import { contend, type Member } from '../../src/effects/coordinator/contend.js'
 import { semaphoreProtocol } from '../../src/effects/protocol/semaphore-protocol.js'
 import {
   SESSION_LINGER_MS,

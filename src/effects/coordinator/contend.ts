@@ -1,0 +1,298 @@
+import * as E from 'fp-ts/lib/Either.js'
+import { Observable, asyncScheduler, finalize, type SchedulerLike } from 'rxjs'
+import type { ConsulClient, SessionCreateOptions } from '../../consul/client-api.js'
+import type { ConsulError } from '../../consul/errors.js'
+import type { KVSnapshot, WatchEvent } from '../../consul/types.js'
+import type { LifeOptions, SessionSource } from '../../core/contender/contender-life.js'
+import type { Decision } from '../../core/events.js'
+import type { SemaphoreError } from '../../errors.js'
+import type { ResolvedContenderOptions } from '../../options/contender-options.js'
+import {
+  contenderTelemetry,
+  type ContenderTelemetry,
+} from '../../telemetry/contender-telemetry.js'
+import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-protocol.js'
+import { destroySession } from '../release/destroy-session.js'
+import { SessionLease, type LeaseEvent } from '../session-lease.js'
+import { sessionSignature, type ContenderShelf } from '../session-shelf.js'
+import type { ContenderPort, CreatedSession, WriteEvent } from './contender-port.js'
+import { adoptSession } from './adopt-session.js'
+import { giveUpError } from './give-up-error.js'
+import { Interpreter, type ContenderObserver } from './interpreter.js'
+import { coordinatorFor, type CoordinatedMember } from './prefix-coordinator.js'
+
+/**
+ * How long a contender that ends (closed, stopped, failed) waits for the answer to the session
+ * request it has in flight, to destroy the session it makes (ms): as long as a client waits for
+ * any answer by default (`requestTimeoutMs`). Past it the request is aborted, and a session
+ * Consul may have made regardless expires by its TTL.
+ */
+export const ABANDONED_SESSION_WAIT_MS = 10_000
+
+/** Everything one contender needs: its resolved options, its client and its protocol. */
+export interface ContendOptions extends ResolvedContenderOptions {
+  readonly client: ConsulClient
+  readonly protocol: ContenderProtocol
+  readonly limit: number
+  /** Take the limit `.lock` states (`SemaphoreOptions.followLimit`). Default false. */
+  readonly followLimit?: boolean | undefined
+  readonly fairness: boolean
+  readonly fairnessGraceMs: number | undefined
+  /**
+   * Receives each release this contender starts in the background (and the destroy of a session
+   * whose request was out when it ended), so close() can await it.
+   */
+  readonly onRelease: (release: Promise<E.Either<ConsulError, void>>) => void
+  readonly scheduler?: SchedulerLike | undefined
+  /** Source of the jitter of every retry and of the waiters' refresh; default Math.random. */
+  readonly random?: (() => number) | undefined
+  /**
+   * Try once (`tryAcquire`, `tryLead`): until it first holds, the contender gives up at the first
+   * refusal (`tryOnceRefused`) or failure instead of waiting or retrying. Once it has held, it
+   * behaves as any contender.
+   */
+  readonly tryOnce?: boolean | undefined
+  /**
+   * Where the process's idle sessions wait (`contenderShelf`; the handle gives one only to a job
+   * pool's worker): the contender takes one made with its session options instead of creating
+   * one, and, released after close() with a clean outcome, keeps its session there instead of
+   * destroying it. Without it, every session is created and destroyed by its contender.
+   */
+  readonly shelf?: ContenderShelf | undefined
+}
+
+/** What a handle holds of a running contender (see `Interpreter`). */
+export type Member = Pick<Interpreter, 'close' | 'stop' | 'renew'>
+
+/** How often a waiter far back in the queue steps on a snapshot that changes nothing for it (ms). */
+const WAITER_REFRESH_MS = 1000
+
+/**
+ * One contender (of a semaphore, or of a leader election, by `options.protocol`), from session to
+ * slot and back, until it is closed or stopped: its machine (`lifeStep`) run by the interpreter on
+ * the port of its client (`consulPort`).
+ *
+ * @example
+ * const run = contend({ ...resolved, client, protocol: semaphoreProtocol, limit: 3, ... }, {
+ *   next: (state) => console.log(state.holding),
+ *   error: (error) => console.error(error.message),
+ *   complete: () => console.log('done'),
+ * })
+ * // ... later
+ * run.close()
+ * @param options - The contender's options, client and protocol.
+ * @param observer - Receives its states.
+ * @returns The handle to close or stop it.
+ */
+export function contend(options: ContendOptions, observer: ContenderObserver): Member {
+  const scheduler = options.scheduler ?? asyncScheduler
+  const random = options.random ?? Math.random
+  const { port, step } = consulPort(options, scheduler, random)
+  const interpreter = new Interpreter(
+    port,
+    {
+      step,
+      tryOnce: options.tryOnce === true,
+      adoptedSession: options.adoptedSession,
+      shelf: options.shelf !== undefined,
+      leaseMarginRatio: options.leaseMarginRatio,
+      startupTimeoutMs: options.startupTimeoutMs,
+      serviceChecks: options.serviceChecks,
+      joins: options.protocol.join !== undefined,
+      herdFree: options.protocol.herdFree,
+      // 1 to 2 s, so that a thousand waiters of a process do not all refresh on one snapshot.
+      refreshMs: WAITER_REFRESH_MS * (1 + random()),
+      random,
+    },
+    scheduler,
+    observer,
+  )
+  interpreter.start()
+  return interpreter
+}
+
+/**
+ * The port of a contender on a real client: its sessions (created, taken from the shelf, or
+ * adopted), their leases, its prefix's coordinator (the join, the one watch and the decision on
+ * each snapshot), its protocol's writes and release, and its telemetry. Every call is an
+ * Observable: unsubscribed, it stops; a session request unsubscribed before it answered is
+ * abandoned (awaited in the background, at most ABANDONED_SESSION_WAIT_MS, and the session it
+ * makes destroyed through `onRelease`).
+ *
+ * @example
+ * const port = consulPort({ ...resolved, client, protocol: semaphoreProtocol, ... }, scheduler)
+ * port.session('create').subscribe((created) => console.log(created.session))
+ */
+export function consulPort(
+  options: ContendOptions,
+  scheduler: SchedulerLike,
+  random: () => number,
+): { readonly port: ContenderPort; readonly step: LifeOptions['step'] } {
+  const { client, protocol, prefix, shelf } = options
+  const registration = coordinatorFor(client, prefix, protocol, {
+    waitMs: options.watchWaitMs,
+    scheduler: options.scheduler,
+  })
+  const coordinator = registration.value
+  const contender: ProtocolMember = {
+    client,
+    prefix,
+    limit: options.limit,
+    followLimit: options.followLimit === true,
+    value: options.value,
+    fairness: options.fairness,
+    scheduler,
+    cache: coordinator.cache,
+  }
+  const decide = protocol.decide(contender)
+  const request: SessionCreateOptions = {
+    name: options.sessionName,
+    ttl: options.ttl,
+    behavior: protocol.behavior,
+    ...(options.lockDelay !== undefined ? { lockDelay: options.lockDelay } : {}),
+    ...(options.checks !== undefined ? { nodeChecks: options.checks } : {}),
+    ...(options.serviceChecks !== undefined ? { serviceChecks: options.serviceChecks } : {}),
+  }
+  const signature = sessionSignature(request)
+  const telemetry: ContenderTelemetry = contenderTelemetry(options.telemetry, {
+    prefix,
+    limit: options.limit,
+    protocol: protocol.kind,
+    client,
+    now: scheduler.now(),
+  })
+  const performers = new Map<string, ReturnType<ContenderProtocol['performer']>>()
+
+  /** A session request's answer, with the time its lease runs from. */
+  const ask = (
+    from: SessionSource,
+    signal: AbortSignal,
+  ): { answer: Promise<E.Either<unknown, CreatedSession>>; adopted: boolean } => {
+    const sentAt = scheduler.now()
+    const { ttlMs, adoptedSession } = options
+    if (from === 'adopt' && adoptedSession !== undefined) {
+      return { answer: adoptSession(client, adoptedSession, signal, sentAt), adopted: true }
+    }
+    const shelved = from === 'shelf' ? shelf?.take(signature, sentAt) : undefined
+    if (shelved !== undefined) {
+      const { session } = shelved
+      return { answer: Promise.resolve(E.right({ session, ttlMs, sentAt: shelved.sentAt })), adopted: false }
+    }
+    const answer = client.session
+      .create({ ...request, signal })()
+      .then(E.map((session: string): CreatedSession => ({ session, ttlMs, sentAt })))
+    return { answer, adopted: false }
+  }
+
+  const step: LifeOptions['step'] = {
+    prefix,
+    limit: options.limit,
+    followLimit: options.followLimit,
+    fairness: options.fairness,
+    fairnessGraceMs: options.fairnessGraceMs,
+    leaseMarginMs: options.leaseMarginMs,
+    rideThrough: options.rideThrough,
+    scheduler,
+    sharedGrace: protocol.sharedGrace(contender),
+    decide,
+    renew: protocol.renew?.(contender),
+  }
+  const port: ContenderPort = {
+    answers: () => client.network?.answers?.() ?? 0,
+    session: (from) =>
+      new Observable<CreatedSession>((subscriber) => {
+        const controller = new AbortController()
+        const { answer, adopted } = ask(from, controller.signal)
+        let answered = false
+        void answer.then((created) => {
+          answered = true
+          if (E.isLeft(created)) return subscriber.error(created.left)
+          subscriber.next(created.right)
+          subscriber.complete()
+        })
+        return () => {
+          if (answered) return
+          // An adopted session is never destroyed: its renewal in flight only needs stopping.
+          if (adopted) return controller.abort()
+          const bound = scheduler.schedule(() => controller.abort(), ABANDONED_SESSION_WAIT_MS)
+          options.onRelease(
+            answer.then((created) => {
+              bound.unsubscribe()
+              if (E.isLeft(created)) return E.right<ConsulError, void>(undefined)
+              const { session } = created.right
+              return destroySession({ client, session, scheduler, random })
+            }),
+          )
+        }
+      }),
+    lease: ({ session, ttlMs, sentAt, leaseMarginMs }) =>
+      new Observable<LeaseEvent>((subscriber) => {
+        const lease = new SessionLease(
+          { client, session, ttlMs, createdAt: sentAt, leaseMarginMs, scheduler, random },
+          {
+            onLease: (event) => subscriber.next(event),
+            onLeaseError: (error) => subscriber.error(error),
+          },
+        )
+        return () => lease.stop()
+      }),
+    mayJoin: () => coordinator.mayJoin(contender),
+    join: (session) => {
+      const join = protocol.join
+      if (join === undefined) throw new Error(`the ${protocol.kind} protocol has no join`)
+      const done = coordinator.startJoin()
+      return join(contender, session).pipe(finalize(done))
+    },
+    follow: (session, seed) =>
+      new Observable<WatchEvent & { readonly decision?: Decision | undefined }>((subscriber) => {
+        let decided: { readonly snapshot: KVSnapshot; readonly decision: Decision } | undefined
+        const member: CoordinatedMember = {
+          decisionOn: (snapshot) => {
+            if (decided?.snapshot === snapshot) return decided.decision
+            const decision = decide(snapshot, { ...contender, session })
+            decided = { snapshot, decision }
+            return decision
+          },
+          onWatch: (event) =>
+            subscriber.next(
+              event.type === 'snapshot'
+                ? { ...event, decision: member.decisionOn(event.snapshot) }
+                : event,
+            ),
+          onWatchError: (error) => subscriber.error(error),
+        }
+        coordinator.follow(member, seed)
+        // A no-op when the coordinator already let every member go (its watch failed).
+        return () => coordinator.unfollow(member)
+      }),
+    perform: (session, action) => {
+      let perform = performers.get(session)
+      if (perform === undefined) {
+        performers.clear()
+        perform = protocol.performer(contender, session)
+        performers.set(session, perform)
+      }
+      // A protocol's writes answer only with a write's events.
+      return perform(action) as Observable<WriteEvent>
+    },
+    release: (session, { keep, snapshot, renewal }) => {
+      const released = protocol.release(contender, session, snapshot, keep)
+      options.onRelease(
+        released.then((result) => {
+          telemetry.released(result)
+          if (E.isRight(result) && result.right !== undefined && 'sessionKept' in result.right) {
+            shelf?.shelve(signature, { session, ...renewal }, scheduler)
+          }
+          return E.map((): void => undefined)(result)
+        }),
+      )
+    },
+    stepped: (input, state, now) => telemetry.stepped(state, input, now),
+    failure: (giveUp): SemaphoreError => giveUpError(giveUp, options, protocol),
+    finished: (end, now) => {
+      telemetry.ended(end, now)
+      registration.release()
+    },
+  }
+  return { port, step }
+}

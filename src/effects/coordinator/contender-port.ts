@@ -1,0 +1,61 @@
+import type { Observable } from 'rxjs'
+import type { KVSnapshot, WatchEvent } from '../../consul/types.js'
+import type { GiveUp, RunRelease, SessionSource } from '../../core/contender/contender-life.js'
+import type { ContenderInput } from '../../core/contender/contender-input.js'
+import type { ContenderAction, ContenderState } from '../../core/contender/contender-state-model.js'
+import type { ContenderEvent, Decision } from '../../core/events.js'
+import type { SemaphoreError } from '../../errors.js'
+import type { ContenderEnd } from '../../telemetry/contender-telemetry.js'
+import type { LeaseEvent } from '../session-lease.js'
+
+/** A session ready to run: its ID, its TTL, and when the request its lease runs from was sent. */
+export interface CreatedSession {
+  readonly session: string
+  readonly ttlMs: number
+  readonly sentAt: number
+}
+
+/** What a write answers: a CAS's result, a retry, its session gone, a renewal made. */
+export type WriteEvent = Exclude<
+  ContenderEvent,
+  { readonly type: 'session-created' | 'release-requested' }
+>
+
+/**
+ * Everything the interpreter of a contender calls: Consul (through its client, its prefix's
+ * coordinator and its protocol), and what listens. Every call is an Observable, subscribed when
+ * the machine asks for it and unsubscribed when it no longer wants it; so the marble specs give
+ * the interpreter a port of marbles and see each call start and stop.
+ */
+export interface ContenderPort {
+  /** How many answers the client has had from its agent (the start-up timeout's first contact). */
+  readonly answers: () => number
+  /** One session, from where the machine says; an error is a failure to judge. */
+  readonly session: (from: SessionSource) => Observable<CreatedSession>
+  /** The renewals of a run's session; an error is a permanent failure of the lease. */
+  readonly lease: (lease: {
+    readonly session: string
+    readonly ttlMs: number
+    readonly sentAt: number
+    readonly leaseMarginMs: number | undefined
+  }) => Observable<LeaseEvent>
+  /** Whether a new run may join in one transaction now. */
+  readonly mayJoin: () => boolean
+  /** The join: the prefix as the transaction left it (or nothing). */
+  readonly join: (session: string) => Observable<KVSnapshot | undefined>
+  /** The prefix's watch events, each snapshot with this run's decision on it, from `seed`. */
+  readonly follow: (
+    session: string,
+    seed: KVSnapshot | undefined,
+  ) => Observable<WatchEvent & { readonly decision?: Decision | undefined }>
+  /** One write of a run: its answers as events; it completes when the write is over. */
+  readonly perform: (session: string, action: ContenderAction) => Observable<WriteEvent>
+  /** Starts the release of a run's slot in the background. */
+  readonly release: (session: string, release: RunRelease) => void
+  /** Each step, for the telemetry. */
+  readonly stepped: (input: ContenderInput, state: ContenderState, now: number) => void
+  /** The public error of a contender that gave up. */
+  readonly failure: (giveUp: GiveUp) => SemaphoreError
+  /** The contender is done: nothing of it runs any more. */
+  readonly finished: (end: ContenderEnd, now: number) => void
+}

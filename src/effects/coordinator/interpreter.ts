@@ -1,0 +1,246 @@
+import {
+  Observable,
+  asyncScheduler,
+  defaultIfEmpty,
+  take,
+  type Observer,
+  type SchedulerLike,
+  type Subscription,
+} from 'rxjs'
+import {
+  lifeStep,
+  unstarted,
+  type ContenderLife,
+  type LifeCommand,
+  type LifeInput,
+  type LifeOptions,
+  type LifeTimer,
+} from '../../core/contender/contender-life.js'
+import type { ContenderState } from '../../core/contender/contender-state-model.js'
+import type { SemaphoreError } from '../../errors.js'
+import type { ContenderPort } from './contender-port.js'
+
+/** Where a contender's states go: the core's state after each event, across sessions. */
+export interface ContenderObserver {
+  readonly next: (state: ContenderState) => void
+  /** A prefix problem or a permanent failure; nothing follows. */
+  readonly error: (error: SemaphoreError) => void
+  /** The contender was closed (and its release started), or a try-once contender gave up. */
+  readonly complete: () => void
+}
+
+/** The calls a contender has out, at most one of each. */
+type Call = 'session' | 'lease' | 'join' | 'follow' | 'write'
+
+/**
+ * The one interpreter of a contender's machine (`lifeStep`): it feeds each input through the
+ * machine, one at a time (an input that arrives while a step is carried out waits its turn), and
+ * carries out the commands on its port and its scheduler: it subscribes the calls the machine
+ * asks for and unsubscribes them when it no longer wants them, sets and clears its timers, and
+ * tells the observer. It decides nothing: which call, when, and what follows an answer is the
+ * machine's.
+ *
+ * ```
+ * port answers, timers, close()/stop()/renew() ─► lifeStep ─► commands ─► port calls, timers
+ *                                                    └─► emit ─► observer.next(state)
+ * ```
+ *
+ * @example
+ * const interpreter = new Interpreter(port, lifeOptions, scheduler, observer)
+ * interpreter.start()
+ * // ... later
+ * interpreter.close()
+ */
+export class Interpreter {
+  private life: ContenderLife = unstarted
+  private readonly inbox: LifeInput[] = []
+  private readonly calls = new Map<Call, Subscription>()
+  private readonly timers = new Map<LifeTimer, Subscription>()
+
+  constructor(
+    private readonly port: ContenderPort,
+    private readonly options: LifeOptions,
+    private readonly scheduler: SchedulerLike,
+    private readonly observer: ContenderObserver,
+  ) {}
+
+  /** Asks for the first session. */
+  start(): void {
+    this.input({ type: 'start', answers: this.port.answers() })
+  }
+
+  /** Releases now and contends no more; completes the observer once the release started. */
+  close(): void {
+    this.input({ type: 'close' })
+  }
+
+  /** Nobody listens any more: releases in the background and tells the observer nothing more. */
+  stop(): void {
+    this.input({ type: 'stop' })
+  }
+
+  /**
+   * The job this holder served has ended and another job of its process waits: the write that
+   * gives the next one a fresh fencing token. Nothing when it does not hold.
+   */
+  renew(): void {
+    this.input({ type: 'renew' })
+  }
+
+  private input(input: LifeInput): void {
+    this.inbox.push(input)
+    if (this.inbox.length > 1) return
+    try {
+      for (let next = this.inbox[0]; next !== undefined; next = this.inbox[0]) {
+        const step = lifeStep(this.life, next, this.scheduler.now(), this.options)
+        this.life = step.life
+        for (const command of step.commands) this.carryOut(command)
+        this.inbox.shift()
+      }
+    } finally {
+      this.inbox.length = 0
+    }
+  }
+
+  private carryOut(command: LifeCommand): void {
+    const { port } = this
+    switch (command.type) {
+      case 'create-session':
+        return this.call('session', port.session(command.from), {
+          next: (created) => this.input({ type: 'session', ...created, mayJoin: port.mayJoin() }),
+          error: (error: unknown) => this.input({ type: 'session-failed', error }),
+        })
+      case 'lease':
+        return this.call('lease', port.lease(command), {
+          next: (event) => this.input(event),
+          error: (error: unknown) => this.input({ type: 'run-failed', error }),
+        })
+      case 'join':
+        return this.call(
+          'join',
+          port.join(command.session).pipe(defaultIfEmpty(undefined), take(1)),
+          { next: (seed) => this.input({ type: 'joined', seed }) },
+        )
+      case 'follow':
+        return this.call('follow', port.follow(command.session, command.seed), {
+          next: (event) => this.input(event),
+          error: (error: unknown) => this.input({ type: 'run-failed', error }),
+        })
+      case 'write': {
+        const { action } = command
+        return this.call('write', port.perform(command.session, action), {
+          next: (event) => this.input(event),
+          error: (error: unknown) => this.input({ type: 'run-failed', error }),
+          complete: () => this.input({ type: 'written', action }),
+        })
+      }
+      case 'cancel-write':
+        return this.cancel('write')
+      case 'timer':
+        return this.setTimer(command.name, command.at)
+      case 'end-run':
+        if (command.release !== false) port.release(command.session, command.release)
+        for (const call of ['lease', 'join', 'follow', 'write'] as const) this.cancel(call)
+        this.setTimer('wake', undefined)
+        return this.setTimer('refresh', undefined)
+      case 'emit':
+        return this.observer.next(command.state)
+      case 'stepped':
+        return port.stepped(command.input, command.state, this.scheduler.now())
+      case 'finish':
+        return this.finish(command)
+    }
+  }
+
+  /** Starts a call, in place of the one of its kind; it is forgotten once it ends. */
+  private call<T>(
+    kind: Call,
+    source: Observable<T>,
+    observer: Partial<Observer<T>> & { readonly next: (value: T) => void },
+  ): void {
+    this.cancel(kind)
+    let ended = false
+    const end = (): void => {
+      ended = true
+      if (this.calls.get(kind) === subscription) this.calls.delete(kind)
+    }
+    const subscription: Subscription = source.subscribe({
+      next: observer.next,
+      error: (error: unknown) => {
+        end()
+        observer.error?.(error)
+      },
+      complete: () => {
+        end()
+        observer.complete?.()
+      },
+    })
+    if (!ended) this.calls.set(kind, subscription)
+  }
+
+  private cancel(kind: Call): void {
+    this.calls.get(kind)?.unsubscribe()
+    this.calls.delete(kind)
+  }
+
+  private setTimer(name: LifeTimer, at: number | undefined): void {
+    this.timers.get(name)?.unsubscribe()
+    this.timers.delete(name)
+    if (at === undefined) return
+    const fire = (): void => {
+      this.timers.delete(name)
+      this.input(this.due(name))
+    }
+    this.timers.set(name, this.scheduler.schedule(fire, Math.max(0, at - this.scheduler.now())))
+  }
+
+  private due(name: LifeTimer): LifeInput {
+    switch (name) {
+      case 'wake':
+        return { type: 'wake' }
+      case 'startup':
+        return { type: 'startup-due', answers: this.port.answers() }
+      case 'retry':
+        return { type: 'retry-due' }
+      case 'refresh':
+        return { type: 'refresh-due' }
+    }
+  }
+
+  private finish(command: Extract<LifeCommand, { type: 'finish' }>): void {
+    for (const call of [...this.calls.keys()]) this.cancel(call)
+    for (const name of [...this.timers.keys()]) this.setTimer(name, undefined)
+    const { outcome } = command
+    const error = typeof outcome === 'string' ? undefined : this.port.failure(outcome)
+    this.port.finished(
+      error === undefined ? (outcome as 'closed' | 'refused') : { failed: error.kind },
+      this.scheduler.now(),
+    )
+    if (command.quiet) return
+    if (error === undefined) this.observer.complete()
+    else this.observer.error(error)
+  }
+}
+
+/**
+ * A contender's states as an Observable: the interpreter on `port`, started on subscribe and
+ * stopped on unsubscribe. What the marble specs run, on a port of marbles.
+ *
+ * @example
+ * contenderStates(port, lifeOptions, scheduler).subscribe((state) => console.log(state.holding))
+ */
+export function contenderStates(
+  port: ContenderPort,
+  options: LifeOptions,
+  scheduler: SchedulerLike = asyncScheduler,
+): Observable<ContenderState> {
+  return new Observable<ContenderState>((subscriber) => {
+    const interpreter = new Interpreter(port, options, scheduler, {
+      next: (state) => subscriber.next(state),
+      error: (error) => subscriber.error(error),
+      complete: () => subscriber.complete(),
+    })
+    interpreter.start()
+    return () => interpreter.stop()
+  })
+}

@@ -512,7 +512,14 @@ class LifeSteps {
   /** The seeking fields after a run: the failures in a row start over with every run. */
   private seeking(life: Running | Closing): Omit<Creating, 'phase' | 'overdue'> {
     const { state, tryOnce } = life
-    return { state, tryOnce, attempt: 0, aclInRow: 0, lastFailure: undefined, startupFrom: undefined }
+    return {
+      state,
+      tryOnce,
+      attempt: 0,
+      aclInRow: 0,
+      lastFailure: undefined,
+      startupFrom: undefined,
+    }
   }
 
   /**
@@ -521,7 +528,10 @@ class LifeSteps {
    * contender gives up. Consul's refusal of a session for a critical or unknown service check
    * gives up at once: retrying would only repeat it.
    */
-  private failed(life: Omit<Creating, 'phase' | 'overdue'> & { overdue?: boolean }, error: unknown) {
+  private failed(
+    life: Omit<Creating, 'phase' | 'overdue'> & { overdue?: boolean },
+    error: unknown,
+  ) {
     const refusal = serviceCheckRefusal(error, this.options.serviceChecks)
     if (refusal !== undefined) return this.finish({ why: 'check-refused', refusal }, false)
     const verdict = judgeFailure(error, life.aclInRow)
@@ -544,7 +554,10 @@ class LifeSteps {
           lastFailure: { during: 'session' as const, error: lastFailure },
         }
     if (waiting !== state) this.emit(waiting)
-    const delay = backoffDelay(BACKOFF.session, attempt, { error: lastFailure, random: this.options.random })
+    const delay = backoffDelay(BACKOFF.session, attempt, {
+      error: lastFailure,
+      random: this.options.random,
+    })
     this.timer('retry', this.now + delay)
     return {
       phase: 'between' as const,

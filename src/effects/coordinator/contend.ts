@@ -7,10 +7,7 @@ import type { LifeOptions, SessionSource } from '../../core/contender/contender-
 import type { Decision } from '../../core/events.js'
 import type { SemaphoreError } from '../../errors.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
-import {
-  contenderTelemetry,
-  type ContenderTelemetry,
-} from '../../telemetry/contender-telemetry.js'
+import { contenderTelemetry, type ContenderTelemetry } from '../../telemetry/contender-telemetry.js'
 import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-protocol.js'
 import { destroySession } from '../release/destroy-session.js'
 import { SessionLease, type LeaseEvent } from '../session-lease.js'
@@ -176,7 +173,10 @@ export function consulPort(
     const shelved = from === 'shelf' ? shelf?.take(signature, sentAt) : undefined
     if (shelved !== undefined) {
       const { session } = shelved
-      return { answer: Promise.resolve(E.right({ session, ttlMs, sentAt: shelved.sentAt })), adopted: false }
+      return {
+        answer: Promise.resolve(E.right({ session, ttlMs, sentAt: shelved.sentAt })),
+        adopted: false,
+      }
     }
     const answer = client.session
       .create({ ...request, signal })()

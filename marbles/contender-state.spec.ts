@@ -38,7 +38,7 @@ const field =
 /** The type of `next`, each new action object once. */
 const nextAction: OperatorFunction<ContenderState, string> = (s) =>
   s.pipe(
-    map((state) => state.next),
+    map((state) => state.write),
     distinctUntilChanged(),
     map((next) => next?.type ?? 'none'),
   )
@@ -221,7 +221,7 @@ describe('contenderState', () => {
       const source = cold('c-l-d-l', events)
       const expected = '   0-1-2-3'
       const summary = (s: ContenderState): string =>
-        `${s.holding} ${s.reason} ${s.next?.type} ${s.fencingToken}`
+        `${s.holding} ${s.reason} ${s.write?.type} ${s.fencingToken}`
       expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
         expected,
         {
@@ -333,7 +333,7 @@ describe('contenderState', () => {
       const taken = seen(snapshotOf([lockEntry(prefix, 'x', 40n, { flags: LOCK_FLAGS }), me]))
       const source = cold('c-x', { ...events, x: taken })
       const expected = '   0-1'
-      const summary = (s: ContenderState): string => `${s.problem?.type} ${s.next?.type}`
+      const summary = (s: ContenderState): string => `${s.problem?.type} ${s.write?.type}`
       expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
         expected,
         { 0: 'undefined undefined', 1: 'Conflict undefined' },
@@ -346,7 +346,7 @@ describe('contenderState', () => {
       const other = seen(snapshotOf([lockEntry(prefix, '{"Limit":3,"Holders":[]}', 40n), me]))
       const source = cold('c-x', { ...events, x: other })
       const expected = '   0-1'
-      const summary = (s: ContenderState): string => `${s.problem?.type} ${s.next?.type}`
+      const summary = (s: ContenderState): string => `${s.problem?.type} ${s.write?.type}`
       expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
         expected,
         { 0: 'undefined undefined', 1: 'LimitConflict undefined' },

@@ -33,7 +33,7 @@ const field =
   (states: Observable<ContenderState>): Observable<T> =>
     states.pipe(map(pick), distinctUntilChanged())
 
-const nextWrite = field((s) => s.next?.type ?? 'none')
+const nextWrite = field((s) => s.write?.type ?? 'none')
 const writes = { n: 'none', t: 'TryAcquire', c: 'NotContending' }
 
 const seen = (snapshot: KVSnapshot) => ({ type: 'snapshot' as const, snapshot })
@@ -78,7 +78,7 @@ describe('the interpreter of a contender, on a port of marbles', () => {
       const lease = cold('---g', { g: sessionGone })
       const asked: number[] = []
       // The first session answers; the next request stays out.
-      const answer = () => (asked.length === 1 ? cold('-(s|)', { s: session() }) : cold('-'))
+      const answer = () => (asked.length === 1 ? cold('-(s|)', { s: session() }) : cold<never>('-'))
       const { states, released } = interpreted(scheduler, {
         session: counted(answer, asked, () => scheduler.now()),
         follow: () => watch,
@@ -106,7 +106,7 @@ describe('the interpreter of a contender, on a port of marbles', () => {
       const { states } = interpreted(scheduler, {
         session: counted(answer, asked, () => scheduler.now()),
         follow: () => cold('w', { w: seen(waiting) }),
-        perform: () => cold('-'),
+        perform: () => cold<never>('-'),
       })
       const first = 1
       const second = first + backoff(1) + 1
@@ -126,7 +126,7 @@ describe('the interpreter of a contender, on a port of marbles', () => {
 
   it('gives up at the start-up timeout when no session came, and stops asking', () => {
     marbles(({ cold, expectObservable, expectSubscriptions }, scheduler) => {
-      const asking = cold('-')
+      const asking = cold<never>('-')
       const { states } = interpreted(
         scheduler,
         { session: () => asking },
@@ -146,7 +146,7 @@ describe('the interpreter of a contender, on a port of marbles', () => {
       const seed = snapshotOf([me], 20n)
       // Read before the join's write: our key is not there, which would ask to write it again.
       const older = snapshotOf([lockEntry(prefix, '{"Limit":1,"Holders":{}}', 3n)], 10n)
-      const cas = cold('-')
+      const cas = cold<never>('-')
       interpreted(
         scheduler,
         {

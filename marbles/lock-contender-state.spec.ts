@@ -52,7 +52,7 @@ const field =
 /** The type of `next`, each new action object once. */
 const nextAction: OperatorFunction<ContenderState, string> = (s) =>
   s.pipe(
-    map((state) => state.next),
+    map((state) => state.write),
     distinctUntilChanged(),
     map((next) => next?.type ?? 'none'),
   )
@@ -117,7 +117,7 @@ describe('contenderState with the lock decide step', () => {
       })
       const source = cold('c-s', { ...events, s: seen(snapshotOf([semaphoreLock])) })
       const expected = '   0-1'
-      const summary = (s: ContenderState): string => `${s.problem?.type} ${s.next?.type}`
+      const summary = (s: ContenderState): string => `${s.problem?.type} ${s.write?.type}`
       expectObservable(source.pipe(contenderState(options), field(summary)), watchFor400ms).toBe(
         expected,
         { 0: 'undefined undefined', 1: 'Conflict undefined' },
@@ -249,7 +249,7 @@ describe('contenderStep on a wake', () => {
   it('should act on a wake that a host timer fired just before wakeAt', () => {
     assert.equal(retrying.wakeAt, 254.5)
     const woken = stateAfter(retrying, { type: 'wake' }, 254, options)
-    assert.equal(woken.next?.type, 'TryAcquire')
+    assert.equal(woken.write?.type, 'TryAcquire')
     assert.equal(woken.retryAt, undefined)
   })
 

@@ -246,7 +246,7 @@ describe('holding with rideThrough', () => {
       expectObservable(
         source.pipe(
           contenderState(riding),
-          field((s) => s.next?.type ?? 'none'),
+          field((s) => s.write?.type ?? 'none'),
         ),
         watchFor50ms,
       ).toBe(expected, { u: 'none' })

@@ -79,8 +79,8 @@ export interface ContenderHandle<S extends HeldState> {
   readonly close: () => Promise<void>
   /** The synchronous guard and the fenced write, on the latest state. */
   readonly guard: SlotGuard
-  /** Asks the running member for a fresh fencing token (`Member.renew`); for the job pool. */
-  readonly renew: () => void
+  /** Asks the running member for a fresh fencing token (`Member.refence`); for the job pool. */
+  readonly refence: () => void
 }
 
 /**
@@ -246,7 +246,7 @@ export function contenderHandle<S extends HeldState>(
     holding$,
     lifecycle,
     guard,
-    renew: () => running?.renew(),
+    refence: () => running?.refence(),
     close: async () => {
       closing.next(true)
       running?.close()

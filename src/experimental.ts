@@ -50,7 +50,7 @@ export {
 export type {
   ContenderInput,
   DecidedSnapshot,
-  RenewInput,
+  RefenceInput,
 } from './core/contender/contender-input.js'
 export { holding } from './core/contender/holding.js'
 export type {
@@ -60,10 +60,10 @@ export type {
   ContenderStateOptions,
   CountedGrace,
   DecideStep,
-  RenewStep,
+  RefenceStep,
   SharedGrace,
 } from './core/contender/contender-state-model.js'
-export type { Renewal } from './core/semaphore/renewal.js'
+export type { Refencing } from './core/semaphore/refencing.js'
 export type { HandOff } from './core/semaphore/hand-off.js'
 export type { LastFailure } from './core/contender/last-failure.js'
 export { leaseDeadline, type LeaseMargin } from './core/contender/lease-deadline.js'

@@ -278,7 +278,7 @@ export function contendForSlot(options: SemaphoreOptions, internal: ContenderInt
 }
 
 /**
- * @internal The handle under `contendForSlot`, with `renew` (a fresh fencing token between two
+ * @internal The handle under `contendForSlot`, with `refence` (a fresh fencing token between two
  * jobs) for the job pool under `withSlot`.
  */
 export function slotContender(

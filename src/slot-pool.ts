@@ -2,14 +2,14 @@
  * The jobs of a process share its contenders: every `withSlot` call on the same client, prefix and
  * options waits in one local queue, first in first out, behind at most `limit` contenders of the
  * process (its workers). A worker keeps its session across the jobs it serves, and between two
- * jobs it makes one Consul write that gives the next job a fresh fencing token (`Renewal`): it
+ * jobs it makes one Consul write that gives the next job a fresh fencing token (`Refencing`): it
  * keeps its slot when nobody else waits, or hands it on and rejoins at the tail when someone does.
  *
  * ```
  * withSlot ─► queue (FIFO) ─► worker holds ─► job runs under token t
  *                                  ▲                 │ settles
  *                                  │   more queued?  ▼
- *                                  └──── renew ◄── yes          no ──► close (release)
+ *                                  └──── refence ◄─ yes          no ──► close (release)
  * ```
  */
 import type { Subscription } from 'rxjs'
@@ -133,7 +133,7 @@ export class SlotPool {
       // Another worker's later write answered first and a job already runs under its greater
       // token: one more write, so that the jobs of the process start in the order of their tokens.
       worker.spent = token
-      worker.handle.renew()
+      worker.handle.refence()
       return
     }
     const job = next.value
@@ -155,7 +155,7 @@ export class SlotPool {
     worker.job = undefined
     if (this.queue.size > 0 && !worker.closing) {
       // One write for the next job: a new token on this slot, or a hand-on and a rejoin.
-      worker.handle.renew()
+      worker.handle.refence()
       return this.pump()
     }
     const closed = this.retire(worker)

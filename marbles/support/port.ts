@@ -17,16 +17,21 @@ import { contenderStates } from '../../src/effects/coordinator/interpreter.js'
 import type { LeaseEvent } from '../../src/effects/session-lease.js'
 import { problemError } from '../../src/errors.js'
 import type { ContenderState } from '../../src/core/contender/contender-state-model.js'
+import type { ContenderEvent } from '../../src/core/events.js'
 import { prefix } from './scenario.js'
 
 /** The calls a spec gives; each defaults to one that never answers. */
 export interface MarbleCalls {
-  readonly session?: () => Observable<CreatedSession>
-  readonly lease?: () => Observable<LeaseEvent>
+  /** The session's answer (a marble of `never` for one that never comes). */
+  readonly session?: () => Observable<CreatedSession | never>
+  /** The lease's events. */
+  readonly lease?: () => Observable<ContenderEvent>
   readonly mayJoin?: () => boolean
   readonly join?: () => Observable<KVSnapshot | undefined>
-  readonly follow?: () => ReturnType<ContenderPort['follow']>
-  readonly perform?: () => Observable<WriteEvent>
+  /** The watch's events (a spec's marbles of `ContenderEvent`s hold only those). */
+  readonly follow?: () => Observable<ContenderEvent>
+  /** A write's answers. */
+  readonly perform?: () => Observable<ContenderEvent>
 }
 
 /** The session every spec's contender gets: 'me', a TTL of 1000 ms, sent at 0. */
@@ -54,17 +59,17 @@ export function interpreted(
   const port: ContenderPort = {
     answers: () => 0,
     session: calls.session ?? (() => NEVER),
-    lease: calls.lease ?? (() => NEVER),
+    lease: (calls.lease ?? (() => NEVER)) as () => Observable<LeaseEvent>,
     mayJoin: calls.mayJoin ?? (() => false),
     join: calls.join ?? (() => NEVER),
-    follow: calls.follow ?? (() => NEVER),
-    perform: calls.perform ?? (() => NEVER),
+    follow: (calls.follow ?? (() => NEVER)) as ContenderPort['follow'],
+    perform: (calls.perform ?? (() => NEVER)) as () => Observable<WriteEvent>,
     release: (session, release) => void released.push({ session, release, at: scheduler.now() }),
     stepped: () => undefined,
     failure: (giveUp) =>
       giveUpError(
         giveUp,
-        { client: {} as ConsulClient, prefix, startupTimeoutMs: 100, leaseMarginMs: undefined },
+        { client: {} as ConsulClient, prefix, startupTimeoutMs: 100, leaseMarginMs: 100 },
         { problemError },
       ),
     finished: () => undefined,

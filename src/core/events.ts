@@ -240,17 +240,17 @@ export type ContenderEvent =
       readonly modifyIndex?: bigint | undefined
     }
   /**
-   * A renewal between two jobs answered (`Renewal`). Committed: a `Refence` gave this holder a new
+   * A renewal between two jobs answered (`Refencing`). Committed: a `Refence` gave this holder a new
    * fencing token (`modifyIndex`, its key's new ModifyIndex), a `Rotate` put it at the tail of
    * the queue (`modifyIndex`, the index of that write).
    */
   | {
       /** Discriminant. */
-      readonly type: 'renewed'
+      readonly type: 'refenced'
       /** True if the transaction committed. */
       readonly ok: boolean
       /** Which renewal it was. */
-      readonly renewal: 'Refence' | 'Rotate'
+      readonly refencing: 'Refence' | 'Rotate'
       /** The index the transaction wrote, when known. */
       readonly modifyIndex?: bigint | undefined
     }
@@ -263,7 +263,7 @@ export type ContenderEvent =
    * The write was refused for a reason no snapshot will ever show, so waiting for the next
    * snapshot could wait forever: Consul's lock-delay after an invalidation refuses `acquire` and
    * txn `lock` on a key that looks free, and nothing in the KV store changes when it ends. Like a
-   * refused `cas-result`, it answers the write (clears `next`); in addition the core decides again
+   * refused `cas-result`, it answers the write (clears `write`); in addition the core decides again
    * on its last snapshot `inMs` later (scheduler time), which asks for the write again if the key
    * still looks free. The effects layer chooses `inMs` (its backoff); a new snapshot before then
    * decides at once and cancels the pending retry.

@@ -85,7 +85,11 @@ describe('tryOnceRefused (the rule on the core state)', () => {
       state({ type: 'Wait', view: view(['x'], 1), rank: undefined, freeSlots: 0 }),
       true,
     ],
-    ['while its CAS for a free slot is on the way', state(tryAcquire, { next: tryAcquire }), false],
+    [
+      'while its CAS for a free slot is on the way',
+      state(tryAcquire, { write: tryAcquire }),
+      false,
+    ],
     ['after a refused CAS, before the next snapshot', state(tryAcquire), false],
     ['when the lock write was refused for a lock-delay', state(tryAcquire, { retryAt: 250 }), true],
     ['when listed, before holding', state({ type: 'Held', view: view(['me']) }), false],
@@ -110,7 +114,7 @@ describe('tryOnceRefused (the rule on the core state)', () => {
   }
 
   it('should read the free slots from the decision view, unranked', () => {
-    assert.deepEqual(tryOnceFacts(state(tryAcquire, { next: tryAcquire })), {
+    assert.deepEqual(tryOnceFacts(state(tryAcquire, { write: tryAcquire })), {
       holding: false,
       place: 'contending',
       freeSlots: 1,

@@ -12,7 +12,7 @@ const tenureEnded = {
   fencingToken: undefined,
   heldInTenure: false,
   casIndex: undefined,
-  renewing: false,
+  refencing: false,
 } as const
 
 /** After a renewal that did not commit: the next snapshot decides again, or this much later. */
@@ -20,7 +20,7 @@ export const RENEWAL_RETRY_MS = 100
 
 /**
  * Updates the facts of a contender state from one input (session, lease, connection, listing,
- * decision), without yet deriving `holding`, `reason`, `next` or `wakeAt` (`settleContender`).
+ * decision), without yet deriving `holding`, `reason`, `write` or `wakeAt` (`settleContender`).
  *
  * @example
  * applyContenderInput(state, { type: 'session-gone' }, scheduler.now(), options)
@@ -75,7 +75,7 @@ export function applyContenderInput(
             ...tenureEnded,
             session: input.session,
             retired: undefined,
-            next: undefined,
+            write: undefined,
             retryAt: undefined,
           }
       const leased = { ...fresh, leaseDeadline: leaseDeadline(input.sentAt, input.ttlMs, options) }
@@ -99,25 +99,25 @@ export function applyContenderInput(
         ...s,
         ...tenureEnded,
         retired: s.retired ?? 'session-gone',
-        next: undefined,
+        write: undefined,
         retryAt: undefined,
       }
     case 'release-requested':
-      return { ...s, ...tenureEnded, retired: 'released', next: undefined, retryAt: undefined }
+      return { ...s, ...tenureEnded, retired: 'released', write: undefined, retryAt: undefined }
     case 'cas-result':
       return casAnswered(s, input.ok, input.holders, input.modifyIndex)
-    case 'renew':
+    case 'refence':
       // Only a holder's tenure is renewed; a contender that lost its slot meanwhile just waits.
-      return s.listed && s.retired === undefined && options.renew !== undefined
-        ? { ...s, renewing: true }
+      return s.listed && s.retired === undefined && options.refence !== undefined
+        ? { ...s, refencing: true }
         : s
-    case 'renewed':
+    case 'refenced':
       return renewalAnswered(s, input, now)
     case 'retry':
       // The write is over, refused for a reason no snapshot will show: decide again later.
       return s.retired !== undefined
         ? s
-        : { ...s, next: undefined, retryAt: now + Math.max(0, input.inMs) }
+        : { ...s, write: undefined, retryAt: now + Math.max(0, input.inMs) }
     case 'wake': {
       const retryDue = s.retryAt !== undefined && now >= s.retryAt
       const graceDue = s.patientAt !== undefined && now >= s.patientAt
@@ -130,7 +130,7 @@ export function applyContenderInput(
       // A write that completed without news (a contender key acquired: the next snapshot is to
       // show it) is over: a later decision that still asks for it makes it again (an operator
       // deleted the key meanwhile), even if it looks the same.
-      return s.next === input.action ? { ...s, next: undefined } : s
+      return s.write === input.action ? { ...s, write: undefined } : s
     case 'end':
       return s
   }
@@ -143,7 +143,7 @@ function casAnswered(
   modifyIndex: bigint | undefined,
 ): ContenderState {
   // Whatever the answer, the write is over: wait for the snapshot it causes.
-  const answered = { ...s, next: undefined }
+  const answered = { ...s, write: undefined }
   if (!ok || s.session === undefined || s.retired !== undefined) return answered
   if (!holders.includes(s.session)) return { ...answered, ...tenureEnded }
   if (s.listed && s.heldInTenure) return answered
@@ -158,22 +158,28 @@ function casAnswered(
 
 function renewalAnswered(
   s: ContenderState,
-  answer: Extract<ContenderInput, { type: 'renewed' }>,
+  answer: Extract<ContenderInput, { type: 'refenced' }>,
   now: number,
 ): ContenderState {
-  const answered = { ...s, next: undefined }
-  if (!s.renewing || s.retired !== undefined) return answered
+  const answered = { ...s, write: undefined }
+  if (!s.refencing || s.retired !== undefined) return answered
   const index = answer.modifyIndex
-  // Not committed (or no newer index to vouch for it): still renewing, decided again on the next
+  // Not committed (or no newer index to vouch for it): still refencing, decided again on the next
   // snapshot, which the change that refused it brings, or on this one a little later.
   const fresh = index !== undefined && (s.fencingToken === undefined || index > s.fencingToken)
   if (!answer.ok || !fresh) return { ...answered, retryAt: now + RENEWAL_RETRY_MS }
-  if (answer.renewal === 'Rotate') {
+  if (answer.refencing === 'Rotate') {
     // At the tail of the queue now: snapshots older than that write still list it as a holder.
     return { ...answered, ...tenureEnded, casIndex: index }
   }
   // A new tenure on the same slot: its token is the write's index, never the last job's.
-  return { ...answered, renewing: false, heldInTenure: false, casIndex: index, fencingToken: index }
+  return {
+    ...answered,
+    refencing: false,
+    heldInTenure: false,
+    casIndex: index,
+    fencingToken: index,
+  }
 }
 
 function isOlderThanOwnCas(s: ContenderState, snapshot: KVSnapshot): boolean {

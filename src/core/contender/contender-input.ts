@@ -14,8 +14,8 @@ export type DecidedSnapshot = Extract<ContenderEvent, { readonly type: 'snapshot
  * What a contender's step consumes: the effects layer's events (a snapshot possibly decided
  * already), plus the interpreter's own: `wake` (the timer it set for `wakeAt` fired), `written`
  * (a write it started completed, after feeding any answer it had), `end` (the events
- * completed) and `renew` (the job this holder served ended and another job of its process waits:
- * it needs a fresh fencing token, `Renewal`).
+ * completed) and `refence` (the job this holder served ended and another job of its process waits:
+ * it needs a fresh fencing token, `Refencing`).
  */
 export type ContenderInput =
   | Exclude<ContenderEvent, { readonly type: 'snapshot' }>
@@ -23,10 +23,10 @@ export type ContenderInput =
   | { readonly type: 'wake' }
   | { readonly type: 'written'; readonly action: ContenderAction }
   | { readonly type: 'end' }
-  | RenewInput
+  | RefenceInput
 
-/** The job a holder served has ended and another job of its process waits (`Renewal`). */
-export interface RenewInput {
+/** The job a holder served has ended and another job of its process waits (`Refencing`). */
+export interface RefenceInput {
   /** Discriminant. */
-  readonly type: 'renew'
+  readonly type: 'refence'
 }

@@ -191,7 +191,7 @@ type RunInput = Exclude<
       | 'retry-due'
       | 'close'
       | 'stop'
-      | 'renew'
+      | 'refence'
   }
 >
 
@@ -278,7 +278,7 @@ class LifeSteps {
           return this.step({ ...life, phase: 'closing' }, { type: 'release-requested' })
         }
         return life.phase === 'closing' ? life : this.finish('closed', false)
-      case 'renew':
+      case 'refence':
         return life.phase === 'running' ? this.step(life, input) : life
       case 'stop':
         if (life.phase === 'running' || life.phase === 'closing') this.endRun(life, true)

@@ -4,16 +4,16 @@ import type { DecideOptions } from '../semaphore/decide.js'
 import type { Decision, PrefixProblem, SemaphoreView, TransitionReason } from '../events.js'
 import type { LastFailure } from './last-failure.js'
 import type { LeaseMargin } from './lease-deadline.js'
-import type { Renewal } from '../semaphore/renewal.js'
+import type { Refencing } from '../semaphore/refencing.js'
 
 /**
  * A write the effects layer should make now: CAS `.lock`, (re)create the contender key, or, for a
  * holder whose job ended while another job of its process waits, the renewal that gives the next
- * job a fresh fencing token (`Renewal`).
+ * job a fresh fencing token (`Refencing`).
  *
  * @example
  * ```ts
- * states.pipe(map((s) => s.next), distinctUntilChanged()).subscribe((action?: ContenderAction) => {
+ * states.pipe(map((s) => s.write), distinctUntilChanged()).subscribe((action?: ContenderAction) => {
  *   if (action?.type === 'TryAcquire') casLock(action.body, action.cas)
  *   else if (action?.type === 'NotContending') acquireContenderKey()
  * })
@@ -27,13 +27,13 @@ export type ContenderAction =
         readonly type: 'TryAcquire' | 'NotContending'
       }
     >
-  | Renewal
+  | Refencing
 
 /**
- * The renewal a holder of `snapshot` makes (see `Renewal`); undefined when the snapshot allows
- * none. Given by the semaphore's protocol; without it, a `renew` input changes nothing.
+ * The re-fence a holder of `snapshot` makes (see `Refencing`); undefined when the snapshot allows
+ * none. Given by the semaphore's protocol; without it, a `refence` input changes nothing.
  */
-export type RenewStep = (snapshot: KVSnapshot, session: string) => Renewal | undefined
+export type RefenceStep = (snapshot: KVSnapshot, session: string) => Refencing | undefined
 
 /**
  * The decide step of the state machine: what to write next, from one snapshot. The semaphore's
@@ -105,8 +105,8 @@ export interface ContenderStateOptions extends LeaseMargin {
    * why 'refused') at the first refusal (`tryOnceRefused`) instead of waiting. Default false.
    */
   readonly tryOnce?: boolean | undefined
-  /** The renewal between two jobs of a process (`renew` inputs); default: none. */
-  readonly renew?: RenewStep | undefined
+  /** The re-fence between two jobs of a process (`refence` inputs); default: none. */
+  readonly refence?: RefenceStep | undefined
 }
 
 /**
@@ -158,7 +158,7 @@ export type ContenderPhase =
 
 /**
  * Everything the core knows about one contender after each event. `holding` is the library's
- * safety signal; `next` is the write the effects layer should make.
+ * safety signal; `write` is the write the effects layer should make.
  *
  * @example
  * ```ts
@@ -201,10 +201,10 @@ export interface ContenderState {
   readonly problem: PrefixProblem | undefined
   /**
    * The write to make now, or undefined. The object is kept (same reference) while the action is
-   * the same, so `distinctUntilChanged()` on `next` yields each action once. Cleared when the CAS
+   * the same, so `distinctUntilChanged()` on `write` yields each action once. Cleared when the CAS
    * answers, when the watch fails, when the lease lapses, after release or session loss.
    */
-  readonly next: ContenderAction | undefined
+  readonly write: ContenderAction | undefined
   /** `.lock` is believed to list this session (from the last snapshot or a later CAS). */
   readonly listed: boolean
   /** This session is done: released by the user, or gone in Consul. No more writes for it. */
@@ -213,9 +213,9 @@ export interface ContenderState {
   readonly heldInTenure: boolean
   /**
    * The job that held this tenure's fencing token has ended and another waits: `holding` stays
-   * false until the renewal (`next`) writes a new token or rotates this contender to the tail.
+   * false until the re-fence (`write`) writes a new token or rotates this contender to the tail.
    */
-  readonly renewing: boolean
+  readonly refencing: boolean
   /** ModifyIndex of this contender's own successful CAS: older snapshots are stale. */
   readonly casIndex: bigint | undefined
   /** The waiter first in line when the fairness grace started counting (`decidePatiently`). */
@@ -251,11 +251,11 @@ export const initialContenderState: ContenderState = {
   decision: undefined,
   view: undefined,
   problem: undefined,
-  next: undefined,
+  write: undefined,
   listed: false,
   retired: undefined,
   heldInTenure: false,
-  renewing: false,
+  refencing: false,
   casIndex: undefined,
   graceFront: undefined,
   graceSince: undefined,

@@ -20,7 +20,7 @@ import {
   type Observable,
   type OperatorFunction,
 } from 'rxjs'
-import type { ContenderInput, RenewInput } from './contender-input.js'
+import type { ContenderInput, RefenceInput } from './contender-input.js'
 import {
   initialContenderState,
   type ContenderAction,
@@ -87,7 +87,7 @@ export function writeAfter(
 export function contenderSteps(
   options: ContenderStateOptions,
   perform?: ContenderPerformer,
-): OperatorFunction<ContenderEvent | RenewInput, ContenderStep> {
+): OperatorFunction<ContenderEvent | RefenceInput, ContenderStep> {
   if (!Number.isSafeInteger(options.limit) || options.limit < 1) {
     throw new RangeError(`limit must be a positive integer, got ${options.limit}`)
   }
@@ -149,7 +149,7 @@ export function contenderSteps(
 /**
  * Turns the events of the effects layer into the contender's state: whether it holds a slot (and
  * why that last changed), its fencing token and lease deadline, the last decision and view, and
- * the `next` write to make. Emits the initial state at once, then each state that differs from the
+ * the `write` to make to make. Emits the initial state at once, then each state that differs from the
  * one before; the states of `contenderSteps` (the same pure step the library runs), so its timers
  * (lease deadline, fairness grace) run on `options.scheduler`, and the lease is dropped at exactly
  * its deadline with no further event.
@@ -167,7 +167,7 @@ export function contenderSteps(
  *   retried by the effects layer or left to the next snapshot), and `release-requested`; when a
  *   write is refused for a reason no snapshot will show (the lock's lock-delay), feed `retry`
  *   with the delay after which the core should decide again on its last snapshot;
- * - act on `next`, once per new object: `states.pipe(map(s => s.next), distinctUntilChanged())`.
+ * - act on `write`, once per new object: `states.pipe(map(s => s.write), distinctUntilChanged())`.
  *   `TryAcquire`: PUT `next.body` to `lockKey(prefix)` with `?cas=next.cas` and SEMAPHORE_FLAGS,
  *   then feed `cas-result`. `NotContending`: acquire `contenderKey(prefix, session)` with the
  *   session (and SEMAPHORE_FLAGS); the next snapshot shows it. Undefined: nothing to write;
@@ -176,7 +176,7 @@ export function contenderSteps(
  *   session and LOCK_FLAGS, answered by `cas-result` (holders [session] when committed) or `retry`;
  * - stop on `problem` (Conflict, LimitConflict, CorruptLock): never write over it;
  * - release (CAS out of `.lock`, delete the contender key, destroy the session) after feeding
- *   `release-requested`, which drops `holding` at once and clears `next` for good.
+ *   `release-requested`, which drops `holding` at once and clears `write` for good.
  *
  * When the events complete, a last state with `holding: false` (reason 'released') is emitted if
  * the contender was holding, then the states complete; an error of the events is passed on (treat
@@ -184,7 +184,7 @@ export function contenderSteps(
  *
  * @example
  * const states = events.pipe(contenderState({ prefix: 'svc/lock', limit: 2 }))
- * states.pipe(map((s) => s.next), distinctUntilChanged()).subscribe(write)
+ * states.pipe(map((s) => s.write), distinctUntilChanged()).subscribe(write)
  * @param options - Prefix, limit, fairness, lease margin, scheduler and decide step.
  * @returns An operator from ContenderEvent to ContenderState.
  */

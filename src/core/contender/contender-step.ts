@@ -90,9 +90,9 @@ function commandsBetween(
   options: ContenderStateOptions,
 ): ContenderCommand[] {
   const commands: ContenderCommand[] = []
-  if (after.next !== before.next) {
+  if (after.write !== before.write) {
     commands.push(
-      after.next === undefined ? { type: 'cancel-write' } : { type: 'write', action: after.next },
+      after.write === undefined ? { type: 'cancel-write' } : { type: 'write', action: after.write },
     )
   }
   if (after.wakeAt !== before.wakeAt) commands.push({ type: 'wake', at: after.wakeAt })

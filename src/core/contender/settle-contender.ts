@@ -9,7 +9,7 @@ import type { TransitionReason } from '../events.js'
 
 /**
  * Derives what follows from the facts after an input: `holding` (listed, connected, lease valid,
- * not retired), the `reason` of a change, the `next` write and the next timer `wakeAt`.
+ * not retired), the `reason` of a change, the `write` to make and the next timer `wakeAt`.
  *
  * With `options.rideThrough`, a holder rides through a watch failure: it stays holding while the
  * watch is down, for as long as it stays listed, its lease valid and its session not retired.
@@ -36,14 +36,14 @@ export function settleContender(
   s: ContenderState,
   input: ContenderInput,
   now: number,
-  options: Pick<ContenderStateOptions, 'rideThrough' | 'renew'> = {},
+  options: Pick<ContenderStateOptions, 'rideThrough' | 'refence'> = {},
 ): ContenderState {
   const leaseValid = s.leaseDeadline !== undefined && now < s.leaseDeadline
   const ending = input.type === 'end'
   // The watch vouches for the listing; without it, only a holder riding on its lease keeps it.
   const watched = s.connected || (options.rideThrough === true && prev.holding)
   const holding =
-    s.listed && watched && leaseValid && s.retired === undefined && !ending && !s.renewing
+    s.listed && watched && leaseValid && s.retired === undefined && !ending && !s.refencing
   const rising = holding && !prev.holding
   const reason: TransitionReason | undefined = rising
     ? s.heldInTenure
@@ -54,15 +54,15 @@ export function settleContender(
       : s.reason
   const open = s.connected && leaseValid && s.retired === undefined && !ending
   const candidate =
-    s.decision === prev.decision && s.renewing === prev.renewing ? s.next : actionOf(s, options)
-  const next = !open ? undefined : sameAction(prev.next, candidate) ? prev.next : candidate
+    s.decision === prev.decision && s.refencing === prev.refencing ? s.write : actionOf(s, options)
+  const write = !open ? undefined : sameAction(prev.write, candidate) ? prev.write : candidate
   return {
     ...s,
     phase: phaseOf(s, holding),
     holding,
     reason,
     heldInTenure: s.heldInTenure || rising,
-    next,
+    write,
     wakeAt: earliestAfter(now, [s.leaseDeadline, s.patientAt, s.retryAt]),
   }
 }
@@ -73,7 +73,7 @@ function phaseOf(s: ContenderState, holding: boolean): ContenderPhase {
   if (s.problem !== undefined) return 'stopped'
   if (holding) return 'holding'
   // A holder between two jobs: writing the renewal that gives the next one its token.
-  if (s.renewing) return 'acquiring'
+  if (s.refencing) return 'acquiring'
   if (s.listed) return 'doubtful'
   if (s.session === undefined) return 'idle'
   switch (s.decision?.type) {
@@ -93,7 +93,7 @@ function fallReason(s: ContenderState, leaseValid: boolean, ending: boolean): Tr
   if (s.retired === 'session-gone') return 'session-invalidated'
   if (!leaseValid) return 'lease-expired'
   // The job that held the token ended: the slot is released to the next job's renewal.
-  if (s.renewing) return 'released'
+  if (s.refencing) return 'released'
   // Before the watch: a riding holder that an answer shows unlisted was removed, connected or not.
   if (!s.listed) return 'removed'
   return 'watch-failed'
@@ -101,14 +101,14 @@ function fallReason(s: ContenderState, leaseValid: boolean, ending: boolean): Tr
 
 function actionOf(
   s: ContenderState,
-  options: Pick<ContenderStateOptions, 'renew'>,
+  options: Pick<ContenderStateOptions, 'refence'>,
 ): ContenderAction | undefined {
   const decision = s.decision
   // A renewal is written from a snapshot that shows this contender holding (a CAS that made it a
   // holder may have answered before the watch showed it): until then, nothing.
-  if (s.renewing) {
+  if (s.refencing) {
     return decision?.type === 'Held' && s.snapshot !== undefined && s.session !== undefined
-      ? options.renew?.(s.snapshot, s.session)
+      ? options.refence?.(s.snapshot, s.session)
       : undefined
   }
   if (decision?.type === 'Held') return undefined
@@ -124,10 +124,10 @@ function earliestAfter(now: number, times: readonly (number | undefined)[]): num
 
 /**
  * Whether two actions ask for the same write: the same CAS (index and body bytes) or the creation
- * of the same contender key. Used to keep `next` the same object while nothing new is asked.
+ * of the same contender key. Used to keep `write` the same object while nothing new is asked.
  *
  * @example
- * sameAction(previous.next, candidate) ? previous.next : candidate
+ * sameAction(previous.write, candidate) ? previous.write : candidate
  * @param a - An action, or undefined.
  * @param b - Another action, or undefined.
  * @returns True when both ask for the same write (or both are undefined).

@@ -50,7 +50,7 @@ export function tryOnceFacts(state: ContenderState): TryOnceFacts {
     rank: contending ? decision.rank : undefined,
     ranked: false,
     lockDelayed:
-      decision?.type === 'TryAcquire' && state.next === undefined && state.retryAt !== undefined,
+      decision?.type === 'TryAcquire' && state.write === undefined && state.retryAt !== undefined,
   }
 }
 

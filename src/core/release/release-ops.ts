@@ -7,7 +7,7 @@ import {
 } from '../../shared/flags.js'
 import { lockKey } from '../keys/lock-key.js'
 import type { HandOff } from '../semaphore/hand-off.js'
-import type { Renewal } from '../semaphore/renewal.js'
+import type { Refencing } from '../semaphore/refencing.js'
 
 /**
  * The plain release transaction: `.lock` without this session, CASed on the ModifyIndex it was
@@ -67,7 +67,7 @@ export function handOffOps(prefix: string, ownKey: string, handOff: HandOff): Tx
 export const HEIR_CHECK_OP = 0
 
 /**
- * The one transaction of a renewal between two jobs (`Renewal`), for the holder `session` whose
+ * The one transaction of a renewal between two jobs (`Refencing`), for the holder `session` whose
  * key is `ownKey` and holds `value`.
  *
  * - Refence: `.lock` still at `cas`, this session still locks its key; the key is rewritten (the
@@ -79,20 +79,20 @@ export const HEIR_CHECK_OP = 0
  *
  * @example
  * ```ts
- * const ops = renewalOps(prefix, `${prefix}/${session}`, session, utf8.encode(value), renewal)
+ * const ops = refenceOps(prefix, `${prefix}/${session}`, session, utf8.encode(value), write)
  * ```
  * @returns The operations, in order.
  */
-export function renewalOps(
+export function refenceOps(
   prefix: string,
   ownKey: string,
   session: string,
   value: Uint8Array,
-  renewal: Renewal,
+  write: Refencing,
 ): TxnOp[] {
-  if (renewal.type === 'Refence') {
+  if (write.type === 'Refence') {
     return [
-      { verb: 'check-index', key: lockKey(prefix), index: renewal.cas },
+      { verb: 'check-index', key: lockKey(prefix), index: write.cas },
       { verb: 'check-session', key: ownKey, session },
       // There and back: Consul skips a write that changes nothing, and the key must end as a
       // holder's, at this transaction's index.
@@ -101,8 +101,8 @@ export function renewalOps(
     ]
   }
   const release =
-    renewal.handOff === undefined
-      ? casOutOps(prefix, ownKey, renewal)
-      : handOffOps(prefix, ownKey, renewal.handOff)
+    write.handOff === undefined
+      ? casOutOps(prefix, ownKey, write)
+      : handOffOps(prefix, ownKey, write.handOff)
   return [...release, { verb: 'lock', key: ownKey, value, flags: CONTENDER_FLAGS, session }]
 }

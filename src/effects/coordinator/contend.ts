@@ -59,7 +59,7 @@ export interface ContendOptions extends ResolvedContenderOptions {
 }
 
 /** What a handle holds of a running contender (see `Interpreter`). */
-export type Member = Pick<Interpreter, 'close' | 'stop' | 'renew'>
+export type Member = Pick<Interpreter, 'close' | 'stop' | 'refence'>
 
 /** How often a waiter far back in the queue steps on a snapshot that changes nothing for it (ms). */
 const WAITER_REFRESH_MS = 1000
@@ -195,7 +195,7 @@ export function consulPort(
     scheduler,
     sharedGrace: protocol.sharedGrace(contender),
     decide,
-    renew: protocol.renew?.(contender),
+    refence: protocol.refence?.(contender),
   }
   const port: ContenderPort = {
     answers: () => client.network?.answers?.() ?? 0,

@@ -41,7 +41,7 @@ type Call = 'session' | 'lease' | 'join' | 'follow' | 'write'
  * machine's.
  *
  * ```
- * port answers, timers, close()/stop()/renew() ─► lifeStep ─► commands ─► port calls, timers
+ * port answers, timers, close()/stop()/refence() ─► lifeStep ─► commands ─► port calls, timers
  *                                                    └─► emit ─► observer.next(state)
  * ```
  *
@@ -83,8 +83,8 @@ export class Interpreter {
    * The job this holder served has ended and another job of its process waits: the write that
    * gives the next one a fresh fencing token. Nothing when it does not hold.
    */
-  renew(): void {
-    this.input({ type: 'renew' })
+  refence(): void {
+    this.input({ type: 'refence' })
   }
 
   private input(input: LifeInput): void {

@@ -6,7 +6,7 @@ import type { KVSnapshot } from '../../consul/types.js'
 import type {
   ContenderAction,
   DecideStep,
-  RenewStep,
+  RefenceStep,
   SharedGrace,
 } from '../../core/contender/contender-state-model.js'
 import type { ReleaseOutcome } from '../../core/release/release-slot-plan.js'
@@ -81,10 +81,10 @@ export interface ContenderProtocol {
    */
   readonly join?: (contender: ProtocolMember, session: string) => Observable<KVSnapshot | undefined>
   /**
-   * The renewal between two jobs of a process (`RenewStep`): the semaphore's; the leader key has
-   * none (a `renew` input then changes nothing).
+   * The re-fence between two jobs of a process (`RefenceStep`): the semaphore's; the leader key has
+   * none (a `refence` input then changes nothing).
    */
-  readonly renew?: (contender: ProtocolMember) => RenewStep
+  readonly refence?: (contender: ProtocolMember) => RefenceStep
   /**
    * Gives the slot back and destroys the session (never rejects: errors are Lefts). `lastSeen` is
    * the last snapshot the contender decided on, a hint that may save a read. A semaphore's release

@@ -51,7 +51,7 @@ export const lockDelayBackoffMs = (attempt: number, random: () => number = Math.
  *
  * @example
  * const perform = leaderKeyPerformer({ client, prefix, session })
- * states.pipe(map((s) => s.next), distinctUntilChanged(), switchMap((a) => (a ? perform(a) : EMPTY)))
+ * states.pipe(map((s) => s.write), distinctUntilChanged(), switchMap((a) => (a ? perform(a) : EMPTY)))
  * @param options - Client, prefix, session, scheduler.
  * @returns The performer: each action's events to feed back to the core; errors with a permanent
  *   ConsulError.

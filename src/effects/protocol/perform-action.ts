@@ -4,7 +4,7 @@ import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../shared/flags.js'
 import type { KVEntry, KVSnapshot } from '../../consul/types.js'
 import { contenderKey } from '../../core/keys/contender-key.js'
-import { renewalOps } from '../../core/release/release-ops.js'
+import { refenceOps } from '../../core/release/release-ops.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import type { ContenderEvent } from '../../core/events.js'
 import { fromCall, orThrow, retryTransient } from '../call-policy.js'
@@ -51,7 +51,7 @@ export interface SemaphorePerformerOptions extends PerformerOptions {
  *
  * @example
  * const perform = semaphorePerformer({ client, prefix, session, value: 'web-1' })
- * states.pipe(map((s) => s.next), distinctUntilChanged(), switchMap((a) => (a ? perform(a) : EMPTY)))
+ * states.pipe(map((s) => s.write), distinctUntilChanged(), switchMap((a) => (a ? perform(a) : EMPTY)))
  * @param options - Client, prefix, session, the contender key's value, scheduler.
  * @returns The performer: each action's events to feed back to the core; errors with a permanent
  *   ConsulError.
@@ -62,14 +62,14 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
   return (action) => {
     if (action.type === 'Refence' || action.type === 'Rotate') {
       const ownKey = contenderKey(prefix, session)
-      const ops = renewalOps(prefix, ownKey, session, utf8.encode(options.value), action)
+      const ops = refenceOps(prefix, ownKey, session, utf8.encode(options.value), action)
       return fromCall((signal) => client.kv.txn(ops, { signal })).pipe(
         mergeMap(orThrow),
         retryTransient(scheduler, random),
         map((result): ContenderEvent => ({
-          type: 'renewed',
+          type: 'refenced',
           ok: result.committed,
-          renewal: action.type,
+          refencing: action.type,
           modifyIndex: result.committed ? writtenIndex(result.results, ownKey) : undefined,
         })),
       )

@@ -1,6 +1,6 @@
 import { problemError } from '../../errors.js'
 import { joinQueue, semaphorePerformer } from './perform-action.js'
-import { renewal } from '../../core/semaphore/renewal.js'
+import { refencing } from '../../core/semaphore/refencing.js'
 import { releaseSlot } from '../release/release-slot.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 
@@ -44,8 +44,8 @@ export const semaphoreProtocol: ContenderProtocol = {
       session,
       value: contender.value,
     }),
-  renew: (contender) => (snapshot, session) =>
-    renewal(snapshot, { ...contender, session }, contender.cache.view(snapshot, contender)),
+  refence: (contender) => (snapshot, session) =>
+    refencing(snapshot, { ...contender, session }, contender.cache.view(snapshot, contender)),
   release: (contender, session, lastSeen, keepSession) =>
     releaseSlot({
       client: contender.client,

@@ -1,6 +1,6 @@
 // A holder between two jobs of its process: the `renew` input, the one write it asks for
-// (`Renewal`: Refence keeps the slot, Rotate hands it on and rejoins at the tail), and the token the
-// next job gets. The step runs with the semaphore protocol's own renewal (`renewal` on the shared
+// (`Refencing`: Refence keeps the slot, Rotate hands it on and rejoins at the tail), and the token the
+// next job gets. The step runs with the semaphore protocol's own refencing (`refencing` on the shared
 // view), as the member runs it.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
@@ -11,10 +11,10 @@ import type {
   ContenderStateOptions,
 } from '../src/core/contender/contender-state-model.js'
 import { contenderSteps } from '../src/core/contender/contender-state.js'
-import type { RenewInput } from '../src/core/contender/contender-input.js'
+import type { RefenceInput } from '../src/core/contender/contender-input.js'
 import type { ContenderEvent } from '../src/core/events.js'
 import { prefixView } from '../src/core/semaphore/prefix-view.js'
-import { renewal, type Renewal } from '../src/core/semaphore/renewal.js'
+import { refencing, type Refencing } from '../src/core/semaphore/refencing.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../src/shared/flags.js'
 import { created, seen } from './support/events.js'
 import { prefix } from './support/scenario.js'
@@ -23,12 +23,12 @@ import { contenderEntry, lockEntry, snapshotOf, text } from './support/snapshot.
 const testScheduler = (): TestScheduler =>
   new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
 
-/** The step's options with the semaphore's renewal, limit 2. */
+/** The step's options with the semaphore's refencing, limit 2. */
 const two: ContenderStateOptions = {
   prefix,
   limit: 2,
-  renew: (snapshot, session) =>
-    renewal(snapshot, { prefix, session, limit: 2 }, prefixView(snapshot, { prefix, limit: 2 })),
+  refence: (snapshot, session) =>
+    refencing(snapshot, { prefix, session, limit: 2 }, prefixView(snapshot, { prefix, limit: 2 })),
 }
 
 const holderKey = (session: string, index: bigint) =>
@@ -48,8 +48,8 @@ const wWaits = snapshotOf([
   lockEntry(prefix, '{"Limit":2,"Holders":{"a":true,"me":true}}', 20n),
 ])
 
-const renew: RenewInput = { type: 'renew' }
-const inputs: Record<string, ContenderEvent | RenewInput> = {
+const renew: RefenceInput = { type: 'refence' }
+const inputs: Record<string, ContenderEvent | RefenceInput> = {
   c: created('me', 10_000, 0),
   h: seen(weHold),
   w: seen(wWaits),
@@ -68,11 +68,11 @@ function word(action: ContenderAction): string {
   }
 }
 
-describe('renewal: the write between two jobs', () => {
+describe('refencing: the write between two jobs', () => {
   it('should keep the slot when nobody else waits: holding drops, one Refence, and holding comes back under the new token', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const refence = cold<ContenderEvent>('--(r|)', {
-        r: { type: 'renewed', ok: true, renewal: 'Refence', modifyIndex: 31n },
+        r: { type: 'refenced', ok: true, refencing: 'Refence', modifyIndex: 31n },
       })
       const perform = (action: ContenderAction): Observable<ContenderEvent> => {
         assert.equal(word(action), 'Refence@20')
@@ -101,11 +101,11 @@ describe('renewal: the write between two jobs', () => {
   })
 
   it('should rotate when another contender waits: hand it the slot and rejoin at the tail, in one write', () => {
-    const action = renewal(
+    const action = refencing(
       wWaits,
       { prefix, session: 'me', limit: 2 },
       prefixView(wWaits, { prefix, limit: 2 }),
-    ) as Extract<Renewal, { type: 'Rotate' }>
+    ) as Extract<Refencing, { type: 'Rotate' }>
     assert.equal(word(action), 'Rotate@20>w')
     assert.equal(text(action.body), '{"Limit":2,"Holders":{"a":true,"w":true}}')
   })
@@ -113,7 +113,7 @@ describe('renewal: the write between two jobs', () => {
   it('should leave the tenure after a committed Rotate: not holding, not listed, no token', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const rotate = cold<ContenderEvent>('--(r|)', {
-        r: { type: 'renewed', ok: true, renewal: 'Rotate', modifyIndex: 33n },
+        r: { type: 'refenced', ok: true, refencing: 'Rotate', modifyIndex: 33n },
       })
       const steps = cold('c-w-n', inputs).pipe(contenderSteps(two, () => rotate))
       const after = steps.pipe(
@@ -129,10 +129,10 @@ describe('renewal: the write between two jobs', () => {
     })
   })
 
-  it('should try again on the next snapshot when the renewal did not commit, and hold under its token', () => {
+  it('should try again on the next snapshot when the refencing did not commit, and hold under its token', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const refused = cold<ContenderEvent>('-(r|)', {
-        r: { type: 'renewed', ok: false, renewal: 'Refence' },
+        r: { type: 'refenced', ok: false, refencing: 'Refence' },
       })
       const later = snapshotOf([
         holderKey('a', 10n),
@@ -140,7 +140,7 @@ describe('renewal: the write between two jobs', () => {
         lockEntry(prefix, '{"Limit":2,"Holders":{"a":true,"me":true}}', 26n),
       ])
       const committed = cold<ContenderEvent>('-(r|)', {
-        r: { type: 'renewed', ok: true, renewal: 'Refence', modifyIndex: 27n },
+        r: { type: 'refenced', ok: true, refencing: 'Refence', modifyIndex: 27n },
       })
       const perform = (action: ContenderAction): Observable<ContenderEvent> =>
         action.type === 'Refence' && action.cas === 20n ? refused : committed

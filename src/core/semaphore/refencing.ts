@@ -25,7 +25,7 @@ import type { PrefixView } from './prefix-view.js'
  *                      Rotate (hand off or release, rejoin at the tail)
  * ```
  */
-export type Renewal =
+export type Refencing =
   | {
       /** Discriminant. */
       readonly type: 'Refence'
@@ -52,7 +52,7 @@ export type Renewal =
  *
  * @example
  * ```ts
- * const next = renewal(snapshot, { prefix: 'service/db/lock', session, limit: 3 })
+ * const next = refencing(snapshot, { prefix: 'service/db/lock', session, limit: 3 })
  * if (next?.type === 'Refence') console.log(`keep the slot if .lock is still at ${next.cas}`)
  * ```
  * @param snapshot - The holder's last snapshot of the prefix.
@@ -61,11 +61,11 @@ export type Renewal =
  * @returns The write to make, or undefined when the snapshot does not allow one (`.lock` no longer
  *   lists this session, or cannot be read): the next snapshot decides.
  */
-export function renewal(
+export function refencing(
   snapshot: KVSnapshot,
   options: HandOffOptions,
   shared: E.Either<PrefixProblem, PrefixView>,
-): Renewal | undefined {
+): Refencing | undefined {
   if (shared._tag === 'Left') return undefined
   const { view } = shared.right
   const othersWait = view.waiting.some((waiter) => waiter.session !== options.session)

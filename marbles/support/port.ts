@@ -23,7 +23,7 @@ import { prefix } from './scenario.js'
 /** The calls a spec gives; each defaults to one that never answers. */
 export interface MarbleCalls {
   /** The session's answer (a marble of `never` for one that never comes). */
-  readonly session?: () => Observable<CreatedSession | never>
+  readonly session?: () => Observable<CreatedSession>
   /** The lease's events. */
   readonly lease?: () => Observable<ContenderEvent>
   readonly mayJoin?: () => boolean

@@ -186,4 +186,27 @@ describe('the interpreter of a contender, on a port of marbles', () => {
       })
     })
   })
+
+  it("says false the moment a holder's run fails, releases, and asks for a new session", () => {
+    marbles(({ cold, expectObservable }, scheduler) => {
+      const asked: number[] = []
+      const answer = () => (asked.length === 1 ? cold('-(s|)', { s: session() }) : cold<never>('-'))
+      const { states, released } = interpreted(scheduler, {
+        session: counted(answer, asked, () => scheduler.now()),
+        follow: () => cold('w', { w: seen(waiting) }),
+        perform: () => cold('-(k|)', { k: casOk(['me'], 21n) }),
+        // The renewals fail for good (a lease's error is permanent for it), with a transient error.
+        lease: () => cold('---#', undefined, transient),
+      })
+      const holding = field((s) => s.holding)
+      expectObservable(states.pipe(holding), '^ 300ms !').toBe('-ft-f', { t: true, f: false })
+      scheduler.schedule(() => {
+        assert.deepEqual(
+          released.map((r) => [r.session, r.at, r.release.keep]),
+          [['me', 4, false]],
+        )
+        assert.deepEqual(asked, [0, 4 + backoff(1)])
+      }, 299)
+    })
+  })
 })

@@ -209,17 +209,8 @@ export function contenderHandle<S extends HeldState>(
       run = contend(
         { ...options, client: consul, onRelease, shelf: options.shelf ?? shelfOf(consul) },
         {
-          // A new session starts with an empty state: keep the reason of the last transition.
-          next: (core) => {
-            const state = spec.toState(core, options)
-            push(state.reason === undefined ? { ...state, reason: last?.reason } : state)
-          },
-          // A holder that fails says false first: its slot is given back (the member started the
-          // release), and holding$ must never end on true.
-          error: (error) => {
-            if (last?.holding === true) push(droppedHold(last))
-            subscriber.error(error)
-          },
+          next: (core) => push(spec.toState(core, options)),
+          error: (error) => subscriber.error(error),
           complete: () => subscriber.complete(),
         },
       )
@@ -265,12 +256,4 @@ export function contenderHandle<S extends HeldState>(
       }
     },
   }
-}
-
-/**
- * The state said when a holder of either kind fails: no longer holding, no fencing token, its
- * release under way.
- */
-function droppedHold<S extends HeldState>(last: S): S {
-  return { ...last, holding: false, reason: 'released', fencingToken: undefined }
 }

@@ -321,7 +321,9 @@ class LifeSteps {
     const leaseMarginMs = this.leaseMarginFor(ttlMs)
     if (leaseMarginMs === null) return this.finish({ why: 'lease-margin', session, ttlMs }, false)
     this.commands.push({ type: 'lease', session, ttlMs, sentAt, leaseMarginMs })
-    this.emit(initialContenderState)
+    // A new session starts with an empty state that keeps the reason of the last transition.
+    const fresh: ContenderState = { ...initialContenderState, reason: life.state.reason }
+    this.emit(fresh)
     const { joins, adoptedSession } = this.options
     // An adopted session does not join: its key may be there already, held, and the join's write
     // would turn it back into a waiter's; the first snapshot tells.
@@ -337,7 +339,7 @@ class LifeSteps {
     }
     const running: Running = {
       phase: 'running',
-      state: initialContenderState,
+      state: fresh,
       tryOnce: life.tryOnce,
       run,
     }
@@ -477,7 +479,7 @@ class LifeSteps {
     this.endRun(life, end.release)
     const { problem } = life.state
     if (end.why === 'problem' && problem !== undefined) {
-      return this.finish({ why: 'problem', problem }, false)
+      return this.finish({ why: 'problem', problem }, false, life.state)
     }
     // Released (only close() asks), refused (a try-once contender's answer: not held), or, for a
     // try-once contender that has not held yet, a lost session: nothing follows.
@@ -485,7 +487,7 @@ class LifeSteps {
     const { adoptedSession, random } = this.options
     // No session is made in place of an adopted one.
     if (end.why === 'session-gone' && adoptedSession !== undefined) {
-      return this.finish({ why: 'adopted-gone', session: adoptedSession }, false)
+      return this.finish({ why: 'adopted-gone', session: adoptedSession }, false, life.state)
     }
     if (end.why !== 'session-gone' || life.tryOnce) return this.finish('refused', false)
     this.timer('retry', this.now + backoffDelay(BACKOFF.session, 1, { random }))
@@ -533,27 +535,28 @@ class LifeSteps {
     error: unknown,
   ) {
     const refusal = serviceCheckRefusal(error, this.options.serviceChecks)
-    if (refusal !== undefined) return this.finish({ why: 'check-refused', refusal }, false)
+    if (refusal !== undefined)
+      return this.finish({ why: 'check-refused', refusal }, false, life.state)
     const verdict = judgeFailure(error, life.aclInRow)
     if (verdict.verdict === 'permanent') {
-      return this.finish({ why: 'failed', error: verdict.error }, false)
+      return this.finish({ why: 'failed', error: verdict.error }, false, life.state)
     }
-    if (life.tryOnce) return this.finish({ why: 'failed', error }, false)
+    if (life.tryOnce) return this.finish({ why: 'failed', error }, false, life.state)
     // A retry verdict is given only for a transient ConsulError.
     const lastFailure = error as ConsulError
-    if (life.overdue === true) return this.finish({ why: 'unreachable', last: lastFailure }, false)
+    if (life.overdue === true) {
+      return this.finish({ why: 'unreachable', last: lastFailure }, false, life.state)
+    }
     const attempt = life.attempt + 1
-    const { state } = life
-    // While no session can be made, no run steps: this state says why it waits.
-    const waiting = state.holding
-      ? state
-      : {
-          ...state,
-          connected: false,
-          next: undefined,
-          lastFailure: { during: 'session' as const, error: lastFailure },
-        }
-    if (waiting !== state) this.emit(waiting)
+    // While no session can be made, no run steps: this state says why it waits. A holder whose
+    // run failed says false first: its release has started.
+    const waiting: ContenderState = {
+      ...dropHold(life.state),
+      connected: false,
+      write: undefined,
+      lastFailure: { during: 'session', error: lastFailure },
+    }
+    this.emit(waiting)
     const delay = backoffDelay(BACKOFF.session, attempt, {
       error: lastFailure,
       random: this.options.random,
@@ -591,8 +594,20 @@ class LifeSteps {
     this.commands.push({ type: 'emit', state })
   }
 
-  private finish(outcome: 'closed' | 'refused' | GiveUp, quiet: boolean): Done {
+  private finish(
+    outcome: 'closed' | 'refused' | GiveUp,
+    quiet: boolean,
+    state?: ContenderState,
+  ): Done {
+    // A holder that gives up says false first: holding$ never ends on true.
+    if (state?.holding === true) this.emit(dropHold(state))
     this.commands.push({ type: 'finish', outcome, quiet })
     return { phase: 'done' }
   }
+}
+
+/** A holder's state once it gave its slot up: not holding, no token, released. */
+function dropHold(state: ContenderState): ContenderState {
+  if (!state.holding) return state
+  return { ...state, holding: false, reason: 'released', fencingToken: undefined, phase: 'retired' }
 }

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { SemaphoreError, semaphore, tryAcquire, tryLead, withSlot } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   eventually,
   listPrefix,

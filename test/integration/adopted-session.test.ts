@@ -18,7 +18,7 @@ import {
 import { closeIdleDefaultClients } from '../../src/consul/default-client.js'
 import { flushShelf, processShelf } from '../../src/effects/session-shelf.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   createRawSession,
   destroyRawSession,

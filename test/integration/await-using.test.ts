@@ -6,7 +6,7 @@ import { describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { leaderElection, semaphore, tryAcquire } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { holdersOf, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
 
 describe('await using', () => {

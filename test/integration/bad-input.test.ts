@@ -14,7 +14,8 @@ import {
   type SemaphoreState,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { CLI_START_MS, killAllCli, runCli, startCliFor, type CliRun } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   destroyRawSession,
   eventually,

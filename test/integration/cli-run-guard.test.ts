@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, describe, it } from 'node:test'
 import { CLI_START_MS, killAllCli, runCli, startCli, type CliRun } from '../support/cli.js'
-import { processGone, sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { processGone, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   deleteTree,
   destroyRawSession,

@@ -10,7 +10,8 @@ import { join } from 'node:path'
 import { after, before, describe, it, type TestContext } from 'node:test'
 import { CLI_START_MS, killAllCli, runCli, startCli, type CliRun } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { sharedAgent, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { eventually, listPrefix, sessionsNamed } from '../support/observe.js'
 
 /** How soon after the check fails the next contender must hold: far below 2 × the 60 s TTL. */

@@ -15,13 +15,8 @@ import {
   stopAllConsulLocks,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import {
-  freePort,
-  processGone,
-  sharedAgent,
-  uniquePrefix,
-  testPrefix,
-} from '../support/consul-agent.js'
+import { freePort, processGone, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,

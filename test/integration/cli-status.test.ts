@@ -11,7 +11,8 @@ import {
   stopAllConsulLocks,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   SEMAPHORE_FLAGS,
   sessionsNamed,

@@ -12,7 +12,8 @@ import {
   type CliRun,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { deleteTree, eventually, holdersOf, readLock } from '../support/observe.js'
 
 /** The frames printed so far, each starting with its title line. */

@@ -5,7 +5,7 @@ import { describe, it } from 'node:test'
 import { filter, firstValueFrom, type Observable } from 'rxjs'
 import { leaderElection, semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { eventually } from '../support/observe.js'
 
 /** Every state `state$` emits, and whether it completed. */

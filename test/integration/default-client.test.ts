@@ -18,7 +18,8 @@ import {
   acquireDefaultClient,
   closeIdleDefaultClients,
 } from '../../src/consul/default-client.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   runDefaultClientChild,
   runTenuresChild,

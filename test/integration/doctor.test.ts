@@ -6,13 +6,8 @@ import { after, before, describe, it, type TestContext } from 'node:test'
 import { doctor, type DoctorCheck, type DoctorReport } from '../../src/index.js'
 import { doctorSessionName } from '../../src/doctor/session-findings.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import {
-  sharedAgent,
-  startAgent,
-  testPrefix,
-  uniquePrefix,
-  type ConsulAgent,
-} from '../support/consul-agent.js'
+import { sharedAgent, startAgent, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { startNotConsul } from '../support/not-consul-server.js'
 import { listPrefix, sessionsNamed } from '../support/observe.js'

@@ -10,7 +10,6 @@ import { after, describe, it } from 'node:test'
 import { drain, liftDrain, semaphore, setLimit, SemaphoreError } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks, type CliRun } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
 import {
   LOCK_FLAGS,
   destroyRawSession,
@@ -25,7 +24,7 @@ import {
 } from '../support/observe.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { tracked } from '../support/tracked.js'
+import { testPrefix, tracked } from '../support/tracked.js'
 
 /** The live holders `.lock` at `prefix` lists: sessions that lock some key of the prefix. */
 async function liveHolders(url: string, prefix: string): Promise<string[]> {

@@ -15,7 +15,6 @@ import {
 } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
 import {
   createRawSession,
   destroyRawSession,
@@ -26,7 +25,7 @@ import {
   SEMAPHORE_FLAGS,
 } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { tracked } from '../support/tracked.js'
+import { testPrefix, tracked } from '../support/tracked.js'
 
 describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
   after(() => stopAllConsulLocks())

@@ -16,7 +16,8 @@ import {
   type ExclusiveClosed,
   type ExclusiveResult,
 } from '../../src/index.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { deleteTree, eventually, listPrefix, sleep } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 

@@ -157,7 +157,7 @@ describe('the test harness', () => {
     }
   })
 
-  it('testPrefix deletes the keys of a test that fails before its clean-up', async () => {
+  it('testPrefix deletes the keys and the sessions of a test that fails before its clean-up', async () => {
     const name = `${uniquePrefix('harness-failing').replaceAll('/', '-')}`
     const child = spawn(
       process.execPath,
@@ -187,6 +187,12 @@ describe('the test harness', () => {
     assert.equal(code, 1, `the fixture's test failed, as it means to:\n${out}`)
     const prefix = /prefix: (\S+)/.exec(out)?.[1] ?? ''
     assert.ok(prefix?.startsWith(`rxsem-test/${name}/`), `it wrote under its prefix:\n${out}`)
-    assert.deepEqual(await listPrefix(consul.url, prefix), [], 'the key is gone')
+    assert.deepEqual(await listPrefix(consul.url, prefix), [], 'the keys are gone')
+    const session = /session: (\S+)/.exec(out)?.[1] ?? ''
+    assert.ok(session !== '', `it made a session:\n${out}`)
+    const info = (await (await fetch(`${consul.url}/v1/session/info/${session}`)).json()) as
+      | unknown[]
+      | null
+    assert.ok(!info?.length, 'the session that held a key under the prefix is destroyed')
   })
 })

@@ -16,7 +16,8 @@ import {
   type Leader,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { consulBin, testPrefix } from '../support/consul-agent.js'
+import { consulBin } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,

@@ -16,7 +16,8 @@ import {
 } from '../../src/index.js'
 import { startCli, startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { eventually, holdersOf, listPrefix, readLock } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 

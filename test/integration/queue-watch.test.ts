@@ -12,7 +12,8 @@ import {
   type ConsulClient,
 } from '../../src/index.js'
 import type { Semaphore } from '../../src/semaphore.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { deleteTree, eventually, listPrefix } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'

@@ -14,7 +14,8 @@ import {
 } from '../../src/index.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import { releaseSlot } from '../../src/effects/release/release-slot.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,

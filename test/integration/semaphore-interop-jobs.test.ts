@@ -12,7 +12,7 @@ import { after, describe, it, type TestContext } from 'node:test'
 import { withSlot, type WithSlotOptions } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { startConsulLock, stopAllConsulLocks, type CliRun } from '../support/cli.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   eventually,
   holdersOf,

@@ -17,7 +17,8 @@ import {
 } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { consulBin, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { consulBin, uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,

@@ -8,7 +8,8 @@ import {
   type ConsulClient,
   type Semaphore,
 } from '../../src/index.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { longPollsOn } from '../support/default-client-child.js'
 import { startFaultProxy, type FaultProxy, type SeenRequest } from '../support/fault-proxy.js'
 import { deleteTree, eventually } from '../support/observe.js'

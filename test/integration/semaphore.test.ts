@@ -4,7 +4,7 @@ import { describe, it } from 'node:test'
 import { firstValueFrom, filter, type Subscription } from 'rxjs'
 import { semaphore, SemaphoreError, type Semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,

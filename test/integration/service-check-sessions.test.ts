@@ -13,7 +13,7 @@ import {
   type ContenderOptions,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { noSessionsNamed, sleep } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 

@@ -14,7 +14,8 @@ import {
   processShelf,
   sessionSignature,
 } from '../../src/effects/session-shelf.js'
-import { sharedAgent, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { listPrefix, noSessionsNamed, sessionsNamed } from '../support/observe.js'
 
 describe('sessions kept between jobs on the default client', () => {

@@ -9,7 +9,7 @@ import { after, describe, it } from 'node:test'
 import { filter, firstValueFrom, timeout } from 'rxjs'
 import { CONTENDER_FLAGS, semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { SEMAPHORE_FLAGS, createRawSession, destroyRawSession, putRaw } from '../support/observe.js'
 
 describe('waiters behind a dead head of the queue', () => {

@@ -5,7 +5,7 @@ import { after, describe, it } from 'node:test'
 import { firstValueFrom } from 'rxjs'
 import { leaderElection, semaphore, SemaphoreError, tryAcquire, tryLead } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { eventually, listPrefix, readLock, holdersOf, sessionsNamed } from '../support/observe.js'
 
 describe('tryAcquire and tryLead', () => {

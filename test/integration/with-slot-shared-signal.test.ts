@@ -6,7 +6,7 @@ import { getEventListeners } from 'node:events'
 import { describe, it, type TestContext } from 'node:test'
 import { SemaphoreError, withSlot } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   eventually,
   holdersOf,

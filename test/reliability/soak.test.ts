@@ -9,7 +9,7 @@ import { runInNewContext } from 'node:vm'
 import { filter, firstValueFrom } from 'rxjs'
 import { semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { eventually, listPrefix, sessionsNamed } from '../support/observe.js'
 
 const CYCLES = Number(process.env['RXSEM_SOAK_CYCLES'] ?? 10_000)

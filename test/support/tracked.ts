@@ -1,6 +1,105 @@
-// A contender kept subscribed for the length of a test, and its states waited for.
-import { ReplaySubject, filter, firstValueFrom, type Observable } from 'rxjs'
+// What a test keeps for its length, cleaned up when it ends, passed or failed: a contender kept
+// subscribed (and its states waited for), a Subscription, a handle with close(), a child process,
+// and a KV prefix (testPrefix). A clean-up at the end of a test's body
+// is skipped when an assertion throws; these are not.
+//
+// Every clean-up goes on one stack per test (or per suite, `suiteScope()`), run by one `after`
+// hook that the first of them registers: last registered, first run, so what was taken first (the
+// prefix) is cleaned up after what was built on it (the contenders writing under it). All of them
+// run even when one throws; the errors are thrown together afterwards. A hook the test registers
+// itself with `t.after` after the first of these runs after the whole stack, so register the
+// clean-up of anything that writes under the prefix through these functions.
+import type { ChildProcess } from 'node:child_process'
+import { after } from 'node:test'
+import { ReplaySubject, filter, firstValueFrom, type Observable, type Unsubscribable } from 'rxjs'
 import type { SemaphoreState } from '../../src/index.js'
+import { uniquePrefix } from './consul-agent.js'
+import { clearPrefix } from './observe.js'
+import { killTree } from './processes.js'
+
+/** Where clean-ups are registered: a test's context `t`, or a describe's `suiteScope()`. */
+export interface Scope {
+  readonly after: (fn: () => unknown) => void
+}
+
+const stacks = new WeakMap<Scope, (() => unknown)[]>()
+
+/**
+ * Runs `clean` when the test (or suite) of `scope` ends, however it ends, before the clean-ups
+ * registered earlier through this module (see the file's comment for the order).
+ */
+export function onEnd(scope: Scope, clean: () => unknown): void {
+  const stack = stacks.get(scope)
+  if (stack !== undefined) {
+    stack.push(clean)
+    return
+  }
+  const fresh = [clean]
+  stacks.set(scope, fresh)
+  scope.after(async () => {
+    stacks.delete(scope)
+    const errors: unknown[] = []
+    for (const each of fresh.reverse()) {
+      try {
+        await each()
+      } catch (error) {
+        errors.push(error)
+      }
+    }
+    if (errors.length === 1) throw errors[0]
+    if (errors.length > 1)
+      throw new AggregateError(errors, `${errors.length} clean-ups of the test failed.`)
+  })
+}
+
+/**
+ * A scope for the `describe` whose body calls it: its clean-ups run in one `after` hook of that
+ * describe, registered where this is called. Call it above `agentSuite()` (or above the hook
+ * that stops the suite's own agent), so that they run while the agent still answers.
+ *
+ * @example
+ * ```ts
+ * describe('KV calls', () => {
+ *   const suite = suiteScope()
+ *   const prefix = testPrefix(suite, () => agent.url, 'consul-kv')
+ *   const agent = agentSuite()
+ * })
+ * ```
+ */
+export function suiteScope(): Scope {
+  let registered = false
+  return {
+    after: (fn) => {
+      if (registered) throw new Error('suiteScope: its after hook is registered already.')
+      registered = true
+      after(fn)
+    },
+  }
+}
+
+/** Unsubscribes `subscription` when the test ends; returns it, to unsubscribe earlier too. */
+export function keep<S extends Unsubscribable>(scope: Scope, subscription: S): S {
+  onEnd(scope, () => subscription.unsubscribe())
+  return subscription
+}
+
+/** Closes `handle` (a client, a contender, a proxy) when the test ends; returns it. */
+export function closing<H extends { close(): unknown }>(scope: Scope, handle: H): H {
+  onEnd(scope, () => handle.close())
+  return handle
+}
+
+/**
+ * SIGKILLs `child` and every process below it (killTree) when the test ends, unless it has exited
+ * by then; returns it.
+ */
+export function killing<C extends ChildProcess>(scope: Scope, child: C): C {
+  onEnd(scope, () => {
+    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null)
+      killTree(child.pid, 'SIGKILL')
+  })
+  return child
+}
 
 /** A contender a test keeps running: wait for one of its states, or stop it early. */
 export interface Tracked {
@@ -19,7 +118,7 @@ export interface Tracked {
  * await a.when((s) => s.holding)
  */
 export function tracked(
-  t: { after: (fn: () => unknown) => void },
+  t: Scope,
   sem: { readonly state$: Observable<SemaphoreState>; close(): Promise<void> },
 ): Tracked {
   const latest = new ReplaySubject<SemaphoreState>(1)
@@ -28,6 +127,38 @@ export function tracked(
     sub.unsubscribe()
     await sem.close()
   }
-  t.after(stop)
+  onEnd(t, stop)
   return { when: (accept) => firstValueFrom(latest.pipe(filter(accept))), stop }
+}
+
+/**
+ * A KV prefix no other test uses (`uniquePrefix`), cleaned up when the test (or the suite) of
+ * `scope` ends, passed or failed: its keys deleted and the sessions that held keys under it
+ * destroyed (`clearPrefix`, on the agent at `url`), the clean-up a test's last line would skip when
+ * an assertion throws. It runs after the clean-ups registered later here (`keep`, `closing`,
+ * `tracked`, ...), so the contenders writing under the prefix are gone first.
+ *
+ * @param url The agent's `http://host:port`, or a function giving it when the clean-up runs (for a
+ *   suite's prefix, taken before the `before` hook that starts or finds the agent).
+ * @param options.token An ACL token allowed to delete the keys and destroy the sessions.
+ *
+ * @example
+ * ```ts
+ * it('acquires a slot', async (t) => {
+ *   const prefix = testPrefix(t, agent.url, 'sem')
+ *   const sem = closing(t, semaphore({ prefix, limit: 1, consul: agent.client }))
+ *   keep(t, sem.holding$.subscribe())
+ *   await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
+ * })
+ * ```
+ */
+export function testPrefix(
+  scope: Scope,
+  url: string | (() => string),
+  name: string,
+  options: { readonly token?: string } = {},
+): string {
+  const prefix = uniquePrefix(name)
+  onEnd(scope, () => clearPrefix(typeof url === 'string' ? url : url(), prefix, options.token))
+  return prefix
 }

@@ -78,7 +78,8 @@ export async function deleteTree(url: string, prefix: string): Promise<void> {
 }
 
 /**
- * Deletes every key under `prefix` and destroys the sessions that held any of them: what a test
+ * Deletes every key whose name starts with `prefix` (Consul's `?recurse` matches the text, so a
+ * sibling `${prefix}-data/...` goes too) and destroys the sessions that held any of them: what a test
  * leaves behind on a shared agent when it ends early. `token`, when given, is sent as
  * X-Consul-Token (an agent with ACLs on). Throws when the agent refuses a call.
  */

@@ -12,9 +12,9 @@ import {
   type CliRun,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
 import { testPrefix } from '../support/tracked.js'
-import { deleteTree, eventually, holdersOf, readLock } from '../support/observe.js'
+import { eventually, holdersOf, readLock } from '../support/observe.js'
 
 /** The frames printed so far, each starting with its title line. */
 const framesOf = (stdout: string): string[] => stdout.split(/^(?=rxsem watch )/m).filter(Boolean)
@@ -87,8 +87,8 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(await holder.exited, 143)
   })
 
-  it('draws its first frame from the first answer, and marks a holder it found holding as held at least so long', async () => {
-    const prefix = uniquePrefix('cli-watch-early')
+  it('draws its first frame from the first answer, and marks a holder it found holding as held at least so long', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-watch-early')
     const holder = startCli(
       ['run', '-n', '2', '--prefix', prefix, '--value', 'early-holder', '--', 'sleep', '300'],
       { addr: consul.addr },
@@ -117,7 +117,6 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     } finally {
       holder.child.kill('SIGTERM')
       await holder.exited
-      await deleteTree(consul.url, prefix)
     }
   })
 
@@ -176,8 +175,8 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     }
   })
 
-  it('shows the waiters of a consul lock leader lock as not visible, never as 0', async () => {
-    const prefix = uniquePrefix('cli-watch-leader')
+  it('shows the waiters of a consul lock leader lock as not visible, never as 0', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-watch-leader')
     const locks = [startConsulLock(consul.addr, [prefix, 'sleep 300'])]
     try {
       await eventually(
@@ -198,7 +197,6 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
       assert.equal(await watch.exited, 0)
     } finally {
       await stopAllConsulLocks(locks)
-      await deleteTree(consul.url, prefix)
     }
   })
 

@@ -15,7 +15,7 @@ import {
 import type { KVSnapshot } from '../../src/consul/types.js'
 import { releaseSlot } from '../../src/effects/release/release-slot.js'
 import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { testPrefix } from '../support/tracked.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
@@ -164,8 +164,8 @@ describe('releaseSlot', () => {
     await afterRelease(prefix, session, name)
   })
 
-  it('with a stale hint naming a waiter of this library, loses one CAS, reads .lock, and hands the slot to that waiter', async () => {
-    const prefix = uniquePrefix('release-hand-off-stale')
+  it('with a stale hint naming a waiter of this library, loses one CAS, reads .lock, and hands the slot to that waiter', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'release-hand-off-stale')
     const name = `release-hand-off-stale ${prefix}`
     const session = await holder(prefix, name)
     const heir = await createRawSession(consul.url, {
@@ -199,8 +199,8 @@ describe('releaseSlot', () => {
     }
   })
 
-  it('a waiter handed the slot between its read of .lock and the deletion of its key CASes itself out', async () => {
-    const prefix = uniquePrefix('release-handed-late')
+  it('a waiter handed the slot between its read of .lock and the deletion of its key CASes itself out', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'release-handed-late')
     const holderName = `holder ${prefix}`
     const holding = await holder(prefix, holderName)
     const waiterName = `waiter ${prefix}`
@@ -258,7 +258,7 @@ describe('releaseSlot', () => {
     }
   })
 
-  it('when every CAS loses, destroys the session: its key goes with it and an acquirer prunes it', () =>
+  it('when every CAS loses, destroys the session: its key goes with it and an acquirer prunes it', (t) =>
     withStaleHint('release-fallback', async ({ prefix, name, session, hint, other }) => {
       // One attempt only: the stale hint's CAS is all the release gets.
       const result = await releaseSlot({ client, prefix, session, limit: 2, hint, attempts: 1 })
@@ -274,7 +274,7 @@ describe('releaseSlot', () => {
       )
       // A new contender prunes the dead session and takes the second slot.
       const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: `next ${prefix}` })
-      const sub = sem.holding$.subscribe()
+      const sub = keep(t, sem.holding$.subscribe())
       const { session: next } = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
       const pruned = holdersOf((await readLock(consul.url, prefix))?.body).sort()
       assert.deepEqual(pruned, [other, next ?? ''].sort())
@@ -286,7 +286,7 @@ describe('releaseSlot', () => {
     const prefix = testPrefix(t, consul.url, 'release-close')
     const name = `release-close ${prefix}`
     const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: name })
-    const sub = sem.holding$.subscribe()
+    const sub = keep(t, sem.holding$.subscribe())
     const { session } = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
     // Once the watch blocks on an index at or after the CAS, its last snapshot lists the session.
     const casIndex = (await readLock(consul.url, prefix))?.entry.ModifyIndex ?? Infinity

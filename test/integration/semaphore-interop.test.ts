@@ -17,12 +17,11 @@ import {
 } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { consulBin, uniquePrefix } from '../support/consul-agent.js'
-import { testPrefix } from '../support/tracked.js'
+import { consulBin } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
-  deleteTree,
   destroyRawSession,
   eventually,
   holdersOf,
@@ -165,15 +164,18 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
 
     // Both sides, as Consul shows them: the live holders listed in .lock, at every change.
     let maxListed = 0
-    const watch = agent.client.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
-      if (event.type !== 'snapshot') return
-      const lock = event.snapshot.entries.find((e) => e.key === `${prefix}/.lock`)
-      const live = new Set(event.snapshot.entries.flatMap((e) => (e.session ? [e.session] : [])))
-      if (lock?.value) {
-        const listed = holdersOf(JSON.parse(Buffer.from(lock.value).toString('utf8')) as unknown)
-        maxListed = Math.max(maxListed, listed.filter((s) => live.has(s)).length)
-      }
-    })
+    const watch = keep(
+      t,
+      agent.client.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
+        if (event.type !== 'snapshot') return
+        const lock = event.snapshot.entries.find((e) => e.key === `${prefix}/.lock`)
+        const live = new Set(event.snapshot.entries.flatMap((e) => (e.session ? [e.session] : [])))
+        if (lock?.value) {
+          const listed = holdersOf(JSON.parse(Buffer.from(lock.value).toString('utf8')) as unknown)
+          maxListed = Math.max(maxListed, listed.filter((s) => live.has(s)).length)
+        }
+      }),
+    )
 
     const goRuns = 4
     const exits = startGoContenders(prefix, dir, { runs: goRuns, limit: 3, holdS: 0.4 })
@@ -481,8 +483,8 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it('refuses a holder map with a number value, as consul lock -n 2 does, and neither side writes .lock', async () => {
-    const prefix = uniquePrefix('interop-map-value')
+  it('refuses a holder map with a number value, as consul lock -n 2 does, and neither side writes .lock', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'interop-map-value')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
     const marker = join(dir, 'ran')
     const holder = randomUUID()
@@ -539,7 +541,6 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       // consul lock leaves its contender key behind, held by its session until the TTL runs out.
       for (const entry of await listPrefix(agent.url, prefix))
         if (entry.Session !== undefined) await destroyRawSession(agent.url, entry.Session)
-      await deleteTree(agent.url, prefix)
       rmSync(dir, { recursive: true, force: true })
     }
   })

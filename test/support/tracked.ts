@@ -30,16 +30,17 @@ const stacks = new WeakMap<Scope, (() => unknown)[]>()
  */
 export function onEnd(scope: Scope, clean: () => unknown): void {
   const stack = stacks.get(scope)
-  if (stack !== undefined) {
-    stack.push(clean)
-    return
-  }
-  const fresh = [clean]
-  stacks.set(scope, fresh)
-  scope.after(async () => {
+  if (stack !== undefined) stack.push(clean)
+  else scope.after(runs(scope, [clean]))
+}
+
+/** Registers `stack` as the clean-ups of `scope`; returns the hook that runs them, last first. */
+function runs(scope: Scope, stack: (() => unknown)[]): () => Promise<void> {
+  stacks.set(scope, stack)
+  return async () => {
     stacks.delete(scope)
     const errors: unknown[] = []
-    for (const each of fresh.reverse()) {
+    for (const each of stack.reverse()) {
       try {
         await each()
       } catch (error) {
@@ -49,32 +50,32 @@ export function onEnd(scope: Scope, clean: () => unknown): void {
     if (errors.length === 1) throw errors[0]
     if (errors.length > 1)
       throw new AggregateError(errors, `${errors.length} clean-ups of the test failed.`)
-  })
+  }
 }
 
 /**
  * A scope for the `describe` whose body calls it: its clean-ups run in one `after` hook of that
- * describe, registered where this is called. Call it above `agentSuite()` (or above the hook
- * that stops the suite's own agent), so that they run while the agent still answers.
+ * describe, registered here, where this is called. Call it where that hook should go: above
+ * `agentSuite()` (or above the hook that stops the suite's own agent), so that they run while the
+ * agent still answers, and below a hook that stops contenders writing under its prefixes.
  *
  * @example
  * ```ts
  * describe('KV calls', () => {
  *   const suite = suiteScope()
- *   const prefix = testPrefix(suite, () => agent.url, 'consul-kv')
  *   const agent = agentSuite()
+ *   const prefix = testPrefix(suite, () => agent.url, 'consul-kv')
  * })
  * ```
  */
 export function suiteScope(): Scope {
-  let registered = false
-  return {
-    after: (fn) => {
-      if (registered) throw new Error('suiteScope: its after hook is registered already.')
-      registered = true
-      after(fn)
+  const scope: Scope = {
+    after: () => {
+      throw new Error('suiteScope: a clean-up was registered after its suite ended.')
     },
   }
+  after(runs(scope, []))
+  return scope
 }
 
 /** Unsubscribes `subscription` when the test ends; returns it, to unsubscribe earlier too. */

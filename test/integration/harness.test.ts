@@ -191,8 +191,7 @@ describe('the test harness', () => {
     const session = /session: (\S+)/.exec(out)?.[1] ?? ''
     assert.ok(session !== '', `it made a session:\n${out}`)
     const info = (await (await fetch(`${consul.url}/v1/session/info/${session}`)).json()) as
-      | unknown[]
-      | null
+      unknown[] | null
     assert.ok(!info?.length, 'the session that held a key under the prefix is destroyed')
   })
 })

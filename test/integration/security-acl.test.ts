@@ -10,7 +10,7 @@ import {
   SemaphoreError,
   type SemaphoreState,
 } from '../../src/index.js'
-import { startAgent, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { startAgent, type ConsulAgent } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 
 const MASTER = 'master-token-4e1f0a'
@@ -22,7 +22,9 @@ describe('semaphore on an agent with ACLs (default deny)', () => {
   let agent: ConsulAgent
   let proxy: FaultProxy
   const root = 'rxsem-acl'
-  const prefix = `${root}/${uniquePrefix('security').replaceAll('/', '-')}`
+  // The suite's own agent, stopped after it, is the only one to see this prefix: no other test
+  // shares it, and nothing written under it outlives the suite.
+  const prefix = `${root}/security`
 
   /** A call to the ACL API with the master token. */
   const admin = async (method: string, path: string, body?: unknown): Promise<unknown> => {

@@ -13,7 +13,7 @@ import {
   SemaphoreError,
   type SemaphoreState,
 } from '../../src/index.js'
-import { consulBin, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { consulBin, type ConsulAgent } from '../support/consul-agent.js'
 import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
 import { eventually, sessionsNamed } from '../support/observe.js'
 
@@ -22,7 +22,9 @@ describe('semaphore over https', () => {
   let agent: ConsulAgent
   let file: (name: string) => string
   let tlsEnv: TlsAgent['env']
-  const prefix = uniquePrefix('security-tls')
+  // The suite's own agent, stopped after it, is the only one to see this prefix: no other test
+  // shares it, and nothing written under it outlives the suite.
+  const prefix = 'rxsem-test/security-tls'
 
   before(async () => {
     tls = await startTlsAgent()

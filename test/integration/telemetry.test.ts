@@ -64,7 +64,8 @@ describe('telemetry (OpenTelemetry metrics and spans)', { timeout: SUITE_TIMEOUT
     sdks.push(made)
     return made
   }
-  const prefixFor = (name: string): string => testPrefix(suite, () => consul.url, `telemetry-${name}`)
+  const prefixFor = (name: string): string =>
+    testPrefix(suite, () => consul.url, `telemetry-${name}`)
   const contender = (
     options: Omit<SemaphoreOptions, 'consul'> & { readonly consul?: ConsulClient },
   ): Semaphore => {

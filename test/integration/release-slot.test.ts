@@ -14,13 +14,12 @@ import {
 } from '../../src/index.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import { releaseSlot } from '../../src/effects/release/release-slot.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { keep, testPrefix } from '../support/tracked.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { keep, testPrefix, type Scope } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
   createRawSession,
-  deleteTree,
   destroyRawSession,
   eventually,
   holdersOf,
@@ -88,6 +87,7 @@ describe('releaseSlot', () => {
    * on). Runs `test`, then removes the other holder and the prefix.
    */
   const withStaleHint = async (
+    t: Scope,
     label: string,
     test: (h: {
       prefix: string
@@ -97,7 +97,7 @@ describe('releaseSlot', () => {
       other: string
     }) => Promise<void>,
   ): Promise<void> => {
-    const prefix = uniquePrefix(label)
+    const prefix = testPrefix(t, consul.url, label)
     const name = `${label} ${prefix}`
     const session = await holder(prefix, name)
     const hint = await snapshot(prefix)
@@ -106,7 +106,6 @@ describe('releaseSlot', () => {
       await test({ prefix, name, session, hint, other })
     } finally {
       await destroyRawSession(consul.url, other)
-      await deleteTree(consul.url, prefix)
     }
   }
 
@@ -136,8 +135,8 @@ describe('releaseSlot', () => {
     await afterRelease(prefix, session, name)
   })
 
-  it('with a stale hint (.lock changed since), loses one CAS, re-reads .lock, and keeps the new holder', () =>
-    withStaleHint('release-stale', async ({ prefix, name, session, hint, other }) => {
+  it('with a stale hint (.lock changed since), loses one CAS, re-reads .lock, and keeps the new holder', (t) =>
+    withStaleHint(t, 'release-stale', async ({ prefix, name, session, hint, other }) => {
       proxy.resetCounts()
       assert.ok(E.isRight(await releaseSlot({ client, prefix, session, limit: 2, hint })))
       assert.deepEqual(sent(prefix, session), [
@@ -195,7 +194,6 @@ describe('releaseSlot', () => {
     } finally {
       await destroyRawSession(consul.url, heir)
       await destroyRawSession(consul.url, other)
-      await deleteTree(consul.url, prefix)
     }
   })
 
@@ -254,12 +252,11 @@ describe('releaseSlot', () => {
       ])
     } finally {
       await destroyRawSession(consul.url, waiter)
-      await deleteTree(consul.url, prefix)
     }
   })
 
   it('when every CAS loses, destroys the session: its key goes with it and an acquirer prunes it', (t) =>
-    withStaleHint('release-fallback', async ({ prefix, name, session, hint, other }) => {
+    withStaleHint(t, 'release-fallback', async ({ prefix, name, session, hint, other }) => {
       // One attempt only: the stale hint's CAS is all the release gets.
       const result = await releaseSlot({ client, prefix, session, limit: 2, hint, attempts: 1 })
       assert.ok(E.isRight(result), JSON.stringify(result))

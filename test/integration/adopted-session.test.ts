@@ -18,7 +18,7 @@ import {
 import { closeIdleDefaultClients } from '../../src/consul/default-client.js'
 import { flushShelf, processShelf } from '../../src/effects/session-shelf.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/tracked.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import {
   createRawSession,
   destroyRawSession,
@@ -213,7 +213,7 @@ describe('a contender with an adopted session', { timeout: SUITE_TIMEOUT_MS }, (
     const session = await ownSession(t, 'delete')
     const c = semaphore({ prefix, limit: 1, session })
     closers.add(() => c.close())
-    const subscription = c.state$.subscribe({ error: () => undefined })
+    const subscription = keep(t, c.state$.subscribe({ error: () => undefined }))
     t.after(() => subscription.unsubscribe())
     await firstValueFrom(c.holding$.pipe(filter(Boolean)))
     await c.close()

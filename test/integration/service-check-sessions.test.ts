@@ -13,7 +13,7 @@ import {
   type ContenderOptions,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/tracked.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { noSessionsNamed, sleep } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
@@ -107,10 +107,13 @@ describe('sessions tied to service checks', { timeout: SUITE_TIMEOUT_MS }, () =>
       }
       const holder = make({ serviceChecks: [checkId], value: 'holder' })
       const holderStates: { holding: boolean; reason?: string | undefined }[] = []
-      const watched = holder.state$.subscribe({
-        next: (s) => holderStates.push(s),
-        error: () => undefined,
-      })
+      const watched = keep(
+        t,
+        holder.state$.subscribe({
+          next: (s) => holderStates.push(s),
+          error: () => undefined,
+        }),
+      )
       t.after(() => watched.unsubscribe())
       await firstValueFrom(holder.state$.pipe(filter((s) => s.holding)))
 

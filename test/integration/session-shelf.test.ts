@@ -15,7 +15,7 @@ import {
   sessionSignature,
 } from '../../src/effects/session-shelf.js'
 import { sharedAgent } from '../support/consul-agent.js'
-import { testPrefix } from '../support/tracked.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { listPrefix, noSessionsNamed, sessionsNamed } from '../support/observe.js'
 
 describe('sessions kept between jobs on the default client', () => {
@@ -76,7 +76,7 @@ describe('sessions kept between jobs on the default client', () => {
     const name = `shelf ${prefix}`
     t.after(() => flushShelf())
     const sem = semaphore({ prefix, limit: 1, sessionName: name })
-    const subscription = sem.state$.subscribe({ error: () => undefined })
+    const subscription = keep(t, sem.state$.subscribe({ error: () => undefined }))
     t.after(() => subscription.unsubscribe())
     const held = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
     assert.deepEqual(

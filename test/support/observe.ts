@@ -79,18 +79,16 @@ export async function deleteTree(url: string, prefix: string): Promise<void> {
 
 /**
  * Deletes every key whose name starts with `prefix` (Consul's `?recurse` matches the text, so a
- * sibling `${prefix}-data/...` goes too) and destroys the sessions that held any of them: what a test
- * leaves behind on a shared agent when it ends early. `token`, when given, is sent as
- * X-Consul-Token (an agent with ACLs on). Throws when the agent refuses a call.
+ * sibling `${prefix}-data/...` goes too) and destroys the sessions that held any of them: what a
+ * test leaves behind on a shared agent when it ends early. Throws when the agent refuses a call.
  */
-export async function clearPrefix(url: string, prefix: string, token?: string): Promise<void> {
-  const headers: Record<string, string> = token === undefined ? {} : { 'X-Consul-Token': token }
+export async function clearPrefix(url: string, prefix: string): Promise<void> {
   const call = async (method: string, path: string): Promise<string> => {
-    const res = await fetch(`${url}${path}`, { method, headers })
+    const res = await fetch(`${url}${path}`, { method })
     const text = await res.text()
     if (!res.ok && res.status !== 404)
       throw new Error(
-        `Cleaning up ${prefix}: ${method} ${path} answered ${res.status} ${text}. Check that the agent at ${url} still runs and that the token may write under the prefix.`,
+        `Cleaning up ${prefix} failed: ${method} ${path} answered ${res.status} ${text}. Check that the agent at ${url} still runs when the test's clean-up does.`,
       )
     return text
   }

@@ -1,7 +1,7 @@
 // What a test keeps for its length, cleaned up when it ends, passed or failed: a contender kept
 // subscribed (and its states waited for), a Subscription, a handle with close(), a child process,
-// and a KV prefix (testPrefix). A clean-up at the end of a test's body
-// is skipped when an assertion throws; these are not.
+// and a KV prefix (testPrefix). A clean-up at the end of a test's body is skipped when an
+// assertion throws; these are not.
 //
 // Every clean-up goes on one stack per test (or per suite, `suiteScope()`), run by one `after`
 // hook that the first of them registers: last registered, first run, so what was taken first (the
@@ -141,7 +141,6 @@ export function tracked(
  *
  * @param url The agent's `http://host:port`, or a function giving it when the clean-up runs (for a
  *   suite's prefix, taken before the `before` hook that starts or finds the agent).
- * @param options.token An ACL token allowed to delete the keys and destroy the sessions.
  *
  * @example
  * ```ts
@@ -153,13 +152,8 @@ export function tracked(
  * })
  * ```
  */
-export function testPrefix(
-  scope: Scope,
-  url: string | (() => string),
-  name: string,
-  options: { readonly token?: string } = {},
-): string {
+export function testPrefix(scope: Scope, url: string | (() => string), name: string): string {
   const prefix = uniquePrefix(name)
-  onEnd(scope, () => clearPrefix(typeof url === 'string' ? url : url(), prefix, options.token))
+  onEnd(scope, () => clearPrefix(typeof url === 'string' ? url : url(), prefix))
   return prefix
 }

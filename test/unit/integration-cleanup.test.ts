@@ -14,6 +14,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative, resolve } from 'node:path'
 import { describe, it } from 'node:test'
 import ts from 'typescript'
+import { keep, onEnd, type Scope } from '../support/tracked.js'
 
 const root = resolve(import.meta.dirname, '../..')
 const SCANNED = ['test/integration', 'test/reliability']
@@ -61,12 +62,16 @@ export function cleanupFindings(file: string, source: string): string[] {
       if (ts.isIdentifier(callee) && callee.text === 'uniquePrefix')
         report(
           node,
-          'a bare uniquePrefix(...): take the prefix from testPrefix(t, url, name), which deletes its keys and sessions however the test ends',
+          'a bare uniquePrefix(...) call, whose keys a failed test leaves behind. Take the prefix from testPrefix(t, url, name) (test/support/tracked.ts), which clears it however the test ends.',
         )
-      if (ts.isPropertyAccessExpression(callee) && callee.name.text === 'subscribe' && discarded(node))
+      if (
+        ts.isPropertyAccessExpression(callee) &&
+        callee.name.text === 'subscribe' &&
+        discarded(node)
+      )
         report(
           callee.name,
-          'a Subscription thrown away: keep it with keep(t, ...) or unsubscribe it in a finally or an after hook',
+          'a Subscription thrown away, which nothing unsubscribes when the test fails. Keep it with keep(t, ...) (test/support/tracked.ts), or name it and unsubscribe it in a finally block or an after hook.',
         )
     }
     ts.forEachChild(node, visit)
@@ -74,6 +79,52 @@ export function cleanupFindings(file: string, source: string): string[] {
   visit(sf)
   return findings
 }
+
+describe('the clean-up stack of test/support/tracked.ts', () => {
+  /** A scope whose `after` hook the test runs itself. */
+  const scope = (): Scope & { end: () => Promise<unknown> } => {
+    let hook: (() => unknown) | undefined
+    return {
+      after: (fn) => {
+        assert.equal(hook, undefined, 'one after hook per scope')
+        hook = fn
+      },
+      end: async () => hook?.(),
+    }
+  }
+
+  it('runs the clean-ups last registered first, in one after hook', async () => {
+    const s = scope()
+    const ran: string[] = []
+    onEnd(s, () => ran.push('prefix'))
+    onEnd(s, async () => {
+      await Promise.resolve()
+      ran.push('contender')
+    })
+    keep(s, { unsubscribe: () => void ran.push('subscription') })
+    await s.end()
+    assert.deepEqual(ran, ['subscription', 'contender', 'prefix'])
+  })
+
+  it('runs every clean-up when some throw, then throws their errors', async () => {
+    const s = scope()
+    const ran: string[] = []
+    onEnd(s, () => ran.push('first'))
+    onEnd(s, () => {
+      throw new Error('second failed')
+    })
+    onEnd(s, () => Promise.reject(new Error('third failed')))
+    await assert.rejects(s.end(), (error: unknown) => {
+      assert.ok(error instanceof AggregateError)
+      assert.deepEqual(
+        error.errors.map((e: Error) => e.message),
+        ['third failed', 'second failed'],
+      )
+      return true
+    })
+    assert.deepEqual(ran, ['first'])
+  })
+})
 
 describe('integration tests register their clean-up', () => {
   it('finds a bare uniquePrefix, a subscribe statement and a subscribing Promise executor', () => {

@@ -89,7 +89,7 @@ describe('the clean-up stack of test/support/tracked.ts', () => {
         assert.equal(hook, undefined, 'one after hook per scope')
         hook = fn
       },
-      end: async () => hook?.(),
+      end: () => Promise.resolve(hook?.()),
     }
   }
 

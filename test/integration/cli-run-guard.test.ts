@@ -11,6 +11,7 @@ import { CLI_START_MS, killAllCli, runCli, startCli, type CliRun } from '../supp
 import { processGone, sharedAgent } from '../support/consul-agent.js'
 import { testPrefix } from '../support/tracked.js'
 import {
+  deleteTree,
   destroyRawSession,
   eventually,
   holdersOf,
@@ -158,6 +159,7 @@ describe(
       for (const session of await sessionsNamed(consul.url, name)) {
         await destroyRawSession(consul.url, session.ID)
       }
+      await deleteTree(consul.url, prefix)
       assert.deepEqual(await sessionsNamed(consul.url, name), [])
       assert.deepEqual(await listPrefix(consul.url, prefix), [])
     }

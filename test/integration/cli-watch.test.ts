@@ -13,7 +13,7 @@ import {
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { sharedAgent } from '../support/consul-agent.js'
-import { testPrefix } from '../support/tracked.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import { eventually, holdersOf, readLock } from '../support/observe.js'
 
 /** The frames printed so far, each starting with its title line. */
@@ -127,7 +127,7 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
         addr: consul.addr,
       }),
     )
-    t.after(async () => {
+    onEnd(t, async () => {
       for (const holder of holders) holder.child.kill('SIGTERM')
       await Promise.all(holders.map((holder) => holder.exited))
     })
@@ -139,7 +139,7 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
       CLI_START_MS,
     )
     const watch = startCli(['watch', '--prefix', prefix], { addr: consul.addr })
-    t.after(async () => {
+    onEnd(t, async () => {
       watch.child.kill('SIGINT')
       await watch.exited
     })

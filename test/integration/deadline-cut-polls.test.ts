@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
 import { sharedAgent } from '../support/consul-agent.js'
-import { testPrefix } from '../support/tracked.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { SEMAPHORE_FLAGS, eventually, putRaw, readLock, sleep } from '../support/observe.js'
 
@@ -49,7 +49,7 @@ describe('blocking reads cut short by a 500 "i/o deadline reached"', () => {
     const holderSeen: { holding: boolean; at: number }[] = []
     const waiterSeen: { holding: boolean; at: number }[] = []
     const subs: Subscription[] = []
-    t.after(async () => {
+    onEnd(t, async () => {
       proxy.setMode('pass')
       subs.forEach((s) => s.unsubscribe())
       await holder.close()

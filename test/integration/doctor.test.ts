@@ -7,7 +7,7 @@ import { doctor, type DoctorCheck, type DoctorReport } from '../../src/index.js'
 import { doctorSessionName } from '../../src/doctor/session-findings.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { sharedAgent, startAgent, type ConsulAgent } from '../support/consul-agent.js'
-import { testPrefix } from '../support/tracked.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { startNotConsul } from '../support/not-consul-server.js'
 import { listPrefix, sessionsNamed } from '../support/observe.js'
@@ -131,7 +131,7 @@ describe('doctor on a healthy dev agent', { concurrency: 4, timeout: SUITE_TIMEO
       })
       assert.ok(res.ok, `${path}: ${res.status} ${await res.text()}`)
     }
-    t.after(() => agentCall(`service/deregister/${id}`))
+    onEnd(t, () => agentCall(`service/deregister/${id}`))
     await agentCall('service/register', {
       ID: id,
       Name: id,
@@ -167,7 +167,7 @@ describe('doctor on a healthy dev agent', { concurrency: 4, timeout: SUITE_TIMEO
       [200, 'text/html', '<html><body>a dashboard</body></html>'],
     ] as const) {
       const server = await startNotConsul(status, type, body)
-      t.after(() => server.close())
+      onEnd(t, () => server.close())
       const report = await doctor({ consul: { address: server.addr }, prefix: 'svc/x' })
       assert.equal(report.findings.length, 1, JSON.stringify(report.findings))
       const agent = finding(report, 'agent')

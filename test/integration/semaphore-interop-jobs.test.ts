@@ -12,7 +12,7 @@ import { after, describe, it, type TestContext } from 'node:test'
 import { withSlot, type WithSlotOptions } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { startConsulLock, stopAllConsulLocks, type CliRun } from '../support/cli.js'
-import { testPrefix } from '../support/tracked.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import {
   eventually,
   holdersOf,
@@ -62,7 +62,7 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
     const goContenders: GoContender[] = []
     // Clean-up in this order, passed or failed: every Go child's hold ends and its consul lock
     // exits, then the folder and the prefix's keys go.
-    t.after(async () => {
+    onEnd(t, async () => {
       goContenders.forEach((go) => go.release())
       await stopAllConsulLocks(goContenders.map((go) => go.run))
       rmSync(dir, { recursive: true, force: true })
@@ -80,7 +80,7 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
         mostListed = Math.max(mostListed, listed.filter((s) => live.has(s)).length)
       }
     })
-    t.after(() => watch.unsubscribe())
+    onEnd(t, () => watch.unsubscribe())
 
     const startGo = (who: string): GoContender => {
       const log = join(dir, `${who}.log`)
@@ -289,7 +289,7 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
     // The first wave holds until the Go contenders are in line (and 20 ms more per job).
     let openGate = (): void => undefined
     const gate = new Promise<void>((resolve) => (openGate = resolve))
-    t.after(openGate)
+    onEnd(t, openGate)
     const firstWave = Array.from({ length: 15 }, () =>
       submitJob(options, () => gate.then(() => sleep(20))),
     )

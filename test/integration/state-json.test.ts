@@ -6,7 +6,7 @@ import { describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import { leaderElection, semaphore, setLimit } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/tracked.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 
 /** Each state through JSON and back, checked field by field against the bigints it carries. */
 function roundTrips(states: readonly object[]): void {
@@ -43,7 +43,7 @@ describe('states serialize with JSON.stringify', () => {
     const second = semaphore({ prefix, limit: 1, consul: agent.client })
     const states: object[] = []
     const subs = [first.state$.subscribe((s) => states.push(s))]
-    t.after(async () => {
+    onEnd(t, async () => {
       for (const sub of subs) sub.unsubscribe()
       await Promise.all([first.close(), second.close()])
     })
@@ -83,7 +83,7 @@ describe('states serialize with JSON.stringify', () => {
       election.state$.subscribe((s) => states.push(s)),
       election.leader$.subscribe((l) => leaders.push(l)),
     ]
-    t.after(async () => {
+    onEnd(t, async () => {
       for (const sub of subs) sub.unsubscribe()
       await election.close()
     })

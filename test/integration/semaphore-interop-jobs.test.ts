@@ -12,7 +12,7 @@ import { after, describe, it, type TestContext } from 'node:test'
 import { withSlot, type WithSlotOptions } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { startConsulLock, stopAllConsulLocks, type CliRun } from '../support/cli.js'
-import { onEnd, testPrefix } from '../support/tracked.js'
+import { mostLiveListed, onEnd, testPrefix } from '../support/tracked.js'
 import {
   eventually,
   holdersOf,
@@ -70,17 +70,7 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
     const prefix = testPrefix(t, agent.url, name)
     const sessionName = `interop jobs ${prefix}`
     const recorder = new SafetyRecorder(LIMIT, () => Date.now())
-    let mostListed = 0
-    const watch = agent.client.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
-      if (event.type !== 'snapshot') return
-      const lock = event.snapshot.entries.find((e) => e.key === `${prefix}/.lock`)
-      const live = new Set(event.snapshot.entries.flatMap((e) => (e.session ? [e.session] : [])))
-      if (lock?.value) {
-        const listed = holdersOf(JSON.parse(Buffer.from(lock.value).toString('utf8')) as unknown)
-        mostListed = Math.max(mostListed, listed.filter((s) => live.has(s)).length)
-      }
-    })
-    onEnd(t, () => watch.unsubscribe())
+    const mostListed = mostLiveListed(t, agent.client, prefix)
 
     const startGo = (who: string): GoContender => {
       const log = join(dir, `${who}.log`)
@@ -166,8 +156,8 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
         `at most ${LIMIT} held at once, ours and Go's, saw ${recorder.maxConcurrent()}`,
       )
       assert.ok(
-        mostListed <= LIMIT,
-        `.lock listed at most ${LIMIT} live holders, saw ${mostListed}`,
+        mostListed() <= LIMIT,
+        `.lock listed at most ${LIMIT} live holders, saw ${mostListed()}`,
       )
       const byStart = [...jobs].sort((a, b) => (a.startOrder ?? 0) - (b.startOrder ?? 0))
       for (let i = 1; i < byStart.length; i++) {

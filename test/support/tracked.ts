@@ -12,9 +12,9 @@
 import type { ChildProcess } from 'node:child_process'
 import { after } from 'node:test'
 import { ReplaySubject, filter, firstValueFrom, type Observable, type Unsubscribable } from 'rxjs'
-import type { SemaphoreState } from '../../src/index.js'
+import type { ConsulClient, SemaphoreState } from '../../src/index.js'
 import { uniquePrefix } from './consul-agent.js'
-import { clearPrefix } from './observe.js'
+import { clearPrefix, holdersOf } from './observe.js'
 import { killTree } from './processes.js'
 
 /** Where clean-ups are registered: a test's context `t`, or a describe's `suiteScope()`. */
@@ -156,4 +156,25 @@ export function testPrefix(scope: Scope, url: string | (() => string), name: str
   const prefix = uniquePrefix(name)
   onEnd(scope, () => clearPrefix(typeof url === 'string' ? url : url(), prefix))
   return prefix
+}
+
+/**
+ * Watches `prefix` through `consul` until the test ends, and gives the most holders `.lock` listed
+ * at once with a live session (one holding a key under the prefix), as Consul showed it.
+ */
+export function mostLiveListed(t: Scope, consul: ConsulClient, prefix: string): () => number {
+  let most = 0
+  keep(
+    t,
+    consul.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
+      if (event.type !== 'snapshot') return
+      const lock = event.snapshot.entries.find((e) => e.key === `${prefix}/.lock`)
+      const live = new Set(event.snapshot.entries.flatMap((e) => (e.session ? [e.session] : [])))
+      if (lock?.value) {
+        const listed = holdersOf(JSON.parse(Buffer.from(lock.value).toString('utf8')) as unknown)
+        most = Math.max(most, listed.filter((s) => live.has(s)).length)
+      }
+    }),
+  )
+  return () => most
 }

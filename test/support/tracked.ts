@@ -7,8 +7,8 @@
 // hook that the first of them registers: last registered, first run, so what was taken first (the
 // prefix) is cleaned up after what was built on it (the contenders writing under it). All of them
 // run even when one throws; the errors are thrown together afterwards. A hook the test registers
-// itself with `t.after` after the first of these runs after the whole stack, so register the
-// clean-up of anything that writes under the prefix through these functions.
+// itself with `t.after` after the first of these runs after the whole stack, so a test registers
+// any other clean-up with `onEnd(t, fn)`, on the same stack.
 import type { ChildProcess } from 'node:child_process'
 import { after } from 'node:test'
 import { ReplaySubject, filter, firstValueFrom, type Observable, type Unsubscribable } from 'rxjs'

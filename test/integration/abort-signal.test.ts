@@ -7,7 +7,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { SemaphoreError, semaphore, tryAcquire, tryLead, withSlot } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   eventually,
   listPrefix,
@@ -116,8 +116,8 @@ describe('a signal bounds or cancels a wait', () => {
     }
   })
 
-  it('withSlot: a signal aborted already rejects at once and sends nothing', async () => {
-    const prefix = uniquePrefix('abort-before')
+  it('withSlot: a signal aborted already rejects at once and sends nothing', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'abort-before')
     const name = `never ${prefix}`
     await assert.rejects(
       withSlot(

@@ -18,7 +18,7 @@ import {
 import { closeIdleDefaultClients } from '../../src/consul/default-client.js'
 import { flushShelf, processShelf } from '../../src/effects/session-shelf.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { keep, onEnd, testPrefix } from '../support/tracked.js'
 import {
   createRawSession,
   destroyRawSession,
@@ -68,7 +68,7 @@ describe('a contender with an adopted session', { timeout: SUITE_TIMEOUT_MS }, (
       Behavior: behavior,
       LockDelay: '0s',
     })
-    t.after(() => destroyRawSession(agent.url, id))
+    onEnd(t, () => destroyRawSession(agent.url, id))
     return id
   }
 
@@ -84,7 +84,7 @@ describe('a contender with an adopted session', { timeout: SUITE_TIMEOUT_MS }, (
     // Subscribed for the whole test: the last unsubscribe of state$ releases.
     const subscription = c.state$.subscribe({ error: () => undefined })
     closers.add(() => c.close())
-    t.after(() => {
+    onEnd(t, () => {
       subscription.unsubscribe()
       return c.close()
     })
@@ -183,7 +183,7 @@ describe('a contender with an adopted session', { timeout: SUITE_TIMEOUT_MS }, (
     const other = createConsulClient({ address: agent.addr })
     const made: Contender[] = []
     // Its contenders are closed before it (a test's own hooks run in the order registered).
-    t.after(async () => {
+    onEnd(t, async () => {
       await Promise.allSettled(made.map((c) => c.close()))
       await other.close()
     })
@@ -213,8 +213,8 @@ describe('a contender with an adopted session', { timeout: SUITE_TIMEOUT_MS }, (
     const session = await ownSession(t, 'delete')
     const c = semaphore({ prefix, limit: 1, session })
     closers.add(() => c.close())
-    const subscription = c.state$.subscribe({ error: () => undefined })
-    t.after(() => subscription.unsubscribe())
+    const subscription = keep(t, c.state$.subscribe({ error: () => undefined }))
+    onEnd(t, () => subscription.unsubscribe())
     await firstValueFrom(c.holding$.pipe(filter(Boolean)))
     await c.close()
     assert.equal(processShelf.sessions().includes(session), false, 'not shelved')
@@ -251,7 +251,7 @@ describe('a contender with an adopted session', { timeout: SUITE_TIMEOUT_MS }, (
       Name: 'adopted no ttl',
       Behavior: 'delete',
     })
-    t.after(() => destroyRawSession(agent.url, session))
+    onEnd(t, () => destroyRawSession(agent.url, session))
     const c = contender(t, 'semaphore', { prefix, consul: agent.client, session })
     const error = await lastValueFrom(c.state$).then(
       () => undefined,

@@ -6,7 +6,7 @@ import { describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { leaderElection, semaphore, tryAcquire } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { holdersOf, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
 
 describe('await using', () => {
@@ -51,7 +51,7 @@ describe('await using', () => {
     const name = `await-using-throw ${prefix}`
     await assert.rejects(async () => {
       await using sem = semaphore({ prefix, limit: 3, consul: agent.client, sessionName: name })
-      sem.holding$.subscribe()
+      keep(t, sem.holding$.subscribe())
       await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
       assert.equal(holdersOf((await readLock(agent.url, prefix))?.body).length, 1)
       assert.equal((await sessionsNamed(agent.url, name)).length, 1)
@@ -89,7 +89,7 @@ describe('await using', () => {
     const name = `await-using-lead ${prefix}`
     await assert.rejects(async () => {
       await using election = leaderElection({ prefix, consul: agent.client, sessionName: name })
-      election.holding$.subscribe()
+      keep(t, election.holding$.subscribe())
       await firstValueFrom(election.holding$.pipe(filter(Boolean)))
       assert.ok((await lockEntry(prefix))?.Session, 'the lock key is held')
       throw new Error('the leader work failed')

@@ -14,12 +14,11 @@ import {
   type SemaphoreState,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { keep, onEnd, testPrefix, type Scope } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
   createRawSession,
-  deleteTree,
   destroyRawSession,
   eventually,
   holdersOf,
@@ -30,22 +29,25 @@ import {
   sleep,
 } from '../support/observe.js'
 
-/** Everything a contender emits, until it errors or is closed. */
-function follow(sem: Semaphore) {
+/** Everything a contender emits, until it errors, is closed, or the test `t` ends. */
+function follow(t: Scope, sem: Semaphore) {
   const holding: boolean[] = []
   const states: SemaphoreState[] = []
   let error: unknown
   let failed = false
-  const subscription = sem.state$.subscribe({
-    next: (state) => {
-      states.push(state)
-      if (holding.at(-1) !== state.holding) holding.push(state.holding)
-    },
-    error: (e: unknown) => {
-      error = e
-      failed = true
-    },
-  })
+  const subscription = keep(
+    t,
+    sem.state$.subscribe({
+      next: (state) => {
+        states.push(state)
+        if (holding.at(-1) !== state.holding) holding.push(state.holding)
+      },
+      error: (e: unknown) => {
+        error = e
+        failed = true
+      },
+    }),
+  )
   return {
     holding,
     states,
@@ -114,7 +116,10 @@ describe('bad input', () => {
         const name = `bad-lock ${prefix}`
         await putRaw(agent.url, `${prefix}/.lock`, body, `flags=${SEMAPHORE_FLAGS}`)
         const before = await listPrefix(agent.url, prefix)
-        const run = follow(semaphore({ prefix, limit: 2, consul: agent.client, sessionName: name }))
+        const run = follow(
+          t,
+          semaphore({ prefix, limit: 2, consul: agent.client, sessionName: name }),
+        )
         const error = await run.semaphoreError()
         assert.equal(error.kind, 'CorruptLock', error.message)
         assert.match(error.message, new RegExp(`${prefix}/\\.lock`))
@@ -129,15 +134,11 @@ describe('bad input', () => {
   })
 
   it('says in plain words what is wrong with a .lock of Limit -1, and what to do', async (t) => {
-    const prefix = uniquePrefix('limit-minus-one')
+    const prefix = testPrefix(t, agent.url, 'limit-minus-one')
     const sem = semaphore({ prefix, limit: 2, consul: agent.client })
-    t.after(async () => {
-      await sem.close().catch(() => undefined)
-      await deleteTree(agent.url, prefix)
-    })
+    onEnd(t, () => sem.close().catch(() => undefined))
     await putRaw(agent.url, `${prefix}/.lock`, '{"Limit":-1}', `flags=${SEMAPHORE_FLAGS}`)
-    const run = follow(sem)
-    t.after(() => run.stop())
+    const run = follow(t, sem)
     const error = await run.semaphoreError()
     assert.equal(error.kind, 'CorruptLock')
     assert.equal(
@@ -165,7 +166,7 @@ describe('bad input', () => {
       `flags=${SEMAPHORE_FLAGS}`,
     )
     const sem = semaphore({ prefix, limit: 2, consul: agent.client })
-    const run = follow(sem)
+    const run = follow(t, sem)
     const state = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
     assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [state.session])
     await sem.close()
@@ -188,7 +189,7 @@ describe('bad input', () => {
     )
     const before = await readLock(agent.url, prefix)
     const sem = semaphore({ prefix, limit: 2, consul: agent.client })
-    const run = follow(sem)
+    const run = follow(t, sem)
     await firstValueFrom(sem.state$.pipe(filter((s) => s.contending)))
     await sleep(700)
     assert.deepEqual(run.holding, [false])
@@ -209,7 +210,7 @@ describe('bad input', () => {
     const name = `foreign-flags ${prefix}`
     await putRaw(agent.url, `${prefix}/.lock`, '{"Limit":2,"Holders":{}}', 'flags=42')
     const before = await listPrefix(agent.url, prefix)
-    const run = follow(semaphore({ prefix, limit: 2, consul: agent.client, sessionName: name }))
+    const run = follow(t, semaphore({ prefix, limit: 2, consul: agent.client, sessionName: name }))
     const error = await run.semaphoreError()
     assert.equal(error.kind, 'Conflict')
     assert.match(error.message, /flags 42/)
@@ -228,7 +229,7 @@ describe('bad input', () => {
       `flags=${SEMAPHORE_FLAGS}`,
     )
     const before = await listPrefix(agent.url, prefix)
-    const run = follow(semaphore({ prefix, limit: 4, consul: agent.client, sessionName: name }))
+    const run = follow(t, semaphore({ prefix, limit: 4, consul: agent.client, sessionName: name }))
     const error = await run.semaphoreError()
     assert.equal(error.kind, 'LimitConflict')
     assert.match(error.message, /limit is 3/)
@@ -296,11 +297,11 @@ describe('bad input', () => {
       const prefix = testPrefix(t, agent.url, 'trailing')
       const slashed = semaphore({ prefix: `${prefix}/`, limit: 1, consul: agent.client })
       const plain = semaphore({ prefix, limit: 1, consul: agent.client })
-      const first = follow(slashed)
+      const first = follow(t, slashed)
       const held = await firstValueFrom(slashed.state$.pipe(filter((s) => s.holding)))
       const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key).sort()
       assert.deepEqual(keys, [`${prefix}/${held.session}`, `${prefix}/.lock`].sort())
-      const second = follow(plain)
+      const second = follow(t, plain)
       // Both share one watch (same client, same normalised prefix): wait for the snapshot that
       // shows the CAS, then the plain one sees the slashed one as the holder and queues behind it.
       const waiting = await firstValueFrom(
@@ -317,12 +318,15 @@ describe('bad input', () => {
   })
 
   describe('a misbehaving server', () => {
-    it('errors with a typed Consul error on garbage JSON from the start, never holding', async () => {
+    it('errors with a typed Consul error on garbage JSON from the start, never holding', async (t) => {
       const p = await proxy()
       p.setMode({ garbage: '{"ID": 12, <html>' })
       const c = createConsulClient({ address: p.addr })
       try {
-        const run = follow(semaphore({ prefix: uniquePrefix('garbage'), limit: 1, consul: c }))
+        const run = follow(
+          t,
+          semaphore({ prefix: testPrefix(t, agent.url, 'garbage'), limit: 1, consul: c }),
+        )
         const error = await run.semaphoreError()
         assert.equal(error.kind, 'Consul')
         assert.match(error.message, /session\/create/)
@@ -337,15 +341,15 @@ describe('bad input', () => {
       ['garbage JSON', { garbage: '[{"Key": 7}]' }, 'NotConsul'],
       ['an oversized answer (8 MB)', { oversized: 8 * 1024 * 1024 }, 'Consul'],
     ] as const) {
-      it(`drops holding to false, then ends with a typed error, when a holder's server answers ${what}`, async () => {
+      it(`drops holding to false, then ends with a typed error, when a holder's server answers ${what}`, async (t) => {
         const p = await proxy()
         const c = createConsulClient({ address: p.addr })
-        const prefix = uniquePrefix('garbage-held')
+        const prefix = testPrefix(t, agent.url, 'garbage-held')
         const name = `garbage-held ${prefix}`
         try {
           // Short watch wait, so that the next poll (which gets the bad answer) comes soon.
           const sem = semaphore({ prefix, limit: 1, consul: c, sessionName: name, watchWait: '1s' })
-          const run = follow(sem)
+          const run = follow(t, sem)
           await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
           p.setMode(mode)
           const error = await run.semaphoreError(10_000)
@@ -357,17 +361,19 @@ describe('bad input', () => {
           p.setMode('pass')
           await c.close()
           await destroySessions(name)
-          await deleteTree(agent.url, prefix)
         }
       })
     }
 
-    it('errors with PermissionDenied on a 403, with the hint of the policy to give', async () => {
+    it('errors with PermissionDenied on a 403, with the hint of the policy to give', async (t) => {
       const p = await proxy()
       p.setMode({ status: 403, body: 'Permission denied' })
       const c = createConsulClient({ address: p.addr })
       try {
-        const run = follow(semaphore({ prefix: uniquePrefix('denied'), limit: 1, consul: c }))
+        const run = follow(
+          t,
+          semaphore({ prefix: testPrefix(t, agent.url, 'denied'), limit: 1, consul: c }),
+        )
         const error = await run.semaphoreError()
         assert.equal(error.kind, 'PermissionDenied')
         assert.match(error.message, /permission denied/i)
@@ -378,14 +384,14 @@ describe('bad input', () => {
       }
     })
 
-    it('keeps retrying through 500s with holding$ false, and acquires once the server recovers', async () => {
+    it('keeps retrying through 500s with holding$ false, and acquires once the server recovers', async (t) => {
       const p = await proxy()
       p.setMode('error500')
       const c = createConsulClient({ address: p.addr })
-      const prefix = uniquePrefix('five-hundreds')
+      const prefix = testPrefix(t, agent.url, 'five-hundreds')
       try {
         const sem = semaphore({ prefix, limit: 1, consul: c })
-        const run = follow(sem)
+        const run = follow(t, sem)
         await eventually('a few attempts', () => (p.requests().length >= 3 ? true : undefined))
         assert.deepEqual(run.holding, [false])
         assert.equal(run.failed(), false, '500 is transient: no error')
@@ -395,18 +401,17 @@ describe('bad input', () => {
         run.stop()
       } finally {
         await c.close()
-        await deleteTree(agent.url, prefix)
       }
     })
 
-    it('waits with holding$ false while the agent accepts connections and never answers, then acquires', async () => {
+    it('waits with holding$ false while the agent accepts connections and never answers, then acquires', async (t) => {
       const p = await proxy()
       p.setMode('blackhole')
       const c = createConsulClient({ address: p.addr, requestTimeoutMs: 500 })
-      const prefix = uniquePrefix('silent')
+      const prefix = testPrefix(t, agent.url, 'silent')
       try {
         const sem = semaphore({ prefix, limit: 1, consul: c })
-        const run = follow(sem)
+        const run = follow(t, sem)
         // 1.5 s of silence, and at least one timed-out request retried (counted, not assumed
         // to fit in those 1.5 s on a loaded machine).
         await sleep(1500)
@@ -421,7 +426,6 @@ describe('bad input', () => {
         run.stop()
       } finally {
         await c.close()
-        await deleteTree(agent.url, prefix)
       }
     })
   })

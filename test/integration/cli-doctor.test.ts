@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { killAllCli, runCli } from '../support/cli.js'
-import { sharedAgent, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import { startNotConsul } from '../support/not-consul-server.js'
 import { listPrefix, sessionsNamed } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
@@ -95,7 +96,7 @@ describe('rxsem doctor', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('exits 78 at an address that is not a Consul agent, naming the flag to fix', async (t) => {
     const server = await startNotConsul(404, 'text/plain', '404 page not found')
-    t.after(() => server.close())
+    onEnd(t, () => server.close())
     const result = await runCli(['doctor', '--prefix', 'svc/x'], { addr: server.addr })
     assert.equal(result.code, 78, result.stdout + result.stderr)
     assert.match(result.stdout, /^problem {2}agent {15}.*is not a Consul agent/m)

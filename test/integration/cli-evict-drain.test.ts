@@ -6,7 +6,7 @@ import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { CLI_START_MS, killAllCli, runCli, startCliFor, type CliRun } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import {
   destroyRawSession,
   eventually,
@@ -139,7 +139,7 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('drains: the holder finishes, the waiter is held back and keeps waiting, status shows the drain, --lift lets it in', async (t) => {
     const prefix = testPrefix(t, agent.url, 'cli-drain')
-    t.after(async () => {
+    onEnd(t, async () => {
       for (const s of await sessionsNamed(agent.url, `rxsem drain of ${prefix}`))
         await destroyRawSession(agent.url, s.ID)
     })
@@ -148,7 +148,7 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     // The waiter reaches the agent through a proxy, which shows when it has read the drained
     // prefix and gone back to waiting.
     const proxy = await startFaultProxy(agent.addr)
-    t.after(() => proxy.close())
+    onEnd(t, () => proxy.close())
     const waiter = run(t, prefix, 'waiter', 'echo admitted', [], proxy.addr)
     await until('the waiter', prefix, (s) => s.waiting?.length === 1)
 

@@ -9,18 +9,15 @@ import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
 import { CLI_START_MS, killAllCli, runCli, startCli } from '../support/cli.js'
-import {
-  freePort,
-  sharedAgent,
-  startAgent,
-  uniquePrefix,
-  type ConsulAgent,
-} from '../support/consul-agent.js'
+import { freePort, sharedAgent, startAgent, type ConsulAgent } from '../support/consul-agent.js'
 import { eventually } from '../support/observe.js'
 import { startNotConsul, type NotConsulServer } from '../support/not-consul-server.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 const ROOT = 'root-token-first-contact'
+
+/** A prefix no agent ever sees, for the commands that reach none: nothing to clean up. */
+const NOWHERE = 'rxsem-test/never-written'
 
 describe(
   'rxsem at an address with no agent, not an agent, or an agent over the other protocol',
@@ -46,12 +43,9 @@ describe(
     for (const [i, what] of ['404 text', '200 HTML'].entries()) {
       it(`rxsem run says in one line that a server answering ${what} is not a Consul agent, and exits 1`, async () => {
         const addr = servers[i]!.addr
-        const result = await runCli(
-          ['run', '--prefix', uniquePrefix('not-consul'), '--limit', '1', '--', 'true'],
-          {
-            addr,
-          },
-        )
+        const result = await runCli(['run', '--prefix', NOWHERE, '--limit', '1', '--', 'true'], {
+          addr,
+        })
         assert.equal(result.code, 1, result.stderr)
         assert.equal(result.stderr.trimEnd().split('\n').length, 1, result.stderr)
         assert.match(result.stderr, new RegExp(`^rxsem: .*http://${addr} is not a Consul agent`))
@@ -62,7 +56,7 @@ describe(
 
       it(`rxsem status says that a server answering ${what} is not a Consul agent, and exits 1`, async () => {
         const addr = servers[i]!.addr
-        const result = await runCli(['status', '--prefix', uniquePrefix('not-consul')], { addr })
+        const result = await runCli(['status', '--prefix', NOWHERE], { addr })
         assert.equal(result.code, 1, result.stderr)
         assert.match(result.stderr, new RegExp(`http://${addr} is not a Consul agent`))
         assert.doesNotMatch(result.stderr, /X-Consul-Index header: expected/)
@@ -73,10 +67,9 @@ describe(
     }
 
     it('rxsem run says in one line that an https:// address answered plain HTTP, and exits 1', async () => {
-      const result = await runCli(
-        ['run', '--prefix', uniquePrefix('tls-mismatch'), '--limit', '1', '--', 'true'],
-        { addr: `https://${plainAgent.addr}` },
-      )
+      const result = await runCli(['run', '--prefix', NOWHERE, '--limit', '1', '--', 'true'], {
+        addr: `https://${plainAgent.addr}`,
+      })
       assert.equal(result.code, 1, result.stderr)
       assert.equal(result.stderr.trimEnd().split('\n').length, 1, result.stderr)
       assert.match(
@@ -93,7 +86,7 @@ describe(
     })
 
     it('rxsem status says that no agent can be reached, and exits 1', async () => {
-      const result = await runCli(['status', '--prefix', uniquePrefix('unreachable')], {
+      const result = await runCli(['status', '--prefix', NOWHERE], {
         addr: `127.0.0.1:${closedPort}`,
       })
       assert.equal(result.code, 1, result.stderr)
@@ -114,7 +107,8 @@ describe('rxsem with a token that may not read the prefix', { timeout: SUITE_TIM
   let root: ConsulClient
   let holding: Subscription
   let rootTokenFile: string
-  const prefix = uniquePrefix('acl-filtered')
+  // The suite's own agent, stopped after it, is the only one to see this prefix.
+  const prefix = 'rxsem-test/acl-filtered'
   before(async () => {
     agent = await startAgent({
       hcl: [`acl { enabled = true, default_policy = "deny", tokens { master = "${ROOT}" } }`],

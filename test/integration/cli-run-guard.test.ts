@@ -8,7 +8,8 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { after, before, describe, it } from 'node:test'
 import { CLI_START_MS, killAllCli, runCli, startCli, type CliRun } from '../support/cli.js'
-import { processGone, sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { processGone, sharedAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   deleteTree,
   destroyRawSession,
@@ -163,10 +164,10 @@ describe(
       assert.deepEqual(await listPrefix(consul.url, prefix), [])
     }
 
-    it('stops the command group soon after rxsem is SIGKILLed (0.5 s grace, then SIGKILL for what ignores SIGTERM; 3 trials)', async () => {
+    it('stops the command group soon after rxsem is SIGKILLed (0.5 s grace, then SIGKILL for what ignores SIGTERM; 3 trials)', async (t) => {
       const took: number[] = []
       for (let trial = 1; trial <= 3; trial++) {
-        const prefix = uniquePrefix('cli-guard-kill')
+        const prefix = testPrefix(t, consul.url, 'cli-guard-kill')
         const name = `cli-guard-kill ${prefix}`
         const pidFile = file('group')
         const run = start([
@@ -298,8 +299,8 @@ describe(
       await assertCleanConsul(prefix, name)
     })
 
-    it('stops what the command left running in its group before it releases the slot', async () => {
-      const prefix = uniquePrefix('cli-guard-leftover')
+    it('stops what the command left running in its group before it releases the slot', async (t) => {
+      const prefix = testPrefix(t, consul.url, 'cli-guard-leftover')
       const name = `cli-guard-leftover ${prefix}`
       const pidFile = file('leftover')
       const run = start([

@@ -10,7 +10,8 @@ import { join } from 'node:path'
 import { after, before, describe, it, type TestContext } from 'node:test'
 import { CLI_START_MS, killAllCli, runCli, startCli, type CliRun } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { sharedAgent, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import { eventually, listPrefix, sessionsNamed } from '../support/observe.js'
 
 /** How soon after the check fails the next contender must hold: far below 2 × the 60 s TTL. */
@@ -61,7 +62,7 @@ describe('rxsem run --health-addr and --service-check', { timeout: SUITE_TIMEOUT
   it('answers /ready 503 while waiting and 200 while holding, /live 200 throughout, and stops listening with the command', async (t) => {
     const prefix = testPrefix(t, consul.url, 'cli-health')
     const [doneA, doneB] = [file('done-a'), file('done-b')]
-    t.after(() => (writeFileSync(doneA, ''), writeFileSync(doneB, '')))
+    onEnd(t, () => (writeFileSync(doneA, ''), writeFileSync(doneB, '')))
     const run = (done: string) =>
       start([
         'run',
@@ -126,7 +127,7 @@ describe('rxsem run --health-addr and --service-check', { timeout: SUITE_TIMEOUT
 
     const taken = createServer()
     await new Promise<void>((listening) => taken.listen(0, '127.0.0.1', listening))
-    t.after(() => new Promise<void>((closed) => taken.close(() => closed())))
+    onEnd(t, () => new Promise<void>((closed) => taken.close(() => closed())))
     const port = (taken.address() as { port: number }).port
     const inUse = await runCli(
       [
@@ -163,7 +164,7 @@ describe('rxsem run --health-addr and --service-check', { timeout: SUITE_TIMEOUT
       })
       assert.equal(res.status, 200, await res.text())
     }
-    t.after(() => put(`/v1/agent/service/deregister/${id}`))
+    onEnd(t, () => put(`/v1/agent/service/deregister/${id}`))
     await put('/v1/agent/service/register', {
       Name: 'rxsem-cli-web',
       ID: id,
@@ -208,7 +209,7 @@ describe('rxsem run --health-addr and --service-check', { timeout: SUITE_TIMEOUT
       '--',
       `touch ${heldFile}; sleep 300`,
     ])
-    t.after(() => next.child.kill('SIGTERM'))
+    onEnd(t, () => next.child.kill('SIGTERM'))
     await eventually(
       'the next one waiting',
       async () => ((await listPrefix(consul.url, prefix)).length === 3 ? true : undefined),

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { CLI_START_MS, killAllCli, startCliFor } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import { destroyRawSession, eventually, listPrefix, sessionsNamed } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
@@ -51,7 +51,7 @@ describe('rxsem run --lock-delay', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
     const session = (await lockSession(agent.url, prefix)) ?? ''
     assert.notEqual(session, '', 'the first holds .lock')
-    t.after(() => destroyRawSession(agent.url, session))
+    onEnd(t, () => destroyRawSession(agent.url, session))
 
     // Read back from the agent: Consul keeps the lock-delay the session was made with (ns).
     const info = await fetch(`${agent.url}/v1/session/info/${session}`)

@@ -15,18 +15,12 @@ import {
   stopAllConsulLocks,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import {
-  freePort,
-  processGone,
-  sharedAgent,
-  uniquePrefix,
-  testPrefix,
-} from '../support/consul-agent.js'
+import { freePort, processGone, sharedAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
   createRawSession,
-  deleteTree,
   destroyRawSession,
   eventually,
   holdersOf,
@@ -630,8 +624,8 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(recorder.maxConcurrent(), 2, 'both slots were used at once')
   })
 
-  it('takes -n 2 as consul lock -n 2 does, and holds beside it', async () => {
-    const prefix = uniquePrefix('cli-run-n')
+  it('takes -n 2 as consul lock -n 2 does, and holds beside it', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-run-n')
     const go = startConsulLock(consul.addr, ['-n', '2', prefix, 'sleep 300'])
     const run = start(['run', '-n', '2', '--prefix', prefix, '--', 'sleep', '300'])
     try {
@@ -647,7 +641,6 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       run.child.kill('SIGTERM')
       assert.equal(await run.exited, 143, run.stderr())
       await stopAllConsulLocks([go])
-      await deleteTree(consul.url, prefix)
     }
   })
 

@@ -5,8 +5,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { CLI_START_MS, killAllCli, runCli, startCli } from '../support/cli.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually, holdersOf, listPrefix, readLock } from '../support/observe.js'
+import { testPrefix } from '../support/tracked.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { eventually, holdersOf, listPrefix, readLock } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 describe('rxsem set-limit', { timeout: SUITE_TIMEOUT_MS }, () => {
@@ -19,8 +20,8 @@ describe('rxsem set-limit', { timeout: SUITE_TIMEOUT_MS }, () => {
     await consul.close()
   })
 
-  it('says that a waiter not following the limit will stop, and it does; --dry-run writes nothing', async () => {
-    const prefix = uniquePrefix('cli-set-limit')
+  it('says that a waiter not following the limit will stop, and it does; --dry-run writes nothing', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-set-limit')
     const run = (value: string) =>
       startCli(['run', '-n', '1', '--prefix', prefix, '--value', value, '--', 'sleep', '300'], {
         addr: consul.addr,
@@ -103,7 +104,6 @@ describe('rxsem set-limit', { timeout: SUITE_TIMEOUT_MS }, () => {
     } finally {
       for (const run of started) run.child.kill('SIGTERM')
       await Promise.all(started.map((run) => run.exited))
-      await deleteTree(consul.url, prefix)
     }
   })
 })

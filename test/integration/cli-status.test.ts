@@ -11,12 +11,12 @@ import {
   stopAllConsulLocks,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   SEMAPHORE_FLAGS,
   sessionsNamed,
   createRawSession,
-  deleteTree,
   destroyRawSession,
   eventually,
   putRaw,
@@ -150,8 +150,8 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     await stopAllConsulLocks([lock])
   })
 
-  it('counts no waiters of a leader lock: two rxsem run --leader and a consul lock wait, unseen in KV', async () => {
-    const prefix = uniquePrefix('cli-status-lead-wait')
+  it('counts no waiters of a leader lock: two rxsem run --leader and a consul lock wait, unseen in KV', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-status-lead-wait')
     const leader = (who: string) =>
       startCli(
         ['run', '--leader', '--prefix', prefix, '--name', `${who} ${prefix}`, '--', 'sleep', '300'],
@@ -192,12 +192,11 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       for (const run of [holder, ...waiters]) run.child.kill('SIGTERM')
       await Promise.all([holder.exited, ...waiters.map((w) => w.exited)])
       await stopAllConsulLocks(goWaiters)
-      await deleteTree(consul.url, prefix)
     }
   })
 
-  it('lists a holder whose session is gone as alive: false, and reads the list shapes', async () => {
-    const prefix = uniquePrefix('cli-status-dead')
+  it('lists a holder whose session is gone as alive: false, and reads the list shapes', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-status-dead')
     const dead = '00000000-dead-dead-dead-000000000000'
     const live = await createRawSession(consul.url, {
       Name: `live ${prefix}`,
@@ -234,12 +233,11 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       assert.equal((await status(prefix)).shape, 'java-list')
     } finally {
       await destroyRawSession(consul.url, live)
-      await deleteTree(consul.url, prefix)
     }
   })
 
-  it('shows an empty prefix as no limit, no shape, nobody', async () => {
-    const prefix = uniquePrefix('cli-status-empty')
+  it('shows an empty prefix as no limit, no shape, nobody', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-status-empty')
     assert.deepEqual(await status(prefix), {
       prefix,
       limit: null,

@@ -12,8 +12,9 @@ import {
   type CliRun,
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
-import { deleteTree, eventually, holdersOf, readLock } from '../support/observe.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
+import { eventually, holdersOf, readLock } from '../support/observe.js'
 
 /** The frames printed so far, each starting with its title line. */
 const framesOf = (stdout: string): string[] => stdout.split(/^(?=rxsem watch )/m).filter(Boolean)
@@ -86,8 +87,8 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(await holder.exited, 143)
   })
 
-  it('draws its first frame from the first answer, and marks a holder it found holding as held at least so long', async () => {
-    const prefix = uniquePrefix('cli-watch-early')
+  it('draws its first frame from the first answer, and marks a holder it found holding as held at least so long', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-watch-early')
     const holder = startCli(
       ['run', '-n', '2', '--prefix', prefix, '--value', 'early-holder', '--', 'sleep', '300'],
       { addr: consul.addr },
@@ -116,7 +117,6 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     } finally {
       holder.child.kill('SIGTERM')
       await holder.exited
-      await deleteTree(consul.url, prefix)
     }
   })
 
@@ -127,7 +127,7 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
         addr: consul.addr,
       }),
     )
-    t.after(async () => {
+    onEnd(t, async () => {
       for (const holder of holders) holder.child.kill('SIGTERM')
       await Promise.all(holders.map((holder) => holder.exited))
     })
@@ -139,7 +139,7 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
       CLI_START_MS,
     )
     const watch = startCli(['watch', '--prefix', prefix], { addr: consul.addr })
-    t.after(async () => {
+    onEnd(t, async () => {
       watch.child.kill('SIGINT')
       await watch.exited
     })
@@ -175,8 +175,8 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     }
   })
 
-  it('shows the waiters of a consul lock leader lock as not visible, never as 0', async () => {
-    const prefix = uniquePrefix('cli-watch-leader')
+  it('shows the waiters of a consul lock leader lock as not visible, never as 0', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-watch-leader')
     const locks = [startConsulLock(consul.addr, [prefix, 'sleep 300'])]
     try {
       await eventually(
@@ -197,7 +197,6 @@ describe('rxsem watch', { timeout: SUITE_TIMEOUT_MS }, () => {
       assert.equal(await watch.exited, 0)
     } finally {
       await stopAllConsulLocks(locks)
-      await deleteTree(consul.url, prefix)
     }
   })
 

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict'
 import { resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import type { CloseThenExitMessage } from './fixtures/close-then-exit.js'
-import { sharedAgent, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import { startChild } from '../support/default-client-child.js'
 import { listPrefix, sessionsNamed } from '../support/observe.js'
 
@@ -32,7 +33,7 @@ describe('a process that exits right after giving its slot back', { timeout: 120
       const prefix = testPrefix(t, consul.url, `close-then-exit-${mode}`)
       const name = `close-then-exit ${prefix}`
       const child = startChild<CloseThenExitMessage>(fixture, [mode, prefix, name], consul.addr)
-      t.after(() => child.stop())
+      onEnd(t, () => child.stop())
       await child.waitFor(
         'a held slot',
         () => child.messages.some((m) => m.type === 'held' || m.type === 'error'),

@@ -5,13 +5,16 @@ import { describe, it } from 'node:test'
 import { filter, firstValueFrom, type Observable } from 'rxjs'
 import { leaderElection, semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { keep, testPrefix, type Scope } from '../support/tracked.js'
 import { eventually } from '../support/observe.js'
 
-/** Every state `state$` emits, and whether it completed. */
-function record<S>(state$: Observable<S>) {
+/** Every state `state$` emits until the test `t` ends, and whether it completed. */
+function record<S>(t: Scope, state$: Observable<S>) {
   const seen = { states: [] as S[], completed: false }
-  state$.subscribe({ next: (s) => seen.states.push(s), complete: () => (seen.completed = true) })
+  keep(
+    t,
+    state$.subscribe({ next: (s) => seen.states.push(s), complete: () => (seen.completed = true) }),
+  )
   return seen
 }
 
@@ -22,8 +25,8 @@ describe('the state of a closed contender', () => {
     const prefix = testPrefix(t, agent.url, 'closed-state')
     const a = semaphore({ prefix, limit: 1, consul: agent.client })
     const b = semaphore({ prefix, limit: 1, consul: agent.client })
-    const seenA = record(a.state$)
-    const seenB = record(b.state$)
+    const seenA = record(t, a.state$)
+    const seenB = record(t, b.state$)
     // Either may take the slot first: wait until one holds and the other waits first in line.
     const roles = await eventually(
       'one holding and the other waiting',
@@ -56,7 +59,7 @@ describe('the state of a closed contender', () => {
   it('does not show a closed leader as the leader', async (t) => {
     const prefix = testPrefix(t, agent.url, 'closed-leader')
     const election = leaderElection({ prefix, consul: agent.client, value: 'closing-leader' })
-    const seen = record(election.state$)
+    const seen = record(t, election.state$)
     await firstValueFrom(election.state$.pipe(filter((s) => s.holding)))
     await election.close()
     assert.ok(seen.completed)

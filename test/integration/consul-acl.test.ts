@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient, type ConsulHttpClient } from '../../src/consul/client.js'
-import { startAgent, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { startAgent, type ConsulAgent } from '../support/consul-agent.js'
 import { errorJson, failure, ok, record, until } from './consul-test-kit.js'
 
 const ROOT = 'root-token-5f0c1d'
@@ -12,7 +12,9 @@ const UNKNOWN = 'unknown-token-9a8b7c'
 describe('Consul client against an agent with ACLs', () => {
   let agent: ConsulAgent
   let root: ConsulHttpClient
-  const prefix = uniquePrefix('consul-acl')
+  // The suite's own agent, stopped after it, is the only one to see this prefix: no other test
+  // shares it, and nothing written under it outlives the suite.
+  const prefix = 'rxsem-test/consul-acl'
   before(async () => {
     agent = await startAgent({
       hcl: [`acl { enabled = true, default_policy = "deny", tokens { master = "${ROOT}" } }`],

@@ -8,9 +8,10 @@ import { pipe } from 'fp-ts/lib/function.js'
 import * as TE from 'fp-ts/lib/TaskEither.js'
 import type { ConsulClient } from '../../src/consul/client-api.js'
 import { createConsulClient } from '../../src/consul/client.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
 import { CONSUL_SCENARIOS } from '../support/consul-scenarios.js'
 import { ok } from './consul-test-kit.js'
+import { testPrefix } from '../support/tracked.js'
 
 /** The client, with every session it creates noted in `sessions` (for the cleanup). */
 function noting(client: ConsulClient, sessions: string[]): ConsulClient {
@@ -38,8 +39,8 @@ describe('a real Consul agent passes the shared scenario table of the double', (
   })
 
   for (const scenario of CONSUL_SCENARIOS) {
-    it(scenario.name, { timeout: 30_000 }, async () => {
-      const prefix = uniquePrefix('double-parity')
+    it(scenario.name, { timeout: 30_000 }, async (t) => {
+      const prefix = testPrefix(t, agent.url, 'double-parity')
       const opened: ConsulClient[] = []
       const sessions: string[] = []
       const client = (): ConsulClient => {

@@ -7,9 +7,10 @@ import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import { createConsulClient, type ConsulHttpClient } from '../../src/consul/client.js'
 import type { ConsulError } from '../../src/consul/errors.js'
-import { freePort, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { freePort, sharedAgent } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { errorJson, failure, ok, until } from './consul-test-kit.js'
+import { suiteScope, testPrefix } from '../support/tracked.js'
 
 const TOKEN = 'tok-5ecret-7f3a9c21'
 
@@ -18,7 +19,8 @@ describe('Consul client failure paths', () => {
   let proxy: FaultProxy
   let consul: ConsulHttpClient
   let direct: ConsulHttpClient
-  const prefix = uniquePrefix('consul-failures')
+  const suite = suiteScope() // registered first: the prefix goes before the agent closes
+  const prefix = testPrefix(suite, () => agent.url, 'consul-failures')
   const key = `${prefix}/k`
   const seen: ConsulError[] = []
   const unhandled: unknown[] = []
@@ -63,7 +65,6 @@ describe('Consul client failure paths', () => {
   })
   after(async () => {
     proxy.setMode('pass')
-    await ok(direct.kv.delete(prefix, { recurse: true }))
     await direct.close()
     await consul.close()
     await proxy.close()

@@ -1,20 +1,17 @@
 // The KV calls of the Consul client against a real agent: get, list, put, delete, txn, with exact
 // uint64 flags and indexes.
 import assert from 'node:assert/strict'
-import { after, describe, it } from 'node:test'
+import { describe, it } from 'node:test'
 import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
 import { failure, ok, utf8 } from './consul-test-kit.js'
+import { suiteScope, testPrefix } from '../support/tracked.js'
 
 describe('Consul KV calls', () => {
-  const prefix = uniquePrefix('consul-kv')
-  // Registered above agentSuite(), so it runs before the client and the agent close.
-  after(async () => {
-    await ok(agent.client.kv.delete(prefix, { recurse: true }))
-    assert.deepEqual((await ok(agent.client.kv.list(prefix))).entries, [])
-  })
+  // Registered above agentSuite(), so the prefix goes before the client and the agent close.
+  const suite = suiteScope()
   const agent = agentSuite({ env: {} })
+  const prefix = testPrefix(suite, () => agent.url, 'consul-kv')
 
   it('gets null for a missing key', async () => {
     assert.equal(await ok(agent.client.kv.get(`${prefix}/missing`)), null)

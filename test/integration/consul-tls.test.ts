@@ -7,7 +7,6 @@ import { lastValueFrom } from 'rxjs'
 import { createConsulClient } from '../../src/consul/client.js'
 import { SemaphoreError, doctor, semaphore } from '../../src/index.js'
 import { isTransient } from '../../src/shared/failure-kinds.js'
-import { uniquePrefix } from '../support/consul-agent.js'
 import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
 import { failure, ok } from './consul-test-kit.js'
 
@@ -15,7 +14,9 @@ describe('Consul client over https', () => {
   let tls: TlsAgent
   let httpsPort: number
   let tlsEnv: TlsAgent['env']
-  const prefix = uniquePrefix('consul-tls')
+  // The suite's own agent, stopped after it, is the only one to see this prefix: no other test
+  // shares it, and nothing written under it outlives the suite.
+  const prefix = 'rxsem-test/consul-tls'
 
   before(async () => {
     tls = await startTlsAgent()

@@ -6,9 +6,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient } from '../../src/consul/client.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { failure, ok, until } from './consul-test-kit.js'
+import { suiteScope, testPrefix } from '../support/tracked.js'
 
 describe('Consul HTTP transport', () => {
   let agent: Awaited<ReturnType<typeof sharedAgent>>
@@ -17,7 +18,8 @@ describe('Consul HTTP transport', () => {
   const relayed = new Set<Socket>()
   const dir = mkdtempSync(join(tmpdir(), 'rxsem-sock-'))
   const socketPath = join(dir, 'consul.sock')
-  const prefix = uniquePrefix('consul-transport')
+  const suite = suiteScope() // registered first: the prefix goes before the agent closes
+  const prefix = testPrefix(suite, () => agent.url, 'consul-transport')
 
   before(async () => {
     agent = await sharedAgent()

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { request } from 'undici'
 import { createConsulClient, type ConsulHttpClient } from '../../src/consul/client.js'
-import { startAgent, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { startAgent, type ConsulAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { keysOf, ok, record, until } from './consul-test-kit.js'
 
@@ -26,8 +27,8 @@ describe('watchPrefix when the index goes backwards', () => {
     await agent.stop()
   })
 
-  it('carries on across an agent restart with correct snapshots, and sees a key written after it', async () => {
-    const prefix = uniquePrefix('consul-restart')
+  it('carries on across an agent restart with correct snapshots, and sees a key written after it', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'consul-restart')
     // Enough writes that the fresh agent's index after one write stays below this one's.
     for (let i = 0; i < 10; i++) await ok(consul.kv.put(`${prefix}/before`, `x${i}`))
     const watch = record(
@@ -66,8 +67,8 @@ describe('watchPrefix when the index goes backwards', () => {
     }
   })
 
-  it('resets to a non-blocking read and emits it when a snapshot restore moves the index back', async () => {
-    const prefix = uniquePrefix('consul-restore')
+  it('resets to a non-blocking read and emits it when a snapshot restore moves the index back', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'consul-restore')
     await ok(consul.kv.put(`${prefix}/kept`, 'x'))
     const saved = await request(`${agent.url}/v1/snapshot`)
     assert.equal(saved.statusCode, 200)

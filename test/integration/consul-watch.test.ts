@@ -6,10 +6,11 @@ import { spawn } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient, type ConsulHttpClient } from '../../src/consul/client.js'
 import { watchPrefix } from '../../src/consul/watch-prefix.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { sleep } from '../support/observe.js'
 import { keysOf, ok, record, until } from './consul-test-kit.js'
+import { suiteScope, testPrefix } from '../support/tracked.js'
 
 describe('watchPrefix', () => {
   let agent: Awaited<ReturnType<typeof sharedAgent>>
@@ -17,7 +18,8 @@ describe('watchPrefix', () => {
   /** Writes go straight to the agent; the watch under test goes through the proxy. */
   let direct: ConsulHttpClient
   let proxied: ConsulHttpClient
-  const root = uniquePrefix('consul-watch')
+  const suite = suiteScope() // registered first: the prefix goes before the agent closes
+  const root = testPrefix(suite, () => agent.url, 'consul-watch')
   let n = 0
   const nextPrefix = (): string => `${root}/${++n}`
   /**
@@ -37,7 +39,6 @@ describe('watchPrefix', () => {
     proxied = createConsulClient({ address: proxy.addr, env: {}, requestTimeoutMs: 300 })
   })
   after(async () => {
-    await ok(direct.kv.delete(root, { recurse: true }))
     await proxied.close()
     await direct.close()
     await proxy.close()

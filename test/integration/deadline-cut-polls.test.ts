@@ -8,16 +8,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import {
-  SEMAPHORE_FLAGS,
-  deleteTree,
-  eventually,
-  putRaw,
-  readLock,
-  sleep,
-} from '../support/observe.js'
+import { SEMAPHORE_FLAGS, eventually, putRaw, readLock, sleep } from '../support/observe.js'
 
 const DEADLINE_BODY = 'rpc error making call: i/o deadline reached'
 /** How long the holder sits behind the cut polls before its slot is changed under it. */
@@ -45,7 +39,7 @@ describe('blocking reads cut short by a 500 "i/o deadline reached"', () => {
   })
 
   it('keeps a holder on its slot without a flap, and shows it and a waiter a change within seconds', async (t) => {
-    const prefix = uniquePrefix('deadline-cut')
+    const prefix = testPrefix(t, agent.url, 'deadline-cut')
     proxy.setMode({
       when: { method: 'GET', pathPrefix: '/v1/kv/', query: /(^|&)index=/ },
       then: { afterMs: 1000, then: { status: 500, body: DEADLINE_BODY } },
@@ -55,12 +49,11 @@ describe('blocking reads cut short by a 500 "i/o deadline reached"', () => {
     const holderSeen: { holding: boolean; at: number }[] = []
     const waiterSeen: { holding: boolean; at: number }[] = []
     const subs: Subscription[] = []
-    t.after(async () => {
+    onEnd(t, async () => {
       proxy.setMode('pass')
       subs.forEach((s) => s.unsubscribe())
       await holder.close()
       await waiter.close()
-      await deleteTree(agent.url, prefix)
     })
     subs.push(holder.holding$.subscribe((holding) => holderSeen.push({ holding, at: Date.now() })))
     await firstValueFrom(holder.holding$.pipe(filter(Boolean)))

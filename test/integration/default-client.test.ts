@@ -18,14 +18,15 @@ import {
   acquireDefaultClient,
   closeIdleDefaultClients,
 } from '../../src/consul/default-client.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   runDefaultClientChild,
   runTenuresChild,
   type DefaultClientRun,
   type TenuresRun,
 } from '../support/default-client-child.js'
-import { deleteTree, listPrefix, readLock, sessionsNamed } from '../support/observe.js'
+import { listPrefix, readLock, sessionsNamed } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
@@ -118,9 +119,9 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
     await assertPrefixEmpty(prefix)
   })
 
-  it('never closes a client the user passed in', async () => {
+  it('never closes a client the user passed in', async (t) => {
     const client: ConsulClient = createConsulClient({ address: consul.addr })
-    const prefix = uniquePrefix('default-client-own')
+    const prefix = testPrefix(t, consul.url, 'default-client-own')
     try {
       const sem = semaphore({ prefix: `${prefix}/sem`, limit: 1, consul: client })
       const election = leaderElection({ prefix: `${prefix}/leader`, consul: client })
@@ -135,7 +136,6 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
       assert.ok(E.isRight(answer), E.isLeft(answer) ? answer.left.message : '')
     } finally {
       await client.close()
-      await deleteTree(consul.url, prefix)
     }
   })
 

@@ -6,13 +6,8 @@ import { after, before, describe, it, type TestContext } from 'node:test'
 import { doctor, type DoctorCheck, type DoctorReport } from '../../src/index.js'
 import { doctorSessionName } from '../../src/doctor/session-findings.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import {
-  sharedAgent,
-  startAgent,
-  testPrefix,
-  uniquePrefix,
-  type ConsulAgent,
-} from '../support/consul-agent.js'
+import { sharedAgent, startAgent, type ConsulAgent } from '../support/consul-agent.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { startNotConsul } from '../support/not-consul-server.js'
 import { listPrefix, sessionsNamed } from '../support/observe.js'
@@ -136,7 +131,7 @@ describe('doctor on a healthy dev agent', { concurrency: 4, timeout: SUITE_TIMEO
       })
       assert.ok(res.ok, `${path}: ${res.status} ${await res.text()}`)
     }
-    t.after(() => agentCall(`service/deregister/${id}`))
+    onEnd(t, () => agentCall(`service/deregister/${id}`))
     await agentCall('service/register', {
       ID: id,
       Name: id,
@@ -172,7 +167,7 @@ describe('doctor on a healthy dev agent', { concurrency: 4, timeout: SUITE_TIMEO
       [200, 'text/html', '<html><body>a dashboard</body></html>'],
     ] as const) {
       const server = await startNotConsul(status, type, body)
-      t.after(() => server.close())
+      onEnd(t, () => server.close())
       const report = await doctor({ consul: { address: server.addr }, prefix: 'svc/x' })
       assert.equal(report.findings.length, 1, JSON.stringify(report.findings))
       const agent = finding(report, 'agent')
@@ -276,7 +271,8 @@ const MASTER = 'doctor-master-7c21e9'
 
 describe('doctor on an agent with ACLs (default deny)', { timeout: SUITE_TIMEOUT_MS }, () => {
   let agent: ConsulAgent
-  const root = `rxsem-doctor-acl-${uniquePrefix('d').split('/').pop() ?? ''}`
+  // The suite's own agent, stopped after it, is the only one to see this prefix.
+  const root = 'rxsem-doctor-acl'
 
   /** A call with the master token. */
   const admin = async (method: string, path: string, body?: unknown): Promise<unknown> => {

@@ -10,7 +10,6 @@ import { after, describe, it } from 'node:test'
 import { drain, liftDrain, semaphore, setLimit, SemaphoreError } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks, type CliRun } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
 import {
   LOCK_FLAGS,
   destroyRawSession,
@@ -25,7 +24,7 @@ import {
 } from '../support/observe.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { tracked } from '../support/tracked.js'
+import { onEnd, testPrefix, tracked } from '../support/tracked.js'
 
 /** The live holders `.lock` at `prefix` lists: sessions that lock some key of the prefix. */
 async function liveHolders(url: string, prefix: string): Promise<string[]> {
@@ -50,11 +49,11 @@ describe('drain', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('lets holders of both kinds finish, admits neither kind while drained (Go waiters keep waiting), and both once lifted', async (t) => {
     const prefix = testPrefix(t, agent.url, 'drain')
-    t.after(() => destroyDrainSessions(agent.url, prefix))
+    onEnd(t, () => destroyDrainSessions(agent.url, prefix))
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-drain-'))
     const release = (i: number) => writeFileSync(join(dir, `go-${i}.release`), '')
     const gos: CliRun[] = []
-    t.after(async () => {
+    onEnd(t, async () => {
       for (let i = 0; i < 2; i++) release(i)
       await stopAllConsulLocks(gos)
       rmSync(dir, { recursive: true, force: true })
@@ -62,7 +61,7 @@ describe('drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     // The Go waiter reaches the agent through a proxy, which shows when it has read the drained
     // prefix and gone back to waiting.
     const proxy = await startFaultProxy(agent.addr)
-    t.after(() => proxy.close())
+    onEnd(t, () => proxy.close())
     const go = (i: number, addr = agent.addr): CliRun => {
       const file = join(dir, `go-${i}.release`)
       const run = startConsulLock(addr, [
@@ -177,7 +176,7 @@ describe('drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
 
     const prefix = testPrefix(t, agent.url, 'drain-new')
-    t.after(() => destroyDrainSessions(agent.url, prefix))
+    onEnd(t, () => destroyDrainSessions(agent.url, prefix))
     await assert.rejects(
       drain({ prefix, consul: agent.client }),
       (e: unknown) =>

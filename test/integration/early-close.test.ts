@@ -18,9 +18,7 @@ import {
 import { closeIdleDefaultClients } from '../../src/consul/default-client.js'
 import { flushShelf } from '../../src/effects/session-shelf.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
 import {
-  deleteTree,
   destroyRawSession,
   eventually,
   holdersOf,
@@ -29,6 +27,7 @@ import {
   sessionsNamed,
   type RawEntry,
 } from '../support/observe.js'
+import { keep, suiteScope, testPrefix } from '../support/tracked.js'
 
 /** When the close or the abort comes, after the call that starts the contender. */
 type When = 'sync' | 'next turn' | '1 ms' | '2 ms'
@@ -53,7 +52,6 @@ describe('an early close or abort leaves nothing in Consul', () => {
   let trial = 0
   const sessionName = (): string => `early-close ${run} ${++trial}`
 
-  const prefixes: string[] = []
   const holders: { close(): Promise<void> }[] = []
   // Registered above agentSuite(), so it runs before the client and the agent close.
   after(async () => {
@@ -61,19 +59,16 @@ describe('an early close or abort leaves nothing in Consul', () => {
     await closeIdleDefaultClients()
     if (addrBefore === undefined) delete process.env['CONSUL_HTTP_ADDR']
     else process.env['CONSUL_HTTP_ADDR'] = addrBefore
-    await Promise.allSettled(prefixes.map((prefix) => deleteTree(agent.url, prefix)))
     // A failed run leaves sessions to their TTL otherwise.
     const strays = await sessionsNamed(agent.url, `early-close ${run} `)
     await Promise.allSettled(strays.map((s) => destroyRawSession(agent.url, s.ID)))
   })
+  // The prefixes' and the subscriptions' clean-up, after the hook above, before the agent's.
+  const suite = suiteScope()
   const agent = agentSuite()
 
-  /** The prefix of one trial, deleted after the suite. */
-  const freshPrefix = (name: string): string => {
-    const prefix = uniquePrefix(name)
-    prefixes.push(prefix)
-    return prefix
-  }
+  /** The prefix of one trial, cleaned up after the suite. */
+  const freshPrefix = (name: string): string => testPrefix(suite, () => agent.url, name)
 
   /**
    * The sessions named `name`, and the keys under `prefix` that a contender of the trial may have
@@ -123,7 +118,7 @@ describe('an early close or abort leaves nothing in Consul', () => {
     const semPrefix = freshPrefix('early-close-full')
     const sem = semaphore({ prefix: semPrefix, limit: 1, consul: agent.client })
     holders.push(sem)
-    sem.holding$.subscribe()
+    keep(suite, sem.holding$.subscribe())
     const semSession = await eventually(
       'the semaphore holder holds',
       async () => holdersOf((await readLock(agent.url, semPrefix))?.body)[0],
@@ -133,7 +128,7 @@ describe('an early close or abort leaves nothing in Consul', () => {
     const lockPrefix = freshPrefix('early-close-led')
     const leader = leaderElection({ prefix: lockPrefix, consul: agent.client })
     holders.push(leader)
-    leader.holding$.subscribe()
+    keep(suite, leader.holding$.subscribe())
     const leaderSession = await eventually(
       'the leader leads',
       async () =>

@@ -8,9 +8,9 @@ import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import { createConsulClient } from '../../src/consul/client.js'
 import { semaphore, SemaphoreError } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import { deleteTree } from '../support/observe.js'
+import { suiteScope, testPrefix } from '../support/tracked.js'
 import { failure, ok } from './consul-test-kit.js'
 
 /** What a Community Edition agent of 1.11 or later answers to `?partition=`. */
@@ -20,13 +20,13 @@ const PARTITION_REFUSED =
 describe('Enterprise namespace and partition on a Community Edition agent', () => {
   let agent: Awaited<ReturnType<typeof sharedAgent>>
   let proxy: FaultProxy
-  const prefix = uniquePrefix('enterprise-params')
+  const suite = suiteScope() // registered first: the prefix goes before the agent closes
+  const prefix = testPrefix(suite, () => agent.url, 'enterprise-params')
   before(async () => {
     agent = await sharedAgent()
     proxy = await startFaultProxy(agent.addr)
   })
   after(async () => {
-    await deleteTree(agent.url, prefix)
     await proxy.close()
     await agent.close()
   })

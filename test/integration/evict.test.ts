@@ -15,7 +15,6 @@ import {
 } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
 import {
   createRawSession,
   destroyRawSession,
@@ -26,7 +25,7 @@ import {
   SEMAPHORE_FLAGS,
 } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { tracked } from '../support/tracked.js'
+import { onEnd, testPrefix, tracked } from '../support/tracked.js'
 
 describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
   after(() => stopAllConsulLocks())
@@ -84,7 +83,7 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
     // A holder made by hand, not a contender: a contender evicted would contend again with a new
     // session and rewrite .lock (pruning the ghost) before the check below could read it.
     const holder = await createRawSession(agent.url, { Name: 'evict-cas holder', TTL: '60s' })
-    t.after(() => destroyRawSession(agent.url, holder))
+    onEnd(t, () => destroyRawSession(agent.url, holder))
     assert.equal(
       await putRaw(
         agent.url,
@@ -137,7 +136,7 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
   it('takes a consul lock -n holder out: Go’s monitor stops its child and consul lock ends', async (t) => {
     const prefix = testPrefix(t, agent.url, 'evict-go')
     const go = startConsulLock(agent.addr, ['-n=2', prefix, 'echo started; exec sleep 300'])
-    t.after(() => stopAllConsulLocks([go]))
+    onEnd(t, () => stopAllConsulLocks([go]))
     const session = await eventually(
       'consul lock -n 2 holding',
       async () => holdersOf((await readLock(agent.url, prefix))?.body)[0],
@@ -161,7 +160,7 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
   it('takes a consul lock (leader) holder out: its session destroyed, .lock released, the floor above its acquisition and below the next leader’s token', async (t) => {
     const prefix = testPrefix(t, agent.url, 'evict-leader')
     const go = startConsulLock(agent.addr, [prefix, 'echo started; exec sleep 300'])
-    t.after(() => stopAllConsulLocks([go]))
+    onEnd(t, () => stopAllConsulLocks([go]))
     const acquired = await eventually(
       'consul lock holding',
       async () => {
@@ -171,7 +170,7 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
       30_000,
     )
     const leader = leaderElection({ prefix, consul: agent.client, value: 'next' })
-    t.after(() => leader.close())
+    onEnd(t, () => leader.close())
     const eviction = await evict({ prefix, session: acquired.Session ?? '', consul: agent.client })
     assert.equal(eviction.lock, 'leader')
     assert.ok(

@@ -9,7 +9,7 @@ import { from, lastValueFrom, reduce } from 'rxjs'
 import { exclusive, type ExclusiveClosed, type ExclusiveResult } from '../../src/index.js'
 import { sharedWatchCount } from '../../src/effects/shared-watch.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { listPrefix } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 

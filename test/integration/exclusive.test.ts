@@ -16,7 +16,8 @@ import {
   type ExclusiveClosed,
   type ExclusiveResult,
 } from '../../src/index.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { deleteTree, eventually, listPrefix, sleep } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
@@ -235,8 +236,8 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
     offers.complete()
   })
 
-  it('aborts the signal and reports lost when the held key is deleted while the task runs', async () => {
-    const prefix = uniquePrefix('exclusive-lost')
+  it('aborts the signal and reports lost when the held key is deleted while the task runs', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'exclusive-lost')
     const key = `${prefix}/task/1`
     let signal: AbortSignal | undefined
     const result = lastValueFrom(
@@ -276,20 +277,23 @@ describe('exclusive', { timeout: SUITE_TIMEOUT_MS }, () => {
     const signals: AbortSignal[] = []
     let onClosed!: (c: ExclusiveClosed) => void
     const closed = new Promise<ExclusiveClosed>((done) => (onClosed = done))
-    const sub = from([1, 2, 3])
-      .pipe(
-        exclusive<number, void>({
-          consul: client,
-          concurrency: 2,
-          keyOf: (id) => `${prefix}/task/${id}`,
-          run: (_id, signal) => {
-            signals.push(signal)
-            return new Promise<void>(() => {})
-          },
-          onClosed,
-        }),
-      )
-      .subscribe()
+    const sub = keep(
+      t,
+      from([1, 2, 3])
+        .pipe(
+          exclusive<number, void>({
+            consul: client,
+            concurrency: 2,
+            keyOf: (id) => `${prefix}/task/${id}`,
+            run: (_id, signal) => {
+              signals.push(signal)
+              return new Promise<void>(() => {})
+            },
+            onClosed,
+          }),
+        )
+        .subscribe(),
+    )
     // Held in Consul and running here: Consul shows a key held before its answer has arrived.
     const held = await eventually('two keys held and their tasks running', async () => {
       const entries = (await listPrefix(consul.url, prefix)).filter((e) => e.Session)

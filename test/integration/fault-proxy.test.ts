@@ -6,8 +6,9 @@ import { spawn } from 'node:child_process'
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Client } from 'undici'
-import { freePort, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { freePort, sharedAgent } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
+import { testPrefix, type Scope } from '../support/tracked.js'
 
 async function until(what: string, condition: () => boolean, withinMs = 3000): Promise<void> {
   const deadline = Date.now() + withinMs
@@ -20,7 +21,6 @@ async function until(what: string, condition: () => boolean, withinMs = 3000): P
 describe('the fault proxy', () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
   let proxy: FaultProxy
-  const keys: string[] = []
 
   before(async () => {
     consul = await sharedAgent()
@@ -30,24 +30,19 @@ describe('the fault proxy', () => {
   })
   afterEach(async () => {
     await proxy.close()
-    for (const key of keys.splice(0)) {
-      await fetch(`${consul.url}/v1/kv/${key}`, { method: 'DELETE' })
-    }
   })
   after(() => consul.close())
 
-  const newKey = (name: string): string => {
-    const key = `${uniquePrefix('fault-proxy')}/${name}`
-    keys.push(key)
-    return key
-  }
+  /** A key under a prefix of the test `t`'s own, deleted when the test ends. */
+  const newKey = (t: Scope, name: string): string =>
+    `${testPrefix(t, consul.url, 'fault-proxy')}/${name}`
   const agentValue = async (key: string): Promise<string | undefined> => {
     const res = await fetch(`${consul.url}/v1/kv/${key}?raw`)
     return res.status === 404 ? undefined : res.text()
   }
 
-  it('forwards a KV PUT and GET to the real agent in pass mode', async () => {
-    const key = newKey('pass')
+  it('forwards a KV PUT and GET to the real agent in pass mode', async (t) => {
+    const key = newKey(t, 'pass')
     const put = await fetch(`${proxy.url}/v1/kv/${key}?flags=42`, {
       method: 'PUT',
       body: 'through the proxy',
@@ -69,8 +64,8 @@ describe('the fault proxy', () => {
     await missing.arrayBuffer()
   })
 
-  it("records each forwarded answer's status, and its body when short (a CAS's true or false)", async () => {
-    const key = newKey('answers')
+  it("records each forwarded answer's status, and its body when short (a CAS's true or false)", async (t) => {
+    const key = newKey(t, 'answers')
     proxy.resetCounts()
     await (await fetch(`${proxy.url}/v1/kv/${key}?cas=0`, { method: 'PUT', body: 'a' })).text()
     await (await fetch(`${proxy.url}/v1/kv/${key}?cas=0`, { method: 'PUT', body: 'b' })).text()
@@ -87,8 +82,8 @@ describe('the fault proxy', () => {
     assert.equal(read?.status, 200)
   })
 
-  it('counts every request by method and path without the query string', async () => {
-    const key = newKey('counted')
+  it('counts every request by method and path without the query string', async (t) => {
+    const key = newKey(t, 'counted')
     await (await fetch(`${proxy.url}/v1/kv/${key}`, { method: 'PUT', body: 'x' })).text()
     proxy.resetCounts()
     await (await fetch(`${proxy.url}/v1/kv/${key}?raw`)).text()
@@ -112,8 +107,8 @@ describe('the fault proxy', () => {
     assert.equal(proxy.requests().length, 0)
   })
 
-  it('answers 500 in error500 mode without contacting the agent', async () => {
-    const key = newKey('error500')
+  it('answers 500 in error500 mode without contacting the agent', async (t) => {
+    const key = newKey(t, 'error500')
     proxy.setMode('error500')
     const res = await fetch(`${proxy.url}/v1/kv/${key}`, { method: 'PUT', body: 'lost' })
     assert.equal(res.status, 500)
@@ -121,8 +116,8 @@ describe('the fault proxy', () => {
     assert.equal(await agentValue(key), undefined, 'the PUT never reached the agent')
   })
 
-  it('answers a chosen status and body without contacting the agent', async () => {
-    const key = newKey('status')
+  it('answers a chosen status and body without contacting the agent', async (t) => {
+    const key = newKey(t, 'status')
     proxy.setMode({ status: 429, body: 'slow down' })
     const res = await fetch(`${proxy.url}/v1/kv/${key}`, { method: 'PUT', body: 'lost' })
     assert.equal(res.status, 429)
@@ -136,8 +131,8 @@ describe('the fault proxy', () => {
     assert.equal(proxy.counts().get('GET /v1/status/leader'), 1)
   })
 
-  it('never answers in blackhole mode', async () => {
-    const key = newKey('blackhole')
+  it('never answers in blackhole mode', async (t) => {
+    const key = newKey(t, 'blackhole')
     proxy.setMode('blackhole')
     // Silent for 300 ms once the PUT is at the proxy (a 300 ms timeout from the start could end
     // before a loaded machine had even delivered it), then given up by the client.
@@ -158,8 +153,8 @@ describe('the fault proxy', () => {
     assert.equal(await agentValue(key), undefined, 'the PUT never reached the agent')
   })
 
-  it('swallows the answer to a long poll already in flight once switched to blackhole', async () => {
-    const key = newKey('long-poll')
+  it('swallows the answer to a long poll already in flight once switched to blackhole', async (t) => {
+    const key = newKey(t, 'long-poll')
     await fetch(`${consul.url}/v1/kv/${key}`, { method: 'PUT', body: 'v1' })
     const index = (await fetch(`${consul.url}/v1/kv/${key}`)).headers.get('x-consul-index')
     assert.match(index ?? '', /^\d+$/)
@@ -182,8 +177,8 @@ describe('the fault proxy', () => {
     assert.equal(await longPoll, 'failed')
   })
 
-  it('answers other requests while long polls wait at the agent', async () => {
-    const key = newKey('many-polls')
+  it('answers other requests while long polls wait at the agent', async (t) => {
+    const key = newKey(t, 'many-polls')
     await fetch(`${consul.url}/v1/kv/${key}`, { method: 'PUT', body: 'v1' })
     const index = (await fetch(`${consul.url}/v1/kv/${key}`)).headers.get('x-consul-index')
     const abort = new AbortController()
@@ -217,8 +212,8 @@ describe('the fault proxy', () => {
     assert.ok(elapsed >= 300, `answered after ${elapsed.toFixed(0)} ms`)
   })
 
-  it('answers garbage as 200 application/json without contacting the agent', async () => {
-    const key = newKey('garbage')
+  it('answers garbage as 200 application/json without contacting the agent', async (t) => {
+    const key = newKey(t, 'garbage')
     proxy.setMode({ garbage: '{"Key": [not json' })
     const res = await fetch(`${proxy.url}/v1/kv/${key}`, { method: 'PUT', body: 'lost' })
     assert.equal(res.status, 200)

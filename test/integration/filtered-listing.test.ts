@@ -5,7 +5,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient, SemaphoreError, semaphore } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { listPrefix, sessionsNamed } from '../support/observe.js'
 
@@ -21,8 +22,8 @@ describe('a listing filtered by ACLs', () => {
     await consul.close()
   })
 
-  it('is refused with PermissionDenied naming the header, and nothing is written', async () => {
-    const prefix = uniquePrefix('filtered')
+  it('is refused with PermissionDenied naming the header, and nothing is written', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'filtered')
     const name = `filtered ${prefix}`
     proxy.setMode({
       when: { method: 'GET', pathPrefix: '/v1/kv/' },
@@ -31,7 +32,7 @@ describe('a listing filtered by ACLs', () => {
     const client = createConsulClient({ address: proxy.addr })
     const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: name })
     const ended = await new Promise<unknown>((resolve) => {
-      sem.state$.subscribe({ error: resolve, complete: () => resolve('completed') })
+      keep(t, sem.state$.subscribe({ error: resolve, complete: () => resolve('completed') }))
     })
     assert.ok(ended instanceof SemaphoreError, String(ended))
     assert.equal(ended.kind, 'PermissionDenied')

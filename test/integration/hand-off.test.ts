@@ -8,7 +8,8 @@ import { filter, firstValueFrom, type Subscription } from 'rxjs'
 import { HOLDER_FLAGS, createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
 import type { Semaphore } from '../../src/semaphore.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
-import { sharedAgent, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { eventually, holdersOf, listPrefix, readLock, type RawEntry } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
@@ -97,15 +98,18 @@ describe('hand-off', { timeout: SUITE_TIMEOUT_MS }, () => {
     const prefix = testPrefix(t, consul.url, 'hand-off-go')
     // Never more live holders than the limit, as Consul shows them at every change.
     let most = 0
-    const watch = client.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
-      if (event.type !== 'snapshot') return
-      const lock = event.snapshot.entries.find((e) => e.key === `${prefix}/.lock`)
-      const live = new Set(event.snapshot.entries.flatMap((e) => (e.session ? [e.session] : [])))
-      const listed = lock?.value
-        ? holdersOf(JSON.parse(Buffer.from(lock.value).toString('utf8')) as unknown)
-        : []
-      most = Math.max(most, listed.filter((s) => live.has(s)).length)
-    })
+    const watch = keep(
+      t,
+      client.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
+        if (event.type !== 'snapshot') return
+        const lock = event.snapshot.entries.find((e) => e.key === `${prefix}/.lock`)
+        const live = new Set(event.snapshot.entries.flatMap((e) => (e.session ? [e.session] : [])))
+        const listed = lock?.value
+          ? holdersOf(JSON.parse(Buffer.from(lock.value).toString('utf8')) as unknown)
+          : []
+        most = Math.max(most, listed.filter((s) => live.has(s)).length)
+      }),
+    )
     subs.push(watch) // ended before the client closes, even when the test fails
     const a = contender(prefix, 2, 'a')
     const b = contender(prefix, 2, 'b')

@@ -3,6 +3,7 @@
 // processes that started them.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
 import { resolve } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import {
@@ -10,10 +11,10 @@ import {
   sharedAgent,
   startClientAgent,
   startCluster,
-  uniquePrefix,
 } from '../support/consul-agent.js'
 import { eventually, listPrefix } from '../support/observe.js'
 import { descendants, killTree } from '../support/processes.js'
+import { testPrefix } from '../support/tracked.js'
 
 interface RawEntry {
   Key: string
@@ -28,8 +29,8 @@ describe('the test harness', () => {
   })
   after(() => consul.close())
 
-  it('runs a real agent where a TTL session can take a lock, and destroying it releases the lock', async () => {
-    const key = `${uniquePrefix('harness')}/leader`
+  it('runs a real agent where a TTL session can take a lock, and destroying it releases the lock', async (t) => {
+    const key = `${testPrefix(t, consul.url, 'harness')}/leader`
     const created = await fetch(`${consul.url}/v1/session/create`, {
       method: 'PUT',
       body: JSON.stringify({
@@ -124,7 +125,8 @@ describe('the test harness', () => {
     try {
       clients.push(await startClientAgent(cluster), await startClientAgent(cluster))
       const leader = await cluster.leader()
-      const prefix = uniquePrefix('harness-client-agents')
+      // The cluster is this test's own and stopped at its end: no other test sees the prefix.
+      const prefix = 'rxsem-test/harness-client-agents'
       for (const [i, client] of clients.entries()) {
         const self = (await (await fetch(`${client.url}/v1/agent/self`)).json()) as {
           Config: { Server: boolean }
@@ -157,8 +159,8 @@ describe('the test harness', () => {
     }
   })
 
-  it('testPrefix deletes the keys of a test that fails before its clean-up', async () => {
-    const name = `${uniquePrefix('harness-failing').replaceAll('/', '-')}`
+  it('testPrefix deletes the keys and the sessions of a test that fails before its clean-up', async () => {
+    const name = `harness-failing-${randomUUID().slice(0, 8)}`
     const child = spawn(
       process.execPath,
       [
@@ -187,6 +189,11 @@ describe('the test harness', () => {
     assert.equal(code, 1, `the fixture's test failed, as it means to:\n${out}`)
     const prefix = /prefix: (\S+)/.exec(out)?.[1] ?? ''
     assert.ok(prefix?.startsWith(`rxsem-test/${name}/`), `it wrote under its prefix:\n${out}`)
-    assert.deepEqual(await listPrefix(consul.url, prefix), [], 'the key is gone')
+    assert.deepEqual(await listPrefix(consul.url, prefix), [], 'the keys are gone')
+    const session = /session: (\S+)/.exec(out)?.[1] ?? ''
+    assert.ok(session !== '', `it made a session:\n${out}`)
+    const info = (await (await fetch(`${consul.url}/v1/session/info/${session}`)).json()) as
+      unknown[] | null
+    assert.ok(!info?.length, 'the session that held a key under the prefix is destroyed')
   })
 })

@@ -17,9 +17,10 @@ import { DEFAULT_MAX_RESPONSE_BYTES } from '../../src/consul/config.js'
 import type { WatchEvent } from '../../src/consul/types.js'
 import { fromCall, orThrow, retryTransient } from '../../src/effects/call-policy.js'
 import { sessionLease, type LeaseEvent } from '../../src/effects/session-lease.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy, type SeenRequest } from '../support/fault-proxy.js'
-import { deleteTree, destroyRawSession, eventually, sessionsNamed } from '../support/observe.js'
+import { destroyRawSession, eventually, sessionsNamed } from '../support/observe.js'
 import { errorJson, failure, ok } from './consul-test-kit.js'
 
 const TOKEN = 'tok-h0stile-5ecret-91c2'
@@ -77,9 +78,9 @@ describe('hostile answers', () => {
       assert.throws(() => createConsulClient({ maxResponseBytes: 0 }), /maxResponseBytes/)
     })
 
-    it('stops reading a chunked answer at the cap: TooLarge naming the request, the cap and what to do', async () => {
+    it('stops reading a chunked answer at the cap: TooLarge naming the request, the cap and what to do', async (t) => {
       const { proxy, client } = await proxied({ maxResponseBytes: MiB })
-      const prefix = uniquePrefix('too-large')
+      const prefix = testPrefix(t, agent.url, 'too-large')
       proxy.setMode({ oversized: 512 * MiB, chunked: true })
       const started = Date.now()
       const error = await failure(client.kv.list(prefix))
@@ -117,30 +118,26 @@ describe('hostile answers', () => {
       assert.equal(error.request, 'GET /v1/kv/anything')
     })
 
-    it('reads a real listing of large values under the cap, and refuses it with a smaller cap', async () => {
-      const prefix = uniquePrefix('large-values')
+    it('reads a real listing of large values under the cap, and refuses it with a smaller cap', async (t) => {
+      const prefix = testPrefix(t, agent.url, 'large-values')
       // 24 values of 400 kB (under Consul's 512 KiB default): a listing of about 12.8 MB.
       const value = Buffer.alloc(400_000, 'v')
       for (let i = 0; i < 24; i++) {
         value.write(String(i).padStart(4, '0'))
         assert.equal(await ok(direct.kv.put(`${prefix}/k${i}`, new Uint8Array(value))), true)
       }
-      try {
-        const { client } = await proxied()
-        const listed = await ok(client.kv.list(prefix))
-        assert.equal(listed.entries.length, 24)
-        assert.ok(listed.entries.every((e) => e.value?.length === 400_000))
-        const { client: small } = await proxied({ maxResponseBytes: 4 * MiB })
-        const error = await failure(small.kv.list(prefix))
-        assert.equal(error._tag, 'TooLarge', error.message)
-      } finally {
-        await deleteTree(agent.url, prefix)
-      }
+      const { client } = await proxied()
+      const listed = await ok(client.kv.list(prefix))
+      assert.equal(listed.entries.length, 24)
+      assert.ok(listed.entries.every((e) => e.value?.length === 400_000))
+      const { client: small } = await proxied({ maxResponseBytes: 4 * MiB })
+      const error = await failure(small.kv.list(prefix))
+      assert.equal(error._tag, 'TooLarge', error.message)
     })
 
-    it("ends a holder's semaphore with a Consul error naming the cap, holding$ false", async () => {
+    it("ends a holder's semaphore with a Consul error naming the cap, holding$ false", async (t) => {
       const { proxy, client } = await proxied({ maxResponseBytes: MiB })
-      const prefix = uniquePrefix('too-large-held')
+      const prefix = testPrefix(t, agent.url, 'too-large-held')
       const name = `too-large-held ${prefix}`
       const sem = semaphore({
         prefix,
@@ -172,7 +169,6 @@ describe('hostile answers', () => {
         await sem.close().catch(() => undefined)
         for (const s of await sessionsNamed(agent.url, name))
           await destroyRawSession(agent.url, s.ID)
-        await deleteTree(agent.url, prefix)
       }
     })
   })
@@ -190,9 +186,9 @@ describe('hostile answers', () => {
       assert.ok(leader._tag === 'ServerError' && leader.retryAfterMs === undefined)
     })
 
-    it('the watch waits what Retry-After asks before its next request', async () => {
+    it('the watch waits what Retry-After asks before its next request', async (t) => {
       const { proxy, client } = await proxied()
-      const prefix = uniquePrefix('watch-429')
+      const prefix = testPrefix(t, agent.url, 'watch-429')
       const events: WatchEvent[] = []
       const subscription = client
         .watchPrefix(prefix, { waitMs: 200 })
@@ -278,9 +274,9 @@ describe('hostile answers', () => {
         await ok(direct.session.destroy(session))
       }
     })
-    it('a contender whose session create is answered 429 waits what Retry-After asks, and says why in state$', async () => {
+    it('a contender whose session create is answered 429 waits what Retry-After asks, and says why in state$', async (t) => {
       const { proxy, client } = await proxied()
-      const prefix = uniquePrefix('create-429')
+      const prefix = testPrefix(t, agent.url, 'create-429')
       proxy.setMode({
         when: { method: 'PUT', pathPrefix: '/v1/session/create' },
         then: { status: 429, body: RATE_LIMITED, headers: { 'Retry-After': '2' } },
@@ -301,10 +297,9 @@ describe('hostile answers', () => {
         const [refused, next] = seenAt(proxy, 'PUT', '/v1/session/create')
         assert.ok(refused !== undefined && next !== undefined)
         assert.ok(next.at - refused.at >= 1500, `retried ${next.at - refused.at} ms later`)
-        await sem.close()
       } finally {
         subscription.unsubscribe()
-        await deleteTree(agent.url, prefix)
+        await sem.close()
       }
     })
   })
@@ -312,10 +307,14 @@ describe('hostile answers', () => {
   describe('a token deleted on the servers (500 ACL not found)', () => {
     const aclGone = { status: 500, body: 'rpc error making call: ACL not found' }
 
-    it('ends a new contender with PermissionDenied naming CONSUL_HTTP_TOKEN, after a few tries shown in state$', async () => {
+    it('ends a new contender with PermissionDenied naming CONSUL_HTTP_TOKEN, after a few tries shown in state$', async (t) => {
       const { proxy, client } = await proxied()
       proxy.setMode(aclGone)
-      const sem = semaphore({ prefix: uniquePrefix('acl-gone'), limit: 1, consul: client })
+      const sem = semaphore({
+        prefix: testPrefix(t, agent.url, 'acl-gone'),
+        limit: 1,
+        consul: client,
+      })
       const states: SemaphoreState[] = []
       let error: unknown
       const subscription = sem.state$.subscribe({
@@ -342,9 +341,9 @@ describe('hostile answers', () => {
       }
     })
 
-    it('ends a holder with PermissionDenied once its watch and renewals keep answering so; state$ says why first', async () => {
+    it('ends a holder with PermissionDenied once its watch and renewals keep answering so; state$ says why first', async (t) => {
       const { proxy, client } = await proxied()
-      const prefix = uniquePrefix('acl-gone-held')
+      const prefix = testPrefix(t, agent.url, 'acl-gone-held')
       const name = `acl-gone-held ${prefix}`
       const sem = semaphore({
         prefix,
@@ -379,17 +378,18 @@ describe('hostile answers', () => {
         await sem.close().catch(() => undefined)
         for (const s of await sessionsNamed(agent.url, name))
           await destroyRawSession(agent.url, s.ID)
-        await deleteTree(agent.url, prefix)
       }
     })
 
-    it('keeps retrying a 500 that names no ACL problem (no error)', async () => {
+    it('keeps retrying a 500 that names no ACL problem (no error)', async (t) => {
       const { proxy, client } = await proxied()
       proxy.setMode({ status: 500, body: 'No cluster leader' })
       const events: WatchEvent[] = []
       let watchError: unknown
       const subscription = client
-        .watchPrefix(uniquePrefix('no-leader'), { backoff: { initialMs: 20, maxMs: 50 } })
+        .watchPrefix(testPrefix(t, agent.url, 'no-leader'), {
+          backoff: { initialMs: 20, maxMs: 50 },
+        })
         .subscribe({ next: (e) => events.push(e), error: (e: unknown) => (watchError = e) })
       try {
         await eventually('ten disconnects', () => (events.length >= 10 ? true : undefined))

@@ -16,7 +16,8 @@ import {
   type Leader,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { consulBin, testPrefix } from '../support/consul-agent.js'
+import { consulBin } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
@@ -131,7 +132,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     const name = `leader-uncontended ${prefix}`
     const e = elect({ prefix, value: 'node-a', consul: agent.client, sessionName: name })
     const seen: boolean[] = []
-    const sub = e.holding$.subscribe((h) => seen.push(h))
+    const sub = keep(
+      t,
+      e.holding$.subscribe((h) => seen.push(h)),
+    )
     const leader = follow(e)
     await held(e)
     const state = await firstValueFrom(e.state$.pipe(filter((s) => s.holding)))
@@ -193,11 +197,14 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     const name = `observer ${prefix}`
     const observer = elect({ prefix, consul: agent.client, sessionName: name })
     const seen: (Leader | null)[] = []
-    const sub = observer.leader$.subscribe((l) => seen.push(l))
+    const sub = keep(
+      t,
+      observer.leader$.subscribe((l) => seen.push(l)),
+    )
     await eventually('nobody leads', () => (seen.length > 0 ? true : undefined))
     assert.deepEqual(seen, [null])
     const leader = elect({ prefix, value: 'the-one', consul: agent.client })
-    const lsub = leader.holding$.subscribe()
+    const lsub = keep(t, leader.holding$.subscribe())
     await held(leader)
     const session = (await firstValueFrom(leader.state$)).session ?? ''
     await eventually('observer sees the leader', () => (seen.length === 2 ? true : undefined))
@@ -223,7 +230,7 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
       const e = elect({ prefix, consul: agent.client, sessionName: name })
       const seen: boolean[] = []
       const error = await new Promise<unknown>((done) =>
-        e.holding$.subscribe({ next: (h) => seen.push(h), error: done }),
+        keep(t, e.holding$.subscribe({ next: (h) => seen.push(h), error: done })),
       )
       assert.ok(error instanceof SemaphoreError)
       assert.equal(error.kind, 'Conflict')
@@ -241,12 +248,12 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
   it('leaves no session when unsubscribed while waiting', async (t) => {
     const prefix = testPrefix(t, agent.url, 'leader-cancel-wait')
     const leader = elect({ prefix, value: 'leader', consul: agent.client })
-    const lsub = leader.holding$.subscribe()
+    const lsub = keep(t, leader.holding$.subscribe())
     await held(leader)
     const leaderSession = (await firstValueFrom(leader.state$)).session
     const name = `waiter ${prefix}`
     const waiter = elect({ prefix, consul: agent.client, sessionName: name })
-    const wsub = waiter.holding$.subscribe()
+    const wsub = keep(t, waiter.holding$.subscribe())
     await firstValueFrom(
       waiter.state$.pipe(filter((s) => s.session !== undefined && s.leader !== null)),
     )
@@ -279,7 +286,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
     const waiter = elect({ prefix, value: 'waiter', consul: agent.client })
     const seen: { holding: boolean; at: number }[] = []
-    const sub = waiter.holding$.subscribe((holding) => seen.push({ holding, at: now() }))
+    const sub = keep(
+      t,
+      waiter.holding$.subscribe((holding) => seen.push({ holding, at: now() })),
+    )
     const waiting = await firstValueFrom(
       waiter.state$.pipe(filter((s) => s.session !== undefined && s.leader !== null)),
     )
@@ -329,7 +339,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
 
     const follower = elect({ prefix, value: 'follower', consul: agent.client })
     const seen: { holding: boolean; at: number }[] = []
-    const sub = follower.holding$.subscribe((holding) => seen.push({ holding, at: now() }))
+    const sub = keep(
+      t,
+      follower.holding$.subscribe((holding) => seen.push({ holding, at: now() })),
+    )
     await firstValueFrom(
       follower.state$.pipe(filter((s) => s.session !== undefined && s.leader !== null)),
     )
@@ -458,7 +471,10 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
     const cycle = async (who: string): Promise<void> => {
       for (let round = 0; round < 2; round++) {
         const e = elect({ prefix, value: who, consul: agent.client })
-        const sub = e.holding$.subscribe((h) => recorder.record(`${who}.${round}`, h))
+        const sub = keep(
+          t,
+          e.holding$.subscribe((h) => recorder.record(`${who}.${round}`, h)),
+        )
         await held(e)
         await sleep(300)
         await e.close()

@@ -16,7 +16,7 @@ import {
 } from '../../src/index.js'
 import { startCli, startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { eventually, holdersOf, listPrefix, readLock } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
@@ -85,17 +85,20 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
           value: who,
         })
         let tenure: Tenure | undefined
-        const sub = sem.state$.subscribe((s: SemaphoreState) => {
-          if (s.holding && tenure === undefined) {
-            tenure = { who, token: s.fencingToken ?? 0n, from: performance.now(), to: Infinity }
-            tenures.push(tenure)
-            live.add(who)
-            most = Math.max(most, live.size)
-          } else if (!s.holding && tenure !== undefined && tenure.to === Infinity) {
-            tenure.to = performance.now()
-            live.delete(who)
-          }
-        })
+        const sub = keep(
+          t,
+          sem.state$.subscribe((s: SemaphoreState) => {
+            if (s.holding && tenure === undefined) {
+              tenure = { who, token: s.fencingToken ?? 0n, from: performance.now(), to: Infinity }
+              tenures.push(tenure)
+              live.add(who)
+              most = Math.max(most, live.size)
+            } else if (!s.holding && tenure !== undefined && tenure.to === Infinity) {
+              tenure.to = performance.now()
+              live.delete(who)
+            }
+          }),
+        )
         await firstValueFrom(sem.holding$.pipe(filter((h) => h || stopping)))
         await new Promise((done) => setTimeout(done, 150))
         await sem.close()
@@ -254,8 +257,8 @@ describe('changing the limit live', { timeout: SUITE_TIMEOUT_MS }, () => {
     subs.forEach((s) => s.unsubscribe())
   })
 
-  it('gives up on an aborted signal with SemaphoreError Aborted, writing nothing', async () => {
-    const prefix = uniquePrefix('live-limit-abort')
+  it('gives up on an aborted signal with SemaphoreError Aborted, writing nothing', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'live-limit-abort')
     const signal = AbortSignal.abort(new Error('deploy cancelled'))
     await assert.rejects(
       setLimit({ prefix, limit: 3, consul: agent.client, signal }),

@@ -14,7 +14,8 @@ import {
 } from '../../src/index.js'
 import type { WatchEvent } from '../../src/consul/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { closing, keep, testPrefix, type Scope } from '../support/tracked.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 import {
   deleteTree,
@@ -32,16 +33,20 @@ interface Tenures {
 }
 
 function recordTenures(
+  t: Scope,
   sem: Semaphore,
   who: string,
   safety?: SafetyRecorder,
 ): { tenures: Tenures; stop: () => void } {
   const tenures: Tenures = { rises: [], falls: [] }
-  const sub = sem.holding$.subscribe((holding) => {
-    safety?.record(who, holding)
-    if (holding) tenures.rises.push(performance.now())
-    else if (tenures.rises.length > tenures.falls.length) tenures.falls.push(performance.now())
-  })
+  const sub = keep(
+    t,
+    sem.holding$.subscribe((holding) => {
+      safety?.record(who, holding)
+      if (holding) tenures.rises.push(performance.now())
+      else if (tenures.rises.length > tenures.falls.length) tenures.falls.push(performance.now())
+    }),
+  )
   return { tenures, stop: () => sub.unsubscribe() }
 }
 
@@ -78,18 +83,23 @@ describe('a recursive delete of the prefix', () => {
    * A holds on `prefix` after an earlier contender of its client released a key there (so the
    * prefix has a tombstone); B waits behind it on another client (another watch).
    */
-  async function holderAndWaiter(prefix: string, watchWait: string, safety: SafetyRecorder) {
-    const earlier = semaphore({ prefix, limit: 1, consul: clientA, watchWait })
-    const earlierSub = earlier.holding$.subscribe()
+  async function holderAndWaiter(
+    t: Scope,
+    prefix: string,
+    watchWait: string,
+    safety: SafetyRecorder,
+  ) {
+    const earlier = closing(t, semaphore({ prefix, limit: 1, consul: clientA, watchWait }))
+    const earlierSub = keep(t, earlier.holding$.subscribe())
     await held(earlier)
     await earlier.close()
     earlierSub.unsubscribe()
 
-    const a = semaphore({ prefix, limit: 1, consul: clientA, watchWait })
-    const recordA = recordTenures(a, 'a', safety)
+    const a = closing(t, semaphore({ prefix, limit: 1, consul: clientA, watchWait }))
+    const recordA = recordTenures(t, a, 'a', safety)
     await held(a)
-    const b = semaphore({ prefix, limit: 1, consul: clientB, watchWait })
-    const recordB = recordTenures(b, 'b', safety)
+    const b = closing(t, semaphore({ prefix, limit: 1, consul: clientB, watchWait }))
+    const recordB = recordTenures(t, b, 'b', safety)
     await firstValueFrom(b.state$.pipe(filter((s) => s.rank === 0)))
     return {
       a,
@@ -104,8 +114,8 @@ describe('a recursive delete of the prefix', () => {
     }
   }
 
-  it('drops the holder at once, before anyone takes the slot again, in 40 of 40 trials', async () => {
-    const base = uniquePrefix('prefix-delete')
+  it('drops the holder at once, before anyone takes the slot again, in 40 of 40 trials', async (t) => {
+    const base = testPrefix(t, consul.url, 'prefix-delete')
     // A long-poll wait far above the bound below: a holder that only learns of the delete at the
     // end of its wait (or from the newcomer's writes) fails the test.
     const watchWait = '20s'
@@ -113,7 +123,7 @@ describe('a recursive delete of the prefix', () => {
     for (let trial = 0; trial < 40; trial++) {
       const prefix = `${base}/t${trial}`
       const safety = new SafetyRecorder(1)
-      const run = await holderAndWaiter(prefix, watchWait, safety)
+      const run = await holderAndWaiter(t, prefix, watchWait, safety)
       const deletedAt = performance.now()
       await deleteTree(consul.url, prefix)
       // Both contenders are still subscribed: both find their keys gone and contend again, and
@@ -140,25 +150,31 @@ describe('a recursive delete of the prefix', () => {
     )
   })
 
-  it('drops a lone holder within one long-poll wait when a parent prefix is deleted', async () => {
+  it('drops a lone holder within one long-poll wait when a parent prefix is deleted', async (t) => {
     // Consul 1.8 wakes no listing of the prefix for a delete of its parent: the holder learns it
     // from the late answer whose index went backwards. It then contends again, as a newcomer.
-    const parent = uniquePrefix('parent-delete')
+    const parent = testPrefix(t, consul.url, 'parent-delete')
     const prefix = `${parent}/sem`
     const waitMs = 3000
-    const earlier = semaphore({ prefix, limit: 1, consul: clientA, watchWait: `${waitMs}ms` })
-    const earlierSub = earlier.holding$.subscribe()
+    const earlier = closing(
+      t,
+      semaphore({ prefix, limit: 1, consul: clientA, watchWait: `${waitMs}ms` }),
+    )
+    const earlierSub = keep(t, earlier.holding$.subscribe())
     await held(earlier)
     await earlier.close()
     earlierSub.unsubscribe()
 
-    const a = semaphore({ prefix, limit: 1, consul: clientA, watchWait: `${waitMs}ms` })
+    const a = closing(t, semaphore({ prefix, limit: 1, consul: clientA, watchWait: `${waitMs}ms` }))
     const tokens: bigint[] = []
-    const tokenSub = a.state$.subscribe((s) => {
-      if (s.fencingToken !== undefined && tokens.at(-1) !== s.fencingToken)
-        tokens.push(s.fencingToken)
-    })
-    const { tenures, stop } = recordTenures(a, 'a')
+    const tokenSub = keep(
+      t,
+      a.state$.subscribe((s) => {
+        if (s.fencingToken !== undefined && tokens.at(-1) !== s.fencingToken)
+          tokens.push(s.fencingToken)
+      }),
+    )
+    const { tenures, stop } = recordTenures(t, a, 'a')
     await held(a)
     const deletedAt = performance.now()
     await deleteTree(consul.url, parent)
@@ -185,20 +201,21 @@ describe('watchPrefix and a recursive delete', () => {
   const agent = agentSuite()
 
   /** A prefix with two keys and the tombstone of a third, and a sibling tree beside it. */
-  async function prefixWithTombstone(): Promise<string> {
-    const prefix = uniquePrefix('watch-delete')
+  async function prefixWithTombstone(t: Scope): Promise<string> {
+    const prefix = testPrefix(t, agent.url, 'watch-delete')
     for (const key of ['a', 'b', 'c']) await putRaw(agent.url, `${prefix}/${key}`, key)
     await putRaw(agent.url, `${prefix}-sibling/x`, 'x')
     await fetch(`${agent.url}/v1/kv/${prefix}/a`, { method: 'DELETE' }).then((r) => r.text())
     return prefix
   }
 
-  it('wakes a watch of `<prefix>/` at once for DELETE <prefix>?recurse, and keeps siblings out', async () => {
-    const prefix = await prefixWithTombstone()
+  it('wakes a watch of `<prefix>/` at once for DELETE <prefix>?recurse, and keeps siblings out', async (t) => {
+    const prefix = await prefixWithTombstone(t)
     const events: WatchEvent[] = []
-    const sub = agent.client
-      .watchPrefix(`${prefix}/`, { waitMs: 20_000 })
-      .subscribe((e) => events.push(e))
+    const sub = keep(
+      t,
+      agent.client.watchPrefix(`${prefix}/`, { waitMs: 20_000 }).subscribe((e) => events.push(e)),
+    )
     await eventually('the first snapshot', () => (events.length > 0 ? true : undefined))
     const first = events[0]
     assert.equal(first?.type, 'snapshot')
@@ -216,16 +233,16 @@ describe('watchPrefix and a recursive delete', () => {
     assert.ok(performance.now() - deletedAt < 5000, 'woken long before the 20 s wait ended')
     const woken = events[1]
     assert.ok(woken?.type === 'snapshot' && woken.snapshot.entries.length === 0)
-    await deleteTree(agent.url, `${prefix}-sibling`)
   })
 
-  it('marks the late answer to a delete of a parent prefix as a reset', async () => {
-    const prefix = await prefixWithTombstone()
+  it('marks the late answer to a delete of a parent prefix as a reset', async (t) => {
+    const prefix = await prefixWithTombstone(t)
     const parent = prefix.slice(0, prefix.lastIndexOf('/'))
     const events: WatchEvent[] = []
-    const sub = agent.client
-      .watchPrefix(`${prefix}/`, { waitMs: 1500 })
-      .subscribe((e) => events.push(e))
+    const sub = keep(
+      t,
+      agent.client.watchPrefix(`${prefix}/`, { waitMs: 1500 }).subscribe((e) => events.push(e)),
+    )
     await eventually('the first snapshot', () => (events.length > 0 ? true : undefined))
     const before = events[0]?.type === 'snapshot' ? events[0].snapshot.index : 0n
     await deleteTree(agent.url, parent)

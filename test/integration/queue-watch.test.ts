@@ -12,9 +12,10 @@ import {
   type ConsulClient,
 } from '../../src/index.js'
 import type { Semaphore } from '../../src/semaphore.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import { deleteTree, eventually, listPrefix } from '../support/observe.js'
+import { eventually, listPrefix } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 interface Replica {
@@ -131,8 +132,8 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
           (/(^|&)index=/.test(q.query) ? ' (blocking)' : ''),
       )
 
-  it("joins a contender in one transaction (key and snapshot at once) on a prefix its client has seen, as a replica's next tenure", async () => {
-    const prefix = uniquePrefix('queue-join')
+  it("joins a contender in one transaction (key and snapshot at once) on a prefix its client has seen, as a replica's next tenure", async (t) => {
+    const prefix = testPrefix(t, consul.url, 'queue-join')
     const first = await replica(prefix, 'first')
     await session(first)
     await firstValueFrom(first.sem.holding$.pipe(filter(Boolean)))
@@ -150,7 +151,7 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     // The first replica's next tenure, on the same client: one transaction joins it.
     first.proxy.resetCounts()
     const again = semaphore({ prefix, limit: 1, consul: first.client, value: 'again' })
-    const againSub = again.holding$.subscribe()
+    const againSub = keep(t, again.holding$.subscribe())
     try {
       const againSession =
         (await firstValueFrom(again.state$.pipe(filter((s) => s.contending)))).session ?? ''
@@ -180,17 +181,16 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
     } finally {
       await again.close()
       againSub.unsubscribe()
-      await deleteTree(consul.url, prefix)
     }
   })
 
-  it("a process's later contenders of the prefix take their keys the usual way, on the shared watch", async () => {
-    const prefix = uniquePrefix('queue-join-second')
+  it("a process's later contenders of the prefix take their keys the usual way, on the shared watch", async (t) => {
+    const prefix = testPrefix(t, consul.url, 'queue-join-second')
     const r = await replica(prefix, 'one')
     const oneSession = await session(r)
     await firstValueFrom(r.sem.holding$.pipe(filter(Boolean)))
     const second = semaphore({ prefix, limit: 1, consul: r.client, value: 'two' })
-    const sub = second.holding$.subscribe()
+    const sub = keep(t, second.holding$.subscribe())
     try {
       const twoSession = (await firstValueFrom(second.state$.pipe(filter((s) => s.contending))))
         .session
@@ -208,7 +208,6 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
       await second.close()
       sub.unsubscribe()
       await r.sem.close()
-      await deleteTree(consul.url, prefix)
     }
   })
 })

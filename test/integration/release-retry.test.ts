@@ -4,7 +4,8 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import { createConsulClient, leaderElection, semaphore } from '../../src/index.js'
-import { sharedAgent, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { listPrefix, sessionsNamed } from '../support/observe.js'
 
@@ -31,7 +32,7 @@ describe('release under a transient failure', () => {
         kind === 'semaphore'
           ? semaphore({ prefix, limit: 1, consul: client, sessionName: name })
           : leaderElection({ prefix, consul: client, sessionName: name })
-      const sub = contender.holding$.subscribe()
+      const sub = keep(t, contender.holding$.subscribe())
       await firstValueFrom(contender.holding$.pipe(filter(Boolean)))
       proxy.setMode({ random: { error500: 0.5 } })
       failures = 1

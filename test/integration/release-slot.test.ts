@@ -14,12 +14,12 @@ import {
 } from '../../src/index.js'
 import type { KVSnapshot } from '../../src/consul/types.js'
 import { releaseSlot } from '../../src/effects/release/release-slot.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { keep, testPrefix, type Scope } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
   createRawSession,
-  deleteTree,
   destroyRawSession,
   eventually,
   holdersOf,
@@ -87,6 +87,7 @@ describe('releaseSlot', () => {
    * on). Runs `test`, then removes the other holder and the prefix.
    */
   const withStaleHint = async (
+    t: Scope,
     label: string,
     test: (h: {
       prefix: string
@@ -96,7 +97,7 @@ describe('releaseSlot', () => {
       other: string
     }) => Promise<void>,
   ): Promise<void> => {
-    const prefix = uniquePrefix(label)
+    const prefix = testPrefix(t, consul.url, label)
     const name = `${label} ${prefix}`
     const session = await holder(prefix, name)
     const hint = await snapshot(prefix)
@@ -105,7 +106,6 @@ describe('releaseSlot', () => {
       await test({ prefix, name, session, hint, other })
     } finally {
       await destroyRawSession(consul.url, other)
-      await deleteTree(consul.url, prefix)
     }
   }
 
@@ -135,8 +135,8 @@ describe('releaseSlot', () => {
     await afterRelease(prefix, session, name)
   })
 
-  it('with a stale hint (.lock changed since), loses one CAS, re-reads .lock, and keeps the new holder', () =>
-    withStaleHint('release-stale', async ({ prefix, name, session, hint, other }) => {
+  it('with a stale hint (.lock changed since), loses one CAS, re-reads .lock, and keeps the new holder', (t) =>
+    withStaleHint(t, 'release-stale', async ({ prefix, name, session, hint, other }) => {
       proxy.resetCounts()
       assert.ok(E.isRight(await releaseSlot({ client, prefix, session, limit: 2, hint })))
       assert.deepEqual(sent(prefix, session), [
@@ -163,8 +163,8 @@ describe('releaseSlot', () => {
     await afterRelease(prefix, session, name)
   })
 
-  it('with a stale hint naming a waiter of this library, loses one CAS, reads .lock, and hands the slot to that waiter', async () => {
-    const prefix = uniquePrefix('release-hand-off-stale')
+  it('with a stale hint naming a waiter of this library, loses one CAS, reads .lock, and hands the slot to that waiter', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'release-hand-off-stale')
     const name = `release-hand-off-stale ${prefix}`
     const session = await holder(prefix, name)
     const heir = await createRawSession(consul.url, {
@@ -194,12 +194,11 @@ describe('releaseSlot', () => {
     } finally {
       await destroyRawSession(consul.url, heir)
       await destroyRawSession(consul.url, other)
-      await deleteTree(consul.url, prefix)
     }
   })
 
-  it('a waiter handed the slot between its read of .lock and the deletion of its key CASes itself out', async () => {
-    const prefix = uniquePrefix('release-handed-late')
+  it('a waiter handed the slot between its read of .lock and the deletion of its key CASes itself out', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'release-handed-late')
     const holderName = `holder ${prefix}`
     const holding = await holder(prefix, holderName)
     const waiterName = `waiter ${prefix}`
@@ -253,12 +252,11 @@ describe('releaseSlot', () => {
       ])
     } finally {
       await destroyRawSession(consul.url, waiter)
-      await deleteTree(consul.url, prefix)
     }
   })
 
-  it('when every CAS loses, destroys the session: its key goes with it and an acquirer prunes it', () =>
-    withStaleHint('release-fallback', async ({ prefix, name, session, hint, other }) => {
+  it('when every CAS loses, destroys the session: its key goes with it and an acquirer prunes it', (t) =>
+    withStaleHint(t, 'release-fallback', async ({ prefix, name, session, hint, other }) => {
       // One attempt only: the stale hint's CAS is all the release gets.
       const result = await releaseSlot({ client, prefix, session, limit: 2, hint, attempts: 1 })
       assert.ok(E.isRight(result), JSON.stringify(result))
@@ -273,7 +271,7 @@ describe('releaseSlot', () => {
       )
       // A new contender prunes the dead session and takes the second slot.
       const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: `next ${prefix}` })
-      const sub = sem.holding$.subscribe()
+      const sub = keep(t, sem.holding$.subscribe())
       const { session: next } = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
       const pruned = holdersOf((await readLock(consul.url, prefix))?.body).sort()
       assert.deepEqual(pruned, [other, next ?? ''].sort())
@@ -285,7 +283,7 @@ describe('releaseSlot', () => {
     const prefix = testPrefix(t, consul.url, 'release-close')
     const name = `release-close ${prefix}`
     const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: name })
-    const sub = sem.holding$.subscribe()
+    const sub = keep(t, sem.holding$.subscribe())
     const { session } = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
     // Once the watch blocks on an index at or after the CAS, its last snapshot lists the session.
     const casIndex = (await readLock(consul.url, prefix))?.entry.ModifyIndex ?? Infinity

@@ -10,7 +10,8 @@ import {
   SemaphoreError,
   type SemaphoreState,
 } from '../../src/index.js'
-import { startAgent, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { startAgent, type ConsulAgent } from '../support/consul-agent.js'
+import { keep } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 
 const MASTER = 'master-token-4e1f0a'
@@ -22,7 +23,9 @@ describe('semaphore on an agent with ACLs (default deny)', () => {
   let agent: ConsulAgent
   let proxy: FaultProxy
   const root = 'rxsem-acl'
-  const prefix = `${root}/${uniquePrefix('security').replaceAll('/', '-')}`
+  // The suite's own agent, stopped after it, is the only one to see this prefix: no other test
+  // shares it, and nothing written under it outlives the suite.
+  const prefix = `${root}/security`
 
   /** A call to the ACL API with the master token. */
   const admin = async (method: string, path: string, body?: unknown): Promise<unknown> => {
@@ -113,7 +116,7 @@ describe('semaphore on an agent with ACLs (default deny)', () => {
     ['an unknown token', 'unknown'],
     ['no token at all', undefined],
   ] as const) {
-    it(`fails fast with PermissionDenied naming the refused request for ${what}`, async () => {
+    it(`fails fast with PermissionDenied naming the refused request for ${what}`, async (t) => {
       const secret =
         token === 'policy for another prefix'
           ? await tokenWith(
@@ -133,13 +136,16 @@ describe('semaphore on an agent with ACLs (default deny)', () => {
         const sem = semaphore({ prefix, limit: 1, consul })
         const holding: boolean[] = []
         const error = await new Promise<unknown>((resolve) =>
-          sem.state$.subscribe({
-            next: (s) => {
-              texts.push(json(s))
-              holding.push(s.holding)
-            },
-            error: resolve,
-          }),
+          keep(
+            t,
+            sem.state$.subscribe({
+              next: (s) => {
+                texts.push(json(s))
+                holding.push(s.holding)
+              },
+              error: resolve,
+            }),
+          ),
         )
         assert.ok(error instanceof SemaphoreError, String(error))
         texts.push(json(error), error.message, String(error.cause && json(error.cause)))
@@ -173,7 +179,7 @@ describe('semaphore on an agent with ACLs (default deny)', () => {
     })
   }
 
-  it('fails with PermissionDenied naming the KV request when the token may create sessions but not write the prefix', async () => {
+  it('fails with PermissionDenied naming the KV request when the token may create sessions but not write the prefix', async (t) => {
     const secret = await tokenWith(
       `rxsem-sessions-only-${Date.now()}`,
       `session_prefix "" { policy = "write" }`,
@@ -182,7 +188,7 @@ describe('semaphore on an agent with ACLs (default deny)', () => {
     try {
       const sem = semaphore({ prefix, limit: 1, consul })
       const error = await new Promise<unknown>((resolve) =>
-        sem.state$.subscribe({ error: resolve }),
+        keep(t, sem.state$.subscribe({ error: resolve })),
       )
       assert.ok(error instanceof SemaphoreError)
       assert.equal(error.kind, 'PermissionDenied', error.message)

@@ -13,7 +13,8 @@ import {
   SemaphoreError,
   type SemaphoreState,
 } from '../../src/index.js'
-import { consulBin, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { consulBin, type ConsulAgent } from '../support/consul-agent.js'
+import { keep } from '../support/tracked.js'
 import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
 import { eventually, sessionsNamed } from '../support/observe.js'
 
@@ -22,7 +23,9 @@ describe('semaphore over https', () => {
   let agent: ConsulAgent
   let file: (name: string) => string
   let tlsEnv: TlsAgent['env']
-  const prefix = uniquePrefix('security-tls')
+  // The suite's own agent, stopped after it, is the only one to see this prefix: no other test
+  // shares it, and nothing written under it outlives the suite.
+  const prefix = 'rxsem-test/security-tls'
 
   before(async () => {
     tls = await startTlsAgent()
@@ -36,12 +39,12 @@ describe('semaphore over https', () => {
     await tls.stop()
   })
 
-  it('acquires and releases with CONSUL_CACERT and the client certificate the agent asks for', async () => {
+  it('acquires and releases with CONSUL_CACERT and the client certificate the agent asks for', async (t) => {
     const name = `tls ok ${prefix}`
     const consul = createConsulClient({ env: tlsEnv() })
     try {
       const sem = semaphore({ prefix: `${prefix}/ok`, limit: 1, consul, sessionName: name })
-      const sub = sem.holding$.subscribe()
+      const sub = keep(t, sem.holding$.subscribe())
       const held = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
       assert.ok(held.session)
       await sem.close()
@@ -92,7 +95,7 @@ describe('semaphore over https', () => {
     }
   })
 
-  it('works with CONSUL_HTTP_SSL_VERIFY=false, with a warning that names the risk', async () => {
+  it('works with CONSUL_HTTP_SSL_VERIFY=false, with a warning that names the risk', async (t) => {
     const warnings: Error[] = []
     const onWarning = (w: Error): void => void warnings.push(w)
     process.on('warning', onWarning)
@@ -100,7 +103,7 @@ describe('semaphore over https', () => {
     const consul = createConsulClient({ env: withoutCa })
     try {
       const sem = semaphore({ prefix: `${prefix}/noverify`, limit: 1, consul })
-      const sub = sem.holding$.subscribe()
+      const sub = keep(t, sem.holding$.subscribe())
       await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
       await sem.close()
       sub.unsubscribe()

@@ -12,7 +12,7 @@ import { after, describe, it, type TestContext } from 'node:test'
 import { withSlot, type WithSlotOptions } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { startConsulLock, stopAllConsulLocks, type CliRun } from '../support/cli.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { mostLiveListed, onEnd, testPrefix } from '../support/tracked.js'
 import {
   eventually,
   holdersOf,
@@ -62,7 +62,7 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
     const goContenders: GoContender[] = []
     // Clean-up in this order, passed or failed: every Go child's hold ends and its consul lock
     // exits, then the folder and the prefix's keys go.
-    t.after(async () => {
+    onEnd(t, async () => {
       goContenders.forEach((go) => go.release())
       await stopAllConsulLocks(goContenders.map((go) => go.run))
       rmSync(dir, { recursive: true, force: true })
@@ -70,17 +70,7 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
     const prefix = testPrefix(t, agent.url, name)
     const sessionName = `interop jobs ${prefix}`
     const recorder = new SafetyRecorder(LIMIT, () => Date.now())
-    let mostListed = 0
-    const watch = agent.client.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
-      if (event.type !== 'snapshot') return
-      const lock = event.snapshot.entries.find((e) => e.key === `${prefix}/.lock`)
-      const live = new Set(event.snapshot.entries.flatMap((e) => (e.session ? [e.session] : [])))
-      if (lock?.value) {
-        const listed = holdersOf(JSON.parse(Buffer.from(lock.value).toString('utf8')) as unknown)
-        mostListed = Math.max(mostListed, listed.filter((s) => live.has(s)).length)
-      }
-    })
-    t.after(() => watch.unsubscribe())
+    const mostListed = mostLiveListed(t, agent.client, prefix)
 
     const startGo = (who: string): GoContender => {
       const log = join(dir, `${who}.log`)
@@ -166,8 +156,8 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
         `at most ${LIMIT} held at once, ours and Go's, saw ${recorder.maxConcurrent()}`,
       )
       assert.ok(
-        mostListed <= LIMIT,
-        `.lock listed at most ${LIMIT} live holders, saw ${mostListed}`,
+        mostListed() <= LIMIT,
+        `.lock listed at most ${LIMIT} live holders, saw ${mostListed()}`,
       )
       const byStart = [...jobs].sort((a, b) => (a.startOrder ?? 0) - (b.startOrder ?? 0))
       for (let i = 1; i < byStart.length; i++) {
@@ -289,7 +279,7 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
     // The first wave holds until the Go contenders are in line (and 20 ms more per job).
     let openGate = (): void => undefined
     const gate = new Promise<void>((resolve) => (openGate = resolve))
-    t.after(openGate)
+    onEnd(t, openGate)
     const firstWave = Array.from({ length: 15 }, () =>
       submitJob(options, () => gate.then(() => sleep(20))),
     )

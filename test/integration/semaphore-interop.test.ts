@@ -17,11 +17,11 @@ import {
 } from '../../src/index.js'
 import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { consulBin, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { consulBin } from '../support/consul-agent.js'
+import { mostLiveListed, testPrefix } from '../support/tracked.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
-  deleteTree,
   destroyRawSession,
   eventually,
   holdersOf,
@@ -163,16 +163,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     const recorder = new SafetyRecorder(3, () => Date.now())
 
     // Both sides, as Consul shows them: the live holders listed in .lock, at every change.
-    let maxListed = 0
-    const watch = agent.client.watchPrefix(`${prefix}/`, { waitMs: 5000 }).subscribe((event) => {
-      if (event.type !== 'snapshot') return
-      const lock = event.snapshot.entries.find((e) => e.key === `${prefix}/.lock`)
-      const live = new Set(event.snapshot.entries.flatMap((e) => (e.session ? [e.session] : [])))
-      if (lock?.value) {
-        const listed = holdersOf(JSON.parse(Buffer.from(lock.value).toString('utf8')) as unknown)
-        maxListed = Math.max(maxListed, listed.filter((s) => live.has(s)).length)
-      }
-    })
+    const maxListed = mostLiveListed(t, agent.client, prefix)
 
     const goRuns = 4
     const exits = startGoContenders(prefix, dir, { runs: goRuns, limit: 3, holdS: 0.4 })
@@ -185,7 +176,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     const overlapSeen = () =>
       eventually(
         '.lock listing two live holders at once',
-        () => maxListed >= 2 || undefined,
+        () => maxListed() >= 2 || undefined,
         60_000,
       )
     const ours = 4
@@ -220,7 +211,6 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
         recorder.addInterval({ who: `go${i}`, ...interval })
       }
     }
-    watch.unsubscribe()
     rmSync(dir, { recursive: true, force: true })
 
     assert.deepEqual(codes, [0, 0, 0, 0], 'every consul lock process ran its child and exited 0')
@@ -229,8 +219,11 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       recorder.maxConcurrent() <= 3,
       `at most 3 held at once, saw ${recorder.maxConcurrent()}`,
     )
-    assert.ok(maxListed <= 3, `.lock never listed more than 3 live holders, saw ${maxListed}`)
-    assert.ok(maxListed >= 2, `the two kinds of contender overlapped in .lock (saw ${maxListed})`)
+    assert.ok(maxListed() <= 3, `.lock never listed more than 3 live holders, saw ${maxListed()}`)
+    assert.ok(
+      maxListed() >= 2,
+      `the two kinds of contender overlapped in .lock (saw ${maxListed()})`,
+    )
     await eventually('consul lock cleaned up', async () => {
       const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
       return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
@@ -480,8 +473,8 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it('refuses a holder map with a number value, as consul lock -n 2 does, and neither side writes .lock', async () => {
-    const prefix = uniquePrefix('interop-map-value')
+  it('refuses a holder map with a number value, as consul lock -n 2 does, and neither side writes .lock', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'interop-map-value')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
     const marker = join(dir, 'ran')
     const holder = randomUUID()
@@ -538,7 +531,6 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       // consul lock leaves its contender key behind, held by its session until the TTL runs out.
       for (const entry of await listPrefix(agent.url, prefix))
         if (entry.Session !== undefined) await destroyRawSession(agent.url, entry.Session)
-      await deleteTree(agent.url, prefix)
       rmSync(dir, { recursive: true, force: true })
     }
   })

@@ -8,10 +8,11 @@ import {
   type ConsulClient,
   type Semaphore,
 } from '../../src/index.js'
-import { sharedAgent, uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { longPollsOn } from '../support/default-client-child.js'
 import { startFaultProxy, type FaultProxy, type SeenRequest } from '../support/fault-proxy.js'
-import { deleteTree, eventually } from '../support/observe.js'
+import { eventually } from '../support/observe.js'
 
 describe('semaphore at scale', () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
@@ -84,11 +85,13 @@ describe('semaphore at scale', () => {
     subs.forEach((s) => s.unsubscribe())
   })
 
-  it('keeps the leases of holders on more prefixes than the client has connections', async () => {
+  it('keeps the leases of holders on more prefixes than the client has connections', async (t) => {
     // 6 prefixes, 4 connections: the long polls, one per prefix, could hold every connection,
     // and a renewal would then wait for a poll to return (30 s), past the lease (9 s).
     const few = createConsulClient({ address: proxy.addr, env: {}, connections: 4 })
-    const prefixes = Array.from({ length: 6 }, (_, i) => uniquePrefix(`many-prefixes-${i}`))
+    const prefixes = Array.from({ length: 6 }, (_, i) =>
+      testPrefix(t, consul.url, `many-prefixes-${i}`),
+    )
     const sems = prefixes.map((prefix) => semaphore({ prefix, limit: 1, consul: few, ttl: '10s' }))
     const states = sems.map(() => ({ holding: false, leaseDeadline: 0, drops: 0, renewed: 0 }))
     const subs = sems.map((sem, i) =>
@@ -122,7 +125,6 @@ describe('semaphore at scale', () => {
       for (const sub of subs) sub.unsubscribe()
       await Promise.all(sems.map((sem) => sem.close()))
       await few.close()
-      for (const prefix of prefixes) await deleteTree(consul.url, prefix)
     }
   })
 })

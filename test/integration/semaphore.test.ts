@@ -4,7 +4,7 @@ import { describe, it } from 'node:test'
 import { firstValueFrom, filter, type Subscription } from 'rxjs'
 import { semaphore, SemaphoreError, type Semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import {
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
@@ -30,7 +30,10 @@ describe('semaphore', () => {
     const name = `uncontended ${prefix}`
     const sem = semaphore({ prefix, limit: 1, consul: agent.client, sessionName: name })
     const seen: boolean[] = []
-    const sub = sem.holding$.subscribe((h) => seen.push(h))
+    const sub = keep(
+      t,
+      sem.holding$.subscribe((h) => seen.push(h)),
+    )
     await held(sem)
     const state = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
     assert.ok(state.session, 'the state names the session')
@@ -131,7 +134,10 @@ describe('semaphore', () => {
     const prefix = testPrefix(t, agent.url, 'operator-cas')
     const sem = semaphore({ prefix, limit: 1, consul: agent.client })
     const seen: { holding: boolean; at: number }[] = []
-    const sub = sem.holding$.subscribe((holding) => seen.push({ holding, at: Date.now() }))
+    const sub = keep(
+      t,
+      sem.holding$.subscribe((holding) => seen.push({ holding, at: Date.now() })),
+    )
     await held(sem)
     const lock = await readLock(agent.url, prefix)
     assert.ok(lock)
@@ -162,7 +168,7 @@ describe('semaphore', () => {
   it('drops to false when an operator destroys its session, then contends again with a new session', async (t) => {
     const prefix = testPrefix(t, agent.url, 'operator-destroy')
     const sem = semaphore({ prefix, limit: 1, consul: agent.client })
-    const sub = sem.holding$.subscribe()
+    const sub = keep(t, sem.holding$.subscribe())
     await held(sem)
     const first = await firstValueFrom(sem.state$)
     assert.ok(first.session)
@@ -193,7 +199,7 @@ describe('semaphore', () => {
       `flags=${SEMAPHORE_FLAGS}`,
     )
     const sem = semaphore({ prefix, limit: 1, consul: agent.client })
-    const sub = sem.holding$.subscribe()
+    const sub = keep(t, sem.holding$.subscribe())
     await held(sem)
     const session = (await firstValueFrom(sem.state$)).session
     assert.deepEqual(holdersOf((await readLock(agent.url, prefix))?.body), [session])
@@ -210,7 +216,7 @@ describe('semaphore', () => {
       const prefix = testPrefix(t, agent.url, `shape-${shape}`)
       await putRaw(agent.url, `${prefix}/.lock`, JSON.stringify(body))
       const sem = semaphore({ prefix, limit: 2, consul: agent.client })
-      const sub = sem.holding$.subscribe()
+      const sub = keep(t, sem.holding$.subscribe())
       await held(sem)
       const session = (await firstValueFrom(sem.state$)).session ?? ''
       assert.deepEqual((await readLock(agent.url, prefix))?.body, expected(session))
@@ -231,7 +237,7 @@ describe('semaphore', () => {
     })
     const seen: boolean[] = []
     const error = await new Promise<unknown>((resolve) =>
-      sem.holding$.subscribe({ next: (h) => seen.push(h), error: resolve }),
+      keep(t, sem.holding$.subscribe({ next: (h) => seen.push(h), error: resolve })),
     )
     assert.ok(error instanceof SemaphoreError)
     assert.equal(error.kind, 'Conflict')
@@ -253,7 +259,7 @@ describe('semaphore', () => {
       sessionName: `conflict ${prefix}`,
     })
     const againError = await new Promise<unknown>((resolve) =>
-      again.holding$.subscribe({ error: resolve }),
+      keep(t, again.holding$.subscribe({ error: resolve })),
     )
     assert.ok(againError instanceof SemaphoreError && againError.kind === 'Conflict')
     assert.deepEqual(await listPrefix(agent.url, prefix), before, 'nothing written the second time')
@@ -273,7 +279,7 @@ describe('semaphore', () => {
     const before = await readLock(agent.url, prefix)
     const sem = semaphore({ prefix, limit: 2, consul: agent.client })
     const error = await new Promise<unknown>((resolve) =>
-      sem.holding$.subscribe({ error: resolve }),
+      keep(t, sem.holding$.subscribe({ error: resolve })),
     )
     assert.ok(error instanceof SemaphoreError)
     assert.equal(error.kind, 'LimitConflict')
@@ -285,11 +291,11 @@ describe('semaphore', () => {
   it('cleans up when unsubscribed while still waiting', async (t) => {
     const prefix = testPrefix(t, agent.url, 'cancel-wait')
     const holder = semaphore({ prefix, limit: 1, consul: agent.client })
-    const hsub = holder.holding$.subscribe()
+    const hsub = keep(t, holder.holding$.subscribe())
     await held(holder)
     const name = `waiter ${prefix}`
     const waiter = semaphore({ prefix, limit: 1, consul: agent.client, sessionName: name })
-    const wsub = waiter.holding$.subscribe()
+    const wsub = keep(t, waiter.holding$.subscribe())
     await firstValueFrom(waiter.state$.pipe(filter((s) => s.contending)))
     wsub.unsubscribe()
     await eventually('waiter cleaned up', async () => {
@@ -323,7 +329,10 @@ describe('semaphore', () => {
     )
     const sem = semaphore({ prefix, limit: 1, consul: agent.client })
     const seen: boolean[] = []
-    const sub = sem.holding$.subscribe((h) => seen.push(h))
+    const sub = keep(
+      t,
+      sem.holding$.subscribe((h) => seen.push(h)),
+    )
     // The 500 ms in which nothing may happen start once it contends and sees the foreign holder
     // (on a loaded machine it might otherwise not have looked yet).
     await firstValueFrom(

@@ -13,7 +13,7 @@ import {
   type ContenderOptions,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { keep, onEnd, testPrefix } from '../support/tracked.js'
 import { noSessionsNamed, sleep } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
@@ -53,7 +53,7 @@ async function registerService(
 ): Promise<string> {
   const id = `rxsem-web-${randomUUID().slice(0, 8)}`
   const checkId = `${id}-alive`
-  t.after(() => agentPut(url, `/v1/agent/service/deregister/${id}`))
+  onEnd(t, () => agentPut(url, `/v1/agent/service/deregister/${id}`))
   await agentPut(url, '/v1/agent/service/register', {
     Name: 'rxsem-web',
     ID: id,
@@ -80,7 +80,7 @@ describe('sessions tied to service checks', { timeout: SUITE_TIMEOUT_MS }, () =>
   const contenders = (t: TestContext, name: string) => {
     const prefix = testPrefix(t, agent.url, name)
     const sessionName = `svc-check ${prefix}`
-    t.after(() => noSessionsNamed(agent.url, sessionName))
+    onEnd(t, () => noSessionsNamed(agent.url, sessionName))
     const options = (more: Partial<ContenderOptions> = {}): ContenderOptions => ({
       prefix,
       consul: agent.client,
@@ -102,16 +102,19 @@ describe('sessions tied to service checks', { timeout: SUITE_TIMEOUT_MS }, () =>
             ? semaphore({ ...options(more), limit: 1 })
             : leaderElection(options(more))
         closers.add(() => c.close())
-        t.after(() => c.close())
+        onEnd(t, () => c.close())
         return c
       }
       const holder = make({ serviceChecks: [checkId], value: 'holder' })
       const holderStates: { holding: boolean; reason?: string | undefined }[] = []
-      const watched = holder.state$.subscribe({
-        next: (s) => holderStates.push(s),
-        error: () => undefined,
-      })
-      t.after(() => watched.unsubscribe())
+      const watched = keep(
+        t,
+        holder.state$.subscribe({
+          next: (s) => holderStates.push(s),
+          error: () => undefined,
+        }),
+      )
+      onEnd(t, () => watched.unsubscribe())
       await firstValueFrom(holder.state$.pipe(filter((s) => s.holding)))
 
       const next = make({ value: 'next' })

@@ -14,7 +14,8 @@ import {
   processShelf,
   sessionSignature,
 } from '../../src/effects/session-shelf.js'
-import { sharedAgent, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { keep, onEnd, testPrefix } from '../support/tracked.js'
 import { listPrefix, noSessionsNamed, sessionsNamed } from '../support/observe.js'
 
 describe('sessions kept between jobs on the default client', () => {
@@ -42,7 +43,7 @@ describe('sessions kept between jobs on the default client', () => {
   it('lets two withSlot jobs one after the other share one session, destroyed once the linger is over', async (t) => {
     const prefix = testPrefix(t, consul.url, 'shelf-jobs')
     const name = `shelf ${prefix}`
-    t.after(() => flushShelf())
+    onEnd(t, () => flushShelf())
     const first = await job(prefix, name)
     assert.equal(first.length, 1, 'the session lingers after the job')
     assert.deepEqual(
@@ -64,7 +65,7 @@ describe('sessions kept between jobs on the default client', () => {
   it('leaves no session kept behind once destroyIdleSessions() resolves', async (t) => {
     const prefix = testPrefix(t, consul.url, 'shelf-destroy-idle')
     const name = `shelf ${prefix}`
-    t.after(() => flushShelf())
+    onEnd(t, () => flushShelf())
     assert.equal((await job(prefix, name)).length, 1, 'the session lingers')
     await destroyIdleSessions()
     assert.deepEqual(await sessionsNamed(consul.url, name), [])
@@ -73,10 +74,10 @@ describe('sessions kept between jobs on the default client', () => {
   it('keeps nothing after a semaphore’s close(): its session is gone when close() resolves', async (t) => {
     const prefix = testPrefix(t, consul.url, 'shelf-semaphore')
     const name = `shelf ${prefix}`
-    t.after(() => flushShelf())
+    onEnd(t, () => flushShelf())
     const sem = semaphore({ prefix, limit: 1, sessionName: name })
-    const subscription = sem.state$.subscribe({ error: () => undefined })
-    t.after(() => subscription.unsubscribe())
+    const subscription = keep(t, sem.state$.subscribe({ error: () => undefined }))
+    onEnd(t, () => subscription.unsubscribe())
     const held = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
     assert.deepEqual(
       (await sessionsNamed(consul.url, name)).map((s) => s.ID),
@@ -91,7 +92,7 @@ describe('sessions kept between jobs on the default client', () => {
     const name = `shelf own client ${Date.now()}`
     const client = createConsulClient({ address: consul.addr })
     let closed = false
-    t.after(async () => {
+    onEnd(t, async () => {
       await flushShelf(client)
       if (!closed) await client.close()
     })

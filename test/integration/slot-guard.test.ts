@@ -11,7 +11,7 @@ import {
   type ConsulClient,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
+import { closing, keep, testPrefix } from '../support/tracked.js'
 import { destroyRawSession, putRaw } from '../support/observe.js'
 
 const utf8 = new TextEncoder()
@@ -28,19 +28,19 @@ const isSlotLost = (error: unknown): boolean =>
 describe('the slot guard and the fenced write', () => {
   const agent = agentSuite()
 
-  it('isHolding and assertHolding follow the slot, and assertHolding gives the fencing token', async () => {
-    const prefix = uniquePrefix('guard')
-    const holder = semaphore({ prefix, limit: 1, consul: agent.client })
-    const waiter = semaphore({ prefix, limit: 1, consul: agent.client })
+  it('isHolding and assertHolding follow the slot, and assertHolding gives the fencing token', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'guard')
+    const holder = closing(t, semaphore({ prefix, limit: 1, consul: agent.client }))
+    const waiter = closing(t, semaphore({ prefix, limit: 1, consul: agent.client }))
     assert.equal(holder.isHolding(), false, 'not subscribed: not holding')
     assert.throws(() => holder.assertHolding(), isSlotLost)
-    const holderSub = holder.holding$.subscribe()
+    const holderSub = keep(t, holder.holding$.subscribe())
     const state = await firstValueFrom(holder.state$.pipe(filter((s) => s.holding)))
     assert.equal(holder.isHolding(), true)
     assert.equal(holder.assertHolding(), state.fencingToken)
     assert.ok(state.leaseDeadline !== undefined && state.leaseDeadline > Date.now())
 
-    const waiterSub = waiter.holding$.subscribe()
+    const waiterSub = keep(t, waiter.holding$.subscribe())
     await firstValueFrom(waiter.state$.pipe(filter((s) => s.rank === 0)))
     assert.equal(waiter.isHolding(), false, 'a waiter does not hold')
     assert.throws(() => waiter.assertHolding(), isSlotLost)
@@ -57,11 +57,11 @@ describe('the slot guard and the fenced write', () => {
     waiterSub.unsubscribe()
   })
 
-  it('fencedTxn commits while held; its answer covers only the given operations', async () => {
-    const prefix = uniquePrefix('fenced')
+  it('fencedTxn commits while held; its answer covers only the given operations', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'fenced')
     const counter = `${prefix}-data/counter`
-    const sem = semaphore({ prefix, limit: 1, consul: agent.client })
-    const sub = sem.holding$.subscribe()
+    const sem = closing(t, semaphore({ prefix, limit: 1, consul: agent.client }))
+    const sub = keep(t, sem.holding$.subscribe())
     await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
     const result = await sem.fencedTxn([{ verb: 'set', key: counter, value: utf8.encode('1') }])
     assert.equal(result.committed, true)
@@ -105,11 +105,10 @@ describe('the slot guard and the fenced write', () => {
       isSlotLost,
     )
     assert.equal(await readValue(agent.url, counter), '1')
-    await fetch(`${agent.url}/v1/kv/${prefix}-data?recurse`, { method: 'DELETE' })
   })
 
-  it('fencedTxn is refused by Consul when the session is gone before the holder noticed', async () => {
-    const prefix = uniquePrefix('fenced-late')
+  it('fencedTxn is refused by Consul when the session is gone before the holder noticed', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'fenced-late')
     const counter = `${prefix}-data/counter`
     await putRaw(agent.url, counter, 'before')
     // The holder's watch is held back, as a partition or a pause would: it cannot learn that its
@@ -119,8 +118,8 @@ describe('the slot guard and the fenced write', () => {
       ...agent.client,
       watchPrefix: (p, o) => agent.client.watchPrefix(p, o).pipe(filter(() => !frozen)),
     }
-    const sem = semaphore({ prefix, limit: 1, consul: gated, ttl: '60s' })
-    const sub = sem.holding$.subscribe()
+    const sem = closing(t, semaphore({ prefix, limit: 1, consul: gated, ttl: '60s' }))
+    const sub = keep(t, sem.holding$.subscribe())
     const state = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
     frozen = true
     await destroyRawSession(agent.url, state.session ?? '')
@@ -136,14 +135,13 @@ describe('the slot guard and the fenced write', () => {
     frozen = false
     await sem.close()
     sub.unsubscribe()
-    await fetch(`${agent.url}/v1/kv/${prefix}-data?recurse`, { method: 'DELETE' })
   })
 
-  it("a leader election's fenced write checks the lock key; withSlot's work gets the guard", async () => {
-    const prefix = uniquePrefix('fenced-leader')
+  it("a leader election's fenced write checks the lock key; withSlot's work gets the guard", async (t) => {
+    const prefix = testPrefix(t, agent.url, 'fenced-leader')
     const key = `${prefix}-data/leader-wrote`
-    const election = leaderElection({ prefix, consul: agent.client, value: 'node-a' })
-    const sub = election.holding$.subscribe()
+    const election = closing(t, leaderElection({ prefix, consul: agent.client, value: 'node-a' }))
+    const sub = keep(t, election.holding$.subscribe())
     await firstValueFrom(election.holding$.pipe(filter(Boolean)))
     assert.equal(election.isHolding(), true)
     const led = await election.fencedTxn([{ verb: 'set', key, value: utf8.encode('a') }])
@@ -151,7 +149,7 @@ describe('the slot guard and the fenced write', () => {
     await election.close()
     sub.unsubscribe()
 
-    const slotPrefix = uniquePrefix('fenced-with-slot')
+    const slotPrefix = testPrefix(t, agent.url, 'fenced-with-slot')
     const token = await withSlot(
       { prefix: slotPrefix, limit: 1, consul: agent.client },
       async (_, slot) => {
@@ -162,6 +160,5 @@ describe('the slot guard and the fenced write', () => {
     )
     assert.ok(token > 0n)
     assert.equal(await readValue(agent.url, key), 'b')
-    await fetch(`${agent.url}/v1/kv/${prefix}-data?recurse`, { method: 'DELETE' })
   })
 })

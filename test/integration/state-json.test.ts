@@ -6,8 +6,7 @@ import { describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import { leaderElection, semaphore, setLimit } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix } from '../support/consul-agent.js'
-import { deleteTree } from '../support/observe.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 
 /** Each state through JSON and back, checked field by field against the bigints it carries. */
 function roundTrips(states: readonly object[]): void {
@@ -39,15 +38,14 @@ describe('states serialize with JSON.stringify', () => {
   const agent = agentSuite()
 
   it('every semaphore state of a wait, a hold and a release, the token as a decimal string', async (t) => {
-    const prefix = uniquePrefix('state-json')
+    const prefix = testPrefix(t, agent.url, 'state-json')
     const first = semaphore({ prefix, limit: 1, consul: agent.client })
     const second = semaphore({ prefix, limit: 1, consul: agent.client })
     const states: object[] = []
     const subs = [first.state$.subscribe((s) => states.push(s))]
-    t.after(async () => {
+    onEnd(t, async () => {
       for (const sub of subs) sub.unsubscribe()
       await Promise.all([first.close(), second.close()])
-      await deleteTree(agent.url, prefix)
     })
     const held = await firstValueFrom(first.state$.pipe(filter((s) => s.holding)))
     subs.push(second.state$.subscribe((s) => states.push(s)))
@@ -77,7 +75,7 @@ describe('states serialize with JSON.stringify', () => {
   })
 
   it('every leader election state and leader$ value', async (t) => {
-    const prefix = uniquePrefix('state-json-leader')
+    const prefix = testPrefix(t, agent.url, 'state-json-leader')
     const election = leaderElection({ prefix, value: 'node-a', consul: agent.client })
     const states: object[] = []
     const leaders: unknown[] = []
@@ -85,10 +83,9 @@ describe('states serialize with JSON.stringify', () => {
       election.state$.subscribe((s) => states.push(s)),
       election.leader$.subscribe((l) => leaders.push(l)),
     ]
-    t.after(async () => {
+    onEnd(t, async () => {
       for (const sub of subs) sub.unsubscribe()
       await election.close()
-      await deleteTree(agent.url, prefix)
     })
     const leading = await firstValueFrom(election.state$.pipe(filter((s) => s.holding)))
     await election.close()

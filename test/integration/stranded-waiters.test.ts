@@ -9,7 +9,7 @@ import { after, describe, it } from 'node:test'
 import { filter, firstValueFrom, timeout } from 'rxjs'
 import { CONTENDER_FLAGS, semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { SEMAPHORE_FLAGS, createRawSession, destroyRawSession, putRaw } from '../support/observe.js'
 
 describe('waiters behind a dead head of the queue', () => {
@@ -53,7 +53,7 @@ describe('waiters behind a dead head of the queue', () => {
     )
     await deadWaiters(prefix, 3)
     const sem = semaphore({ prefix, limit: 1, consul: agent.client, fairness: { graceMs: 1000 } })
-    const sub = sem.holding$.subscribe()
+    const sub = keep(t, sem.holding$.subscribe())
     const queued = await firstValueFrom(sem.state$.pipe(filter((s) => s.rank !== undefined)))
     assert.equal(queued.rank, 3, 'three dead waiters ahead')
     // The holder leaves; its key goes with its session, so `.lock` lists it dead: a free slot,
@@ -81,7 +81,7 @@ describe('waiters behind a dead head of the queue', () => {
     )
     await deadWaiters(prefix, 1)
     const sem = semaphore({ prefix, limit: 1, consul: agent.client, fairness: { graceMs: 1000 } })
-    const sub = sem.holding$.subscribe()
+    const sub = keep(t, sem.holding$.subscribe())
     await firstValueFrom(sem.state$.pipe(filter((s) => s.rank === 1)))
     // Every 200 ms `.lock` is written again, as by `consul lock -n` contenders that take the slot
     // and give it back: with no holder, or naming one whose session is gone (pruned: the slot is

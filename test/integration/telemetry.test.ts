@@ -15,18 +15,18 @@ import {
   type Semaphore,
   type SemaphoreOptions,
 } from '../../src/index.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
   createRawSession,
-  deleteTree,
   destroyRawSession,
   eventually,
   putRaw,
   sessionsNamed,
 } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
+import { suiteScope, testPrefix } from '../support/tracked.js'
 import {
   recorded,
   telemetrySdk,
@@ -43,7 +43,6 @@ describe('telemetry (OpenTelemetry metrics and spans)', { timeout: SUITE_TIMEOUT
   let client: ConsulClient
   const subs: Subscription[] = []
   const sdks: TelemetrySdk[] = []
-  const prefixes: string[] = []
   /** Every session id a contender of this file had. */
   const sessions = new Set<string>()
 
@@ -55,20 +54,18 @@ describe('telemetry (OpenTelemetry metrics and spans)', { timeout: SUITE_TIMEOUT
     subs.forEach((s) => s.unsubscribe())
     await client.close()
     await Promise.all(sdks.map((sdk) => sdk.shutdown()))
-    for (const prefix of prefixes) await deleteTree(consul.url, prefix)
-    await consul.close()
   })
+  // The prefixes' clean-up: after the contenders above are gone, before the agent closes.
+  const suite = suiteScope()
+  after(() => consul.close())
 
   const sdk = (): TelemetrySdk => {
     const made = telemetrySdk()
     sdks.push(made)
     return made
   }
-  const prefixFor = (name: string): string => {
-    const prefix = uniquePrefix(`telemetry-${name}`)
-    prefixes.push(prefix)
-    return prefix
-  }
+  const prefixFor = (name: string): string =>
+    testPrefix(suite, () => consul.url, `telemetry-${name}`)
   const contender = (
     options: Omit<SemaphoreOptions, 'consul'> & { readonly consul?: ConsulClient },
   ): Semaphore => {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient } from '../../src/consul/client.js'
-import { consulBin, uniquePrefix } from '../support/consul-agent.js'
+import { consulBin } from '../support/consul-agent.js'
 import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
 import { failure, ok } from './consul-test-kit.js'
 
@@ -17,7 +17,9 @@ describe('CONSUL_CAPATH', () => {
   const dir = mkdtempSync(join(tmpdir(), 'rxsem-capath-'))
   const bothCas = join(dir, 'both')
   const otherCaOnly = join(dir, 'other-only')
-  const prefix = uniquePrefix('tls-ca-path')
+  // The suite's own agent, stopped after it, is the only one to see this prefix: no other test
+  // shares it, and nothing written under it outlives the suite.
+  const prefix = 'rxsem-test/tls-ca-path'
 
   before(async () => {
     tls = await startTlsAgent()

@@ -5,7 +5,7 @@ import { after, describe, it } from 'node:test'
 import { firstValueFrom } from 'rxjs'
 import { leaderElection, semaphore, SemaphoreError, tryAcquire, tryLead } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { eventually, listPrefix, readLock, holdersOf, sessionsNamed } from '../support/observe.js'
 
 describe('tryAcquire and tryLead', () => {
@@ -21,7 +21,7 @@ describe('tryAcquire and tryLead', () => {
     const prefix = testPrefix(t, agent.url, 'try-full')
     const holder = semaphore({ prefix, limit: 1, consul: agent.client, value: 'holder' })
     closers.push(() => holder.close())
-    const sub = holder.holding$.subscribe()
+    const sub = keep(t, holder.holding$.subscribe())
     await eventually('the holder holds', async () =>
       holdersOf((await readLock(agent.url, prefix))?.body).length === 1 ? true : undefined,
     )
@@ -67,7 +67,7 @@ describe('tryAcquire and tryLead', () => {
     const prefix = testPrefix(t, agent.url, 'try-lead')
     const leader = leaderElection({ prefix, consul: agent.client, value: 'leader' })
     closers.push(() => leader.close())
-    const sub = leader.holding$.subscribe()
+    const sub = keep(t, leader.holding$.subscribe())
     await eventually('the leader leads', async () =>
       (await listPrefix(agent.url, prefix)).find((e) => e.Session) ? true : undefined,
     )
@@ -97,7 +97,7 @@ describe('tryAcquire and tryLead', () => {
   it('answers null during the lock-delay of an invalidated leader', async (t) => {
     const prefix = testPrefix(t, agent.url, 'try-lead-delay')
     const leader = leaderElection({ prefix, consul: agent.client, lockDelay: '5s' })
-    const sub = leader.holding$.subscribe()
+    const sub = keep(t, leader.holding$.subscribe())
     const holder = await eventually(
       'the leader leads',
       async () => (await listPrefix(agent.url, prefix)).find((e) => e.Session)?.Session,

@@ -15,22 +15,29 @@ import {
   withSlot,
   type ConsulClient,
 } from '../../src/index.js'
-import { freePort, sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { freePort, sharedAgent } from '../support/consul-agent.js'
 import { startFaultProxy } from '../support/fault-proxy.js'
-import { deleteTree, eventually } from '../support/observe.js'
+import { eventually } from '../support/observe.js'
+import { closing, keep, testPrefix, type Scope } from '../support/tracked.js'
 import { startNotConsul } from '../support/not-consul-server.js'
 import { killTree, SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 const fixture = resolve(import.meta.dirname, 'fixtures/close-unreachable.ts')
 
-/** Everything a bare subscriber of `source` would have been told. */
-function record<T>(source: Observable<T>) {
+/** A prefix no agent ever sees, for the contenders that reach none: nothing to clean up. */
+const NOWHERE = 'rxsem-test/never-written'
+
+/** Everything a bare subscriber of `source` would have been told, until the test ends. */
+function record<T>(t: Scope, source: Observable<T>) {
   const seen = { values: [] as T[], error: undefined as unknown, completed: false }
-  source.subscribe({
-    next: (value) => seen.values.push(value),
-    error: (error: unknown) => (seen.error = error),
-    complete: () => (seen.completed = true),
-  })
+  keep(
+    t,
+    source.subscribe({
+      next: (value) => seen.values.push(value),
+      error: (error: unknown) => (seen.error = error),
+      complete: () => (seen.completed = true),
+    }),
+  )
   return seen
 }
 
@@ -47,14 +54,14 @@ describe('a contender whose agent cannot be reached', { timeout: SUITE_TIMEOUT_M
   })
 
   for (const kind of ['semaphore', 'leader election'] as const) {
-    it(`completes holding$ and state$ of a closed ${kind}, with no error to a subscriber`, async () => {
-      const prefix = uniquePrefix('close-unreachable')
+    it(`completes holding$ and state$ of a closed ${kind}, with no error to a subscriber`, async (t) => {
+      const prefix = NOWHERE
       const contender =
         kind === 'semaphore'
           ? semaphore({ prefix, limit: 1, consul: nobody })
           : leaderElection({ prefix, consul: nobody })
-      const holding = record(contender.holding$)
-      const states = record<{ lastError?: unknown }>(contender.state$)
+      const holding = record(t, contender.holding$)
+      const states = record<{ lastError?: unknown }>(t, contender.state$)
       await eventually('a failed attempt', () =>
         states.values.some((s) => s.lastError !== undefined) ? true : undefined,
       )
@@ -98,7 +105,7 @@ describe('a contender whose agent cannot be reached', { timeout: SUITE_TIMEOUT_M
     let called = false
     const started = Date.now()
     const failure = withSlot(
-      { prefix: uniquePrefix('unreachable'), limit: 1, consul: nobody, startupTimeout: '1s' },
+      { prefix: NOWHERE, limit: 1, consul: nobody, startupTimeout: '1s' },
       async () => {
         called = true
         return Promise.resolve()
@@ -120,99 +127,83 @@ describe('a contender whose agent cannot be reached', { timeout: SUITE_TIMEOUT_M
 
   it('answers tryAcquire at once with Unreachable', async () => {
     await assert.rejects(
-      tryAcquire({ prefix: uniquePrefix('unreachable-try'), limit: 1, consul: nobody }),
+      tryAcquire({ prefix: NOWHERE, limit: 1, consul: nobody }),
       (error: unknown) => error instanceof SemaphoreError && error.kind === 'Unreachable',
     )
   })
 
-  it('keeps retrying after the first contact, past the startupTimeout, and holds again', async () => {
-    const consul = await sharedAgent()
-    const proxy = await startFaultProxy(consul.addr)
-    const client = createConsulClient({ address: proxy.addr })
-    const prefix = uniquePrefix('unreachable-later')
-    const sem = semaphore({ prefix, limit: 1, consul: client, startupTimeout: '1s' })
-    const states = record(sem.state$)
-    try {
-      await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
-      proxy.setMode('close')
-      proxy.resetCounts()
-      await eventually('holding false', () =>
-        states.values.at(-1)?.holding === false ? true : undefined,
-      )
-      // Longer than the start-up timeout, counted in failed attempts rather than by a clock.
-      await eventually(
-        'failures for 2 s',
-        () => {
-          const failed = states.values.filter((s) => s.lastError !== undefined)
-          return failed.length > 0 && proxy.requests().at(-1)!.at - proxy.requests()[0]!.at > 2000
-            ? true
-            : undefined
-        },
-        15_000,
-      )
-      proxy.setMode('pass')
-      await eventually(
-        'holding again',
-        () => (states.values.at(-1)?.holding ? true : undefined),
-        20_000,
-      )
-      assert.equal(states.error, undefined)
-    } finally {
-      await sem.close()
-      await client.close()
-      await proxy.close()
-      await deleteTree(consul.url, prefix)
-      await consul.close()
-    }
+  it('keeps retrying after the first contact, past the startupTimeout, and holds again', async (t) => {
+    const consul = closing(t, await sharedAgent())
+    const proxy = closing(t, await startFaultProxy(consul.addr))
+    const client = closing(t, createConsulClient({ address: proxy.addr }))
+    const prefix = testPrefix(t, consul.url, 'unreachable-later')
+    const sem = closing(t, semaphore({ prefix, limit: 1, consul: client, startupTimeout: '1s' }))
+    const states = record(t, sem.state$)
+    await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
+    proxy.setMode('close')
+    proxy.resetCounts()
+    await eventually('holding false', () =>
+      states.values.at(-1)?.holding === false ? true : undefined,
+    )
+    // Longer than the start-up timeout, counted in failed attempts rather than by a clock.
+    await eventually(
+      'failures for 2 s',
+      () => {
+        const failed = states.values.filter((s) => s.lastError !== undefined)
+        return failed.length > 0 && proxy.requests().at(-1)!.at - proxy.requests()[0]!.at > 2000
+          ? true
+          : undefined
+      },
+      15_000,
+    )
+    proxy.setMode('pass')
+    await eventually(
+      'holding again',
+      () => (states.values.at(-1)?.holding ? true : undefined),
+      20_000,
+    )
+    assert.equal(states.error, undefined)
   })
 })
 
 describe('a contender of a busy client', { timeout: SUITE_TIMEOUT_MS }, () => {
-  it('waits its turn for a connection past its startupTimeout while the agent answers the others', async () => {
-    const consul = await sharedAgent()
+  it('waits its turn for a connection past its startupTimeout while the agent answers the others', async (t) => {
+    const consul = closing(t, await sharedAgent())
     // Each session takes the agent 150 ms to make, and the client has one connection: the last
     // of 16 contenders started at once waits about 2.4 s for its turn, more than its 1 s.
-    const proxy = await startFaultProxy(consul.addr)
+    const proxy = closing(t, await startFaultProxy(consul.addr))
     proxy.setMode({
       when: { method: 'PUT', pathPrefix: '/v1/session/create' },
       then: { latencyMs: 150 },
     })
-    const client = createConsulClient({ address: proxy.addr, env: {}, connections: 1 })
-    const prefix = uniquePrefix('busy-client')
+    const client = closing(t, createConsulClient({ address: proxy.addr, env: {}, connections: 1 }))
+    const prefix = testPrefix(t, consul.url, 'busy-client')
     const sems = Array.from({ length: 16 }, () =>
-      semaphore({ prefix, limit: 16, consul: client, startupTimeout: '1s' }),
+      closing(t, semaphore({ prefix, limit: 16, consul: client, startupTimeout: '1s' })),
     )
-    const seen = sems.map((sem) => record(sem.state$))
-    try {
-      await eventually(
-        'every contender holding, or one failed',
-        () =>
-          seen.some((s) => s.error !== undefined) ||
-          seen.every((s) => s.values.at(-1)?.holding === true)
-            ? true
-            : undefined,
-        30_000,
-      )
-      assert.deepEqual(
-        seen.flatMap((s) =>
-          s.error instanceof Error ? [s.error.message] : s.error === undefined ? [] : ['?'],
-        ),
-        [],
-        'no contender called the agent unreachable',
-      )
-      const creates = proxy.requests().filter((r) => r.path === '/v1/session/create')
-      assert.equal(creates.length, 16, 'one session each, none retried')
-      assert.ok(
-        creates.at(-1)!.at - creates[0]!.at > 1000,
-        'the last session request waited longer than the startupTimeout',
-      )
-    } finally {
-      await Promise.all(sems.map((sem) => sem.close()))
-      await client.close()
-      await proxy.close()
-      await deleteTree(consul.url, prefix)
-      await consul.close()
-    }
+    const seen = sems.map((sem) => record(t, sem.state$))
+    await eventually(
+      'every contender holding, or one failed',
+      () =>
+        seen.some((s) => s.error !== undefined) ||
+        seen.every((s) => s.values.at(-1)?.holding === true)
+          ? true
+          : undefined,
+      30_000,
+    )
+    assert.deepEqual(
+      seen.flatMap((s) =>
+        s.error instanceof Error ? [s.error.message] : s.error === undefined ? [] : ['?'],
+      ),
+      [],
+      'no contender called the agent unreachable',
+    )
+    const creates = proxy.requests().filter((r) => r.path === '/v1/session/create')
+    assert.equal(creates.length, 16, 'one session each, none retried')
+    assert.ok(
+      creates.at(-1)!.at - creates[0]!.at > 1000,
+      'the last session request waited longer than the startupTimeout',
+    )
   })
 })
 
@@ -233,7 +224,7 @@ describe('a contender whose address is not a Consul agent', { timeout: SUITE_TIM
       const address = server.addr
       const client = createConsulClient({ address })
       try {
-        const sem = semaphore({ prefix: uniquePrefix('not-consul'), limit: 1, consul: client })
+        const sem = semaphore({ prefix: NOWHERE, limit: 1, consul: client })
         const started = Date.now()
         await assert.rejects(lastValueFrom(sem.holding$), (error: unknown) => {
           assert.ok(error instanceof SemaphoreError)

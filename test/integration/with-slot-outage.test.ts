@@ -5,9 +5,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient, withSlot, type ConsulClient } from '../../src/index.js'
 import { flushShelf } from '../../src/effects/session-shelf.js'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
-import { deleteTree, eventually } from '../support/observe.js'
+import { eventually } from '../support/observe.js'
 
 describe('withSlot through an outage', () => {
   let agent: Awaited<ReturnType<typeof sharedAgent>>
@@ -24,8 +25,8 @@ describe('withSlot through an outage', () => {
     await agent.close()
   })
 
-  it('lets a job queued during an outage longer than startupTimeout wait and run, once the client reached the agent', async () => {
-    const prefix = uniquePrefix('outage-job')
+  it('lets a job queued during an outage longer than startupTimeout wait and run, once the client reached the agent', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'outage-job')
     const options = { prefix, limit: 1, consul: client, startupTimeout: '1s' }
     try {
       // The client reaches the agent: one job runs and ends, its worker gives the slot back.
@@ -53,7 +54,6 @@ describe('withSlot through an outage', () => {
     } finally {
       proxy.setMode('pass')
       await flushShelf(client)
-      await deleteTree(agent.url, prefix)
     }
   })
 })

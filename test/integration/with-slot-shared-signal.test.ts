@@ -6,7 +6,7 @@ import { getEventListeners } from 'node:events'
 import { describe, it, type TestContext } from 'node:test'
 import { SemaphoreError, withSlot } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
 import {
   eventually,
   holdersOf,
@@ -24,7 +24,7 @@ function leakWarnings(t: TestContext): Error[] {
     if (warning.name === 'MaxListenersExceededWarning') seen.push(warning)
   }
   process.on('warning', onWarning)
-  t.after(() => process.off('warning', onWarning))
+  onEnd(t, () => process.off('warning', onWarning))
   return seen
 }
 
@@ -84,7 +84,7 @@ describe('withSlot jobs sharing one AbortSignal', () => {
     const name = `shared signal abort ${prefix}`
     const warnings = leakWarnings(t)
     const shutdown = new AbortController()
-    t.after(() => shutdown.abort()) // settles every job if an assertion fails first
+    onEnd(t, () => shutdown.abort()) // settles every job if an assertion fails first
     const options = {
       prefix,
       limit: 2,

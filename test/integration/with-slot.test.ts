@@ -3,10 +3,9 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { SemaphoreError, semaphore, withSlot } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { uniquePrefix, testPrefix } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import {
   SEMAPHORE_FLAGS,
-  deleteTree,
   eventually,
   listPrefix,
   noSessionsNamed,
@@ -120,32 +119,28 @@ describe('withSlot', () => {
       }
     }
 
-    it('lets work that outlasts waitTimeout run to its end', async () => {
-      const prefix = uniquePrefix('wait-timeout-long-work')
+    it('lets work that outlasts waitTimeout run to its end', async (t) => {
+      const prefix = testPrefix(t, agent.url, 'wait-timeout-long-work')
       const name = `long work ${prefix}`
-      try {
-        let abortedDuringWork = false
-        const result = await withSlot(
-          { prefix, limit: 1, consul: agent.client, sessionName: name, waitTimeout: '300ms' },
-          async (signal) => {
-            // Three times the wait's bound, the signal watched throughout.
-            const onAbort = (): void => void (abortedDuringWork = true)
-            signal.addEventListener('abort', onAbort)
-            await new Promise((resolve) => setTimeout(resolve, 900))
-            signal.removeEventListener('abort', onAbort)
-            return signal.aborted ? 'aborted' : 'finished'
-          },
-        )
-        assert.equal(result, 'finished')
-        assert.equal(abortedDuringWork, false)
-        await noSessionsNamed(agent.url, name)
-      } finally {
-        await deleteTree(agent.url, prefix)
-      }
+      let abortedDuringWork = false
+      const result = await withSlot(
+        { prefix, limit: 1, consul: agent.client, sessionName: name, waitTimeout: '300ms' },
+        async (signal) => {
+          // Three times the wait's bound, the signal watched throughout.
+          const onAbort = (): void => void (abortedDuringWork = true)
+          signal.addEventListener('abort', onAbort)
+          await new Promise((resolve) => setTimeout(resolve, 900))
+          signal.removeEventListener('abort', onAbort)
+          return signal.aborted ? 'aborted' : 'finished'
+        },
+      )
+      assert.equal(result, 'finished')
+      assert.equal(abortedDuringWork, false)
+      await noSessionsNamed(agent.url, name)
     })
 
-    it('rejects with WaitTimeout when no slot came within it, leaving no session or key', async () => {
-      const prefix = uniquePrefix('wait-timeout')
+    it('rejects with WaitTimeout when no slot came within it, leaving no session or key', async (t) => {
+      const prefix = testPrefix(t, agent.url, 'wait-timeout')
       const name = `timed out ${prefix}`
       const stopHolder = await holdTheSlot(prefix)
       try {
@@ -176,12 +171,11 @@ describe('withSlot', () => {
         assert.equal(keys.length, 2, `only .lock and the holder's key are left: ${keys.join(', ')}`)
       } finally {
         await stopHolder()
-        await deleteTree(agent.url, prefix)
       }
     })
 
-    it('still lets the signal abort the wait, with another kind than WaitTimeout', async () => {
-      const prefix = uniquePrefix('wait-signal')
+    it('still lets the signal abort the wait, with another kind than WaitTimeout', async (t) => {
+      const prefix = testPrefix(t, agent.url, 'wait-signal')
       const name = `aborted ${prefix}`
       const stopHolder = await holdTheSlot(prefix)
       try {
@@ -205,35 +199,30 @@ describe('withSlot', () => {
         await noSessionsNamed(agent.url, name)
       } finally {
         await stopHolder()
-        await deleteTree(agent.url, prefix)
       }
     })
 
-    it('still lets the signal abort the work, which waitTimeout never does', async () => {
-      const prefix = uniquePrefix('work-signal')
+    it('still lets the signal abort the work, which waitTimeout never does', async (t) => {
+      const prefix = testPrefix(t, agent.url, 'work-signal')
       const name = `work aborted ${prefix}`
-      try {
-        const reason = await withSlot(
-          {
-            prefix,
-            limit: 1,
-            consul: agent.client,
-            sessionName: name,
-            waitTimeout: '5s',
-            signal: AbortSignal.timeout(500),
-          },
-          async (signal) => {
-            await eventually('the work is aborted', () => (signal.aborted ? true : undefined), 5000)
-            return signal.reason as unknown
-          },
-        )
-        assert.ok(reason instanceof SemaphoreError, String(reason))
-        assert.equal(reason.kind, 'Aborted')
-        assert.match(reason.message, /the work holding a slot was aborted by its signal/)
-        await noSessionsNamed(agent.url, name)
-      } finally {
-        await deleteTree(agent.url, prefix)
-      }
+      const reason = await withSlot(
+        {
+          prefix,
+          limit: 1,
+          consul: agent.client,
+          sessionName: name,
+          waitTimeout: '5s',
+          signal: AbortSignal.timeout(500),
+        },
+        async (signal) => {
+          await eventually('the work is aborted', () => (signal.aborted ? true : undefined), 5000)
+          return signal.reason as unknown
+        },
+      )
+      assert.ok(reason instanceof SemaphoreError, String(reason))
+      assert.equal(reason.kind, 'Aborted')
+      assert.match(reason.message, /the work holding a slot was aborted by its signal/)
+      await noSessionsNamed(agent.url, name)
     })
   })
 })

@@ -10,7 +10,8 @@ import {
   type ConsulClient,
   type Semaphore,
 } from '../../src/index.js'
-import { startAgent, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { startAgent, type ConsulAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { eventually, listPrefix, sessionsNamed } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
@@ -30,7 +31,7 @@ describe('an agent restart', () => {
   })
 
   it('drops every holder to false, then refills the slots up to the limit with no overlap', async (t) => {
-    const prefix = uniquePrefix('restart')
+    const prefix = testPrefix(t, agent.url, 'restart')
     const name = `restart ${prefix}`
     const recorder = new SafetyRecorder(LIMIT, () => Date.now())
     const holdingNow = new Set<string>()

@@ -19,11 +19,11 @@ import {
 import {
   startClientAgent,
   startCluster,
-  uniquePrefix,
   type ConsulAgent,
   type ConsulCluster,
 } from '../support/consul-agent.js'
 import { eventually, listPrefix, sessionsNamed } from '../support/observe.js'
+import { testPrefix, type Scope } from '../support/tracked.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
 
 const LIMIT = 2
@@ -44,7 +44,7 @@ describe('a leader failover', () => {
     const clients: ConsulClient[] = followers.map((s) => createConsulClient({ address: s.addr }))
     const survivor = followers[0]
     assert.ok(survivor)
-    const prefix = uniquePrefix('failover')
+    const prefix = testPrefix(t, survivor.url, 'failover')
     const name = `failover ${prefix}`
     const recorder = new SafetyRecorder(LIMIT, () => Date.now())
     const holdingNow = new Set<string>()
@@ -207,11 +207,11 @@ describe('three leader failovers in a row', () => {
    * bring the killed server back and wait for the cluster to be whole. Measures each kill.
    */
   async function killLeaders(
-    t: { diagnostic: (message: string) => void },
+    t: Scope & { diagnostic: (message: string) => void },
     rideThrough: boolean,
   ): Promise<{ kills: KillFigures[]; recorder: SafetyRecorder; dropsInAll: number }> {
     const clients: ConsulClient[] = []
-    const prefix = uniquePrefix(rideThrough ? 'ride' : 'blip')
+    const prefix = testPrefix(t, agent.url, rideThrough ? 'ride' : 'blip')
     const name = `failover ${prefix}`
     const recorder = new SafetyRecorder(LIMIT, () => Date.now())
     const holdingNow = new Set<string>()

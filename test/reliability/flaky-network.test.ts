@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { createConsulClient, semaphore, type ConsulClient } from '../../src/index.js'
-import { sharedAgent, testPrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { eventually, listPrefix, sessionsNamed, sleep } from '../support/observe.js'
 import { SafetyRecorder } from '../support/safety-recorder.js'
@@ -58,16 +59,19 @@ describe('a flaky network', () => {
         })
         let resolveHeld: (held: boolean) => void = () => undefined
         const held = new Promise<boolean>((resolve) => (resolveHeld = resolve))
-        const sub = sem.holding$.subscribe({
-          next: (h) => {
-            recorder.record(who, h)
-            if (h) resolveHeld(true)
-          },
-          error: (e: unknown) => {
-            errors.push(e)
-            resolveHeld(false)
-          },
-        })
+        const sub = keep(
+          t,
+          sem.holding$.subscribe({
+            next: (h) => {
+              recorder.record(who, h)
+              if (h) resolveHeld(true)
+            },
+            error: (e: unknown) => {
+              errors.push(e)
+              resolveHeld(false)
+            },
+          }),
+        )
         const timeLeft = sleep(Math.max(0, endAt - Date.now())).then(() => false)
         if (await Promise.race([held, timeLeft])) {
           served[i] = (served[i] ?? 0) + 1

@@ -9,9 +9,10 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { after, before, describe, it } from 'node:test'
-import { sharedAgent, uniquePrefix } from '../support/consul-agent.js'
+import { sharedAgent } from '../support/consul-agent.js'
 import { eventually, listPrefix, sessionsNamed } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS, killTree } from '../support/processes.js'
+import { testPrefix, type Scope } from '../support/tracked.js'
 
 interface Line {
   readonly e: 'holding' | 'tick' | 'lost'
@@ -53,8 +54,8 @@ interface Trial {
   readonly pausedMs: number
 }
 
-async function trial(addr: string, url: string, mode: string): Promise<Trial> {
-  const prefix = uniquePrefix(`pause-${mode}`)
+async function trial(t: Scope, addr: string, url: string, mode: string): Promise<Trial> {
+  const prefix = testPrefix(t, url, `pause-${mode}`)
   const holder = startChild(addr, prefix, mode)
   // Node and tsx take seconds to start on a loaded machine: waited for, not timed.
   await eventually('the holder to hold', () => first(holder, 'holding'), 60_000)
@@ -94,18 +95,18 @@ describe('a holder paused past its TTL', { timeout: SUITE_TIMEOUT_MS }, () => {
     await consul.close()
   })
 
-  it('acts on no guarded tick after the takeover: 3 trials each for semaphore and withSlot', async () => {
+  it('acts on no guarded tick after the takeover: 3 trials each for semaphore and withSlot', async (t) => {
     const modes = ['guard', 'guard', 'guard', 'with-slot', 'with-slot', 'with-slot', 'holding$']
     // The trials run side by side (each on its own prefix): one pause lasts 10 to 20 s.
-    const trials = await Promise.all(modes.map((mode) => trial(consul.addr, consul.url, mode)))
-    for (const t of trials) {
+    const trials = await Promise.all(modes.map((mode) => trial(t, consul.addr, consul.url, mode)))
+    for (const r of trials) {
       console.log(
-        `# ${t.mode}: paused ${t.pausedMs} ms, ${t.ticksBeforePause} ticks before, ` +
-          `${t.ticksAfterTakeover} after the takeover`,
+        `# ${r.mode}: paused ${r.pausedMs} ms, ${r.ticksBeforePause} ticks before, ` +
+          `${r.ticksAfterTakeover} after the takeover`,
       )
     }
-    for (const t of trials.filter((x) => x.mode !== 'holding$')) {
-      assert.equal(t.ticksAfterTakeover, 0, `${t.mode}: a guarded tick acted after the takeover`)
+    for (const r of trials.filter((x) => x.mode !== 'holding$')) {
+      assert.equal(r.ticksAfterTakeover, 0, `${r.mode}: a guarded tick acted after the takeover`)
     }
     // The stopped holders' sessions are gone (invalidated), and every other was destroyed on
     // close: nothing of the trials is left in Consul.

@@ -9,7 +9,7 @@ import { runInNewContext } from 'node:vm'
 import { filter, firstValueFrom } from 'rxjs'
 import { semaphore } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { testPrefix } from '../support/consul-agent.js'
+import { keep, testPrefix } from '../support/tracked.js'
 import { eventually, listPrefix, sessionsNamed } from '../support/observe.js'
 
 const CYCLES = Number(process.env['RXSEM_SOAK_CYCLES'] ?? 10_000)
@@ -62,7 +62,7 @@ describe('soak', () => {
     const name = `soak ${prefixes[0] ?? ''}`
     const cycle = async (prefix: string): Promise<void> => {
       const sem = semaphore({ prefix, limit: 1, consul: agent.client, sessionName: name })
-      const sub = sem.holding$.subscribe()
+      const sub = keep(t, sem.holding$.subscribe())
       await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
       await sem.close()
       sub.unsubscribe()

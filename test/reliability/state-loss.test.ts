@@ -19,7 +19,8 @@ import {
   type SemaphoreState,
   type Semaphore,
 } from '../../src/index.js'
-import { startAgent, uniquePrefix, type ConsulAgent } from '../support/consul-agent.js'
+import { startAgent, type ConsulAgent } from '../support/consul-agent.js'
+import { testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
@@ -58,7 +59,7 @@ describe('a waiter cut off while the agent restarts and loses its state', () => 
   })
 
   it('is served within 2 × TTL of the network healing, with a new session', async (t) => {
-    const prefix = uniquePrefix('state-loss')
+    const prefix = testPrefix(t, agent.url, 'state-loss')
     const name = `state-loss ${prefix}`
     const sems: Semaphore[] = []
     const subs: Subscription[] = []
@@ -171,7 +172,6 @@ describe('a waiter cut off while the agent restarts and loses its state', () => 
       await Promise.all(sems.map((s) => s.close().catch(() => undefined)))
       subs.forEach((s) => s.unsubscribe())
       await Promise.all(holders.map((h) => destroyRawSession(agent.url, h)))
-      await deleteTree(agent.url, prefix)
       await deleteTree(agent.url, `rxsem-test-between/${prefix}`)
     }
   })

@@ -33,12 +33,11 @@ export interface AgentSuite {
  *   after(() => children.forEach((c) => c.kill('SIGKILL'))) // runs before the client closes
  *   const agent = agentSuite()
  *
- *   it('acquires a slot', async () => {
- *     const prefix = uniquePrefix('sem')
- *     const sem = semaphore({ prefix, limit: 1, consul: agent.client })
+ *   it('acquires a slot', async (t) => {
+ *     const prefix = testPrefix(t, agent.url, 'sem') // cleared when the test ends
+ *     const sem = closing(t, semaphore({ prefix, limit: 1, consul: agent.client }))
  *     await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
  *     assert.ok(await readLock(agent.url, prefix))
- *     await sem.close()
  *   })
  * })
  * ```

@@ -11,9 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import type { TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { deleteTree } from './observe.js'
 
 const repoRoot = resolve(import.meta.dirname, '../..')
 
@@ -426,29 +424,7 @@ export async function sharedAgent(): Promise<{
   return { addr: own.addr, url: own.url, close: () => own.stop() }
 }
 
-/** A KV prefix no other test uses. */
+/** A KV prefix no other test uses; a test takes it from `testPrefix`, which cleans it up. */
 export function uniquePrefix(name: string): string {
   return `rxsem-test/${name}/${randomUUID().slice(0, 8)}`
-}
-
-/**
- * A KV prefix no other test uses (`uniquePrefix`), whose keys are deleted (`deleteTree` on the
- * agent at `url`) after the test `t` ends, passed or failed: the clean-up a test's last line would
- * skip when an assertion throws. node:test runs a test's `t.after` hooks in the order they were
- * registered, so the keys go before the hooks registered after this call run.
- *
- * @example
- * ```ts
- * it('acquires a slot', async (t) => {
- *   const prefix = testPrefix(t, agent.url, 'sem')
- *   const sem = semaphore({ prefix, limit: 1, consul: agent.client })
- *   await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
- *   await sem.close()
- * })
- * ```
- */
-export function testPrefix(t: Pick<TestContext, 'after'>, url: string, name: string): string {
-  const prefix = uniquePrefix(name)
-  t.after(() => deleteTree(url, prefix))
-  return prefix
 }

@@ -77,6 +77,28 @@ export async function deleteTree(url: string, prefix: string): Promise<void> {
   await res.text()
 }
 
+/**
+ * Deletes every key whose name starts with `prefix` (Consul's `?recurse` matches the text, so a
+ * sibling `${prefix}-data/...` goes too) and destroys the sessions that held any of them: what a
+ * test leaves behind on a shared agent when it ends early. Throws when the agent refuses a call.
+ */
+export async function clearPrefix(url: string, prefix: string): Promise<void> {
+  const call = async (method: string, path: string): Promise<string> => {
+    const res = await fetch(`${url}${path}`, { method })
+    const text = await res.text()
+    if (!res.ok && res.status !== 404)
+      throw new Error(
+        `Cleaning up ${prefix} failed: ${method} ${path} answered ${res.status} ${text}. Check that the agent at ${url} still runs when the test's clean-up does.`,
+      )
+    return text
+  }
+  const listed = await call('GET', `/v1/kv/${prefix}?recurse`)
+  const entries = listed === '' ? [] : (JSON.parse(listed) as { Session?: string }[])
+  const sessions = new Set(entries.flatMap((e) => (e.Session === undefined ? [] : [e.Session])))
+  await call('DELETE', `/v1/kv/${prefix}?recurse`)
+  for (const id of sessions) await call('PUT', `/v1/session/destroy/${id}`)
+}
+
 export interface RawSession {
   readonly ID: string
   readonly Name: string

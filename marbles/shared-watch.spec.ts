@@ -3,8 +3,8 @@ import { describe, it } from 'node:test'
 import type { Observable } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import type { ConsulClient } from '../src/consul/client-api.js'
-import type { WatchEvent } from '../src/consul/types.js'
-import { sharedWatch, sharedWatchCount } from '../src/effects/shared-watch.js'
+import type { WatchEvent } from '../src/base/kv-snapshot.js'
+import { sharedWatch, sharedWatchCount } from '../src/effects/common-watch.js'
 import { snapshotOf } from './support/snapshot.js'
 
 const testScheduler = (): TestScheduler =>

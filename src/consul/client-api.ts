@@ -9,8 +9,8 @@
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type { Observable } from 'rxjs'
 import type { EntryCache } from './entry-cache.js'
-import type { ConsulError } from './errors.js'
-import type { KVEntry, KVSnapshot, WatchEvent } from './types.js'
+import type { ConsulError } from '../base/consul-error.js'
+import type { KVEntry, KVSnapshot, WatchEvent } from '../base/kv-snapshot.js'
 
 /**
  * What every call accepts: an AbortSignal that cancels the request (it then fails with Aborted).

@@ -5,7 +5,7 @@
  * empty-set check per request.
  */
 import type { ConsulClient } from './client-api.js'
-import type { ConsulError } from './errors.js'
+import type { ConsulError } from '../base/consul-error.js'
 import type { HttpRequest } from './http.js'
 
 /**

@@ -6,8 +6,8 @@
  * (whether this contender holds a slot, and why). Times are RxJS scheduler times in ms
  * (`scheduler.now()`), never the wall clock.
  */
-import type { ConsulError } from '../consul/errors.js'
-import type { WatchEvent } from '../consul/types.js'
+import type { ConsulError } from '../base/consul-error.js'
+import type { WatchEvent } from '../base/kv-snapshot.js'
 
 /**
  * Which of the `.lock` body shapes found in the wild was read (and is written back), so that a

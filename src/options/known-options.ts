@@ -4,13 +4,13 @@
  * being ignored while a required option is reported missing. Each table is typed against its
  * options' interface: it lists every option the interface has, and no other.
  */
-import type { DoctorOptions } from '../doctor.js'
-import type { DrainOptions, LiftDrainOptions } from '../drain.js'
-import type { EvictOptions } from '../evict.js'
-import type { ExclusiveOptions } from '../exclusive.js'
-import type { SetLimitOptions } from '../set-limit.js'
-import type { WithSlotOptions } from '../with-slot.js'
-import { nearestName } from '../shared/nearest-name.js'
+import type { DoctorOptions } from '../operator/doctor.js'
+import type { DrainOptions, LiftDrainOptions } from '../operator/drain.js'
+import type { EvictOptions } from '../operator/evict.js'
+import type { ExclusiveOptions } from '../recipes/exclusive.js'
+import type { SetLimitOptions } from '../operator/set-limit.js'
+import type { WithSlotOptions } from '../recipes/with-slot.js'
+import { nearestName } from '../base/nearest-name.js'
 import type { ContenderOptions, SemaphoreOptions } from './contender-options.js'
 import { validated } from './contender-options.js'
 

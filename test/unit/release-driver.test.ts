@@ -12,8 +12,8 @@ import {
   HOLDER_FLAGS,
   LOCK_FLAGS,
   SEMAPHORE_FLAGS,
-} from '../../src/shared/flags.js'
-import type { KVSnapshot } from '../../src/consul/types.js'
+} from '../../src/base/flags.js'
+import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import { releaseNext, releaseStart } from '../../src/core/release/release-slot-plan.js'
 import { runReleasePlan } from '../../src/effects/release/release-driver.js'
 import { releaseLeaderKey } from '../../src/effects/release/lock-release.js'

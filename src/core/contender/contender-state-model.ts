@@ -1,5 +1,5 @@
 import type { SchedulerLike } from 'rxjs'
-import type { KVSnapshot } from '../../consul/types.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { DecideOptions } from '../semaphore/decide.js'
 import type { Decision, PrefixProblem, SemaphoreView, TransitionReason } from '../events.js'
 import type { LastFailure } from './last-failure.js'

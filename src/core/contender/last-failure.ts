@@ -1,4 +1,4 @@
-import type { ConsulError } from '../../consul/errors.js'
+import type { ConsulError } from '../../base/consul-error.js'
 import type { ContenderInput } from './contender-input.js'
 
 /**

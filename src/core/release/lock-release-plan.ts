@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
-import type { ConsulError } from '../../consul/errors.js'
-import { LOCK_FLAGS } from '../../shared/flags.js'
+import type { ConsulError } from '../../base/consul-error.js'
+import { LOCK_FLAGS } from '../../base/flags.js'
 import { lockKey } from '../keys/lock-key.js'
 import {
   answerValue,

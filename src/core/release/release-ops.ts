@@ -4,7 +4,7 @@ import {
   HOLDER_FLAGS,
   RENEWING_FLAGS,
   SEMAPHORE_FLAGS,
-} from '../../shared/flags.js'
+} from '../../base/flags.js'
 import { lockKey } from '../keys/lock-key.js'
 import type { HandOff } from '../semaphore/hand-off.js'
 import type { Renewal } from '../semaphore/renewal.js'

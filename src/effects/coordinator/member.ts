@@ -8,8 +8,8 @@ import {
   type Subscription,
 } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
-import type { ConsulError } from '../../consul/errors.js'
-import type { KVSnapshot, WatchEvent } from '../../consul/types.js'
+import type { ConsulError } from '../../base/consul-error.js'
+import type { KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
 import type { ContenderInput } from '../../core/contender/contender-input.js'
 import {
   initialContenderState,
@@ -22,7 +22,7 @@ import { contenderStep, type ContenderCommand } from '../../core/contender/conte
 import { sameContenderState } from '../../core/contender/same-contender-state.js'
 import type { ContenderEvent, Decision } from '../../core/events.js'
 import { passToWaiter, type WaiterPassed } from '../../core/semaphore/pass-to-waiter.js'
-import { SemaphoreError } from '../../errors.js'
+import { SemaphoreError } from '../../base/semaphore-error.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
 import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-protocol.js'
 import { SessionLease, type LeaseEvent, type LeaseListener } from '../session-lease.js'

@@ -18,8 +18,8 @@ import {
 } from 'rxjs'
 import type { ConsulClient, WatchOptions } from '../../consul/client-api.js'
 import { EntryCache } from '../../consul/entry-cache.js'
-import { filteredListingError } from '../../consul/errors.js'
-import type { KVEntry, KVSnapshot, WatchEvent } from '../../consul/types.js'
+import { filteredListingError } from '../../base/consul-error.js'
+import type { KVEntry, KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
 import type { Decision } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import { readLockBody } from '../../core/lock-body/read-lock-body.js'
@@ -33,7 +33,7 @@ import {
 } from '../../core/semaphore/watch-target.js'
 import type { ContenderProtocol } from '../protocol/contender-protocol.js'
 import { refCountedRegistry, type RegistryLease } from '../registry.js'
-import { sharedWatch } from '../shared-watch.js'
+import { sharedWatch } from '../common-watch.js'
 import { fromCall } from '../call-policy.js'
 
 /** A registered contender, as the coordinator drives it (see `Member`). */

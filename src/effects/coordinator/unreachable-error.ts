@@ -1,7 +1,7 @@
 import type { ConsulClient } from '../../consul/client-api.js'
-import type { ConsulError } from '../../consul/errors.js'
-import { SemaphoreError } from '../../errors.js'
-import { sentences } from '../../shared/sentences.js'
+import type { ConsulError } from '../../base/consul-error.js'
+import { SemaphoreError } from '../../base/semaphore-error.js'
+import { sentences } from '../../base/sentences.js'
 
 /** The address of the client's agent, for a client that says it (`createConsulClient`'s). */
 function agentAddress(client: ConsulClient): string {

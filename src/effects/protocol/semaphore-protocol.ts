@@ -1,4 +1,4 @@
-import { problemError } from '../../errors.js'
+import { problemError } from '../../base/semaphore-error.js'
 import { joinQueue, semaphorePerformer } from './perform-action.js'
 import { renewal } from '../../core/semaphore/renewal.js'
 import { releaseSlot } from '../release/release-slot.js'

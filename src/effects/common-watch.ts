@@ -31,23 +31,23 @@ const watches = refCountedRegistry<Observable<WatchEvent>>()
  * (unsubscribe, error, completion) evicts it, and the next subscriber starts afresh with `options`.
  *
  * @example
- * sharedWatch(client, 'service/db/lock').subscribe((event) => console.log(event.type))
+ * commonWatch(client, 'service/db/lock').subscribe((event) => console.log(event.type))
  * @param client - The client whose watch is shared.
  * @param prefix - The watched prefix (as `watchPrefix` takes it).
  * @param options - Options of the watch, used if this subscription starts it.
  * @returns The shared Observable of the prefix's watch events.
  */
-export function sharedWatch(
+export function commonWatch(
   client: ConsulClient,
   prefix: string,
   options: WatchOptions = {},
 ): Observable<WatchEvent> {
   return defer(() => {
-    const lease = watches.acquire(client, prefix, () =>
+    const borrowed = watches.borrow(client, prefix, () =>
       client.watchPrefix(prefix, options).pipe(shareWatchEvents()),
     )
     // finalize runs after the shared watch's own teardown: the long poll stops, then the entry goes.
-    return lease.value.pipe(finalize(lease.release))
+    return borrowed.value.pipe(finalize(borrowed.release))
   })
 }
 
@@ -56,13 +56,13 @@ export function sharedWatch(
  * For tests and benchmarks that check nothing is kept for prefixes nobody watches any more.
  *
  * @example
- * const sub = sharedWatch(client, 'jobs/task/7').subscribe()
- * sharedWatchCount() // 1
+ * const sub = commonWatch(client, 'jobs/task/7').subscribe()
+ * commonWatchCount() // 1
  * sub.unsubscribe()
- * sharedWatchCount() // 0
- * @returns The number of entries in the shared-watch registry.
+ * commonWatchCount() // 0
+ * @returns The number of entries in the common-watch registry.
  */
-export function sharedWatchCount(): number {
+export function commonWatchCount(): number {
   return watches.size()
 }
 

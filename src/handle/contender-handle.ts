@@ -8,7 +8,7 @@ import {
   type SchedulerLike,
 } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
-import { acquireDefaultClient, type DefaultClientLease } from '../consul/default-client.js'
+import { borrowDefaultClient, type BorrowedClient } from '../consul/default-client.js'
 import type { ConsulError } from '../base/consul-error.js'
 import type { ContenderState } from '../core/contender/contender-state-model.js'
 import type { TransitionReason } from '../core/events.js'
@@ -16,7 +16,7 @@ import { contend, type ContendOptions, type Member } from '../effects/coordinato
 import { contenderShelf, type ContenderShelf } from '../effects/session-shelf.js'
 import { SemaphoreError, toSemaphoreError } from '../base/semaphore-error.js'
 import { serializable } from './serializable-state.js'
-import { sharedStates } from './handle-streams.js'
+import { handleStreams } from './handle-streams.js'
 import { slotGuard, type SlotGuard } from './slot-guard.js'
 import { sentences } from '../base/sentences.js'
 
@@ -106,26 +106,26 @@ export function contenderHandle<S extends HeldState>(
   // client while it has users: running subscriptions and background releases. With none left it
   // gives the reference back; the client then stays open for a short idle grace, so the next
   // tenure reuses it, and is closed after it. Nothing of an idle client keeps the process alive.
-  let lease: DefaultClientLease | undefined
+  let borrowed: BorrowedClient | undefined
   let users = 0
   let returned: Promise<void> = Promise.resolve()
   const use = (): (() => void) => {
     if (spec.consul !== undefined) return () => undefined
-    if (users === 0) lease = acquireDefaultClient()
+    if (users === 0) borrowed = borrowDefaultClient()
     users++
     let done = false
     return () => {
       if (done) return
       done = true
-      if (--users > 0 || lease === undefined) return
+      if (--users > 0 || borrowed === undefined) return
       // Never rejects: nothing may await it (close() is optional), so a failure here must not
       // become an unhandled rejection; the pool is forgotten either way.
-      returned = lease.release().catch(() => undefined)
-      lease = undefined
+      returned = borrowed.release().catch(() => undefined)
+      borrowed = undefined
     }
   }
   const client = (): ConsulClient => {
-    const running = spec.consul ?? lease?.client
+    const running = spec.consul ?? borrowed?.client
     if (running === undefined) throw new Error('contenderHandle: no client outside a subscription')
     return running
   }
@@ -168,7 +168,7 @@ export function contenderHandle<S extends HeldState>(
       : spec.consul === undefined
         ? contenderShelf(running, {
             hold: () => {
-              const held = acquireDefaultClient()
+              const held = borrowDefaultClient()
               return () => void held.release().catch(() => undefined)
             },
           })
@@ -239,7 +239,7 @@ export function contenderHandle<S extends HeldState>(
       queueMicrotask(done)
     }
   })
-  const { state$, holding$ } = sharedStates(states)
+  const { state$, holding$ } = handleStreams(states)
 
   return {
     state$,

@@ -8,11 +8,11 @@ import { ReplaySubject, distinctUntilChanged, map, share, type Observable } from
  * share them the same way.
  *
  * @example
- * const { state$, holding$ } = sharedStates(states)
+ * const { state$, holding$ } = handleStreams(states)
  * @param states - The contender's states, cold.
  * @returns The two public streams.
  */
-export function sharedStates<S extends { readonly holding: boolean }>(
+export function handleStreams<S extends { readonly holding: boolean }>(
   states: Observable<S>,
 ): { readonly state$: Observable<S>; readonly holding$: Observable<boolean> } {
   const state$ = states.pipe(

@@ -17,7 +17,7 @@ import {
   type Observable,
 } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
-import { acquireDefaultClient } from '../consul/default-client.js'
+import { borrowDefaultClient } from '../consul/default-client.js'
 import type { ConsulError } from '../base/consul-error.js'
 import { fromCall, isConsulError, orThrow, retryTransient } from '../effects/call-policy.js'
 import { SemaphoreError, abortedError, fromConsulError, permissionHint } from '../base/semaphore-error.js'
@@ -58,14 +58,14 @@ export async function withOperatorClient<A>(
   { doing, prefix }: { readonly doing: string; readonly prefix: string },
   work: (client: ConsulClient, calls: OperatorCalls) => Promise<A>,
 ): Promise<A> {
-  const lease = consul === undefined ? acquireDefaultClient() : undefined
-  const client = consul ?? (lease as NonNullable<typeof lease>).client
+  const borrowed = consul === undefined ? borrowDefaultClient() : undefined
+  const client = consul ?? (borrowed as NonNullable<typeof borrowed>).client
   try {
     return await work(client, operatorCalls(signal, doing))
   } catch (error) {
     throw isConsulError(error) ? fromConsulError(error, doing, prefix) : error
   } finally {
-    await lease?.release()
+    await borrowed?.release()
   }
 }
 

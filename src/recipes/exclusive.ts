@@ -16,9 +16,9 @@ import {
   type ObservableInput,
   type OperatorFunction,
 } from 'rxjs'
-import { acquireDefaultClient, type DefaultClientLease } from '../consul/default-client.js'
+import { borrowDefaultClient, type BorrowedClient } from '../consul/default-client.js'
 import { taskLockLoss, type TaskLossReason } from '../core/task-lock/task-lock-loss.js'
-import { sharedWatch } from '../effects/common-watch.js'
+import { commonWatch } from '../effects/common-watch.js'
 import type { TaskKeyFinish } from '../effects/task-lock/task-lock-finish.js'
 import {
   TaskLockSession,
@@ -227,9 +227,9 @@ export function exclusive<T, R>(
       const scheduler = options.scheduler ?? asyncScheduler
       // Without a client of its own, the subscription holds the process's default client until its
       // task locks are given back.
-      const { client, release }: DefaultClientLease =
+      const { client, release }: BorrowedClient =
         options.consul === undefined
-          ? acquireDefaultClient()
+          ? borrowDefaultClient()
           : { client: options.consul, release: () => Promise.resolve() }
       const locks = new TaskLockSession({ ...resolved, client, scheduler })
       const onDone = options.onDone ?? 'release'
@@ -245,7 +245,7 @@ export function exclusive<T, R>(
           const { signal } = controller
           const lost$ = merge(
             acquired.lease,
-            sharedWatch(client, watchPrefix ?? key, { scheduler }),
+            commonWatch(client, watchPrefix ?? key, { scheduler }),
           ).pipe(
             taskLockLoss({ key, session, acquiredIndex: acquired.modifyIndex, scheduler }),
             // A watch that fails for good (403 ...) can no longer vouch for the key.

@@ -2,7 +2,7 @@ import { distinctUntilChanged, filter, map, type Observable } from 'rxjs'
 import type { ConsulClient, WatchOptions } from '../../consul/client-api.js'
 import type { WatchEvent } from '../../base/kv-snapshot.js'
 import { readLeaderKey, type Leader } from '../../core/leader-key/decide-leader-key.js'
-import { sharedWatch } from '../common-watch.js'
+import { commonWatch } from '../common-watch.js'
 
 /**
  * Whether two leader readings name the same leader with the same value.
@@ -38,7 +38,7 @@ export function watchLeaderKey(
   prefix: string,
   options: WatchOptions = {},
 ): Observable<Leader | null> {
-  return sharedWatch(client, `${prefix}/`, options).pipe(
+  return commonWatch(client, `${prefix}/`, options).pipe(
     filter(
       (event): event is Extract<WatchEvent, { type: 'snapshot' }> => event.type === 'snapshot',
     ),

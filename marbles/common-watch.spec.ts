@@ -4,7 +4,7 @@ import type { Observable } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import type { ConsulClient } from '../src/consul/client-api.js'
 import type { WatchEvent } from '../src/base/kv-snapshot.js'
-import { sharedWatch, sharedWatchCount } from '../src/effects/common-watch.js'
+import { commonWatch, commonWatchCount } from '../src/effects/common-watch.js'
 import { snapshotOf } from './support/snapshot.js'
 
 const testScheduler = (): TestScheduler =>
@@ -37,13 +37,13 @@ function watchingClient(watch: (prefix: string) => Observable<WatchEvent>): {
   return { client, calls }
 }
 
-describe('sharedWatch', () => {
+describe('commonWatch', () => {
   it('should hold no entry for a watch that nobody subscribed to', () => {
     const { client, calls } = watchingClient(() => {
       throw new Error('not called')
     })
-    sharedWatch(client, 'jobs/')
-    assert.equal(sharedWatchCount(), 0)
+    commonWatch(client, 'jobs/')
+    assert.equal(commonWatchCount(), 0)
     assert.deepEqual(calls, [])
   })
 
@@ -58,8 +58,8 @@ describe('sharedWatch', () => {
       const sourceSubs = ' ^---------!'
       const watching = watchingClient(() => source)
       calls = watching.calls
-      expectObservable(sharedWatch(watching.client, 'jobs/'), first).toBe(firstSees, events)
-      expectObservable(sharedWatch(watching.client, 'jobs/'), second).toBe(secondSees, events)
+      expectObservable(commonWatch(watching.client, 'jobs/'), first).toBe(firstSees, events)
+      expectObservable(commonWatch(watching.client, 'jobs/'), second).toBe(secondSees, events)
       expectSubscriptions(source.subscriptions).toBe(sourceSubs)
     })
     assert.deepEqual(calls, ['jobs/'])
@@ -73,8 +73,8 @@ describe('sharedWatch', () => {
       const firstSees = '  -a--d-----'
       const lateSees = '   ------(ad)'
       const { client } = watchingClient(() => source)
-      expectObservable(sharedWatch(client, 'jobs/'), first).toBe(firstSees, events)
-      expectObservable(sharedWatch(client, 'jobs/'), late).toBe(lateSees, events)
+      expectObservable(commonWatch(client, 'jobs/'), first).toBe(firstSees, events)
+      expectObservable(commonWatch(client, 'jobs/'), late).toBe(lateSees, events)
     })
   })
 
@@ -84,9 +84,9 @@ describe('sharedWatch', () => {
     scheduler.run(({ cold, expectObservable }) => {
       const { client } = watchingClient(() => cold('-a--b--c--', events))
       const count = (frame: number) =>
-        scheduler.schedule(() => void counts.push([frame, sharedWatchCount()]), frame)
-      expectObservable(sharedWatch(client, 'jobs/'), '^----!').toBe('-a--b-', events)
-      expectObservable(sharedWatch(client, 'jobs/'), '--^-----!').toBe('--a-b--c', events)
+        scheduler.schedule(() => void counts.push([frame, commonWatchCount()]), frame)
+      expectObservable(commonWatch(client, 'jobs/'), '^----!').toBe('-a--b-', events)
+      expectObservable(commonWatch(client, 'jobs/'), '--^-----!').toBe('--a-b--c', events)
       for (const frame of [0, 3, 6, 9]) count(frame)
     })
     assert.deepEqual(counts, [
@@ -95,7 +95,7 @@ describe('sharedWatch', () => {
       [6, 1],
       [9, 0],
     ])
-    assert.equal(sharedWatchCount(), 0)
+    assert.equal(commonWatchCount(), 0)
   })
 
   it('should start a new watch, with no replay of the old one, for a subscriber after eviction', () => {
@@ -103,29 +103,29 @@ describe('sharedWatch', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const watching = watchingClient(() => cold('-a--b--', events))
       calls = watching.calls
-      expectObservable(sharedWatch(watching.client, 'jobs/'), '^---!    ').toBe('-a--', events)
-      expectObservable(sharedWatch(watching.client, 'jobs/'), '------^--!').toBe('-------a', events)
+      expectObservable(commonWatch(watching.client, 'jobs/'), '^---!    ').toBe('-a--', events)
+      expectObservable(commonWatch(watching.client, 'jobs/'), '------^--!').toBe('-------a', events)
     })
     assert.deepEqual(calls, ['jobs/', 'jobs/'])
-    assert.equal(sharedWatchCount(), 0)
+    assert.equal(commonWatchCount(), 0)
   })
 
   it('should evict the entry when the watch errors, and pass the error on', () => {
     const forbidden = new Error('403')
     testScheduler().run(({ cold, expectObservable }) => {
       const { client } = watchingClient(() => cold('-a--#', events, forbidden))
-      expectObservable(sharedWatch(client, 'jobs/')).toBe('-a--#', events, forbidden)
-      expectObservable(sharedWatch(client, 'jobs/')).toBe('-a--#', events, forbidden)
+      expectObservable(commonWatch(client, 'jobs/')).toBe('-a--#', events, forbidden)
+      expectObservable(commonWatch(client, 'jobs/')).toBe('-a--#', events, forbidden)
     })
-    assert.equal(sharedWatchCount(), 0)
+    assert.equal(commonWatchCount(), 0)
   })
 
   it('should evict the entry when the watch completes', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const { client } = watchingClient(() => cold('-a|', events))
-      expectObservable(sharedWatch(client, 'jobs/')).toBe('-a|', events)
+      expectObservable(commonWatch(client, 'jobs/')).toBe('-a|', events)
     })
-    assert.equal(sharedWatchCount(), 0)
+    assert.equal(commonWatchCount(), 0)
   })
 
   it('should evict the entry when the watch throws on subscribe', () => {
@@ -133,9 +133,9 @@ describe('sharedWatch', () => {
       throw new Error('bug')
     })
     let seen: unknown
-    sharedWatch(client, 'jobs/').subscribe({ error: (error: unknown) => (seen = error) })
+    commonWatch(client, 'jobs/').subscribe({ error: (error: unknown) => (seen = error) })
     assert.equal((seen as Error).message, 'bug')
-    assert.equal(sharedWatchCount(), 0)
+    assert.equal(commonWatchCount(), 0)
   })
 
   it('should keep the watches of two prefixes, and of two clients, apart', () => {
@@ -144,12 +144,12 @@ describe('sharedWatch', () => {
     scheduler.run(({ cold, expectObservable }) => {
       const one = watchingClient((prefix) => cold(prefix === 'a/' ? '-a-' : '-b-', events))
       const two = watchingClient(() => cold('--c', events))
-      expectObservable(sharedWatch(one.client, 'a/'), '^--!').toBe('-a-', events)
-      expectObservable(sharedWatch(one.client, 'b/'), '^--!').toBe('-b-', events)
-      expectObservable(sharedWatch(two.client, 'a/'), '^--!').toBe('--c', events)
-      scheduler.schedule(() => void (held = sharedWatchCount()), 1)
+      expectObservable(commonWatch(one.client, 'a/'), '^--!').toBe('-a-', events)
+      expectObservable(commonWatch(one.client, 'b/'), '^--!').toBe('-b-', events)
+      expectObservable(commonWatch(two.client, 'a/'), '^--!').toBe('--c', events)
+      scheduler.schedule(() => void (held = commonWatchCount()), 1)
     })
     assert.equal(held, 3)
-    assert.equal(sharedWatchCount(), 0)
+    assert.equal(commonWatchCount(), 0)
   })
 })

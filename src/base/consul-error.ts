@@ -243,12 +243,6 @@ export type ConsulError =
   | TooLarge
   | Aborted
 
-// The kinds (transient, throttled, ACL) and the verdict on a failure are pure rules the core and
-// every retry loop use too, so they live in src/shared; they stay reachable here, where the
-// package's entries export `isTransient` from.
-export { isTransient, isAclServerError, namesAclProblem } from './failure-kinds.js'
-export { ACL_FAILURES_BEFORE_PERMANENT, persistentAclError } from './failure-verdict.js'
-
 /**
  * Whether `error` is the 500 a Consul client agent answers when its RPC to the servers hit its
  * deadline (`rpc error making call: i/o deadline reached`). Consul 1.11.9 to 1.14.x answer a

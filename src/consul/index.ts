@@ -46,7 +46,7 @@ export type { KVSnapshot, WatchEvent } from '../base/kv-snapshot.js'
 export { watchPrefix } from './watch-prefix.js'
 
 // The typed failures every call answers with on its left.
-export { isTransient } from '../base/consul-error.js'
+export { isTransient } from '../base/failure-kinds.js'
 export type {
   ConsulError,
   Unreachable,

@@ -32,7 +32,7 @@ import {
   type Duration,
   type ReportProblem,
 } from '../options/contender-options.js'
-import { rejectUnknownOptions } from '../options/known-options.js'
+import { rejectUnknownOptions, type OptionNames } from '../options/known-options.js'
 
 export type { DoctorCheck, DoctorFinding, DoctorSeverity } from './doctor/finding.js'
 
@@ -92,6 +92,16 @@ export interface DoctorOptions {
   )[]
 }
 
+/** The names of the options `doctor` takes, checked against its options' interface. */
+const DOCTOR_OPTION_NAMES = {
+  consul: true,
+  prefix: true,
+  ttl: true,
+  lockDelay: true,
+  checks: true,
+  serviceChecks: true,
+} as const satisfies OptionNames<DoctorOptions>
+
 /**
  * Checks the agent, the token and (with `prefix`) the prefix as a contender would use them, and
  * says what it found. It never rejects for what Consul answers (an unreachable agent is a
@@ -109,7 +119,7 @@ export interface DoctorOptions {
  * @returns The findings, with how many are problems and warnings.
  */
 export async function doctor(options: DoctorOptions = {}): Promise<DoctorReport> {
-  rejectUnknownOptions(options, 'doctor')
+  rejectUnknownOptions(options, 'doctor', DOCTOR_OPTION_NAMES)
   const resolved = resolveContenderOptions(
     {
       prefix: options.prefix ?? 'rxsem-doctor',

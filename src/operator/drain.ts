@@ -18,7 +18,7 @@ import {
 import { resolveContenderOptions, resolveLimit } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
-import { rejectUnknownOptions } from '../options/known-options.js'
+import { rejectUnknownOptions, type OptionNames } from '../options/known-options.js'
 
 export { DRAIN_VALUE } from '../core/semaphore/drain-keys.js'
 
@@ -45,6 +45,14 @@ export interface DrainOptions {
   readonly signal?: AbortSignal | undefined
 }
 
+/** The names of the options `drain` takes, checked against its options' interface. */
+const DRAIN_OPTION_NAMES = {
+  prefix: true,
+  limit: true,
+  consul: true,
+  signal: true,
+} as const satisfies OptionNames<DrainOptions>
+
 /** Options of `liftDrain`. */
 export interface LiftDrainOptions {
   /** The semaphore's prefix. */
@@ -54,6 +62,13 @@ export interface LiftDrainOptions {
   /** Gives up at once (SemaphoreError 'Aborted'). */
   readonly signal?: AbortSignal | undefined
 }
+
+/** The names of the options `liftDrain` takes, checked against its options' interface. */
+const LIFT_DRAIN_OPTION_NAMES = {
+  prefix: true,
+  consul: true,
+  signal: true,
+} as const satisfies OptionNames<LiftDrainOptions>
 
 /**
  * What `drain` did.
@@ -129,7 +144,7 @@ const MAX_TXN_OPS = 64
  *   'Aborted'. On a rejection, the sessions it made are destroyed again.
  */
 export async function drain(options: DrainOptions): Promise<Drain> {
-  rejectUnknownOptions(options, 'drain')
+  rejectUnknownOptions(options, 'drain', DRAIN_OPTION_NAMES)
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const given = options.limit === undefined ? undefined : resolveLimit(options.limit)
   const doing = `draining ${prefix}`
@@ -250,7 +265,7 @@ export async function drain(options: DrainOptions): Promise<Drain> {
  *   'PermissionDenied', 'Unreachable', 'NotConsul', 'TlsRejected', 'Consul', or 'Aborted'.
  */
 export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
-  rejectUnknownOptions(options, 'liftDrain')
+  rejectUnknownOptions(options, 'liftDrain', LIFT_DRAIN_OPTION_NAMES)
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const doing = `lifting the drain of ${prefix}`
   const what = { doing, prefix }

@@ -20,7 +20,7 @@ import {
 import { resolveContenderOptions } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
-import { rejectUnknownOptions } from '../options/known-options.js'
+import { rejectUnknownOptions, type OptionNames } from '../options/known-options.js'
 
 /**
  * Options of `evict`.
@@ -44,6 +44,14 @@ export interface EvictOptions {
   /** Gives up at once (SemaphoreError 'Aborted'), cancelling the call in flight or its retry. */
   readonly signal?: AbortSignal | undefined
 }
+
+/** The names of the options `evict` takes, checked against its options' interface. */
+const EVICT_OPTION_NAMES = {
+  prefix: true,
+  session: true,
+  consul: true,
+  signal: true,
+} as const satisfies OptionNames<EvictOptions>
 
 /**
  * What `evict` did.
@@ -99,7 +107,7 @@ export interface Eviction {
  *   'Consul' (`.lock` changed under every one of its tries, or a refusal), or 'Aborted'.
  */
 export async function evict(options: EvictOptions): Promise<Eviction> {
-  rejectUnknownOptions(options, 'evict')
+  rejectUnknownOptions(options, 'evict', EVICT_OPTION_NAMES)
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const typed = typeof options.session === 'string' ? options.session.trim() : ''
   if (typed === '') {

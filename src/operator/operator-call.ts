@@ -20,7 +20,12 @@ import type { ConsulClient } from '../consul/client-api.js'
 import { borrowDefaultClient } from '../consul/default-client.js'
 import type { ConsulError } from '../base/consul-error.js'
 import { fromCall, isConsulError, orThrow, retryTransient } from '../effects/call-policy.js'
-import { SemaphoreError, abortedError, fromConsulError, permissionHint } from '../base/semaphore-error.js'
+import {
+  SemaphoreError,
+  abortedError,
+  fromConsulError,
+  permissionHint,
+} from '../base/semaphore-error.js'
 import { sentences } from '../base/sentences.js'
 
 /** One Consul call of an operator command, run to its answer. */

@@ -7,7 +7,7 @@ import { problemError } from '../base/semaphore-error.js'
 import { CAS_ATTEMPTS, churnError, throwIfRefused, withOperatorClient } from './operator-call.js'
 import { resolveContenderOptions, resolveLimit } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
-import { rejectUnknownOptions } from '../options/known-options.js'
+import { rejectUnknownOptions, type OptionNames } from '../options/known-options.js'
 
 /**
  * Options of `setLimit`.
@@ -27,6 +27,14 @@ export interface SetLimitOptions {
   /** Gives up at once (SemaphoreError 'Aborted'), cancelling the call in flight or its retry. */
   readonly signal?: AbortSignal | undefined
 }
+
+/** The names of the options `setLimit` takes, checked against its options' interface. */
+const SET_LIMIT_OPTION_NAMES = {
+  prefix: true,
+  limit: true,
+  consul: true,
+  signal: true,
+} as const satisfies OptionNames<SetLimitOptions>
 
 /**
  * What `setLimit` changed.
@@ -73,7 +81,7 @@ export interface LimitChange {
  *   under every one of its tries, or a refusal), or 'Aborted'.
  */
 export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
-  rejectUnknownOptions(options, 'setLimit')
+  rejectUnknownOptions(options, 'setLimit', SET_LIMIT_OPTION_NAMES)
   const { prefix } = resolveContenderOptions({ prefix: options.prefix }, 'rx-consul-semaphore')
   const limit = resolveLimit(options.limit)
   const key = lockKey(prefix)

@@ -32,7 +32,11 @@ import {
   type ContenderOptions,
   type ResolvedContenderOptions,
 } from '../options/contender-options.js'
-import { rejectUnknownOptions } from '../options/known-options.js'
+import {
+  rejectUnknownOptions,
+  SESSION_OPTION_NAMES,
+  type OptionNames,
+} from '../options/known-options.js'
 
 /**
  * Options of `exclusive(...)`. Session options (`ttl`, `lockDelay`, ...) are those of contenders.
@@ -90,6 +94,19 @@ export interface ExclusiveOptions<T, R> extends Omit<
    */
   readonly onClosed?: (closed: ExclusiveClosed) => void
 }
+
+/** The names of the options `exclusive` (a task lock's sessions are its own, and it has no prefix of contenders) takes, checked against its options' interface. */
+const EXCLUSIVE_OPTION_NAMES = {
+  ...SESSION_OPTION_NAMES,
+  keyOf: true,
+  run: true,
+  isDone: true,
+  concurrency: true,
+  onDone: true,
+  watchPrefix: true,
+  value: true,
+  onClosed: true,
+} as const satisfies OptionNames<ExclusiveOptions<unknown, unknown>>
 
 /**
  * What `onClosed` reports once an `exclusive` subscription has given everything back.
@@ -218,7 +235,7 @@ export type ExclusiveResult<T, R> =
 export function exclusive<T, R>(
   options: ExclusiveOptions<T, R>,
 ): OperatorFunction<T, ExclusiveResult<T, R>> {
-  rejectUnknownOptions(options, 'exclusive')
+  rejectUnknownOptions(options, 'exclusive', EXCLUSIVE_OPTION_NAMES)
   const resolved = resolveExclusiveOptions(options)
   return (tasks) =>
     defer(() => {

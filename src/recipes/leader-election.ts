@@ -26,7 +26,7 @@ import {
   type ContenderFailure,
   type ContenderInternals,
 } from './semaphore.js'
-import { rejectUnknownOptions } from '../options/known-options.js'
+import { rejectUnknownOptions, CONTENDER_OPTION_NAMES } from '../options/known-options.js'
 
 /**
  * Options of `leaderElection(...)`: those of every contender. `value` is written to the lock key
@@ -195,7 +195,7 @@ const idle: LeaderElectionState = {
  *   one; nothing is sent to Consul then.
  */
 export function leaderElection(options: LeaderElectionOptions): LeaderElection {
-  rejectUnknownOptions(options, 'leaderElection')
+  rejectUnknownOptions(options, 'leaderElection', CONTENDER_OPTION_NAMES)
   return contendForLead(options, {})
 }
 

@@ -13,7 +13,7 @@ import {
   type ReportProblem,
   type SemaphoreOptions,
 } from '../options/contender-options.js'
-import { rejectUnknownOptions } from '../options/known-options.js'
+import { rejectUnknownOptions, SEMAPHORE_OPTION_NAMES } from '../options/known-options.js'
 
 /**
  * What one contender knows about its semaphore, after every change.
@@ -264,7 +264,7 @@ const idle = (limit: number): SemaphoreState => ({
  *   one; nothing is sent to Consul then.
  */
 export function semaphore(options: SemaphoreOptions): Semaphore {
-  rejectUnknownOptions(options, 'semaphore')
+  rejectUnknownOptions(options, 'semaphore', SEMAPHORE_OPTION_NAMES)
   return contendForSlot(options, {})
 }
 

@@ -8,7 +8,11 @@ import {
 import { contendForSlot, type Semaphore } from './semaphore.js'
 import type { SemaphoreOptions } from '../options/contender-options.js'
 import { abortedError } from '../base/semaphore-error.js'
-import { rejectUnknownOptions } from '../options/known-options.js'
+import {
+  rejectUnknownOptions,
+  CONTENDER_OPTION_NAMES,
+  SEMAPHORE_OPTION_NAMES,
+} from '../options/known-options.js'
 
 /**
  * One attempt at a slot of the semaphore under `options.prefix`, answered at once: the same
@@ -40,7 +44,7 @@ import { rejectUnknownOptions } from '../options/known-options.js'
 export function tryAcquire(options: TryOptions<SemaphoreOptions>): Promise<Semaphore | null> {
   const { signal, ...semaphoreOptions } = options
   try {
-    rejectUnknownOptions(options, 'tryAcquire')
+    rejectUnknownOptions(options, 'tryAcquire', { ...SEMAPHORE_OPTION_NAMES, signal: true })
   } catch (error: unknown) {
     return Promise.reject(error)
   }
@@ -77,7 +81,7 @@ export function tryLead(
 ): Promise<LeaderElection | null> {
   const { signal, ...electionOptions } = options
   try {
-    rejectUnknownOptions(options, 'tryLead')
+    rejectUnknownOptions(options, 'tryLead', { ...CONTENDER_OPTION_NAMES, signal: true })
   } catch (error: unknown) {
     return Promise.reject(error)
   }

@@ -10,7 +10,11 @@ import {
 import { onAbort } from '../handle/abort-fanout.js'
 import type { SlotGuard } from '../handle/slot-guard.js'
 import { slotPool, type JobSlot, type PoolJob, type SlotPool } from './slot-pool.js'
-import { rejectUnknownOptions } from '../options/known-options.js'
+import {
+  rejectUnknownOptions,
+  SEMAPHORE_OPTION_NAMES,
+  type OptionNames,
+} from '../options/known-options.js'
 
 /**
  * Runs `work` while a slot of the semaphore is held, for callers who do not use RxJS: waits for a
@@ -55,7 +59,7 @@ export function withSlot<T>(
   let waitTimeoutMs = Infinity
   let pool: SlotPool
   try {
-    rejectUnknownOptions(options, 'withSlot')
+    rejectUnknownOptions(options, 'withSlot', WITH_SLOT_OPTION_NAMES)
     // The wait's bound is checked with the semaphore's options: one error names every problem.
     pool = slotPool(semaphoreOptions, (report) => {
       if (waitTimeout !== undefined) {
@@ -204,3 +208,10 @@ export interface WithSlotOptions extends SemaphoreOptions {
    */
   readonly signal?: AbortSignal | undefined
 }
+
+/** The names of the options `withSlot` takes, checked against its options' interface. */
+const WITH_SLOT_OPTION_NAMES = {
+  ...SEMAPHORE_OPTION_NAMES,
+  waitTimeout: true,
+  signal: true,
+} as const satisfies OptionNames<WithSlotOptions>

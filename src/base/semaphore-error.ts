@@ -1,6 +1,6 @@
 import type { ConsulError, PermissionDenied } from './consul-error.js'
 import { LOCK_FLAGS } from './flags.js'
-import type { PrefixProblem } from '../core/events.js'
+import type { PrefixProblem } from './prefix-problem.js'
 import { sentences } from './sentences.js'
 
 /**

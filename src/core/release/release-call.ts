@@ -10,7 +10,7 @@
  * ```
  */
 import * as E from 'fp-ts/lib/Either.js'
-import type { TxnOp, TxnResult } from '../../consul/client-api.js'
+import type { TxnOp, TxnResult } from '../../base/txn.js'
 import type { ConsulError } from '../../base/consul-error.js'
 import type { KVEntry } from '../../base/kv-snapshot.js'
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'

@@ -79,6 +79,16 @@ describe('the import graph of src', () => {
     )
   })
 
+  it("is the table of docs/design.md's Floors, floor by floor in the same order", () => {
+    const design = readFileSync(join(root, 'docs/design.md'), 'utf8')
+    const rows = [...design.matchAll(/^\| [^|]+ \| `(src\/[a-z]+)\/` +\|/gm)].map((row) => row[1])
+    assert.deepEqual(
+      rows,
+      FLOORS.floors.map(({ folder }) => folder),
+      'The floors table of docs/design.md and floors.json list other floors or another order.',
+    )
+  })
+
   it('lists floors that are folders of src, and entries that exist', () => {
     const files = sourceFiles(root, 'src')
     for (const { folder } of FLOORS.floors) {

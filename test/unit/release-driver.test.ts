@@ -11,7 +11,7 @@ import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../.
 import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import { releaseNext, releaseStart } from '../../src/core/release/release-slot-plan.js'
 import { runReleasePlan } from '../../src/effects/release/release-driver.js'
-import { releaseLeaderKey } from '../../src/effects/release/lock-release.js'
+import { releaseLeaderKey } from '../../src/effects/release/leader-key-release.js'
 import { releaseSlot } from '../../src/effects/release/release-slot.js'
 import {
   autoAdvance,

@@ -3,7 +3,7 @@ import type { PrefixProblem } from '../../core/events.js'
 import { leaderKeyDecider } from '../../core/leader-key/decide-leader-key.js'
 import { SemaphoreError, problemError } from '../../base/semaphore-error.js'
 import { leaderKeyPerformer } from './leader-key-performer.js'
-import { releaseLeaderKey } from '../release/lock-release.js'
+import { releaseLeaderKey } from '../release/leader-key-release.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 
 /**

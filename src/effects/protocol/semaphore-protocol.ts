@@ -1,5 +1,5 @@
 import { problemError } from '../../base/semaphore-error.js'
-import { joinQueue, semaphorePerformer } from './perform-action.js'
+import { joinQueue, semaphorePerformer } from './semaphore-performer.js'
 import { renewal } from '../../core/semaphore/renewal.js'
 import { releaseSlot } from '../release/release-slot.js'
 import type { ContenderProtocol } from './contender-protocol.js'

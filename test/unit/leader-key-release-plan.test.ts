@@ -6,7 +6,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import {
   leaderKeyReleaseNext,
   leaderKeyReleaseStart,
-} from '../../src/core/release/lock-release-plan.js'
+} from '../../src/core/release/leader-key-release-plan.js'
 import { answer, failure, play } from '../support/release-script.js'
 
 const start = () => leaderKeyReleaseStart({ prefix: 'svc/leader', session: 'me', value: 'node-a' })

@@ -4,7 +4,7 @@ import {
   leaderKeyReleaseNext,
   leaderKeyReleaseStart,
   type LeaderKeyReleaseInput,
-} from '../../core/release/lock-release-plan.js'
+} from '../../core/release/leader-key-release-plan.js'
 import { runReleasePlan, type ReleaseDriverOptions } from './release-driver.js'
 
 /** What `releaseLeaderKey` needs: the plan's input and the driver's client, scheduler and jitter. */

@@ -18,7 +18,11 @@ import {
 import { resolveContenderOptions, resolveLimit } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
-import { rejectUnknownOptions, type OptionNames } from '../options/known-options.js'
+import {
+  OPERATOR_OPTION_NAMES,
+  rejectUnknownOptions,
+  type OptionNames,
+} from '../options/known-options.js'
 
 export { DRAIN_VALUE } from '../core/semaphore/drain-keys.js'
 
@@ -47,10 +51,8 @@ export interface DrainOptions {
 
 /** The names of the options `drain` takes, checked against its options' interface. */
 const DRAIN_OPTION_NAMES = {
-  prefix: true,
+  ...OPERATOR_OPTION_NAMES,
   limit: true,
-  consul: true,
-  signal: true,
 } as const satisfies OptionNames<DrainOptions>
 
 /** Options of `liftDrain`. */
@@ -65,9 +67,7 @@ export interface LiftDrainOptions {
 
 /** The names of the options `liftDrain` takes, checked against its options' interface. */
 const LIFT_DRAIN_OPTION_NAMES = {
-  prefix: true,
-  consul: true,
-  signal: true,
+  ...OPERATOR_OPTION_NAMES,
 } as const satisfies OptionNames<LiftDrainOptions>
 
 /**

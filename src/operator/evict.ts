@@ -20,7 +20,11 @@ import {
 import { resolveContenderOptions } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
-import { rejectUnknownOptions, type OptionNames } from '../options/known-options.js'
+import {
+  OPERATOR_OPTION_NAMES,
+  rejectUnknownOptions,
+  type OptionNames,
+} from '../options/known-options.js'
 
 /**
  * Options of `evict`.
@@ -47,10 +51,8 @@ export interface EvictOptions {
 
 /** The names of the options `evict` takes, checked against its options' interface. */
 const EVICT_OPTION_NAMES = {
-  prefix: true,
+  ...OPERATOR_OPTION_NAMES,
   session: true,
-  consul: true,
-  signal: true,
 } as const satisfies OptionNames<EvictOptions>
 
 /**

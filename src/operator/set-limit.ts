@@ -7,7 +7,11 @@ import { problemError } from '../base/semaphore-error.js'
 import { CAS_ATTEMPTS, churnError, throwIfRefused, withOperatorClient } from './operator-call.js'
 import { resolveContenderOptions, resolveLimit } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
-import { rejectUnknownOptions, type OptionNames } from '../options/known-options.js'
+import {
+  OPERATOR_OPTION_NAMES,
+  rejectUnknownOptions,
+  type OptionNames,
+} from '../options/known-options.js'
 
 /**
  * Options of `setLimit`.
@@ -30,10 +34,8 @@ export interface SetLimitOptions {
 
 /** The names of the options `setLimit` takes, checked against its options' interface. */
 const SET_LIMIT_OPTION_NAMES = {
-  prefix: true,
+  ...OPERATOR_OPTION_NAMES,
   limit: true,
-  consul: true,
-  signal: true,
 } as const satisfies OptionNames<SetLimitOptions>
 
 /**

@@ -26,6 +26,9 @@ export const SESSION_OPTION_NAMES = {
   telemetry: true,
 } as const
 
+/** The options every operator call takes (`setLimit`, `evict`, `drain`, `liftDrain`). */
+export const OPERATOR_OPTION_NAMES = { prefix: true, consul: true, signal: true } as const
+
 /** The options of a contender (`leaderElection`), and of every semaphore. */
 export const CONTENDER_OPTION_NAMES = {
   ...SESSION_OPTION_NAMES,

@@ -49,6 +49,10 @@ const CLOCK = /^no-restricted-(globals|properties|syntax)$/
 const importing = (name: string, from: string): string =>
   `import { ${name} } from '${from}'\n\nexport const used = ${name}\n`
 
+/** A snippet that imports only the type `name` from `from` and uses it. */
+const importingType = (name: string, from: string): string =>
+  `import type { ${name} } from '${from}'\n\nexport type Used = ${name}\n`
+
 describe('the floor guard (eslint.config.js)', () => {
   it('refuses an import of the effects layer from a nested core file', async () => {
     await refused(
@@ -63,7 +67,7 @@ describe('the floor guard (eslint.config.js)', () => {
     )
     await refused(
       'src/core/semaphore/x.ts',
-      "import type { Member } from '../../effects/coordinator/member.js'\n\nexport type Run = Member\n",
+      importingType('Member', '../../effects/coordinator/member.js'),
       IMPORTS,
     )
   })
@@ -82,12 +86,12 @@ describe('the floor guard (eslint.config.js)', () => {
     await refused('src/core/x.ts', importing('createConsulClient', '../consul/client.js'), IMPORTS)
     await refused(
       'src/core/semaphore/x.ts',
-      "import type { ConsulClient } from '../../consul/client-api.js'\n\nexport type Port = ConsulClient\n",
+      importingType('ConsulClient', '../../consul/client-api.js'),
       IMPORTS,
     )
     await allowed(
       'src/core/semaphore/x.ts',
-      "import type { KVSnapshot } from '../../base/kv-snapshot.js'\n\nexport type Seen = KVSnapshot\n",
+      importingType('KVSnapshot', '../../base/kv-snapshot.js'),
     )
   })
 
@@ -125,22 +129,15 @@ describe('the floor guard (eslint.config.js)', () => {
   it('keeps the base floor below the core and the transport, types included', async () => {
     await refused('src/base/x.ts', importing('decide', '../core/semaphore/decide.js'), IMPORTS)
     await refused('src/base/x.ts', importing('createConsulHttp', '../consul/http.js'), IMPORTS)
-    await refused(
-      'src/base/x.ts',
-      "import type { Decision } from '../core/events.js'\n\nexport type Seen = Decision\n",
-      IMPORTS,
-    )
-    await allowed(
-      'src/base/x.ts',
-      "import type { ConsulError } from './consul-error.js'\n\nexport type Failure = ConsulError\n",
-    )
+    await refused('src/base/x.ts', importingType('Decision', '../core/events.js'), IMPORTS)
+    await allowed('src/base/x.ts', importingType('ConsulError', './consul-error.js'))
   })
 
   it('refuses an import up a floor from every other floor, types and re-exports included', async () => {
     await refused('src/consul/x.ts', importing('scope', '../telemetry/scope.js'), IMPORTS)
     await refused(
       'src/effects/coordinator/x.ts',
-      "import type { SlotGuard } from '../../handle/slot-guard.js'\n\nexport type Guard = SlotGuard\n",
+      importingType('SlotGuard', '../../handle/slot-guard.js'),
       IMPORTS,
     )
     await refused(

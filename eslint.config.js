@@ -1,88 +1,85 @@
 // @ts-check
+import { readFileSync } from 'node:fs'
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 /**
- * The folders whose code is pure, and what each may import from the rest of src/ besides types
- * of the transport's data (src/consul: KVSnapshot, ConsulError, ...), which leave no code behind.
- * The core builds on src/shared; src/shared builds on nothing.
+ * The floors of src/, lowest first, from floors.json (test/unit/import-graph.test.ts reads the same
+ * table): each a folder, which may import itself and the floors before it, nothing above; the pure
+ * ones load no I/O either. The entries at the root of src/ may import any floor.
+ *
+ * @typedef {{ entries: string[], floors: { folder: string, holds: string, pure: boolean }[] }} Floors
  */
-const PURE_FOLDERS = [
-  { name: 'core', mayImport: ['shared'] },
-  { name: 'shared', mayImport: [] },
-]
+/** @type {unknown} */
+const floorsJson = JSON.parse(readFileSync(new URL('./floors.json', import.meta.url), 'utf8'))
+const FLOORS = /** @type {Floors} */ (floorsJson)
 
 /** Packages a pure module may load: RxJS, fp-ts and io-ts. No undici, no Node module. */
 const PURE_PACKAGES = '^(?![./]|rxjs$|fp-ts/|io-ts$)'
 
-/** The deepest nesting below a pure folder that `pureImportGuard` spells out (src/core/a/b/c/x.ts). */
-const PURE_MAX_DEPTH = 3
+/** The deepest nesting below a floor's folder that `floorImportGuard` spells out (src/core/a/b/c/x.ts). */
+const MAX_DEPTH = 3
 
 /**
- * The import rules of one pure folder, one block per depth below it. A relative import names no
+ * The import rules of one floor, one block per depth below its folder. A relative import names no
  * folder, only a number of `../`: from src/core/semaphore/x.ts, `../events.js` stays in the core and
  * `../../effects/registry.js` leaves it. So the block for files `depth` folders down refuses any
- * import that climbs more than `depth` levels, unless it lands in a folder the pure folder may
- * import, or takes only types from src/consul. Files deeper than PURE_MAX_DEPTH may not climb at
- * all, until PURE_MAX_DEPTH is raised.
+ * import that climbs more than `depth` levels, unless it lands in a floor below. Type imports are
+ * refused alike: a type from a floor above ties the floors together as much as code does. Files
+ * deeper than MAX_DEPTH may not climb at all, until MAX_DEPTH is raised.
  *
- * @param {{ name: string, mayImport: string[] }} folder
+ * @param {{ folder: string, pure: boolean }} floor
+ * @param {number} index - Its place in FLOORS.floors, lowest first.
  * @returns {import('typescript-eslint').ConfigArray}
  */
-function pureImportGuard(folder) {
+function floorImportGuard(floor, index) {
+  const name = floor.folder.replace(/^src\//, '')
+  const below = FLOORS.floors.slice(0, index).map((lower) => lower.folder.replace(/^src\//, ''))
   const packages = {
     regex: PURE_PACKAGES,
-    message: `src/${folder.name} loads only rxjs, fp-ts and io-ts: no I/O (docs/design.md).`,
+    message: `${floor.folder} loads only rxjs, fp-ts and io-ts: no I/O (docs/design.md).`,
   }
   // `x/../` would hide where a path lands.
   const climbBack = {
     regex: '(^|/)[^./][^/]*/\\.\\.(/|$)',
     message: 'Write the path without `x/../`.',
   }
-  const depths = Array.from({ length: PURE_MAX_DEPTH + 1 }, (_, depth) => depth)
+  const pure = floor.pure ? [packages] : []
+  const allowed =
+    below.length === 0
+      ? `${floor.folder} imports nothing outside itself`
+      : `${floor.folder} imports only itself and the floors below it (${below.map((name) => `src/${name}`).join(', ')})`
+  const depths = Array.from({ length: MAX_DEPTH + 1 }, (_, depth) => depth)
   return [
-    ...depths.map((depth) => {
-      const out = `^(\\.\\./){${depth + 1}}`
-      return {
-        files: [`src/${folder.name}/${'*/'.repeat(depth)}*.ts`],
-        rules: {
-          '@typescript-eslint/no-restricted-imports': [
-            'error',
-            {
-              patterns: [
-                packages,
-                climbBack,
-                {
-                  regex: `${out}(?!(${[...folder.mayImport, 'consul'].join('|')})/)`,
-                  message:
-                    `src/${folder.name} imports ` +
-                    [...folder.mayImport.map((name) => `src/${name}`), 'types of src/consul'].join(
-                      ', ',
-                    ) +
-                    ', nothing else outside itself (docs/design.md).',
-                },
-                {
-                  regex: `${out}consul/`,
-                  allowTypeImports: true,
-                  message: `src/${folder.name} takes only types from src/consul (\`import type\`).`,
-                },
-              ],
-            },
-          ],
-        },
-      }
-    }),
-    {
-      files: [`src/${folder.name}/${'*/'.repeat(PURE_MAX_DEPTH + 1)}**/*.ts`],
+    ...depths.map((depth) => ({
+      files: [`${floor.folder}/${'*/'.repeat(depth)}*.{ts,cts}`],
       rules: {
         '@typescript-eslint/no-restricted-imports': [
           'error',
           {
             patterns: [
-              packages,
+              ...pure,
+              climbBack,
+              {
+                regex: `^(\\.\\./){${depth + 1}}(?!(${[name, ...below].join('|')})/)`,
+                message: `${allowed}, types included (floors.json, docs/design.md).`,
+              },
+            ],
+          },
+        ],
+      },
+    })),
+    {
+      files: [`${floor.folder}/${'*/'.repeat(MAX_DEPTH + 1)}**/*.{ts,cts}`],
+      rules: {
+        '@typescript-eslint/no-restricted-imports': [
+          'error',
+          {
+            patterns: [
+              ...pure,
               {
                 regex: '^\\.\\./',
-                message: `Raise PURE_MAX_DEPTH in eslint.config.js to check this file's imports.`,
+                message: `Raise MAX_DEPTH in eslint.config.js to check this file's imports.`,
               },
             ],
           },
@@ -144,10 +141,10 @@ export default tseslint.config(
     files: ['**/*.js', '**/*.mjs'],
     languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly' } },
   },
-  // The pure core (src/core) and the pure module beside it (src/shared): no I/O, no clock but the
-  // RxJS scheduler's, and no run-time code from the layers around them (docs/design.md, "Layers").
+  // The pure floors (src/base, src/core): no I/O, no clock but the RxJS scheduler's, and nothing
+  // from the floors above them (docs/design.md, "Floors").
   {
-    files: [...PURE_FOLDERS.map((folder) => `src/${folder.name}/**/*.ts`)],
+    files: FLOORS.floors.filter((floor) => floor.pure).map((floor) => `${floor.folder}/**/*.ts`),
     rules: {
       'no-restricted-globals': [
         'error',
@@ -181,5 +178,5 @@ export default tseslint.config(
       ],
     },
   },
-  ...PURE_FOLDERS.flatMap(pureImportGuard),
+  ...FLOORS.floors.flatMap(floorImportGuard),
 )

@@ -1,8 +1,8 @@
 // Figure 5b, the pure core: `decide` on one snapshot of 100 / 1,000 / 10,000 contender keys, to
 // show that its cost grows linearly (µs per key roughly flat). Absorbs the old decide.bench.ts;
 // `npx tsx bench/decide.ts` still runs it alone.
-import { SEMAPHORE_FLAGS } from '../src/shared/flags.js'
-import type { KVEntry, KVSnapshot } from '../src/consul/types.js'
+import { SEMAPHORE_FLAGS } from '../src/base/flags.js'
+import type { KVEntry, KVSnapshot } from '../src/base/kv-snapshot.js'
 import { decide } from '../src/core/semaphore/decide.js'
 
 const prefix = 'bench/sem'

@@ -5,8 +5,8 @@
 // before the first task, after every tenth of them, and once every key was given back.
 import { lastValueFrom, range, reduce, tap } from 'rxjs'
 import { createConsulClient } from '../src/consul/client.js'
-import { sharedWatchCount } from '../src/effects/shared-watch.js'
-import { exclusive, type ExclusiveClosed } from '../src/exclusive.js'
+import { commonWatchCount } from '../src/effects/common-watch.js'
+import { exclusive, type ExclusiveClosed } from '../src/recipes/exclusive.js'
 
 export interface ExclusiveWorkerReport {
   readonly type: 'done'
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     startHeapMb,
     heapMbByTenth,
     endHeapMb: liveHeapMb(),
-    watchesLeft: sharedWatchCount(),
+    watchesLeft: commonWatchCount(),
     closeError: error?.message,
   }
   process.send?.(report)

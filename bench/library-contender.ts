@@ -1,7 +1,7 @@
 // One acquisition by the library, as a contender process would do it: want a slot, hold it for
 // a while, release it, with every moment logged on the in-process clock.
 import type { ConsulClient } from '../src/consul/client-api.js'
-import { semaphore } from '../src/semaphore.js'
+import { semaphore } from '../src/recipes/semaphore.js'
 import type { HoldEvent } from './pair-handovers.js'
 
 /** Milliseconds on the in-process monotonic clock, comparable across one process's events. */

@@ -8,7 +8,7 @@
 // recipe, whose 15 s lock-delay would add to its takeover and blur the comparison.
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createConsulClient } from '../src/consul/client.js'
-import { semaphore, type Semaphore } from '../src/semaphore.js'
+import { semaphore, type Semaphore } from '../src/recipes/semaphore.js'
 import { startFaultProxy } from '../test/support/fault-proxy.js'
 import { Workspace, type CliImplementation } from './children.js'
 import { now } from './library-contender.js'

@@ -8,7 +8,7 @@ import { Session } from 'node:inspector/promises'
 import { join } from 'node:path'
 import { writeHeapSnapshot } from 'node:v8'
 import type { Subscription } from 'rxjs'
-import type { Semaphore } from '../src/semaphore.js'
+import type { Semaphore } from '../src/recipes/semaphore.js'
 
 // The library as users run it: the build (`npm run bench` builds first), not the sources through
 // tsx, whose transform gives every closure a name property (about a third more heap per

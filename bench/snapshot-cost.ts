@@ -5,10 +5,10 @@
 import { randomUUID } from 'node:crypto'
 import { EntryCache } from '../src/consul/entry-cache.js'
 import { decodeListing } from '../src/consul/codecs.js'
-import type { KVSnapshot } from '../src/consul/types.js'
+import type { KVSnapshot } from '../src/base/kv-snapshot.js'
 import { viewCache } from '../src/core/semaphore/view-cache.js'
 import { encodeLockBody } from '../src/core/lock-body/encode-lock-body.js'
-import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../src/shared/flags.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../src/base/flags.js'
 
 const n = Number(process.argv[2] ?? 1000)
 const limit = 10

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
-import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../src/shared/flags.js'
+import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../src/base/flags.js'
 import {
   initialContenderState,
   type ContenderState,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { defer, type Observable } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
-import type { ConsulError } from '../src/consul/errors.js'
+import type { ConsulError } from '../src/base/consul-error.js'
 import { retryTransient } from '../src/effects/call-policy.js'
 
 const testScheduler = (): TestScheduler =>

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { TestScheduler } from 'rxjs/testing'
-import type { ConsulError } from '../src/consul/errors.js'
+import type { ConsulError } from '../src/base/consul-error.js'
 import type { ContenderEvent } from '../src/core/events.js'
 import { endOnSessionGone } from '../src/effects/protocol/session-gone.js'
 

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { TestScheduler } from 'rxjs/testing'
-import { LOCK_FLAGS } from '../src/shared/flags.js'
-import type { KVEntry } from '../src/consul/types.js'
+import { LOCK_FLAGS } from '../src/base/flags.js'
+import type { KVEntry } from '../src/base/kv-snapshot.js'
 import { taskLockLoss, type TaskLockInput } from '../src/core/task-lock/task-lock-loss.js'
 
 const testScheduler = (): TestScheduler =>

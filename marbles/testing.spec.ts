@@ -4,7 +4,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { EMPTY, catchError, interval, map, of, switchMap } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
-import { SemaphoreError } from '../src/errors.js'
+import { SemaphoreError } from '../src/base/semaphore-error.js'
 import { fakeLeaderElection, fakeSemaphore } from '../src/testing/index.js'
 
 const testScheduler = (): TestScheduler =>

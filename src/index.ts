@@ -21,13 +21,13 @@ export {
   type ContenderFailure,
   type Semaphore,
   type SemaphoreState,
-} from './semaphore.js'
+} from './recipes/semaphore.js'
 export {
   leaderElection,
   type LeaderElection,
   type LeaderElectionOptions,
   type LeaderElectionState,
-} from './leader-election.js'
+} from './recipes/leader-election.js'
 export type {
   ContenderOptions,
   SemaphoreOptions,
@@ -41,16 +41,16 @@ export type {
 } from './telemetry/telemetry-options.js'
 export type { RankedContender, TransitionReason } from './core/events.js'
 export type { Leader } from './core/leader-key/decide-leader-key.js'
-export { SemaphoreError, type SemaphoreErrorKind } from './errors.js'
+export { SemaphoreError, type SemaphoreErrorKind } from './base/semaphore-error.js'
 
 // One-shot, Promise and per-task forms.
-export { tryAcquire, tryLead, type TryOptions } from './try-acquire.js'
-export { withSlot, type WithSlotOptions } from './with-slot.js'
+export { tryAcquire, tryLead, type TryOptions } from './recipes/try-acquire.js'
+export { withSlot, type WithSlotOptions } from './recipes/with-slot.js'
 // Before `process.exit()` after withSlot jobs: the sessions their workers keep idle, destroyed now.
 export { destroyIdleSessions } from './effects/session-shelf.js'
-export { setLimit, type LimitChange, type SetLimitOptions } from './set-limit.js'
+export { setLimit, type LimitChange, type SetLimitOptions } from './operator/set-limit.js'
 // Operator calls for incidents: take a holder out, hold every slot back until lifted.
-export { evict, type EvictOptions, type Eviction } from './evict.js'
+export { evict, type EvictOptions, type Eviction } from './operator/evict.js'
 export {
   drain,
   liftDrain,
@@ -59,7 +59,7 @@ export {
   type DrainLift,
   type DrainOptions,
   type LiftDrainOptions,
-} from './drain.js'
+} from './operator/drain.js'
 export {
   doctor,
   type DoctorCheck,
@@ -67,17 +67,17 @@ export {
   type DoctorOptions,
   type DoctorReport,
   type DoctorSeverity,
-} from './doctor.js'
-export type { SlotGuard } from './slot-guard.js'
+} from './operator/doctor.js'
+export type { SlotGuard } from './handle/slot-guard.js'
 // The operations and the answer of a guard's `fencedTxn`.
 export type { TxnOp, TxnResult } from './consul/client-api.js'
-export type { KVEntry } from './consul/types.js'
+export type { KVEntry } from './base/kv-snapshot.js'
 export {
   exclusive,
   type ExclusiveOptions,
   type ExclusiveResult,
   type ExclusiveClosed,
-} from './exclusive.js'
+} from './recipes/exclusive.js'
 export type { TaskKeyFinish } from './effects/task-lock/task-lock-finish.js'
 export type { TaskLossReason } from './core/task-lock/task-lock-loss.js'
 
@@ -88,7 +88,7 @@ export {
   CONTENDER_FLAGS,
   HOLDER_FLAGS,
   RENEWING_FLAGS,
-} from './shared/flags.js'
+} from './base/flags.js'
 export { lockKey } from './core/keys/lock-key.js'
 export { contenderKey } from './core/keys/contender-key.js'
 

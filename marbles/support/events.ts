@@ -1,5 +1,5 @@
 /** Test-only builders of the effects layer's events. */
-import type { KVSnapshot } from '../../src/consul/types.js'
+import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import type { ContenderEvent } from '../../src/core/events.js'
 
 export const created = (session: string, ttlMs: number, sentAt: number): ContenderEvent => ({

@@ -5,7 +5,7 @@
  */
 import { NEVER, type Observable, type SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../../src/consul/client-api.js'
-import type { KVSnapshot } from '../../src/consul/types.js'
+import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import type { LifeOptions, RunRelease } from '../../src/core/contender/contender-life.js'
 import type {
   ContenderPort,
@@ -15,7 +15,7 @@ import type {
 import { giveUpError } from '../../src/effects/coordinator/give-up-error.js'
 import { contenderStates } from '../../src/effects/coordinator/interpreter.js'
 import type { LeaseEvent } from '../../src/effects/session-lease.js'
-import { problemError } from '../../src/errors.js'
+import { problemError } from '../../src/base/semaphore-error.js'
 import type { ContenderState } from '../../src/core/contender/contender-state-model.js'
 import type { ContenderEvent } from '../../src/core/events.js'
 import { prefix } from './scenario.js'

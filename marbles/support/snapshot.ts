@@ -1,6 +1,6 @@
 /** Test-only builders of KV entries and snapshots for the core's specs. */
-import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
-import type { KVEntry, KVSnapshot } from '../../src/consul/types.js'
+import { SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import type { KVEntry, KVSnapshot } from '../../src/base/kv-snapshot.js'
 
 const utf8 = new TextEncoder()
 

@@ -7,12 +7,12 @@
  */
 import { constants } from 'node:os'
 import { ConsulConfigError } from '../consul/config-error.js'
-import type { ConsulError } from '../consul/errors.js'
-import { SemaphoreError, withPermissionHint } from '../errors.js'
+import type { ConsulError } from '../base/consul-error.js'
+import { SemaphoreError, withPermissionHint } from '../base/semaphore-error.js'
 import { flagOfSetting } from './args/consul-flags.js'
 import { UsageError } from './args/parse-flags.js'
 import { WatchdogError } from './run/watchdog.js'
-import { sentences } from '../shared/sentences.js'
+import { sentences } from '../base/sentences.js'
 
 /**
  * The exit statuses of `rxsem`. They follow the conventions scripts already test for: 124 is

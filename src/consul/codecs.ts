@@ -8,9 +8,9 @@ import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
 import * as t from 'io-ts'
 import { lastObjectEnd, objectEnd, skipSpace, type EntryCache } from './entry-cache.js'
-import type { DecodeError } from './errors.js'
+import type { DecodeError } from '../base/consul-error.js'
 import { bodyText } from './http-read-body.js'
-import type { KVEntry } from './types.js'
+import type { KVEntry } from '../base/kv-snapshot.js'
 import { parseConsulJson, parseUint64 } from './uint64-json.js'
 
 /** A uint64 carried as a decimal string (see uint64-json.ts), decoded to an exact `bigint`. */

@@ -25,8 +25,8 @@ import { resolveConfig, type ConsulClientConfig, type ResolvedConfig } from './c
  */
 export const DEFAULT_CLIENT_IDLE_GRACE_MS = 5000
 
-/** One reference to a shared default client. */
-export interface DefaultClientLease {
+/** One borrowed reference to a shared default client. */
+export interface BorrowedClient {
   readonly client: ConsulClient
   /**
    * Gives the reference back. When it was the last one, the client stays open for the idle grace
@@ -54,7 +54,7 @@ const openClients = new Map<string, Entry>()
  *
  * @example
  * ```ts
- * const { client, release } = acquireDefaultClient()
+ * const { client, release } = borrowDefaultClient()
  * try { await client.kv.get('service/web/leader')() } finally { await release() }
  * ```
  * @param config - Options resolved as `createConsulClient` resolves them; default none.
@@ -63,10 +63,10 @@ const openClients = new Map<string, Entry>()
  * @returns The client and the function that gives this reference back. Throws a
  *   ConsulConfigError when the configuration is invalid.
  */
-export function acquireDefaultClient(
+export function borrowDefaultClient(
   config: ConsulClientConfig = {},
   idleGraceMs: number = DEFAULT_CLIENT_IDLE_GRACE_MS,
-): DefaultClientLease {
+): BorrowedClient {
   const resolved = resolveConfig(config)
   const key = configurationKey(resolved)
   let entry = openClients.get(key)

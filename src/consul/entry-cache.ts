@@ -25,7 +25,7 @@
  * listing i+1:  [a@5 c@12 d@12] reuse a, decode c and d, drop b
  * ```
  */
-import type { KVEntry } from './types.js'
+import type { KVEntry } from '../base/kv-snapshot.js'
 
 /** How many places ahead of the expected one an unchanged entry is looked for (keys deleted). */
 const LOOKAHEAD = 4

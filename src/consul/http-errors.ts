@@ -4,8 +4,8 @@
  * a refused certificate, an agent without TLS), one stopped by its caller or the client's close,
  * an answer too large to read, and an answer an interpreter could not take.
  */
-import type { Aborted, ConsulError, DecodeError, TooLarge } from './errors.js'
-import { namesAclProblem } from './errors.js'
+import type { Aborted, ConsulError, DecodeError, TooLarge } from '../base/consul-error.js'
+import { namesAclProblem } from '../base/failure-kinds.js'
 import { abortedByUndici, certificateRefused, summarise, timedOut } from './http-causes.js'
 import type { StopReason } from './http-connection-gate.js'
 import type { HttpAnswer, HttpRequest } from './http-request.js'

@@ -3,7 +3,7 @@
  * replaced wherever an error carries them (a message quoting an agent's answer, a cause, a body).
  */
 import type { ResolvedConfig } from './config.js'
-import type { ConsulError } from './errors.js'
+import type { ConsulError } from '../base/consul-error.js'
 
 /** The secrets of `config` that no error may show: its token and its basic-auth password. */
 export function secretsOf(config: ResolvedConfig): readonly string[] {

@@ -13,7 +13,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type { NetworkHealth } from './client-api.js'
 import type { ResolvedConfig } from './config.js'
-import type { ConsulError } from './errors.js'
+import type { ConsulError } from '../base/consul-error.js'
 import { connectionGate } from './http-connection-gate.js'
 import {
   abortedError,

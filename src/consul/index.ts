@@ -40,13 +40,13 @@ export type {
   WatchOptions,
   NetworkHealth,
 } from './client-api.js'
-export type { KVSnapshot, WatchEvent } from './types.js'
+export type { KVSnapshot, WatchEvent } from '../base/kv-snapshot.js'
 
 // The blocking-query watch of a prefix, on any ConsulClient.
 export { watchPrefix } from './watch-prefix.js'
 
 // The typed failures every call answers with on its left.
-export { isTransient } from './errors.js'
+export { isTransient } from '../base/failure-kinds.js'
 export type {
   ConsulError,
   Unreachable,
@@ -59,4 +59,4 @@ export type {
   DecodeError,
   TooLarge,
   Aborted,
-} from './errors.js'
+} from '../base/consul-error.js'

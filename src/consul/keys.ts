@@ -4,7 +4,7 @@
  * with a leading `/` are refused before sending (consul-http-semantics §2.1, §9 trap 9).
  */
 import * as E from 'fp-ts/lib/Either.js'
-import { rejectedBeforeSending, type BadRequest } from './errors.js'
+import { rejectedBeforeSending, type BadRequest } from '../base/consul-error.js'
 
 /** Why `key` cannot be sent, or undefined when it can. */
 export function keyProblem(key: string, allowEmpty: boolean): string | undefined {

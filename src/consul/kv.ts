@@ -14,11 +14,11 @@ import type {
   ReadOptions,
 } from './client-api.js'
 import { decodeError, decodeJson, decodeListing, KVEntriesJson, toKVEntry } from './codecs.js'
-import { rejectedBeforeSending, type ConsulError } from './errors.js'
+import { rejectedBeforeSending, type ConsulError } from '../base/consul-error.js'
 import { statusError, unsent, type HttpAnswer, type Transport } from './http.js'
 import { kvPath } from './keys.js'
 import { notConsul } from './not-consul.js'
-import type { KVEntry, KVSnapshot } from './types.js'
+import type { KVEntry, KVSnapshot } from '../base/kv-snapshot.js'
 import { parseUint64, UINT64_MAX } from './uint64-json.js'
 
 /** The `X-Consul-Index` header as an exact bigint (every agent sends it with a KV read). */

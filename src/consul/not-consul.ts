@@ -4,8 +4,8 @@
  * through; what it answers must then say "not a Consul agent" at once, instead of a decode error
  * or a failure retried for ever.
  */
-import type { HttpAnswer } from './http.js'
-import type { NotConsul } from './errors.js'
+import type { HttpAnswer } from './http-request.js'
+import type { NotConsul } from '../base/consul-error.js'
 
 /** Statuses Consul never answers to the paths and methods this client sends (see NotConsul). */
 const FOREIGN_STATUSES = new Set([404, 501])

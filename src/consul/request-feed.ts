@@ -5,8 +5,8 @@
  * empty-set check per request.
  */
 import type { ConsulClient } from './client-api.js'
-import type { ConsulError } from './errors.js'
-import type { HttpRequest } from './http.js'
+import type { ConsulError } from '../base/consul-error.js'
+import type { HttpRequest } from './http-request.js'
 
 /**
  * The kind of a Consul request, by what it does: a few fixed names, never a key or a session id.

@@ -20,7 +20,7 @@ import {
   type SessionJson,
 } from './codecs.js'
 import { durationMs, formatGoDuration, parseGoDuration } from './durations.js'
-import { rejectedBeforeSending, type ConsulError } from './errors.js'
+import { rejectedBeforeSending, type ConsulError } from '../base/consul-error.js'
 import { statusError, unsent, type HttpAnswer, type Transport } from './http.js'
 import { booleanAnswer } from './kv.js'
 

@@ -7,7 +7,7 @@
  */
 import type { CauseSummary } from './http-causes.js'
 import type { HttpAnswer } from './http-request.js'
-import type { TlsRejected } from './errors.js'
+import type { TlsRejected } from '../base/consul-error.js'
 
 /**
  * Whether a TLS handshake failed because the other end answered in plain HTTP: OpenSSL reads the

@@ -12,11 +12,11 @@ import {
   isDeadlineCut,
   rejectedBeforeSending,
   type ConsulError,
-} from './errors.js'
-import { judgeFailure } from '../shared/failure-verdict.js'
-import { BACKOFF, MAX_RETRY_AFTER_MS, backoffDelay, type BackoffPolicy } from '../shared/backoff.js'
+} from '../base/consul-error.js'
+import { judgeFailure } from '../base/failure-verdict.js'
+import { BACKOFF, MAX_RETRY_AFTER_MS, backoffDelay, type BackoffPolicy } from '../base/backoff.js'
 import { EntryCache } from './entry-cache.js'
-import type { KVSnapshot, WatchEvent } from './types.js'
+import type { KVSnapshot, WatchEvent } from '../base/kv-snapshot.js'
 
 /**
  * 30 s: an idle watch costs two requests a minute, and a connection that silently stopped

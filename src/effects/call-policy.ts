@@ -10,13 +10,13 @@ import {
   type MonoTypeOperatorFunction,
   type SchedulerLike,
 } from 'rxjs'
-import type { ConsulError } from '../consul/errors.js'
-import { isConsulError } from '../shared/failure-kinds.js'
-import { judgeFailure } from '../shared/failure-verdict.js'
-import { BACKOFF, backoffDelay } from '../shared/backoff.js'
+import type { ConsulError } from '../base/consul-error.js'
+import { isConsulError } from '../base/failure-kinds.js'
+import { judgeFailure } from '../base/failure-verdict.js'
+import { BACKOFF, backoffDelay } from '../base/backoff.js'
 
 // The effects layer's callers ask here whether a thrown value is a ConsulError.
-export { isConsulError } from '../shared/failure-kinds.js'
+export { isConsulError } from '../base/failure-kinds.js'
 
 /** Consul's words for a write that names a session it no longer has (KV 500 body, txn error). */
 export function namesInvalidSession(text: string): boolean {

@@ -1,7 +1,7 @@
 import type { ConsulClient } from '../consul/client-api.js'
 
-/** One user's hold on a registry value; `release()` is idempotent. */
-export interface RegistryLease<V> {
+/** One user's borrowed reference to a registry value; `release()` gives it back, once. */
+export interface Borrowed<V> {
   readonly value: V
   /** Gives the hold back; the last one evicts the value (and calls `dispose`). */
   readonly release: () => void
@@ -10,7 +10,7 @@ export interface RegistryLease<V> {
 /** A refcounted registry of one value per (client, key). */
 export interface Registry<V> {
   /** The value for (client, key), made by `create` when nobody holds one; counted until released. */
-  readonly acquire: (client: ConsulClient, key: string, create: () => V) => RegistryLease<V>
+  readonly borrow: (client: ConsulClient, key: string, create: () => V) => Borrowed<V>
   /** How many values are held now (for tests and benchmarks). */
   readonly size: () => number
 }
@@ -21,16 +21,16 @@ export interface Registry<V> {
  * task keys holds nothing for the ones that are done. Keyed weakly by the client.
  *
  * ```
- * acquire(c, 'a') ─► create ─► value (1 user)
- * acquire(c, 'a') ─────────► same value (2 users)
+ * borrow(c, 'a') ─► create ─► value (1 user)
+ * borrow(c, 'a') ──────────► same value (2 users)
  * release × 2 ─────────────► dispose(value), entry gone
  * ```
  *
  * @example
  * const watches = refCountedRegistry<Watch>((watch) => watch.stop())
- * const lease = watches.acquire(client, prefix, () => startWatch(client, prefix))
+ * const borrowed = watches.borrow(client, prefix, () => startWatch(client, prefix))
  * // ... later
- * lease.release()
+ * borrowed.release()
  * @param dispose - Called with a value when its last user leaves.
  * @returns The registry.
  */
@@ -38,7 +38,7 @@ export function refCountedRegistry<V>(dispose?: (value: V) => void): Registry<V>
   const byClient = new WeakMap<ConsulClient, Map<string, { value: V; users: number }>>()
   let held = 0
   return {
-    acquire: (client, key, create) => {
+    borrow: (client, key, create) => {
       let byKey = byClient.get(client)
       if (!byKey) byClient.set(client, (byKey = new Map<string, { value: V; users: number }>()))
       let entry = byKey.get(key)

@@ -6,10 +6,10 @@ import {
   type SchedulerLike,
   type Subscription,
 } from 'rxjs'
-import { BACKOFF, throttledDelay } from '../shared/backoff.js'
+import { BACKOFF, throttledDelay } from '../base/backoff.js'
 import type { ConsulClient, SessionInfo } from '../consul/client-api.js'
-import type { ConsulError } from '../consul/errors.js'
-import { judgeFailure } from '../shared/failure-verdict.js'
+import type { ConsulError } from '../base/consul-error.js'
+import { judgeFailure } from '../base/failure-verdict.js'
 import { leaseDeadline } from '../core/contender/lease-deadline.js'
 import type { ContenderEvent } from '../core/events.js'
 

@@ -286,7 +286,7 @@ export interface ContenderShelf {
  *
  * @example
  * ```ts
- * const shelf = contenderShelf(lease.client, { hold: () => acquireDefaultClient().release })
+ * const shelf = contenderShelf(borrowed.client, { hold: () => borrowDefaultClient().release })
  * ```
  * @param client - The contender's client.
  * @param options - The shelf (default the process's), and what a shelved session holds while it

@@ -1,9 +1,9 @@
 import { hostname } from 'node:os'
 import type { SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
-import { SemaphoreError } from '../errors.js'
+import { SemaphoreError } from '../base/semaphore-error.js'
 import { durationMs as parseDuration } from '../consul/durations.js'
-import { sentences } from '../shared/sentences.js'
+import { sentences } from '../base/sentences.js'
 import type { TelemetryOptions } from '../telemetry/telemetry-options.js'
 
 /**

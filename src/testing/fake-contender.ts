@@ -15,10 +15,10 @@ import {
   type Observable,
 } from 'rxjs'
 import type { TransitionReason } from '../core/events.js'
-import { SemaphoreError, toSemaphoreError } from '../errors.js'
-import type { SlotGuard } from '../slot-guard.js'
-import { serializable } from '../serializable-state.js'
-import { sharedStates } from '../shared-states.js'
+import { SemaphoreError, toSemaphoreError } from '../base/semaphore-error.js'
+import type { SlotGuard } from '../handle/slot-guard.js'
+import { serializable } from '../handle/serializable-state.js'
+import { handleStreams } from '../handle/handle-streams.js'
 
 /**
  * What a test feeds a fake contender: `true` (a new tenure, reason 'acquired'), `false` (lost,
@@ -125,7 +125,7 @@ export function fakeContender<S extends { readonly holding: boolean }>(
     )
 
   return {
-    ...sharedStates(states),
+    ...handleStreams(states),
     close: () => {
       closeCount += 1
       closing.next(true)

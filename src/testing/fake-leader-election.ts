@@ -1,7 +1,7 @@
 import { distinctUntilChanged, map, type Observable } from 'rxjs'
-import { closeOnDispose } from '../close-on-dispose.js'
+import { closeOnDispose } from '../handle/close-on-dispose.js'
 import type { Leader } from '../core/leader-key/decide-leader-key.js'
-import type { LeaderElection, LeaderElectionState } from '../leader-election.js'
+import type { LeaderElection, LeaderElectionState } from '../recipes/leader-election.js'
 import { fakeContender, type FakeHolding } from './fake-contender.js'
 
 /**

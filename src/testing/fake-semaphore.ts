@@ -1,6 +1,6 @@
 import type { Observable } from 'rxjs'
-import { closeOnDispose } from '../close-on-dispose.js'
-import type { Semaphore, SemaphoreState } from '../semaphore.js'
+import { closeOnDispose } from '../handle/close-on-dispose.js'
+import type { Semaphore, SemaphoreState } from '../recipes/semaphore.js'
 import { fakeContender, type FakeHolding } from './fake-contender.js'
 
 /**

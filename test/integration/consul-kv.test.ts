@@ -2,7 +2,7 @@
 // uint64 flags and indexes.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
+import { SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { failure, ok, utf8 } from './consul-test-kit.js'
 import { suiteScope, testPrefix } from '../support/tracked.js'

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict'
 import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type { Observable, Subscription } from 'rxjs'
-import type { ConsulError } from '../../src/consul/errors.js'
-import type { KVSnapshot, WatchEvent } from '../../src/consul/types.js'
+import type { ConsulError } from '../../src/base/consul-error.js'
+import type { KVSnapshot, WatchEvent } from '../../src/base/kv-snapshot.js'
 
 /** Runs the task and returns its success, failing the test with the ConsulError otherwise. */
 export async function ok<A>(task: TE.TaskEither<ConsulError, A>): Promise<A> {

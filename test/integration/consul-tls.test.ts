@@ -6,7 +6,7 @@ import { after, before, describe, it } from 'node:test'
 import { lastValueFrom } from 'rxjs'
 import { createConsulClient } from '../../src/consul/client.js'
 import { SemaphoreError, doctor, semaphore } from '../../src/index.js'
-import { isTransient } from '../../src/shared/failure-kinds.js'
+import { isTransient } from '../../src/base/failure-kinds.js'
 import { startTlsAgent, type TlsAgent } from '../support/tls-agent.js'
 import { failure, ok } from './consul-test-kit.js'
 

@@ -15,7 +15,7 @@ import {
 } from '../../src/index.js'
 import {
   DEFAULT_CLIENT_IDLE_GRACE_MS,
-  acquireDefaultClient,
+  borrowDefaultClient,
   closeIdleDefaultClients,
 } from '../../src/consul/default-client.js'
 import { sharedAgent } from '../support/consul-agent.js'
@@ -210,9 +210,9 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
       }
       return E.isLeft(closed) && closed.left._tag === 'Aborted'
     }
-    const first = acquireDefaultClient({ env }, 100)
-    const second = acquireDefaultClient({ env }, 100)
-    const withToken = acquireDefaultClient({ env: { ...env, CONSUL_HTTP_TOKEN: 'other' } }, 100)
+    const first = borrowDefaultClient({ env }, 100)
+    const second = borrowDefaultClient({ env }, 100)
+    const withToken = borrowDefaultClient({ env: { ...env, CONSUL_HTTP_TOKEN: 'other' } }, 100)
     try {
       assert.equal(second.client, first.client, 'same configuration, same client')
       assert.notEqual(withToken.client, first.client, 'another token, another client')
@@ -225,7 +225,7 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
       // close is off. The witness: another client let go after it, with the same grace, closes
       // (its timer fires after the called-off one would have), and this one still answers.
       await second.release()
-      const back = acquireDefaultClient({ env }, 100)
+      const back = borrowDefaultClient({ env }, 100)
       assert.equal(back.client, first.client, 'a user within the grace gets the same client')
       await withToken.release()
       assert.ok(await closedLater(withToken.client), 'the witness closed after its grace')
@@ -235,7 +235,7 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
       await back.release()
       assert.ok(await closedLater(back.client), 'closed after the grace')
 
-      const next = acquireDefaultClient({ env })
+      const next = borrowDefaultClient({ env })
       try {
         assert.notEqual(next.client, first.client, 'a later user gets a new client')
         assert.ok(E.isRight(await list(next.client)))
@@ -243,12 +243,12 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
         await next.release()
       }
       // closeIdleDefaultClients closes an idle one now, and leaves one in use alone.
-      const inUse = acquireDefaultClient({ env: { ...env, CONSUL_HTTP_TOKEN: 'in use' } })
+      const inUse = borrowDefaultClient({ env: { ...env, CONSUL_HTTP_TOKEN: 'in use' } })
       try {
         await closeIdleDefaultClients()
         const idle = await list(next.client)
         assert.ok(E.isLeft(idle) && idle.left._tag === 'Aborted', 'the idle one is closed')
-        const fresh = acquireDefaultClient({ env }, 0)
+        const fresh = borrowDefaultClient({ env }, 0)
         assert.notEqual(fresh.client, next.client, 'and forgotten: the next user gets a new one')
         await fresh.release()
         const gone = await list(fresh.client)

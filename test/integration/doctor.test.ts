@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it, type TestContext } from 'node:test'
 import { doctor, type DoctorCheck, type DoctorReport } from '../../src/index.js'
-import { doctorSessionName } from '../../src/doctor/session-findings.js'
+import { doctorSessionName } from '../../src/operator/doctor/session-findings.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { sharedAgent, startAgent, type ConsulAgent } from '../support/consul-agent.js'
 import { onEnd, testPrefix } from '../support/tracked.js'

@@ -7,7 +7,7 @@ import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import { from, lastValueFrom, reduce } from 'rxjs'
 import { exclusive, type ExclusiveClosed, type ExclusiveResult } from '../../src/index.js'
-import { sharedWatchCount } from '../../src/effects/shared-watch.js'
+import { commonWatchCount } from '../../src/effects/common-watch.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { testPrefix } from '../support/tracked.js'
 import { listPrefix } from '../support/observe.js'
@@ -37,7 +37,7 @@ describe('exclusive on a long-lived client', { timeout: SUITE_TIMEOUT_MS }, () =
           run: async (id) => {
             // The task's loss watch is subscribed once run has started: let it be.
             await Promise.resolve()
-            heldWhileRunning = Math.max(heldWhileRunning, sharedWatchCount())
+            heldWhileRunning = Math.max(heldWhileRunning, commonWatchCount())
             return id
           },
           concurrency: 16,
@@ -60,7 +60,7 @@ describe('exclusive on a long-lived client', { timeout: SUITE_TIMEOUT_MS }, () =
     // after 2,000 the heap stays within a few hundred KB round after round.
     const warmup = await runTasks(prefix, 0, 2000)
     assert.deepEqual(warmup.outcomes, { done: 2000 })
-    assert.equal(sharedWatchCount(), 0, 'no shared watch left after the warm-up')
+    assert.equal(commonWatchCount(), 0, 'no shared watch left after the warm-up')
     collectGarbage()
     const heapBefore = process.memoryUsage().heapUsed
 
@@ -69,7 +69,7 @@ describe('exclusive on a long-lived client', { timeout: SUITE_TIMEOUT_MS }, () =
     assert.equal(run.closed.error, undefined)
     assert.ok(run.heldWhileRunning >= 1, 'a running task holds its watch (the count is live)')
     assert.ok(run.heldWhileRunning <= 16, `at most one watch per running task`)
-    assert.equal(sharedWatchCount(), 0, 'no shared watch left for 2,000 finished task keys')
+    assert.equal(commonWatchCount(), 0, 'no shared watch left for 2,000 finished task keys')
 
     collectGarbage()
     const grownKb = (process.memoryUsage().heapUsed - heapBefore) / 1024

@@ -14,7 +14,7 @@ import {
 } from '../../src/index.js'
 import type { ConsulHttpClient } from '../../src/consul/client.js'
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../../src/consul/config.js'
-import type { WatchEvent } from '../../src/consul/types.js'
+import type { WatchEvent } from '../../src/base/kv-snapshot.js'
 import { fromCall, orThrow, retryTransient } from '../../src/effects/call-policy.js'
 import { sessionLease, type LeaseEvent } from '../../src/effects/session-lease.js'
 import { sharedAgent } from '../support/consul-agent.js'

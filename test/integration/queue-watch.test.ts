@@ -11,7 +11,7 @@ import {
   semaphore,
   type ConsulClient,
 } from '../../src/index.js'
-import type { Semaphore } from '../../src/semaphore.js'
+import type { Semaphore } from '../../src/recipes/semaphore.js'
 import { sharedAgent } from '../support/consul-agent.js'
 import { keep, testPrefix } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'

@@ -12,7 +12,7 @@ import {
   semaphore,
   type ConsulClient,
 } from '../../src/index.js'
-import type { KVSnapshot } from '../../src/consul/types.js'
+import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import { releaseSlot } from '../../src/effects/release/release-slot.js'
 import { sharedAgent } from '../support/consul-agent.js'
 import { keep, testPrefix, type Scope } from '../support/tracked.js'

@@ -10,8 +10,8 @@
  * `bytes("<text>")`.
  */
 import fc from 'fast-check'
-import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
-import type { KVEntry, KVSnapshot } from '../../src/consul/types.js'
+import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import type { KVEntry, KVSnapshot } from '../../src/base/kv-snapshot.js'
 import type { LockBodyShape } from '../../src/core/events.js'
 
 const utf8 = new TextEncoder()

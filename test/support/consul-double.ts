@@ -20,7 +20,7 @@ import type * as TE from 'fp-ts/lib/TaskEither.js'
 import { asyncScheduler, type SchedulerLike } from 'rxjs'
 import type { ConsulClient, SessionInfo, TxnOp, WatchOptions } from '../../src/consul/client-api.js'
 import { resolveConfig } from '../../src/consul/config.js'
-import type { ConsulError } from '../../src/consul/errors.js'
+import type { ConsulError } from '../../src/base/consul-error.js'
 import {
   statusError,
   type HttpAnswer,
@@ -31,7 +31,7 @@ import { createKv } from '../../src/consul/kv.js'
 import { requestFeed } from '../../src/consul/request-feed.js'
 import { createSessions } from '../../src/consul/sessions.js'
 import { createTxn } from '../../src/consul/txn.js'
-import type { KVEntry } from '../../src/consul/types.js'
+import type { KVEntry } from '../../src/base/kv-snapshot.js'
 import { watchPrefix } from '../../src/consul/watch-prefix.js'
 import { DoubleServer } from './consul-double/server.js'
 

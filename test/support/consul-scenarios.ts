@@ -13,10 +13,10 @@ import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import { filter, firstValueFrom, ReplaySubject } from 'rxjs'
 import type { ConsulClient, TxnOp } from '../../src/consul/client-api.js'
-import type { ConsulError } from '../../src/consul/errors.js'
-import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
+import type { ConsulError } from '../../src/base/consul-error.js'
+import { SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 import { UINT64_MAX } from '../../src/consul/uint64-json.js'
-import type { KVEntry, KVSnapshot, WatchEvent } from '../../src/consul/types.js'
+import type { KVEntry, KVSnapshot, WatchEvent } from '../../src/base/kv-snapshot.js'
 
 /** What a scenario gets besides its clients. */
 export interface ScenarioContext {

@@ -5,8 +5,8 @@
  * (`decodeLockBody`, tested on its own in core-lock-codec.test.ts).
  */
 import * as E from 'fp-ts/lib/Either.js'
-import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
-import type { KVEntry, KVSnapshot } from '../../src/consul/types.js'
+import { SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import type { KVEntry, KVSnapshot } from '../../src/base/kv-snapshot.js'
 import type { Decision, LockBodyShape, RankedContender } from '../../src/core/events.js'
 import { decodeLockBody } from '../../src/core/lock-body/decode-lock-body.js'
 

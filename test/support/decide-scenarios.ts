@@ -3,8 +3,8 @@
  * contender deciding on one snapshot. test/unit/decide.test.ts states what `decide` answers in each;
  * test/unit/prefix-view.test.ts replays every one of them through a decider shared by two contenders.
  */
-import { LOCK_FLAGS } from '../../src/shared/flags.js'
-import type { KVSnapshot } from '../../src/consul/types.js'
+import { LOCK_FLAGS } from '../../src/base/flags.js'
+import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import type { DecideOptions } from '../../src/core/semaphore/decide.js'
 import { contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
 

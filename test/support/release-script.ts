@@ -5,14 +5,9 @@
 import assert from 'node:assert/strict'
 import * as E from 'fp-ts/lib/Either.js'
 import type { TxnOp, TxnResult } from '../../src/consul/client-api.js'
-import type { ConsulError } from '../../src/consul/errors.js'
-import {
-  CONTENDER_FLAGS,
-  HOLDER_FLAGS,
-  LOCK_FLAGS,
-  SEMAPHORE_FLAGS,
-} from '../../src/shared/flags.js'
-import type { KVEntry } from '../../src/consul/types.js'
+import type { ConsulError } from '../../src/base/consul-error.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import type { KVEntry } from '../../src/base/kv-snapshot.js'
 import type { PlanStep, ReleaseAnswer, ReleaseCall } from '../../src/core/release/release-call.js'
 
 const FLAG_NAMES = new Map<bigint, string>([

@@ -11,13 +11,13 @@ import {
   backoffDelay,
   throttledDelay,
   type BackoffPolicy,
-} from '../../src/shared/backoff.js'
-import type { ConsulError } from '../../src/consul/errors.js'
+} from '../../src/base/backoff.js'
+import type { ConsulError } from '../../src/base/consul-error.js'
 import {
   DEFAULT_BACKOFF_INITIAL_MS,
   DEFAULT_BACKOFF_MAX_MS,
 } from '../../src/consul/watch-prefix.js'
-import { lockDelayBackoffMs } from '../../src/effects/protocol/lock-acquire.js'
+import { lockDelayBackoffMs } from '../../src/effects/protocol/leader-key-performer.js'
 import { seededRandom } from '../support/seeded-random.js'
 
 const serverError = (status: number, retryAfterMs?: number): ConsulError => ({

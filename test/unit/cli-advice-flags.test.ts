@@ -56,8 +56,8 @@ describe('the flags the docs and the messages recommend', () => {
   it('finds the advice it checks (doctor on the lock-delay, the docs on evict and run)', () => {
     const seen = (where: string, command: string, flag: string): boolean =>
       all.some((m) => m.where === where && m.command === command && m.flag === flag)
-    assert.ok(seen('src/doctor/session-findings.ts', 'run', 'lock-delay'))
-    assert.ok(seen('src/doctor/session-findings.ts', 'run', 'node-check'))
+    assert.ok(seen('src/operator/doctor/session-findings.ts', 'run', 'lock-delay'))
+    assert.ok(seen('src/operator/doctor/session-findings.ts', 'run', 'node-check'))
     assert.ok(seen('docs/cli.md', 'evict', 'session'))
     assert.ok(seen('README.md', 'run', 'prefix'))
     assert.ok(all.length > 100, `${all.length} mentions`)

@@ -6,9 +6,9 @@ import { splitAtCommand, UsageError } from '../../src/cli/args/parse-flags.js'
 import { planRun, runFlagSpec, type RunPlan } from '../../src/cli/run/plan.js'
 import { tryOnceVerdictOf } from '../../src/cli/run/contender.js'
 import { describeTransition } from '../../src/cli/run/transitions.js'
-import type { SemaphoreState } from '../../src/semaphore.js'
+import type { SemaphoreState } from '../../src/recipes/semaphore.js'
 import { renderFrame, type WatchView } from '../../src/cli/watch/frame.js'
-import { SemaphoreError } from '../../src/errors.js'
+import { SemaphoreError } from '../../src/base/semaphore-error.js'
 
 const plan = (argv: string[]): RunPlan => {
   const planned = planRun(argv)

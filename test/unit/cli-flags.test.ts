@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { UsageError } from '../../src/cli/args/parse-flags.js'
-import { nearestName } from '../../src/shared/nearest-name.js'
+import { nearestName } from '../../src/base/nearest-name.js'
 import { readPrefixCommand } from '../../src/cli/args/prefix-command.js'
 import { planRun, runFlagSpec } from '../../src/cli/run/plan.js'
 

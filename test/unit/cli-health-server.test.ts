@@ -11,8 +11,8 @@ import {
   type HealthServer,
 } from '../../src/cli/run/health-server.js'
 import { planRun, type RunPlan } from '../../src/cli/run/plan.js'
-import { SemaphoreError } from '../../src/errors.js'
-import type { SemaphoreState } from '../../src/semaphore.js'
+import { SemaphoreError } from '../../src/base/semaphore-error.js'
+import type { SemaphoreState } from '../../src/recipes/semaphore.js'
 
 const plan = (argv: string[]): RunPlan => {
   const planned = planRun(argv)

@@ -15,7 +15,7 @@ import {
   type PrefixStatus,
 } from '../../src/cli/status/prefix-status.js'
 import { renderFrame, type WatchView } from '../../src/cli/watch/frame.js'
-import { LOCK_FLAGS } from '../../src/shared/flags.js'
+import { LOCK_FLAGS } from '../../src/base/flags.js'
 
 const session = (digit: string): string => digit.repeat(8) + '-0000-0000-0000-000000000000'
 

@@ -2,7 +2,7 @@
 // runtime without the symbol.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { closeOnDispose } from '../../src/close-on-dispose.js'
+import { closeOnDispose } from '../../src/handle/close-on-dispose.js'
 
 function closable() {
   const handle = { closed: 0, close: () => Promise.resolve(void (handle.closed += 1)) }

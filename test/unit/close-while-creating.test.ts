@@ -6,9 +6,9 @@ import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import { NEVER, VirtualTimeScheduler, filter, firstValueFrom, of, type Subscription } from 'rxjs'
 import { ABANDONED_SESSION_WAIT_MS } from '../../src/effects/coordinator/contend.js'
-import { SemaphoreError } from '../../src/errors.js'
-import { exclusive, type ExclusiveClosed } from '../../src/exclusive.js'
-import { semaphore, type Semaphore } from '../../src/semaphore.js'
+import { SemaphoreError } from '../../src/base/semaphore-error.js'
+import { exclusive, type ExclusiveClosed } from '../../src/recipes/exclusive.js'
+import { semaphore, type Semaphore } from '../../src/recipes/semaphore.js'
 import {
   advanceBy,
   createConsulDouble,

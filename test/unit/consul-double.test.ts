@@ -7,7 +7,7 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
 import { VirtualTimeScheduler } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
-import type { WatchEvent } from '../../src/consul/types.js'
+import type { WatchEvent } from '../../src/base/kv-snapshot.js'
 import {
   advanceBy,
   autoAdvance,

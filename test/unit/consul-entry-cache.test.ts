@@ -15,8 +15,8 @@ import {
   type KVEntryJson,
 } from '../../src/consul/codecs.js'
 import { EntryCache } from '../../src/consul/entry-cache.js'
-import type { ConsulError } from '../../src/consul/errors.js'
-import type { KVEntry, KVSnapshot, WatchEvent } from '../../src/consul/types.js'
+import type { ConsulError } from '../../src/base/consul-error.js'
+import type { KVEntry, KVSnapshot, WatchEvent } from '../../src/base/kv-snapshot.js'
 import { watchPrefix } from '../../src/consul/watch-prefix.js'
 import { advanceBy } from '../support/consul-double.js'
 

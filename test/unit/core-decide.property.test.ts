@@ -9,7 +9,7 @@ import { decodeLockBody } from '../../src/core/lock-body/decode-lock-body.js'
 import { decideInView } from '../../src/core/semaphore/decide-in-view.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import { prefixView } from '../../src/core/semaphore/prefix-view.js'
-import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
+import { SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 import {
   GHOSTS,
   SESSIONS,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS } from '../../src/shared/flags.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS } from '../../src/base/flags.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import { handOffAgain, handOffSlot } from '../../src/core/semaphore/hand-off.js'
 import { prefixView } from '../../src/core/semaphore/prefix-view.js'

@@ -2,7 +2,7 @@
 // cleared by that loop's next success, and never a reason to move the lease deadline.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { ConsulError } from '../../src/consul/errors.js'
+import type { ConsulError } from '../../src/base/consul-error.js'
 import {
   initialContenderState,
   type ContenderState,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { LOCK_FLAGS } from '../../src/shared/flags.js'
+import { LOCK_FLAGS } from '../../src/base/flags.js'
 import { releaseFromLockBody } from '../../src/core/lock-body/release-from-lock-body.js'
 import { contenderEntry, lockEntry, snapshotOf, text } from '../../marbles/support/snapshot.js'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
-import { LOCK_FLAGS } from '../../src/shared/flags.js'
+import { LOCK_FLAGS } from '../../src/base/flags.js'
 import { relimitLockBody } from '../../src/core/lock-body/relimit-lock-body.js'
 import { lockEntry, text } from '../../marbles/support/snapshot.js'
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
+import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 import {
   decideLeaderKey,
   leaderKeyDecider,

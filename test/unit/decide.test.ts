@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { LOCK_FLAGS } from '../../src/shared/flags.js'
+import { LOCK_FLAGS } from '../../src/base/flags.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import type { Decision } from '../../src/core/events.js'
 import { expectType } from '../support/expect-decision.js'

@@ -11,7 +11,7 @@ import ts from 'typescript'
 import { UsageError } from '../../src/cli/args/parse-flags.js'
 import { describeError } from '../../src/cli/report.js'
 import { planRun } from '../../src/cli/run/plan.js'
-import type { ConsulError } from '../../src/consul/errors.js'
+import type { ConsulError } from '../../src/base/consul-error.js'
 import { requestError, statusError } from '../../src/consul/http-errors.js'
 import type { HttpAnswer } from '../../src/consul/http-request.js'
 import {
@@ -20,10 +20,10 @@ import {
   permissionHint,
   problemError,
   toSemaphoreError,
-} from '../../src/errors.js'
+} from '../../src/base/semaphore-error.js'
 import { semaphore, type SemaphoreOptions } from '../../src/index.js'
-import { churnError } from '../../src/operator-call.js'
-import { endSentence, sentences } from '../../src/shared/sentences.js'
+import { churnError } from '../../src/operator/operator-call.js'
+import { endSentence, sentences } from '../../src/base/sentences.js'
 
 const root = resolve(import.meta.dirname, '../..')
 

@@ -2,7 +2,11 @@
 // version strings agents report, and the client-agent-only rows left out on a server agent.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { KNOWN_VERSION_ISSUES, knownIssues, parseRelease } from '../../src/doctor/known-versions.js'
+import {
+  KNOWN_VERSION_ISSUES,
+  knownIssues,
+  parseRelease,
+} from '../../src/operator/doctor/known-versions.js'
 
 const severities = (version: string, server?: boolean): string[] => {
   const release = parseRelease(version)

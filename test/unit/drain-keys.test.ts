@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { KVEntry } from '../../src/consul/types.js'
+import type { KVEntry } from '../../src/base/kv-snapshot.js'
 import { DRAIN_VALUE, drainSessions } from '../../src/core/semaphore/drain-keys.js'
-import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
+import { SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 
 const text = new TextEncoder()
 

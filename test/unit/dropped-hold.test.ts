@@ -11,9 +11,9 @@ import {
   type Subscription,
 } from 'rxjs'
 import type { ConsulClient } from '../../src/consul/client-api.js'
-import type { HeldState } from '../../src/contender-handle.js'
-import { leaderElection } from '../../src/leader-election.js'
-import { semaphore } from '../../src/semaphore.js'
+import type { HeldState } from '../../src/handle/contender-handle.js'
+import { leaderElection } from '../../src/recipes/leader-election.js'
+import { semaphore } from '../../src/recipes/semaphore.js'
 import { autoAdvance, createConsulDouble, httpFailure } from '../support/consul-double.js'
 
 const prefix = 'svc/dropped'

@@ -3,12 +3,12 @@
 // becomes the permanent PermissionDenied.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { ConsulError } from '../../src/consul/errors.js'
+import type { ConsulError } from '../../src/base/consul-error.js'
 import {
   ACL_FAILURES_BEFORE_PERMANENT,
   judgeFailure,
   type FailureVerdict,
-} from '../../src/shared/failure-verdict.js'
+} from '../../src/base/failure-verdict.js'
 
 const request = 'PUT /v1/session/renew/4ca8e74b'
 const serverError = (status: number, body: string): ConsulError => ({

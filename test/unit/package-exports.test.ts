@@ -189,7 +189,7 @@ describe('package exports', () => {
 
   it('declares no internal helper nor parameter in the declarations of any entry', () => {
     const graph = [...new Set(ENTRY_DECLARATIONS.flatMap(declarationGraph))]
-    for (const d of ['dist/esm/semaphore.d.ts', 'dist/cjs/leader-election.d.ts']) {
+    for (const d of ['dist/esm/recipes/semaphore.d.ts', 'dist/cjs/recipes/leader-election.d.ts']) {
       assert.ok(graph.includes(join(root, d)), `${d} is not reached from the entries`)
     }
     // The @internal setup of the contenders (tryAcquire's try-once, withSlot's extra option
@@ -201,7 +201,7 @@ describe('package exports', () => {
       [],
       'declarations that a user compiler reads name something internal',
     )
-    const semaphore = readFileSync(join(root, 'dist/esm/semaphore.d.ts'), 'utf8')
+    const semaphore = readFileSync(join(root, 'dist/esm/recipes/semaphore.d.ts'), 'utf8')
     assert.match(
       semaphore,
       /^export declare function semaphore\(options: SemaphoreOptions\): Semaphore;$/m,

@@ -1,8 +1,8 @@
-// The purity guard of eslint.config.js, run through ESLint's Node API on small snippets given the
-// path of a file they could live in: the pure core (src/core, at any depth) and the pure module
-// (src/shared) load no run-time code from the effects layer, the transport, the telemetry, the CLI
-// or the package's entry files, no undici and no Node module, and read no clock; types of the
-// transport's data are allowed, since they leave no code behind. The same imports from src/effects
+// The floor guard of eslint.config.js, run through ESLint's Node API on small snippets given the
+// path of a file they could live in: the pure floors (src/core, at any depth, and src/base below
+// it) load nothing from the effects layer, the transport, the telemetry, the CLI or the package's
+// entry files, not even types, no undici and no Node module, and read no clock; every other floor
+// imports only itself and the floors below it (floors.json). The same imports from a higher floor
 // pass: the guard is about where a file is, not about the names it imports.
 import assert from 'node:assert/strict'
 import { join, resolve } from 'node:path'
@@ -49,7 +49,11 @@ const CLOCK = /^no-restricted-(globals|properties|syntax)$/
 const importing = (name: string, from: string): string =>
   `import { ${name} } from '${from}'\n\nexport const used = ${name}\n`
 
-describe('the purity guard (eslint.config.js)', () => {
+/** A snippet that imports only the type `name` from `from` and uses it. */
+const importingType = (name: string, from: string): string =>
+  `import type { ${name} } from '${from}'\n\nexport type Used = ${name}\n`
+
+describe('the floor guard (eslint.config.js)', () => {
   it('refuses an import of the effects layer from a nested core file', async () => {
     await refused(
       'src/core/semaphore/x.ts',
@@ -63,12 +67,12 @@ describe('the purity guard (eslint.config.js)', () => {
     )
     await refused(
       'src/core/semaphore/x.ts',
-      "import type { Member } from '../../effects/coordinator/contend.js'\n\nexport type Run = Member\n",
+      importingType('Member', '../../effects/coordinator/contend.js'),
       IMPORTS,
     )
   })
 
-  it("refuses the transport's run-time code, and allows the types of its data", async () => {
+  it('refuses the transport, its types too, and allows the data types of the base floor', async () => {
     await refused(
       'src/core/semaphore/x.ts',
       importing('createConsulHttp', '../../consul/http.js'),
@@ -76,13 +80,18 @@ describe('the purity guard (eslint.config.js)', () => {
     )
     await refused(
       'src/core/release/x.ts',
-      importing('isTransient', '../../consul/errors.js'),
+      importing('watchPrefix', '../../consul/watch-prefix.js'),
       IMPORTS,
     )
     await refused('src/core/x.ts', importing('createConsulClient', '../consul/client.js'), IMPORTS)
+    await refused(
+      'src/core/semaphore/x.ts',
+      importingType('ConsulClient', '../../consul/client-api.js'),
+      IMPORTS,
+    )
     await allowed(
       'src/core/semaphore/x.ts',
-      "import type { KVSnapshot } from '../../consul/types.js'\n\nexport type Seen = KVSnapshot\n",
+      importingType('KVSnapshot', '../../base/kv-snapshot.js'),
     )
   })
 
@@ -95,7 +104,11 @@ describe('the purity guard (eslint.config.js)', () => {
       IMPORTS,
     )
     await refused('src/core/semaphore/x.ts', importing('semaphore', '../../index.js'), IMPORTS)
-    await refused('src/core/semaphore/x.ts', importing('semaphore', '../../semaphore.js'), IMPORTS)
+    await refused(
+      'src/core/semaphore/x.ts',
+      importing('semaphore', '../../recipes/semaphore.js'),
+      IMPORTS,
+    )
     await refused('src/core/semaphore/x.ts', importing('decide', '../../experimental.js'), IMPORTS)
   })
 
@@ -103,23 +116,40 @@ describe('the purity guard (eslint.config.js)', () => {
     await refused('src/core/semaphore/x.ts', importing('Pool', 'undici'), IMPORTS)
     await refused('src/core/semaphore/x.ts', importing('readFileSync', 'node:fs'), IMPORTS)
     await refused('src/core/semaphore/x.ts', importing('readFileSync', 'fs'), IMPORTS)
-    await refused('src/shared/x.ts', importing('Pool', 'undici'), IMPORTS)
+    await refused('src/base/x.ts', importing('Pool', 'undici'), IMPORTS)
   })
 
-  it('allows the pure module and the rest of the core, from any depth', async () => {
-    await allowed('src/core/semaphore/x.ts', importing('LOCK_FLAGS', '../../shared/flags.js'))
-    await allowed('src/core/x.ts', importing('BACKOFF', '../shared/backoff.js'))
+  it('allows the base floor and the rest of the core, from any depth', async () => {
+    await allowed('src/core/semaphore/x.ts', importing('LOCK_FLAGS', '../../base/flags.js'))
+    await allowed('src/core/x.ts', importing('BACKOFF', '../base/backoff.js'))
     await allowed('src/core/contender/x.ts', importing('decide', '../semaphore/decide.js'))
     await allowed('src/core/semaphore/x.ts', importing('map', 'rxjs'))
   })
 
-  it('keeps the pure module below the core and the transport', async () => {
-    await refused('src/shared/x.ts', importing('decide', '../core/semaphore/decide.js'), IMPORTS)
-    await refused('src/shared/x.ts', importing('createConsulHttp', '../consul/http.js'), IMPORTS)
-    await allowed(
-      'src/shared/x.ts',
-      "import type { ConsulError } from '../consul/errors.js'\n\nexport type Failure = ConsulError\n",
+  it('keeps the base floor below the core and the transport, types included', async () => {
+    await refused('src/base/x.ts', importing('decide', '../core/semaphore/decide.js'), IMPORTS)
+    await refused('src/base/x.ts', importing('createConsulHttp', '../consul/http.js'), IMPORTS)
+    await refused('src/base/x.ts', importingType('Decision', '../core/events.js'), IMPORTS)
+    await allowed('src/base/x.ts', importingType('ConsulError', './consul-error.js'))
+  })
+
+  it('refuses an import up a floor from every other floor, types and re-exports included', async () => {
+    await refused('src/consul/x.ts', importing('scope', '../telemetry/scope.js'), IMPORTS)
+    await refused(
+      'src/effects/coordinator/x.ts',
+      importingType('SlotGuard', '../../handle/slot-guard.js'),
+      IMPORTS,
     )
+    await refused(
+      'src/options/x.ts',
+      "export { semaphore } from '../recipes/semaphore.js'\n",
+      IMPORTS,
+    )
+    await refused('src/handle/x.ts', importing('evict', '../operator/evict.js'), IMPORTS)
+    await refused('src/recipes/x.ts', importing('main', '../cli/main.js'), IMPORTS)
+    await refused('src/operator/doctor/x.ts', importing('semaphore', '../../index.js'), IMPORTS)
+    await allowed('src/cli/run/x.ts', importing('semaphore', '../../recipes/semaphore.js'))
+    await allowed('src/recipes/x.ts', importing('slotGuard', '../handle/slot-guard.js'))
   })
 
   it('allows the same imports from the effects layer', async () => {
@@ -131,14 +161,14 @@ describe('the purity guard (eslint.config.js)', () => {
       'src/effects/coordinator/x.ts',
       importing('createConsulHttp', '../../consul/http.js'),
     )
-    await allowed('src/effects/coordinator/x.ts', importing('LOCK_FLAGS', '../../shared/flags.js'))
+    await allowed('src/effects/coordinator/x.ts', importing('LOCK_FLAGS', '../../base/flags.js'))
     await allowed(
       'src/effects/x.ts',
       'export const later = (): unknown => setTimeout(() => 0, 1)\n',
     )
   })
 
-  it('refuses a clock in the core and the pure module', async () => {
+  it('refuses a clock in the core and the base floor', async () => {
     await refused('src/core/semaphore/x.ts', 'export const now = (): number => Date.now()\n', CLOCK)
     await refused('src/core/semaphore/x.ts', 'export const now = (): Date => new Date()\n', CLOCK)
     await refused(
@@ -152,7 +182,7 @@ describe('the purity guard (eslint.config.js)', () => {
       CLOCK,
     )
     await refused(
-      'src/shared/x.ts',
+      'src/base/x.ts',
       'export const later = (): unknown => setInterval(() => 0, 1)\n',
       CLOCK,
     )

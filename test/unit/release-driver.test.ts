@@ -7,16 +7,11 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
 import { VirtualTimeScheduler } from 'rxjs'
 import type { ConsulClient } from '../../src/consul/client-api.js'
-import {
-  CONTENDER_FLAGS,
-  HOLDER_FLAGS,
-  LOCK_FLAGS,
-  SEMAPHORE_FLAGS,
-} from '../../src/shared/flags.js'
-import type { KVSnapshot } from '../../src/consul/types.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import { releaseNext, releaseStart } from '../../src/core/release/release-slot-plan.js'
 import { runReleasePlan } from '../../src/effects/release/release-driver.js'
-import { releaseLeaderKey } from '../../src/effects/release/lock-release.js'
+import { releaseLeaderKey } from '../../src/effects/release/leader-key-release.js'
 import { releaseSlot } from '../../src/effects/release/release-slot.js'
 import {
   autoAdvance,

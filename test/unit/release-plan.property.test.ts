@@ -7,9 +7,9 @@ import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
 import fc from 'fast-check'
 import type { TxnResult } from '../../src/consul/client-api.js'
-import type { ConsulError } from '../../src/consul/errors.js'
-import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS } from '../../src/shared/flags.js'
-import type { KVSnapshot } from '../../src/consul/types.js'
+import type { ConsulError } from '../../src/base/consul-error.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS } from '../../src/base/flags.js'
+import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import type { ReleaseAnswer, ReleaseCall } from '../../src/core/release/release-call.js'
 import {
   releaseNext,

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
-import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS } from '../../src/shared/flags.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS } from '../../src/base/flags.js'
 import { releaseNext, releaseStart } from '../../src/core/release/release-slot-plan.js'
 import { prefixView } from '../../src/core/semaphore/prefix-view.js'
 import { answer, failure, play } from '../support/release-script.js'

@@ -9,9 +9,9 @@
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import { VirtualTimeScheduler, type Observable, type Subscription } from 'rxjs'
-import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
-import { leaderElection, type LeaderElectionState } from '../../src/leader-election.js'
-import { semaphore, type SemaphoreState } from '../../src/semaphore.js'
+import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import { leaderElection, type LeaderElectionState } from '../../src/recipes/leader-election.js'
+import { semaphore, type SemaphoreState } from '../../src/recipes/semaphore.js'
 import { advanceBy, createConsulDouble, type ConsulDouble } from '../support/consul-double.js'
 
 const prefix = 'svc/counted'

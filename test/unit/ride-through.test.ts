@@ -11,9 +11,9 @@ import {
   type Observable,
   type Subscription,
 } from 'rxjs'
-import { SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
-import { leaderElection, type LeaderElectionState } from '../../src/leader-election.js'
-import { semaphore, type Semaphore } from '../../src/semaphore.js'
+import { SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import { leaderElection, type LeaderElectionState } from '../../src/recipes/leader-election.js'
+import { semaphore, type Semaphore } from '../../src/recipes/semaphore.js'
 import {
   autoAdvance,
   createConsulDouble,

@@ -3,13 +3,13 @@
 // holding a leader lock, and the contender keys.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { KVEntry } from '../../src/consul/types.js'
+import type { KVEntry } from '../../src/base/kv-snapshot.js'
 import {
   isFullSessionId,
   resolveSessionPrefix,
   sessionsAt,
 } from '../../src/core/semaphore/session-prefix.js'
-import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/shared/flags.js'
+import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 
 const a = '49e92154-0c4e-5b6a-8f2d-3a1b2c3d4e5f'
 const b = '49e9aaaa-1111-2222-3333-444455556666'

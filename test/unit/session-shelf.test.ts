@@ -21,7 +21,7 @@ import {
   resolveSemaphoreOptions,
   type SemaphoreOptions,
 } from '../../src/options/contender-options.js'
-import type { SemaphoreError } from '../../src/errors.js'
+import type { SemaphoreError } from '../../src/base/semaphore-error.js'
 import {
   advanceBy,
   createConsulDouble,

@@ -3,8 +3,8 @@
  * say which flag is wrong and how to see the right ones.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { nearestName } from '../../shared/nearest-name.js'
-import { sentences } from '../../shared/sentences.js'
+import { nearestName } from '../../base/nearest-name.js'
+import { sentences } from '../../base/sentences.js'
 
 /**
  * A command line `rxsem` cannot act on: an unknown command or flag, a missing or malformed value.

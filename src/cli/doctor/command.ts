@@ -2,7 +2,7 @@
  * `rxsem doctor`: checks the agent, the token and a prefix as `rxsem run` would use them
  * (`doctor`), and prints each finding with what to do.
  */
-import { doctor, type DoctorReport } from '../../doctor.js'
+import { doctor, type DoctorReport } from '../../operator/doctor.js'
 import { consulConfigFrom, consulFlagSpec } from '../args/consul-flags.js'
 import { listFlag, stringFlag } from '../args/flag-values.js'
 import {

@@ -4,7 +4,7 @@
  * `rxsem drain --help` explains both.
  */
 import { createConsulClient } from '../../consul/client.js'
-import { drain, liftDrain, type Drain, type DrainLift } from '../../drain.js'
+import { drain, liftDrain, type Drain, type DrainLift } from '../../operator/drain.js'
 import { consulConfigFrom } from '../args/consul-flags.js'
 import { UsageError } from '../args/parse-flags.js'
 import { readPrefixCommand } from '../args/prefix-command.js'

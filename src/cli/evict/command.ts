@@ -3,7 +3,7 @@
  * did and the fencing-token floor after it.
  */
 import { createConsulClient } from '../../consul/client.js'
-import { evict, type Eviction } from '../../evict.js'
+import { evict, type Eviction } from '../../operator/evict.js'
 import { consulConfigFrom } from '../args/consul-flags.js'
 import { stringFlag } from '../args/flag-values.js'
 import { UsageError } from '../args/parse-flags.js'

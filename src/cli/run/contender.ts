@@ -5,8 +5,8 @@
  */
 import { EMPTY, catchError, distinctUntilChanged, map, type Observable } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
-import { contendForLead, type LeaderElectionState } from '../../leader-election.js'
-import { contendForSlot, type SemaphoreState } from '../../semaphore.js'
+import { contendForLead, type LeaderElectionState } from '../../recipes/leader-election.js'
+import { contendForSlot, type SemaphoreState } from '../../recipes/semaphore.js'
 import { tryOnceVerdict, type TryOnceVerdict } from '../../core/contender/try-once-verdict.js'
 import type { RunPlan } from './plan.js'
 

@@ -17,7 +17,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Observable, Subscription } from 'rxjs'
-import type { SemaphoreState } from '../../semaphore.js'
+import type { SemaphoreState } from '../../recipes/semaphore.js'
 import { badValue, UsageError } from '../args/parse-flags.js'
 import { describeError } from '../report.js'
 

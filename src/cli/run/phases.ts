@@ -20,7 +20,7 @@ import {
   timer,
   type Observable,
 } from 'rxjs'
-import type { SemaphoreState } from '../../semaphore.js'
+import type { SemaphoreState } from '../../recipes/semaphore.js'
 import { tryOnceVerdictOf, type CliContender } from './contender.js'
 import { describeError } from '../report.js'
 

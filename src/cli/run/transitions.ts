@@ -2,7 +2,7 @@
  * What `rxsem run` says about a change of its contender's state: the key lines (waiting, holding,
  * lost) for everyone, and every other transition with its reason for `--verbose`.
  */
-import type { SemaphoreState } from '../../semaphore.js'
+import type { SemaphoreState } from '../../recipes/semaphore.js'
 import { cliWording, shortSession } from '../report.js'
 import { tryOnceVerdictOf } from './contender.js'
 

@@ -5,7 +5,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../../consul/client-api.js'
 import { createConsulClient } from '../../consul/client.js'
-import { setLimit, type LimitChange } from '../../set-limit.js'
+import { setLimit, type LimitChange } from '../../operator/set-limit.js'
 import { consulConfigFrom } from '../args/consul-flags.js'
 import { UsageError } from '../args/parse-flags.js'
 import { readPrefixCommand } from '../args/prefix-command.js'

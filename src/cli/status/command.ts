@@ -1,7 +1,7 @@
 /** `rxsem status`: the semaphore at a prefix, from one `kv.list`. */
 import * as E from 'fp-ts/lib/Either.js'
 import { createConsulClient } from '../../consul/client.js'
-import { problemError } from '../../errors.js'
+import { problemError } from '../../base/semaphore-error.js'
 import { consulConfigFrom } from '../args/consul-flags.js'
 import { describeError, ExitCode } from '../report.js'
 import { readPrefixCommand } from '../args/prefix-command.js'

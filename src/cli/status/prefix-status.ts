@@ -4,8 +4,8 @@
  * `consul lock` leader lock, which the core refuses as a conflict but an operator wants to see.
  */
 import * as E from 'fp-ts/lib/Either.js'
-import { LOCK_FLAGS } from '../../shared/flags.js'
-import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import { LOCK_FLAGS } from '../../base/flags.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import { contenderKey } from '../../core/keys/contender-key.js'
 import { decodeLockBody } from '../../core/lock-body/decode-lock-body.js'
 import type { LockBodyShape, PrefixProblem } from '../../core/events.js'

@@ -1,4 +1,4 @@
-import type { KVSnapshot } from '../../consul/types.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { Decision } from '../events.js'
 import type { ContenderInput } from './contender-input.js'
 import type { ContenderState, ContenderStateOptions } from './contender-state-model.js'

@@ -1,5 +1,5 @@
-import type { ServerError } from '../../consul/errors.js'
-import { isConsulError } from '../../shared/failure-kinds.js'
+import type { ServerError } from '../../base/consul-error.js'
+import { isConsulError } from '../../base/failure-kinds.js'
 
 /** Consul's refusal to tie a session to one of the contender's service checks. */
 export interface CheckRefusal {

@@ -1,8 +1,8 @@
 import type { SchedulerLike } from 'rxjs'
-import type { KVSnapshot } from '../../consul/types.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { DecideOptions } from '../semaphore/decide.js'
 import type { Decision, PrefixProblem, SemaphoreView, TransitionReason } from '../events.js'
-import type { LastFailure } from './last-failure.js'
+import type { LastFailure } from '../last-failure.js'
 import type { LeaseMargin } from './lease-deadline.js'
 import type { Refencing } from '../semaphore/refencing.js'
 

@@ -1,4 +1,4 @@
-import type { KVSnapshot } from '../../consul/types.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { ContenderStateOptions } from './contender-state-model.js'
 import { decide } from '../semaphore/decide.js'
 import type { Decision } from '../events.js'

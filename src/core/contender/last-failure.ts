@@ -1,22 +1,7 @@
-import type { ConsulError } from '../../consul/errors.js'
+import type { LastFailure } from '../last-failure.js'
 import type { ContenderInput } from './contender-input.js'
 
-/**
- * The failure a contender is living with, and which of its loops met it: the prefix watch, the
- * session's renewals, or the creation of a new session (each keeps retrying it).
- *
- * @example
- * ```ts
- * const failure: LastFailure = { during: 'watch', error }
- * console.warn(`${failure.during}: ${failure.error.message}`)
- * ```
- */
-export interface LastFailure {
-  /** The loop that failed. */
-  readonly during: 'watch' | 'renewal' | 'session'
-  /** Its last failure. */
-  readonly error: ConsulError
-}
+export type { LastFailure } from '../last-failure.js'
 
 /**
  * The contender's last failure after one input: a watch `disconnected` or a `renewal-failed` sets

@@ -1,5 +1,5 @@
-import { LOCK_FLAGS } from '../../shared/flags.js'
-import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import { LOCK_FLAGS } from '../../base/flags.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import type { DecideStep } from '../contender/contender-state-model.js'
 import type { Decision, SemaphoreView } from '../events.js'
 import { lockKey } from '../keys/lock-key.js'

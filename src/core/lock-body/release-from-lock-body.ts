@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js'
-import type { KVSnapshot } from '../../consul/types.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import { encodeLockBody } from './encode-lock-body.js'
 import type { PrefixProblem } from '../events.js'
 import { lockKey } from '../keys/lock-key.js'

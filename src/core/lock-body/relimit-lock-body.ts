@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js'
-import type { KVEntry } from '../../consul/types.js'
+import type { KVEntry } from '../../base/kv-snapshot.js'
 import type { PrefixProblem } from '../events.js'
 import { encodeLockBody } from './encode-lock-body.js'
 import { readLockBody, type ReadLockBody } from './read-lock-body.js'

@@ -10,11 +10,11 @@
  * ```
  */
 import * as E from 'fp-ts/lib/Either.js'
-import type { TxnOp, TxnResult } from '../../consul/client-api.js'
-import type { ConsulError } from '../../consul/errors.js'
-import type { KVEntry } from '../../consul/types.js'
-import { BACKOFF, backoffDelay } from '../../shared/backoff.js'
-import { isTransient } from '../../shared/failure-kinds.js'
+import type { TxnOp, TxnResult } from '../../base/txn.js'
+import type { ConsulError } from '../../base/consul-error.js'
+import type { KVEntry } from '../../base/kv-snapshot.js'
+import { BACKOFF, backoffDelay } from '../../base/backoff.js'
+import { isTransient } from '../../base/failure-kinds.js'
 
 /**
  * One thing a release plan asks its driver to do: a Consul call, or a wait on the scheduler.

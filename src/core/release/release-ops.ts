@@ -1,10 +1,5 @@
-import type { TxnOp } from '../../consul/client-api.js'
-import {
-  CONTENDER_FLAGS,
-  HOLDER_FLAGS,
-  RENEWING_FLAGS,
-  SEMAPHORE_FLAGS,
-} from '../../shared/flags.js'
+import type { TxnOp } from '../../base/txn.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, RENEWING_FLAGS, SEMAPHORE_FLAGS } from '../../base/flags.js'
 import { lockKey } from '../keys/lock-key.js'
 import type { HandOff } from '../semaphore/hand-off.js'
 import type { Refencing } from '../semaphore/refencing.js'

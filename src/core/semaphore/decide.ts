@@ -1,4 +1,4 @@
-import type { KVSnapshot } from '../../consul/types.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { Decision } from '../events.js'
 import { decideInView, type ContenderDecideOptions } from './decide-in-view.js'
 import { prefixView, type PrefixViewOptions } from './prefix-view.js'

@@ -1,4 +1,4 @@
-import type { KVEntry } from '../../consul/types.js'
+import type { KVEntry } from '../../base/kv-snapshot.js'
 import { directChild } from '../keys/direct-child.js'
 import { LOCK_KEY_NAME } from '../keys/lock-key.js'
 

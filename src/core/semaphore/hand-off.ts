@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { CONTENDER_FLAGS } from '../../shared/flags.js'
-import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import { CONTENDER_FLAGS } from '../../base/flags.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import { contenderKey } from '../keys/contender-key.js'
 import { lockKey } from '../keys/lock-key.js'
 import { readLockBody } from '../lock-body/read-lock-body.js'

@@ -1,4 +1,4 @@
-import type { KVEntry } from '../../consul/types.js'
+import type { KVEntry } from '../../base/kv-snapshot.js'
 
 /**
  * The sessions that hold some key in the listing: a holder is alive while its session still locks

@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { HOLDER_FLAGS } from '../../shared/flags.js'
-import type { KVEntry, KVSnapshot } from '../../consul/types.js'
+import { HOLDER_FLAGS } from '../../base/flags.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import type { PrefixProblem, RankedContender, SemaphoreView } from '../events.js'
 import { directChild } from '../keys/direct-child.js'
 import { LOCK_KEY_NAME, lockKey } from '../keys/lock-key.js'

@@ -1,5 +1,5 @@
 import type * as E from 'fp-ts/lib/Either.js'
-import type { KVSnapshot } from '../../consul/types.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { PrefixProblem, SemaphoreView } from '../events.js'
 import { releaseFromLockBody } from '../lock-body/release-from-lock-body.js'
 import { handOffSlot, type HandOff, type HandOffOptions } from './hand-off.js'

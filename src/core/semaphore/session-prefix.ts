@@ -1,6 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
-import type { KVEntry } from '../../consul/types.js'
-import { LOCK_FLAGS } from '../../shared/flags.js'
+import type { KVEntry } from '../../base/kv-snapshot.js'
+import { LOCK_FLAGS } from '../../base/flags.js'
 import { directChild } from '../keys/direct-child.js'
 import { LOCK_KEY_NAME } from '../keys/lock-key.js'
 import { decodeLockBody } from '../lock-body/decode-lock-body.js'

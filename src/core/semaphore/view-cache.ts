@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js'
-import type { KVSnapshot } from '../../consul/types.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { CountedGrace, DecideStep, SharedGrace } from '../contender/contender-state-model.js'
 import type { PrefixProblem } from '../events.js'
 import { decideInView } from './decide-in-view.js'

@@ -1,5 +1,5 @@
-import { CONTENDER_FLAGS } from '../../shared/flags.js'
-import type { KVSnapshot } from '../../consul/types.js'
+import { CONTENDER_FLAGS } from '../../base/flags.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { Decision } from '../events.js'
 import { contenderKey } from '../keys/contender-key.js'
 import { FRONT_PLACES } from './pass-to-waiter.js'

@@ -13,7 +13,7 @@ import {
   type OperatorFunction,
   type SchedulerLike,
 } from 'rxjs'
-import type { WatchEvent } from '../../consul/types.js'
+import type { WatchEvent } from '../../base/kv-snapshot.js'
 
 /** What tells a task whether its key's lock still holds: the watch, and the session's lease. */
 export type TaskLockInput =

@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../../consul/client-api.js'
-import type { ConsulError } from '../../consul/errors.js'
-import { SemaphoreError } from '../../errors.js'
+import type { ConsulError } from '../../base/consul-error.js'
+import { SemaphoreError } from '../../base/semaphore-error.js'
 import type { CreatedSession } from './contender-port.js'
 import { adoptedSessionGone } from './give-up-error.js'
 

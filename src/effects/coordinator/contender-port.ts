@@ -1,10 +1,10 @@
 import type { Observable } from 'rxjs'
-import type { KVSnapshot, WatchEvent } from '../../consul/types.js'
+import type { KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
 import type { GiveUp, RunRelease, SessionSource } from '../../core/contender/contender-life.js'
 import type { ContenderInput } from '../../core/contender/contender-input.js'
 import type { ContenderAction, ContenderState } from '../../core/contender/contender-state-model.js'
 import type { ContenderEvent, Decision } from '../../core/events.js'
-import type { SemaphoreError } from '../../errors.js'
+import type { SemaphoreError } from '../../base/semaphore-error.js'
 import type { ContenderEnd } from '../../telemetry/contender-telemetry.js'
 import type { LeaseEvent } from '../session-lease.js'
 

@@ -1,11 +1,11 @@
 import type { ConsulClient } from '../../consul/client-api.js'
-import type { ConsulError } from '../../consul/errors.js'
+import type { ConsulError } from '../../base/consul-error.js'
 import type { GiveUp } from '../../core/contender/contender-life.js'
 import type { CheckRefusal } from '../../core/contender/check-refusal.js'
-import { SemaphoreError, toSemaphoreError } from '../../errors.js'
+import { SemaphoreError, toSemaphoreError } from '../../base/semaphore-error.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
 import type { ContenderProtocol } from '../protocol/contender-protocol.js'
-import { sentences } from '../../shared/sentences.js'
+import { sentences } from '../../base/sentences.js'
 
 /** The address of the client's agent, for a client that says it (`createConsulClient`'s). */
 function agentAddress(client: ConsulClient): string {

@@ -17,7 +17,7 @@ import {
   type LifeTimer,
 } from '../../core/contender/contender-life.js'
 import type { ContenderState } from '../../core/contender/contender-state-model.js'
-import type { SemaphoreError } from '../../errors.js'
+import type { SemaphoreError } from '../../base/semaphore-error.js'
 import type { ContenderPort } from './contender-port.js'
 
 /** Where a contender's states go: the core's state after each event, across sessions. */

@@ -18,8 +18,8 @@ import {
 } from 'rxjs'
 import type { ConsulClient, WatchOptions } from '../../consul/client-api.js'
 import { EntryCache } from '../../consul/entry-cache.js'
-import { filteredListingError } from '../../consul/errors.js'
-import type { KVEntry, KVSnapshot, WatchEvent } from '../../consul/types.js'
+import { filteredListingError } from '../../base/consul-error.js'
+import type { KVEntry, KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
 import type { Decision } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import { readLockBody } from '../../core/lock-body/read-lock-body.js'
@@ -32,8 +32,8 @@ import {
   type WatchTarget,
 } from '../../core/semaphore/watch-target.js'
 import type { ContenderProtocol } from '../protocol/contender-protocol.js'
-import { refCountedRegistry, type RegistryLease } from '../registry.js'
-import { sharedWatch } from '../shared-watch.js'
+import { refCountedRegistry, type Borrowed } from '../registry.js'
+import { commonWatch } from '../common-watch.js'
 import { fromCall } from '../call-policy.js'
 
 /** A registered contender, as the coordinator drives it (see `Member`). */
@@ -217,7 +217,7 @@ export class PrefixCoordinator {
     const options: WatchOptions = this.options
     // Without a queue there is no target to choose: the prefix watch of the process, which a
     // leader election's `leader$` reads too (one long poll for both).
-    if (!this.protocol.herdFree) return sharedWatch(this.client, `${this.prefix}/`, options)
+    if (!this.protocol.herdFree) return commonWatch(this.client, `${this.prefix}/`, options)
     return this.target.pipe(
       distinctUntilChanged(sameWatchTarget),
       // Each long poll starts from what the members have already seen: the last snapshot's index
@@ -346,8 +346,8 @@ export function coordinatorFor(
   prefix: string,
   protocol: ContenderProtocol,
   options: CoordinatorWatchOptions,
-): RegistryLease<PrefixCoordinator> {
-  return coordinators.acquire(
+): Borrowed<PrefixCoordinator> {
+  return coordinators.borrow(
     client,
     `${protocol.kind}:${prefix}`,
     () => new PrefixCoordinator(client, prefix, protocol, options),

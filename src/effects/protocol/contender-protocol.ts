@@ -1,8 +1,8 @@
 import type * as E from 'fp-ts/lib/Either.js'
 import type { Observable, SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
-import type { ConsulError } from '../../consul/errors.js'
-import type { KVSnapshot } from '../../consul/types.js'
+import type { ConsulError } from '../../base/consul-error.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type {
   ContenderAction,
   DecideStep,
@@ -12,7 +12,7 @@ import type {
 import type { ReleaseOutcome } from '../../core/release/release-slot-plan.js'
 import type { ViewCache } from '../../core/semaphore/view-cache.js'
 import type { ContenderEvent, PrefixProblem } from '../../core/events.js'
-import type { SemaphoreError } from '../../errors.js'
+import type { SemaphoreError } from '../../base/semaphore-error.js'
 
 /** What a protocol knows of one member: its prefix, client and the prefix's shared cache. */
 export interface ProtocolMember {

@@ -1,5 +1,5 @@
-import { problemError } from '../../errors.js'
-import { joinQueue, semaphorePerformer } from './perform-action.js'
+import { problemError } from '../../base/semaphore-error.js'
+import { joinQueue, semaphorePerformer } from './semaphore-performer.js'
 import { refencing } from '../../core/semaphore/refencing.js'
 import { releaseSlot } from '../release/release-slot.js'
 import type { ContenderProtocol } from './contender-protocol.js'

@@ -1,5 +1,5 @@
 import * as E from 'fp-ts/lib/Either.js'
-import type { ConsulError } from '../../consul/errors.js'
+import type { ConsulError } from '../../base/consul-error.js'
 import {
   firstTry,
   triageAnswer,

@@ -10,8 +10,8 @@ import {
   type SchedulerLike,
 } from 'rxjs'
 import type { ConsulClient, TxnResult } from '../../consul/client-api.js'
-import type { ConsulError } from '../../consul/errors.js'
-import { LOCK_FLAGS } from '../../shared/flags.js'
+import type { ConsulError } from '../../base/consul-error.js'
+import { LOCK_FLAGS } from '../../base/flags.js'
 import {
   fromCall,
   isConsulError,

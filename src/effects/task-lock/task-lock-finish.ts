@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../../consul/client-api.js'
-import type { ConsulError } from '../../consul/errors.js'
-import { LOCK_FLAGS } from '../../shared/flags.js'
+import type { ConsulError } from '../../base/consul-error.js'
+import { LOCK_FLAGS } from '../../base/flags.js'
 
 /**
  * What to do with a task key when its task is over: 'release' leaves the key, unheld, as

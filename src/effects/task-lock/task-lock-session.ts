@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { BehaviorSubject, asyncScheduler, type Observable, type SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
-import type { ConsulError } from '../../consul/errors.js'
+import type { ConsulError } from '../../base/consul-error.js'
 import { leaseDeadline } from '../../core/contender/lease-deadline.js'
 import type { TaskLockInput } from '../../core/task-lock/task-lock-loss.js'
 import { sessionLease } from '../session-lease.js'

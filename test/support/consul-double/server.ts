@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto'
 import * as E from 'fp-ts/lib/Either.js'
 import type { SchedulerLike, Subscription } from 'rxjs'
 import { durationMs, parseGoDuration } from '../../../src/consul/durations.js'
-import type { ConsulError } from '../../../src/consul/errors.js'
+import type { ConsulError } from '../../../src/base/consul-error.js'
 import type { HttpAnswer, HttpRequest } from '../../../src/consul/http.js'
 import { parseConsulJson, parseUint64 } from '../../../src/consul/uint64-json.js'
 import {

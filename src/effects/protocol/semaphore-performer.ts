@@ -1,0 +1,190 @@
+import * as E from 'fp-ts/lib/Either.js'
+import { EMPTY, asyncScheduler, map, mergeMap, type Observable, of, timer } from 'rxjs'
+import { BACKOFF, backoffDelay } from '../../base/backoff.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../base/flags.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
+import { contenderKey } from '../../core/keys/contender-key.js'
+import { refenceOps } from '../../core/release/release-ops.js'
+import { lockKey } from '../../core/keys/lock-key.js'
+import type { ContenderEvent } from '../../core/events.js'
+import { fromCall, orThrow, retryTransient } from '../call-policy.js'
+import type { Performer, PerformerOptions } from './contender-protocol.js'
+import { endOnSessionGone } from './session-gone.js'
+
+const utf8 = new TextEncoder()
+
+/**
+ * The index `.lock` was written at, from a committed transaction's results (the check-session
+ * result carries the key's earlier index, so pick `.lock`'s own).
+ */
+function writtenIndex(results: readonly KVEntry[], key: string): bigint | undefined {
+  // The last: a check of the same key earlier in the transaction answers with its index before.
+  let index: bigint | undefined
+  for (const entry of results) if (entry.key === key) index = entry.modifyIndex
+  return index
+}
+
+export interface SemaphorePerformerOptions extends PerformerOptions {
+  /** The contender key's value. */
+  readonly value: string
+}
+
+/**
+ * The semaphore's performer for one session: makes the write the core asks for and reports its
+ * answer as a ContenderEvent:
+ *
+ * - `TryAcquire`: a transaction that, while this session still locks its contender key, CASes
+ *   `.lock` and rewrites the key with HOLDER_FLAGS (the answer carries the index written: the
+ *   fencing token) → `cas-result`;
+ * - `NotContending`: `?acquire=<session>` on the contender key with CONTENDER_FLAGS → nothing
+ *   (the next snapshot shows the key), or `session-gone` when Consul no longer has the session.
+ *
+ * Transient failures are retried a few times with backoff; the caller cancels the attempt (and
+ * its HTTP request) by unsubscribing when the core asks for something else. A CAS whose answer was
+ * lost may still have been applied: the retry then answers false, and the next snapshot shows the
+ * slot, so safety never rests on knowing.
+ *
+ * ```
+ * action:   TryAcquire
+ * result:   ------(cas-result|)
+ * ```
+ *
+ * @example
+ * const perform = semaphorePerformer({ client, prefix, session, value: 'web-1' })
+ * states.pipe(map((s) => s.write), distinctUntilChanged(), switchMap((a) => (a ? perform(a) : EMPTY)))
+ * @param options - Client, prefix, session, the contender key's value, scheduler.
+ * @returns The performer: each action's events to feed back to the core; errors with a permanent
+ *   ConsulError.
+ */
+export function semaphorePerformer(options: SemaphorePerformerOptions): Performer {
+  const { client, prefix, session, random } = options
+  const scheduler = options.scheduler ?? asyncScheduler
+  return (action) => {
+    if (action.type === 'Refence' || action.type === 'Rotate') {
+      const ownKey = contenderKey(prefix, session)
+      const ops = refenceOps(prefix, ownKey, session, utf8.encode(options.value), action)
+      return fromCall((signal) => client.kv.txn(ops, { signal })).pipe(
+        mergeMap(orThrow),
+        retryTransient(scheduler, random),
+        map((result): ContenderEvent => ({
+          type: 'refenced',
+          ok: result.committed,
+          refencing: action.type,
+          modifyIndex: result.committed ? writtenIndex(result.results, ownKey) : undefined,
+        })),
+      )
+    }
+    if (action.type === 'TryAcquire') {
+      const holders = [...action.view.liveHolders, session]
+      const ownKey = contenderKey(prefix, session)
+      return fromCall((signal) =>
+        client.kv.txn(
+          [
+            // Only while this session still locks its key: never recreate a key Consul deleted.
+            { verb: 'check-session', key: ownKey, session },
+            {
+              verb: 'cas',
+              key: lockKey(prefix),
+              value: action.body,
+              flags: SEMAPHORE_FLAGS,
+              index: action.cas,
+            },
+            // The same write marks the key (the lock stays): its index is the fencing token, and
+            // the waiter behind, which may long-poll this key, wakes.
+            { verb: 'set', key: ownKey, value: utf8.encode(options.value), flags: HOLDER_FLAGS },
+          ],
+          { signal },
+        ),
+      ).pipe(
+        mergeMap(orThrow),
+        retryTransient(scheduler, random),
+        mergeMap((result) =>
+          of<ContenderEvent>(
+            result.committed
+              ? {
+                  type: 'cas-result',
+                  ok: true,
+                  holders,
+                  modifyIndex: writtenIndex(result.results, lockKey(prefix)),
+                }
+              : { type: 'cas-result', ok: false, holders },
+          ),
+        ),
+      )
+    }
+    const acquireKey: Observable<ContenderEvent> = fromCall((signal) =>
+      client.kv.put(contenderKey(prefix, session), options.value, {
+        acquire: session,
+        // The semaphore's flags plus one: "this contender takes a slot handed to it directly".
+        flags: CONTENDER_FLAGS,
+        signal,
+      }),
+    ).pipe(
+      mergeMap(orThrow),
+      retryTransient(scheduler, random),
+      // false: after an invalidation Consul refuses the key for the session's lock-delay before it
+      // even looks at the session, so ask whether the session still exists.
+      mergeMap((acquired) =>
+        acquired
+          ? EMPTY
+          : fromCall((signal) => client.session.info(session, { signal })).pipe(
+              mergeMap(orThrow),
+              retryTransient(scheduler, random),
+              mergeMap((info) =>
+                info === null
+                  ? of<ContenderEvent>({ type: 'session-gone' })
+                  : timer(backoffDelay(BACKOFF.recheck, 1), scheduler).pipe(
+                      mergeMap(() => acquireKey),
+                    ),
+              ),
+            ),
+      ),
+      endOnSessionGone,
+    )
+    return acquireKey
+  }
+}
+
+/**
+ * Joins the queue in one request, for a contender whose session is new: a transaction that takes
+ * its contender key (the `NotContending` write: `lock` with CONTENDER_FLAGS) and reads the prefix
+ * right after it (`get-tree`). The answer is the prefix as of that write, the contender's own key
+ * included, so the contender decides on it at once, instead of listing the prefix (to find its
+ * key missing), acquiring the key, and waking for its own write: one request instead of three.
+ *
+ * A transaction has no index of its own; the snapshot's index is the largest ModifyIndex read,
+ * which is the join's own write (nothing under the prefix can be newer), as a listing's index
+ * would be. Undefined when the transaction failed or rolled back (the key could not be taken):
+ * the contender then goes the usual way, which reports and retries what went wrong.
+ *
+ * @example
+ * joinQueue({ client, prefix: 'svc/lock', session, value: 'web-1' }).subscribe((seed) => ...)
+ * @returns The prefix as of the join, or undefined; then completes.
+ */
+export function joinQueue(
+  options: Omit<SemaphorePerformerOptions, 'scheduler' | 'random'>,
+): Observable<KVSnapshot | undefined> {
+  const { client, prefix, session } = options
+  return fromCall((signal) =>
+    client.kv.txn(
+      [
+        {
+          verb: 'lock',
+          key: contenderKey(prefix, session),
+          value: utf8.encode(options.value),
+          flags: CONTENDER_FLAGS,
+          session,
+        },
+        { verb: 'get-tree', key: `${prefix}/` },
+      ],
+      { signal },
+    ),
+  ).pipe(
+    map((answer) => {
+      if (E.isLeft(answer) || !answer.right.committed) return undefined
+      const entries = answer.right.results.slice(1)
+      const index = entries.reduce((max, e) => (e.modifyIndex > max ? e.modifyIndex : max), 0n)
+      return index === 0n ? undefined : { index, entries }
+    }),
+  )
+}

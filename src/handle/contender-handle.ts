@@ -47,9 +47,9 @@ export interface ContenderHandleSpec<S extends HeldState> {
   readonly idle: S
   /**
    * The contender's options (without the client and the release sink, which the handle gives),
-   * asked for by each first subscriber; validated already, when the contender was made.
+   * validated already, when the contender was made.
    */
-  readonly options: () => Omit<ContendOptions, 'client' | 'onRelease'>
+  readonly options: Omit<ContendOptions, 'client' | 'onRelease'>
   /** The public state of a core state, given the options the contender runs with. */
   readonly toState: (
     core: ContenderState,
@@ -204,7 +204,7 @@ export function contenderHandle<S extends HeldState>(
     const done = use()
     let run: Member | undefined
     try {
-      const options = spec.options()
+      const { options } = spec
       const consul = client()
       run = contend(
         { ...options, client: consul, onRelease, shelf: options.shelf ?? shelfOf(consul) },
@@ -216,7 +216,7 @@ export function contenderHandle<S extends HeldState>(
       )
       running = run
     } catch (error) {
-      // Options are resolved here: their errors leave as SemaphoreError too.
+      // A contender that cannot start (its coordinator, its telemetry) fails as a SemaphoreError.
       subscriber.error(toSemaphoreError(error))
     }
     return () => {

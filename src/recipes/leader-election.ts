@@ -211,7 +211,7 @@ export function contendForLead(
   const { state$, holding$, close, lifecycle, guard } = contenderHandle<LeaderElectionState>({
     consul: options.consul,
     idle,
-    options: () => ({
+    options: {
       ...resolved,
       protocol: leaderKeyProtocol,
       limit: 1,
@@ -220,7 +220,7 @@ export function contendForLead(
       fairnessGraceMs: undefined,
       scheduler: options.scheduler,
       tryOnce: internal.tryOnce,
-    }),
+    },
     toState: (core, resolved) => toLeaderElectionState(core, resolved.prefix, resolved.value),
     same: sameState,
     releaseFailedHint:

@@ -289,13 +289,13 @@ export function slotContender(
   return contenderHandle<SemaphoreState>({
     consul: options.consul,
     idle: idle(resolved.limit),
-    options: () => ({
+    options: {
       ...resolved,
       protocol: semaphoreProtocol,
       fairness: resolved.fairness && internal.tryOnce !== true,
       scheduler: options.scheduler,
       tryOnce: internal.tryOnce,
-    }),
+    },
     toState: (core) => toSemaphoreState(core, resolved.limit),
     same: sameState,
     releaseFailedHint: 'The session expires by its TTL and other contenders then prune it.',

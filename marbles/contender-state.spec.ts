@@ -73,7 +73,7 @@ describe('a contender on the production interpreter', () => {
   it('should emit nothing before its session, and the initial state with it', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold('---c', events)
-      const subs = '       ^'
+      const subs = '       ^ 5ms !'
       const expected = '   ---(ab)'
       expectObservable(source.pipe(contending(options)), '^ 5ms !').toBe(expected, {
         a: initialContenderState,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { TestScheduler } from 'rxjs/testing'
-import { holding } from '../src/core/contender/holding.js'
+import { holds } from './support/port.js'
 import {
   casOk,
   created,
@@ -44,7 +44,7 @@ describe('holding', () => {
       const source = cold('-', events)
       const subs = '       ^'
       const expected = '   f'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
       expectSubscriptions(source.subscriptions).toBe(subs)
     })
   })
@@ -53,7 +53,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('|', events)
       const expected = '   (f|)'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
@@ -61,7 +61,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('--#', events, new Error('watch broke'))
       const expected = '   f-#'
-      expectObservable(source.pipe(holding(options))).toBe(
+      expectObservable(source.pipe(holds(options))).toBe(
         expected,
         flags,
         new Error('watch broke'),
@@ -75,20 +75,20 @@ describe('holding', () => {
       const unsub = '     ^----!'
       const subs = '      ^----!'
       const expected = '  f--t'
-      expectObservable(source.pipe(holding(options)), unsub).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options)), unsub).toBe(expected, flags)
       expectSubscriptions(source.subscriptions).toBe(subs)
     })
   })
 
   it('should throw at once when the limit is not a positive integer', () => {
-    assert.throws(() => holding({ prefix, limit: 0 }), RangeError)
+    assert.throws(() => holds({ prefix, limit: 0 }), RangeError)
   })
 
   it('should become true after a CAS result that adds this session', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-w-k', events)
       const expected = '   f---t'
-      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options)), watchFor50ms).toBe(expected, flags)
     })
   })
 
@@ -96,7 +96,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l', events)
       const expected = '   f-t'
-      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options)), watchFor50ms).toBe(expected, flags)
     })
   })
 
@@ -104,7 +104,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-l-k-l', events)
       const expected = '   f-t'
-      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options)), watchFor50ms).toBe(expected, flags)
     })
   })
 
@@ -112,7 +112,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('-l-l', events)
       const expected = '   f'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
@@ -120,7 +120,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-u', events)
       const expected = '   f-t-f'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
@@ -128,7 +128,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-g', events)
       const expected = '   f-t-f'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
@@ -136,7 +136,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-x-l', events)
       const expected = '   f-t-f'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
@@ -144,7 +144,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-r-l', events)
       const expected = '   f-t-f'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
@@ -152,7 +152,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-d-l', events)
       const expected = '   f-t-f-t'
-      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options)), watchFor50ms).toBe(expected, flags)
     })
   })
 
@@ -161,7 +161,7 @@ describe('holding', () => {
       // The snapshot after the CAS carries an index past it (the CAS wrote index 21).
       const source = cold('c-w-d-k-L', { ...events, L: seen(listedLater) })
       const expected = '   f-------t'
-      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options)), watchFor50ms).toBe(expected, flags)
     })
   })
 
@@ -170,7 +170,7 @@ describe('holding', () => {
       // A restarted dev agent comes back empty, its indexes back at the start.
       const source = cold('c-w-k-L-d-R', { ...events, L: seen(listedLater), R: seen(restarted) })
       const expected = '   f---t---f'
-      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options)), watchFor50ms).toBe(expected, flags)
     })
   })
 
@@ -178,7 +178,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l', events)
       const expected = '   f-t 87ms f'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
@@ -186,7 +186,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l 86ms n', { ...events, n: renewed(100, 89) })
       const expected = '   f-t 176ms f'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
@@ -194,7 +194,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l', events)
       const expected = '   f-t 47ms f'
-      expectObservable(source.pipe(holding({ ...options, leaseMarginMs: 50 }))).toBe(
+      expectObservable(source.pipe(holds({ ...options, leaseMarginMs: 50 }))).toBe(
         expected,
         flags,
       )
@@ -205,7 +205,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l 92ms n', { ...events, n: renewed(100, 94) })
       const expected = '   f-t 87ms f 4ms t 88ms f'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
@@ -213,7 +213,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-|', events)
       const expected = '   f-t-(f|)'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 })

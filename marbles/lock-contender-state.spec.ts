@@ -7,7 +7,7 @@ import {
   initialContenderState,
   type ContenderState,
 } from '../src/core/contender/contender-state-model.js'
-import { contenderState } from '../src/core/contender/contender-state.js'
+import { contending } from './support/port.js'
 import { contenderStep } from '../src/core/contender/contender-step.js'
 import { leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
 import type { ContenderEvent } from '../src/core/events.js'
@@ -65,7 +65,7 @@ describe('contenderState with the lock decide step', () => {
       const expected = '   f---t'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.holding),
         ),
         watchFor400ms,
@@ -79,7 +79,7 @@ describe('contenderState with the lock decide step', () => {
       const expected = '   u---t'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.fencingToken),
         ),
         watchFor400ms,
@@ -91,7 +91,7 @@ describe('contenderState with the lock decide step', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-o-f', events)
       const expected = '   u---T'
-      expectObservable(source.pipe(contenderState(options), nextAction), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), nextAction), watchFor400ms).toBe(
         expected,
         actions,
       )
@@ -103,7 +103,7 @@ describe('contenderState with the lock decide step', () => {
       const source = cold('c-m-o', events)
       const expected = '   0-1-2'
       const summary = (s: ContenderState): string => `${s.holding} ${s.reason}`
-      expectObservable(source.pipe(contenderState(options), field(summary)), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), field(summary)), watchFor400ms).toBe(
         expected,
         { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' },
       )
@@ -118,7 +118,7 @@ describe('contenderState with the lock decide step', () => {
       const source = cold('c-s', { ...events, s: seen(snapshotOf([semaphoreLock])) })
       const expected = '   0-1'
       const summary = (s: ContenderState): string => `${s.problem?.type} ${s.write?.type}`
-      expectObservable(source.pipe(contenderState(options), field(summary)), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), field(summary)), watchFor400ms).toBe(
         expected,
         { 0: 'undefined undefined', 1: 'Conflict undefined' },
       )
@@ -130,7 +130,7 @@ describe('contenderState with the lock decide step', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const source = cold('c-f-R', events)
         const expected = '   u-T-u 249ms T'
-        expectObservable(source.pipe(contenderState(options), nextAction), watchFor400ms).toBe(
+        expectObservable(source.pipe(contending(options), nextAction), watchFor400ms).toBe(
           expected,
           actions,
         )
@@ -144,7 +144,7 @@ describe('contenderState with the lock decide step', () => {
         const expected = '   f 507ms t'
         expectObservable(
           source.pipe(
-            contenderState(options),
+            contending(options),
             field((s) => s.holding),
           ),
           '^ 800ms !',
@@ -156,7 +156,7 @@ describe('contenderState with the lock decide step', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const source = cold('c-f-R 249ms --R', events)
         const expected = '   u-T-u 249ms T-u 249ms T'
-        expectObservable(source.pipe(contenderState(options), nextAction), '^ 800ms !').toBe(
+        expectObservable(source.pipe(contending(options), nextAction), '^ 800ms !').toBe(
           expected,
           actions,
         )
@@ -168,7 +168,7 @@ describe('contenderState with the lock decide step', () => {
         // g at 104 asks at once; F at 154 answers it; nothing is asked at 254.
         const source = cold('c-f-R 99ms g 49ms F', events)
         const expected = '   u-T-u 99ms T 49ms u'
-        expectObservable(source.pipe(contenderState(options), nextAction), watchFor400ms).toBe(
+        expectObservable(source.pipe(contending(options), nextAction), watchFor400ms).toBe(
           expected,
           actions,
         )
@@ -179,7 +179,7 @@ describe('contenderState with the lock decide step', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const source = cold('c-f-R-o', events)
         const expected = '   u-T-u'
-        expectObservable(source.pipe(contenderState(options), nextAction), watchFor400ms).toBe(
+        expectObservable(source.pipe(contending(options), nextAction), watchFor400ms).toBe(
           expected,
           actions,
         )
@@ -190,7 +190,7 @@ describe('contenderState with the lock decide step', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const source = cold('c-f-R-x', events)
         const expected = '   u-T-u'
-        expectObservable(source.pipe(contenderState(options), nextAction), watchFor400ms).toBe(
+        expectObservable(source.pipe(contending(options), nextAction), watchFor400ms).toBe(
           expected,
           actions,
         )
@@ -201,7 +201,7 @@ describe('contenderState with the lock decide step', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const source = cold('c-f-r-R', events)
         const expected = '   u-T-u'
-        expectObservable(source.pipe(contenderState(options), nextAction), watchFor400ms).toBe(
+        expectObservable(source.pipe(contending(options), nextAction), watchFor400ms).toBe(
           expected,
           actions,
         )
@@ -214,7 +214,7 @@ describe('contenderState with the lock decide step', () => {
         const unsub = '     ^------ 100ms !'
         const subs = '      ^------ 100ms !'
         const expected = '  u--T-u'
-        expectObservable(source.pipe(contenderState(options), nextAction), unsub).toBe(
+        expectObservable(source.pipe(contending(options), nextAction), unsub).toBe(
           expected,
           actions,
         )
@@ -226,7 +226,7 @@ describe('contenderState with the lock decide step', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const source = cold('c-f-F 99ms g', events)
         const expected = '   u-T-u 99ms T'
-        expectObservable(source.pipe(contenderState(options), nextAction), watchFor400ms).toBe(
+        expectObservable(source.pipe(contending(options), nextAction), watchFor400ms).toBe(
           expected,
           actions,
         )

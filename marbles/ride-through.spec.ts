@@ -4,8 +4,7 @@ import { distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import { LOCK_FLAGS } from '../src/shared/flags.js'
 import type { ContenderState } from '../src/core/contender/contender-state-model.js'
-import { contenderState } from '../src/core/contender/contender-state.js'
-import { holding } from '../src/core/contender/holding.js'
+import { contending, holds } from './support/port.js'
 import { leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
 import {
   casOk,
@@ -58,7 +57,7 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l-d', events)
       const expected = '   f-t 87ms f'
-      expectObservable(source.pipe(holding(riding))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(riding))).toBe(expected, flags)
     })
   })
 
@@ -66,7 +65,7 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l-d', events)
       const expected = '   0-1 87ms 2'
-      expectObservable(source.pipe(contenderState(riding), field(holdingAndReason))).toBe(
+      expectObservable(source.pipe(contending(riding), field(holdingAndReason))).toBe(
         expected,
         { 0: 'false undefined', 1: 'true acquired', 2: 'false lease-expired' },
       )
@@ -78,7 +77,7 @@ describe('holding with rideThrough', () => {
       const source = cold('C-l-d', events)
       const expected = '   0-1-2'
       expectObservable(
-        source.pipe(contenderState({ prefix, limit: 1 }), field(holdingAndReason)),
+        source.pipe(contending({ prefix, limit: 1 }), field(holdingAndReason)),
       ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false watch-failed' })
     })
   })
@@ -87,7 +86,7 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l-d', events)
       const expected = '   f-t-f'
-      expectObservable(source.pipe(holding({ ...riding, rideThrough: false }))).toBe(
+      expectObservable(source.pipe(holds({ ...riding, rideThrough: false }))).toBe(
         expected,
         flags,
       )
@@ -99,7 +98,7 @@ describe('holding with rideThrough', () => {
       // Renewed at 85 (sent then): the deadline moves from 90 to 85 + 100 - 10 = 175.
       const source = cold('C-l-d 80ms n', { ...events, n: renewed(100, 85) })
       const expected = '   f-t 172ms f'
-      expectObservable(source.pipe(holding(riding))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(riding))).toBe(expected, flags)
     })
   })
 
@@ -107,7 +106,7 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-d-d-d', events)
       const expected = '   f-t'
-      expectObservable(source.pipe(holding(riding)), watchFor50ms).toBe(expected, flags)
+      expectObservable(source.pipe(holds(riding)), watchFor50ms).toBe(expected, flags)
     })
   })
 
@@ -116,7 +115,7 @@ describe('holding with rideThrough', () => {
       const source = cold('c-l-d-l', events)
       const expected = '   0-1'
       expectObservable(
-        source.pipe(contenderState(riding), field(holdingAndReason)),
+        source.pipe(contending(riding), field(holdingAndReason)),
         watchFor50ms,
       ).toBe(expected, { 0: 'false undefined', 1: 'true acquired' })
     })
@@ -127,7 +126,7 @@ describe('holding with rideThrough', () => {
       const source = cold('c-l-d-u', events)
       const expected = '   0-1---2'
       expectObservable(
-        source.pipe(contenderState(riding), field(holdingAndReason)),
+        source.pipe(contending(riding), field(holdingAndReason)),
         watchFor50ms,
       ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' })
     })
@@ -138,7 +137,7 @@ describe('holding with rideThrough', () => {
       const source = cold('c-l-d-g', events)
       const expected = '   0-1---2'
       expectObservable(
-        source.pipe(contenderState(riding), field(holdingAndReason)),
+        source.pipe(contending(riding), field(holdingAndReason)),
         watchFor50ms,
       ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' })
     })
@@ -149,7 +148,7 @@ describe('holding with rideThrough', () => {
       const source = cold('c-l-d-R', { ...events, R: seenAfterReset(snapshotOf([], 1n)) })
       const expected = '   0-1---2'
       expectObservable(
-        source.pipe(contenderState(riding), field(holdingAndReason)),
+        source.pipe(contending(riding), field(holdingAndReason)),
         watchFor50ms,
       ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' })
     })
@@ -163,7 +162,7 @@ describe('holding with rideThrough', () => {
       const source = cold('c-w-k-L-d-o', { ...events, o: seen(gone) })
       const expected = '   0---1-----2'
       expectObservable(
-        source.pipe(contenderState(riding), field(holdingAndReason)),
+        source.pipe(contending(riding), field(holdingAndReason)),
         watchFor50ms,
       ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' })
     })
@@ -174,7 +173,7 @@ describe('holding with rideThrough', () => {
       const source = cold('c-l-d-x', events)
       const expected = '   0-1---2'
       expectObservable(
-        source.pipe(contenderState(riding), field(holdingAndReason)),
+        source.pipe(contending(riding), field(holdingAndReason)),
         watchFor50ms,
       ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false session-invalidated' })
     })
@@ -184,7 +183,7 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-w-d-k-L', events)
       const expected = '   f-------t'
-      expectObservable(source.pipe(holding(riding)), watchFor50ms).toBe(expected, flags)
+      expectObservable(source.pipe(holds(riding)), watchFor50ms).toBe(expected, flags)
     })
   })
 
@@ -195,7 +194,7 @@ describe('holding with rideThrough', () => {
       const source = cold('C-l-d 90ms n 4ms l', { ...events, n: renewed(100, 95) })
       const expected = '   0-1 87ms 2 9ms 3'
       expectObservable(
-        source.pipe(contenderState(riding), field(holdingAndReason)),
+        source.pipe(contending(riding), field(holdingAndReason)),
         '^ 150ms !',
       ).toBe(expected, {
         0: 'false undefined',
@@ -208,11 +207,12 @@ describe('holding with rideThrough', () => {
 
   it('should stay in phase holding while it rides, with the watch failure as its last failure', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('-c-l-d-l', events)
-      const expected = '   i0-1-2-1'
+      // Idle is the first state of its session: nothing is said before it.
+      const source = cold('c 9ms l 9ms d 9ms l', events)
+      const expected = '   (i0) 6ms 1 9ms 2 9ms 1'
       const summary = (s: ContenderState): string =>
         `${s.phase} ${s.connected} ${s.lastFailure?.during ?? '-'}`
-      expectObservable(source.pipe(contenderState(riding), field(summary)), watchFor50ms).toBe(
+      expectObservable(source.pipe(contending(riding), field(summary)), watchFor50ms).toBe(
         expected,
         {
           i: 'idle false -',
@@ -226,10 +226,10 @@ describe('holding with rideThrough', () => {
 
   it('should be doubtful, not holding, once the ride ended at the deadline', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('-C-l-d', events)
-      const expected = '   i0-1-2 84ms 3'
+      const source = cold('C 9ms l 9ms d', events)
+      const expected = '   (i0) 6ms 1 9ms 2 69ms 3'
       const summary = (s: ContenderState): string => `${s.phase} ${s.connected}`
-      expectObservable(source.pipe(contenderState(riding), field(summary))).toBe(expected, {
+      expectObservable(source.pipe(contending(riding), field(summary))).toBe(expected, {
         i: 'idle false',
         0: 'joining false',
         1: 'holding true',
@@ -245,7 +245,7 @@ describe('holding with rideThrough', () => {
       const expected = '   u'
       expectObservable(
         source.pipe(
-          contenderState(riding),
+          contending(riding),
           field((s) => s.write?.type ?? 'none'),
         ),
         watchFor50ms,
@@ -280,7 +280,7 @@ describe('holding with rideThrough on the single-key lock', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-f-k-d', lockEvents)
       const expected = '   f---t 85ms f'
-      expectObservable(source.pipe(holding(options))).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
@@ -289,7 +289,7 @@ describe('holding with rideThrough on the single-key lock', () => {
       const source = cold('c-f-k-d-o', lockEvents)
       const expected = '   0---1---2'
       expectObservable(
-        source.pipe(contenderState(options), field(holdingAndReason)),
+        source.pipe(contending(options), field(holdingAndReason)),
         watchFor50ms,
       ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' })
     })
@@ -299,7 +299,7 @@ describe('holding with rideThrough on the single-key lock', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-f-k-d-F', lockEvents)
       const expected = '   f---t---f'
-      expectObservable(source.pipe(holding(options)), watchFor50ms).toBe(expected, flags)
+      expectObservable(source.pipe(holds(options)), watchFor50ms).toBe(expected, flags)
     })
   })
 
@@ -307,7 +307,7 @@ describe('holding with rideThrough on the single-key lock', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-f-k-d-m', lockEvents)
       const expected = '   f---t-f-t'
-      expectObservable(source.pipe(holding({ ...options, rideThrough: false })), watchFor50ms).toBe(
+      expectObservable(source.pipe(holds({ ...options, rideThrough: false })), watchFor50ms).toBe(
         expected,
         flags,
       )

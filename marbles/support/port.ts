@@ -8,6 +8,7 @@ import {
   Observable,
   Subject,
   asyncScheduler,
+  distinctUntilChanged,
   filter,
   map,
   take,
@@ -215,4 +216,14 @@ export function contending(options: ContendingOptions = {}): OperatorFunction<Sa
         interpreter.stop()
       }
     })
+}
+
+/** Whether the contender of `contending(options)` holds: each change once. */
+export function holds(options: ContendingOptions = {}): OperatorFunction<Said, boolean> {
+  return (said) =>
+    said.pipe(
+      contending(options),
+      map((state) => state.holding),
+      distinctUntilChanged(),
+    )
 }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { TestScheduler } from 'rxjs/testing'
-import { holds } from './support/port.js'
+import { asyncScheduler, catchError, distinctUntilChanged, map, of } from 'rxjs'
+import type { SemaphoreError } from '../src/errors.js'
+import { holds, interpreted, session } from './support/port.js'
 import {
   casOk,
   created,
@@ -39,49 +41,58 @@ const events = {
 const watchFor50ms = '^ 50ms !'
 
 describe('holding', () => {
-  it('should emit false first, and nothing more for a source that never emits', () => {
+  // The production interpreter says nothing before its session: false comes with it.
+  it('should say nothing before its session, then false', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-', events)
-      const subs = '       ^'
-      const expected = '   f'
-      expectObservable(source.pipe(holds(options))).toBe(expected, flags)
+      const source = cold('--c', events)
+      const subs = '       ^ 9ms !'
+      const expected = '   --f'
+      expectObservable(source.pipe(holds(options)), '^ 9ms !').toBe(expected, flags)
       expectSubscriptions(source.subscriptions).toBe(subs)
     })
   })
 
-  it('should emit false and complete for an empty source', () => {
+  it('should complete without a value when closed before its session', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('|', events)
-      const expected = '   (f|)'
+      const source = cold('r', events)
+      const expected = '   |'
       expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
 
-  it('should pass an error on after the first false', () => {
+  // A watch that fails for good is a permanent failure of the run: the contender gives up with
+  // it (a transient one is retried with a new session: see interpreter.spec.ts).
+  it('should error after the first false when its watch fails for good', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('--#', events, new Error('watch broke'))
-      const expected = '   f-#'
-      expectObservable(source.pipe(holds(options))).toBe(
-        expected,
-        flags,
-        new Error('watch broke'),
+      const { states } = interpreted(
+        asyncScheduler,
+        {
+          session: () => cold('(s|)', { s: session() }),
+          follow: () => cold('--#', undefined, new Error('watch broke')),
+        },
+        { step: { fairness: undefined } },
       )
+      const expected = '   f-(e|)'
+      const said = states.pipe(
+        map((s) => (s.holding ? 't' : 'f')),
+        distinctUntilChanged(),
+        catchError((error: SemaphoreError) =>
+          of(error.message.includes('watch broke') ? 'e' : error.message),
+        ),
+      )
+      expectObservable(said).toBe(expected, { f: 'f', e: 'watch broke' })
     })
   })
 
-  it('should unsubscribe from the events when unsubscribed early', () => {
+  it('should stop its calls when unsubscribed early', () => {
     testScheduler().run(({ hot, expectObservable, expectSubscriptions }) => {
       const source = hot('-c-l-----', events)
       const unsub = '     ^----!'
       const subs = '      ^----!'
-      const expected = '  f--t'
+      const expected = '  -f-t'
       expectObservable(source.pipe(holds(options)), unsub).toBe(expected, flags)
       expectSubscriptions(source.subscriptions).toBe(subs)
     })
-  })
-
-  it('should throw at once when the limit is not a positive integer', () => {
-    assert.throws(() => holds({ prefix, limit: 0 }), RangeError)
   })
 
   it('should become true after a CAS result that adds this session', () => {
@@ -108,10 +119,11 @@ describe('holding', () => {
     })
   })
 
+  // The watch starts with the session's run: snapshots before it reach nobody.
   it('should stay false while no session was created', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('-l-l', events)
-      const expected = '   f'
+      const source = cold('-l-l-c', events)
+      const expected = '   -----f'
       expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
@@ -142,8 +154,9 @@ describe('holding', () => {
 
   it('should drop at once on release-requested, and stay false', () => {
     testScheduler().run(({ cold, expectObservable }) => {
+      // close() releases and completes the states: the snapshot after it reaches nobody.
       const source = cold('c-l-r-l', events)
-      const expected = '   f-t-f'
+      const expected = '   f-t-(f|)'
       expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
   })
@@ -194,10 +207,7 @@ describe('holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l', events)
       const expected = '   f-t 47ms f'
-      expectObservable(source.pipe(holds({ ...options, leaseMarginMs: 50 }))).toBe(
-        expected,
-        flags,
-      )
+      expectObservable(source.pipe(holds({ ...options, leaseMarginMs: 50 }))).toBe(expected, flags)
     })
   })
 
@@ -209,9 +219,10 @@ describe('holding', () => {
     })
   })
 
-  it('should emit false before completing when the events complete while holding', () => {
+  // The states complete when close() ended the run, not when the events complete.
+  it('should emit false before completing when closed while holding', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('c-l-|', events)
+      const source = cold('c-l-r', events)
       const expected = '   f-t-(f|)'
       expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })

@@ -80,7 +80,7 @@ describe('holding', () => {
           of(error.message.includes('watch broke') ? 'e' : error.message),
         ),
       )
-      expectObservable(said).toBe(expected, { f: 'f', e: 'watch broke' })
+      expectObservable(said).toBe(expected, { f: 'f', e: 'e' })
     })
   })
 

@@ -132,6 +132,8 @@ export type ContendingOptions = Partial<ContenderStateOptions> &
   Partial<Omit<LifeOptions, 'step' | 'tryOnce'>> & {
     /** A log of each write the interpreter subscribed, and when it let it go. */
     readonly writes?: WriteLog[]
+    /** Each release the interpreter started. */
+    readonly released?: Released[]
   }
 
 /** One write the interpreter made: its action's type, when it started and when it stopped. */
@@ -159,8 +161,10 @@ export interface WriteLog {
  * @example
  * cold('c-w-k').pipe(contending({ prefix, limit: 1 }))
  */
-export function contending(options: ContendingOptions = {}): OperatorFunction<Said, ContenderState> {
-  const { writes, tryOnce, ...rest } = options
+export function contending(
+  options: ContendingOptions = {},
+): OperatorFunction<Said, ContenderState> {
+  const { writes, released = [], tryOnce, ...rest } = options
   return (said) =>
     new Observable<ContenderState>((subscriber) => {
       const scheduler = rest.scheduler ?? asyncScheduler
@@ -177,7 +181,7 @@ export function contending(options: ContendingOptions = {}): OperatorFunction<Sa
         lease: () => kind('session-renewed', 'renewal-failed', 'session-gone'),
         perform: () => kind('cas-result', 'retry').pipe(takeWhile(() => false, true)),
       }
-      const port = marblePort(scheduler, calls, [])
+      const port = marblePort(scheduler, calls, released)
       const perform = port.perform
       const logged: ContenderPort =
         writes === undefined

@@ -21,6 +21,7 @@ import type { KVSnapshot } from '../../src/consul/types.js'
 import type { LifeOptions, RunRelease } from '../../src/core/contender/contender-life.js'
 import type { RefenceInput } from '../../src/core/contender/contender-input.js'
 import type {
+  ContenderAction,
   ContenderState,
   ContenderStateOptions,
 } from '../../src/core/contender/contender-state-model.js'
@@ -66,8 +67,12 @@ export type SpecOptions = Partial<Omit<LifeOptions, 'step'>> & {
 }
 
 /** The port of `calls`, recording each release in `released`. */
-function marblePort(scheduler: SchedulerLike, calls: MarbleCalls, released: Released[]) {
-  const port: ContenderPort = {
+function marblePort(
+  scheduler: SchedulerLike,
+  calls: MarbleCalls,
+  released: Released[],
+): { -readonly [K in keyof ContenderPort]: ContenderPort[K] } {
+  return {
     answers: () => 0,
     session: calls.session ?? (() => NEVER),
     lease: (calls.lease ?? (() => NEVER)) as () => Observable<LeaseEvent>,
@@ -85,7 +90,6 @@ function marblePort(scheduler: SchedulerLike, calls: MarbleCalls, released: Rele
       ),
     finished: () => undefined,
   }
-  return port
 }
 
 /** The life's options: `options` over a contender of `prefix` with limit 1 and no jitter. */
@@ -134,6 +138,8 @@ export type ContendingOptions = Partial<ContenderStateOptions> &
     readonly writes?: WriteLog[]
     /** Each release the interpreter started. */
     readonly released?: Released[]
+    /** A write's answers by its action, in place of the timeline's `cas-result`s and `retry`s. */
+    readonly perform?: (action: ContenderAction) => Observable<ContenderEvent>
   }
 
 /** One write the interpreter made: its action's type, when it started and when it stopped. */
@@ -164,7 +170,7 @@ export interface WriteLog {
 export function contending(
   options: ContendingOptions = {},
 ): OperatorFunction<Said, ContenderState> {
-  const { writes, released = [], tryOnce, ...rest } = options
+  const { writes, released = [], tryOnce, perform: answer, ...rest } = options
   return (said) =>
     new Observable<ContenderState>((subscriber) => {
       const scheduler = rest.scheduler ?? asyncScheduler
@@ -179,9 +185,15 @@ export function contending(
           ),
         follow: () => kind('snapshot', 'disconnected'),
         lease: () => kind('session-renewed', 'renewal-failed', 'session-gone'),
-        perform: () => kind('cas-result', 'retry').pipe(takeWhile(() => false, true)),
+        perform:
+          answer === undefined
+            ? () => kind('cas-result', 'retry').pipe(takeWhile(() => false, true))
+            : undefined,
       }
       const port = marblePort(scheduler, calls, released)
+      if (answer !== undefined) {
+        port.perform = (_session, action) => answer(action) as Observable<WriteEvent>
+      }
       const perform = port.perform
       const logged: ContenderPort =
         writes === undefined

@@ -77,7 +77,13 @@ describe('a contender on the production interpreter', () => {
       const expected = '   ---(ab)'
       expectObservable(source.pipe(contending(options)), '^ 5ms !').toBe(expected, {
         a: initialContenderState,
-        b: { ...initialContenderState, session: 'me', phase: 'joining', leaseDeadline: 900, wakeAt: 900 },
+        b: {
+          ...initialContenderState,
+          session: 'me',
+          phase: 'joining',
+          leaseDeadline: 900,
+          wakeAt: 900,
+        },
       })
       expectSubscriptions(source.subscriptions).toBe(subs)
     })
@@ -97,10 +103,7 @@ describe('a contender on the production interpreter', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-s|', { c: created('b', 1000, 0), s: seen(queue) })
       const closed = cold('c-s----r', { ...events, c: created('b', 1000, 0), s: seen(queue) })
-      expectObservable(source.pipe(contending(options), nextAction), '^ 50ms !').toBe(
-        'u',
-        actions,
-      )
+      expectObservable(source.pipe(contending(options), nextAction), '^ 50ms !').toBe('u', actions)
       expectObservable(closed.pipe(contending(options), nextAction)).toBe('u------|', actions)
     })
   })
@@ -111,10 +114,7 @@ describe('a contender on the production interpreter', () => {
       const unsub = '     ^------!'
       const subs = '      ^------!'
       const expected = '  -u-T'
-      expectObservable(source.pipe(contending(options), nextAction), unsub).toBe(
-        expected,
-        actions,
-      )
+      expectObservable(source.pipe(contending(options), nextAction), unsub).toBe(expected, actions)
       expectSubscriptions(source.subscriptions).toBe(subs)
     })
   })
@@ -332,10 +332,10 @@ describe('a contender on the production interpreter', () => {
       // A prefix problem ends the contender: it releases and gives up with the problem's error.
       const expected = '   0-(1e|)'
       const summary = (s: ContenderState): string => `${s.problem?.type} ${s.write?.type}`
-      expectObservable(source.pipe(contending(options), field(summary), orError), watchFor50ms).toBe(
-        expected,
-        { 0: 'undefined undefined', 1: 'Conflict undefined', e: 'error Conflict' },
-      )
+      expectObservable(
+        source.pipe(contending(options), field(summary), orError),
+        watchFor50ms,
+      ).toBe(expected, { 0: 'undefined undefined', 1: 'Conflict undefined', e: 'error Conflict' })
     })
   })
 
@@ -346,10 +346,14 @@ describe('a contender on the production interpreter', () => {
       // A prefix problem ends the contender: it releases and gives up with the problem's error.
       const expected = '   0-(1e|)'
       const summary = (s: ContenderState): string => `${s.problem?.type} ${s.write?.type}`
-      expectObservable(source.pipe(contending(options), field(summary), orError), watchFor50ms).toBe(
-        expected,
-        { 0: 'undefined undefined', 1: 'LimitConflict undefined', e: 'error LimitConflict' },
-      )
+      expectObservable(
+        source.pipe(contending(options), field(summary), orError),
+        watchFor50ms,
+      ).toBe(expected, {
+        0: 'undefined undefined',
+        1: 'LimitConflict undefined',
+        e: 'error LimitConflict',
+      })
     })
   })
 

@@ -65,10 +65,11 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l-d', events)
       const expected = '   0-1 87ms 2'
-      expectObservable(source.pipe(contending(riding), field(holdingAndReason))).toBe(
-        expected,
-        { 0: 'false undefined', 1: 'true acquired', 2: 'false lease-expired' },
-      )
+      expectObservable(source.pipe(contending(riding), field(holdingAndReason))).toBe(expected, {
+        0: 'false undefined',
+        1: 'true acquired',
+        2: 'false lease-expired',
+      })
     })
   })
 
@@ -76,9 +77,10 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l-d', events)
       const expected = '   0-1-2'
-      expectObservable(
-        source.pipe(contending({ prefix, limit: 1 }), field(holdingAndReason)),
-      ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false watch-failed' })
+      expectObservable(source.pipe(contending({ prefix, limit: 1 }), field(holdingAndReason))).toBe(
+        expected,
+        { 0: 'false undefined', 1: 'true acquired', 2: 'false watch-failed' },
+      )
     })
   })
 
@@ -86,10 +88,7 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('C-l-d', events)
       const expected = '   f-t-f'
-      expectObservable(source.pipe(holds({ ...riding, rideThrough: false }))).toBe(
-        expected,
-        flags,
-      )
+      expectObservable(source.pipe(holds({ ...riding, rideThrough: false }))).toBe(expected, flags)
     })
   })
 
@@ -114,10 +113,10 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-d-l', events)
       const expected = '   0-1'
-      expectObservable(
-        source.pipe(contending(riding), field(holdingAndReason)),
-        watchFor50ms,
-      ).toBe(expected, { 0: 'false undefined', 1: 'true acquired' })
+      expectObservable(source.pipe(contending(riding), field(holdingAndReason)), watchFor50ms).toBe(
+        expected,
+        { 0: 'false undefined', 1: 'true acquired' },
+      )
     })
   })
 
@@ -125,10 +124,10 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-d-u', events)
       const expected = '   0-1---2'
-      expectObservable(
-        source.pipe(contending(riding), field(holdingAndReason)),
-        watchFor50ms,
-      ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' })
+      expectObservable(source.pipe(contending(riding), field(holdingAndReason)), watchFor50ms).toBe(
+        expected,
+        { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' },
+      )
     })
   })
 
@@ -136,10 +135,10 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-d-g', events)
       const expected = '   0-1---2'
-      expectObservable(
-        source.pipe(contending(riding), field(holdingAndReason)),
-        watchFor50ms,
-      ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' })
+      expectObservable(source.pipe(contending(riding), field(holdingAndReason)), watchFor50ms).toBe(
+        expected,
+        { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' },
+      )
     })
   })
 
@@ -147,10 +146,10 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-d-R', { ...events, R: seenAfterReset(snapshotOf([], 1n)) })
       const expected = '   0-1---2'
-      expectObservable(
-        source.pipe(contending(riding), field(holdingAndReason)),
-        watchFor50ms,
-      ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' })
+      expectObservable(source.pipe(contending(riding), field(holdingAndReason)), watchFor50ms).toBe(
+        expected,
+        { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' },
+      )
     })
   })
 
@@ -161,10 +160,10 @@ describe('holding with rideThrough', () => {
       const gone = snapshotOf([lockEntry(prefix, '{"Limit":1,"Holders":{"me":true}}', 10n)], 11n)
       const source = cold('c-w-k-L-d-o', { ...events, o: seen(gone) })
       const expected = '   0---1-----2'
-      expectObservable(
-        source.pipe(contending(riding), field(holdingAndReason)),
-        watchFor50ms,
-      ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' })
+      expectObservable(source.pipe(contending(riding), field(holdingAndReason)), watchFor50ms).toBe(
+        expected,
+        { 0: 'false undefined', 1: 'true acquired', 2: 'false removed' },
+      )
     })
   })
 
@@ -172,10 +171,10 @@ describe('holding with rideThrough', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-d-x', events)
       const expected = '   0-1---2'
-      expectObservable(
-        source.pipe(contending(riding), field(holdingAndReason)),
-        watchFor50ms,
-      ).toBe(expected, { 0: 'false undefined', 1: 'true acquired', 2: 'false session-invalidated' })
+      expectObservable(source.pipe(contending(riding), field(holdingAndReason)), watchFor50ms).toBe(
+        expected,
+        { 0: 'false undefined', 1: 'true acquired', 2: 'false session-invalidated' },
+      )
     })
   })
 
@@ -193,15 +192,15 @@ describe('holding with rideThrough', () => {
       // watch has vouched for nothing since 4: it rises with the snapshot at 100.
       const source = cold('C-l-d 90ms n 4ms l', { ...events, n: renewed(100, 95) })
       const expected = '   0-1 87ms 2 9ms 3'
-      expectObservable(
-        source.pipe(contending(riding), field(holdingAndReason)),
-        '^ 150ms !',
-      ).toBe(expected, {
-        0: 'false undefined',
-        1: 'true acquired',
-        2: 'false lease-expired',
-        3: 'true restored',
-      })
+      expectObservable(source.pipe(contending(riding), field(holdingAndReason)), '^ 150ms !').toBe(
+        expected,
+        {
+          0: 'false undefined',
+          1: 'true acquired',
+          2: 'false lease-expired',
+          3: 'true restored',
+        },
+      )
     })
   })
 

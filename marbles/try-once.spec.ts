@@ -93,61 +93,51 @@ describe('tryOnceRefused on the semaphore', () => {
       )
     })
   })
-})
 
-describe('a try-once contender on the production interpreter', () => {
-  const prefix = 'svc/lock'
-  const me = contenderEntry(prefix, 'me', 5n)
-  const a = contenderEntry(prefix, 'a', 3n)
-  const events = {
-    c: created('me', 1000, 0),
-    k: seen(snapshotOf([me])),
-    h: seen(snapshotOf([a, me, lockEntry(prefix, '{"Limit":1,"Holders":{"a":true}}', 6n)])),
-    K: casOk(['me'], 7n),
-    x: sessionGone,
-  }
-  const options = { prefix, limit: 1, fairness: false, tryOnce: true }
-  const holdingFlag = (s: ContenderState): boolean => s.holding
+  describe('a try-once contender on the production interpreter', () => {
+    const tryOnce = { ...options, tryOnce: true }
+    const holdingFlag = (s: ContenderState): boolean => s.holding
 
-  it('should release and complete at its first refusal', () => {
-    testScheduler().run(({ cold, expectObservable }) => {
-      const released: Released[] = []
-      const source = cold('c-h', events)
-      const expected = '   f-(t|)'
-      expectObservable(source.pipe(contending({ ...options, released }), refused)).toBe(
-        expected,
-        verdicts,
-      )
-      // It releases its slot at once (its contender key goes with its session).
-      asyncScheduler.schedule(
-        () =>
-          assert.deepEqual(
-            released.map((r) => [r.session, r.at]),
-            [['me', 2]],
-          ),
-        3,
-      )
+    it('should release and complete at its first refusal', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const released: Released[] = []
+        const source = cold('c-h', events)
+        const expected = '   f-(t|)'
+        expectObservable(source.pipe(contending({ ...tryOnce, released }), refused)).toBe(
+          expected,
+          verdicts,
+        )
+        // It releases its slot at once (its contender key goes with its session).
+        asyncScheduler.schedule(
+          () =>
+            assert.deepEqual(
+              released.map((r) => [r.session, r.at]),
+              [['me', 2]],
+            ),
+          3,
+        )
+      })
     })
-  })
 
-  it('should complete when its session is lost before it held: no new session is asked for', () => {
-    testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('c-k-x', events)
-      const expected = '   f---|'
-      expectObservable(
-        source.pipe(contending(options), map(holdingFlag), distinctUntilChanged()),
-      ).toBe(expected, verdicts)
+    it('should complete when its session is lost before it held: no new session is asked for', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('c-k-x', events)
+        const expected = '   f---|'
+        expectObservable(
+          source.pipe(contending(tryOnce), map(holdingFlag), distinctUntilChanged()),
+        ).toBe(expected, verdicts)
+      })
     })
-  })
 
-  it('should behave as any contender once it held: a lost session is retried, not the end', () => {
-    testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('c-k-K-x', events)
-      const expected = '   f---t-f'
-      expectObservable(
-        source.pipe(contending(options), map(holdingFlag), distinctUntilChanged()),
-        watchFor400ms,
-      ).toBe(expected, verdicts)
+    it('should behave as any contender once it held: a lost session is retried, not the end', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('c-k-K-x', events)
+        const expected = '   f---t-f'
+        expectObservable(
+          source.pipe(contending(tryOnce), map(holdingFlag), distinctUntilChanged()),
+          watchFor400ms,
+        ).toBe(expected, verdicts)
+      })
     })
   })
 })

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { catchError, distinctUntilChanged, map, of, type OperatorFunction } from 'rxjs'
 import type { SemaphoreError } from '../src/errors.js'
+import type { ContenderEvent } from '../src/core/events.js'
 import { TestScheduler } from 'rxjs/testing'
 import { HOLDER_FLAGS, LOCK_FLAGS } from '../src/shared/flags.js'
 import {
@@ -109,13 +110,19 @@ describe('a contender on the production interpreter', () => {
   })
 
   it('should stop its calls and drop its timers when unsubscribed early', () => {
-    testScheduler().run(({ hot, expectObservable, expectSubscriptions }) => {
+    testScheduler().run(({ cold, hot, expectObservable, expectSubscriptions }) => {
       const source = hot('-c-w-----', events)
+      const cas = cold<ContenderEvent>('-')
       const unsub = '     ^------!'
       const subs = '      ^------!'
       const expected = '  -u-T'
-      expectObservable(source.pipe(contending(options), nextAction), unsub).toBe(expected, actions)
+      expectObservable(
+        source.pipe(contending({ ...options, perform: () => cas }), nextAction),
+        unsub,
+      ).toBe(expected, actions)
       expectSubscriptions(source.subscriptions).toBe(subs)
+      // The CAS asked for at 3 is let go with the contender.
+      expectSubscriptions(cas.subscriptions).toBe('---^---!')
     })
   })
 
@@ -157,6 +164,20 @@ describe('a contender on the production interpreter', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-w-F-w', events)
       const expected = '   u-T-u-T'
+      expectObservable(source.pipe(contending(options), nextAction), watchFor50ms).toBe(
+        expected,
+        actions,
+      )
+    })
+  })
+
+  // On the interpreter an answer reaches the contender only through its write: a write cancelled
+  // (here by the watch's failure) hears nothing more, so the late answer changes nothing and the
+  // next snapshot asks again.
+  it('should not hear the answer of a CAS it cancelled, and ask again on the next snapshot', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-w-d-k-w', events)
+      const expected = '   u-T-u---T'
       expectObservable(source.pipe(contending(options), nextAction), watchFor50ms).toBe(
         expected,
         actions,

@@ -40,7 +40,7 @@ const events = {
 /** Unsubscribes before the 900 ms lease deadline of `c`, which is not what these tests are about. */
 const watchFor50ms = '^ 50ms !'
 
-describe('holding', () => {
+describe('holding, on the production interpreter', () => {
   // The production interpreter says nothing before its session: false comes with it.
   it('should say nothing before its session, then false', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {

@@ -149,6 +149,24 @@ export interface WriteLog {
   to?: number
 }
 
+/** `perform`, logging in `writes` when each write starts and when the interpreter lets it go. */
+function logWrites(
+  perform: ContenderPort['perform'],
+  writes: WriteLog[],
+  scheduler: SchedulerLike,
+): ContenderPort['perform'] {
+  return (session, action) =>
+    new Observable<WriteEvent>((writer) => {
+      const log: WriteLog = { type: action.type, from: scheduler.now() }
+      writes.push(log)
+      const inner = perform(session, action).subscribe(writer)
+      return () => {
+        inner.unsubscribe()
+        log.to = scheduler.now()
+      }
+    })
+}
+
 /**
  * The production interpreter of a contender, told what happens by one timeline of `Said` (what
  * Consul says, when): each event goes to the call that carries it in production, at its frame.
@@ -185,39 +203,23 @@ export function contending(
           ),
         follow: () => kind('snapshot', 'disconnected'),
         lease: () => kind('session-renewed', 'renewal-failed', 'session-gone'),
-        perform:
-          answer === undefined
-            ? () => kind('cas-result', 'retry').pipe(takeWhile(() => false, true))
-            : undefined,
+        // A write ends with its answer.
+        perform: () => kind('cas-result', 'retry').pipe(takeWhile(() => false, true)),
       }
       const port = marblePort(scheduler, calls, released)
-      if (answer !== undefined) {
-        port.perform = (_session, action) => answer(action) as Observable<WriteEvent>
-      }
-      const perform = port.perform
-      const logged: ContenderPort =
-        writes === undefined
-          ? port
-          : {
-              ...port,
-              perform: (session, action) =>
-                new Observable<WriteEvent>((writer) => {
-                  const log: WriteLog = { type: action.type, from: scheduler.now() }
-                  writes.push(log)
-                  const inner = perform(session, action).subscribe(writer)
-                  return () => {
-                    inner.unsubscribe()
-                    log.to = scheduler.now()
-                  }
-                }),
-            }
+      const perform: ContenderPort['perform'] =
+        answer === undefined
+          ? port.perform
+          : (_session, action) => answer(action) as Observable<WriteEvent>
+      port.perform = writes === undefined ? perform : logWrites(perform, writes, scheduler)
       const { prefix: p = prefix, limit = 1, ...step } = rest
       const life = lifeOptions(scheduler, {
         ...rest,
         tryOnce: tryOnce === true,
+        // As a contender's: fairness on unless the spec turns it off.
         step: { ...step, prefix: p, limit, fairness: rest.fairness, scheduler },
       })
-      const interpreter = new Interpreter(logged, life, scheduler, subscriber)
+      const interpreter = new Interpreter(port, life, scheduler, subscriber)
       interpreter.start()
       const feed = said.subscribe({
         next: (event) => {

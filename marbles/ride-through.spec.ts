@@ -3,7 +3,12 @@ import { describe, it } from 'node:test'
 import { distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import { LOCK_FLAGS } from '../src/shared/flags.js'
-import type { ContenderState } from '../src/core/contender/contender-state-model.js'
+import {
+  initialContenderState,
+  type ContenderState,
+} from '../src/core/contender/contender-state-model.js'
+import { contenderStep } from '../src/core/contender/contender-step.js'
+import type { ContenderEvent } from '../src/core/events.js'
 import { contending, holds } from './support/port.js'
 import { leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
 import {
@@ -178,12 +183,30 @@ describe('holding with rideThrough', () => {
     })
   })
 
-  it('should not rise on a won CAS while the watch is down, only once it answers again', () => {
+  // On the interpreter the watch's failure lets the CAS go, so its answer (k) reaches nobody; the
+  // step's own rule for a CAS won while the watch is down is shown on contenderStep just below.
+  it('should not rise on a CAS answered after the watch failed, only once it answers again', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-w-d-k-L', events)
       const expected = '   f-------t'
       expectObservable(source.pipe(holds(riding)), watchFor50ms).toBe(expected, flags)
     })
+  })
+
+  it('should not rise on a won CAS while the watch is down (the step): riding is for a holder', () => {
+    const steps: [ContenderEvent, number][] = [
+      [events.c, 0],
+      [events.w, 2],
+      [events.d, 4],
+      [events.k, 6],
+    ]
+    const state = steps.reduce(
+      (s, [event, at]) => contenderStep(s, event, at, riding).state,
+      initialContenderState,
+    )
+    assert.equal(state.holding, false)
+    assert.equal(state.listed, true)
+    assert.equal(contenderStep(state, events.L, 8, riding).state.holding, true)
   })
 
   it('should not rise on a late renewal after its ride ended, only once the watch answers again', () => {

@@ -147,12 +147,32 @@ describe('holding, on the production interpreter', () => {
     })
   })
 
+  // On the interpreter the session's loss ends its run: its watch stops, so the snapshot after it
+  // reaches nobody (a new session is asked for after the backoff). That the step itself stays
+  // false on it is shown on contenderStep just below.
   it('should drop at once when the session is invalidated, and stay false', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-l-x-l', events)
       const expected = '   f-t-f'
       expectObservable(source.pipe(holds(options))).toBe(expected, flags)
     })
+  })
+
+  it('should stay false on a snapshot listing it after its session is gone (the step)', () => {
+    const steps: [ContenderEvent, number][] = [
+      [events.c, 0],
+      [events.l, 2],
+      [events.x, 4],
+      [events.l, 6],
+    ]
+    const holdings = steps.reduce<{ state: typeof initialContenderState; held: boolean[] }>(
+      ({ state, held }, [event, at]) => {
+        const after = contenderStep(state, event, at, options).state
+        return { state: after, held: [...held, after.holding] }
+      },
+      { state: initialContenderState, held: [] },
+    ).held
+    assert.deepEqual(holdings, [false, true, false, false])
   })
 
   it('should drop at once on release-requested, and stay false', () => {

@@ -3,10 +3,8 @@ import { describe, it } from 'node:test'
 import { TestScheduler } from 'rxjs/testing'
 import { asyncScheduler, catchError, distinctUntilChanged, map, of } from 'rxjs'
 import type { SemaphoreError } from '../src/errors.js'
-import { initialContenderState } from '../src/core/contender/contender-state-model.js'
-import { contenderStep } from '../src/core/contender/contender-step.js'
-import type { ContenderEvent } from '../src/core/events.js'
 import { holds, interpreted, session } from './support/port.js'
+import { statesAfter } from './support/steps.js'
 import {
   casOk,
   created,
@@ -159,20 +157,16 @@ describe('holding, on the production interpreter', () => {
   })
 
   it('should stay false on a snapshot listing it after its session is gone (the step)', () => {
-    const steps: [ContenderEvent, number][] = [
+    const states = statesAfter(options, [
       [events.c, 0],
       [events.l, 2],
       [events.x, 4],
       [events.l, 6],
-    ]
-    const holdings = steps.reduce<{ state: typeof initialContenderState; held: boolean[] }>(
-      ({ state, held }, [event, at]) => {
-        const after = contenderStep(state, event, at, options).state
-        return { state: after, held: [...held, after.holding] }
-      },
-      { state: initialContenderState, held: [] },
-    ).held
-    assert.deepEqual(holdings, [false, true, false, false])
+    ])
+    assert.deepEqual(
+      states.map((s) => s.holding),
+      [false, true, false, false],
+    )
   })
 
   it('should drop at once on release-requested, and stay false', () => {
@@ -205,19 +199,18 @@ describe('holding, on the production interpreter', () => {
   })
 
   it('should not become true on a CAS result while the watch is disconnected (the step)', () => {
-    const steps: [ContenderEvent, number][] = [
+    const states = statesAfter(options, [
       [events.c, 0],
       [events.w, 2],
       [events.d, 4],
       [events.k, 6],
-    ]
-    const state = steps.reduce(
-      (s, [event, at]) => contenderStep(s, event, at, options).state,
-      initialContenderState,
+      [seen(listedLater), 8],
+    ])
+    // Listed by the CAS at 6, but holding only once the watch answers again at 8.
+    assert.deepEqual(
+      states.map((s) => `${s.holding}/${s.listed}`),
+      ['false/false', 'false/false', 'false/false', 'false/true', 'true/true'],
     )
-    assert.equal(state.holding, false)
-    assert.equal(state.listed, true)
-    assert.equal(contenderStep(state, seen(listedLater), 8, options).state.holding, true)
   })
 
   it('should stay false on a snapshot older than its own CAS after a disconnect (agent restart)', () => {

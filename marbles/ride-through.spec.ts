@@ -3,13 +3,9 @@ import { describe, it } from 'node:test'
 import { distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import { LOCK_FLAGS } from '../src/shared/flags.js'
-import {
-  initialContenderState,
-  type ContenderState,
-} from '../src/core/contender/contender-state-model.js'
-import { contenderStep } from '../src/core/contender/contender-step.js'
-import type { ContenderEvent } from '../src/core/events.js'
+import type { ContenderState } from '../src/core/contender/contender-state-model.js'
 import { contending, holds } from './support/port.js'
+import { statesAfter } from './support/steps.js'
 import { leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
 import {
   casOk,
@@ -194,19 +190,18 @@ describe('holding with rideThrough', () => {
   })
 
   it('should not rise on a won CAS while the watch is down (the step): riding is for a holder', () => {
-    const steps: [ContenderEvent, number][] = [
+    const states = statesAfter(riding, [
       [events.c, 0],
       [events.w, 2],
       [events.d, 4],
       [events.k, 6],
-    ]
-    const state = steps.reduce(
-      (s, [event, at]) => contenderStep(s, event, at, riding).state,
-      initialContenderState,
+      [events.L, 8],
+    ])
+    // Listed by the CAS at 6, but holding only once the watch answers again at 8.
+    assert.deepEqual(
+      states.map((s) => `${s.holding}/${s.listed}`),
+      ['false/false', 'false/false', 'false/false', 'false/true', 'true/true'],
     )
-    assert.equal(state.holding, false)
-    assert.equal(state.listed, true)
-    assert.equal(contenderStep(state, events.L, 8, riding).state.holding, true)
   })
 
   it('should not rise on a late renewal after its ride ended, only once the watch answers again', () => {

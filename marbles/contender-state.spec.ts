@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
+import { catchError, distinctUntilChanged, map, of, type OperatorFunction } from 'rxjs'
+import type { SemaphoreError } from '../src/base/semaphore-error.js'
+import type { ContenderEvent } from '../src/core/events.js'
 import { TestScheduler } from 'rxjs/testing'
 import { HOLDER_FLAGS, LOCK_FLAGS } from '../src/base/flags.js'
 import {
@@ -9,7 +11,7 @@ import {
   type CountedGrace,
   type SharedGrace,
 } from '../src/core/contender/contender-state-model.js'
-import { contenderState } from '../src/core/contender/contender-state.js'
+import { contending } from './support/port.js'
 import {
   casFailed,
   casOk,
@@ -34,6 +36,10 @@ const field =
   <T>(pick: (state: ContenderState) => T): OperatorFunction<ContenderState, T> =>
   (s) =>
     s.pipe(map(pick), distinctUntilChanged())
+
+/** A give-up error as its last value, `error <kind>`, and then completion. */
+const orError: OperatorFunction<string, string> = (s) =>
+  s.pipe(catchError((error: SemaphoreError) => of(`error ${error.kind}`)))
 
 /** The type of `next`, each new action object once. */
 const nextAction: OperatorFunction<ContenderState, string> = (s) =>
@@ -62,72 +68,69 @@ const listedLock = lockEntry(prefix, '{"Limit":1,"Holders":{"me":true}}', 10n)
 
 const queue = snapshotOf([contenderEntry(prefix, 'a', 10n), contenderEntry(prefix, 'b', 11n)])
 
-describe('contenderState', () => {
-  it('should emit the initial state for a source that never emits', () => {
+describe('a contender on the production interpreter', () => {
+  // The production interpreter says nothing before its session: a contender's first state is
+  // the one its session starts (the old scan of the step emitted the initial state at subscribe).
+  it('should emit nothing before its session, and the initial state with it', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
-      const source = cold('-', events)
-      const subs = '       ^'
-      const expected = '   a'
-      expectObservable(source.pipe(contenderState(options))).toBe(expected, {
+      const source = cold('---c', events)
+      const subs = '       ^ 5ms !'
+      const expected = '   ---(ab)'
+      expectObservable(source.pipe(contending(options)), '^ 5ms !').toBe(expected, {
         a: initialContenderState,
+        b: {
+          ...initialContenderState,
+          session: 'me',
+          phase: 'joining',
+          leaseDeadline: 900,
+          wakeAt: 900,
+        },
       })
       expectSubscriptions(source.subscriptions).toBe(subs)
     })
   })
 
-  it('should emit the initial state and complete for an empty source', () => {
+  // A close() before any session ends the contender at once: nothing ran, nothing to release.
+  it('should complete at once when closed before its session', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('|', events)
-      const expected = '   (a|)'
-      expectObservable(source.pipe(contenderState(options))).toBe(expected, {
-        a: initialContenderState,
-      })
+      const source = cold('-r', events)
+      const expected = '   -|'
+      expectObservable(source.pipe(contending(options))).toBe(expected)
     })
   })
 
-  it('should pass an error of the events on', () => {
-    testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('-#', events, new Error('boom'))
-      const expected = '   a#'
-      expectObservable(source.pipe(contenderState(options))).toBe(
-        expected,
-        { a: initialContenderState },
-        new Error('boom'),
-      )
-    })
-  })
-
-  it('should unsubscribe from the events and drop its timers when unsubscribed early', () => {
-    testScheduler().run(({ hot, expectObservable, expectSubscriptions }) => {
-      const source = hot('-c-w-----', events)
-      const unsub = '     ^------!'
-      const subs = '      ^------!'
-      const expected = '  u--T'
-      expectObservable(source.pipe(contenderState(options), nextAction), unsub).toBe(
-        expected,
-        actions,
-      )
-      expectSubscriptions(source.subscriptions).toBe(subs)
-    })
-  })
-
-  it('should complete when the events complete, without waiting for its timers', () => {
+  // The states complete when close() ended the run, not when what Consul says stops coming.
+  it('should complete when closed, not when the events complete', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-s|', { c: created('b', 1000, 0), s: seen(queue) })
-      const expected = '   u--|'
-      expectObservable(source.pipe(contenderState(options), nextAction)).toBe(expected, actions)
+      const closed = cold('c-s----r', { ...events, c: created('b', 1000, 0), s: seen(queue) })
+      expectObservable(source.pipe(contending(options), nextAction), '^ 50ms !').toBe('u', actions)
+      expectObservable(closed.pipe(contending(options), nextAction)).toBe('u------|', actions)
     })
   })
 
-  it('should throw at once when the limit is not a positive integer', () => {
-    assert.throws(() => contenderState({ prefix, limit: 1.5 }), RangeError)
+  it('should stop its calls and drop its timers when unsubscribed early', () => {
+    testScheduler().run(({ cold, hot, expectObservable, expectSubscriptions }) => {
+      const source = hot('-c-w-----', events)
+      const cas = cold<ContenderEvent>('-')
+      const unsub = '     ^------!'
+      const subs = '      ^------!'
+      const expected = '  -u-T'
+      expectObservable(
+        source.pipe(contending({ ...options, perform: () => cas }), nextAction),
+        unsub,
+      ).toBe(expected, actions)
+      expectSubscriptions(source.subscriptions).toBe(subs)
+      // The CAS asked for at 3 is let go with the contender.
+      expectSubscriptions(cas.subscriptions).toBe('---^---!')
+    })
   })
 
   it('should ask to create the contender key when the snapshot lacks it', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-e', { ...events, e: seen(snapshotOf([])) })
       const expected = '   u-N'
-      expectObservable(source.pipe(contenderState(options), nextAction), watchFor50ms).toBe(
+      expectObservable(source.pipe(contending(options), nextAction), watchFor50ms).toBe(
         expected,
         actions,
       )
@@ -140,7 +143,7 @@ describe('contenderState', () => {
       const source = cold('c-w-j', { ...events, j: joined })
       const expected = '   u-T'
       expectObservable(
-        source.pipe(contenderState({ prefix, limit: 2 }), nextAction),
+        source.pipe(contending({ prefix, limit: 2 }), nextAction),
         watchFor50ms,
       ).toBe(expected, actions)
     })
@@ -150,7 +153,7 @@ describe('contenderState', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-w-k', events)
       const expected = '   u-T-u'
-      expectObservable(source.pipe(contenderState(options), nextAction), watchFor50ms).toBe(
+      expectObservable(source.pipe(contending(options), nextAction), watchFor50ms).toBe(
         expected,
         actions,
       )
@@ -161,7 +164,21 @@ describe('contenderState', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-w-F-w', events)
       const expected = '   u-T-u-T'
-      expectObservable(source.pipe(contenderState(options), nextAction), watchFor50ms).toBe(
+      expectObservable(source.pipe(contending(options), nextAction), watchFor50ms).toBe(
+        expected,
+        actions,
+      )
+    })
+  })
+
+  // On the interpreter an answer reaches the contender only through its write: a write cancelled
+  // (here by the watch's failure) hears nothing more, so the late answer changes nothing and the
+  // next snapshot asks again.
+  it('should not hear the answer of a CAS it cancelled, and ask again on the next snapshot', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const source = cold('c-w-d-k-w', events)
+      const expected = '   u-T-u---T'
+      expectObservable(source.pipe(contending(options), nextAction), watchFor50ms).toBe(
         expected,
         actions,
       )
@@ -174,7 +191,7 @@ describe('contenderState', () => {
       const expected = '   u---t'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.fencingToken),
         ),
         watchFor50ms,
@@ -188,7 +205,7 @@ describe('contenderState', () => {
       const expected = '   u-t'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.fencingToken),
         ),
         watchFor50ms,
@@ -208,7 +225,7 @@ describe('contenderState', () => {
       const expected = '   u---t'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.fencingToken),
         ),
         watchFor50ms,
@@ -222,7 +239,7 @@ describe('contenderState', () => {
       const expected = '   0-1-2-3'
       const summary = (s: ContenderState): string =>
         `${s.holding} ${s.reason} ${s.write?.type} ${s.fencingToken}`
-      expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
+      expectObservable(source.pipe(contending(options), field(summary)), watchFor50ms).toBe(
         expected,
         {
           0: 'false undefined undefined undefined',
@@ -240,7 +257,7 @@ describe('contenderState', () => {
       const expected = '   u-a-r'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.reason),
         ),
         watchFor50ms,
@@ -254,7 +271,7 @@ describe('contenderState', () => {
       const expected = '   f---t'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.holding),
         ),
         watchFor50ms,
@@ -270,7 +287,7 @@ describe('contenderState', () => {
       const expected = '   f---t-f'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.holding),
         ),
         watchFor50ms,
@@ -289,7 +306,7 @@ describe('contenderState', () => {
       const expected = '   u---a-r'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.reason),
         ),
         watchFor50ms,
@@ -309,7 +326,7 @@ describe('contenderState', () => {
       const expected = '   f---t---f'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.holding),
         ),
         watchFor50ms,
@@ -319,9 +336,10 @@ describe('contenderState', () => {
 
   it('should ask for nothing after release-requested', () => {
     testScheduler().run(({ cold, expectObservable }) => {
+      // close() releases and completes the states: the snapshot after it reaches nobody.
       const source = cold('c-w-r-w', events)
-      const expected = '   u-T-u'
-      expectObservable(source.pipe(contenderState(options), nextAction), watchFor50ms).toBe(
+      const expected = '   u-T-(u|)'
+      expectObservable(source.pipe(contending(options), nextAction), watchFor50ms).toBe(
         expected,
         actions,
       )
@@ -332,12 +350,13 @@ describe('contenderState', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const taken = seen(snapshotOf([lockEntry(prefix, 'x', 40n, { flags: LOCK_FLAGS }), me]))
       const source = cold('c-x', { ...events, x: taken })
-      const expected = '   0-1'
+      // A prefix problem ends the contender: it releases and gives up with the problem's error.
+      const expected = '   0-(1e|)'
       const summary = (s: ContenderState): string => `${s.problem?.type} ${s.write?.type}`
-      expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
-        expected,
-        { 0: 'undefined undefined', 1: 'Conflict undefined' },
-      )
+      expectObservable(
+        source.pipe(contending(options), field(summary), orError),
+        watchFor50ms,
+      ).toBe(expected, { 0: 'undefined undefined', 1: 'Conflict undefined', e: 'error Conflict' })
     })
   })
 
@@ -345,12 +364,17 @@ describe('contenderState', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const other = seen(snapshotOf([lockEntry(prefix, '{"Limit":3,"Holders":[]}', 40n), me]))
       const source = cold('c-x', { ...events, x: other })
-      const expected = '   0-1'
+      // A prefix problem ends the contender: it releases and gives up with the problem's error.
+      const expected = '   0-(1e|)'
       const summary = (s: ContenderState): string => `${s.problem?.type} ${s.write?.type}`
-      expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
-        expected,
-        { 0: 'undefined undefined', 1: 'LimitConflict undefined' },
-      )
+      expectObservable(
+        source.pipe(contending(options), field(summary), orError),
+        watchFor50ms,
+      ).toBe(expected, {
+        0: 'undefined undefined',
+        1: 'LimitConflict undefined',
+        e: 'error LimitConflict',
+      })
     })
   })
 
@@ -363,7 +387,7 @@ describe('contenderState', () => {
         const expected = '   0-1'
         const summary = (s: ContenderState): string =>
           s.decision?.type === 'Wait' ? `Wait rank ${s.decision.rank}` : `${s.decision?.type}`
-        expectObservable(source.pipe(contenderState(options), field(summary)), watchFor50ms).toBe(
+        expectObservable(source.pipe(contending(options), field(summary)), watchFor50ms).toBe(
           expected,
           { 0: 'undefined', 1: 'Wait rank 1' },
         )
@@ -374,7 +398,7 @@ describe('contenderState', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const source = cold('c-s', asB)
         const expected = '   u 2001ms T'
-        expectObservable(source.pipe(contenderState(options), nextAction), '^ 3000ms !').toBe(
+        expectObservable(source.pipe(contending(options), nextAction), '^ 3000ms !').toBe(
           expected,
           actions,
         )
@@ -390,7 +414,7 @@ describe('contenderState', () => {
         )
         const source = cold('c-s 999ms z', { ...asB, z: rewritten })
         const expected = '   u 2001ms T'
-        expectObservable(source.pipe(contenderState(options), nextAction), '^ 4000ms !').toBe(
+        expectObservable(source.pipe(contending(options), nextAction), '^ 4000ms !').toBe(
           expected,
           actions,
         )
@@ -422,7 +446,7 @@ describe('contenderState', () => {
           ),
         })
         const expected = '   u 3501ms T'
-        expectObservable(source.pipe(contenderState(options), nextAction), '^ 5000ms !').toBe(
+        expectObservable(source.pipe(contending(options), nextAction), '^ 5000ms !').toBe(
           expected,
           actions,
         )
@@ -434,7 +458,7 @@ describe('contenderState', () => {
         const three = snapshotOf([...queue.entries, contenderEntry(prefix, 'c', 12n)])
         const source = cold('c-s', { ...asB, c: created('c', 1_000_000, 0), s: seen(three) })
         const expected = '   u 2501ms T'
-        expectObservable(source.pipe(contenderState(options), nextAction), '^ 5000ms !').toBe(
+        expectObservable(source.pipe(contending(options), nextAction), '^ 5000ms !').toBe(
           expected,
           actions,
         )
@@ -450,7 +474,7 @@ describe('contenderState', () => {
         const source = cold('c-s', { ...asB, s: seen(twoFree) })
         const expected = '   u 2001ms T'
         expectObservable(
-          source.pipe(contenderState({ ...options, limit: 2 }), nextAction),
+          source.pipe(contending({ ...options, limit: 2 }), nextAction),
           '^ 3000ms !',
         ).toBe(expected, actions)
       })
@@ -466,7 +490,7 @@ describe('contenderState', () => {
         const source = cold('c-s', asB)
         const expected = '   u 1999ms T'
         expectObservable(
-          source.pipe(contenderState({ ...options, sharedGrace }), nextAction),
+          source.pipe(contending({ ...options, sharedGrace }), nextAction),
           '^ 3000ms !',
         ).toBe(expected, actions)
       })
@@ -479,7 +503,7 @@ describe('contenderState', () => {
         const source = cold('c-s', asB)
         const expected = '   u 2001ms T'
         expectObservable(
-          source.pipe(contenderState({ ...options, sharedGrace }), nextAction),
+          source.pipe(contending({ ...options, sharedGrace }), nextAction),
           '^ 3000ms !',
         ).toBe(expected, actions)
       })
@@ -490,7 +514,7 @@ describe('contenderState', () => {
         const source = cold('c-s', asB)
         const expected = '   u 101ms T'
         expectObservable(
-          source.pipe(contenderState({ ...options, fairnessGraceMs: 100 }), nextAction),
+          source.pipe(contending({ ...options, fairnessGraceMs: 100 }), nextAction),
           '^ 3000ms !',
         ).toBe(expected, actions)
       })
@@ -500,7 +524,7 @@ describe('contenderState', () => {
       testScheduler().run(({ cold, expectObservable }) => {
         const source = cold('c-s 997ms d 499ms s', { ...asB, d: disconnected })
         const expected = '   u 3499ms T'
-        expectObservable(source.pipe(contenderState(options), nextAction), '^ 5000ms !').toBe(
+        expectObservable(source.pipe(contending(options), nextAction), '^ 5000ms !').toBe(
           expected,
           actions,
         )
@@ -512,7 +536,7 @@ describe('contenderState', () => {
         const source = cold('c-s', asB)
         const expected = '   u-T'
         expectObservable(
-          source.pipe(contenderState({ ...options, fairness: false }), nextAction),
+          source.pipe(contending({ ...options, fairness: false }), nextAction),
           watchFor50ms,
         ).toBe(expected, actions)
       })
@@ -523,7 +547,7 @@ describe('contenderState', () => {
 /** The holder `a` of `q`, whose key is older than ours. */
 const queueHead = contenderEntry(prefix, 'a', 1n, { flags: HOLDER_FLAGS, modifyIndex: 9n })
 
-describe('contenderState: the phase', () => {
+describe('a contender on the production interpreter: the phase', () => {
   const phases = {
     i: 'idle',
     j: 'joining',
@@ -541,11 +565,12 @@ describe('contenderState: the phase', () => {
 
   it('should name where the contender is: joining, acquiring, holding, doubtful, holding, retired', () => {
     testScheduler().run(({ cold, expectObservable }) => {
+      // r: close() retires it, releases, and completes the states.
       const source = cold('c 9ms e 9ms w 9ms k 9ms d 9ms L 9ms r', phaseEvents)
-      const expected = '   (ij) 16ms A 9ms h 9ms d 9ms h 9ms r'
+      const expected = '   (ij) 16ms A 9ms h 9ms d 9ms h 9ms (r|)'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.phase),
         ),
         '^ 100ms !',
@@ -559,7 +584,7 @@ describe('contenderState: the phase', () => {
       const expected = '   (ij) 6ms W 9ms A'
       expectObservable(
         source.pipe(
-          contenderState(options),
+          contending(options),
           field((s) => s.phase),
         ),
         '^ 100ms !',

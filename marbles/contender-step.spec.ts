@@ -1,20 +1,16 @@
-// The contender's one pure step, as the library runs it: `contenderStep` is what each member of a
-// prefix coordinator calls, and `contenderSteps` scans the same function. These specs pin its
-// commands, and, with a performer, show when each write is subscribed and cancelled.
+// The contender's one pure step, as the library runs it: `contenderStep` is what the machine of a
+// contender's life (`lifeStep`) steps each session's run on. These specs pin its commands, step by
+// step as plain function calls, and, on the production interpreter, show when each write is
+// subscribed and cancelled.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { filter, map, skip, type Observable, type OperatorFunction } from 'rxjs'
+import { asyncScheduler, distinctUntilChanged, filter, map, type Observable } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import type {
   ContenderAction,
   ContenderStateOptions,
 } from '../src/core/contender/contender-state-model.js'
-import { contenderSteps } from '../src/core/contender/contender-state.js'
-import {
-  contenderStep,
-  type ContenderCommand,
-  type ContenderStep,
-} from '../src/core/contender/contender-step.js'
+import { contenderStep, type ContenderCommand } from '../src/core/contender/contender-step.js'
 import { initialContenderState } from '../src/core/contender/contender-state-model.js'
 import type { ContenderEvent, Decision } from '../src/core/events.js'
 import { decide } from '../src/core/semaphore/decide.js'
@@ -26,6 +22,7 @@ import {
   seen,
   sessionGone,
 } from './support/events.js'
+import { contending, type Released } from './support/port.js'
 import { listed, me, prefix, waiting } from './support/scenario.js'
 import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
 
@@ -47,13 +44,6 @@ function show(command: ContenderCommand): string {
       return `end:${command.why}${command.release ? '+release' : ''}`
   }
 }
-
-/** The commands of each step that has any, in words. */
-const commands: OperatorFunction<ContenderStep, string> = (steps) =>
-  steps.pipe(
-    filter((step) => step.commands.length > 0),
-    map((step) => step.commands.map(show).join(' ')),
-  )
 
 const one = { prefix, limit: 1 }
 const two = { prefix, limit: 2 }
@@ -83,17 +73,26 @@ const events: Record<string, ContenderEvent> = {
   r: releaseRequested,
 }
 
-/** Runs `source` (letters of `events`) through the steps and expects their commands, in words. */
+/**
+ * Steps `source` (letters of `events`, each at the frame of its place) through `contenderStep`,
+ * one plain call each with no timer, and expects the commands of each step, in words: the letter of
+ * `expected` at a step's frame, or `-` for a step that asks for nothing.
+ */
 function expectCommands(
   options: ContenderStateOptions,
   source: string,
   expected: string,
   words: Record<string, string>,
 ): void {
-  testScheduler().run(({ cold, expectObservable }) => {
-    const steps = cold(source, events).pipe(contenderSteps(options), commands)
-    expectObservable(steps, '^ 50ms !').toBe(expected, words)
+  let state = initialContenderState
+  const actual = [...source].map((letter, at) => {
+    if (letter === '-') return '-'
+    const step = contenderStep(state, events[letter] as ContenderEvent, at, options)
+    state = step.state
+    const said = step.commands.map(show).join(' ')
+    return said === '' ? '-' : (Object.keys(words).find((key) => words[key] === said) ?? said)
   })
+  assert.equal(actual.join('').replace(/-+$/, ''), expected)
 }
 
 describe('contenderStep: the commands', () => {
@@ -138,20 +137,21 @@ describe('contenderStep: the commands', () => {
   })
 
   it('should wake at the lease deadline with no event, and drop the hold there', () => {
+    // On the production interpreter: its wake-up timer is the step's `wake` command.
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-w-k', events)
       const holding = source.pipe(
-        contenderSteps(one),
-        skip(1),
-        map((step) => step.state.holding),
+        contending(one),
+        map((state) => state.holding),
+        distinctUntilChanged(),
       )
-      // After the initial step: f at 0 (c), f at 2 (w), t at 4 (k), f at 900 (the wake-up).
-      expectObservable(holding, '^ 950ms !').toBe('f-f-t 895ms f', { f: false, t: true })
+      // f from its session at 0, t at 4 (k answers the CAS), f at 900 (the wake-up).
+      expectObservable(holding, '^ 950ms !').toBe('f---t 895ms f', { f: false, t: true })
     })
   })
 })
 
-describe('contenderSteps with a performer: the writes it runs', () => {
+describe('the production interpreter: the writes it runs', () => {
   it('should subscribe the CAS when asked, and cancel it when a new CAS replaces it', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold('c-w---a', events)
@@ -160,8 +160,8 @@ describe('contenderSteps with a performer: the writes it runs', () => {
       const perform = (action: ContenderAction): Observable<ContenderEvent> =>
         action.type === 'TryAcquire' && action.cas === 0n ? first : second
       const held = source.pipe(
-        contenderSteps(two, perform),
-        map((step) => step.state.holding),
+        contending({ ...two, perform }),
+        map((state) => state.holding),
       )
       expectObservable(held.pipe(filter(Boolean)), '^ 50ms !').toBe('--------t', { t: true })
       expectSubscriptions(first.subscriptions).toBe('  --^---!')
@@ -173,13 +173,19 @@ describe('contenderSteps with a performer: the writes it runs', () => {
     testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
       const source = cold('c-w---r', events)
       const write = cold<ContenderEvent>('-')
-      const ends = source.pipe(
-        contenderSteps(one, () => write),
-        commands,
-        filter((words) => words.includes('end')),
-      )
-      expectObservable(ends, '^ 50ms !').toBe('------a', { a: 'cancel end:released+release' })
+      const released: Released[] = []
+      const states = source.pipe(contending({ ...one, perform: () => write, released }))
+      // close() at 6: the write is cancelled, the release starts, and the states complete.
+      expectObservable(states.pipe(filter(() => false)), '^ 50ms !').toBe('------|')
       expectSubscriptions(write.subscriptions).toBe('--^---!')
+      asyncScheduler.schedule(
+        () =>
+          assert.deepEqual(
+            released.map((r) => r.at),
+            [6],
+          ),
+        10,
+      )
     })
   })
 
@@ -189,15 +195,12 @@ describe('contenderSteps with a performer: the writes it runs', () => {
       const source = cold('c-e---e', { ...events, e: seen(snapshotOf([])) })
       const write = cold<ContenderEvent>('-|')
       const writes = source.pipe(
-        contenderSteps(one, () => write),
-        commands,
+        contending({ ...one, perform: () => write }),
+        map((state) => state.write?.type ?? 'none'),
+        distinctUntilChanged(),
       )
-      // Each write completes a frame later: the step cancels nothing then, but forgets it.
-      expectObservable(writes, '^ 50ms !').toBe('a-bc--bc', {
-        a: 'wake@900',
-        b: 'write:NotContending',
-        c: 'cancel',
-      })
+      // Each write completes a frame later (`written`): the step forgets it, and asks again.
+      expectObservable(writes, '^ 50ms !').toBe('u-Nu--Nu', { u: 'none', N: 'NotContending' })
       expectSubscriptions(write.subscriptions).toBe(['--^!', '------^!'])
     })
   })

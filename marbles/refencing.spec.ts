@@ -1,22 +1,22 @@
 // A holder between two jobs of its process: the `renew` input, the one write it asks for
 // (`Refencing`: Refence keeps the slot, Rotate hands it on and rejoins at the tail), and the token the
-// next job gets. The step runs with the semaphore protocol's own refencing (`refencing` on the shared
-// view), as the member runs it.
+// next job gets. The production interpreter runs it with the semaphore protocol's own refencing
+// (`refencing` on the shared view), as a job pool's worker does; `n` is the pool's refence().
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { filter, map, skip, type Observable } from 'rxjs'
+import { asyncScheduler, distinctUntilChanged, filter, map, type Observable } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import type {
   ContenderAction,
   ContenderStateOptions,
 } from '../src/core/contender/contender-state-model.js'
-import { contenderSteps } from '../src/core/contender/contender-state.js'
 import type { RefenceInput } from '../src/core/contender/contender-input.js'
 import type { ContenderEvent } from '../src/core/events.js'
 import { prefixView } from '../src/core/semaphore/prefix-view.js'
 import { refencing, type Refencing } from '../src/core/semaphore/refencing.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../src/base/flags.js'
 import { created, seen } from './support/events.js'
+import { contending, type WriteLog } from './support/port.js'
 import { prefix } from './support/scenario.js'
 import { contenderEntry, lockEntry, snapshotOf, text } from './support/snapshot.js'
 
@@ -78,10 +78,11 @@ describe('refencing: the write between two jobs', () => {
         assert.equal(word(action), 'Refence@20')
         return refence
       }
-      const steps = cold('c-h-n', inputs).pipe(contenderSteps(two, perform))
-      const tenure = steps.pipe(
-        map(({ state }) => (state.holding ? `t${state.fencingToken}` : 'f')),
-        filter((value, i) => i > 0 && value !== 'f'),
+      const states = cold('c-h-n', inputs).pipe(contending({ ...two, perform }))
+      const tenure = states.pipe(
+        map((state) => (state.holding ? `t${state.fencingToken}` : 'f')),
+        distinctUntilChanged(),
+        filter((value) => value !== 'f'),
       )
       // Held at 2 under token 20 (its CAS's index), then under 31 once the Refence answered.
       expectObservable(tenure, '^ 50ms !').toBe('--a---b', { a: 't20', b: 't31' })
@@ -91,10 +92,10 @@ describe('refencing: the write between two jobs', () => {
 
   it('should not hold while the Refence is out, and never again under the last job token', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const steps = cold('c-h-n', inputs).pipe(contenderSteps(two, () => cold('-')))
-      const holding = steps.pipe(
-        skip(1),
-        map(({ state }) => state.holding),
+      const states = cold('c-h-n', inputs).pipe(contending({ ...two, perform: () => cold('-') }))
+      const holding = states.pipe(
+        map((state) => state.holding),
+        distinctUntilChanged(),
       )
       expectObservable(holding, '^ 50ms !').toBe('f-t-f', { t: true, f: false })
     })
@@ -115,10 +116,10 @@ describe('refencing: the write between two jobs', () => {
       const rotate = cold<ContenderEvent>('--(r|)', {
         r: { type: 'refenced', ok: true, refencing: 'Rotate', modifyIndex: 33n },
       })
-      const steps = cold('c-w-n', inputs).pipe(contenderSteps(two, () => rotate))
-      const after = steps.pipe(
-        skip(1),
-        map(({ state }) => `${state.holding}/${state.listed}/${state.fencingToken ?? '-'}`),
+      const states = cold('c-w-n', inputs).pipe(contending({ ...two, perform: () => rotate }))
+      const after = states.pipe(
+        map((state) => `${state.holding}/${state.listed}/${state.fencingToken ?? '-'}`),
+        distinctUntilChanged(),
       )
       expectObservable(after, '^ 50ms !').toBe('a-b-c-d', {
         a: 'false/false/-',
@@ -144,12 +145,13 @@ describe('refencing: the write between two jobs', () => {
       })
       const perform = (action: ContenderAction): Observable<ContenderEvent> =>
         action.type === 'Refence' && action.cas === 20n ? refused : committed
-      const steps = cold('c-h-n---l', { ...inputs, l: seen(later) }).pipe(
-        contenderSteps(two, perform),
+      const states = cold('c-h-n---l', { ...inputs, l: seen(later) }).pipe(
+        contending({ ...two, perform }),
       )
-      const tokens = steps.pipe(
-        map(({ state }) => (state.holding ? `t${state.fencingToken}` : 'f')),
-        filter((value, i) => i > 0 && value !== 'f'),
+      const tokens = states.pipe(
+        map((state) => (state.holding ? `t${state.fencingToken}` : 'f')),
+        distinctUntilChanged(),
+        filter((value) => value !== 'f'),
       )
       expectObservable(tokens, '^ 50ms !').toBe('--a------b', { a: 't20', b: 't27' })
       expectSubscriptions(refused.subscriptions).toBe('----^!')
@@ -160,15 +162,17 @@ describe('refencing: the write between two jobs', () => {
   it('should ignore renew when it does not hold, and write nothing', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const waitingOnly = snapshotOf([contenderEntry(prefix, 'me', 5n, { flags: CONTENDER_FLAGS })])
-      const steps = cold('c-s-n', { ...inputs, s: seen(waitingOnly) }).pipe(contenderSteps(two))
-      const writes = steps.pipe(
-        filter(({ commands }) => commands.some((c) => c.type === 'write')),
-        map(({ commands }) =>
-          commands.map((c) => (c.type === 'write' ? word(c.action) : c.type)).join(' '),
-        ),
+      const writes: WriteLog[] = []
+      const states = cold('c-s-n', { ...inputs, s: seen(waitingOnly) }).pipe(
+        contending({ ...two, writes }),
       )
-      // The CAS it asks for as a waiter at 2, and nothing at 4.
-      expectObservable(writes, '^ 50ms !').toBe('--a', { a: 'TryAcquire' })
+      const write = states.pipe(
+        map((state) => state.write?.type ?? 'none'),
+        distinctUntilChanged(),
+      )
+      expectObservable(write, '^ 50ms !').toBe('u-T', { u: 'none', T: 'TryAcquire' })
+      // The CAS it makes as a waiter at 2 (still out), and nothing at 4.
+      asyncScheduler.schedule(() => assert.deepEqual(writes, [{ type: 'TryAcquire', from: 2 }]), 10)
     })
   })
 })

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
+import { asyncScheduler, distinctUntilChanged, map, type OperatorFunction } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import { LOCK_FLAGS } from '../src/base/flags.js'
 import type { ContenderState } from '../src/core/contender/contender-state-model.js'
-import { contenderState } from '../src/core/contender/contender-state.js'
+import { contending, type Released } from './support/port.js'
 import { tryOnceRefused } from '../src/core/contender/try-once-refused.js'
 import type { ContenderEvent } from '../src/core/events.js'
 import { leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
@@ -42,7 +42,7 @@ describe('tryOnceRefused on the semaphore', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-h', events)
       const expected = '   f-t'
-      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), refused), watchFor400ms).toBe(
         expected,
         verdicts,
       )
@@ -53,7 +53,7 @@ describe('tryOnceRefused on the semaphore', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-k-K', events)
       const expected = '   f----'
-      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), refused), watchFor400ms).toBe(
         expected,
         verdicts,
       )
@@ -65,7 +65,7 @@ describe('tryOnceRefused on the semaphore', () => {
       // `a` waits ahead of `me` (an older key, no .lock yet): unranked, `me` tries anyway.
       const source = cold('c-w', events)
       const expected = '   f--'
-      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), refused), watchFor400ms).toBe(
         expected,
         verdicts,
       )
@@ -76,7 +76,7 @@ describe('tryOnceRefused on the semaphore', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-k-F-h', events)
       const expected = '   f-----t'
-      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), refused), watchFor400ms).toBe(
         expected,
         verdicts,
       )
@@ -87,10 +87,57 @@ describe('tryOnceRefused on the semaphore', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-h-x', events)
       const expected = '   f-t-f'
-      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), refused), watchFor400ms).toBe(
         expected,
         verdicts,
       )
+    })
+  })
+
+  describe('a try-once contender on the production interpreter', () => {
+    const tryOnce = { ...options, tryOnce: true }
+    const holdingFlag = (s: ContenderState): boolean => s.holding
+
+    it('should release and complete at its first refusal', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const released: Released[] = []
+        const source = cold('c-h', events)
+        const expected = '   f-(t|)'
+        expectObservable(source.pipe(contending({ ...tryOnce, released }), refused)).toBe(
+          expected,
+          verdicts,
+        )
+        // It releases its slot at once (its contender key goes with its session).
+        asyncScheduler.schedule(
+          () =>
+            assert.deepEqual(
+              released.map((r) => [r.session, r.at]),
+              [['me', 2]],
+            ),
+          3,
+        )
+      })
+    })
+
+    it('should complete when its session is lost before it held: no new session is asked for', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('c-k-x', events)
+        const expected = '   f---|'
+        expectObservable(
+          source.pipe(contending(tryOnce), map(holdingFlag), distinctUntilChanged()),
+        ).toBe(expected, verdicts)
+      })
+    })
+
+    it('should behave as any contender once it held: a lost session is retried, not the end', () => {
+      testScheduler().run(({ cold, expectObservable }) => {
+        const source = cold('c-k-K-x', events)
+        const expected = '   f---t-f'
+        expectObservable(
+          source.pipe(contending(tryOnce), map(holdingFlag), distinctUntilChanged()),
+          watchFor400ms,
+        ).toBe(expected, verdicts)
+      })
     })
   })
 })
@@ -113,7 +160,7 @@ describe('tryOnceRefused on the single-key lock', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-o', events)
       const expected = '   f-t'
-      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), refused), watchFor400ms).toBe(
         expected,
         verdicts,
       )
@@ -125,7 +172,7 @@ describe('tryOnceRefused on the single-key lock', () => {
       // A contender that went on would ask again 250 ms later; a try-once one has its answer.
       const source = cold('c-f-R', events)
       const expected = '   f---t 249ms f'
-      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), refused), watchFor400ms).toBe(
         expected,
         verdicts,
       )
@@ -136,7 +183,7 @@ describe('tryOnceRefused on the single-key lock', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('c-f-k', events)
       const expected = '   f----'
-      expectObservable(source.pipe(contenderState(options), refused), watchFor400ms).toBe(
+      expectObservable(source.pipe(contending(options), refused), watchFor400ms).toBe(
         expected,
         verdicts,
       )

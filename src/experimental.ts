@@ -1,6 +1,8 @@
 /**
  * rx-consul-semaphore/experimental: the pure core's building blocks, for those who build their
- * own contender on them or study its decisions.
+ * own contender on them or study its decisions: the decisions, the contender's machine
+ * (`contenderStep`, `lifeStep`), and the one interpreter that runs the machine (`Interpreter`,
+ * `contenderStates`), which does no I/O itself: it makes its calls on the port it is given.
  *
  * EXPERIMENTAL: these names follow the core's internals and may change or go away in any minor
  * release (semver does not cover this entry). What users compose with is in the root entry,
@@ -34,25 +36,41 @@ export {
   type DecideLeaderKeyOptions,
 } from './core/leader-key/decide-leader-key.js'
 
-// The contender state machine: its one pure step, the step scanned as operators (its steps, its
-// states, and their boolean projection).
+// The contender state machine: the per-session step, the machine of a contender's whole life that
+// steps each session's run on it, and the one interpreter that carries out the machine's commands
+// on a port of Observables (what the library runs, given its Consul port).
 export {
   contenderStep,
   type ContenderCommand,
   type ContenderStep,
 } from './core/contender/contender-step.js'
 export {
-  contenderState,
-  contenderSteps,
-  writeAfter,
-  type ContenderPerformer,
-} from './core/contender/contender-state.js'
+  lifeStep,
+  unstarted,
+  type ContenderLife,
+  type GiveUp,
+  type LifeCommand,
+  type LifeInput,
+  type LifeOptions,
+  type LifeTimer,
+  type RunRelease,
+  type SessionSource,
+} from './core/contender/contender-life.js'
+export {
+  contenderStates,
+  Interpreter,
+  type ContenderObserver,
+} from './effects/coordinator/interpreter.js'
+export type {
+  ContenderPort,
+  CreatedSession,
+  WriteEvent,
+} from './effects/coordinator/contender-port.js'
 export type {
   ContenderInput,
   DecidedSnapshot,
   RefenceInput,
 } from './core/contender/contender-input.js'
-export { holding } from './core/contender/holding.js'
 export type {
   ContenderAction,
   ContenderPhase,

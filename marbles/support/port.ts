@@ -3,21 +3,38 @@
  * each call the machine asks for is an Observable the spec gives (cold or hot marbles), so a spec
  * sees, in subscription marbles, each call start and stop, as RxJS's own operator specs do.
  */
-import { NEVER, type Observable, type SchedulerLike } from 'rxjs'
+import {
+  NEVER,
+  Observable,
+  Subject,
+  asyncScheduler,
+  distinctUntilChanged,
+  filter,
+  map,
+  take,
+  takeWhile,
+  type OperatorFunction,
+  type SchedulerLike,
+} from 'rxjs'
 import type { ConsulClient } from '../../src/consul/client-api.js'
 import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import type { LifeOptions, RunRelease } from '../../src/core/contender/contender-life.js'
+import type { RefenceInput } from '../../src/core/contender/contender-input.js'
+import type {
+  ContenderAction,
+  ContenderState,
+  ContenderStateOptions,
+} from '../../src/core/contender/contender-state-model.js'
+import type { ContenderEvent } from '../../src/core/events.js'
 import type {
   ContenderPort,
   CreatedSession,
   WriteEvent,
 } from '../../src/effects/coordinator/contender-port.js'
 import { giveUpError } from '../../src/effects/coordinator/give-up-error.js'
-import { contenderStates } from '../../src/effects/coordinator/interpreter.js'
+import { Interpreter, contenderStates } from '../../src/effects/coordinator/interpreter.js'
 import type { LeaseEvent } from '../../src/effects/session-lease.js'
 import { problemError } from '../../src/base/semaphore-error.js'
-import type { ContenderState } from '../../src/core/contender/contender-state-model.js'
-import type { ContenderEvent } from '../../src/core/events.js'
 import { prefix } from './scenario.js'
 
 /** The calls a spec gives; each defaults to one that never answers. */
@@ -44,19 +61,18 @@ export interface Released {
   readonly at: number
 }
 
-/**
- * A contender's states on a port of marbles: the production interpreter, with `calls` for its
- * Consul and `options` over a contender of `prefix` with limit 1 and no jitter.
- */
-export function interpreted(
+/** A spec's options: the life's, and the per-session step's (over `prefix`, limit 1). */
+export type SpecOptions = Partial<Omit<LifeOptions, 'step'>> & {
+  readonly step?: Partial<LifeOptions['step']>
+}
+
+/** The port of `calls`, recording each release in `released`. */
+function marblePort(
   scheduler: SchedulerLike,
   calls: MarbleCalls,
-  options: Partial<Omit<LifeOptions, 'step'>> & {
-    readonly step?: Partial<LifeOptions['step']>
-  } = {},
-): { readonly states: Observable<ContenderState>; readonly released: Released[] } {
-  const released: Released[] = []
-  const port: ContenderPort = {
+  released: Released[],
+): { -readonly [K in keyof ContenderPort]: ContenderPort[K] } {
+  return {
     answers: () => 0,
     session: calls.session ?? (() => NEVER),
     lease: (calls.lease ?? (() => NEVER)) as () => Observable<LeaseEvent>,
@@ -74,7 +90,11 @@ export function interpreted(
       ),
     finished: () => undefined,
   }
-  const life: LifeOptions = {
+}
+
+/** The life's options: `options` over a contender of `prefix` with limit 1 and no jitter. */
+function lifeOptions(scheduler: SchedulerLike, options: SpecOptions): LifeOptions {
+  return {
     tryOnce: false,
     adoptedSession: undefined,
     shelf: false,
@@ -88,5 +108,140 @@ export function interpreted(
     ...options,
     step: { prefix, limit: 1, fairness: false, scheduler, ...options.step },
   }
-  return { states: contenderStates(port, life, scheduler), released }
+}
+
+/**
+ * A contender's states on a port of marbles: the production interpreter, with `calls` for its
+ * Consul and `options` over a contender of `prefix` with limit 1, no fairness and no jitter.
+ */
+export function interpreted(
+  scheduler: SchedulerLike,
+  calls: MarbleCalls,
+  options: SpecOptions = {},
+): { readonly states: Observable<ContenderState>; readonly released: Released[] } {
+  const released: Released[] = []
+  const port = marblePort(scheduler, calls, released)
+  return { states: contenderStates(port, lifeOptions(scheduler, options), scheduler), released }
+}
+
+/**
+ * What Consul and the user say to a contender, on one timeline: a session (`session-created`), the
+ * watch's events, the lease's, a write's answers, the user's close() (`release-requested`) and a
+ * pool's refence().
+ */
+export type Said = ContenderEvent | RefenceInput
+
+/** Options of `contending`: the step's (as a contender's), and the life's. */
+export type ContendingOptions = Partial<ContenderStateOptions> &
+  Partial<Omit<LifeOptions, 'step' | 'tryOnce'>> & {
+    /** A log of each write the interpreter subscribed, and when it let it go. */
+    readonly writes?: WriteLog[]
+    /** Each release the interpreter started. */
+    readonly released?: Released[]
+    /** A write's answers by its action, in place of the timeline's `cas-result`s and `retry`s. */
+    readonly perform?: (action: ContenderAction) => Observable<ContenderEvent>
+  }
+
+/** One write the interpreter made: its action's type, when it started and when it stopped. */
+export interface WriteLog {
+  readonly type: string
+  readonly from: number
+  to?: number
+}
+
+/** `perform`, logging in `writes` when each write starts and when the interpreter lets it go. */
+function logWrites(
+  perform: ContenderPort['perform'],
+  writes: WriteLog[],
+  scheduler: SchedulerLike,
+): ContenderPort['perform'] {
+  return (session, action) =>
+    new Observable<WriteEvent>((writer) => {
+      const log: WriteLog = { type: action.type, from: scheduler.now() }
+      writes.push(log)
+      const inner = perform(session, action).subscribe(writer)
+      return () => {
+        inner.unsubscribe()
+        log.to = scheduler.now()
+      }
+    })
+}
+
+/**
+ * The production interpreter of a contender, told what happens by one timeline of `Said` (what
+ * Consul says, when): each event goes to the call that carries it in production, at its frame.
+ *
+ * - `session-created` answers the session request out (none out: it is lost);
+ * - `snapshot` and `disconnected` are the watch's: they reach the contender only once its
+ *   session's run follows the prefix (nothing before its session);
+ * - `session-renewed`, `renewal-failed` and `session-gone` are its lease's;
+ * - `cas-result` and `retry` answer the write in flight and end it; with no write in flight they
+ *   are lost, as an answer to a cancelled request is;
+ * - `release-requested` is the user's close(), `refence` a pool's refence().
+ *
+ * The states are the interpreter's: nothing before its session, and they complete once a close()
+ * ended the run (not when the timeline completes); an error of the timeline is passed on.
+ *
+ * @example
+ * cold('c-w-k').pipe(contending({ prefix, limit: 1 }))
+ */
+export function contending(
+  options: ContendingOptions = {},
+): OperatorFunction<Said, ContenderState> {
+  const { writes, released = [], tryOnce, perform: answer, ...rest } = options
+  return (said) =>
+    new Observable<ContenderState>((subscriber) => {
+      const scheduler = rest.scheduler ?? asyncScheduler
+      const consul = new Subject<Said>()
+      const kind = <T extends Said['type']>(...types: T[]) =>
+        consul.pipe(filter((e): e is Extract<Said, { type: T }> => types.includes(e.type as T)))
+      const calls: MarbleCalls = {
+        session: () =>
+          kind('session-created').pipe(
+            take(1),
+            map(({ session, ttlMs, sentAt }) => ({ session, ttlMs, sentAt })),
+          ),
+        follow: () => kind('snapshot', 'disconnected'),
+        lease: () => kind('session-renewed', 'renewal-failed', 'session-gone'),
+        // A write ends with its answer.
+        perform: () => kind('cas-result', 'retry').pipe(takeWhile(() => false, true)),
+      }
+      const port = marblePort(scheduler, calls, released)
+      const perform: ContenderPort['perform'] =
+        answer === undefined
+          ? port.perform
+          : (_session, action) => answer(action) as Observable<WriteEvent>
+      port.perform = writes === undefined ? perform : logWrites(perform, writes, scheduler)
+      const { prefix: p = prefix, limit = 1, ...step } = rest
+      const life = lifeOptions(scheduler, {
+        ...rest,
+        tryOnce: tryOnce === true,
+        // As a contender's: fairness on unless the spec turns it off.
+        step: { ...step, prefix: p, limit, fairness: rest.fairness, scheduler },
+      })
+      const interpreter = new Interpreter(port, life, scheduler, subscriber)
+      interpreter.start()
+      const feed = said.subscribe({
+        next: (event) => {
+          if (event.type === 'release-requested') interpreter.close()
+          else if (event.type === 'refence') interpreter.refence()
+          else consul.next(event)
+        },
+        error: (error: unknown) => subscriber.error(error),
+      })
+      return () => {
+        feed.unsubscribe()
+        interpreter.stop()
+      }
+    })
+}
+
+/** Whether the contender of `contending(options)` holds: each change once. */
+export function holds(options: ContendingOptions = {}): OperatorFunction<Said, boolean> {
+  return (said) =>
+    said.pipe(
+      contending(options),
+      map((state) => state.holding),
+      distinctUntilChanged(),
+    )
 }

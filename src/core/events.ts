@@ -145,14 +145,13 @@ export type Decision =
     })
 
 /**
- * Everything the effects layer tells the core (`contenderStep`, `contenderState`, `holding`).
+ * Everything the effects layer tells the core (`contenderStep`, through the machine of a
+ * contender's life, `lifeStep`, which the interpreter feeds).
  *
  * @example
  * ```ts
- * const events = new Subject<ContenderEvent>()
- * events.pipe(holding({ prefix: 'service/db/lock', limit: 3 })).subscribe(console.log)
- * events.next({ type: 'session-created', session, ttlMs: 15_000, sentAt: scheduler.now() })
- * consul.watchPrefix('service/db/lock/').subscribe(events)
+ * const event: ContenderEvent = { type: 'session-created', session, ttlMs: 15_000, sentAt: now }
+ * const { state } = contenderStep(initialContenderState, event, now, { prefix, limit: 3 })
  * ```
  */
 export type ContenderEvent =

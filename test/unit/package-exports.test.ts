@@ -45,14 +45,20 @@ const testingProbe = (t: string, rx: string): string =>
        sem.closeCount, election.closeCount].join(' ') })()`
 const testingExpected = 'function function false,true,false 1 1'
 
-/** The pure core's pieces run in that build: a decision, and a `.lock` body written and read back. */
+/**
+ * The pure core's pieces run in that build: a contender's machine started, a decision, and a
+ * `.lock` body written and read back; the interpreter is there.
+ */
 const experimentalProbe = (x: string): string =>
-  `(() => { const d = ${x}.decide({ index: 1n, entries: [] }, { prefix: 'p', session: 's', limit: 2 });
+  `(() => { const life = ${x}.lifeStep(${x}.unstarted, { type: 'start', answers: 0 }, 0,
+       { startupTimeoutMs: Infinity, tryOnce: false, shelf: false });
+     const d = ${x}.decide({ index: 1n, entries: [] }, { prefix: 'p', session: 's', limit: 2 });
      const body = ${x}.encodeLockBody({ limit: 2, holders: ['a'], shape: 'guide-list' });
      const read = ${x}.decodeLockBody(body, 'p/.lock');
-     return [typeof ${x}.contenderState, d.type, new TextDecoder().decode(body),
-       read._tag, read.right.holders.join()].join(' ') })()`
-const experimentalExpected = 'function NotContending {"Limit":2,"Holders":["a"]} Right a'
+     return [typeof ${x}.contenderStates, life.commands.map((c) => c.type).join(), d.type,
+       new TextDecoder().decode(body), read._tag, read.right.holders.join()].join(' ') })()`
+const experimentalExpected =
+  'function create-session NotContending {"Limit":2,"Holders":["a"]} Right a'
 
 /**
  * The low-level client's pieces run in that build: `watchPrefix` on a client made by hand, dropped
@@ -166,7 +172,7 @@ describe('package exports', () => {
   })
 
   it('keeps the pure core and the low-level client out of the root entry in both builds', async () => {
-    const core = ['decide', 'contenderState', 'holding', 'releaseFromLockBody', 'encodeLockBody']
+    const core = ['decide', 'lifeStep', 'contenderStates', 'releaseFromLockBody', 'encodeLockBody']
     const names = [...core, 'watchPrefix', 'isTransient']
     const probe = (m: string): string =>
       `console.log(${JSON.stringify(names)}.filter((n) => n in ${m}).join() || 'none')`

@@ -131,8 +131,6 @@ export function applyContenderInput(
       // show it) is over: a later decision that still asks for it makes it again (an operator
       // deleted the key meanwhile), even if it looks the same.
       return s.write === input.action ? { ...s, write: undefined } : s
-    case 'end':
-      return s
   }
 }
 

@@ -13,8 +13,7 @@ export type DecidedSnapshot = Extract<ContenderEvent, { readonly type: 'snapshot
 /**
  * What a contender's step consumes: the effects layer's events (a snapshot possibly decided
  * already), plus the interpreter's own: `wake` (the timer it set for `wakeAt` fired), `written`
- * (a write it started completed, after feeding any answer it had), `end` (the events
- * completed) and `refence` (the job this holder served ended and another job of its process waits:
+ * (a write it started completed, after feeding any answer it had) and `refence` (the job this holder served ended and another job of its process waits:
  * it needs a fresh fencing token, `Refencing`).
  */
 export type ContenderInput =
@@ -22,7 +21,6 @@ export type ContenderInput =
   | DecidedSnapshot
   | { readonly type: 'wake' }
   | { readonly type: 'written'; readonly action: ContenderAction }
-  | { readonly type: 'end' }
   | RefenceInput
 
 /** The job a holder served has ended and another job of its process waits (`Refencing`). */

@@ -177,7 +177,7 @@ export type LifeInput =
   | { readonly type: 'run-failed'; readonly error: unknown }
   | { readonly type: 'close' }
   | { readonly type: 'stop' }
-  | Exclude<ContenderInput, { readonly type: 'session-created' | 'release-requested' | 'end' }>
+  | Exclude<ContenderInput, { readonly type: 'session-created' | 'release-requested' }>
 
 /** The inputs that only a session's run steps on. */
 type RunInput = Exclude<

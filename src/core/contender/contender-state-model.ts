@@ -44,18 +44,19 @@ export type RefenceStep = (snapshot: KVSnapshot, session: string) => Refencing |
  * ```ts
  * const lockStep: DecideStep = (snapshot, { prefix, session }) =>
  *   decideLeaderKey(snapshot, { prefix, session, value: 'node-a' })
- * events.pipe(contenderState({ prefix, limit: 1, fairness: false, decide: lockStep }))
+ * const { state } = contenderStep(before, input, now, { prefix, limit: 1, fairness: false, decide: lockStep })
  * ```
  */
 export type DecideStep = (snapshot: KVSnapshot, options: DecideOptions) => Decision
 
 /**
- * Options of `contenderState` and `holding`.
+ * Options of `contenderStep`, the per-session step (a contender's machine, `lifeStep`, passes them
+ * as its `step` options).
  *
  * @example
  * ```ts
  * const options: ContenderStateOptions = { prefix: 'service/db/lock', limit: 3, fairness: false }
- * events.pipe(holding(options)).subscribe((held) => console.log('holding', held))
+ * const { state, commands } = contenderStep(initialContenderState, input, now, options)
  * ```
  */
 export interface ContenderStateOptions extends LeaseMargin {
@@ -162,8 +163,7 @@ export type ContenderPhase =
  *
  * @example
  * ```ts
- * const states = events.pipe(contenderState({ prefix: 'service/db/lock', limit: 3 }))
- * states.subscribe((s: ContenderState) => {
+ * contenderStates(port, lifeOptions).subscribe((s: ContenderState) => {
  *   if (s.problem) console.error('prefix problem:', s.problem.type)
  *   else console.log(s.holding, s.reason, s.fencingToken)
  * })

@@ -42,9 +42,8 @@ export interface ContenderStep {
 
 /**
  * The contender of either recipe as one pure step: the state before, one input and the scheduler
- * time in; the state after and the commands that carry it out. The prefix coordinator's members
- * interpret these commands against Consul; `contenderSteps` and `contenderState` scan the same
- * function, which is what the marble specs drive.
+ * time in; the state after and the commands that carry it out: the per-session half of a
+ * contender's machine (`lifeStep`), which turns these commands into its own for the interpreter.
  *
  * A snapshot input may carry this contender's decision on it (`decision`), decided once per
  * snapshot by whoever delivered it; without one, the step decides (`options.decide`). A decision
@@ -78,7 +77,7 @@ export function contenderStep(
   // the earliest; acting a moment early on a deadline only drops `holding` sooner.
   const at = input.type === 'wake' && state.wakeAt !== undefined ? Math.max(now, state.wakeAt) : now
   const applied = applyContenderInput(state, input, at, options)
-  const settled = settleContender(state, applied, input, at, options)
+  const settled = settleContender(state, applied, at, options)
   const lastFailure = lastFailureAfter(state.lastFailure, input)
   const after = lastFailure === settled.lastFailure ? settled : { ...settled, lastFailure }
   return { state: after, commands: commandsBetween(state, after, options) }

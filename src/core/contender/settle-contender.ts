@@ -1,4 +1,3 @@
-import type { ContenderInput } from './contender-input.js'
 import type {
   ContenderAction,
   ContenderPhase,
@@ -23,10 +22,9 @@ import type { TransitionReason } from '../events.js'
  * ```
  *
  * @example
- * settleContender(before, applyContenderInput(before, input, now, options), input, now, options)
+ * settleContender(before, applyContenderInput(before, input, now, options), now, options)
  * @param prev - The state before the input.
  * @param s - The state with the input's facts applied.
- * @param input - The input.
  * @param now - Scheduler time of the input.
  * @param options - The contender's options (`rideThrough`).
  * @returns The settled state.
@@ -34,25 +32,22 @@ import type { TransitionReason } from '../events.js'
 export function settleContender(
   prev: ContenderState,
   s: ContenderState,
-  input: ContenderInput,
   now: number,
   options: Pick<ContenderStateOptions, 'rideThrough' | 'refence'> = {},
 ): ContenderState {
   const leaseValid = s.leaseDeadline !== undefined && now < s.leaseDeadline
-  const ending = input.type === 'end'
   // The watch vouches for the listing; without it, only a holder riding on its lease keeps it.
   const watched = s.connected || (options.rideThrough === true && prev.holding)
-  const holding =
-    s.listed && watched && leaseValid && s.retired === undefined && !ending && !s.refencing
+  const holding = s.listed && watched && leaseValid && s.retired === undefined && !s.refencing
   const rising = holding && !prev.holding
   const reason: TransitionReason | undefined = rising
     ? s.heldInTenure
       ? 'restored'
       : 'acquired'
     : !holding && prev.holding
-      ? fallReason(s, leaseValid, ending)
+      ? fallReason(s, leaseValid)
       : s.reason
-  const open = s.connected && leaseValid && s.retired === undefined && !ending
+  const open = s.connected && leaseValid && s.retired === undefined
   const candidate =
     s.decision === prev.decision && s.refencing === prev.refencing ? s.write : actionOf(s, options)
   const write = !open ? undefined : sameAction(prev.write, candidate) ? prev.write : candidate
@@ -88,8 +83,8 @@ function phaseOf(s: ContenderState, holding: boolean): ContenderPhase {
   }
 }
 
-function fallReason(s: ContenderState, leaseValid: boolean, ending: boolean): TransitionReason {
-  if (ending || s.retired === 'released') return 'released'
+function fallReason(s: ContenderState, leaseValid: boolean): TransitionReason {
+  if (s.retired === 'released') return 'released'
   if (s.retired === 'session-gone') return 'session-invalidated'
   if (!leaseValid) return 'lease-expired'
   // The job that held the token ended: the slot is released to the next job's renewal.

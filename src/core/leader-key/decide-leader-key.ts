@@ -130,10 +130,10 @@ export function decideLeaderKey(snapshot: KVSnapshot, options: DecideLeaderKeyOp
 }
 
 /**
- * `decideLeaderKey` as the core's injectable decide step, for `contenderState({ decide })`.
+ * `decideLeaderKey` as the core's injectable decide step, for `contenderStep`'s options (`decide`).
  *
  * @example
- * events.pipe(contenderState({ prefix, limit: 1, fairness: false, decide: leaderKeyDecider('node-a') }))
+ * contenderStep(state, input, now, { prefix, limit: 1, fairness: false, decide: leaderKeyDecider('node-a') })
  * @param value - This contender's value, written with each acquisition.
  * @returns A DecideStep that ignores the semaphore-only options (limit, fairness).
  */

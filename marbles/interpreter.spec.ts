@@ -209,4 +209,17 @@ describe('the interpreter of a contender, on a port of marbles', () => {
       }, 299)
     })
   })
+
+  it('takes an answer that comes before the call is even subscribed (a write that answers at once)', () => {
+    marbles(({ cold, expectObservable }, scheduler) => {
+      const { states } = interpreted(scheduler, {
+        session: () => cold('-(s|)', { s: session() }),
+        follow: () => cold('w', { w: seen(waiting) }),
+        // Answered and completed inside subscribe(): the interpreter must not trip on it.
+        perform: () => of(casOk(['me'], 21n)),
+      })
+      const holding = field((s) => s.holding)
+      expectObservable(states.pipe(holding), '^ 20ms !').toBe('-(ft)', { t: true, f: false })
+    })
+  })
 })

@@ -275,7 +275,9 @@ class LifeSteps {
         return life.phase === 'between' ? this.create({ ...life, phase: 'creating' }) : life
       case 'close':
         if (life.phase === 'running') {
-          return this.step({ ...life, phase: 'closing' }, { type: 'release-requested' })
+          return this.step(lifeOf('closing', life.state, life.tryOnce, life.run), {
+            type: 'release-requested',
+          })
         }
         return life.phase === 'closing' ? life : this.finish('closed', false)
       case 'refence':
@@ -369,7 +371,7 @@ class LifeSteps {
       case 'joined':
         if (!run.joining) return life
         this.commands.push({ type: 'follow', session: run.session, seed: input.seed })
-        return { ...life, run: { ...run, joining: false, seedIndex: input.seed?.index } }
+        return withRun(life, runWith(run, { joining: false, seedIndex: input.seed?.index }))
       case 'run-failed': {
         this.endRun(life, true)
         // A closed contender ends quietly: whatever failed, its user no longer listens for it.
@@ -381,7 +383,7 @@ class LifeSteps {
         if (due === undefined) return life
         const decision = due.decision ?? this.decide(run, due.snapshot)
         const passed = { decision, at: this.now }
-        return this.step({ ...life, run: { ...run, heldBack: undefined, passed } }, due)
+        return this.step(withRun(life, runWith(run, { heldBack: undefined, passed })), due)
       }
       case 'snapshot':
         return this.snapshot(life, input)
@@ -390,7 +392,7 @@ class LifeSteps {
         return this.step(this.forgetHeldBack(life, { passed: undefined }), input)
       case 'session-renewed': {
         const renewal = { sentAt: input.sentAt, ttlMs: input.ttlMs }
-        return this.step({ ...life, run: { ...run, renewal } }, input)
+        return this.step(withRun(life, runWith(run, { renewal })), input)
       }
       default:
         return this.step(life, input)
@@ -409,14 +411,14 @@ class LifeSteps {
     const { index } = input.snapshot
     if (run.seedIndex !== undefined && input.reset !== true && index < run.seedIndex) return life
     const decision = input.decision ?? this.decide(run, input.snapshot)
-    const decided = { ...input, decision }
+    const decided = input.decision === decision ? input : { ...input, decision }
     if (this.options.herdFree) {
       const passed = passToWaiter(run.passed, decision, this.now, this.options.refreshMs)
       if (passed === undefined) {
         if (run.heldBack === undefined && run.passed !== undefined) {
           this.timer('refresh', Math.max(this.now, run.passed.at + this.options.refreshMs))
         }
-        return { ...life, run: { ...run, heldBack: decided } }
+        return withRun(life, runWith(run, { heldBack: decided }))
       }
       return this.step(this.forgetHeldBack(life, { passed }), decided)
     }
@@ -425,7 +427,7 @@ class LifeSteps {
 
   private forgetHeldBack<L extends Running | Closing>(life: L, change: Partial<Run>): L {
     if (life.run.heldBack !== undefined) this.timer('refresh', undefined)
-    return { ...life, run: { ...life.run, heldBack: undefined, ...change } }
+    return withRun(life, runWith(life.run, { heldBack: undefined, ...change }))
   }
 
   private decide(run: Run, snapshot: KVSnapshot) {
@@ -441,14 +443,12 @@ class LifeSteps {
 
   /** Steps the run on one input (`contenderStep`) and turns its commands into the life's. */
   private step(life: Running | Closing, input: ContenderInput): ContenderLife {
-    const { step } = this.options
-    const { leaseMarginMs } = life.run
-    const stepOptions = { ...step, leaseMarginMs, tryOnce: life.tryOnce }
+    const stepOptions = stepOptionsOf(this.options, life.run.leaseMarginMs, life.tryOnce)
     const { state, commands } = contenderStep(life.state, input, this.now, stepOptions)
     this.commands.push({ type: 'stepped', input, state })
     if (!sameContenderState(life.state, state)) this.emit(state)
     // Once it held, a try-once contender behaves as any contender.
-    const after = { ...life, state, tryOnce: life.tryOnce && !state.holding }
+    const after = lifeOf(life.phase, state, life.tryOnce && !state.holding, life.run)
     for (const command of commands) {
       const ended = this.runCommand(after, command)
       if (ended !== undefined) return ended
@@ -610,4 +610,55 @@ class LifeSteps {
 function dropHold(state: ContenderState): ContenderState {
   if (!state.holding) return state
   return { ...state, holding: false, reason: 'released', fencingToken: undefined, phase: 'retired' }
+}
+
+/**
+ * The per-session step's options of a run: the contender's, with the run's lease margin and the
+ * try-once flag. Made once per combination (a contender has at most a few), since the step is
+ * taken on every input of every contender.
+ */
+const stepOptionsMemo = new WeakMap<LifeOptions, Map<string, ContenderStateOptions>>()
+function stepOptionsOf(
+  options: LifeOptions,
+  leaseMarginMs: number | undefined,
+  tryOnce: boolean,
+): ContenderStateOptions {
+  let known = stepOptionsMemo.get(options)
+  if (known === undefined)
+    stepOptionsMemo.set(options, (known = new Map<string, ContenderStateOptions>()))
+  const key = `${leaseMarginMs}:${tryOnce}`
+  let made = known.get(key)
+  if (made === undefined) known.set(key, (made = { ...options.step, leaseMarginMs, tryOnce }))
+  return made
+}
+
+/*
+ * A waiting contender is stepped, or holds a snapshot back, on every snapshot of its prefix: the
+ * run phases and their runs are made here, always with the same fields in the same order, so that
+ * every one has the same shape (a spread of objects of varying shapes is several times slower).
+ */
+
+function lifeOf<P extends 'running' | 'closing'>(
+  phase: P,
+  state: ContenderState,
+  tryOnce: boolean,
+  run: Run,
+): Extract<Running | Closing, { phase: P }> {
+  return { phase, state, tryOnce, run } as Extract<Running | Closing, { phase: P }>
+}
+
+function withRun<L extends Running | Closing>(life: L, run: Run): L {
+  return lifeOf(life.phase, life.state, life.tryOnce, run) as L
+}
+
+function runWith(run: Run, change: Partial<Run>): Run {
+  return {
+    session: run.session,
+    leaseMarginMs: run.leaseMarginMs,
+    renewal: change.renewal ?? run.renewal,
+    joining: change.joining ?? run.joining,
+    seedIndex: 'seedIndex' in change ? change.seedIndex : run.seedIndex,
+    passed: 'passed' in change ? change.passed : run.passed,
+    heldBack: 'heldBack' in change ? change.heldBack : run.heldBack,
+  }
 }

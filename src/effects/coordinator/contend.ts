@@ -249,14 +249,25 @@ export function consulPort(
         const member: CoordinatedMember = {
           decisionOn: (snapshot) => {
             if (decided?.snapshot === snapshot) return decided.decision
-            const decision = decide(snapshot, { ...contender, session })
+            const decision = decide(snapshot, {
+              prefix,
+              session,
+              limit: contender.limit,
+              followLimit: contender.followLimit,
+              fairness: contender.fairness,
+            })
             decided = { snapshot, decision }
             return decision
           },
           onWatch: (event) =>
             subscriber.next(
               event.type === 'snapshot'
-                ? { ...event, decision: member.decisionOn(event.snapshot) }
+                ? {
+                    type: 'snapshot',
+                    snapshot: event.snapshot,
+                    reset: event.reset,
+                    decision: member.decisionOn(event.snapshot),
+                  }
                 : event,
             ),
           onWatchError: (error) => subscriber.error(error),

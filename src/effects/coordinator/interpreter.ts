@@ -5,7 +5,7 @@ import {
   take,
   type Observer,
   type SchedulerLike,
-  type Subscription,
+  Subscription,
 } from 'rxjs'
 import {
   lifeStep,
@@ -159,22 +159,26 @@ export class Interpreter {
     observer: Partial<Observer<T>> & { readonly next: (value: T) => void },
   ): void {
     this.cancel(kind)
+    // A call may end before subscribe() returns (an answer already known).
+    const subscription = new Subscription()
     let ended = false
     const end = (): void => {
       ended = true
       if (this.calls.get(kind) === subscription) this.calls.delete(kind)
     }
-    const subscription: Subscription = source.subscribe({
-      next: observer.next,
-      error: (error: unknown) => {
-        end()
-        observer.error?.(error)
-      },
-      complete: () => {
-        end()
-        observer.complete?.()
-      },
-    })
+    subscription.add(
+      source.subscribe({
+        next: observer.next,
+        error: (error: unknown) => {
+          end()
+          observer.error?.(error)
+        },
+        complete: () => {
+          end()
+          observer.complete?.()
+        },
+      }),
+    )
     if (!ended) this.calls.set(kind, subscription)
   }
 

@@ -54,6 +54,7 @@ export {
   type LifeOptions,
   type LifeTimer,
   type RunRelease,
+  type SessionGrant,
   type SessionSource,
 } from './core/contender/contender-life.js'
 export {

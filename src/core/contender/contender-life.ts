@@ -97,6 +97,13 @@ export interface Done {
   readonly phase: 'done'
 }
 
+/** A session ready to run: its ID, its TTL, and when the request its lease runs from was sent. */
+export interface SessionGrant {
+  readonly session: string
+  readonly ttlMs: number
+  readonly sentAt: number
+}
+
 /** Where a session comes from: an adopted session's renewal, the process's shelf, or a create. */
 export type SessionSource = 'adopt' | 'shelf' | 'create'
 
@@ -137,13 +144,7 @@ export interface RunRelease {
  */
 export type LifeCommand =
   | { readonly type: 'create-session'; readonly from: SessionSource }
-  | {
-      readonly type: 'lease'
-      readonly session: string
-      readonly ttlMs: number
-      readonly sentAt: number
-      readonly leaseMarginMs: number | undefined
-    }
+  | ({ readonly type: 'lease'; readonly leaseMarginMs: number | undefined } & SessionGrant)
   | { readonly type: 'join'; readonly session: string }
   | { readonly type: 'follow'; readonly session: string; readonly seed: KVSnapshot | undefined }
   | { readonly type: 'write'; readonly session: string; readonly action: ContenderAction }
@@ -161,14 +162,11 @@ export type LifeCommand =
 /** What the interpreter feeds the machine: its own calls and answers, and a run's inputs. */
 export type LifeInput =
   | { readonly type: 'start'; readonly answers: number }
-  | {
+  | ({
       readonly type: 'session'
-      readonly session: string
-      readonly ttlMs: number
-      readonly sentAt: number
       /** The coordinator lets this contender join in one transaction (`mayJoin`). */
       readonly mayJoin: boolean
-    }
+    } & SessionGrant)
   | { readonly type: 'session-failed'; readonly error: unknown }
   | { readonly type: 'startup-due'; readonly answers: number }
   | { readonly type: 'retry-due' }

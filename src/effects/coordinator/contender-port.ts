@@ -1,6 +1,11 @@
 import type { Observable } from 'rxjs'
 import type { KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
-import type { GiveUp, RunRelease, SessionSource } from '../../core/contender/contender-life.js'
+import type {
+  GiveUp,
+  RunRelease,
+  SessionGrant,
+  SessionSource,
+} from '../../core/contender/contender-life.js'
 import type { ContenderInput } from '../../core/contender/contender-input.js'
 import type { ContenderAction, ContenderState } from '../../core/contender/contender-state-model.js'
 import type { ContenderEvent, Decision } from '../../core/events.js'
@@ -8,12 +13,8 @@ import type { SemaphoreError } from '../../base/semaphore-error.js'
 import type { ContenderEnd } from '../../telemetry/contender-telemetry.js'
 import type { LeaseEvent } from '../session-lease.js'
 
-/** A session ready to run: its ID, its TTL, and when the request its lease runs from was sent. */
-export interface CreatedSession {
-  readonly session: string
-  readonly ttlMs: number
-  readonly sentAt: number
-}
+/** A session ready to run (`SessionGrant`): what a port's session call answers. */
+export type CreatedSession = SessionGrant
 
 /** What a write answers: a CAS's result, a retry, its session gone, a renewal made. */
 export type WriteEvent = Exclude<
@@ -33,12 +34,9 @@ export interface ContenderPort {
   /** One session, from where the machine says; an error is a failure to judge. */
   readonly session: (from: SessionSource) => Observable<CreatedSession>
   /** The renewals of a run's session; an error is a permanent failure of the lease. */
-  readonly lease: (lease: {
-    readonly session: string
-    readonly ttlMs: number
-    readonly sentAt: number
-    readonly leaseMarginMs: number | undefined
-  }) => Observable<LeaseEvent>
+  readonly lease: (
+    lease: SessionGrant & { readonly leaseMarginMs: number | undefined },
+  ) => Observable<LeaseEvent>
   /** Whether a new run may join in one transaction now. */
   readonly mayJoin: () => boolean
   /** The join: the prefix as the transaction left it (or nothing). */

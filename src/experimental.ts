@@ -47,7 +47,15 @@ export {
 export {
   lifeStep,
   unstarted,
+  type Between,
+  type Closing,
   type ContenderLife,
+  type Creating,
+  type Done,
+  type LifeStep,
+  type Run,
+  type Running,
+  type Unstarted,
   type GiveUp,
   type LifeCommand,
   type LifeInput,
@@ -67,6 +75,10 @@ export type {
   CreatedSession,
   WriteEvent,
 } from './effects/coordinator/contender-port.js'
+export type { CheckRefusal } from './core/contender/check-refusal.js'
+export type { WaiterPassed } from './core/semaphore/pass-to-waiter.js'
+export type { LeaseEvent } from './effects/session-lease.js'
+export type { ContenderEnd } from './telemetry/contender-telemetry.js'
 export type {
   ContenderInput,
   DecidedSnapshot,

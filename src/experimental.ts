@@ -70,11 +70,7 @@ export {
   Interpreter,
   type ContenderObserver,
 } from './effects/coordinator/interpreter.js'
-export type {
-  ContenderPort,
-  CreatedSession,
-  WriteEvent,
-} from './effects/coordinator/contender-port.js'
+export type { ContenderPort, WriteEvent } from './effects/coordinator/contender-port.js'
 export type { CheckRefusal } from './core/contender/check-refusal.js'
 export type { WaiterPassed } from './core/semaphore/pass-to-waiter.js'
 export type { LeaseEvent } from './effects/session-lease.js'

@@ -18,7 +18,11 @@ import {
 } from 'rxjs'
 import type { ConsulClient } from '../../src/consul/client-api.js'
 import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
-import type { LifeOptions, RunRelease } from '../../src/core/contender/contender-life.js'
+import type {
+  LifeOptions,
+  RunRelease,
+  SessionGrant,
+} from '../../src/core/contender/contender-life.js'
 import type { RefenceInput } from '../../src/core/contender/contender-input.js'
 import type {
   ContenderAction,
@@ -26,11 +30,7 @@ import type {
   ContenderStateOptions,
 } from '../../src/core/contender/contender-state-model.js'
 import type { ContenderEvent } from '../../src/core/events.js'
-import type {
-  ContenderPort,
-  CreatedSession,
-  WriteEvent,
-} from '../../src/effects/coordinator/contender-port.js'
+import type { ContenderPort, WriteEvent } from '../../src/effects/coordinator/contender-port.js'
 import { giveUpError } from '../../src/effects/coordinator/give-up-error.js'
 import { Interpreter, contenderStates } from '../../src/effects/coordinator/interpreter.js'
 import type { LeaseEvent } from '../../src/effects/session-lease.js'
@@ -40,7 +40,7 @@ import { prefix } from './scenario.js'
 /** The calls a spec gives; each defaults to one that never answers. */
 export interface MarbleCalls {
   /** The session's answer (a marble of `never` for one that never comes). */
-  readonly session?: () => Observable<CreatedSession>
+  readonly session?: () => Observable<SessionGrant>
   /** The lease's events. */
   readonly lease?: () => Observable<ContenderEvent>
   readonly mayJoin?: () => boolean
@@ -52,7 +52,7 @@ export interface MarbleCalls {
 }
 
 /** The session every spec's contender gets: 'me', a TTL of 1000 ms, sent at 0. */
-export const session = (sentAt = 0): CreatedSession => ({ session: 'me', ttlMs: 1000, sentAt })
+export const session = (sentAt = 0): SessionGrant => ({ session: 'me', ttlMs: 1000, sentAt })
 
 /** Each release the interpreter started, and when. */
 export interface Released {

@@ -2,7 +2,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../../consul/client-api.js'
 import type { ConsulError } from '../../base/consul-error.js'
 import { SemaphoreError } from '../../base/semaphore-error.js'
-import type { CreatedSession } from './contender-port.js'
+import type { SessionGrant } from '../../core/contender/contender-life.js'
 import { adoptedSessionGone } from './give-up-error.js'
 
 /**
@@ -19,7 +19,7 @@ export async function adoptSession(
   session: string,
   signal: AbortSignal,
   sentAt: number,
-): Promise<E.Either<ConsulError | SemaphoreError, CreatedSession>> {
+): Promise<E.Either<ConsulError | SemaphoreError, SessionGrant>> {
   const renewed = await client.session.renew(session, { signal })()
   if (E.isLeft(renewed)) return renewed
   const info = renewed.right

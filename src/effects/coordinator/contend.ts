@@ -3,7 +3,11 @@ import { Observable, asyncScheduler, finalize, type SchedulerLike } from 'rxjs'
 import type { ConsulClient, SessionCreateOptions } from '../../consul/client-api.js'
 import type { ConsulError } from '../../base/consul-error.js'
 import type { KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
-import type { LifeOptions, SessionSource } from '../../core/contender/contender-life.js'
+import type {
+  LifeOptions,
+  SessionGrant,
+  SessionSource,
+} from '../../core/contender/contender-life.js'
 import type { Decision } from '../../core/events.js'
 import type { SemaphoreError } from '../../base/semaphore-error.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
@@ -12,7 +16,7 @@ import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-pr
 import { destroySession } from '../release/destroy-session.js'
 import { SessionLease, type LeaseEvent } from '../session-lease.js'
 import { sessionSignature, type ContenderShelf } from '../session-shelf.js'
-import type { ContenderPort, CreatedSession, WriteEvent } from './contender-port.js'
+import type { ContenderPort, WriteEvent } from './contender-port.js'
 import { adoptSession } from './adopt-session.js'
 import { giveUpError } from './give-up-error.js'
 import { Interpreter, type ContenderObserver } from './interpreter.js'
@@ -164,7 +168,7 @@ export function consulPort(
   const ask = (
     from: SessionSource,
     signal: AbortSignal,
-  ): { answer: Promise<E.Either<unknown, CreatedSession>>; adopted: boolean } => {
+  ): { answer: Promise<E.Either<unknown, SessionGrant>>; adopted: boolean } => {
     const sentAt = scheduler.now()
     const { ttlMs, adoptedSession } = options
     if (from === 'adopt' && adoptedSession !== undefined) {
@@ -180,7 +184,7 @@ export function consulPort(
     }
     const answer = client.session
       .create({ ...request, signal })()
-      .then(E.map((session: string): CreatedSession => ({ session, ttlMs, sentAt })))
+      .then(E.map((session: string): SessionGrant => ({ session, ttlMs, sentAt })))
     return { answer, adopted: false }
   }
 
@@ -200,7 +204,7 @@ export function consulPort(
   const port: ContenderPort = {
     answers: () => client.network?.answers?.() ?? 0,
     session: (from) =>
-      new Observable<CreatedSession>((subscriber) => {
+      new Observable<SessionGrant>((subscriber) => {
         const controller = new AbortController()
         const { answer, adopted } = ask(from, controller.signal)
         let answered = false

@@ -13,9 +13,6 @@ import type { SemaphoreError } from '../../base/semaphore-error.js'
 import type { ContenderEnd } from '../../telemetry/contender-telemetry.js'
 import type { LeaseEvent } from '../session-lease.js'
 
-/** A session ready to run (`SessionGrant`): what a port's session call answers. */
-export type CreatedSession = SessionGrant
-
 /** What a write answers: a CAS's result, a retry, its session gone, a renewal made. */
 export type WriteEvent = Exclude<
   ContenderEvent,
@@ -32,7 +29,7 @@ export interface ContenderPort {
   /** How many answers the client has had from its agent (the start-up timeout's first contact). */
   readonly answers: () => number
   /** One session, from where the machine says; an error is a failure to judge. */
-  readonly session: (from: SessionSource) => Observable<CreatedSession>
+  readonly session: (from: SessionSource) => Observable<SessionGrant>
   /** The renewals of a run's session; an error is a permanent failure of the lease. */
   readonly lease: (
     lease: SessionGrant & { readonly leaseMarginMs: number | undefined },

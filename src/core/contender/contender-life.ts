@@ -3,8 +3,8 @@ import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'
 import { judgeFailure } from '../../base/failure-verdict.js'
 import type { PrefixProblem } from '../events.js'
-import { decide } from '../semaphore/decide.js'
 import { passToWaiter, type WaiterPassed } from '../semaphore/pass-to-waiter.js'
+import { decideByRank } from './decide-patiently.js'
 import { serviceCheckRefusal, type CheckRefusal } from './check-refusal.js'
 import type { ContenderInput, DecidedSnapshot } from './contender-input.js'
 import {
@@ -379,7 +379,7 @@ class LifeSteps {
       case 'refresh-due': {
         const due = run.heldBack
         if (due === undefined) return life
-        const decision = due.decision ?? this.decide(run, due.snapshot)
+        const decision = due.decision ?? decideByRank(due.snapshot, run.session, this.options.step)
         const passed = { decision, at: this.now }
         return this.step(withRun(life, runWith(run, { heldBack: undefined, passed })), due)
       }
@@ -408,7 +408,7 @@ class LifeSteps {
     const { run } = life
     const { index } = input.snapshot
     if (run.seedIndex !== undefined && input.reset !== true && index < run.seedIndex) return life
-    const decision = input.decision ?? this.decide(run, input.snapshot)
+    const decision = input.decision ?? decideByRank(input.snapshot, run.session, this.options.step)
     const decided = input.decision === decision ? input : { ...input, decision }
     if (this.options.herdFree) {
       const passed = passToWaiter(run.passed, decision, this.now, this.options.refreshMs)
@@ -426,17 +426,6 @@ class LifeSteps {
   private forgetHeldBack<L extends Running | Closing>(life: L, change: Partial<Run>): L {
     if (life.run.heldBack !== undefined) this.timer('refresh', undefined)
     return withRun(life, runWith(life.run, { heldBack: undefined, ...change }))
-  }
-
-  private decide(run: Run, snapshot: KVSnapshot) {
-    const { step } = this.options
-    return (step.decide ?? decide)(snapshot, {
-      prefix: step.prefix,
-      session: run.session,
-      limit: step.limit,
-      followLimit: step.followLimit,
-      fairness: step.fairness,
-    })
   }
 
   /** Steps the run on one input (`contenderStep`) and turns its commands into the life's. */

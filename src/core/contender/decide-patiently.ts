@@ -29,6 +29,31 @@ export function graceFor(rank: number, graceMs: number): number {
 const notCounting = { graceFront: undefined, graceSince: undefined, patientAt: undefined }
 
 /**
+ * The decision of `session` on `snapshot` with the contender's decide step (the semaphore's
+ * `decide` by default): by its rank, which the coordinator asks of each member and the step starts
+ * from when no decision came with a snapshot, or, with `ignoreRank`, that of a waiter whose
+ * fairness grace is over.
+ *
+ * @example
+ * decideByRank(snapshot, 'a1b2', { prefix: 'svc/lock', limit: 3 }) // { type: 'Wait', rank: 1, ... }
+ */
+export function decideByRank(
+  snapshot: KVSnapshot,
+  session: string,
+  options: Pick<ContenderStateOptions, 'prefix' | 'limit' | 'followLimit' | 'fairness' | 'decide'>,
+  ignoreRank = false,
+): Decision {
+  return (options.decide ?? decide)(snapshot, {
+    prefix: options.prefix,
+    session,
+    limit: options.limit,
+    followLimit: options.followLimit,
+    fairness: options.fairness,
+    ...(ignoreRank ? { ignoreRank } : {}),
+  })
+}
+
+/**
  * `decide` (or the injected `options.decide`) with the liveness guard of the ranking. A waiter
  * held back by its rank while it sees a free slot starts counting a grace (`graceFor`: the
  * `fairnessGraceMs`, plus a quarter of it for each place further back, so the next in line still
@@ -59,15 +84,7 @@ export function decidePatiently(
   options: ContenderStateOptions,
   given?: Decision,
 ): PatientDecision {
-  const base = {
-    prefix: options.prefix,
-    session,
-    limit: options.limit,
-    followLimit: options.followLimit,
-    fairness: options.fairness,
-  }
-  const decideStep = options.decide ?? decide
-  const fair = given ?? decideStep(snapshot, base)
+  const fair = given ?? decideByRank(snapshot, session, options)
   if (options.fairness === false || fair.type !== 'Wait' || fair.rank === undefined) {
     return { decision: fair, ...notCounting }
   }
@@ -84,8 +101,6 @@ export function decidePatiently(
   const graceMs = options.fairnessGraceMs ?? DEFAULT_FAIRNESS_GRACE_MS
   const patientAt = since + graceFor(fair.rank, graceMs)
   const decision =
-    fair.freeSlots > 0 && now >= patientAt
-      ? decideStep(snapshot, { ...base, ignoreRank: true })
-      : fair
+    fair.freeSlots > 0 && now >= patientAt ? decideByRank(snapshot, session, options, true) : fair
   return { decision, graceFront: front, graceSince: since, patientAt }
 }

@@ -8,6 +8,7 @@ import type {
   SessionGrant,
   SessionSource,
 } from '../../core/contender/contender-life.js'
+import { decideByRank } from '../../core/contender/decide-patiently.js'
 import type { Decision } from '../../core/events.js'
 import type { SemaphoreError } from '../../base/semaphore-error.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
@@ -145,7 +146,6 @@ export function consulPort(
     scheduler,
     cache: coordinator.cache,
   }
-  const decide = protocol.decide(contender)
   const request: SessionCreateOptions = {
     name: options.sessionName,
     ttl: options.ttl,
@@ -198,7 +198,7 @@ export function consulPort(
     rideThrough: options.rideThrough,
     scheduler,
     sharedGrace: protocol.sharedGrace(contender),
-    decide,
+    decide: protocol.decide(contender),
     refence: protocol.refence?.(contender),
   }
   const port: ContenderPort = {
@@ -253,13 +253,7 @@ export function consulPort(
         const member: CoordinatedMember = {
           decisionOn: (snapshot) => {
             if (decided?.snapshot === snapshot) return decided.decision
-            const decision = decide(snapshot, {
-              prefix,
-              session,
-              limit: contender.limit,
-              followLimit: contender.followLimit,
-              fairness: contender.fairness,
-            })
+            const decision = decideByRank(snapshot, session, step)
             decided = { snapshot, decision }
             return decision
           },

@@ -2,7 +2,10 @@
 // blocking listing of `<prefix>/` for `DELETE <prefix>?recurse` once the prefix holds an older
 // tombstone (a key released earlier), and answers it at the end of the wait with that
 // tombstone's index, below the holder's own CAS. A holder must still learn at once that its key is
-// gone, and never overlap with the newcomer that takes the slot after the delete.
+// gone. A delete is no write of the protocol: no contender can wait for the holder to notice it, so
+// a newcomer on another watch may take the slot while the holder's own long poll is still on its
+// way (Consul served it after the newcomer's two writes in about 1 in 400 trials on a loaded
+// machine). Such an overlap must end with the holder's drop, and the newcomer's token is larger.
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
@@ -26,10 +29,11 @@ import {
   readLock,
 } from '../support/observe.js'
 
-/** When a contender's `holding$` rose and fell; every transition also goes to `safety`. */
+/** When a contender's `holding$` rose and fell, and its tokens; transitions also go to `safety`. */
 interface Tenures {
   readonly rises: number[]
   readonly falls: number[]
+  readonly tokens: bigint[]
 }
 
 function recordTenures(
@@ -38,13 +42,19 @@ function recordTenures(
   who: string,
   safety?: SafetyRecorder,
 ): { tenures: Tenures; stop: () => void } {
-  const tenures: Tenures = { rises: [], falls: [] }
+  const tenures: Tenures = { rises: [], falls: [], tokens: [] }
   const sub = keep(
     t,
     sem.holding$.subscribe((holding) => {
       safety?.record(who, holding)
       if (holding) tenures.rises.push(performance.now())
       else if (tenures.rises.length > tenures.falls.length) tenures.falls.push(performance.now())
+    }),
+  )
+  sub.add(
+    sem.state$.subscribe((s) => {
+      if (s.holding && s.fencingToken !== undefined && tenures.tokens.at(-1) !== s.fencingToken)
+        tenures.tokens.push(s.fencingToken)
     }),
   )
   return { tenures, stop: () => sub.unsubscribe() }
@@ -114,12 +124,13 @@ describe('a recursive delete of the prefix', () => {
     }
   }
 
-  it('drops the holder at once, before anyone takes the slot again, in 40 of 40 trials', async (t) => {
+  it('drops the holder at once, and a newcomer overlaps it only until it drops, in 40 of 40 trials', async (t) => {
     const base = testPrefix(t, consul.url, 'prefix-delete')
     // A long-poll wait far above the bound below: a holder that only learns of the delete at the
-    // end of its wait (or from the newcomer's writes) fails the test.
+    // end of its wait fails the test.
     const watchWait = '20s'
     const lags: number[] = []
+    let overlapping = 0
     for (let trial = 0; trial < 40; trial++) {
       const prefix = `${base}/t${trial}`
       const safety = new SafetyRecorder(1)
@@ -135,7 +146,20 @@ describe('a recursive delete of the prefix', () => {
       )
       const fellAt = run.tenuresA.falls[0]
       assert.ok(fellAt !== undefined, `trial ${trial}: the old holder dropped`)
-      assert.equal(safety.maxConcurrent(), 1, `trial ${trial}: two holders at once`)
+      // Two holders at once only from the delete until the old holder's drop: a newcomer that rose
+      // before the delete, or an old holder that rose again, fails here.
+      safety.allowOverlap({
+        from: performance.timeOrigin + deletedAt,
+        to: performance.timeOrigin + fellAt,
+        why: 'an operator deleted the prefix; the holder learns it from its own long poll',
+      })
+      if (safety.assertSafe() > 0) overlapping++
+      const oldToken = run.tenuresA.tokens[0]
+      const newToken = run.tenuresA.tokens[1] ?? run.tenuresB.tokens[0]
+      assert.ok(
+        oldToken !== undefined && newToken !== undefined && newToken > oldToken,
+        `trial ${trial}: the new tenure's token (${newToken}) is larger than the old (${oldToken})`,
+      )
       lags.push(fellAt - deletedAt)
       assert.ok(
         fellAt - deletedAt < 2000,
@@ -146,7 +170,8 @@ describe('a recursive delete of the prefix', () => {
     }
     lags.sort((x, y) => x - y)
     console.log(
-      `holder dropped after the delete: median ${lags[20]?.toFixed(1)} ms, max ${lags[39]?.toFixed(1)} ms`,
+      `holder dropped after the delete: median ${lags[20]?.toFixed(1)} ms, max ${lags[39]?.toFixed(1)} ms; ` +
+        `a newcomer held before that drop in ${overlapping} of 40 trials`,
     )
   })
 

@@ -70,9 +70,14 @@ export {
   Interpreter,
   type ContenderObserver,
 } from './effects/coordinator/interpreter.js'
-export type { ContenderPort, WriteEvent } from './effects/coordinator/contender-port.js'
+export type {
+  ContenderPort,
+  FollowEvent,
+  WriteEvent,
+} from './effects/coordinator/contender-port.js'
+export { HeldBack, heldBackBy, type Offered } from './effects/coordinator/held-back.js'
 export type { CheckRefusal } from './core/contender/check-refusal.js'
-export type { WaiterPassed } from './core/semaphore/pass-to-waiter.js'
+export { holdBackUntil, holdsBack } from './core/semaphore/hold-back.js'
 export type { LeaseEvent } from './effects/session-lease.js'
 export type { ContenderEnd } from './telemetry/contender-telemetry.js'
 export type {

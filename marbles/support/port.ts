@@ -8,6 +8,7 @@ import {
   Observable,
   Subject,
   asyncScheduler,
+  defer,
   distinctUntilChanged,
   filter,
   map,
@@ -17,7 +18,7 @@ import {
   type SchedulerLike,
 } from 'rxjs'
 import type { ConsulClient } from '../../src/consul/client-api.js'
-import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
+import type { KVSnapshot, WatchEvent } from '../../src/base/kv-snapshot.js'
 import type {
   LifeOptions,
   RunRelease,
@@ -32,6 +33,8 @@ import type {
 import type { ContenderEvent } from '../../src/core/events.js'
 import type { ContenderPort, WriteEvent } from '../../src/effects/coordinator/contender-port.js'
 import { giveUpError } from '../../src/effects/coordinator/give-up-error.js'
+import { HeldBack, heldBackBy } from '../../src/effects/coordinator/held-back.js'
+import { decideByRank } from '../../src/core/contender/decide-patiently.js'
 import { Interpreter, contenderStates } from '../../src/effects/coordinator/interpreter.js'
 import type { LeaseEvent } from '../../src/effects/session-lease.js'
 import { problemError } from '../../src/base/semaphore-error.js'
@@ -66,19 +69,31 @@ export type SpecOptions = Partial<Omit<LifeOptions, 'step'>> & {
   readonly step?: Partial<LifeOptions['step']>
 }
 
-/** The port of `calls`, recording each release in `released`. */
+/**
+ * The port of `calls`, recording each release in `released`; its follow decides and holds back
+ * snapshots as production's does (`heldBackBy`).
+ */
 function marblePort(
   scheduler: SchedulerLike,
   calls: MarbleCalls,
   released: Released[],
+  step: LifeOptions['step'],
 ): { -readonly [K in keyof ContenderPort]: ContenderPort[K] } {
+  const held = new HeldBack(() => scheduler.now())
+  const follow = calls.follow ?? (() => NEVER)
   return {
     answers: () => 0,
     session: calls.session ?? (() => NEVER),
     lease: (calls.lease ?? (() => NEVER)) as () => Observable<LeaseEvent>,
     mayJoin: calls.mayJoin ?? (() => false),
     join: calls.join ?? (() => NEVER),
-    follow: (calls.follow ?? (() => NEVER)) as ContenderPort['follow'],
+    follow: (session) =>
+      defer(() => {
+        held.clear()
+        return follow() as Observable<WatchEvent>
+      }).pipe(heldBackBy(held, (snapshot) => decideByRank(snapshot, session, step))),
+    holdBack: (until) => held.hold(until),
+    heldBack: () => held.take(),
     perform: (calls.perform ?? (() => NEVER)) as () => Observable<WriteEvent>,
     release: (session, release) => void released.push({ session, release, at: scheduler.now() }),
     stepped: () => undefined,
@@ -120,8 +135,9 @@ export function interpreted(
   options: SpecOptions = {},
 ): { readonly states: Observable<ContenderState>; readonly released: Released[] } {
   const released: Released[] = []
-  const port = marblePort(scheduler, calls, released)
-  return { states: contenderStates(port, lifeOptions(scheduler, options), scheduler), released }
+  const life = lifeOptions(scheduler, options)
+  const port = marblePort(scheduler, calls, released, life.step)
+  return { states: contenderStates(port, life, scheduler), released }
 }
 
 /**
@@ -206,12 +222,6 @@ export function contending(
         // A write ends with its answer.
         perform: () => kind('cas-result', 'retry').pipe(takeWhile(() => false, true)),
       }
-      const port = marblePort(scheduler, calls, released)
-      const perform: ContenderPort['perform'] =
-        answer === undefined
-          ? port.perform
-          : (_session, action) => answer(action) as Observable<WriteEvent>
-      port.perform = writes === undefined ? perform : logWrites(perform, writes, scheduler)
       const { prefix: p = prefix, limit = 1, ...step } = rest
       const life = lifeOptions(scheduler, {
         ...rest,
@@ -219,6 +229,12 @@ export function contending(
         // As a contender's: fairness on unless the spec turns it off.
         step: { ...step, prefix: p, limit, fairness: rest.fairness, scheduler },
       })
+      const port = marblePort(scheduler, calls, released, life.step)
+      const perform: ContenderPort['perform'] =
+        answer === undefined
+          ? port.perform
+          : (_session, action) => answer(action) as Observable<WriteEvent>
+      port.perform = writes === undefined ? perform : logWrites(perform, writes, scheduler)
       const interpreter = new Interpreter(port, life, scheduler, subscriber)
       interpreter.start()
       const feed = said.subscribe({

@@ -3,7 +3,7 @@ import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'
 import { judgeFailure } from '../../base/failure-verdict.js'
 import type { PrefixProblem } from '../events.js'
-import { passToWaiter, type WaiterPassed } from '../semaphore/pass-to-waiter.js'
+import { holdBackUntil } from '../semaphore/hold-back.js'
 import { decideByRank } from './decide-patiently.js'
 import { serviceCheckRefusal, type CheckRefusal } from './check-refusal.js'
 import type { ContenderInput, DecidedSnapshot } from './contender-input.js'
@@ -75,10 +75,13 @@ export interface Run {
   readonly joining: boolean
   /** The index of the join's answer: older snapshots are not stepped on. */
   readonly seedIndex: bigint | undefined
-  /** The last decision a waiter far back stepped on, and when (`passToWaiter`). */
-  readonly passed: WaiterPassed | undefined
-  /** The last snapshot held back from a waiter far back, until its refresh. */
-  readonly heldBack: DecidedSnapshot | undefined
+  /**
+   * Until when the port holds back the snapshots that leave this waiter far back
+   * (`holdBackUntil` of the last one it stepped on); undefined: none is held back.
+   */
+  readonly holdUntil: number | undefined
+  /** The port holds a snapshot back: the refresh timer is set for the end of the hold. */
+  readonly heldBack: boolean
 }
 
 export interface Running {
@@ -138,6 +141,9 @@ export interface RunRelease {
  * - `write` / `cancel-write`: as `contenderStep` asks;
  * - `timer`: set one named timer for `at` (undefined clears it); it fires as `<name>-due`, or
  *   `wake`;
+ * - `hold-back`: until `until` (undefined: from now on no more), the port keeps back the snapshots
+ *   that leave this waiter far back (`holdsBack`), tells the machine of the first (`held-back`),
+ *   and hands over the last one when the refresh is due;
  * - `end-run`: stop the run's lease, watch, join, write, wake and refresh; then release as given;
  * - `emit`: the state its observers hear; `stepped`: what the telemetry records of each step;
  * - `finish`: nothing runs any more; tell the observer (unless `quiet`).
@@ -150,6 +156,7 @@ export type LifeCommand =
   | { readonly type: 'write'; readonly session: string; readonly action: ContenderAction }
   | { readonly type: 'cancel-write' }
   | { readonly type: 'timer'; readonly name: LifeTimer; readonly at: number | undefined }
+  | { readonly type: 'hold-back'; readonly until: number | undefined }
   | { readonly type: 'end-run'; readonly session: string; readonly release: RunRelease | false }
   | { readonly type: 'emit'; readonly state: ContenderState }
   | { readonly type: 'stepped'; readonly input: ContenderInput; readonly state: ContenderState }
@@ -170,7 +177,8 @@ export type LifeInput =
   | { readonly type: 'session-failed'; readonly error: unknown }
   | { readonly type: 'startup-due'; readonly answers: number }
   | { readonly type: 'retry-due' }
-  | { readonly type: 'refresh-due' }
+  | { readonly type: 'refresh-due'; readonly held: DecidedSnapshot | undefined }
+  | { readonly type: 'held-back' }
   | { readonly type: 'joined'; readonly seed: KVSnapshot | undefined }
   | { readonly type: 'run-failed'; readonly error: unknown }
   | { readonly type: 'close' }
@@ -334,8 +342,8 @@ class LifeSteps {
       renewal: { sentAt, ttlMs },
       joining,
       seedIndex: undefined,
-      passed: undefined,
-      heldBack: undefined,
+      holdUntil: undefined,
+      heldBack: false,
     }
     const running: Running = {
       phase: 'running',
@@ -376,18 +384,22 @@ class LifeSteps {
         if (life.phase === 'closing') return this.finish('closed', false)
         return this.failed(this.seeking(life), input.error)
       }
+      case 'held-back':
+        // The first snapshot held back since the last one stepped on: step on the last one held
+        // back at the end of the hold, unless another reaches the waiter first.
+        if (run.heldBack || run.holdUntil === undefined) return life
+        this.timer('refresh', Math.max(this.now, run.holdUntil))
+        return withRun(life, runWith(run, { heldBack: true }))
       case 'refresh-due': {
-        const due = run.heldBack
-        if (due === undefined) return life
-        const decision = due.decision ?? decideByRank(due.snapshot, run.session, this.options.step)
-        const passed = { decision, at: this.now }
-        return this.step(withRun(life, runWith(run, { heldBack: undefined, passed })), due)
+        if (!run.heldBack) return life
+        const after = withRun(life, runWith(run, { heldBack: false }))
+        return input.held === undefined ? after : this.snapshot(after, input.held)
       }
       case 'snapshot':
         return this.snapshot(life, input)
       case 'disconnected':
-        // The first snapshot after a failure passes: it reconnects.
-        return this.step(this.forgetHeldBack(life, { passed: undefined }), input)
+        // The first snapshot after a failure reaches the waiter: it reconnects.
+        return this.step(this.holdBack(life, undefined), input)
       case 'session-renewed': {
         const renewal = { sentAt: input.sentAt, ttlMs: input.ttlMs }
         return this.step(withRun(life, runWith(run, { renewal })), input)
@@ -398,11 +410,9 @@ class LifeSteps {
   }
 
   /**
-   * A snapshot: nothing older than the join's answer (unless the index went back), and, for a
-   * waiter far back of a herd-free protocol, held back until its refresh unless it changes what
-   * the waiter would do (`passToWaiter`). A held-back snapshot is stepped on when the refresh is
-   * due, unless another passed meanwhile: it may be the one that shows a free slot, on which the
-   * fairness grace counts.
+   * A snapshot that reached the waiter: nothing older than the join's answer (unless the index
+   * went back). A waiter far back of a herd-free protocol then has the port hold back, until its
+   * refresh, the snapshots that change nothing for it (`holdBackUntil`).
    */
   private snapshot(life: Running | Closing, input: DecidedSnapshot): ContenderLife {
     const { run } = life
@@ -410,22 +420,19 @@ class LifeSteps {
     if (run.seedIndex !== undefined && input.reset !== true && index < run.seedIndex) return life
     const decision = input.decision ?? decideByRank(input.snapshot, run.session, this.options.step)
     const decided = input.decision === decision ? input : { ...input, decision }
-    if (this.options.herdFree) {
-      const passed = passToWaiter(run.passed, decision, this.now, this.options.refreshMs)
-      if (passed === undefined) {
-        if (run.heldBack === undefined && run.passed !== undefined) {
-          this.timer('refresh', Math.max(this.now, run.passed.at + this.options.refreshMs))
-        }
-        return withRun(life, runWith(run, { heldBack: decided }))
-      }
-      return this.step(this.forgetHeldBack(life, { passed }), decided)
-    }
-    return this.step(this.forgetHeldBack(life, {}), decided)
+    const until = this.options.herdFree
+      ? holdBackUntil(decision, this.now, this.options.refreshMs)
+      : undefined
+    return this.step(this.holdBack(life, until), decided)
   }
 
-  private forgetHeldBack<L extends Running | Closing>(life: L, change: Partial<Run>): L {
-    if (life.run.heldBack !== undefined) this.timer('refresh', undefined)
-    return withRun(life, runWith(life.run, { heldBack: undefined, ...change }))
+  /** A new hold (or none): a snapshot held back under the last one is stale, its refresh off. */
+  private holdBack<L extends Running | Closing>(life: L, until: number | undefined): L {
+    const { run } = life
+    if (run.heldBack) this.timer('refresh', undefined)
+    if (until !== run.holdUntil) this.commands.push({ type: 'hold-back', until })
+    if (!run.heldBack && until === run.holdUntil) return life
+    return withRun(life, runWith(run, { heldBack: false, holdUntil: until }))
   }
 
   /** Steps the run on one input (`contenderStep`) and turns its commands into the life's. */
@@ -495,7 +502,7 @@ class LifeSteps {
       session: run.session,
       release: release && { keep, snapshot: state.snapshot, renewal: run.renewal },
     })
-    if (run.heldBack !== undefined) this.timer('refresh', undefined)
+    if (run.heldBack) this.timer('refresh', undefined)
   }
 
   /** The seeking fields after a run: the failures in a row start over with every run. */
@@ -645,7 +652,7 @@ function runWith(run: Run, change: Partial<Run>): Run {
     renewal: change.renewal ?? run.renewal,
     joining: change.joining ?? run.joining,
     seedIndex: 'seedIndex' in change ? change.seedIndex : run.seedIndex,
-    passed: 'passed' in change ? change.passed : run.passed,
-    heldBack: 'heldBack' in change ? change.heldBack : run.heldBack,
+    holdUntil: 'holdUntil' in change ? change.holdUntil : run.holdUntil,
+    heldBack: change.heldBack ?? run.heldBack,
   }
 }

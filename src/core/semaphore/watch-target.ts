@@ -2,7 +2,7 @@ import { CONTENDER_FLAGS } from '../../base/flags.js'
 import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { Decision } from '../events.js'
 import { contenderKey } from '../keys/contender-key.js'
-import { FRONT_PLACES } from './pass-to-waiter.js'
+import { FRONT_PLACES } from './hold-back.js'
 
 /**
  * What a process must long-poll for its semaphore contenders of one prefix: the whole prefix, or

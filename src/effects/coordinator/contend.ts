@@ -17,6 +17,7 @@ import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-pr
 import { destroySession } from '../release/destroy-session.js'
 import { SessionLease, type LeaseEvent } from '../session-lease.js'
 import { sessionSignature, type ContenderShelf } from '../session-shelf.js'
+import { HeldBack, heldBackBy } from './held-back.js'
 import type { ContenderPort, WriteEvent } from './contender-port.js'
 import { adoptSession } from './adopt-session.js'
 import { giveUpError } from './give-up-error.js'
@@ -201,6 +202,7 @@ export function consulPort(
     decide: protocol.decide(contender),
     refence: protocol.refence?.(contender),
   }
+  const held = new HeldBack(() => scheduler.now())
   const port: ContenderPort = {
     answers: () => client.network?.answers?.() ?? 0,
     session: (from) =>
@@ -247,33 +249,28 @@ export function consulPort(
       const done = coordinator.startJoin()
       return join(contender, session).pipe(finalize(done))
     },
-    follow: (session, seed) =>
-      new Observable<WatchEvent & { readonly decision?: Decision | undefined }>((subscriber) => {
-        let decided: { readonly snapshot: KVSnapshot; readonly decision: Decision } | undefined
+    follow: (session, seed) => {
+      let decided: { readonly snapshot: KVSnapshot; readonly decision: Decision } | undefined
+      const decisionOn = (snapshot: KVSnapshot): Decision => {
+        if (decided?.snapshot === snapshot) return decided.decision
+        const decision = decideByRank(snapshot, session, step)
+        decided = { snapshot, decision }
+        return decision
+      }
+      return new Observable<WatchEvent>((subscriber) => {
+        held.clear()
         const member: CoordinatedMember = {
-          decisionOn: (snapshot) => {
-            if (decided?.snapshot === snapshot) return decided.decision
-            const decision = decideByRank(snapshot, session, step)
-            decided = { snapshot, decision }
-            return decision
-          },
-          onWatch: (event) =>
-            subscriber.next(
-              event.type === 'snapshot'
-                ? {
-                    type: 'snapshot',
-                    snapshot: event.snapshot,
-                    reset: event.reset,
-                    decision: member.decisionOn(event.snapshot),
-                  }
-                : event,
-            ),
+          decisionOn,
+          onWatch: (event) => subscriber.next(event),
           onWatchError: (error) => subscriber.error(error),
         }
         coordinator.follow(member, seed)
         // A no-op when the coordinator already let every member go (its watch failed).
         return () => coordinator.unfollow(member)
-      }),
+      }).pipe(heldBackBy(held, decisionOn))
+    },
+    holdBack: (until) => held.hold(until),
+    heldBack: () => held.take(),
     perform: (session, action) => {
       let perform = performers.get(session)
       if (perform === undefined) {

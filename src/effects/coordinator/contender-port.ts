@@ -6,7 +6,7 @@ import type {
   SessionGrant,
   SessionSource,
 } from '../../core/contender/contender-life.js'
-import type { ContenderInput } from '../../core/contender/contender-input.js'
+import type { ContenderInput, DecidedSnapshot } from '../../core/contender/contender-input.js'
 import type { ContenderAction, ContenderState } from '../../core/contender/contender-state-model.js'
 import type { ContenderEvent, Decision } from '../../core/events.js'
 import type { SemaphoreError } from '../../base/semaphore-error.js'
@@ -18,6 +18,10 @@ export type WriteEvent = Exclude<
   ContenderEvent,
   { readonly type: 'session-created' | 'release-requested' }
 >
+
+/** What `follow` hands the machine: the watch's events, decided, and word of a held-back one. */
+export type FollowEvent =
+  (WatchEvent & { readonly decision?: Decision | undefined }) | { readonly type: 'held-back' }
 
 /**
  * Everything the interpreter of a contender calls: Consul (through its client, its prefix's
@@ -38,11 +42,16 @@ export interface ContenderPort {
   readonly mayJoin: () => boolean
   /** The join: the prefix as the transaction left it (or nothing). */
   readonly join: (session: string) => Observable<KVSnapshot | undefined>
-  /** The prefix's watch events, each snapshot with this run's decision on it, from `seed`. */
-  readonly follow: (
-    session: string,
-    seed: KVSnapshot | undefined,
-  ) => Observable<WatchEvent & { readonly decision?: Decision | undefined }>
+  /**
+   * The prefix's watch events, each snapshot with this run's decision on it, from `seed`; less
+   * those held back (`holdBack`), of which the first since the last one that reached the run is
+   * told as `held-back`.
+   */
+  readonly follow: (session: string, seed: KVSnapshot | undefined) => Observable<FollowEvent>
+  /** Hold back the snapshots that leave the run's waiter far back, until `until` (`holdsBack`). */
+  readonly holdBack: (until: number | undefined) => void
+  /** The last snapshot held back, if any, taken: the refresh steps on it. */
+  readonly heldBack: () => DecidedSnapshot | undefined
   /** One write of a run: its answers as events; it completes when the write is over. */
   readonly perform: (session: string, action: ContenderAction) => Observable<WriteEvent>
   /** Starts the release of a run's slot in the background. */

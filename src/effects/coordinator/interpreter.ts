@@ -138,6 +138,8 @@ export class Interpreter {
         return this.cancel('write')
       case 'timer':
         return this.setTimer(command.name, command.at)
+      case 'hold-back':
+        return port.holdBack(command.until)
       case 'end-run':
         if (command.release !== false) port.release(command.session, command.release)
         for (const call of ['lease', 'join', 'follow', 'write'] as const) this.cancel(call)
@@ -207,7 +209,7 @@ export class Interpreter {
       case 'retry':
         return { type: 'retry-due' }
       case 'refresh':
-        return { type: 'refresh-due' }
+        return { type: 'refresh-due', held: this.port.heldBack() }
     }
   }
 

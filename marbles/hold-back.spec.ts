@@ -4,7 +4,7 @@ import { defer, filter, type MonoTypeOperatorFunction, type SchedulerLike } from
 import { TestScheduler } from 'rxjs/testing'
 import type { WatchEvent } from '../src/base/kv-snapshot.js'
 import { decide } from '../src/core/semaphore/decide.js'
-import { passToWaiter, type WaiterPassed } from '../src/core/semaphore/pass-to-waiter.js'
+import { holdBackUntil, holdsBack } from '../src/core/semaphore/hold-back.js'
 import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
 
 const prefix = 'svc/lock'
@@ -76,8 +76,9 @@ const options = (refreshMs = 1000) => ({
 })
 
 /**
- * The snapshots one contender steps on, as the prefix's coordinator applies `passToWaiter`: its
- * decision on every snapshot, computed once; a `disconnected` forgets what passed last.
+ * The snapshots one contender steps on, as its machine and its port apply the rule: its decision
+ * on every snapshot, computed once; held back while `holdsBack` says so, under the hold that
+ * `holdBackUntil` set on the last one stepped on; a `disconnected` ends the hold.
  */
 function waiterSnapshots(
   o: ReturnType<typeof options>,
@@ -85,17 +86,18 @@ function waiterSnapshots(
 ): MonoTypeOperatorFunction<WatchEvent> {
   return (events) =>
     defer(() => {
-      let passed: WaiterPassed | undefined
+      let until: number | undefined
       return events.pipe(
         filter((event) => {
           if (event.type !== 'snapshot') {
-            passed = undefined
+            until = undefined
             return true
           }
           const decision = o.decide(event.snapshot, o)
-          const next = passToWaiter(passed, decision, (scheduler ?? testNow).now(), o.refreshMs)
-          if (next !== undefined) passed = next
-          return next !== undefined
+          const now = (scheduler ?? testNow).now()
+          if (holdsBack(until, decision, now)) return false
+          until = holdBackUntil(decision, now, o.refreshMs)
+          return true
         }),
       )
     })
@@ -103,7 +105,7 @@ function waiterSnapshots(
 /** Inside `TestScheduler.run`, Date-free virtual time comes from the test scheduler itself. */
 let testNow: SchedulerLike
 
-describe('passToWaiter (marbles of the snapshots a waiter steps on)', () => {
+describe('holdsBack and holdBackUntil (marbles of the snapshots a waiter steps on)', () => {
   it('should pass the first snapshot, then hold back those that leave a waiter far back', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const source = cold('a-b-c--b-|', events)

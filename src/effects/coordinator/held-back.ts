@@ -1,0 +1,106 @@
+import { Observable, type OperatorFunction } from 'rxjs'
+import type { KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
+import type { DecidedSnapshot } from '../../core/contender/contender-input.js'
+import type { Decision } from '../../core/events.js'
+import { holdsBack } from '../../core/semaphore/hold-back.js'
+import type { FollowEvent } from './contender-port.js'
+
+const HELD_BACK: FollowEvent = { type: 'held-back' }
+
+/**
+ * The snapshots a run's waiter holds back (`holdsBack`), kept out of its machine: the machine
+ * sets the hold after each snapshot it steps on, this keeps the last one held back, and the
+ * refresh takes it. A waiter far back in a prefix of thousands of contenders thus costs one
+ * decision (a lookup in the prefix's shared view) per snapshot, and no step.
+ *
+ * @example
+ * const held = new HeldBack(() => scheduler.now())
+ * watchEvents.pipe(heldBackBy(held, (snapshot) => decideOn(snapshot))) // the run's follow
+ * held.hold(until) // the machine's hold-back command
+ * held.take() // the refresh
+ */
+export class HeldBack {
+  private until: number | undefined = undefined
+  // The last snapshot held back and the decision on it, as two fields: holding one allocates nothing.
+  private snapshot: KVSnapshot | undefined = undefined
+  private decision: Decision | undefined = undefined
+
+  constructor(private readonly now: () => number) {}
+
+  /** The machine's hold (undefined: none). */
+  hold(until: number | undefined): void {
+    this.until = until
+  }
+
+  /** The last snapshot held back, if any, which is no longer kept. */
+  take(): DecidedSnapshot | undefined {
+    const { snapshot, decision } = this
+    this.forget()
+    return snapshot === undefined ? undefined : { type: 'snapshot', snapshot, decision }
+  }
+
+  /** A new run: no hold, nothing kept. */
+  clear(): void {
+    this.until = undefined
+    this.forget()
+  }
+
+  /**
+   * A decided snapshot of the watch: `pass` (it reaches the machine, and anything kept is older),
+   * `held` or, for the first held since the last that passed, `first-held`. A reset is never held.
+   */
+  offer(snapshot: KVSnapshot, reset: boolean | undefined, decision: Decision): Offered {
+    if (reset === true || !holdsBack(this.until, decision, this.now())) {
+      this.forget()
+      return 'pass'
+    }
+    const first = this.snapshot === undefined
+    this.snapshot = snapshot
+    this.decision = decision
+    return first ? 'first-held' : 'held'
+  }
+
+  private forget(): void {
+    this.snapshot = undefined
+    this.decision = undefined
+  }
+}
+
+/** What becomes of a snapshot offered to `HeldBack`. */
+export type Offered = 'pass' | 'held' | 'first-held'
+
+/**
+ * A run's follow: each snapshot of `events` decided (`decideOn`) and offered to `held`; those it
+ * holds back stay here, the first of them told as `held-back`. Other events pass as they are.
+ *
+ * ```
+ * events:    a--b--c--d        b, c: far back within the hold; d: a change for the waiter
+ * follow:    a--h-----d        h: held-back (c replaces b as the one kept)
+ * ```
+ *
+ * @example
+ * coordinatorEvents.pipe(heldBackBy(held, (snapshot) => decideByRank(snapshot, session, step)))
+ * @param held - The run's held-back snapshots.
+ * @param decideOn - The run's decision on a snapshot.
+ * @returns The operator.
+ */
+export function heldBackBy(
+  held: HeldBack,
+  decideOn: (snapshot: KVSnapshot) => Decision,
+): OperatorFunction<WatchEvent, FollowEvent> {
+  return (events) =>
+    new Observable<FollowEvent>((subscriber) =>
+      events.subscribe({
+        next: (event) => {
+          if (event.type !== 'snapshot') return subscriber.next(event)
+          const { snapshot, reset } = event
+          const decision = decideOn(snapshot)
+          const offered = held.offer(snapshot, reset, decision)
+          if (offered === 'pass') subscriber.next({ type: 'snapshot', snapshot, reset, decision })
+          else if (offered === 'first-held') subscriber.next(HELD_BACK)
+        },
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => subscriber.complete(),
+      }),
+    )
+}

@@ -187,6 +187,55 @@ describe('the interpreter of a contender, on a port of marbles', () => {
     })
   })
 
+  it('steps at once on a snapshot that changes its place, and drops the one it held back', () => {
+    marbles(({ cold, expectObservable }, scheduler) => {
+      const lock = lockEntry(prefix, '{"Limit":1,"Holders":{"h":true}}', 4n)
+      const ahead = ['h', 'a', 'b'].map((id, i) => contenderEntry(prefix, id, BigInt(i + 1)))
+      const queue = snapshotOf([lock, ...ahead, me], 10n)
+      const longer = snapshotOf([lock, ...ahead, me, contenderEntry(prefix, 'z', 12n)], 12n)
+      // b left: one ahead now, in the front places.
+      const nearer = snapshotOf([lock, ahead[0]!, ahead[1]!, me], 14n)
+      const calls: MarbleCalls = {
+        session: () => cold('-(s|)', { s: session() }),
+        follow: () => cold('a 4ms b 9ms c', { a: seen(queue), b: seen(longer), c: seen(nearer) }),
+      }
+      const { states } = interpreted(scheduler, calls, {
+        herdFree: true,
+        step: { fairness: true },
+      })
+      const index = field((s) => s.snapshot?.index ?? 0n)
+      // 12 is held back at 6; 14 reaches it at 16, and no refresh at 101 steps back onto 12.
+      expectObservable(states.pipe(index), '^ 150ms !').toBe('-(ab) 11ms c', {
+        a: 0n,
+        b: 10n,
+        c: 14n,
+      })
+    })
+  })
+
+  it('lets the first snapshot after a disconnect through, far back or not', () => {
+    marbles(({ cold, expectObservable }, scheduler) => {
+      const lock = lockEntry(prefix, '{"Limit":1,"Holders":{"h":true}}', 4n)
+      const ahead = ['h', 'a', 'b'].map((id, i) => contenderEntry(prefix, id, BigInt(i + 1)))
+      const queue = snapshotOf([lock, ...ahead, me], 10n)
+      const longer = snapshotOf([lock, ...ahead, me, contenderEntry(prefix, 'z', 12n)], 12n)
+      const calls: MarbleCalls = {
+        session: () => cold('-(s|)', { s: session() }),
+        follow: () => cold('a 4ms d 4ms b', { a: seen(queue), d: disconnected, b: seen(longer) }),
+      }
+      const { states } = interpreted(scheduler, calls, {
+        herdFree: true,
+        step: { fairness: true },
+      })
+      const index = field((s) => s.snapshot?.index ?? 0n)
+      expectObservable(states.pipe(index), '^ 150ms !').toBe('-(ab) 6ms c', {
+        a: 0n,
+        b: 10n,
+        c: 12n,
+      })
+    })
+  })
+
   it("says false the moment a holder's run fails, releases, and asks for a new session", () => {
     marbles(({ cold, expectObservable }, scheduler) => {
       const asked: number[] = []

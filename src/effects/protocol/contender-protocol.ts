@@ -61,7 +61,7 @@ export interface ContenderProtocol {
   /**
    * Herd-free waiting: the coordinator long-polls only the key of the waiter ahead while every
    * contender of the process waits far back (`watchTarget`), and a waiter far back steps only on
-   * the snapshots that concern it (`passToWaiter`). The semaphore's queue has it; the lock has no
+   * the snapshots that concern it (`holdsBack`). The semaphore's queue has it; the lock has no
    * queue.
    */
   readonly herdFree: boolean

@@ -10,7 +10,7 @@ import type { ContenderState } from '../src/core/contender/contender-state-model
 import type { SemaphoreError } from '../src/base/semaphore-error.js'
 import { BACKOFF, backoffDelay } from '../src/base/backoff.js'
 import { casOk, disconnected, sessionGone } from './support/events.js'
-import { interpreted, session, type MarbleCalls } from './support/port.js'
+import { interpreted, session } from './support/port.js'
 import { me, prefix, waiting } from './support/scenario.js'
 import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
 
@@ -26,6 +26,8 @@ function marbles(
   )
   scheduler.run((helpers) => spec(helpers, scheduler))
 }
+
+type Cold = Parameters<Parameters<TestScheduler['run']>[0]>[0]['cold']
 
 /** One field of the states, each change once. */
 const field =
@@ -163,75 +165,45 @@ describe('the interpreter of a contender, on a port of marbles', () => {
     })
   })
 
-  it('holds back a snapshot that changes nothing for a waiter far back, until its refresh', () => {
-    marbles(({ cold, expectObservable }, scheduler) => {
-      const lock = lockEntry(prefix, '{"Limit":1,"Holders":{"h":true}}', 4n)
-      const ahead = ['h', 'a', 'b'].map((id, i) => contenderEntry(prefix, id, BigInt(i + 1)))
-      const queue = snapshotOf([lock, ...ahead, me], 10n)
-      const longer = snapshotOf([lock, ...ahead, me, contenderEntry(prefix, 'z', 12n)], 12n)
-      const calls: MarbleCalls = {
-        session: () => cold('-(s|)', { s: session() }),
-        follow: () => cold('a 4ms b', { a: seen(queue), b: seen(longer) }),
-      }
-      const { states } = interpreted(scheduler, calls, {
-        herdFree: true,
-        step: { fairness: true },
-      })
-      const index = field((s) => s.snapshot?.index ?? 0n)
-      // Stepped on at 1; the next snapshot (at 5) waits for the refresh, 100 ms after 1.
-      expectObservable(states.pipe(index), '^ 150ms !').toBe('-(ab) 96ms c', {
-        a: 0n,
-        b: 10n,
-        c: 12n,
+  describe('a waiter far back (herd-free, limit 1: h holds, a and b wait ahead of me)', () => {
+    const lock = lockEntry(prefix, '{"Limit":1,"Holders":{"h":true}}', 4n)
+    const [h, a, b] = ['h', 'a', 'b'].map((id, i) => contenderEntry(prefix, id, BigInt(i + 1)))
+    // At 10 it waits third; at 12 z joined behind it; at 14 b left: it is in the front places.
+    const far = {
+      q: seen(snapshotOf([lock, h!, a!, b!, me], 10n)),
+      z: seen(snapshotOf([lock, h!, a!, b!, me, contenderEntry(prefix, 'z', 12n)], 12n)),
+      n: seen(snapshotOf([lock, h!, a!, me], 14n)),
+      d: disconnected,
+    }
+    const indexes = { a: 0n, b: 10n, c: 12n, e: 14n }
+    /** The index of the snapshot each state stands on, the watch saying `follow` (of `far`). */
+    const steppedOn = (cold: Cold, scheduler: TestScheduler, follow: string) =>
+      interpreted(
+        scheduler,
+        { session: () => cold('-(s|)', { s: session() }), follow: () => cold(follow, far) },
+        { herdFree: true, step: { fairness: true } },
+      ).states.pipe(field((s) => s.snapshot?.index ?? 0n))
+
+    it('holds back a snapshot that changes nothing for it, until its refresh', () => {
+      marbles(({ cold, expectObservable }, scheduler) => {
+        // Stepped on at 1; the next snapshot (at 6) waits for the refresh, 100 ms after 1.
+        const stepped = steppedOn(cold, scheduler, 'q 4ms z')
+        expectObservable(stepped, '^ 150ms !').toBe('-(ab) 96ms c', indexes)
       })
     })
-  })
 
-  it('steps at once on a snapshot that changes its place, and drops the one it held back', () => {
-    marbles(({ cold, expectObservable }, scheduler) => {
-      const lock = lockEntry(prefix, '{"Limit":1,"Holders":{"h":true}}', 4n)
-      const ahead = ['h', 'a', 'b'].map((id, i) => contenderEntry(prefix, id, BigInt(i + 1)))
-      const queue = snapshotOf([lock, ...ahead, me], 10n)
-      const longer = snapshotOf([lock, ...ahead, me, contenderEntry(prefix, 'z', 12n)], 12n)
-      // b left: one ahead now, in the front places.
-      const nearer = snapshotOf([lock, ahead[0]!, ahead[1]!, me], 14n)
-      const calls: MarbleCalls = {
-        session: () => cold('-(s|)', { s: session() }),
-        follow: () => cold('a 4ms b 9ms c', { a: seen(queue), b: seen(longer), c: seen(nearer) }),
-      }
-      const { states } = interpreted(scheduler, calls, {
-        herdFree: true,
-        step: { fairness: true },
-      })
-      const index = field((s) => s.snapshot?.index ?? 0n)
-      // 12 is held back at 6; 14 reaches it at 16, and no refresh at 101 steps back onto 12.
-      expectObservable(states.pipe(index), '^ 150ms !').toBe('-(ab) 11ms c', {
-        a: 0n,
-        b: 10n,
-        c: 14n,
+    it('steps at once on a snapshot that changes its place, and drops the one it held back', () => {
+      marbles(({ cold, expectObservable }, scheduler) => {
+        // 12 is held back at 6; 14 reaches it at 16, and no refresh at 101 steps back onto 12.
+        const stepped = steppedOn(cold, scheduler, 'q 4ms z 9ms n')
+        expectObservable(stepped, '^ 150ms !').toBe('-(ab) 11ms e', indexes)
       })
     })
-  })
 
-  it('lets the first snapshot after a disconnect through, far back or not', () => {
-    marbles(({ cold, expectObservable }, scheduler) => {
-      const lock = lockEntry(prefix, '{"Limit":1,"Holders":{"h":true}}', 4n)
-      const ahead = ['h', 'a', 'b'].map((id, i) => contenderEntry(prefix, id, BigInt(i + 1)))
-      const queue = snapshotOf([lock, ...ahead, me], 10n)
-      const longer = snapshotOf([lock, ...ahead, me, contenderEntry(prefix, 'z', 12n)], 12n)
-      const calls: MarbleCalls = {
-        session: () => cold('-(s|)', { s: session() }),
-        follow: () => cold('a 4ms d 4ms b', { a: seen(queue), d: disconnected, b: seen(longer) }),
-      }
-      const { states } = interpreted(scheduler, calls, {
-        herdFree: true,
-        step: { fairness: true },
-      })
-      const index = field((s) => s.snapshot?.index ?? 0n)
-      expectObservable(states.pipe(index), '^ 150ms !').toBe('-(ab) 6ms c', {
-        a: 0n,
-        b: 10n,
-        c: 12n,
+    it('lets the first snapshot after a disconnect through, far back or not', () => {
+      marbles(({ cold, expectObservable }, scheduler) => {
+        const stepped = steppedOn(cold, scheduler, 'q 4ms d 4ms z')
+        expectObservable(stepped, '^ 150ms !').toBe('-(ab) 6ms c', indexes)
       })
     })
   })

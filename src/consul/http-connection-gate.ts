@@ -76,6 +76,19 @@ interface Waiter {
   readonly entry: GateEntry
   readonly answer: (admission: Admission) => void
   readonly onAbort: () => void
+  /** Admitted or aborted: it waits no more, and leaves its line when the line's front reaches it. */
+  settled: boolean
+}
+
+/**
+ * Requests waiting in one line, first in first out. A request admitted or aborted out of turn is
+ * only marked settled, and the front passes over it later: taking it out there would move every
+ * request behind it, and a burst of thousands of requests would cost the square of their number.
+ */
+interface Line {
+  items: Waiter[]
+  /** The first item that may still wait; those before it are settled. */
+  head: number
 }
 
 /**
@@ -105,16 +118,25 @@ export function connectionGate(
   let out = 0
   let polls = 0
   let closed = false
-  /** Waiting requests in the order they go: urgent ones first (`urgent` of them), each in turn. */
-  const waiting: Waiter[] = []
-  let urgent = 0
+  /** Waiting requests in the order they go: the urgent line first, then the others. */
+  const lines: readonly [Line, Line] = [
+    { items: [], head: 0 },
+    { items: [], head: 0 },
+  ]
   /** How to stop each admitted request, for the close. */
   const running = new Set<(why: StopReason) => void>()
 
   const fits = (poll: boolean): boolean => out < connections && (!poll || polls < mostPolls)
-  const remove = (at: number): void => {
-    waiting.splice(at, 1)
-    if (at < urgent) urgent--
+  /** Moves a line's front past its settled requests, and lets go of them now and then. */
+  const trim = (line: Line): void => {
+    while (line.head < line.items.length && (line.items[line.head] as Waiter).settled) line.head++
+    if (line.head === line.items.length) {
+      line.items = []
+      line.head = 0
+    } else if (line.head >= 1024 && line.head * 2 >= line.items.length) {
+      line.items = line.items.slice(line.head)
+      line.head = 0
+    }
   }
   const refused = (stop: Refused['stop']): Refused => ({ admitted: false, stop })
 
@@ -151,15 +173,16 @@ export function connectionGate(
 
   /** Admits the requests waiting that fit, in order (a long poll that does not is passed over). */
   const admitWaiting = (): void => {
-    for (let at = 0; at < waiting.length && out < connections;) {
-      const waiter = waiting[at] as Waiter
-      if (!fits(waiter.entry.poll)) {
-        at++
-        continue
+    for (const line of lines) {
+      const { items } = line
+      for (let at = line.head; at < items.length && out < connections; at++) {
+        const waiter = items[at] as Waiter
+        if (waiter.settled || !fits(waiter.entry.poll)) continue
+        waiter.settled = true
+        waiter.entry.signal?.removeEventListener('abort', waiter.onAbort)
+        waiter.answer(admit(waiter.entry))
       }
-      remove(at)
-      waiter.entry.signal?.removeEventListener('abort', waiter.onAbort)
-      waiter.answer(admit(waiter.entry))
+      trim(line)
     }
   }
 
@@ -175,25 +198,29 @@ export function connectionGate(
           entry,
           answer,
           onAbort: () => {
-            const at = waiting.indexOf(waiter)
-            if (at < 0) return
-            remove(at)
+            if (waiter.settled) return
+            waiter.settled = true
             answer(refused('caller'))
           },
+          settled: false,
         }
         entry.signal?.addEventListener('abort', waiter.onAbort, { once: true })
-        if (entry.urgent) waiting.splice(urgent++, 0, waiter)
-        else waiting.push(waiter)
+        lines[entry.urgent ? 0 : 1].items.push(waiter)
       })
     },
     close: () => {
       if (closed) return
       closed = true
-      for (const waiter of waiting.splice(0)) {
-        waiter.entry.signal?.removeEventListener('abort', waiter.onAbort)
-        waiter.answer(refused('closed'))
+      for (const line of lines) {
+        for (const waiter of line.items.slice(line.head)) {
+          if (waiter.settled) continue
+          waiter.settled = true
+          waiter.entry.signal?.removeEventListener('abort', waiter.onAbort)
+          waiter.answer(refused('closed'))
+        }
+        line.items = []
+        line.head = 0
       }
-      urgent = 0
       for (const end of [...running]) end('closed')
     },
   }

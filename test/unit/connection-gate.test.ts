@@ -205,6 +205,34 @@ describe('connectionGate', () => {
     assert.deepEqual(admitted, ['a', 'c'])
   })
 
+  it('keeps the order of a long line whatever leaves it out of turn (aborts, a long poll passed over)', async () => {
+    open(2)
+    const poll = enter('poll', { poll: true })
+    const blocker = enter('blocker')
+    await settle()
+    // Both connections are taken; a second long poll waits, and 2,000 requests behind it.
+    const waitingPoll = enter('waiting poll', { poll: true })
+    const callers = Array.from({ length: 2000 }, () => new AbortController())
+    const line = callers.map((caller, i) => enter(`r${i}`, { signal: caller.signal }))
+    const renewal = enter('renewal', { urgent: true })
+    await settle()
+    // Every third request gives up while it waits.
+    callers.forEach((caller, i) => (i % 3 === 0 ? caller.abort() : undefined))
+    await settle()
+    // The blocker leaves: the renewal goes first; the long poll still does not fit (one long
+    // poll at most of two connections), so the requests behind it go in turn as each leaves.
+    await leave(blocker)
+    assert.deepEqual(admitted.slice(2), ['renewal'])
+    await leave(renewal)
+    for (const request of line) if (request.admission?.admitted === true) await leave(request)
+    const expected = line.filter((_, i) => i % 3 !== 0).map((r) => r.name)
+    assert.deepEqual(admitted.slice(3), expected, 'the others in the order they entered')
+    assert.equal(waitingPoll.admission, undefined, 'the second long poll still waits')
+    await leave(poll)
+    assert.deepEqual(admitted.at(-1), 'waiting poll')
+    await leave(waitingPoll)
+  })
+
   it('refuses a request whose caller aborted before it entered, and stops one admitted when its caller aborts', async () => {
     open(1)
     const gone = new AbortController()

@@ -75,7 +75,7 @@ export type {
   FollowEvent,
   WriteEvent,
 } from './effects/coordinator/contender-port.js'
-export { HeldBack, heldBackBy, type Offered } from './effects/coordinator/held-back.js'
+export { HeldBack, heldBackBy, heldBackTo, type Offered } from './effects/coordinator/held-back.js'
 export type { CheckRefusal } from './core/contender/check-refusal.js'
 export { holdBackUntil, holdsBack } from './core/semaphore/hold-back.js'
 export type { LeaseEvent } from './effects/session-lease.js'

@@ -2,7 +2,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import { Observable, asyncScheduler, finalize, type SchedulerLike } from 'rxjs'
 import type { ConsulClient, SessionCreateOptions } from '../../consul/client-api.js'
 import type { ConsulError } from '../../base/consul-error.js'
-import type { KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type {
   LifeOptions,
   SessionGrant,
@@ -17,8 +17,8 @@ import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-pr
 import { destroySession } from '../release/destroy-session.js'
 import { SessionLease, type LeaseEvent } from '../session-lease.js'
 import { sessionSignature, type ContenderShelf } from '../session-shelf.js'
-import { HeldBack, heldBackBy } from './held-back.js'
-import type { ContenderPort, WriteEvent } from './contender-port.js'
+import { HeldBack, heldBackTo } from './held-back.js'
+import type { ContenderPort, FollowEvent, WriteEvent } from './contender-port.js'
 import { adoptSession } from './adopt-session.js'
 import { giveUpError } from './give-up-error.js'
 import { Interpreter, type ContenderObserver } from './interpreter.js'
@@ -257,17 +257,17 @@ export function consulPort(
         decided = { snapshot, decision }
         return decision
       }
-      return new Observable<WatchEvent>((subscriber) => {
+      return new Observable<FollowEvent>((subscriber) => {
         held.clear()
         const member: CoordinatedMember = {
           decisionOn,
-          onWatch: (event) => subscriber.next(event),
+          onWatch: heldBackTo(held, decisionOn, (event) => subscriber.next(event)),
           onWatchError: (error) => subscriber.error(error),
         }
         coordinator.follow(member, seed)
         // A no-op when the coordinator already let every member go (its watch failed).
         return () => coordinator.unfollow(member)
-      }).pipe(heldBackBy(held, decisionOn))
+      })
     },
     holdBack: (until) => held.hold(until),
     heldBack: () => held.take(),

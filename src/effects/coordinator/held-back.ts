@@ -15,7 +15,7 @@ const HELD_BACK: FollowEvent = { type: 'held-back' }
  *
  * @example
  * const held = new HeldBack(() => scheduler.now())
- * watchEvents.pipe(heldBackBy(held, (snapshot) => decideOn(snapshot))) // the run's follow
+ * member.onWatch = heldBackTo(held, decideOn, subscriber.next) // the run's follow
  * held.hold(until) // the machine's hold-back command
  * held.take() // the refresh
  */
@@ -70,8 +70,10 @@ export class HeldBack {
 export type Offered = 'pass' | 'held' | 'first-held'
 
 /**
- * A run's follow: each snapshot of `events` decided (`decideOn`) and offered to `held`; those it
- * holds back stay here, the first of them told as `held-back`. Other events pass as they are.
+ * What a run's follow does with each watch event: a snapshot is decided (`decideOn`) and offered
+ * to `held`; those it holds back stay there, the first of them told to `next` as `held-back`.
+ * Other events pass as they are. The port's follow calls it on each event the coordinator hands
+ * its member (no Observable of its own per contender); `heldBackBy` is the same as an operator.
  *
  * ```
  * events:    a--b--c--d        b, c: far back within the hold; d: a change for the waiter
@@ -79,7 +81,32 @@ export type Offered = 'pass' | 'held' | 'first-held'
  * ```
  *
  * @example
- * coordinatorEvents.pipe(heldBackBy(held, (snapshot) => decideByRank(snapshot, session, step)))
+ * member.onWatch = heldBackTo(held, (snapshot) => member.decisionOn(snapshot), subscriber.next)
+ * @param held - The run's held-back snapshots.
+ * @param decideOn - The run's decision on a snapshot.
+ * @param next - Where the events that reach the machine go.
+ * @returns The handler of one watch event.
+ */
+export function heldBackTo(
+  held: HeldBack,
+  decideOn: (snapshot: KVSnapshot) => Decision,
+  next: (event: FollowEvent) => void,
+): (event: WatchEvent) => void {
+  return (event) => {
+    if (event.type !== 'snapshot') return next(event)
+    const { snapshot, reset } = event
+    const decision = decideOn(snapshot)
+    const offered = held.offer(snapshot, reset, decision)
+    if (offered === 'pass') next({ type: 'snapshot', snapshot, reset, decision })
+    else if (offered === 'first-held') next(HELD_BACK)
+  }
+}
+
+/**
+ * `heldBackTo` as an operator: the follow of a port whose watch is an Observable.
+ *
+ * @example
+ * watchEvents.pipe(heldBackBy(held, (snapshot) => decideByRank(snapshot, session, step)))
  * @param held - The run's held-back snapshots.
  * @param decideOn - The run's decision on a snapshot.
  * @returns The operator.
@@ -91,14 +118,7 @@ export function heldBackBy(
   return (events) =>
     new Observable<FollowEvent>((subscriber) =>
       events.subscribe({
-        next: (event) => {
-          if (event.type !== 'snapshot') return subscriber.next(event)
-          const { snapshot, reset } = event
-          const decision = decideOn(snapshot)
-          const offered = held.offer(snapshot, reset, decision)
-          if (offered === 'pass') subscriber.next({ type: 'snapshot', snapshot, reset, decision })
-          else if (offered === 'first-held') subscriber.next(HELD_BACK)
-        },
+        next: heldBackTo(held, decideOn, (event) => subscriber.next(event)),
         error: (error: unknown) => subscriber.error(error),
         complete: () => subscriber.complete(),
       }),

@@ -163,7 +163,10 @@ export function consulPort(
     client,
     now: scheduler.now(),
   })
-  const performers = new Map<string, ReturnType<ContenderProtocol['performer']>>()
+  /** The protocol's writer for the running session (one at a time). */
+  let performer:
+    | { readonly session: string; readonly perform: ReturnType<ContenderProtocol['performer']> }
+    | undefined
 
   /** A session request's answer, with the time its lease runs from. */
   const ask = (
@@ -272,14 +275,11 @@ export function consulPort(
     holdBack: (until) => held.hold(until),
     heldBack: () => held.take(),
     perform: (session, action) => {
-      let perform = performers.get(session)
-      if (perform === undefined) {
-        performers.clear()
-        perform = protocol.performer(contender, session)
-        performers.set(session, perform)
+      if (performer?.session !== session) {
+        performer = { session, perform: protocol.performer(contender, session) }
       }
       // A protocol's writes answer only with a write's events.
-      return perform(action) as Observable<WriteEvent>
+      return performer.perform(action) as Observable<WriteEvent>
     },
     release: (session, { keep, snapshot, renewal }) => {
       const released = protocol.release(contender, session, snapshot, keep)

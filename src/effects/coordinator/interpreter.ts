@@ -31,6 +31,8 @@ export interface ContenderObserver {
 
 /** The calls a contender has out, at most one of each. */
 type Call = 'session' | 'lease' | 'join' | 'follow' | 'write'
+const CALLS: readonly Call[] = ['session', 'lease', 'join', 'follow', 'write']
+const TIMERS: readonly LifeTimer[] = ['startup', 'retry', 'wake', 'refresh']
 
 /**
  * The one interpreter of a contender's machine (`lifeStep`): it feeds each input through the
@@ -54,8 +56,20 @@ type Call = 'session' | 'lease' | 'join' | 'follow' | 'write'
 export class Interpreter {
   private life: ContenderLife = unstarted
   private readonly inbox: LifeInput[] = []
-  private readonly calls = new Map<Call, Subscription>()
-  private readonly timers = new Map<LifeTimer, Subscription>()
+  // One field per kind: a contender is thousands of times in a process, and a Map costs more.
+  private readonly calls: Record<Call, Subscription | undefined> = {
+    session: undefined,
+    lease: undefined,
+    join: undefined,
+    follow: undefined,
+    write: undefined,
+  }
+  private readonly timers: Record<LifeTimer, Subscription | undefined> = {
+    startup: undefined,
+    retry: undefined,
+    wake: undefined,
+    refresh: undefined,
+  }
 
   constructor(
     private readonly port: ContenderPort,
@@ -166,7 +180,7 @@ export class Interpreter {
     let ended = false
     const end = (): void => {
       ended = true
-      if (this.calls.get(kind) === subscription) this.calls.delete(kind)
+      if (this.calls[kind] === subscription) this.calls[kind] = undefined
     }
     subscription.add(
       source.subscribe({
@@ -181,23 +195,23 @@ export class Interpreter {
         },
       }),
     )
-    if (!ended) this.calls.set(kind, subscription)
+    if (!ended) this.calls[kind] = subscription
   }
 
   private cancel(kind: Call): void {
-    this.calls.get(kind)?.unsubscribe()
-    this.calls.delete(kind)
+    this.calls[kind]?.unsubscribe()
+    this.calls[kind] = undefined
   }
 
   private setTimer(name: LifeTimer, at: number | undefined): void {
-    this.timers.get(name)?.unsubscribe()
-    this.timers.delete(name)
+    this.timers[name]?.unsubscribe()
+    this.timers[name] = undefined
     if (at === undefined) return
     const fire = (): void => {
-      this.timers.delete(name)
+      this.timers[name] = undefined
       this.input(this.due(name))
     }
-    this.timers.set(name, this.scheduler.schedule(fire, Math.max(0, at - this.scheduler.now())))
+    this.timers[name] = this.scheduler.schedule(fire, Math.max(0, at - this.scheduler.now()))
   }
 
   private due(name: LifeTimer): LifeInput {
@@ -214,8 +228,8 @@ export class Interpreter {
   }
 
   private finish(command: Extract<LifeCommand, { type: 'finish' }>): void {
-    for (const call of [...this.calls.keys()]) this.cancel(call)
-    for (const name of [...this.timers.keys()]) this.setTimer(name, undefined)
+    for (const call of CALLS) this.cancel(call)
+    for (const name of TIMERS) this.setTimer(name, undefined)
     const { outcome } = command
     const error = typeof outcome === 'string' ? undefined : this.port.failure(outcome)
     this.port.finished(

@@ -50,7 +50,9 @@ export class HeldBack {
    * `held` or, for the first held since the last that passed, `first-held`. A reset is never held.
    */
   offer(snapshot: KVSnapshot, reset: boolean | undefined, decision: Decision): Offered {
-    if (reset === true || !holdsBack(this.until, decision, this.now())) {
+    // Without a hold (most snapshots of most contenders) the clock is not read.
+    const { until } = this
+    if (reset === true || until === undefined || !holdsBack(until, decision, this.now())) {
       this.forget()
       return 'pass'
     }

@@ -31,8 +31,6 @@ export interface ContenderObserver {
 
 /** The calls a contender has out, at most one of each. */
 type Call = 'session' | 'lease' | 'join' | 'follow' | 'write'
-const CALLS: readonly Call[] = ['session', 'lease', 'join', 'follow', 'write']
-const TIMERS: readonly LifeTimer[] = ['startup', 'retry', 'wake', 'refresh']
 
 /**
  * The one interpreter of a contender's machine (`lifeStep`): it feeds each input through the
@@ -228,8 +226,8 @@ export class Interpreter {
   }
 
   private finish(command: Extract<LifeCommand, { type: 'finish' }>): void {
-    for (const call of CALLS) this.cancel(call)
-    for (const name of TIMERS) this.setTimer(name, undefined)
+    for (const call of Object.keys(this.calls) as Call[]) this.cancel(call)
+    for (const name of Object.keys(this.timers) as LifeTimer[]) this.setTimer(name, undefined)
     const { outcome } = command
     const error = typeof outcome === 'string' ? undefined : this.port.failure(outcome)
     this.port.finished(

@@ -23,12 +23,18 @@ import { contenderEntry, lockEntry, snapshotOf, text } from './support/snapshot.
 const testScheduler = (): TestScheduler =>
   new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
 
-/** The step's options with the semaphore's refencing, limit 2. */
+/** The step's options with the semaphore's refencing, limit 2, and no quantum (a job's end yields). */
 const two: ContenderStateOptions = {
   prefix,
   limit: 2,
-  refence: (snapshot, session) =>
-    refencing(snapshot, { prefix, session, limit: 2 }, prefixView(snapshot, { prefix, limit: 2 })),
+  quantumMs: 0,
+  refence: (snapshot, session, keepSlot) =>
+    refencing(
+      snapshot,
+      { prefix, session, limit: 2 },
+      prefixView(snapshot, { prefix, limit: 2 }),
+      keepSlot,
+    ),
 }
 
 const holderKey = (session: string, index: bigint) =>
@@ -173,6 +179,79 @@ describe('refencing: the write between two jobs', () => {
       expectObservable(write, '^ 50ms !').toBe('u-T', { u: 'none', T: 'TryAcquire' })
       // The CAS it makes as a waiter at 2 (still out), and nothing at 4.
       asyncScheduler.schedule(() => assert.deepEqual(writes, [{ type: 'TryAcquire', from: 2 }]), 10)
+    })
+  })
+})
+
+describe('refencing: the quantum a worker keeps its slot for while others wait', () => {
+  /** `two` with a quantum of 10 ms from the first holding. */
+  const quantum: ContenderStateOptions = { ...two, quantumMs: 10 }
+  /** The write asked for, in a word, each time it changes. */
+  const writeWords = (states: Observable<{ write: ContenderAction | undefined }>) =>
+    states.pipe(
+      map((state) => (state.write === undefined ? '-' : word(state.write))),
+      distinctUntilChanged(),
+      filter((value) => value !== '-'),
+    )
+
+  it('should keep the slot for the next job of its process when a job ends within the quantum, although w waits', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // Holding from 2 with w behind; the job ends at 6, 4 ms into the quantum.
+      const states = cold('c-w---n', inputs).pipe(
+        contending({ ...quantum, perform: () => cold('-') }),
+      )
+      expectObservable(writeWords(states), '^ 50ms !').toBe('------a', { a: 'Refence@20' })
+    })
+  })
+
+  it('should hand the slot to w when a job ends once the quantum is over', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // Holding from 2; the job ends at 12, 10 ms on the slot.
+      const states = cold('c-w 9ms n', inputs).pipe(
+        contending({ ...quantum, perform: () => cold('-') }),
+      )
+      expectObservable(writeWords(states), '^ 50ms !').toBe('------------a', {
+        a: 'Rotate@20>w',
+      })
+    })
+  })
+
+  it('should count the quantum from the first holding, across the re-fences that keep the slot', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // Kept at 4 (Refence, answered at 5 under token 31); the next job ends at 13: 11 ms on the
+      // slot since 2, though 8 ms since the Refence.
+      const kept = snapshotOf([
+        holderKey('a', 10n),
+        holderKey('me', 31n),
+        contenderEntry(prefix, 'w', 22n, { flags: CONTENDER_FLAGS }),
+        lockEntry(prefix, '{"Limit":2,"Holders":{"a":true,"me":true}}', 20n),
+      ])
+      const answered = cold<ContenderEvent>('-(r|)', {
+        r: { type: 'refenced', ok: true, refencing: 'Refence', modifyIndex: 31n },
+      })
+      const perform = (action: ContenderAction): Observable<ContenderEvent> =>
+        action.type === 'Refence' ? answered : cold('-')
+      const states = cold('c-w-n-k------n', { ...inputs, k: seen(kept) }).pipe(
+        contending({ ...quantum, perform }),
+      )
+      expectObservable(writeWords(states), '^ 50ms !').toBe('----a--------b', {
+        a: 'Refence@20',
+        b: 'Rotate@20>w',
+      })
+    })
+  })
+
+  it('should give a slot up within the quantum when the limit was lowered under the holders', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const lowered = snapshotOf([
+        holderKey('a', 10n),
+        holderKey('me', 20n),
+        lockEntry(prefix, '{"Limit":1,"Holders":{"a":true,"me":true}}', 24n),
+      ])
+      const states = cold('c-h-l-n', { ...inputs, l: seen(lowered) }).pipe(
+        contending({ ...quantum, perform: () => cold('-') }),
+      )
+      expectObservable(writeWords(states), '^ 50ms !').toBe('------a', { a: 'Rotate@24' })
     })
   })
 })

@@ -5,6 +5,7 @@ import type { ContenderState, ContenderStateOptions } from './contender-state-mo
 import { decidePatiently } from './decide-patiently.js'
 import { isPrefixProblem } from './is-prefix-problem.js'
 import { leaseDeadline } from './lease-deadline.js'
+import { withinQuantum } from '../semaphore/refencing.js'
 
 /** What a tenure (one stretch of being listed in `.lock`) leaves behind when it ends. */
 const tenureEnded = {
@@ -13,6 +14,7 @@ const tenureEnded = {
   heldInTenure: false,
   casIndex: undefined,
   refencing: false,
+  keepSlot: false,
 } as const
 
 /** After a renewal that did not commit: the next snapshot decides again, or this much later. */
@@ -109,7 +111,7 @@ export function applyContenderInput(
     case 'refence':
       // Only a holder's tenure is renewed; a contender that lost its slot meanwhile just waits.
       return s.listed && s.retired === undefined && options.refence !== undefined
-        ? { ...s, refencing: true }
+        ? { ...s, refencing: true, keepSlot: withinQuantum(s.slotSince, now, options.quantumMs) }
         : s
     case 'refenced':
       return renewalAnswered(s, input, now)
@@ -174,6 +176,7 @@ function renewalAnswered(
   return {
     ...answered,
     refencing: false,
+    keepSlot: false,
     heldInTenure: false,
     casIndex: index,
     fencingToken: index,

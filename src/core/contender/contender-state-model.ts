@@ -32,8 +32,14 @@ export type ContenderAction =
 /**
  * The re-fence a holder of `snapshot` makes (see `Refencing`); undefined when the snapshot allows
  * none. Given by the semaphore's protocol; without it, a `refence` input changes nothing.
+ * `keepSlot`: the holder is within its quantum on this slot, so it keeps the slot even when others
+ * wait (the limit still decides).
  */
-export type RefenceStep = (snapshot: KVSnapshot, session: string) => Refencing | undefined
+export type RefenceStep = (
+  snapshot: KVSnapshot,
+  session: string,
+  keepSlot: boolean,
+) => Refencing | undefined
 
 /**
  * The decide step of the state machine: what to write next, from one snapshot. The semaphore's
@@ -108,6 +114,12 @@ export interface ContenderStateOptions extends LeaseMargin {
   readonly tryOnce?: boolean | undefined
   /** The re-fence between two jobs of a process (`refence` inputs); default: none. */
   readonly refence?: RefenceStep | undefined
+  /**
+   * How long a holder that re-fences keeps its slot while others wait (ms, counted from when it
+   * took the slot; `slotQuantumMs`): a job that ends within it hands its slot to the next job of
+   * its process, a job that ends after it hands the slot on. Default SLOT_QUANTUM_MS.
+   */
+  readonly quantumMs?: number | undefined
 }
 
 /**
@@ -216,6 +228,16 @@ export interface ContenderState {
    * false until the re-fence (`write`) writes a new token or rotates this contender to the tail.
    */
   readonly refencing: boolean
+  /**
+   * The re-fence asked for keeps the slot even when others wait: the job before it ended within
+   * the holder's quantum on this slot (`slotSince`). Meaningful only while `refencing`.
+   */
+  readonly keepSlot: boolean
+  /**
+   * Scheduler ms at which this contender took the slot it is listed on (its first holding in the
+   * tenure); a re-fence that keeps the slot keeps it too. Undefined while not listed.
+   */
+  readonly slotSince: number | undefined
   /** ModifyIndex of this contender's own successful CAS: older snapshots are stale. */
   readonly casIndex: bigint | undefined
   /** The waiter first in line when the fairness grace started counting (`decidePatiently`). */
@@ -256,6 +278,8 @@ export const initialContenderState: ContenderState = {
   retired: undefined,
   heldInTenure: false,
   refencing: false,
+  keepSlot: false,
+  slotSince: undefined,
   casIndex: undefined,
   graceFront: undefined,
   graceSince: undefined,

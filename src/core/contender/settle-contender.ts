@@ -57,6 +57,8 @@ export function settleContender(
     holding,
     reason,
     heldInTenure: s.heldInTenure || rising,
+    // The slot is counted from its first holding, across the re-fences that keep it.
+    slotSince: !s.listed ? undefined : (s.slotSince ?? (holding ? now : undefined)),
     write,
     wakeAt: earliestAfter(now, [s.leaseDeadline, s.patientAt, s.retryAt]),
   }
@@ -103,7 +105,7 @@ function actionOf(
   // holder may have answered before the watch showed it): until then, nothing.
   if (s.refencing) {
     return decision?.type === 'Held' && s.snapshot !== undefined && s.session !== undefined
-      ? options.refence?.(s.snapshot, s.session)
+      ? options.refence?.(s.snapshot, s.session, s.keepSlot)
       : undefined
   }
   if (decision?.type === 'Held') return undefined

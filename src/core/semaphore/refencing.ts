@@ -6,21 +6,54 @@ import { handOffSlot, type HandOff, type HandOffOptions } from './hand-off.js'
 import type { PrefixView } from './prefix-view.js'
 
 /**
+ * How long a job pool's worker keeps a slot while other contenders wait (ms, from when it took
+ * the slot): a job of its process that ends within the quantum passes the slot to the process's
+ * next job (one write), a job that ends after it hands the slot on. A fleet's slots then change
+ * process about every quantum rather than after every job, so a hand-over between processes
+ * (about six writes and a few milliseconds of idle slot) is paid once per quantum, not per job;
+ * and the contenders of a prefix take turns on a slot within a few quanta, so that over a second
+ * or two every process has its share. A process that arrives finds the slots held since longer
+ * than the quantum and gets its first one as soon as a job of the others ends.
+ */
+export const SLOT_QUANTUM_MS = 200
+
+/**
+ * Whether a holder that took its slot at `slotSince` keeps it at `now` for the next job of its
+ * process although others wait.
+ *
+ * @example
+ * withinQuantum(1_000, 1_150, 200) // true: 150 ms on the slot
+ * @param slotSince - When it took the slot (undefined: not known to hold one).
+ * @param now - Now, on the same clock.
+ * @param quantumMs - The quantum; default SLOT_QUANTUM_MS.
+ * @returns True while within the quantum.
+ */
+export function withinQuantum(
+  slotSince: number | undefined,
+  now: number,
+  quantumMs = SLOT_QUANTUM_MS,
+): boolean {
+  return slotSince !== undefined && now - slotSince < quantumMs
+}
+
+/**
  * The one write a holder makes between two jobs of its process, so that the next job runs under
  * a fencing token no earlier job ran under:
  *
- * - `Refence`: nobody else waits, so the holder keeps its slot. One transaction checks that
+ * - `Refence`: nobody else waits, or the holder is within its quantum on the slot
+ *   (`SLOT_QUANTUM_MS`), so the holder keeps its slot. One transaction checks that
  *   `.lock` is still at `cas` and that this session still locks its key, and rewrites the key
  *   (to RENEWING_FLAGS and back to HOLDER_FLAGS, since Consul skips a write that changes
  *   nothing): the key's new ModifyIndex is the next token.
- * - `Rotate`: someone else waits (or the limit was lowered under the holders), so the holder gives
+ * - `Rotate`: someone else waits and the quantum is over (or the limit was lowered under the
+ *   holders, whatever the quantum), so the holder gives
  *   its slot up as a release does (straight to the first waiter when `handOff` is set, else a CAS
  *   of `.lock` without it) and, in the same transaction, deletes and re-locks its own key, which
  *   puts it at the tail of the queue with the session it has.
  *
  * ```
- * holder, job ends ──► waiters other than itself? ──no──► Refence (keep the slot, new token)
- *                                 │ yes
+ * holder, job ends ──► waiters other than itself, and the quantum over? ──no──► Refence (keep, new token)
+ *                                 │ yes (or more holders than the limit)
  *                                 ▼
  *                      Rotate (hand off or release, rejoin at the tail)
  * ```
@@ -52,12 +85,13 @@ export type Refencing =
  *
  * @example
  * ```ts
- * const next = refencing(snapshot, { prefix: 'service/db/lock', session, limit: 3 })
+ * const next = refencing(snapshot, { prefix: 'service/db/lock', session, limit: 3 }, view, false)
  * if (next?.type === 'Refence') console.log(`keep the slot if .lock is still at ${next.cas}`)
  * ```
  * @param snapshot - The holder's last snapshot of the prefix.
  * @param options - Prefix, this holder's session and its limit.
  * @param shared - The snapshot's view for this limit (the one its decision was made on).
+ * @param keepSlot - Within the holder's quantum on the slot: keep it even if others wait.
  * @returns The write to make, or undefined when the snapshot does not allow one (`.lock` no longer
  *   lists this session, or cannot be read): the next snapshot decides.
  */
@@ -65,11 +99,12 @@ export function refencing(
   snapshot: KVSnapshot,
   options: HandOffOptions,
   shared: E.Either<PrefixProblem, PrefixView>,
+  keepSlot = false,
 ): Refencing | undefined {
   if (shared._tag === 'Left') return undefined
   const { view } = shared.right
   const othersWait = view.waiting.some((waiter) => waiter.session !== options.session)
-  if (!othersWait && view.liveHolders.length <= view.limit) {
+  if ((keepSlot || !othersWait) && view.liveHolders.length <= view.limit) {
     return { type: 'Refence', view, cas: view.lockIndex }
   }
   const handOff = handOffSlot(snapshot, options, shared)

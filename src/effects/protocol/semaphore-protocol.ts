@@ -44,8 +44,13 @@ export const semaphoreProtocol: ContenderProtocol = {
       session,
       value: contender.value,
     }),
-  refence: (contender) => (snapshot, session) =>
-    refencing(snapshot, { ...contender, session }, contender.cache.view(snapshot, contender)),
+  refence: (contender) => (snapshot, session, keepSlot) =>
+    refencing(
+      snapshot,
+      { ...contender, session },
+      contender.cache.view(snapshot, contender),
+      keepSlot,
+    ),
   release: (contender, session, lastSeen, keepSession) =>
     releaseSlot({
       client: contender.client,

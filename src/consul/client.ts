@@ -9,6 +9,7 @@ import { createKv } from './kv.js'
 import { attachRequestFeed } from './request-feed.js'
 import { createSessions } from './sessions.js'
 import { createTxn } from './txn.js'
+import { attachTxnLimit } from './txn-limit.js'
 import { watchPrefix } from './watch-prefix.js'
 
 /**
@@ -61,5 +62,6 @@ export function clientForConfig(resolved: ResolvedConfig): ConsulHttpClient {
     close: () => runCloseHooks(client).then(() => transport.close()),
   }
   attachRequestFeed(client, transport.requests)
+  attachTxnLimit(client, transport)
   return client
 }

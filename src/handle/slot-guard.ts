@@ -5,7 +5,9 @@
  */
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient, TxnOp, TxnResult } from '../consul/client-api.js'
+import { agentTxnLimit, type TxnLimit } from '../consul/txn-limit.js'
 import { SemaphoreError, fromConsulError } from '../base/semaphore-error.js'
+import { TXN_OPS_EVERY_VERSION } from '../base/txn-ops-limit.js'
 
 /**
  * What a holder can check and do on its own, without waiting for `holding$`. The members are
@@ -39,22 +41,20 @@ export interface SlotGuard {
    * semaphore, `<prefix>/.lock` for a leader election), so Consul itself refuses the whole write
    * once the session is gone or the key was taken away, however late the request arrives.
    * Rejects with SemaphoreError('SlotLost') when not holding (nothing is sent) or when Consul
-   * refused the check (nothing was written), and with SemaphoreError('InvalidOptions') for more
-   * than 63 operations (Consul takes 64 in one transaction, the check included; nothing is sent); resolves with Consul's answer for `ops` (results and
-   * error indexes as if `ops` were the whole transaction), which may be a rollback that one of
-   * `ops` caused (a `cas` that lost, for example).
+   * refused the check (nothing was written), and with SemaphoreError('InvalidOptions') when `ops`
+   * and the check do not fit in one transaction of the agent (nothing is sent): 64 operations
+   * before Consul 1.14, 128 from it on, so 63 or 127 of yours. For up to 63 nothing is asked; for
+   * more, the client first asks the agent's version (`GET /v1/agent/self`, once per client), and
+   * counts on 64 when it cannot read it (a token without `agent:read`, a client not made by
+   * `createConsulClient`). Resolves with Consul's answer for `ops` (results and error indexes as
+   * if `ops` were the whole transaction), which may be a rollback that one of `ops` caused (a
+   * `cas` that lost, for example).
    */
   readonly fencedTxn: (
     ops: readonly TxnOp[],
     options?: { signal?: AbortSignal },
   ) => Promise<TxnResult>
 }
-
-/**
- * The most operations `fencedTxn` takes: Consul refuses a transaction of more than 64, and the
- * fence's `check-session` is one of them.
- */
-export const MAX_FENCED_OPS = 63
 
 /** What the guard reads about its contender. */
 export interface GuardedContender {
@@ -108,25 +108,47 @@ export function slotGuard(contender: GuardedContender): SlotGuard {
       return now.fencingToken
     },
     fencedTxn: async (ops, options = {}) => {
-      if (ops.length > MAX_FENCED_OPS) {
-        throw new SemaphoreError(
-          'InvalidOptions',
-          `fencedTxn was given ${ops.length} operations; it takes at most ${MAX_FENCED_OPS} ` +
-            `(Consul refuses a transaction of more than ${MAX_FENCED_OPS + 1}, and the fence adds ` +
-            'one): nothing was sent. Split the write into several fenced transactions.',
-        )
+      const unheld = () =>
+        notHeld('fenced write refused before sending: this contender does not hold its slot')
+      // The fence's `check-session` is one operation of the transaction.
+      const needed = ops.length + 1
+      let limit: TxnLimit | undefined
+      if (needed > TXN_OPS_EVERY_VERSION) {
+        // More than every version takes: the agent's limit decides (asked once per client).
+        if (held() === undefined) throw unheld()
+        const read = await agentTxnLimit(contender.client(), needed, options)()
+        if (E.isLeft(read)) throw fromConsulError(read.left, 'the fenced write was not sent')
+        limit = read.right
+        if (needed > limit.ops) {
+          throw new SemaphoreError(
+            'InvalidOptions',
+            `fencedTxn was given ${ops.length} operations; it takes at most ${limit.ops - 1} on ` +
+              `this agent, the fence's session check being one more: ${limit.why}. Nothing was ` +
+              'sent. Split the write into several fenced transactions.',
+          )
+        }
       }
       const now = held()
-      if (now === undefined) {
-        throw notHeld('fenced write refused before sending: this contender does not hold its slot')
-      }
+      if (now === undefined) throw unheld()
       const key = contender.guardKey(now.session)
       const answer = await contender
         .client()
         .kv.txn([{ verb: 'check-session', key, session: now.session }, ...ops], options)()
       if (E.isLeft(answer)) {
+        const error = answer.left
+        if (error._tag === 'BadRequest' && error.status === 413) {
+          // The agent refused the transaction as too large before applying any of it.
+          throw new SemaphoreError(
+            'InvalidOptions',
+            `Consul refused the fenced write of ${needed} operations, nothing was written ` +
+              `(${error.message})` +
+              (limit === undefined ? '' : `; the library counted on ${limit.ops}: ${limit.why}`) +
+              '. Split the write into several fenced transactions.',
+            { cause: error },
+          )
+        }
         // Whether it was written is unknown (the answer was lost), so it is not retried here.
-        throw fromConsulError(answer.left, 'the fenced write failed, it may or may not be written')
+        throw fromConsulError(error, 'the fenced write failed, it may or may not be written')
       }
       const result = answer.right
       if (result.committed) return { committed: true, results: result.results.slice(1) }

@@ -1,5 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient, TxnOp } from '../consul/client-api.js'
+import { agentTxnLimit } from '../consul/txn-limit.js'
 import type { KVEntry } from '../base/kv-snapshot.js'
 import { contenderKey } from '../core/keys/contender-key.js'
 import { lockKey } from '../core/keys/lock-key.js'
@@ -112,9 +113,6 @@ export interface DrainLift {
   readonly index: bigint | undefined
 }
 
-/** Operations Consul takes in one transaction. */
-const MAX_TXN_OPS = 64
-
 /**
  * Drains the semaphore at `prefix`: its holders keep their slots until they release, and no one
  * is admitted (this library's contenders, `consul lock -n`) until `liftDrain`. Waiters keep
@@ -186,8 +184,12 @@ export async function drain(options: DrainOptions): Promise<Drain> {
           ),
         )
       }
-      // 3. Their keys and `.lock` listing them, in one transaction when they fit.
+      // 3. Their keys and `.lock` listing them, in one transaction when they fit in the agent's
+      // limit (64 operations before Consul 1.14, 128 from it on).
       const pending = [...made]
+      const maxOps = (
+        await calls.call((s) => agentTxnLimit(client, made.length + 1, { signal: s }))
+      ).ops
       const lockOp = (session: string): TxnOp => ({
         verb: 'lock',
         key: contenderKey(prefix, session),
@@ -195,8 +197,8 @@ export async function drain(options: DrainOptions): Promise<Drain> {
         flags: SEMAPHORE_FLAGS,
         session,
       })
-      while (pending.length > MAX_TXN_OPS - 1) {
-        const batch = pending.splice(0, MAX_TXN_OPS)
+      while (pending.length > maxOps - 1) {
+        const batch = pending.splice(0, maxOps)
         await commit(calls, client, batch.map(lockOp), doing, prefix)
       }
       let current: ReadLockBody = lock
@@ -281,10 +283,13 @@ export async function liftDrain(options: LiftDrainOptions): Promise<DrainLift> {
       calls.checkAborted()
       await calls.call((s) => client.session.destroy(session, { signal: s }))
     }
-    // 2. Their keys, in case one was left (a session whose behavior is not 'delete').
-    for (let i = 0; i < sessions.length; i += MAX_TXN_OPS) {
+    // 2. Their keys, in case one was left (a session whose behavior is not 'delete'), as few
+    // transactions as the agent's limit allows.
+    const maxOps = (await calls.call((s) => agentTxnLimit(client, sessions.length, { signal: s })))
+      .ops
+    for (let i = 0; i < sessions.length; i += maxOps) {
       const ops = sessions
-        .slice(i, i + MAX_TXN_OPS)
+        .slice(i, i + maxOps)
         .map((session): TxnOp => ({ verb: 'delete', key: contenderKey(prefix, session) }))
       await commit(calls, client, ops, doing, prefix)
     }

@@ -8,6 +8,7 @@ import type { ConsulError } from '../../base/consul-error.js'
 import type { HttpAnswer, Transport } from '../../consul/http.js'
 import { answeredOnlyTls, tlsOnlyAgent } from '../../consul/tls-mismatch.js'
 import { isForeignStatus, notConsul } from '../../consul/not-consul.js'
+import { agentVersion } from '../../base/consul-version.js'
 
 /** An answer of the agent: its status, its body, and the body as JSON when it is JSON. */
 export interface RawAnswer {
@@ -73,9 +74,9 @@ export interface AgentSelf {
  * level up to 1.10, under `ACLResolverSettings` from 1.11.
  */
 export function agentSelf(json: unknown): AgentSelf | undefined {
+  const version = agentVersion(json)
+  if (version === undefined) return undefined
   const config = field(json, 'Config')
-  const version = field(config, 'Version')
-  if (typeof version !== 'string' || version === '') return undefined
   const debug = field(json, 'DebugConfig')
   const resolver = field(debug, 'ACLResolverSettings')
   const text = (value: unknown): string | undefined =>

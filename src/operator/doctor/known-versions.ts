@@ -2,9 +2,9 @@
  * The Consul releases `doctor` knows to matter to sessions, KV and blocking queries, in one table:
  * what goes wrong on each and what to do. Each row names the Consul issues it comes from.
  */
+import { compareReleases, parseRelease, type Release } from '../../base/consul-version.js'
 
-/** A release as major, minor, patch; suffixes (`+ent`, `-rc1`) are dropped. */
-export type Release = readonly [major: number, minor: number, patch: number]
+export { parseRelease, type Release }
 
 /** One known trouble, on the releases from `from` through `through` (both included). */
 export interface KnownVersionIssue {
@@ -54,22 +54,6 @@ export const KNOWN_VERSION_ISSUES: readonly KnownVersionIssue[] = [
 ]
 
 /**
- * `1.8.7`, `v1.14.3+ent` or `1.21.0-rc1` as a Release; undefined for anything else.
- *
- * @example
- * parseRelease('1.14.3+ent') // [1, 14, 3]
- */
-export function parseRelease(version: string): Release | undefined {
-  const match = /^v?(\d+)\.(\d+)(?:\.(\d+))?/.exec(version.trim())
-  if (match === null) return undefined
-  return [Number(match[1]), Number(match[2]), Number(match[3] ?? 0)]
-}
-
-function compare(a: Release, b: Release): number {
-  return a[0] - b[0] || a[1] - b[1] || a[2] - b[2]
-}
-
-/**
  * The known troubles of `release`, as the agent at hand meets them (`server`: false for a client
  * agent, undefined when unknown, which counts as a client agent).
  *
@@ -82,8 +66,8 @@ export function knownIssues(
 ): readonly KnownVersionIssue[] {
   return KNOWN_VERSION_ISSUES.filter(
     (issue) =>
-      compare(issue.from, release) <= 0 &&
-      compare(release, issue.through) <= 0 &&
+      compareReleases(issue.from, release) <= 0 &&
+      compareReleases(release, issue.through) <= 0 &&
       !(issue.clientAgentOnly && server === true),
   )
 }

@@ -9,10 +9,13 @@
 // BENCH_TELEMETRY_ROUNDS rounds of its four variants, at BENCH_TELEMETRY_CONTENDERS contenders on
 // one prefix. The pooled-jobs figure: BENCH_JOBS, a comma-separated list of job counts, e.g.
 // BENCH_JOBS=1000, and BENCH_JOBS_DEADLINE, seconds each size may run (default 90, 120 at
-// 10,000 jobs, 45 quick). A run with BENCH_ONLY prints its tables and leaves bench/results.md (a full run's) as
+// 10,000 jobs, 45 quick). The fleet figure: BENCH_JOBS_FLEET, a comma-separated list of
+// <processes>x<jobs per process>@<hold ms>, e.g. BENCH_JOBS_FLEET=4x2500@2,1x10000@2, and
+// BENCH_JOBS_FLEET_DEADLINE, seconds each setup may run (default 60 for jobs under 10 ms, else 30;
+// 30 and 20 quick). A run with BENCH_ONLY prints its tables and leaves bench/results.md (a full run's) as
 // it is. BENCH_CPU_PROFILES=<folder> makes each scale worker write CPU profiles of its start-up and
 // of its churn there (bench/scale-worker.ts), and prints the churn's requests by kind.
-import type { JobsFairSetup, JobsSetup } from './jobs.js'
+import type { JobsFairSetup, JobsFleetSetup, JobsSetup } from './jobs.js'
 import type { TelemetryCostConfig } from './telemetry-cost.js'
 
 /** The steps of `npm run bench`, in the order they run. */
@@ -32,6 +35,7 @@ export const BENCH_STEPS = [
   'replicas',
   'jobs',
   'jobs-fair',
+  'jobs-fleet',
   'exclusive',
 ] as const
 export type BenchStep = (typeof BENCH_STEPS)[number]
@@ -94,6 +98,8 @@ export interface BenchConfig {
   readonly jobs: readonly JobsSetup[]
   /** Figure 7b: two processes' jobs on one prefix (bench/jobs.ts). */
   readonly jobsFair: JobsFairSetup
+  /** Figure 7c: several processes' jobs on one prefix, and one process with the same total. */
+  readonly jobsFleet: readonly JobsFleetSetup[]
 }
 
 /** BENCH_JOBS's job counts, or undefined when unset. */
@@ -105,6 +111,22 @@ function jobCounts(): number[] | undefined {
     if (!Number.isInteger(value) || value < 1)
       throw new Error(`BENCH_JOBS=${raw}: want job counts >= 1, e.g. 1000,10000`)
     return value
+  })
+}
+
+/** BENCH_JOBS_FLEET's setups as [processes, jobs per process, hold ms], or undefined when unset. */
+function fleetSetups(): [number, number, number][] | undefined {
+  const raw = process.env['BENCH_JOBS_FLEET']
+  if (raw === undefined || raw.trim() === '') return undefined
+  return raw.split(',').map((setup) => {
+    const match = /^\s*(\d+)x(\d+)@(\d+)\s*$/.exec(setup)
+    const [processes, jobs, holdMs] = [match?.[1], match?.[2], match?.[3]].map(Number)
+    if (!match || !processes || !jobs || !holdMs) {
+      throw new Error(
+        `BENCH_JOBS_FLEET=${raw}: want <processes>x<jobs per process>@<hold ms>, e.g. 4x2500@2`,
+      )
+    }
+    return [processes, jobs, holdMs]
   })
 }
 
@@ -217,5 +239,30 @@ export function benchConfig(): BenchConfig {
       holdMs: 20,
       deadlineMs: quick ? 45_000 : 120_000,
     },
+    // Each fleet beside one process with the same total and hold, measured the same way.
+    jobsFleet: (
+      fleetSetups() ??
+      (quick
+        ? [
+            [4, 250, 2],
+            [1, 1000, 2],
+            [4, 100, 20],
+            [1, 400, 20],
+          ]
+        : [
+            [4, 2500, 2],
+            [1, 10_000, 2],
+            [4, 500, 20],
+            [1, 2000, 20],
+          ])
+    ).map(([processes = 1, jobsPerProcess = 1, holdMs = 2]) => ({
+      processes,
+      jobsPerProcess,
+      limit: 10,
+      holdMs,
+      deadlineMs:
+        1000 *
+        count('BENCH_JOBS_FLEET_DEADLINE', holdMs < 10 ? (quick ? 30 : 60) : quick ? 20 : 30),
+    })),
   }
 }

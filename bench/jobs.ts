@@ -13,6 +13,10 @@
 //   jobs-fair:  two processes on one prefix, limit 4, jobs of 20 ms: A submits its jobs, B its 10
 //               once A has started `limit` jobs (A's jobs have taken every slot). Each process's slot-time (the sum of its jobs'
 //               run time) while both had a backlog, and B's share of it against its fair 0.5.
+//   jobs-fleet: P processes on one prefix, limit 10, each submitting its J jobs when all are
+//               ready: the jobs per second of the fleet, the most jobs running at once across
+//               processes, CPU and Consul writes per job, each process's share of the slot-time
+//               over 2 s windows while all have a backlog, and the fencing tokens (fleetFigures).
 // A deadline bounds each run: what was done by then is reported as measured.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -20,6 +24,7 @@ import { startFaultProxy, type FaultProxy, type SeenRequest } from '../test/supp
 import { killTree } from '../test/support/processes.js'
 import { builtChild, repoRoot } from './children.js'
 import { isLostCas } from './contention.js'
+import { percentile } from './stats.js'
 
 export interface JobsSetup {
   readonly jobs: number
@@ -33,6 +38,16 @@ export interface JobsFairSetup {
   readonly bigJobs: number
   /** Jobs of the process that arrives later (B). */
   readonly smallJobs: number
+  readonly limit: number
+  readonly holdMs: number
+  readonly deadlineMs: number
+}
+
+export interface JobsFleetSetup {
+  /** Child processes, each with its own pool. */
+  readonly processes: number
+  /** Jobs each process submits at once. */
+  readonly jobsPerProcess: number
   readonly limit: number
   readonly holdMs: number
   readonly deadlineMs: number
@@ -117,6 +132,83 @@ export interface JobsFairRun {
   readonly smallShareFromFirstJob: number | undefined
   /** From B's submission to B's first job running, ms; undefined when none ran. */
   readonly smallFirstStartMs: number | undefined
+}
+
+/**
+ * Each process's share of the slot-time against its fair 1/P, over windows of `windowMs` stepped
+ * by `stepMs` through the span where every process had a backlog (fleetWindows).
+ */
+export interface FleetFairness {
+  /** From the last process's submission to the first process's last job start (or report), ms. */
+  readonly spanMs: number
+  readonly windowMs: number
+  readonly windows: number
+  /** The span was shorter than one window: one window over the whole span instead. */
+  readonly short: boolean
+  /** Least and greatest share / fair over every window and process, with where it was. */
+  readonly min: FleetShare
+  readonly max: FleetShare
+}
+
+export interface FleetShare {
+  readonly share: number
+  /** The process, from 0. */
+  readonly process: number
+  /** The window's start, ms after the span's. */
+  readonly atMs: number
+}
+
+/**
+ * How long a slot stood empty between two jobs, for information: every job's end frees a slot and
+ * the next job to start (in any process) takes the slot freed longest ago (first in, first out);
+ * slot identities are not recorded, so this pairing is an estimate. Only starts in the span where
+ * every process had a backlog count (slots freed then had a job waiting for them).
+ */
+export interface SlotGaps {
+  readonly n: number
+  readonly p50Ms: number
+  readonly p95Ms: number
+  /** Of those, the share where the next job was another process's. */
+  readonly toOtherProcess: number
+  /** Slot-time in the span / (limit × span): 1 = no slot ever empty while jobs waited. */
+  readonly utilisation: number
+}
+
+export interface JobsFleetProcess {
+  readonly submitted: number
+  readonly done: number
+  /** Its last job's end, ms after the first `go`; undefined when not all its jobs were done. */
+  readonly finishedMs: number | undefined
+  readonly tokens: TokenCheck
+}
+
+export interface JobsFleetRun extends JobsFleetSetup {
+  /** Jobs submitted in all. */
+  readonly jobs: number
+  readonly done: number
+  readonly failures: Readonly<Record<string, number>>
+  readonly timedOut: boolean
+  /** From the first `go` to the last job's end, ms. */
+  readonly spanMs: number
+  /** done / spanMs, per second. */
+  readonly jobsPerSecond: number
+  /** The most job intervals (start to end) that overlapped, across every process. */
+  readonly mostAtOnce: number
+  /** The children's CPU, user + system, from `go` to the report, summed, ms. */
+  readonly cpuMs: number
+  readonly cpuMsPerJob: number
+  readonly writes: WriteCounts
+  readonly writesPerJob: number
+  readonly perProcess: readonly JobsFleetProcess[]
+  /** Jobs whose token another job, of any process, also ran under. */
+  readonly tokensRepeatedAcross: number
+  /** From the first process done to the last, ms; undefined when one was not done. */
+  readonly finishSpreadMs: number | undefined
+  /** undefined with one process, or when there was no span where all had a backlog. */
+  readonly fairness: FleetFairness | undefined
+  /** The same from the moment every process had started a job (start-up left out). */
+  readonly fairnessFromFirstJobs: FleetFairness | undefined
+  readonly gaps: SlotGaps
 }
 
 /** The child's last line (bench/jobs-child.ts). */
@@ -453,6 +545,15 @@ function slotMs(records: JobsChildReport['records'], from: number, to: number): 
 }
 
 /**
+ * When a process ran out of jobs waiting to start: its last job's start once every job it
+ * submitted was done; Infinity until then (it still had a backlog when it reported).
+ */
+function backlogEnd(r: JobsChildReport): number {
+  if (r.submitted === 0 || r.records.length !== r.submitted) return Infinity
+  return r.records.reduce((last, [, , start]) => Math.max(last, start), -Infinity)
+}
+
+/**
  * The window of the `jobs-fair` figure and what each process had of the slots in it. A process
  * has a backlog while it has a job submitted and not yet started. The window opens when B
  * (`small`) submits and closes when either process starts its last job, or when the first report
@@ -464,14 +565,9 @@ export function fairWindow(
   small: JobsChildReport,
 ): Omit<JobsFairRun, 'limit' | 'holdMs' | 'deadlineMs' | 'bigJobs' | 'smallJobs'> {
   const from = small.submittedAt
-  // Defined once every job of the process ran: until then it still had a backlog.
-  const lastStart = (r: JobsChildReport): number =>
-    r.submitted > 0 && r.records.length === r.submitted
-      ? Math.max(...r.records.map(([, , start]) => start))
-      : Infinity
   const ends: [number, JobsFairRun['windowEnd']][] = [
-    [lastStart(big), 'big'],
-    [lastStart(small), 'small'],
+    [backlogEnd(big), 'big'],
+    [backlogEnd(small), 'small'],
     [Math.min(big.reportedAt, small.reportedAt), 'deadline'],
   ]
   ends.sort((a, b) => a[0] - b[0])
@@ -505,24 +601,60 @@ export function fairWindow(
   }
 }
 
-/** The `jobs-fair` figure (see fairWindow). Leaves nothing running. */
-export async function measureJobsFair(
+/** The children of a run, each loaded (`U`), behind one counting proxy (withJobsChildren). */
+interface JobsChildren {
+  readonly proxy: FaultProxy
+  readonly children: readonly Child[]
+  /** Resolves to 'deadline' after `ms`; cancelled when the run ends. */
+  readonly deadline: (ms: number) => Promise<'deadline'>
+}
+
+/**
+ * Starts a counting proxy and one jobs child per entry of `jobs` (its job count) on `prefix`,
+ * waits until every child has loaded the library, and runs `body`. Leaves nothing running, also
+ * when something throws: the children killed, the proxy closed, the sessions made since and the
+ * prefix's keys removed.
+ */
+async function withJobsChildren<T>(
   agentAddr: string,
-  setup: JobsFairSetup,
-): Promise<JobsFairRun> {
-  const prefix = `bench-jobs-fair/${Date.now()}`
+  prefix: string,
+  setup: { readonly limit: number; readonly holdMs: number },
+  jobs: readonly number[],
+  body: (run: JobsChildren) => Promise<T>,
+): Promise<T> {
   const before = new Set(await sessionIds(agentAddr))
   let proxy: FaultProxy | undefined
   const children: Child[] = []
   const timers = new AbortController()
   try {
     proxy = await startFaultProxy(agentAddr)
-    const big = startChild(proxy.addr, prefix, setup.limit, setup.bigJobs, setup.holdMs)
-    children.push(big)
-    const small = startChild(proxy.addr, prefix, setup.limit, setup.smallJobs, setup.holdMs)
-    children.push(small)
-    await Promise.all([big.line('U'), small.line('U')])
-    const deadline = sleep(setup.deadlineMs, 'deadline' as const, { signal: timers.signal })
+    for (const n of jobs)
+      children.push(startChild(proxy.addr, prefix, setup.limit, n, setup.holdMs))
+    await Promise.all(children.map((c) => c.line('U')))
+    return await body({
+      proxy,
+      children,
+      deadline: (ms) => sleep(ms, 'deadline' as const, { signal: timers.signal }),
+    })
+  } finally {
+    timers.abort()
+    for (const c of children) c.kill()
+    await proxy?.close()
+    await cleanUp(agentAddr, prefix, before)
+  }
+}
+
+/** The `jobs-fair` figure (see fairWindow). Leaves nothing running. */
+export async function measureJobsFair(
+  agentAddr: string,
+  setup: JobsFairSetup,
+): Promise<JobsFairRun> {
+  const prefix = `bench-jobs-fair/${Date.now()}`
+  const jobs = [setup.bigJobs, setup.smallJobs]
+  return withJobsChildren(agentAddr, prefix, setup, jobs, async ({ children, deadline: after }) => {
+    const [big, small] = children
+    if (big === undefined || small === undefined) throw new Error('two children expected')
+    const deadline = after(setup.deadlineMs)
     big.send('go')
     // B arrives once A runs `limit` jobs at once: A holds every slot.
     const full = await Promise.race([big.line('F'), deadline])
@@ -540,10 +672,187 @@ export async function measureJobsFair(
       smallJobs: setup.smallJobs,
       ...fairWindow(bigReport, smallReport),
     }
-  } finally {
-    timers.abort()
-    for (const c of children) c.kill()
-    await proxy?.close()
-    await cleanUp(agentAddr, prefix, before)
+  })
+}
+
+/** The span where every process had a backlog: from the last `go` to the first backlog's end. */
+function backlogSpan(reports: readonly JobsChildReport[]): { from: number; to: number } {
+  return {
+    from: Math.max(...reports.map((r) => r.submittedAt)),
+    to: Math.min(...reports.map((r) => Math.min(backlogEnd(r), r.reportedAt))),
   }
+}
+
+/**
+ * The most jobs that ran at once across `records` (of every process): a sweep over the starts and
+ * ends, an end before a start at the same instant (a slot handed on is not two at once).
+ */
+export function mostAtOnce(records: JobsChildReport['records']): number {
+  const events: [number, number][] = []
+  for (const [, , start, end] of records) events.push([start, 1], [end, -1])
+  events.sort((a, b) => a[0] - b[0] || a[1] - b[1])
+  let running = 0
+  let most = 0
+  for (const [, step] of events) {
+    running += step
+    most = Math.max(most, running)
+  }
+  return most
+}
+
+/**
+ * Each process's share of the slot-time against its fair 1/P (1 = fair), in windows of `windowMs`
+ * stepped by `stepMs` through the span where every process had a backlog (from the last process's
+ * submission to the first process's last job start, or its report); a window's slot-time is the
+ * part of each job's run time inside it. A span shorter than one window gives one window over the
+ * span, marked `short`. `fromFirstJobs`: the span opens once every process has started a job
+ * instead (its arrival left out). Undefined with fewer than two processes or no such span.
+ */
+export function fleetWindows(
+  reports: readonly JobsChildReport[],
+  windowMs = 2000,
+  stepMs = 500,
+  fromFirstJobs = false,
+): FleetFairness | undefined {
+  if (reports.length < 2) return undefined
+  const span = backlogSpan(reports)
+  const to = span.to
+  // Leaving the start-up out: from the moment every process has started a job.
+  const from = fromFirstJobs
+    ? Math.max(
+        span.from,
+        ...reports.map((r) =>
+          r.records.reduce((first, [, , start]) => Math.min(first, start), Infinity),
+        ),
+      )
+    : span.from
+  if (!(to > from)) return undefined
+  const short = to - from < windowMs
+  const starts: number[] = []
+  for (let k = 0; short ? k === 0 : from + k * stepMs + windowMs <= to; k++)
+    starts.push(from + k * stepMs)
+  let min: FleetShare | undefined
+  let max: FleetShare | undefined
+  for (const start of starts) {
+    const end = short ? to : start + windowMs
+    const slots = reports.map((r) => slotMs(r.records, start, end))
+    const total = slots.reduce((sum, x) => sum + x, 0)
+    slots.forEach((slot, process) => {
+      const share = total > 0 ? (slot * reports.length) / total : 0
+      const at = { share, process, atMs: start - from }
+      if (min === undefined || share < min.share) min = at
+      if (max === undefined || share > max.share) max = at
+    })
+  }
+  if (min === undefined || max === undefined) return undefined
+  return { spanMs: to - from, windowMs, windows: starts.length, short, min, max }
+}
+
+/** How long slots stood empty between jobs while every process had a backlog (see SlotGaps). */
+export function slotGaps(reports: readonly JobsChildReport[], limit: number): SlotGaps {
+  const { from, to } = backlogSpan(reports)
+  // [time, 0 end | 1 start, process]: ends first at the same instant.
+  const events: [number, number, number][] = []
+  reports.forEach((r, process) => {
+    for (const [, , start, end] of r.records) events.push([start, 1, process], [end, 0, process])
+  })
+  events.sort((a, b) => a[0] - b[0] || a[1] - b[1])
+  const freed: [number, number][] = []
+  let next = 0
+  const gaps: number[] = []
+  let toOther = 0
+  for (const [at, kind, process] of events) {
+    if (kind === 0) freed.push([at, process])
+    else {
+      const slot = freed[next]
+      if (slot === undefined) continue // one of the first jobs: its slot was never used before
+      next++
+      if (at < from || at > to) continue
+      gaps.push(at - slot[0])
+      if (slot[1] !== process) toOther++
+    }
+  }
+  const used = reports.reduce((sum, r) => sum + slotMs(r.records, from, to), 0)
+  return {
+    n: gaps.length,
+    p50Ms: percentile(gaps, 50),
+    p95Ms: percentile(gaps, 95),
+    toOtherProcess: gaps.length > 0 ? toOther / gaps.length : Number.NaN,
+    utilisation: to > from ? used / (limit * (to - from)) : Number.NaN,
+  }
+}
+
+/** The `jobs-fleet` figures of one run, from the children's reports and the proxy's writes. */
+export function fleetFigures(
+  setup: JobsFleetSetup,
+  reports: readonly JobsChildReport[],
+  writes: WriteCounts,
+  timedOut: boolean,
+): JobsFleetRun {
+  const all = reports.flatMap((r) => r.records)
+  const firstGo = Math.min(...reports.map((r) => r.submittedAt))
+  const lastEnd = (records: JobsChildReport['records']): number =>
+    records.reduce((last, [, , , end]) => Math.max(last, end), firstGo)
+  const spanMs = lastEnd(all) - firstGo
+  const done = all.length
+  const cpuMs = reports.reduce((sum, r) => sum + r.cpuMs, 0)
+  const failures: Record<string, number> = {}
+  for (const r of reports)
+    for (const [kind, n] of Object.entries(r.failures)) failures[kind] = (failures[kind] ?? 0) + n
+  const perProcess = reports.map((r) => ({
+    submitted: r.submitted,
+    done: r.records.length,
+    finishedMs:
+      r.submitted > 0 && r.records.length === r.submitted
+        ? lastEnd(r.records) - firstGo
+        : undefined,
+    tokens: checkTokens(r.records),
+  }))
+  const finished = perProcess.flatMap((p) => (p.finishedMs === undefined ? [] : [p.finishedMs]))
+  return {
+    ...setup,
+    jobs: setup.processes * setup.jobsPerProcess,
+    done,
+    failures,
+    timedOut,
+    spanMs,
+    jobsPerSecond: spanMs > 0 ? (1000 * done) / spanMs : 0,
+    mostAtOnce: mostAtOnce(all),
+    cpuMs,
+    cpuMsPerJob: cpuMs / done,
+    writes,
+    writesPerJob: writesOf(writes) / done,
+    perProcess,
+    tokensRepeatedAcross: checkTokens(all).repeated,
+    finishSpreadMs:
+      finished.length === reports.length && finished.length > 0
+        ? Math.max(...finished) - Math.min(...finished)
+        : undefined,
+    fairness: fleetWindows(reports),
+    fairnessFromFirstJobs: fleetWindows(reports, 2000, 500, true),
+    gaps: slotGaps(reports, setup.limit),
+  }
+}
+
+/**
+ * The `jobs-fleet` figure: `processes` children on one prefix, each submitting its jobs when all
+ * have loaded (`go` to every one), until every job settled or the deadline. Leaves nothing running.
+ */
+export async function measureJobsFleet(
+  agentAddr: string,
+  setup: JobsFleetSetup,
+): Promise<JobsFleetRun> {
+  const prefix = `bench-jobs-fleet/${setup.processes}x${setup.jobsPerProcess}-${setup.holdMs}ms-${Date.now()}`
+  const jobs = Array.from({ length: setup.processes }, () => setup.jobsPerProcess)
+  return withJobsChildren(agentAddr, prefix, setup, jobs, async ({ proxy, children, deadline }) => {
+    proxy.resetCounts()
+    const over = deadline(setup.deadlineMs)
+    for (const c of children) c.send('go')
+    const outcome = await Promise.race([
+      Promise.all(children.map((c) => c.line('D'))).then(() => 'settled' as const),
+      over,
+    ])
+    const reports = await Promise.all(children.map((c) => c.report()))
+    return fleetFigures(setup, reports, countWrites(proxy.requests()), outcome === 'deadline')
+  })
 }

@@ -8,7 +8,7 @@ import type { ExclusiveKeysResult } from './exclusive-keys.js'
 import type { FloorResult } from './floor.js'
 import type { HandoverRun } from './handover.js'
 import type { ImportCostResult } from './import-cost.js'
-import type { JobsFairRun, JobsRun } from './jobs.js'
+import type { JobsFairRun, JobsFleetRun, JobsRun } from './jobs.js'
 import type { PartitionTrial } from './partition.js'
 import type { ReplicasRun } from './replicas.js'
 import type { ScaleResult } from './scale.js'
@@ -89,11 +89,20 @@ export interface BenchResults {
   readonly jobs?: readonly (JobsRun | JobsNotMeasured)[]
   /** Figure 7b; undefined in results written before it existed. */
   readonly jobsFair?: JobsFairRun | NotMeasured
+  /** Figure 7c, one run per setup; undefined in results written before it existed. */
+  readonly jobsFleet?: readonly (JobsFleetRun | JobsFleetNotMeasured)[]
 }
 
 /** A size of figure 7 that was not measured. */
 export interface JobsNotMeasured extends NotMeasured {
   readonly jobs: number
+}
+
+/** A setup of figure 7c that was not measured. */
+export interface JobsFleetNotMeasured extends NotMeasured {
+  readonly processes: number
+  readonly jobsPerProcess: number
+  readonly holdMs: number
 }
 
 export function measured<T extends object>(x: T | NotMeasured): x is T {

@@ -32,7 +32,7 @@ import { measureExclusiveKeys } from './exclusive-keys.js'
 import { measureFloor } from './floor.js'
 import { cliHandovers, libraryHandovers, type Pace } from './handover.js'
 import { measureImportCost } from './import-cost.js'
-import { measureJobs, measureJobsFair } from './jobs.js'
+import { measureJobs, measureJobsFair, measureJobsFleet } from './jobs.js'
 import { cliPartitionTrial, libraryPartitionTrial } from './partition.js'
 import {
   CONSUL_LOCK,
@@ -424,6 +424,23 @@ async function main(): Promise<void> {
         )
       : notRun('library')
 
+    // Figure 7c: several processes sharing one limit, each beside one process with the same total.
+    const jobsFleet: NonNullable<BenchResults['jobsFleet']>[number][] = []
+    for (const setup of on('jobs-fleet') ? config.jobsFleet : []) {
+      const { processes, jobsPerProcess, holdMs } = setup
+      const run = await attempt(
+        `jobs-fleet: ${processes} process(es) × ${jobsPerProcess} jobs of ${holdMs} ms (deadline ${setup.deadlineMs / 1000} s)`,
+        'library',
+        () => measureJobsFleet(addr, setup),
+        setup.limit,
+      )
+      jobsFleet.push(measured(run) ? run : { ...run, processes, jobsPerProcess, holdMs })
+      if (measured(run))
+        log(
+          `  ${run.done} of ${run.jobs} done in ${(run.spanMs / 1000).toFixed(1)} s, ${run.jobsPerSecond.toFixed(0)} jobs/s, ${run.done > 0 ? run.writesPerJob.toFixed(2) : '—'} writes/job, at most ${run.mostAtOnce} at once`,
+        )
+    }
+
     // Last: it leaves the agent with as many deleted keys as it served.
     const exclusiveKeys = on('exclusive')
       ? await attempt(`exclusive over ${config.exclusiveKeys} distinct task keys`, 'library', () =>
@@ -455,6 +472,7 @@ async function main(): Promise<void> {
       decide,
       jobs,
       jobsFair,
+      jobsFleet,
     }
     writeReport(results)
   } finally {

@@ -1,6 +1,6 @@
 // The arithmetic of the pooled-jobs bench figures (bench/jobs.ts), on hand-made job records: the
-// fencing-token check, the slot-time share of the two-process figure, and which requests count
-// as Consul writes.
+// fencing-token check, the slot-time share of the two-process figure, the fleet's overlap, windows
+// and slot gaps, and which requests count as Consul writes.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { SeenRequest } from '../support/fault-proxy.js'
@@ -8,6 +8,9 @@ import {
   checkTokens,
   countWrites,
   fairWindow,
+  fleetWindows,
+  mostAtOnce,
+  slotGaps,
   writesOf,
   type JobsChildReport,
 } from '../../bench/jobs.js'
@@ -100,6 +103,83 @@ describe('fairWindow', () => {
     const small = report(20, 10, [job(0, 2, 10, 30)], 400)
     assert.equal(fairWindow(big, small).windowEnd, 'deadline')
     assert.equal(fairWindow(big, small).windowMs, 380)
+  })
+})
+
+describe('mostAtOnce', () => {
+  it('counts the jobs that overlap, a slot handed on at the same instant as one', () => {
+    // 0–10 and 5–15 overlap; 10–20 starts when 0–10 ends; 8–14 would be the third at once.
+    assert.equal(mostAtOnce([job(0, 1, 0, 10), job(1, 2, 5, 15), job(2, 3, 10, 20)]), 2)
+    assert.equal(mostAtOnce([job(0, 1, 0, 10), job(1, 2, 5, 15), job(2, 3, 8, 14)]), 3)
+    assert.equal(mostAtOnce([]), 0)
+  })
+})
+
+describe('fleetWindows', () => {
+  // Jobs of 100 ms every 200 ms from `first`, starting before `until`: two processes in turns.
+  const turns = (first: number, until: number): JobRecord[] =>
+    Array.from({ length: Math.floor((until - first) / 200) }, (_, i) =>
+      job(i, 2 * i + first, first + 200 * i, first + 200 * i + 100),
+    )
+
+  it('gives every process its fair share when they take turns, over 2 s windows by 0.5 s', () => {
+    const a = report(0, 1000, turns(0, 6000), 6000)
+    const b = report(0, 1000, turns(100, 6100), 6000)
+    const f = fleetWindows([a, b])
+    assert.ok(f)
+    assert.equal(f.spanMs, 6000) // neither ran all its jobs: until the reports
+    assert.equal(f.windows, 9) // starts 0, 500, …, 4000
+    assert.equal(f.short, false)
+    assert.equal(f.min.share, 1)
+    assert.equal(f.max.share, 1)
+  })
+
+  it("closes the span at the first process's last job start, and finds the least and most", () => {
+    // A runs all its 10 jobs (the last starts at 1800); B one long job, 100–900, then nothing.
+    const a = report(0, 10, turns(0, 2000), 3000)
+    const b = report(0, 100, [job(0, 1, 100, 900), job(1, 3, 2100, 2200)], 3000)
+    const f = fleetWindows([a, b], 1000, 500)
+    assert.ok(f)
+    assert.equal(f.spanMs, 1800)
+    assert.equal(f.windows, 2) // 0–1000 and 500–1500
+    // 0–1000: A 5 × 100 = 500, B 800; 500–1500: A 500, B 400.
+    assert.deepEqual(f.min, { share: (2 * 500) / 1300, process: 0, atMs: 0 })
+    assert.deepEqual(f.max, { share: (2 * 800) / 1300, process: 1, atMs: 0 })
+  })
+
+  it('marks a span shorter than one window and measures one window over it', () => {
+    const a = report(0, 2, [job(0, 1, 0, 100), job(1, 3, 200, 300)], 400)
+    const b = report(50, 5, [job(0, 2, 100, 200)], 400)
+    const f = fleetWindows([a, b])
+    assert.ok(f)
+    assert.equal(f.short, true)
+    assert.equal(f.windows, 1)
+    assert.equal(f.spanMs, 150) // B's go at 50 → A's last start at 200
+    // 50–200: A 50 + 0, B 100: shares 2·50/150 and 2·100/150.
+    assert.ok(Math.abs(f.min.share - 2 / 3) < 1e-9)
+    assert.ok(Math.abs(f.max.share - 4 / 3) < 1e-9)
+    // From every process's first job on (B's at 100): 100–200, where only B ran.
+    const later = fleetWindows([a, b], 2000, 500, true)
+    assert.equal(later?.spanMs, 100)
+    assert.deepEqual([later?.min.share, later?.max.share], [0, 2])
+  })
+
+  it('has nothing to say about one process', () => {
+    assert.equal(fleetWindows([report(0, 1, [job(0, 1, 0, 10)])]), undefined)
+  })
+})
+
+describe('slotGaps', () => {
+  it('pairs each start with the slot freed longest ago, and counts handovers to another process', () => {
+    // Limit 2: A 0–10 and 0–10; then B starts at 12 and A at 15, on the two freed slots.
+    const a = report(0, 3, [job(0, 1, 0, 10), job(1, 2, 0, 10), job(2, 4, 15, 20)], 100)
+    const b = report(0, 5, [job(0, 3, 12, 20)], 100)
+    const g = slotGaps([a, b], 2)
+    assert.equal(g.n, 2)
+    assert.equal(g.p50Ms, 3.5) // gaps 2 and 5
+    assert.equal(g.toOtherProcess, 0.5)
+    // The span is 0 → A's last start (15): 10 + 10 + 3 + 0 of 2 × 15.
+    assert.equal(g.utilisation, 23 / 30)
   })
 })
 

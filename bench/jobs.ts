@@ -5,8 +5,8 @@
 //   jobs:       one process, limit 10, N jobs submitted at once, each holding 2 ms. Until every
 //               job settled or the deadline: jobs done, wall time, jobs/s, the most sessions of
 //               the prefix in Consul at once (/v1/session/list read on the agent directly, every
-//               100 ms after the previous answer), RSS added (the child's peak, sampled every
-//               20 ms, minus its RSS right before submitting), CPU per job done (the child's
+//               100 ms after the previous answer), RSS added (the child's peak, the kernel's
+//               ru_maxrss, minus its RSS right before submitting), CPU per job done (the child's
 //               process.cpuUsage from submitting to the end / jobs done), Consul writes per job
 //               done (session creates and destroys, transactions, KV PUTs and DELETEs as the proxy
 //               saw them; renewals beside), and the fencing tokens (below).

@@ -65,9 +65,11 @@ export const HEIR_CHECK_OP = 0
  * The one transaction of a renewal between two jobs (`Refencing`), for the holder `session` whose
  * key is `ownKey` and holds `value`.
  *
- * - Refence: `.lock` still at `cas`, this session still locks its key; the key is rewritten (the
- *   lock stays; to RENEWING_FLAGS and back, so that Consul does not skip it), and its new
- *   ModifyIndex is the next job's fencing token.
+ * - Refence: this session still locks its key; the key is rewritten (the lock stays; to
+ *   RENEWING_FLAGS and back, so that Consul does not skip it), and `.lock` is read at the same
+ *   index. The key's new ModifyIndex is the next job's fencing token if that `.lock` still lists
+ *   this session at the limit decided on (`refenceKept`). `.lock` is read rather than checked at
+ *   `cas`: another holder's hand-over changes its index without touching this slot.
  * - Rotate: the release (a hand-off to the first waiter, or a CAS of `.lock` without this session)
  *   deletes the key; it is locked again at once, so its CreateIndex puts it at the tail of the
  *   queue, still with this session.
@@ -87,12 +89,12 @@ export function refenceOps(
 ): TxnOp[] {
   if (write.type === 'Refence') {
     return [
-      { verb: 'check-index', key: lockKey(prefix), index: write.cas },
       { verb: 'check-session', key: ownKey, session },
       // There and back: Consul skips a write that changes nothing, and the key must end as a
       // holder's, at this transaction's index.
       { verb: 'set', key: ownKey, value, flags: RENEWING_FLAGS },
       { verb: 'set', key: ownKey, value, flags: HOLDER_FLAGS },
+      { verb: 'get', key: lockKey(prefix) },
     ]
   }
   const release =

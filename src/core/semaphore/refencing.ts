@@ -1,5 +1,6 @@
 import type * as E from 'fp-ts/lib/Either.js'
-import type { KVSnapshot } from '../../base/kv-snapshot.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
+import { decodeLockBody } from '../lock-body/decode-lock-body.js'
 import type { PrefixProblem, SemaphoreView } from '../events.js'
 import { releaseFromLockBody } from '../lock-body/release-from-lock-body.js'
 import { handOffSlot, type HandOff, type HandOffOptions } from './hand-off.js'
@@ -41,10 +42,10 @@ export function withinQuantum(
  * a fencing token no earlier job ran under:
  *
  * - `Refence`: nobody else waits, or the holder is within its quantum on the slot
- *   (`SLOT_QUANTUM_MS`), so the holder keeps its slot. One transaction checks that
- *   `.lock` is still at `cas` and that this session still locks its key, and rewrites the key
- *   (to RENEWING_FLAGS and back to HOLDER_FLAGS, since Consul skips a write that changes
- *   nothing): the key's new ModifyIndex is the next token.
+ *   (`SLOT_QUANTUM_MS`), so the holder keeps its slot. One transaction checks that this session
+ *   still locks its key, rewrites the key (to RENEWING_FLAGS and back to HOLDER_FLAGS, since
+ *   Consul skips a write that changes nothing) and reads `.lock` at the same index: the key's
+ *   new ModifyIndex is the next token if that `.lock` still lists the holder (`refenceKept`).
  * - `Rotate`: someone else waits and the quantum is over (or the limit was lowered under the
  *   holders, whatever the quantum), so the holder gives
  *   its slot up as a release does (straight to the first waiter when `handOff` is set, else a CAS
@@ -64,7 +65,7 @@ export type Refencing =
       readonly type: 'Refence'
       /** The prefix as decided on. */
       readonly view: SemaphoreView
-      /** ModifyIndex `.lock` must still have. */
+      /** ModifyIndex of the `.lock` decided on (the write reads `.lock` anew: `refenceKept`). */
       readonly cas: bigint
     }
   | {
@@ -79,6 +80,33 @@ export type Refencing =
       /** The first waiter, handed the slot in the same write; undefined: a plain release. */
       readonly handOff: HandOff | undefined
     }
+
+/**
+ * Whether a committed Refence kept the slot: the `.lock` it read at its own index still lists
+ * `session`, at the limit the Refence was decided on. Otherwise (pruned or evicted meanwhile, the
+ * limit changed, `.lock` gone or unreadable) its index is no token, and the next snapshot decides.
+ *
+ * @example
+ * refenceKept(write, 'me', results.find((e) => e.key === lockKey(prefix)))
+ * @param write - The Refence that committed.
+ * @param session - The holder's session.
+ * @param lock - `.lock` as the transaction read it, if it exists.
+ * @returns True when the slot is still the holder's.
+ */
+export function refenceKept(
+  write: Extract<Refencing, { readonly type: 'Refence' }>,
+  session: string,
+  lock: KVEntry | undefined,
+): boolean {
+  if (lock === undefined) return false
+  const body = decodeLockBody(lock.value, lock.key)
+  return (
+    body._tag === 'Right' &&
+    body.right !== undefined &&
+    body.right.limit === write.view.limit &&
+    body.right.holders.includes(session)
+  )
+}
 
 /**
  * The renewal a holder makes on `snapshot`, which lists it as a holder.

@@ -169,7 +169,8 @@ export class PrefixCoordinator {
 
   private keep(snapshot: KVSnapshot): void {
     this.last = snapshot
-    this.memory.lock = snapshot.entries.find((e) => e.key === lockKey(this.prefix)) ?? null
+    const lock = lockKey(this.prefix)
+    this.memory.lock = snapshot.entries.find((e) => e.key === lock) ?? null
   }
 
   private deliver(event: WatchEvent): void {

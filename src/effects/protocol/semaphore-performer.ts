@@ -5,6 +5,7 @@ import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../base/flags
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import { contenderKey } from '../../core/keys/contender-key.js'
 import { refenceOps } from '../../core/release/release-ops.js'
+import { refenceKept } from '../../core/semaphore/refencing.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import type { ContenderEvent } from '../../core/events.js'
 import { fromCall, orThrow, retryTransient } from '../call-policy.js'
@@ -22,6 +23,10 @@ function writtenIndex(results: readonly KVEntry[], key: string): bigint | undefi
   let index: bigint | undefined
   for (const entry of results) if (entry.key === key) index = entry.modifyIndex
   return index
+}
+
+function entryOf(results: readonly KVEntry[], key: string): KVEntry | undefined {
+  return results.find((entry) => entry.key === key)
 }
 
 export interface SemaphorePerformerOptions extends PerformerOptions {
@@ -66,12 +71,18 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
       return fromCall((signal) => client.kv.txn(ops, { signal })).pipe(
         mergeMap(orThrow),
         retryTransient(scheduler, random),
-        map((result): ContenderEvent => ({
-          type: 'refenced',
-          ok: result.committed,
-          refencing: action.type,
-          modifyIndex: result.committed ? writtenIndex(result.results, ownKey) : undefined,
-        })),
+        map((result): ContenderEvent => {
+          const ok =
+            result.committed &&
+            (action.type === 'Rotate' ||
+              refenceKept(action, session, entryOf(result.results, lockKey(prefix))))
+          return {
+            type: 'refenced',
+            ok,
+            refencing: action.type,
+            modifyIndex: ok ? writtenIndex(result.results, ownKey) : undefined,
+          }
+        }),
       )
     }
     if (action.type === 'TryAcquire') {

@@ -60,6 +60,7 @@ const inputs: Record<string, ContenderEvent | RefenceInput> = {
   h: seen(weHold),
   w: seen(wWaits),
   n: renew,
+  a: { type: 'refence', ahead: true },
 }
 
 /** A write in a word: `Refence@20`, `Rotate@20>w` (handed to w), `Rotate@20` (released). */
@@ -183,16 +184,24 @@ describe('refencing: the write between two jobs', () => {
   })
 })
 
+/** The write asked for, in a word, each time it changes. */
+const writeWords = (states: Observable<{ write: ContenderAction | undefined }>) =>
+  states.pipe(
+    map((state) => (state.write === undefined ? '-' : word(state.write))),
+    distinctUntilChanged(),
+    filter((value) => value !== '-'),
+  )
+
+/** Holding, and under which token: `t20`, or `f`. */
+const tenures = (states: Observable<{ holding: boolean; fencingToken: bigint | undefined }>) =>
+  states.pipe(
+    map((state) => (state.holding ? `t${state.fencingToken}` : 'f')),
+    distinctUntilChanged(),
+  )
+
 describe('refencing: the quantum a worker keeps its slot for while others wait', () => {
   /** `two` with a quantum of 10 ms from the first holding. */
   const quantum: ContenderStateOptions = { ...two, quantumMs: 10 }
-  /** The write asked for, in a word, each time it changes. */
-  const writeWords = (states: Observable<{ write: ContenderAction | undefined }>) =>
-    states.pipe(
-      map((state) => (state.write === undefined ? '-' : word(state.write))),
-      distinctUntilChanged(),
-      filter((value) => value !== '-'),
-    )
 
   it('should keep the slot for the next job of its process when a job ends within the quantum, although w waits', () => {
     testScheduler().run(({ cold, expectObservable }) => {
@@ -252,6 +261,90 @@ describe('refencing: the quantum a worker keeps its slot for while others wait',
         contending({ ...quantum, perform: () => cold('-') }),
       )
       expectObservable(writeWords(states), '^ 50ms !').toBe('------a', { a: 'Rotate@24' })
+    })
+  })
+})
+
+describe("refencing ahead: the next job's token written while this one runs", () => {
+  const committed = (index: bigint) =>
+    ({ type: 'refenced', ok: true, refencing: 'Refence', modifyIndex: index }) as const
+
+  it('should write the token ahead while holding all along, and take it at the job end with no second write', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const ahead = cold<ContenderEvent>('--(r|)', { r: committed(31n) })
+      const states = cold('c-h-a---n', inputs).pipe(contending({ ...two, perform: () => ahead }))
+      // Held under 20 from 2; the job ends at 8 and the next holds under 31 at once.
+      expectObservable(tenures(states), '^ 50ms !').toBe('f-a-----b', {
+        f: 'f',
+        a: 't20',
+        b: 't31',
+      })
+      expectSubscriptions(ahead.subscriptions).toBe('----^-!')
+    })
+  })
+
+  it('should make the write ahead the refence of a job that ends before its answer', () => {
+    testScheduler().run(({ cold, expectObservable, expectSubscriptions }) => {
+      const ahead = cold<ContenderEvent>('---(r|)', { r: committed(31n) })
+      const states = cold('c-h-a-n', inputs).pipe(contending({ ...two, perform: () => ahead }))
+      // Not holding from the job's end at 6 until the answer at 7: never under 20 again.
+      expectObservable(tenures(states), '^ 50ms !').toBe('f-a---fb', {
+        f: 'f',
+        a: 't20',
+        b: 't31',
+      })
+      expectSubscriptions(ahead.subscriptions).toBe('----^--!')
+    })
+  })
+
+  it('should refence at the job end when the write ahead did not commit', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const refused = cold<ContenderEvent>('-(r|)', {
+        r: { type: 'refenced', ok: false, refencing: 'Refence' },
+      })
+      const later = cold<ContenderEvent>('-(r|)', { r: committed(33n) })
+      let writes = 0
+      const perform = (): Observable<ContenderEvent> => (++writes === 1 ? refused : later)
+      const states = cold('c-h-a---n', inputs).pipe(contending({ ...two, perform }))
+      expectObservable(tenures(states), '^ 50ms !').toBe('f-a-----fb', {
+        f: 'f',
+        a: 't20',
+        b: 't33',
+      })
+    })
+  })
+
+  it('should not take a token written ahead once the quantum is over and w waits: it hands the slot on', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // Written ahead at 4 (answered at 5, token 31); w queues at 6; the job ends at 15, 13 ms
+      // into a 10 ms quantum.
+      const wAfterAhead = snapshotOf([
+        holderKey('a', 10n),
+        holderKey('me', 31n),
+        contenderEntry(prefix, 'w', 32n, { flags: CONTENDER_FLAGS }),
+        lockEntry(prefix, '{"Limit":2,"Holders":{"a":true,"me":true}}', 20n),
+      ])
+      const ahead = cold<ContenderEvent>('-(r|)', { r: committed(31n) })
+      const perform = (action: ContenderAction): Observable<ContenderEvent> =>
+        action.type === 'Refence' ? ahead : cold('-')
+      const states = cold('c-h-a-v--------n', { ...inputs, v: seen(wAfterAhead) }).pipe(
+        contending({ ...two, quantumMs: 10, perform }),
+      )
+      expectObservable(writeWords(states), '^ 50ms !').toBe('----a----------b', {
+        a: 'Refence@20',
+        b: 'Rotate@20>w',
+      })
+    })
+  })
+
+  it('should write nothing ahead when the slot is to be handed on: the quantum over and w waiting', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const states = cold('c-w 9ms a---n', inputs).pipe(
+        contending({ ...two, quantumMs: 10, perform: () => cold('-') }),
+      )
+      expectObservable(writeWords(states), '^ 50ms !').toBe('----------------a', {
+        a: 'Rotate@20>w',
+      })
     })
   })
 })

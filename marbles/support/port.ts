@@ -240,7 +240,7 @@ export function contending(
       const feed = said.subscribe({
         next: (event) => {
           if (event.type === 'release-requested') interpreter.close()
-          else if (event.type === 'refence') interpreter.refence()
+          else if (event.type === 'refence') interpreter.refence(event.ahead === true)
           else consul.next(event)
         },
         error: (error: unknown) => subscriber.error(error),

@@ -79,8 +79,11 @@ export interface ContenderHandle<S extends HeldState> {
   readonly close: () => Promise<void>
   /** The synchronous guard and the fenced write, on the latest state. */
   readonly guard: SlotGuard
-  /** Asks the running member for a fresh fencing token (`Member.refence`); for the job pool. */
-  readonly refence: () => void
+  /**
+   * Asks the running member for a fresh fencing token (`Member.refence`), or with `ahead` for the
+   * next job's while this one runs; for the job pool.
+   */
+  readonly refence: (ahead?: boolean) => void
 }
 
 /**
@@ -237,7 +240,7 @@ export function contenderHandle<S extends HeldState>(
     holding$,
     lifecycle,
     guard,
-    refence: () => running?.refence(),
+    refence: (ahead) => running?.refence(ahead),
     close: async () => {
       closing.next(true)
       running?.close()

@@ -1,9 +1,11 @@
 /**
  * The jobs of a process share its contenders: every `withSlot` call on the same client, prefix and
  * options waits in one local queue, first in first out, behind at most `limit` contenders of the
- * process (its workers). A worker keeps its session across the jobs it serves, and between two
- * jobs it makes one Consul write that gives the next job a fresh fencing token (`Refencing`): it
- * keeps its slot when nobody else waits, or hands it on and rejoins at the tail when someone does.
+ * process (its workers). A worker keeps its session across the jobs it serves, and makes one
+ * Consul write per job that gives the next job a fresh fencing token (`Refencing`): it keeps its
+ * slot when nobody else waits or within its quantum on the slot, else hands it on and rejoins at
+ * the tail. The write is made when a job starts and another waits (ahead), so that the next job
+ * starts as soon as this one ends; or, when the slot is not to be kept, when it ends.
  *
  * ```
  * withSlot ─► queue (FIFO) ─► worker holds ─► job runs under token t
@@ -63,8 +65,11 @@ interface Worker {
 export class SlotPool {
   private readonly queue = new Set<PoolJob>()
   private readonly workers = new Set<Worker>()
-  /** The greatest token a job of this pool started under: the next one must be greater. */
-  private highest: bigint | undefined
+  /**
+   * The greatest token of a job of this pool that has ended: a job starts only under a greater
+   * one, so that a job that starts after another ended has the greater token.
+   */
+  private ended: bigint | undefined
 
   constructor(
     private readonly key: string,
@@ -129,16 +134,16 @@ export class SlotPool {
     const next = this.queue.values().next()
     if (next.done === true) return
     const token = state.fencingToken
-    if (this.highest !== undefined && token <= this.highest) {
-      // Another worker's later write answered first and a job already runs under its greater
-      // token: one more write, so that the jobs of the process start in the order of their tokens.
+    if (this.ended !== undefined && token <= this.ended) {
+      // A job under a greater token, written later, has already ended (a token written ahead
+      // while another worker was handed a slot): one more write, so that a job that starts after
+      // another ended runs under the greater token.
       worker.spent = token
       worker.handle.refence()
       return
     }
     const job = next.value
     this.queue.delete(job)
-    this.highest = token
     worker.spent = token
     const slot: JobSlot = {
       guard: jobGuard(worker.handle.guard, token),
@@ -147,12 +152,15 @@ export class SlotPool {
       done: () => this.jobDone(worker, slot),
     }
     worker.job = slot
+    // Another job waits: its token is written now, while this one runs, if the slot is kept.
+    if (this.queue.size > 0) worker.handle.refence(true)
     job.start(slot)
   }
 
   private jobDone(worker: Worker, slot: JobSlot): Promise<void> {
     if (worker.job !== slot) return Promise.resolve()
     worker.job = undefined
+    if (this.ended === undefined || slot.token > this.ended) this.ended = slot.token
     if (this.queue.size > 0 && !worker.closing) {
       // One write for the next job: a new token on this slot, or a hand-on and a rejoin.
       worker.handle.refence()

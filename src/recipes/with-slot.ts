@@ -97,7 +97,7 @@ class SlotJob<T> implements PoolJob {
     private readonly work: (signal: AbortSignal, slot: SlotGuard) => Promise<T>,
     private readonly resolve: (value: T) => void,
     private readonly reject: (error: unknown) => void,
-    caller: AbortSignal | undefined,
+    private readonly caller: AbortSignal | undefined,
   ) {
     this.stopListening = caller && onAbort(caller, () => this.aborted(caller))
   }
@@ -116,6 +116,18 @@ class SlotJob<T> implements PoolJob {
   start(slot: JobSlot): void {
     this.slot = slot
     this.waitTimer?.unsubscribe()
+    const caller = this.caller
+    if (caller?.aborted === true) {
+      // Aborted, but started by a listener of the same abort that ran before this job's own (a
+      // job ahead of it that stopped and passed its slot on at once): the work never runs.
+      this.stopListening?.()
+      const error = abortedError(caller, 'waiting for a slot', waitAloneHint(caller))
+      this.giveBack().then(
+        () => this.reject(error),
+        () => this.reject(error),
+      )
+      return
+    }
     const controller = (this.controller = new AbortController())
     slot.onLost = (error) => {
       if (!controller.signal.aborted) controller.abort(error)

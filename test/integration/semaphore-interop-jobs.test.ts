@@ -41,8 +41,8 @@ interface GoContender {
 /** One job of ours, as it ran. */
 interface Job {
   readonly index: number
-  /** Its place among the jobs' starts (0 for the first job to start). */
-  startOrder?: number
+  /** The greatest token of the jobs of ours that had ended when it started. */
+  endedBefore?: bigint
   from?: number
   to?: number
   token?: bigint
@@ -101,19 +101,20 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
     }
 
     const jobs: Job[] = []
-    let starts = 0
+    let ended: bigint | undefined
     /** Submits one job of ours: it holds until `hold()` resolves. */
     const submitJob = (options: WithSlotOptions, hold: () => Promise<unknown>): Promise<void> => {
       const job: Job = { index: jobs.length }
       jobs.push(job)
       return withSlot(options, async (_signal, slot) => {
-        job.startOrder = starts++
+        job.endedBefore = ended
         job.from = Date.now()
-        job.token = slot.assertHolding()
+        const token = (job.token = slot.assertHolding())
         recorder.record(`job${job.index}`, true, job.from)
         await hold()
         job.to = Date.now()
         recorder.record(`job${job.index}`, false, job.to)
+        if (ended === undefined || token > ended) ended = token
       })
     }
 
@@ -159,13 +160,12 @@ describe('withSlot jobs next to consul lock -n 2', { timeout: SUITE_TIMEOUT_MS }
         mostListed() <= LIMIT,
         `.lock listed at most ${LIMIT} live holders, saw ${mostListed()}`,
       )
-      const byStart = [...jobs].sort((a, b) => (a.startOrder ?? 0) - (b.startOrder ?? 0))
-      for (let i = 1; i < byStart.length; i++) {
-        const [before, now] = [byStart[i - 1], byStart[i]]
+      assert.equal(new Set(jobs.map((j) => j.token)).size, total, 'a token of its own per job')
+      for (const job of jobs) {
         assert.ok(
-          before?.token !== undefined && now?.token !== undefined && now.token > before.token,
-          `job${now?.index} started after job${before?.index} under token ${now?.token}, ` +
-            `not greater than ${before?.token}`,
+          job.token !== undefined && (job.endedBefore === undefined || job.token > job.endedBefore),
+          `job${job.index} started under token ${job.token} after a job of ours under ` +
+            `${job.endedBefore} had ended`,
         )
       }
       await eventually(

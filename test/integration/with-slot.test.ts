@@ -27,30 +27,35 @@ async function rejectionKind(promise: Promise<unknown>): Promise<SemaphoreError>
 describe('withSlot', () => {
   const agent = agentSuite()
 
-  it('runs many jobs of a process on at most limit sessions, each under a token of its own', async (t) => {
+  it('runs many jobs of a process on at most limit sessions, each under a token of its own, greater than that of every job that ended before it started', async (t) => {
     const prefix = testPrefix(t, agent.url, 'with-slot-pool')
     const name = `pool ${prefix}`
     const seen = new Set<string>()
     let running = 0
     let most = 0
-    const tokens: bigint[] = []
+    /** Each job's token, and the greatest token of the jobs that had ended when it started. */
+    const jobs: { token: bigint; endedBefore: bigint | undefined }[] = []
+    let ended: bigint | undefined
     await Promise.all(
       Array.from({ length: 30 }, () =>
         withSlot({ prefix, limit: 2, consul: agent.client, sessionName: name }, async (_, slot) => {
-          tokens.push(slot.assertHolding())
+          const token = slot.assertHolding()
+          jobs.push({ token, endedBefore: ended })
           most = Math.max(most, ++running)
           for (const session of await sessionsNamed(agent.url, name)) seen.add(session.ID)
           running--
+          if (ended === undefined || token > ended) ended = token
         }),
       ),
     )
-    assert.equal(tokens.length, 30)
+    assert.equal(jobs.length, 30)
     assert.ok(most <= 2, `${most} jobs ran at once`)
     assert.ok(seen.size <= 2, `${seen.size} sessions for 30 jobs at limit 2`)
-    for (let i = 1; i < tokens.length; i++) {
+    assert.equal(new Set(jobs.map((job) => job.token)).size, 30, 'a token of its own per job')
+    for (const [i, job] of jobs.entries()) {
       assert.ok(
-        tokens[i]! > tokens[i - 1]!,
-        `job ${i} started under ${tokens[i]}, after ${tokens[i - 1]}`,
+        job.endedBefore === undefined || job.token > job.endedBefore,
+        `job ${i} started under ${job.token} after a job under ${job.endedBefore} had ended`,
       )
     }
     await noSessionsNamed(agent.url, name)

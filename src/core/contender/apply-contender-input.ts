@@ -5,7 +5,7 @@ import type { ContenderState, ContenderStateOptions } from './contender-state-mo
 import { decidePatiently } from './decide-patiently.js'
 import { isPrefixProblem } from './is-prefix-problem.js'
 import { leaseDeadline } from './lease-deadline.js'
-import { withinQuantum } from '../semaphore/refencing.js'
+import { keepsSlot, withinQuantum } from '../semaphore/refencing.js'
 
 /** What a tenure (one stretch of being listed in `.lock`) leaves behind when it ends. */
 const tenureEnded = {
@@ -15,6 +15,8 @@ const tenureEnded = {
   casIndex: undefined,
   refencing: false,
   keepSlot: false,
+  aheadOut: false,
+  aheadToken: undefined,
 } as const
 
 /** After a renewal that did not commit: the next snapshot decides again, or this much later. */
@@ -109,10 +111,7 @@ export function applyContenderInput(
     case 'cas-result':
       return casAnswered(s, input.ok, input.holders, input.modifyIndex)
     case 'refence':
-      // Only a holder's tenure is renewed; a contender that lost its slot meanwhile just waits.
-      return s.listed && s.retired === undefined && options.refence !== undefined
-        ? { ...s, refencing: true, keepSlot: withinQuantum(s.slotSince, now, options.quantumMs) }
-        : s
+      return refenceAsked(s, input.ahead === true, now, options)
     case 'refenced':
       return renewalAnswered(s, input, now)
     case 'retry':
@@ -134,6 +133,33 @@ export function applyContenderInput(
       // deleted the key meanwhile), even if it looks the same.
       return s.write === input.action ? { ...s, write: undefined } : s
   }
+}
+
+/**
+ * A `refence` input. Only a holder's tenure is renewed; a contender that lost its slot meanwhile
+ * just waits. Ahead (a job started, another waits), a Refence is written while the holder keeps
+ * holding, once per job and only when the slot would be kept. At a job's end, a token written
+ * ahead is taken at once when the slot is still kept; otherwise the holder stops holding until the
+ * refence's answer (the one written ahead, if still out and still a Refence, is that answer).
+ */
+function refenceAsked(
+  s: ContenderState,
+  ahead: boolean,
+  now: number,
+  options: ContenderStateOptions,
+): ContenderState {
+  if (!s.listed || s.retired !== undefined || options.refence === undefined) return s
+  const keepSlot = withinQuantum(s.slotSince, now, options.quantumMs)
+  const kept =
+    s.view !== undefined && s.session !== undefined && keepsSlot(s.view, s.session, keepSlot)
+  if (ahead) {
+    const idle = !s.refencing && !s.aheadOut && s.aheadToken === undefined
+    return idle && s.holding && kept ? { ...s, aheadOut: true, keepSlot } : s
+  }
+  if (s.aheadToken !== undefined && kept) {
+    return { ...s, fencingToken: s.aheadToken, aheadToken: undefined }
+  }
+  return { ...s, refencing: true, keepSlot, aheadToken: undefined }
 }
 
 function casAnswered(
@@ -161,12 +187,17 @@ function renewalAnswered(
   answer: Extract<ContenderInput, { type: 'refenced' }>,
   now: number,
 ): ContenderState {
-  const answered = { ...s, write: undefined }
-  if (!s.refencing || s.retired !== undefined) return answered
+  const answered = { ...s, write: undefined, aheadOut: false }
+  if (s.retired !== undefined || (!s.refencing && !s.aheadOut)) return answered
   const index = answer.modifyIndex
+  const fresh = index !== undefined && (s.fencingToken === undefined || index > s.fencingToken)
+  if (!s.refencing) {
+    // Written ahead: the next job's token, or nothing (the job's end refences as usual).
+    const kept = answer.ok && fresh && answer.refencing === 'Refence'
+    return kept ? { ...answered, aheadToken: index, casIndex: index } : answered
+  }
   // Not committed (or no newer index to vouch for it): still refencing, decided again on the next
   // snapshot, which the change that refused it brings, or on this one a little later.
-  const fresh = index !== undefined && (s.fencingToken === undefined || index > s.fencingToken)
   if (!answer.ok || !fresh) return { ...answered, retryAt: now + RENEWAL_RETRY_MS }
   if (answer.refencing === 'Rotate') {
     // At the tail of the queue now: snapshots older than that write still list it as a holder.

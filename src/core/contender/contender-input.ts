@@ -14,7 +14,7 @@ export type DecidedSnapshot = Extract<ContenderEvent, { readonly type: 'snapshot
  * What a contender's step consumes: the effects layer's events (a snapshot possibly decided
  * already), plus the interpreter's own: `wake` (the timer it set for `wakeAt` fired), `written`
  * (a write it started completed, after feeding any answer it had) and `refence` (the job this holder served ended and another job of its process waits:
- * it needs a fresh fencing token, `Refencing`).
+ * it needs a fresh fencing token, `Refencing`; or, `ahead`, a job started and the next one's token may be written now).
  */
 export type ContenderInput =
   | Exclude<ContenderEvent, { readonly type: 'snapshot' }>
@@ -23,8 +23,14 @@ export type ContenderInput =
   | { readonly type: 'written'; readonly action: ContenderAction }
   | RefenceInput
 
-/** The job a holder served has ended and another job of its process waits (`Refencing`). */
+/**
+ * The job a holder served has ended and another job of its process waits (`Refencing`); or, with
+ * `ahead`, a job has just started and another waits: the token for the next one may be written
+ * now, while this one runs, so that the next starts as soon as this one ends.
+ */
 export interface RefenceInput {
   /** Discriminant. */
   readonly type: 'refence'
+  /** Written ahead: the holder keeps holding while it is out (only a Refence, never a Rotate). */
+  readonly ahead?: boolean | undefined
 }

@@ -238,6 +238,18 @@ export interface ContenderState {
    * tenure); a re-fence that keeps the slot keeps it too. Undefined while not listed.
    */
   readonly slotSince: number | undefined
+  /**
+   * A Refence written ahead (a `refence` input with `ahead`) is out: the holder keeps holding
+   * under its token meanwhile. Its answer leaves `aheadToken`, or nothing if it did not keep the
+   * slot; a `refence` input that comes first makes it the refence of the job that ended.
+   */
+  readonly aheadOut: boolean
+  /**
+   * The token a Refence written ahead gave the next job: the `refence` input of the job that
+   * ends takes it at once, with no write, if the slot is still kept then (`keepsSlot`).
+   * Cleared when the tenure ends.
+   */
+  readonly aheadToken: bigint | undefined
   /** ModifyIndex of this contender's own successful CAS: older snapshots are stale. */
   readonly casIndex: bigint | undefined
   /** The waiter first in line when the fairness grace started counting (`decidePatiently`). */
@@ -280,6 +292,8 @@ export const initialContenderState: ContenderState = {
   refencing: false,
   keepSlot: false,
   slotSince: undefined,
+  aheadOut: false,
+  aheadToken: undefined,
   casIndex: undefined,
   graceFront: undefined,
   graceSince: undefined,

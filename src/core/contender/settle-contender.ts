@@ -49,7 +49,9 @@ export function settleContender(
       : s.reason
   const open = s.connected && leaseValid && s.retired === undefined
   const candidate =
-    s.decision === prev.decision && s.refencing === prev.refencing ? s.write : actionOf(s, options)
+    s.decision === prev.decision && s.refencing === prev.refencing && s.aheadOut === prev.aheadOut
+      ? s.write
+      : actionOf(s, options)
   const write = !open ? undefined : sameAction(prev.write, candidate) ? prev.write : candidate
   return {
     ...s,
@@ -103,10 +105,13 @@ function actionOf(
   const decision = s.decision
   // A renewal is written from a snapshot that shows this contender holding (a CAS that made it a
   // holder may have answered before the watch showed it): until then, nothing.
-  if (s.refencing) {
-    return decision?.type === 'Held' && s.snapshot !== undefined && s.session !== undefined
-      ? options.refence?.(s.snapshot, s.session, s.keepSlot)
-      : undefined
+  if (s.refencing || s.aheadOut) {
+    const next =
+      decision?.type === 'Held' && s.snapshot !== undefined && s.session !== undefined
+        ? options.refence?.(s.snapshot, s.session, s.keepSlot)
+        : undefined
+    // Written ahead, the holder keeps its slot or writes nothing (its job's end decides).
+    return s.refencing || next?.type === 'Refence' ? next : undefined
   }
   if (decision?.type === 'Held') return undefined
   return decision?.type === 'TryAcquire' || decision?.type === 'NotContending'

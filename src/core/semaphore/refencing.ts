@@ -109,6 +109,23 @@ export function refenceKept(
 }
 
 /**
+ * Whether a holder keeps its slot for the next job of its process in `view`: nobody else waits,
+ * or it is within its quantum (`keepSlot`); and the holders are not more than the limit (an
+ * operator may have lowered it).
+ *
+ * @example
+ * keepsSlot(view, session, withinQuantum(slotSince, now))
+ * @param view - The prefix as last decided on.
+ * @param session - The holder's session.
+ * @param keepSlot - Within the holder's quantum on the slot.
+ * @returns True to Refence, false to Rotate.
+ */
+export function keepsSlot(view: SemaphoreView, session: string, keepSlot: boolean): boolean {
+  const othersWait = view.waiting.some((waiter) => waiter.session !== session)
+  return (keepSlot || !othersWait) && view.liveHolders.length <= view.limit
+}
+
+/**
  * The renewal a holder makes on `snapshot`, which lists it as a holder.
  *
  * @example
@@ -131,8 +148,7 @@ export function refencing(
 ): Refencing | undefined {
   if (shared._tag === 'Left') return undefined
   const { view } = shared.right
-  const othersWait = view.waiting.some((waiter) => waiter.session !== options.session)
-  if ((keepSlot || !othersWait) && view.liveHolders.length <= view.limit) {
+  if (keepsSlot(view, options.session, keepSlot)) {
     return { type: 'Refence', view, cas: view.lockIndex }
   }
   const handOff = handOffSlot(snapshot, options, shared)

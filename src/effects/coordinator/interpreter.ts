@@ -93,10 +93,12 @@ export class Interpreter {
 
   /**
    * The job this holder served has ended and another job of its process waits: the write that
-   * gives the next one a fresh fencing token. Nothing when it does not hold.
+   * gives the next one a fresh fencing token (or the token written ahead). With `ahead`, a job has
+   * just started and another waits: the next one's token may be written now. Nothing when it
+   * does not hold.
    */
-  refence(): void {
-    this.input({ type: 'refence' })
+  refence(ahead = false): void {
+    this.input(ahead ? { type: 'refence', ahead } : { type: 'refence' })
   }
 
   private input(input: LifeInput): void {

@@ -13,7 +13,14 @@ import type {
   PutOptions,
   ReadOptions,
 } from './client-api.js'
-import { decodeError, decodeJson, decodeListing, KVEntriesJson, toKVEntry } from './codecs.js'
+import {
+  decodeError,
+  decodeJson,
+  decodeListing,
+  KVEntriesJson,
+  kvEntriesJsonOf,
+  toKVEntry,
+} from './codecs.js'
 import { rejectedBeforeSending, type ConsulError } from '../base/consul-error.js'
 import { statusError, unsent, type HttpAnswer, type Transport } from './http.js'
 import { kvPath } from './keys.js'
@@ -90,7 +97,7 @@ function get(transport: Transport) {
             if (E.isLeft(index)) return index
             if (answer.status === 404) return E.right(null)
             return pipe(
-              decodeJson(KVEntriesJson, answer.body, answer.label),
+              decodeJson(KVEntriesJson, answer.body, answer.label, kvEntriesJsonOf),
               E.map((entries) => (entries[0] === undefined ? null : toKVEntry(entries[0]))),
             )
           },

@@ -7,7 +7,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import { pipe } from 'fp-ts/lib/function.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type { CallOptions, TxnOp, TxnResult } from './client-api.js'
-import { decodeJson, toKVEntry, TxnAnswerJson } from './codecs.js'
+import { decodeJson, toKVEntry, TxnAnswerJson, txnAnswerJsonOf } from './codecs.js'
 import { rejectedBeforeSending, type ConsulError } from '../base/consul-error.js'
 import { statusError, unsent, type Transport } from './http.js'
 import { keyProblem } from './keys.js'
@@ -88,7 +88,7 @@ export function createTxn(transport: Transport) {
           (answer): E.Either<ConsulError, TxnResult> => {
             if (answer.status !== 200 && answer.status !== 409) return E.left(statusError(answer))
             return pipe(
-              decodeJson(TxnAnswerJson, answer.body, answer.label),
+              decodeJson(TxnAnswerJson, answer.body, answer.label, txnAnswerJsonOf),
               E.map((decoded): TxnResult =>
                 answer.status === 200
                   ? {

@@ -51,7 +51,13 @@ export const UINT64_MAX = 0xffffffffffffffffn
 
 /** A uint64 as a decimal string without sign, leading zeros or exponent, or undefined. */
 export function parseUint64(text: string): bigint | undefined {
-  if (!/^(0|[1-9][0-9]*)$/.test(text)) return undefined
+  const length = text.length
+  // 2^64 - 1 has 20 digits; a leading zero only in "0".
+  if (length === 0 || length > 20 || (length > 1 && text.charCodeAt(0) === 48)) return undefined
+  for (let i = 0; i < length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 48 || code > 57) return undefined
+  }
   const value = BigInt(text)
   return value <= UINT64_MAX ? value : undefined
 }

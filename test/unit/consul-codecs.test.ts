@@ -2,7 +2,17 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
-import { decodeJson, KVEntriesJson, SessionsJson, TxnAnswerJson } from '../../src/consul/codecs.js'
+import {
+  decodeJson,
+  KVEntriesJson,
+  kvEntriesJsonOf,
+  KVEntryJson,
+  kvEntryJsonOf,
+  SessionsJson,
+  toKVEntry,
+  TxnAnswerJson,
+  txnAnswerJsonOf,
+} from '../../src/consul/codecs.js'
 
 const entry = (fields: Record<string, string>): string =>
   `{"LockIndex":0,"Key":"p/a","Flags":0,"Value":"aGk=","CreateIndex":1,"ModifyIndex":2${Object.entries(
@@ -68,5 +78,96 @@ describe('Consul codecs', () => {
     )
     assert.ok(E.isRight(decoded))
     assert.equal(decoded.right.Errors?.[0]?.OpIndex, 1)
+  })
+})
+
+describe('the codecs fast paths decode what the io-ts codecs decode, and decline the rest', () => {
+  const base = {
+    Key: 'p/a',
+    Value: 'aGk=',
+    Flags: '3304740253564472344',
+    Session: 's-1',
+    LockIndex: '1',
+    CreateIndex: '7',
+    ModifyIndex: '18446744073709551615',
+  }
+  /** The valid entry, and one change of each field to values that are valid or not. */
+  const variants: unknown[] = [
+    base,
+    { ...base, Session: undefined },
+    { ...base, Value: null },
+    { ...base, Value: '' },
+    { ...base, Extra: 'kept aside' },
+    { ...base, Value: undefined },
+    { ...base, Value: 'aGk' },
+    { ...base, Value: 'a!k=' },
+    { ...base, Value: 5 },
+    { ...base, Key: 5 },
+    { ...base, Key: undefined },
+    { ...base, Session: null },
+    { ...base, Session: 3 },
+    ...(['Flags', 'LockIndex', 'CreateIndex', 'ModifyIndex'] as const).flatMap((field) =>
+      ['0', '01', '-1', '1.5', '1e3', ' 1', '', '18446744073709551616', 7, 7n, null].map(
+        (value) => ({ ...base, [field]: value }),
+      ),
+    ),
+    null,
+    'entry',
+    [base],
+  ]
+  const viaCodec = (u: unknown) => {
+    const decoded = KVEntryJson.decode(u)
+    return E.isRight(decoded) ? toKVEntry(decoded.right) : undefined
+  }
+
+  it('kvEntryJsonOf: the same entry as KVEntryJson for every variant, or undefined where it fails', () => {
+    for (const u of variants) {
+      const quick = kvEntryJsonOf(u)
+      assert.deepEqual(
+        quick && toKVEntry(quick),
+        viaCodec(u),
+        JSON.stringify(u, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)),
+      )
+    }
+  })
+
+  it('kvEntriesJsonOf: a listing only when every entry is one', () => {
+    assert.deepEqual(kvEntriesJsonOf([base, base])?.map(toKVEntry), [
+      viaCodec(base),
+      viaCodec(base),
+    ])
+    assert.deepEqual(kvEntriesJsonOf([]), [])
+    assert.equal(kvEntriesJsonOf([base, { ...base, Flags: '-1' }]), undefined)
+    assert.equal(kvEntriesJsonOf(base), undefined)
+  })
+
+  it('txnAnswerJsonOf: the same answer as TxnAnswerJson, or undefined where it fails', () => {
+    const answers: unknown[] = [
+      { Results: [{ KV: base }, { KV: { ...base, Value: null } }], Errors: null },
+      { Results: null, Errors: [{ OpIndex: 0, What: 'failed' }] },
+      { Errors: [{ OpIndex: 1, What: 'x' }] },
+      {},
+      { Results: [{ KV: { ...base, Flags: 'x' } }] },
+      { Results: [{}] },
+      { Results: [null] },
+      { Results: 'no' },
+      { Errors: [{ OpIndex: '0', What: 'x' }] },
+      { Errors: [{ OpIndex: 0 }] },
+      { Errors: {} },
+      null,
+    ]
+    const normal = (a: TxnAnswerJson | undefined) =>
+      a && {
+        results: a.Results?.map((r) => toKVEntry(r.KV)) ?? null,
+        errors: a.Errors ?? null,
+      }
+    for (const u of answers) {
+      const decoded = TxnAnswerJson.decode(u)
+      assert.deepEqual(
+        normal(txnAnswerJsonOf(u)),
+        normal(E.isRight(decoded) ? decoded.right : undefined),
+        JSON.stringify(u),
+      )
+    }
   })
 })

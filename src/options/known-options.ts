@@ -65,6 +65,10 @@ export function rejectUnknownOptions(
   known: Readonly<Record<string, true>>,
 ): void {
   if (typeof options !== 'object' || options === null) return
+  let unknown = false
+  for (const name in options)
+    if (Object.hasOwn(options, name) && !Object.hasOwn(known, name)) unknown = true
+  if (!unknown) return
   const names = Object.keys(known).sort()
   validated((report) => {
     for (const name of Object.keys(options)) {

@@ -25,6 +25,7 @@ import {
   type SemaphoreOptions,
 } from '../options/contender-options.js'
 import { slotContender, type SemaphoreState } from './semaphore.js'
+import { SEMAPHORE_OPTION_NAMES } from '../options/known-options.js'
 import type { SlotGuard } from '../handle/slot-guard.js'
 
 /** One `withSlot` call, from the queue to its settling. */
@@ -316,21 +317,50 @@ function objectId(value: object): number {
   return id
 }
 
+/** The semaphore's option names in one fixed order: a pool key lists its values in it. */
+const KEY_NAMES = Object.keys(SEMAPHORE_OPTION_NAMES).sort() as (keyof SemaphoreOptions)[]
+
 /**
  * The pool key of a set of options: plain values by value (object keys sorted), anything else (a
  * client, a scheduler, a telemetry provider, a function) by identity. Jobs share a pool only when
- * every option is the same.
+ * every option is the same. Built from the known option names in a fixed order, so that a call
+ * with only primitive options (the common `{ prefix, limit }`) costs one short string.
  */
 function poolKey(options: SemaphoreOptions): string {
-  const normal = { ...options, prefix: withoutTrailingSlashes(options.prefix) }
-  return JSON.stringify(normal, (_key, value: unknown) => {
-    if (typeof value === 'bigint') return `${value}n`
-    if (typeof value === 'function') return `#${objectId(value)}`
-    if (value === null || typeof value !== 'object' || Array.isArray(value)) return value
-    if (Object.getPrototypeOf(value) !== Object.prototype) return `#${objectId(value)}`
+  let key = ''
+  for (const name of KEY_NAMES) {
+    const value = name === 'prefix' ? withoutTrailingSlashes(options.prefix) : options[name]
+    key += `${value === undefined ? '' : keyPart(value)}\u0000`
+  }
+  return key
+}
+
+function keyPart(value: unknown): string {
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value)
+    case 'number':
+    case 'boolean':
+      return String(value)
+    case 'bigint':
+      return `${value}n`
+    case 'function':
+      return `#${objectId(value)}`
+    default:
+      return plainKey(value)
+  }
+}
+
+/** An object option: plain objects and arrays by value (keys sorted), others by identity. */
+function plainKey(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) => {
+    if (typeof inner === 'bigint') return `${inner}n`
+    if (typeof inner === 'function') return `#${objectId(inner)}`
+    if (inner === null || typeof inner !== 'object' || Array.isArray(inner)) return inner
+    if (Object.getPrototypeOf(inner) !== Object.prototype) return `#${objectId(inner)}`
     const sorted: Record<string, unknown> = {}
-    for (const key of Object.keys(value).sort())
-      sorted[key] = (value as Record<string, unknown>)[key]
+    for (const key of Object.keys(inner).sort())
+      sorted[key] = (inner as Record<string, unknown>)[key]
     return sorted
   })
 }

@@ -146,6 +146,7 @@ export function consulPort(
     fairness: options.fairness,
     scheduler,
     cache: coordinator.cache,
+    fresh: coordinator.fresh,
   }
   const request: SessionCreateOptions = {
     name: options.sessionName,

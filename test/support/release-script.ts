@@ -8,7 +8,12 @@ import type { TxnOp, TxnResult } from '../../src/consul/client-api.js'
 import type { ConsulError } from '../../src/base/consul-error.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 import type { KVEntry } from '../../src/base/kv-snapshot.js'
-import type { PlanStep, ReleaseAnswer, ReleaseCall } from '../../src/core/release/release-call.js'
+import type {
+  LatestPrefix,
+  PlanStep,
+  ReleaseAnswer,
+  ReleaseCall,
+} from '../../src/core/release/release-call.js'
 
 const FLAG_NAMES = new Map<bigint, string>([
   [SEMAPHORE_FLAGS, 'SEMAPHORE'],
@@ -93,7 +98,10 @@ export const answer = {
   deleted: (): ReleaseAnswer => ({ type: 'delete', result: E.right(true), random: 0.5 }),
   put: (ok: boolean): ReleaseAnswer => ({ type: 'put', result: E.right(ok), random: 0.5 }),
   destroyed: (): ReleaseAnswer => ({ type: 'destroy', result: E.right(true), random: 0.5 }),
-  waited: (): ReleaseAnswer => ({ type: 'wait', random: 0.5 }),
+  waited: (latest?: LatestPrefix): ReleaseAnswer =>
+    latest === undefined ? { type: 'wait', random: 0.5 } : { type: 'wait', random: 0.5, latest },
+  /** The driver did not send the CAS: the process knows a newer `.lock` (`latest`). */
+  stale: (latest: LatestPrefix): ReleaseAnswer => ({ type: 'stale', latest, random: 0.5 }),
   failed: (type: Exclude<ReleaseCall['type'], 'wait'>, error: ConsulError, random = 0.5) =>
     ({ type, result: E.left(error), random }) as ReleaseAnswer,
 }

@@ -300,7 +300,7 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
       return { protocol, decisions, views: () => views() }
     }
 
-    it('computes one view per snapshot, and each contender decides once per snapshot', async () => {
+    it('computes one view per snapshot (and per release), and each contender decides once per snapshot', async () => {
       const { protocol, decisions, views } = countingProtocol()
       const states = new Map<number, ContenderState>()
       const runs: Member[] = []
@@ -348,10 +348,13 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
       const repeated = [...decisions].filter(([, n]) => n > 1)
       assert.deepEqual(repeated, [], 'a contender decided twice on one snapshot')
       assert.ok(decisions.size > 30, `decisions: ${decisions.size}`)
-      // One view per snapshot the contenders stepped on (a wake-up decides again on the same one).
+      // One view per snapshot the contenders stepped on (a wake-up decides again on the same one),
+      // and at most one more per release that gave a slot back (12 in the churn, 3 at the end): one
+      // built on the `.lock` the process's own writes left since the last snapshot.
+      const slotsGivenBack = 12 + 3
       assert.ok(
-        views() <= snapshotsSeen.size,
-        `views ${views()} for ${snapshotsSeen.size} snapshots`,
+        views() <= snapshotsSeen.size + slotsGivenBack,
+        `views ${views()} for ${snapshotsSeen.size} snapshots and ${slotsGivenBack} releases`,
       )
       assert.equal(coordinatorCount(), 0)
       assert.equal(double.sessions().length, 0)

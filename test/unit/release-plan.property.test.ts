@@ -172,6 +172,7 @@ function isRetry(answers: readonly ReleaseAnswer[], i: number): boolean {
     answers[i - 1]?.type === 'wait' &&
     failed !== undefined &&
     failed.type !== 'wait' &&
+    failed.type !== 'stale' &&
     E.isLeft(failed.result)
   )
 }

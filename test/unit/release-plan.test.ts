@@ -8,6 +8,8 @@ import { releaseNext, releaseStart } from '../../src/core/release/release-slot-p
 import { prefixView } from '../../src/core/semaphore/prefix-view.js'
 import { answer, failure, play } from '../support/release-script.js'
 import { contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
+import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
+import type { LatestPrefix } from '../../src/core/release/release-call.js'
 
 const prefix = 'svc/lock'
 const input = { prefix, session: 'me', limit: 2 }
@@ -201,6 +203,87 @@ describe('releaseStart / releaseNext: a hand-off', () => {
       destroyed(),
     ])
     assert.deepEqual(calls, [call.casOut(40n), call.destroy])
+  })
+})
+
+describe('releaseStart / releaseNext: building on what the process knows', () => {
+  /** The freshest prefix the process knows, as its driver hands it to the plan. */
+  const known = (snapshot: KVSnapshot): LatestPrefix => ({ snapshot })
+  const w2 = ours('w2', 11n)
+  /** Another holder of the process handed its slot to w1 at 41: w2 is first in line now. */
+  const w1Served = snapshotOf([
+    lock('"me":true,"w1":true', 41n),
+    me,
+    ours('w1', 10n, HOLDER_FLAGS),
+    w2,
+  ])
+  const handOffTo = (heir: string, index: bigint, holders: string) =>
+    call.handOff(index, holders).replaceAll('/w1', `/${heir}`).replace(' w1;', ` ${heir};`)
+
+  it('should build a hand-off the driver did not send (stale) again on the newer .lock, with no read', () => {
+    const { calls, result } = play(
+      releaseStart({ ...input, hint: snapshotOf([listsMe, me, ours('w1', 10n), w2]) }),
+      releaseNext,
+      [answer.stale(known(w1Served)), committed(), destroyed()],
+    )
+    assert.deepEqual(calls, [
+      call.handOff(40n, '"w1":true'),
+      handOffTo('w2', 41n, '"w1":true,"w2":true'),
+      call.destroy,
+    ])
+    assert.deepEqual(result, E.right({ type: 'HandedOff', heir: 'w2' }))
+  })
+
+  it('should build a plain release the driver did not send again on the newer .lock', () => {
+    const other = lock('"me":true,"other":true', 45n)
+    const { calls } = play(releaseStart({ ...input, hint: holderHint }), releaseNext, [
+      answer.stale(known(snapshotOf([other, me]))),
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [call.casOut(40n), call.casOut(45n, '"other":true'), call.destroy])
+  })
+
+  it('should count a CAS not sent among its attempts', () => {
+    const { calls, result } = play(
+      releaseStart({ ...input, hint: holderHint, attempts: 1 }),
+      releaseNext,
+      [answer.stale(known(snapshotOf([lock('"me":true', 45n), me]))), destroyed()],
+    )
+    assert.deepEqual(calls, [call.casOut(40n), call.destroy])
+    assert.deepEqual(result, E.right({ type: 'GaveUp' }))
+  })
+
+  it('should, after a lost CAS, build on a newer .lock the process learnt meanwhile instead of reading', () => {
+    const { calls } = play(releaseStart({ ...input, hint: holderHint }), releaseNext, [
+      rolledBack(CAS_OP - 1, 0.4),
+      answer.waited(known(snapshotOf([lock('"me":true,"other":true', 45n), me]))),
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [
+      call.casOut(40n),
+      'wait 2ms',
+      call.casOut(45n, '"other":true'),
+      call.destroy,
+    ])
+  })
+
+  it('should read .lock after a lost CAS when the process knows nothing newer than what it lost on', () => {
+    const { calls } = play(releaseStart({ ...input, hint: holderHint }), releaseNext, [
+      rolledBack(CAS_OP - 1, 0.4),
+      answer.waited(known(holderHint)),
+      answer.lock(lock('"me":true', 46n)),
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [
+      call.casOut(40n),
+      'wait 2ms',
+      call.read,
+      call.casOut(46n),
+      call.destroy,
+    ])
   })
 })
 

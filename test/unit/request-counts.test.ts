@@ -152,9 +152,10 @@ describe('request counts, in virtual time on the Consul double', () => {
       await close(second)
     })
 
-    it('reads .lock before its release when it closes before the watch showed its own CAS', async () => {
+    it('releases without a read when it closes before the watch showed its own CAS', async () => {
       // The long poll that would show a's CAS is held on the way: a holds (the CAS answered), but
-      // its last snapshot does not list it in .lock.
+      // its last snapshot does not list it in .lock. The CAS's answer does: the process knows
+      // .lock as a's write left it, and the release is built on that.
       const afterCas = double.hold('kv.list', {
         when: () => double.calls().some((call) => call.method === 'kv.txn'),
       })
@@ -162,11 +163,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       await until('a holds', () => a.seen.last?.holding === true)
       requests()
       await close(a.sem)
-      assert.deepEqual(requests(), [
-        `a: GET /v1/kv/${prefix}/.lock`,
-        `a: ${TXN}`,
-        'a: PUT /v1/session/destroy/<a>',
-      ])
+      assert.deepEqual(requests(), [`a: ${TXN}`, 'a: PUT /v1/session/destroy/<a>'])
       afterCas.release()
     })
 
@@ -264,6 +261,49 @@ describe('request counts, in virtual time on the Consul double', () => {
       await close(c.sem)
       await close(d.sem)
       requests()
+    })
+  })
+
+  describe('the writers of .lock of one process (limit 2, one client)', () => {
+    /** The transactions that reached the agent and rolled back: a CAS lost. */
+    const rolledBack = (): number =>
+      double.calls().filter((c) => c.method === 'kv.txn' && c.answer === 'rolled back').length
+
+    it('hands two slots on at the same moment in two transactions, none lost, none read', async () => {
+      const client = double.connect('a')
+      const contender = (name: string) => {
+        const sem = semaphore({ prefix, limit: 2, consul: client, scheduler })
+        return { sem, seen: follow(name, sem) }
+      }
+      const [h1, h2] = [contender('h1'), contender('h2')]
+      await until(
+        'h1 and h2 hold',
+        () => h1.seen.last?.holding === true && h2.seen.last?.holding === true,
+      )
+      const waiters = [contender('w1'), contender('w2'), contender('w3')]
+      await until('the waiters queue', () =>
+        waiters.every((w) => (w.seen.last as SemaphoreState | undefined)?.rank !== undefined),
+      )
+      await quiet()
+      requests()
+      const lostBefore = rolledBack()
+      // Both close in the same turn, on the same last snapshot: built on it alone, both would
+      // hand their slot to w1 on the same index, and one would lose.
+      await Promise.all([close(h1.sem), close(h2.sem)])
+      await until('w1 and w2 hold', () => waiters[0]?.seen.last?.holding === true)
+      await until('w2 holds', () => waiters[1]?.seen.last?.holding === true)
+      const lines = requests().filter((line) => !line.includes('GET /v1/kv/svc/counted?recurse'))
+      assert.deepEqual(lines, [
+        // Each a hand-off (its heir's key checked, .lock CASed, its own key deleted, the heir's
+        // marked), the second built on what the first answered: to w2.
+        `a: ${TXN}`,
+        `a: ${TXN}`,
+        'a: PUT /v1/session/destroy/<h1>',
+        'a: PUT /v1/session/destroy/<h2>',
+      ])
+      assert.equal(rolledBack() - lostBefore, 0, 'no CAS lost')
+      assert.equal(waiters[2]?.seen.last?.holding, false)
+      for (const w of waiters) await close(w.sem)
     })
   })
 

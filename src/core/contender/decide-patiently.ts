@@ -1,6 +1,6 @@
 import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { ContenderStateOptions } from './contender-state-model.js'
-import { decide } from '../semaphore/decide.js'
+import { decide, type DecideOptions } from '../semaphore/decide.js'
 import type { Decision } from '../events.js'
 
 /** Default of `fairnessGraceMs`. */
@@ -43,14 +43,30 @@ export function decideByRank(
   options: Pick<ContenderStateOptions, 'prefix' | 'limit' | 'followLimit' | 'fairness' | 'decide'>,
   ignoreRank = false,
 ): Decision {
-  return (options.decide ?? decide)(snapshot, {
+  return (options.decide ?? decide)(snapshot, decideOptions(session, options, ignoreRank))
+}
+
+/**
+ * What `decideByRank` decides with, for a caller that decides again and again with the same ones
+ * (the coordinator's member, once per snapshot): made once, not per decision.
+ *
+ * @example
+ * const options = decideOptions(session, step)
+ * const decision = step.decide(snapshot, options) // as decideByRank(snapshot, session, step)
+ */
+export function decideOptions(
+  session: string,
+  options: Pick<ContenderStateOptions, 'prefix' | 'limit' | 'followLimit' | 'fairness'>,
+  ignoreRank = false,
+): DecideOptions {
+  return {
     prefix: options.prefix,
     session,
     limit: options.limit,
     followLimit: options.followLimit,
     fairness: options.fairness,
     ...(ignoreRank ? { ignoreRank } : {}),
-  })
+  }
 }
 
 /**

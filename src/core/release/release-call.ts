@@ -12,7 +12,9 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { TxnOp, TxnResult } from '../../base/txn.js'
 import type { ConsulError } from '../../base/consul-error.js'
-import type { KVEntry } from '../../base/kv-snapshot.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
+import type { PrefixProblem } from '../events.js'
+import type { PrefixView } from '../semaphore/prefix-view.js'
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'
 import { isTransient } from '../../base/failure-kinds.js'
 
@@ -79,7 +81,29 @@ export type ReleaseAnswer =
       readonly result: E.Either<ConsulError, boolean>
       readonly random: number
     }
-  | { readonly type: 'wait'; readonly random: number }
+  | {
+      readonly type: 'wait'
+      readonly random: number
+      /**
+       * The freshest prefix the process knows as the wait ends, when its driver knows one (a
+       * semaphore release's: the watch's last listing overlaid with the process's own writes,
+       * `freshestPrefix`), with its view when it has one. After a lost CAS, a release whose
+       * process has learnt of a newer `.lock` meanwhile builds on it instead of reading `.lock`.
+       */
+      readonly latest?: LatestPrefix | undefined
+    }
+  /**
+   * The answer to a `txn` that CASes `.lock` on an index older than the `.lock` the process knows
+   * (its own writes answered meanwhile): the driver did not send it, since it could only lose, and
+   * hands the freshest prefix to build on instead. It counts as a CAS attempt.
+   */
+  | { readonly type: 'stale'; readonly latest: LatestPrefix; readonly random: number }
+
+/** A snapshot of the prefix that a driver hands a plan, and its view when it has one. */
+export interface LatestPrefix {
+  readonly snapshot: KVSnapshot
+  readonly view?: E.Either<PrefixProblem, PrefixView> | undefined
+}
 
 /**
  * One step of a plan: the call to make and the state to hand back with its answer, or the end.
@@ -138,6 +162,10 @@ export type Triage<A extends ReleaseAnswer> =
  * @throws TypeError when the answer is not to the call in flight (a driver's bug, not Consul's).
  */
 export function triageAnswer(inFlight: CallInFlight, answer: ReleaseAnswer): Triage<ReleaseAnswer> {
+  // A CAS not sent, since it could only lose: answered, as a rollback would be.
+  if (answer.type === 'stale' && inFlight.asked.type === 'txn' && inFlight.resend === undefined) {
+    return { type: 'answered', answer }
+  }
   if (answer.type !== inFlight.asked.type) {
     throw new TypeError(
       `release plan: a '${answer.type}' answer to a '${inFlight.asked.type}' call`,
@@ -281,7 +309,7 @@ export function answerValue<T extends 'txn' | 'get' | 'put' | 'delete' | 'destro
   type: T,
 ): AnswerValue<T> {
   const result: E.Either<ConsulError, unknown> | undefined =
-    answer.type === 'wait' ? undefined : answer.result
+    answer.type === 'wait' || answer.type === 'stale' ? undefined : answer.result
   if (answer.type !== (type as string) || result === undefined || E.isLeft(result)) {
     throw new TypeError(`release plan: expected a '${type}' success, got a '${answer.type}' answer`)
   }

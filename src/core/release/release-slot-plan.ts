@@ -85,9 +85,9 @@ type KvPhase =
   | { readonly type: 'HandOff'; readonly handOff: HandOff }
   | { readonly type: 'PauseForHandOff'; readonly handOff: HandOff }
   | { readonly type: 'ReadForHandOff'; readonly handOff: HandOff }
-  | { readonly type: 'PauseForRead' }
+  | { readonly type: 'PauseForRead'; readonly cas: bigint }
   | { readonly type: 'Read' }
-  | { readonly type: 'CasOut' }
+  | { readonly type: 'CasOut'; readonly cas: bigint }
   | { readonly type: 'DeleteKey'; readonly decision: Exclude<ReleaseDecision, WriteRelease> }
 
 type WriteRelease = Extract<ReleaseDecision, { type: 'WriteRelease' }>
@@ -128,6 +128,7 @@ export type ReleaseStep = ReleasePlanStep<ReleaseState, ReleaseOutcome>
  * no usable hint:                     get .lock ─► txn cas-out ─► destroy
  * not listed (a waiter):              get .lock ─► delete key ─► get .lock ─► destroy
  * CAS lost:                           … ─► wait 0-5 ms ─► get .lock ─► txn again (at most `attempts`)
+ * CAS lost, a newer .lock known:      … ─► wait 0-5 ms ─► txn again from what the process knows
  * keepSession, a clean outcome:       … ─► done (no destroy; the outcome says `sessionKept`)
  * ```
  *
@@ -135,6 +136,9 @@ export type ReleaseStep = ReleasePlanStep<ReleaseState, ReleaseOutcome>
  *   transaction names that waiter in `.lock` instead (`handOffSlot`). A lost CAS is tried again,
  *   to the same heir, from `.lock` as read after it (`handOffAgain`); a heir that left (the check
  *   of its key rolled back) or was served meanwhile turns it into the plain release.
+ * - A lost CAS after which the driver knows a newer `.lock` than the one it was built on (the
+ *   answer of another write of the process, `ReleaseAnswer`'s `latest`) is decided again on that,
+ *   as from a hint (a hand-off to whoever is first in line now), with no read.
  * - A waiter deletes its key before its last read of `.lock`: a hand-off can name it until the key
  *   is gone (its transaction checks the key), so a "not listed" read before the delete proves
  *   nothing.
@@ -167,10 +171,42 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
     adopted: input.adopted === true,
   }
   if (input.hint === undefined) return read(state)
-  const offered = handOffSlot(input.hint, state, input.hintView)
-  if (offered !== undefined) return handOff(state, offered)
-  const hinted = releaseFromLockBody(input.hint, state)
-  return hinted.type === 'WriteRelease' ? casOut(state, hinted) : read(state)
+  return fromHint(state, input.hint, input.hintView) ?? read(state)
+}
+
+/**
+ * The write a snapshot that lists the session allows: a hand-off when ours is first in line, else
+ * the plain release; undefined when it does not list the session (or newer than `after`, the index
+ * a write that lost was built on), or `.lock` must not be written: then `.lock` is read.
+ */
+function fromHint(
+  state: Progress,
+  hint: KVSnapshot,
+  view: E.Either<PrefixProblem, PrefixView> | undefined,
+  after?: bigint,
+): ReleaseStep | undefined {
+  const newer = (cas: bigint): boolean => after === undefined || cas > after
+  const offered = handOffSlot(hint, state, view)
+  if (offered !== undefined) return newer(offered.cas) ? handOff(state, offered) : undefined
+  const hinted = releaseFromLockBody(hint, state)
+  return hinted.type === 'WriteRelease' && newer(hinted.cas) ? casOut(state, hinted) : undefined
+}
+
+/**
+ * After a CAS built on `.lock` at `lost` lost (the pause after it ended) or was not sent (stale):
+ * the write a newer `.lock` the driver knows allows, if any.
+ */
+function afterPause(state: Progress, answer: ReleaseAnswer, lost: bigint): ReleaseStep | undefined {
+  const latest = answer.type === 'wait' || answer.type === 'stale' ? answer.latest : undefined
+  return latest && fromHint(state, latest.snapshot, latest.view, lost)
+}
+
+/** After a hand-off's CAS lost or was not sent: from a newer `.lock` known, or `.lock` as read. */
+function afterHandOffLost(state: Progress, answer: ReleaseAnswer, handOff: HandOff): ReleaseStep {
+  return (
+    afterPause(state, answer, handOff.cas) ??
+    ask(state, { type: 'ReadForHandOff', handOff }, readCall(state))
+  )
 }
 
 /**
@@ -195,6 +231,7 @@ const releaseSlotPlan: ReleasePlan<ReleaseState, KvPhase, ReleaseOutcome> = { an
 function answered(state: ReleaseState, phase: KvPhase, answer: ReleaseAnswer): ReleaseStep {
   switch (phase.type) {
     case 'HandOff': {
+      if (answer.type === 'stale') return afterHandOffLost(state, answer, phase.handOff)
       const txn = answerValue(answer, 'txn')
       if (txn.committed)
         return destroy(state, E.right({ type: 'HandedOff', heir: phase.handOff.heir }))
@@ -202,7 +239,7 @@ function answered(state: ReleaseState, phase: KvPhase, answer: ReleaseAnswer): R
       return lostCas(state, answer.random, { type: 'PauseForHandOff', handOff: phase.handOff })
     }
     case 'PauseForHandOff':
-      return ask(state, { type: 'ReadForHandOff', handOff: phase.handOff }, readCall(state))
+      return afterHandOffLost(state, answer, phase.handOff)
     case 'ReadForHandOff': {
       const entry = answerValue(answer, 'get')
       const again = handOffAgain(entry ?? undefined, state, phase.handOff)
@@ -210,13 +247,14 @@ function answered(state: ReleaseState, phase: KvPhase, answer: ReleaseAnswer): R
       return again !== undefined ? handOff(state, again) : decide(state, entry)
     }
     case 'PauseForRead':
-      return read(state)
+      return afterPause(state, answer, phase.cas) ?? read(state)
     case 'Read':
       return decide(state, answerValue(answer, 'get'))
     case 'CasOut': {
+      if (answer.type === 'stale') return afterPause(state, answer, phase.cas) ?? read(state)
       const txn = answerValue(answer, 'txn')
       if (txn.committed) return destroy(state, E.right({ type: 'Released' }))
-      return lostCas(state, answer.random, { type: 'PauseForRead' })
+      return lostCas(state, answer.random, { type: 'PauseForRead', cas: phase.cas })
     }
     case 'DeleteKey': {
       const gone = { ...state, keyGone: true }
@@ -248,7 +286,7 @@ function handOff(state: Progress, offered: HandOff): ReleaseStep {
 
 function casOut(state: Progress, write: WriteRelease): ReleaseStep {
   const ops = casOutOps(state.prefix, contenderKey(state.prefix, state.session), write)
-  return sendCas(state, { type: 'CasOut' }, { type: 'txn', ops })
+  return sendCas(state, { type: 'CasOut', cas: write.cas }, { type: 'txn', ops })
 }
 
 /** Sends a CAS of `.lock`, unless the attempts are used up: then the destroy frees the slot. */

@@ -5,6 +5,7 @@ import type { PrefixProblem, RankedContender, SemaphoreView } from '../events.js
 import { directChild } from '../keys/direct-child.js'
 import { LOCK_KEY_NAME, lockKey } from '../keys/lock-key.js'
 import { readLockBody } from '../lock-body/read-lock-body.js'
+import { unjudgedHolders } from './own-writes.js'
 import { pruneHolders } from './prune-holders.js'
 import { rankWaiting } from './waiting-contenders.js'
 
@@ -101,7 +102,8 @@ export function prefixView(
       : { type: 'LimitConflict', key, lockLimit: record.limit, localLimit: limit }
 
   const { live, keys, contenders, acquired } = ownKeys(snapshot, prefix)
-  const pruned = pruneHolders(record?.holders ?? [], live)
+  // A `.lock` newer than the listing (`freshestPrefix`) may list holders whose keys are newer too.
+  const pruned = pruneHolders(record?.holders ?? [], live, unjudgedHolders(snapshot))
   const holders = new Set(pruned.liveHolders)
   const waiting = rankWaiting(keys, holders)
   const before = previous?.view

@@ -13,11 +13,21 @@ export interface PrunedHolders {
  * pruneHolders(['a', 'b'], new Set(['a'])) // { liveHolders: ['a'], deadHolders: ['b'] }
  * @param holders - The holders listed in `.lock`, in order.
  * @param live - The live sessions of the listing (`liveSessions`).
+ * @param unjudged - Holders the listing cannot judge, kept whatever it shows: those that a `.lock`
+ *   newer than the listing lists and the listing's own `.lock` did not (`freshestPrefix`), whose
+ *   keys may be newer than the listing.
  * @returns The live and dead holders, in listed order.
  */
-export function pruneHolders(holders: readonly string[], live: ReadonlySet<string>): PrunedHolders {
+export function pruneHolders(
+  holders: readonly string[],
+  live: ReadonlySet<string>,
+  unjudged?: ReadonlySet<string>,
+): PrunedHolders {
   const liveHolders: string[] = []
   const deadHolders: string[] = []
-  for (const holder of holders) (live.has(holder) ? liveHolders : deadHolders).push(holder)
+  for (const holder of holders) {
+    const alive = live.has(holder) || unjudged?.has(holder) === true
+    ;(alive ? liveHolders : deadHolders).push(holder)
+  }
   return { liveHolders, deadHolders }
 }

@@ -8,7 +8,8 @@ import type {
   SessionGrant,
   SessionSource,
 } from '../../core/contender/contender-life.js'
-import { decideByRank } from '../../core/contender/decide-patiently.js'
+import { decideOptions } from '../../core/contender/decide-patiently.js'
+import { decide as decideSemaphore } from '../../core/semaphore/decide.js'
 import type { Decision } from '../../core/events.js'
 import type { SemaphoreError } from '../../base/semaphore-error.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
@@ -146,6 +147,7 @@ export function consulPort(
     fairness: options.fairness,
     scheduler,
     cache: coordinator.cache,
+    fresh: coordinator.fresh,
   }
   const request: SessionCreateOptions = {
     name: options.sessionName,
@@ -253,11 +255,17 @@ export function consulPort(
       return join(contender, session).pipe(finalize(done))
     },
     follow: (session, seed) => {
-      let decided: { readonly snapshot: KVSnapshot; readonly decision: Decision } | undefined
+      // The last decision, as two fields, and the options of every decision of this run, made
+      // once: a thousand members decide on every snapshot, and each allocation is per member.
+      let decidedOn: KVSnapshot | undefined
+      let decided: Decision | undefined
+      const decide = step.decide ?? decideSemaphore
+      const decideWith = decideOptions(session, step)
       const decisionOn = (snapshot: KVSnapshot): Decision => {
-        if (decided?.snapshot === snapshot) return decided.decision
-        const decision = decideByRank(snapshot, session, step)
-        decided = { snapshot, decision }
+        if (decidedOn === snapshot && decided !== undefined) return decided
+        const decision = decide(snapshot, decideWith)
+        decidedOn = snapshot
+        decided = decision
         return decision
       }
       return new Observable<FollowEvent>((subscriber) => {

@@ -35,6 +35,7 @@ import type { ContenderProtocol } from '../protocol/contender-protocol.js'
 import { refCountedRegistry, type Borrowed } from '../registry.js'
 import { commonWatch } from '../common-watch.js'
 import { fromCall } from '../call-policy.js'
+import { FreshLock } from '../fresh-lock.js'
 
 /** A registered contender, as the coordinator drives it (see `Member`). */
 export interface CoordinatedMember {
@@ -77,17 +78,26 @@ export const PARKED_RECHECK_MS = 5000
  * The watch runs while at least one member has a session; a late member is given the last
  * snapshot at once (and the `disconnected` after it while the watch fails), so it never believes
  * in a snapshot the watch has lost.
+ *
+ * Each listing reaches the members overlaid with the `.lock` the process's own writes left since
+ * (`fresh`, `freshestPrefix`): within a process, each committed write of one contender would
+ * otherwise leave every other writer's view stale until the watch caught up.
  */
 export class PrefixCoordinator {
   /** The views of this prefix's snapshots, shared by its members. */
   readonly cache: ViewCache
+  /** The freshest `.lock` the process knows here: the last listing and its own writes since. */
+  readonly fresh: FreshLock
   private readonly memory: PrefixMemory
   /** The entries of the last listing of the prefix, decoded: the next one decodes only changes. */
   private readonly entries = new EntryCache()
   private readonly watching = new Set<CoordinatedMember>()
   private readonly target = new BehaviorSubject<WatchTarget>(WHOLE_PREFIX)
   private subscription: Subscription | undefined
+  /** The watch's last listing (what the next long poll starts from). */
   private last: KVSnapshot | undefined
+  /** The last listing as the members were given it: overlaid with the process's own writes. */
+  private delivered: KVSnapshot | undefined
   private failing: WatchEvent | undefined
   private joining = 0
 
@@ -98,6 +108,7 @@ export class PrefixCoordinator {
     private readonly options: CoordinatorWatchOptions,
   ) {
     const memory = (this.memory = memoryOf(client, prefix))
+    this.fresh = new FreshLock(prefix, options.scheduler ?? undefined)
     this.cache = viewCache({
       recall: () => memory.grace,
       remember: (grace) => (memory.grace = grace),
@@ -137,10 +148,12 @@ export class PrefixCoordinator {
    */
   follow(member: CoordinatedMember, seed?: KVSnapshot): void {
     if (seed !== undefined && (this.last === undefined || seed.index > this.last.index)) {
-      this.keep(seed)
+      this.keep(seed, false)
     }
     this.watching.add(member)
-    if (this.last !== undefined) member.onWatch({ type: 'snapshot', snapshot: this.last })
+    if (this.delivered !== undefined) {
+      member.onWatch({ type: 'snapshot', snapshot: this.delivered })
+    }
     if (this.failing !== undefined) member.onWatch(this.failing)
     this.retarget()
     this.subscription ??= this.watch().subscribe({
@@ -163,14 +176,19 @@ export class PrefixCoordinator {
     this.subscription?.unsubscribe()
     this.subscription = undefined
     this.last = undefined
+    this.delivered = undefined
+    this.fresh.stopped()
     this.failing = undefined
     this.target.next(WHOLE_PREFIX)
   }
 
-  private keep(snapshot: KVSnapshot): void {
+  /** Keeps a listing, and what the members are given of it: returns that. */
+  private keep(snapshot: KVSnapshot, reset: boolean): KVSnapshot {
     this.last = snapshot
     const lock = lockKey(this.prefix)
     this.memory.lock = snapshot.entries.find((e) => e.key === lock) ?? null
+    this.fresh.listed(snapshot, reset)
+    return (this.delivered = this.fresh.freshest(snapshot))
   }
 
   private deliver(event: WatchEvent): void {
@@ -182,14 +200,16 @@ export class PrefixCoordinator {
       event.snapshot.index < this.last.index
         ? { ...event, reset: true }
         : event
+    let given = marked
     if (marked.type === 'snapshot') {
-      this.keep(marked.snapshot)
+      const fresh = this.keep(marked.snapshot, marked.reset === true)
+      if (fresh !== marked.snapshot) given = { ...marked, snapshot: fresh }
       this.failing = undefined
     } else {
       this.failing = marked
     }
     // A copy: a member may leave, or another join, while the event is handed out.
-    for (const member of [...this.watching]) member.onWatch(marked)
+    for (const member of [...this.watching]) member.onWatch(given)
     if (marked.type === 'snapshot') this.retarget()
   }
 
@@ -202,7 +222,8 @@ export class PrefixCoordinator {
 
   /** Chooses what to long-poll from the members' decisions on the last snapshot. */
   private retarget(): void {
-    const last = this.last
+    // The members decided on the listing as delivered: the target is chosen on the same object.
+    const last = this.delivered
     if (last === undefined || !this.protocol.herdFree) {
       this.target.next(WHOLE_PREFIX)
       return

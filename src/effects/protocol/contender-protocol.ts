@@ -12,6 +12,7 @@ import type {
 import type { ReleaseOutcome } from '../../core/release/release-slot-plan.js'
 import type { ViewCache } from '../../core/semaphore/view-cache.js'
 import type { ContenderEvent, PrefixProblem } from '../../core/events.js'
+import type { FreshLock } from '../fresh-lock.js'
 import type { SemaphoreError } from '../../base/semaphore-error.js'
 
 /** What a protocol knows of one member: its prefix, client and the prefix's shared cache. */
@@ -25,6 +26,11 @@ export interface ProtocolMember {
   readonly scheduler: SchedulerLike
   /** The views of the prefix's snapshots, shared by the contenders of the prefix. */
   readonly cache: ViewCache
+  /**
+   * The freshest `.lock` the process knows on the prefix (its coordinator's): the semaphore's
+   * writes tell it their answers and build on it.
+   */
+  readonly fresh?: FreshLock | undefined
 }
 
 /**

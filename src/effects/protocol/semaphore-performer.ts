@@ -1,5 +1,20 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { EMPTY, asyncScheduler, map, mergeMap, type Observable, of, timer } from 'rxjs'
+import {
+  EMPTY,
+  asyncScheduler,
+  defer,
+  map,
+  mergeMap,
+  type Observable,
+  of,
+  switchMap,
+  take,
+  tap,
+  timer,
+} from 'rxjs'
+import type { ConsulError } from '../../base/consul-error.js'
+import type { TxnOp, TxnResult } from '../../base/txn.js'
+import type { ConsulClient } from '../../consul/client-api.js'
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
@@ -9,6 +24,7 @@ import { refenceKept } from '../../core/semaphore/refencing.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import type { ContenderEvent } from '../../core/events.js'
 import { fromCall, orThrow, retryTransient } from '../call-policy.js'
+import type { FreshLock } from '../fresh-lock.js'
 import type { Performer, PerformerOptions } from './contender-protocol.js'
 import { endOnSessionGone } from './session-gone.js'
 
@@ -32,6 +48,52 @@ function entryOf(results: readonly KVEntry[], key: string): KVEntry | undefined 
 export interface SemaphorePerformerOptions extends PerformerOptions {
   /** The contender key's value. */
   readonly value: string
+  /**
+   * The freshest `.lock` of the process on the prefix: told what each transaction answers, so that
+   * the next write of any contender of the process builds on it.
+   */
+  readonly fresh?: FreshLock | undefined
+}
+
+/** One transaction, its answer told to `fresh` (what the process knows of `.lock`). */
+function txnTold(
+  client: ConsulClient,
+  ops: readonly TxnOp[],
+  fresh: FreshLock | undefined,
+): Observable<E.Either<ConsulError, TxnResult>> {
+  const send = fromCall((signal) => client.kv.txn(ops, { signal }))
+  if (fresh === undefined) return send
+  return defer(() => {
+    const feed = fresh.sending()
+    return send.pipe(tap((answer) => E.isRight(answer) && feed.txn(ops, answer.right)))
+  })
+}
+
+/**
+ * One transaction that writes `.lock`, in its turn among the process's writers (`FreshLock`): it
+ * waits for the turn, is not sent when its CAS is known to lose (answered as a rollback of that
+ * CAS, which is what sending it would get), and tells its answer before the turn goes on. One
+ * call: retried, it is made anew.
+ */
+function txnInTurn(
+  client: ConsulClient,
+  ops: readonly TxnOp[],
+  fresh: FreshLock | undefined,
+): Observable<E.Either<ConsulError, TxnResult>> {
+  if (fresh === undefined) return txnTold(client, ops, undefined)
+  return fresh.turn().pipe(
+    switchMap(() => (fresh.stale(ops) ? of(E.right(notSent(ops))) : txnTold(client, ops, fresh))),
+    take(1),
+  )
+}
+
+/** The rollback a CAS of `.lock` known to be stale would get, had it been sent. */
+function notSent(ops: readonly TxnOp[]): TxnResult {
+  const opIndex = ops.findIndex((op) => op.verb === 'cas')
+  return {
+    committed: false,
+    errors: [{ opIndex, what: 'not sent: .lock is known at a newer index' }],
+  }
 }
 
 /**
@@ -62,13 +124,16 @@ export interface SemaphorePerformerOptions extends PerformerOptions {
  *   ConsulError.
  */
 export function semaphorePerformer(options: SemaphorePerformerOptions): Performer {
-  const { client, prefix, session, random } = options
+  const { client, prefix, session, random, fresh } = options
   const scheduler = options.scheduler ?? asyncScheduler
   return (action) => {
     if (action.type === 'Refence' || action.type === 'Rotate') {
       const ownKey = contenderKey(prefix, session)
       const ops = refenceOps(prefix, ownKey, session, utf8.encode(options.value), action)
-      return fromCall((signal) => client.kv.txn(ops, { signal })).pipe(
+      // A Refence reads `.lock` and writes only its key: it need not wait for the turn.
+      const sent =
+        action.type === 'Rotate' ? txnInTurn(client, ops, fresh) : txnTold(client, ops, fresh)
+      return sent.pipe(
         mergeMap(orThrow),
         retryTransient(scheduler, random),
         map((result): ContenderEvent => {
@@ -88,25 +153,21 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
     if (action.type === 'TryAcquire') {
       const holders = [...action.view.liveHolders, session]
       const ownKey = contenderKey(prefix, session)
-      return fromCall((signal) =>
-        client.kv.txn(
-          [
-            // Only while this session still locks its key: never recreate a key Consul deleted.
-            { verb: 'check-session', key: ownKey, session },
-            {
-              verb: 'cas',
-              key: lockKey(prefix),
-              value: action.body,
-              flags: SEMAPHORE_FLAGS,
-              index: action.cas,
-            },
-            // The same write marks the key (the lock stays): its index is the fencing token, and
-            // the waiter behind, which may long-poll this key, wakes.
-            { verb: 'set', key: ownKey, value: utf8.encode(options.value), flags: HOLDER_FLAGS },
-          ],
-          { signal },
-        ),
-      ).pipe(
+      const ops: TxnOp[] = [
+        // Only while this session still locks its key: never recreate a key Consul deleted.
+        { verb: 'check-session', key: ownKey, session },
+        {
+          verb: 'cas',
+          key: lockKey(prefix),
+          value: action.body,
+          flags: SEMAPHORE_FLAGS,
+          index: action.cas,
+        },
+        // The same write marks the key (the lock stays): its index is the fencing token, and
+        // the waiter behind, which may long-poll this key, wakes.
+        { verb: 'set', key: ownKey, value: utf8.encode(options.value), flags: HOLDER_FLAGS },
+      ]
+      return txnInTurn(client, ops, fresh).pipe(
         mergeMap(orThrow),
         retryTransient(scheduler, random),
         mergeMap((result) =>

@@ -1,3 +1,4 @@
+import * as E from 'fp-ts/lib/Either.js'
 import { problemError } from '../../base/semaphore-error.js'
 import { joinQueue, semaphorePerformer } from './semaphore-performer.js'
 import { refencing } from '../../core/semaphore/refencing.js'
@@ -36,6 +37,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       session,
       value: contender.value,
       scheduler: contender.scheduler,
+      fresh: contender.fresh,
     }),
   join: (contender, session) =>
     joinQueue({
@@ -51,18 +53,28 @@ export const semaphoreProtocol: ContenderProtocol = {
       contender.cache.view(snapshot, contender),
       keepSlot,
     ),
-  release: (contender, session, lastSeen, keepSession) =>
-    releaseSlot({
+  release: (contender, session, lastSeen, keepSession) => {
+    // The last snapshot the contender decided on, whose view is made, when it lists the session:
+    // its write waits for its turn among the process's writers and is built again on the freshest
+    // prefix if a write of the process answered since (`stale`). Else the freshest the process
+    // knows (the watch's last listing with its own writes since: its own CAS, say), to save a read.
+    const seen = lastSeen && contender.cache.view(lastSeen, contender)
+    const listed = seen !== undefined && E.isRight(seen) && seen.right.holders.has(session)
+    const hint = listed ? lastSeen : (contender.fresh?.latestFrom(lastSeen) ?? lastSeen)
+    return releaseSlot({
       client: contender.client,
       prefix: contender.prefix,
       session,
       limit: contender.limit,
       followLimit: contender.followLimit,
       scheduler: contender.scheduler,
-      hint: lastSeen,
-      hintView: lastSeen && contender.cache.view(lastSeen, contender),
+      hint,
+      hintView: hint && contender.cache.view(hint, contender),
       keepSession: keepSession === true,
       adopted: keepSession === 'adopted',
-    }),
+      fresh: contender.fresh,
+      view: (snapshot) => contender.cache.view(snapshot, contender),
+    })
+  },
   problemError,
 }

@@ -46,13 +46,16 @@ export const semaphoreProtocol: ContenderProtocol = {
       session,
       value: contender.value,
     }),
-  refence: (contender) => (snapshot, session, keepSlot) =>
-    refencing(
-      snapshot,
+  refence: (contender) => (snapshot, session, keepSlot) => {
+    // Built on the freshest `.lock` the process knows: its own writes since the last listing.
+    const fresh = contender.fresh?.latestFrom(snapshot) ?? snapshot
+    return refencing(
+      fresh,
       { ...contender, session },
-      contender.cache.view(snapshot, contender),
+      contender.cache.view(fresh, contender),
       keepSlot,
-    ),
+    )
+  },
   release: (contender, session, lastSeen, keepSession) => {
     // The last snapshot the contender decided on, whose view is made, when it lists the session:
     // its write waits for its turn among the process's writers and is built again on the freshest

@@ -178,7 +178,12 @@ describe(
         ])
         const pgid = await groupFrom(pidFile)
         const watchdog = watchdogPid(run)
-        assert.ok((await liveMembers(pgid)).length >= 2, 'the command and its grandchild run')
+        // The shell writes its pid before it starts the grandchild: wait for both.
+        await eventually(
+          'the command and its grandchild run',
+          async () => ((await liveMembers(pgid)).length >= 2 ? true : undefined),
+          CLI_START_MS,
+        )
         const killedAt = Date.now()
         run.child.kill('SIGKILL')
         const ms = await groupGoneWithin(pgid, killedAt, 10_000)

@@ -151,6 +151,15 @@ await build({
 if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) {
   throw new Error(`${bin} does not start with the #!/usr/bin/env node of src/cli/main.ts`)
 }
+// Node reads the bin as one string: a single character above U+00FF anywhere in it (esbuild
+// escapes them in strings, not in regular expressions or comments) makes that a two-byte string,
+// slower to decode and to compile, and twice the memory.
+const wide = /[\u0100-\uffff]/.exec(readFileSync(bin, 'utf8'))
+if (wide !== null) {
+  throw new Error(
+    `${bin} holds the character U+${wide[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0')} at offset ${wide.index}: write it as an escape in the source`,
+  )
+}
 if (readFileSync(bin, 'utf8').includes('require("node:http2")')) {
   throw new Error(
     `${bin} loads node:http2: undici's client-h2.js moved or another file needs it; update the no-undici-h2 plugin of scripts/build.mjs`,

@@ -112,6 +112,27 @@ await build({
   alias: { ...fpTsAndIoTs.alias, rxjs: join(packageDir('rxjs'), 'dist/esm') },
   plugins: [
     {
+      // undici's HTTP/2 client: its module loads node:http2, and with it tls and fs/promises, a
+      // tenth of what one uncontended `rxsem run` costs over a bare node (bench step
+      // process-cost). undici speaks HTTP/2 only on a connection that negotiated it, which needs
+      // allowH2 or useH2c, and the library's Pool sets neither (src/consul/http.ts; undici's ALPN
+      // then offers http/1.1 alone): left out of the bin, in its place a function that says so
+      // should undici ever call it.
+      name: 'no-undici-h2',
+      setup(esbuild) {
+        esbuild.onResolve({ filter: /^\.\/client-h2\.js$/ }, (args) =>
+          args.importer.startsWith(join(undici, 'lib', 'dispatcher'))
+            ? { path: 'client-h2', namespace: 'undici-h2' }
+            : undefined,
+        )
+        esbuild.onLoad({ filter: /.*/, namespace: 'undici-h2' }, () => ({
+          contents:
+            "module.exports = function connectH2 () { throw new Error('the rxsem bin bundles no HTTP/2 client: the connection negotiated h2, which rxsem never offers') }",
+          loader: 'js',
+        }))
+      },
+    },
+    {
       // undici's index is only undici-pool.cts's fallback, never taken here (checked above):
       // left out of the bin.
       name: 'no-undici-index',
@@ -129,6 +150,20 @@ await build({
 })
 if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) {
   throw new Error(`${bin} does not start with the #!/usr/bin/env node of src/cli/main.ts`)
+}
+// Node reads the bin as one string: a single character above U+00FF anywhere in it (esbuild
+// escapes them in strings, not in regular expressions or comments) makes that a two-byte string,
+// slower to decode and to compile, and twice the memory.
+const wide = /[\u0100-\uffff]/.exec(readFileSync(bin, 'utf8'))
+if (wide !== null) {
+  throw new Error(
+    `${bin} holds the character U+${wide[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0')} at offset ${wide.index}: write it as an escape in the source`,
+  )
+}
+if (readFileSync(bin, 'utf8').includes('require("node:http2")')) {
+  throw new Error(
+    `${bin} loads node:http2: undici's client-h2.js moved or another file needs it; update the no-undici-h2 plugin of scripts/build.mjs`,
+  )
 }
 chmodSync(bin, 0o755)
 

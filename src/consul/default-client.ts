@@ -9,11 +9,11 @@
  * of an idle client keeps the process alive: the grace timer is unreferenced and undici
  * unreferences its idle keep-alive sockets.
  */
-import { createHash } from 'node:crypto'
 import type { ConsulClient } from './client-api.js'
 import { clientForConfig } from './client.js'
 import { runCloseHooks } from './close-hooks.js'
 import { resolveConfig, type ConsulClientConfig, type ResolvedConfig } from './config.js'
+import { sha256Hex } from './config-digest.cjs'
 
 /**
  * How long the default client stays open after its last user let go: 5 s. A replica that contends
@@ -140,5 +140,5 @@ function closeQuietly(client: ConsulClient): Promise<void> {
  */
 function configurationKey(resolved: ResolvedConfig): string {
   // The field order is resolveConfig's.
-  return createHash('sha256').update(JSON.stringify(resolved)).digest('hex')
+  return sha256Hex(JSON.stringify(resolved))
 }

@@ -17,7 +17,9 @@ const UNIT_MS: Readonly<Record<string, number>> = {
 /** Milliseconds of a Go duration string such as `15s`, `1m30s`, `1500ms`, `0`; else undefined. */
 export function parseGoDuration(text: string): number | undefined {
   if (text === '0') return 0
-  const whole = /^(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|µs|μs|ms|s|m|h)/
+  // µ (U+00B5) and μ (U+03BC) as escapes: esbuild copies a regular expression as it is, and one
+  // character above U+00FF in the bundled bin makes Node read all of it as a two-byte string.
+  const whole = /^(?:\d+(?:\.\d*)?|\.\d+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h)/
   let rest = text
   let total = 0
   if (rest === '') return undefined

@@ -29,3 +29,21 @@ export function otelApi(): OtelApiModule | undefined {
   }
   return loaded.api
 }
+
+/**
+ * The key under which `@opentelemetry/api` 1.x keeps what was registered globally in the process
+ * (its `registerGlobal`): the tracer and meter providers, the context manager, the propagator and
+ * the diagnostic logger all sit in one object there, made by the first registration.
+ */
+const OTEL_GLOBALS = Symbol.for('opentelemetry.js.api.1')
+
+/**
+ * Whether anything has registered an OpenTelemetry global in this process (an SDK started by a
+ * `--require` or `--import` of NODE_OPTIONS, say), told without loading the API. When nothing has,
+ * the global providers are the API's no-op ones: a contender reporting to them measures nothing.
+ *
+ * @returns True once a global of `@opentelemetry/api` 1.x is registered.
+ */
+export function otelGlobalsRegistered(): boolean {
+  return (globalThis as Record<symbol, unknown>)[OTEL_GLOBALS] !== undefined
+}

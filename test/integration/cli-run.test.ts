@@ -2,7 +2,8 @@
 // process group and environment, and what it leaves in Consul.
 import assert from 'node:assert/strict'
 import { randomUUID } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it, type TestContext } from 'node:test'
@@ -674,6 +675,43 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     const after = startConsulLock(consul.addr, ['-timeout=5s', prefix, 'echo consul-ran'])
     assert.equal(await after.exited, 0)
     assert.match(after.stdout(), /consul-ran/)
+  })
+
+  it('reports to an OpenTelemetry SDK a NODE_OPTIONS --require registered, and loads no @opentelemetry/api without one', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-otel')
+    const repoRequire = createRequire(join(import.meta.dirname, '../../package.json'))
+    // A preload in plain CommonJS, as a user's would be: with OTEL_SDK=1 it registers a global
+    // tracer provider that keeps the spans; in every case it writes at exit the span names and
+    // whether any file of @opentelemetry/api was loaded.
+    const preload = file('otel-preload') + '.cjs'
+    writeFileSync(
+      preload,
+      `const out = process.env.OTEL_OUT
+let exporter
+if (process.env.OTEL_SDK === '1') {
+  const api = require(${JSON.stringify(repoRequire.resolve('@opentelemetry/api'))})
+  const sdk = require(${JSON.stringify(repoRequire.resolve('@opentelemetry/sdk-trace-base'))})
+  exporter = new sdk.InMemorySpanExporter()
+  api.trace.setGlobalTracerProvider(new sdk.BasicTracerProvider({ spanProcessors: [new sdk.SimpleSpanProcessor(exporter)] }))
+}
+process.on('exit', () => {
+  const api = Object.keys(require.cache).some((path) => /[\\/]@opentelemetry[\\/]api[\\/]/.test(path))
+  require('node:fs').writeFileSync(out, JSON.stringify({ api, spans: exporter ? exporter.getFinishedSpans().map((span) => span.name) : [] }))
+})
+`,
+    )
+    const runWith = async (sdk: boolean): Promise<{ api: boolean; spans: string[] }> => {
+      const out = file('otel-out')
+      const run = await runCli(['run', '--prefix', prefix, '--limit', '1', '--', 'true'], {
+        addr: consul.addr,
+        env: { NODE_OPTIONS: `--require ${preload}`, OTEL_SDK: sdk ? '1' : '0', OTEL_OUT: out },
+      })
+      assert.equal(run.code, 0, run.stderr)
+      return JSON.parse(readFileSync(out, 'utf8')) as { api: boolean; spans: string[] }
+    }
+    assert.deepEqual(await runWith(false), { api: false, spans: [] })
+    const reported = await runWith(true)
+    assert.deepEqual([...reported.spans].sort(), ['rxsem.tenure', 'rxsem.wait'])
   })
 })
 

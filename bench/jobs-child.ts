@@ -1,7 +1,8 @@
 // One process of the pooled-jobs figures (bench/jobs.ts): `jobs` calls of `withSlot` on the
-// default client (no `consul` option; the address comes from CONSUL_HTTP_ADDR, which points at
-// the parent's counting proxy), all submitted at once when the parent says `go`, each holding
-// `holdMs` (a timer). Like bench/replica-child.ts it is transpiled to .cache/bench/ and run by
+// default client (no `consul` option; the address comes from CONSUL_HTTP_ADDR, the agent's),
+// all submitted at once when the parent says `go`, each holding `holdMs` (a timer). The child
+// counts the requests its HTTP client sends from `go` on, with their answers' status, from
+// undici's diagnostics channels: no proxy between it and the agent takes CPU from the jobs. Like bench/replica-child.ts it is transpiled to .cache/bench/ and run by
 // plain node, so that it imports the built package by its name.
 //
 // Usage: node jobs-child.mjs <prefix> <limit> <jobs> <holdMs>
@@ -10,6 +11,7 @@
 //         `F <wall ms>`      the `limit`th job of this process started: its jobs have taken every slot
 //         `D`                every job has settled (done or failed)
 //         `J <json>`         the report (JobsChildReport in bench/jobs.ts), the last line
+import { subscribe } from 'node:diagnostics_channel'
 import { withSlot } from 'rx-consul-semaphore'
 
 const [prefix = '', limitArg = '10', jobsArg = '1', holdArg = '2'] = process.argv.slice(2)
@@ -32,6 +34,39 @@ let cpuBefore: NodeJS.CpuUsage | undefined
 let rssBefore = 0
 /** The kernel's peak RSS of this process so far (getrusage's ru_maxrss): no sampling to pay for. */
 const peakRss = (): number => process.resourceUsage().maxRSS * 1024
+
+/** Requests sent since `go`: `method path status` (status 0: no answer) → how many. */
+const sent = new Map<string, number>()
+/** The requests sent since `go` and not answered yet, with their method and path. */
+const open = new Map<object, string>()
+interface UndiciRequest {
+  readonly method: string
+  readonly path: string
+}
+const count = (key: string): void => void sent.set(key, (sent.get(key) ?? 0) + 1)
+subscribe('undici:client:sendHeaders', (message) => {
+  if (submittedAt === undefined) return
+  const { request } = message as { request: UndiciRequest }
+  const query = request.path.indexOf('?')
+  open.set(request, `${request.method} ${query < 0 ? request.path : request.path.slice(0, query)}`)
+})
+/** Counts an open request once, with the status of its answer (0: none, it failed). */
+const answered = (request: UndiciRequest, status: number): void => {
+  const key = open.get(request)
+  if (key === undefined) return
+  open.delete(request)
+  count(`${key} ${status}`)
+}
+subscribe('undici:request:headers', (message) => {
+  const { request, response } = message as {
+    request: UndiciRequest
+    response: { statusCode: number }
+  }
+  answered(request, response.statusCode)
+})
+subscribe('undici:request:error', (message) => {
+  answered((message as { request: UndiciRequest }).request, 0)
+})
 
 const hold = (): Promise<void> => new Promise((done) => setTimeout(done, holdMs))
 
@@ -81,6 +116,10 @@ function report(): void {
       rssPeakMb: peakRss() / 2 ** 20,
       cpuMs: (cpu.user + cpu.system) / 1000,
       failures: Object.fromEntries(failures),
+      // Requests without an answer by now (a long poll, say) count with status 0.
+      requests: [...sent, ...[...open.values()].map((key) => [`${key} 0`, 1] as const)].map(
+        ([key, n]) => [...key.split(' '), n],
+      ),
       records,
     })}\n`,
     // Jobs still waiting are left to the parent's clean-up (it removes the prefix's sessions).

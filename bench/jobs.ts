@@ -1,15 +1,17 @@
 // Figure 7, pooled jobs: many `withSlot` jobs of one process on one prefix, the way a fleet-wide
 // concurrency limit is used. The jobs run in child processes (bench/jobs-child.ts) on the default
-// client (no `consul` option), which reaches the agent through a fault proxy in `pass` mode
-// (CONSUL_HTTP_ADDR) that counts every request. The child runs the built package under plain node.
+// client (no `consul` option), which talks to the agent directly (CONSUL_HTTP_ADDR); each child
+// counts the requests its client sends, with their answers' status, from undici's diagnostics
+// channels, so that no proxy competes with the jobs for the CPU. The child runs the built package
+// under plain node.
 //   jobs:       one process, limit 10, N jobs submitted at once, each holding 2 ms. Until every
 //               job settled or the deadline: jobs done, wall time, jobs/s, the most sessions of
 //               the prefix in Consul at once (/v1/session/list read on the agent directly, every
 //               100 ms after the previous answer), RSS added (the child's peak, the kernel's
 //               ru_maxrss, minus its RSS right before submitting), CPU per job done (the child's
 //               process.cpuUsage from submitting to the end / jobs done), Consul writes per job
-//               done (session creates and destroys, transactions, KV PUTs and DELETEs as the proxy
-//               saw them; renewals beside), and the fencing tokens (below).
+//               done (session creates and destroys, transactions, KV PUTs and DELETEs as the child
+//               sent them; renewals beside), and the fencing tokens (below).
 //   jobs-fair:  two processes on one prefix, limit 4, jobs of 20 ms: A submits its jobs, B its 10
 //               once A has started `limit` jobs (A's jobs have taken every slot). Each process's slot-time (the sum of its jobs'
 //               run time) while both had a backlog, and B's share of it against its fair 0.5.
@@ -20,7 +22,7 @@
 // A deadline bounds each run: what was done by then is reported as measured.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startFaultProxy, type FaultProxy, type SeenRequest } from '../test/support/fault-proxy.js'
+import type { SeenRequest } from '../test/support/fault-proxy.js'
 import { killTree } from '../test/support/processes.js'
 import { builtChild, repoRoot } from './children.js'
 import { isLostCas } from './contention.js'
@@ -53,7 +55,7 @@ export interface JobsFleetSetup {
   readonly deadlineMs: number
 }
 
-/** Consul writes (and renewals, which the target leaves out) seen by the proxy. */
+/** Consul writes (and renewals, which the target leaves out) the children sent. */
 export interface WriteCounts {
   readonly sessionCreates: number
   readonly sessionDestroys: number
@@ -221,8 +223,25 @@ export interface JobsChildReport {
   readonly rssPeakMb: number
   readonly cpuMs: number
   readonly failures: Readonly<Record<string, number>>
+  /**
+   * The requests the child's client sent from `go` on: [method, path without the query, the
+   * answer's status (0: none by the report, or it failed), how many].
+   */
+  readonly requests: readonly (readonly [string, string, string, number])[]
   /** [start order, fencing token, start, end] of each job done. */
   readonly records: readonly (readonly [number, string, number, number])[]
+}
+
+/** The requests the children counted, one each, in the form countWrites reads. */
+export function requestsOf(reports: readonly JobsChildReport[]): SeenRequest[] {
+  return reports.flatMap((report) =>
+    report.requests.flatMap(([method, path, status, n]) =>
+      Array.from({ length: n }, (): SeenRequest => {
+        const answer = Number(status) > 0 ? { status: Number(status), body: undefined } : undefined
+        return { method, path, query: '', at: report.submittedAt, ...(answer ? { answer } : {}) }
+      }),
+    ),
+  )
 }
 
 /** A running jobs child: its lines as they come, and its report once asked for. */
@@ -238,7 +257,7 @@ interface Child {
 }
 
 function startChild(
-  proxyAddr: string,
+  agentAddr: string,
   prefix: string,
   limit: number,
   jobs: number,
@@ -248,7 +267,7 @@ function startChild(
     ...Object.fromEntries(
       Object.entries(process.env).filter(([name]) => !name.startsWith('CONSUL_')),
     ),
-    CONSUL_HTTP_ADDR: proxyAddr,
+    CONSUL_HTTP_ADDR: agentAddr,
   }
   const proc = spawn(
     process.execPath,
@@ -487,29 +506,25 @@ export function checkTokens(records: JobsChildReport['records']): TokenCheck {
 export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<JobsRun> {
   const prefix = `bench-jobs/${setup.jobs}-${Date.now()}`
   const before = new Set(await sessionIds(agentAddr))
-  let proxy: FaultProxy | undefined
   let child: Child | undefined
   let poller: ReturnType<typeof pollSessions> | undefined
   // The deadline's timer, cancelled at the end.
   const timers = new AbortController()
   try {
-    proxy = await startFaultProxy(agentAddr)
-    child = startChild(proxy.addr, prefix, setup.limit, setup.jobs, setup.holdMs)
+    child = startChild(agentAddr, prefix, setup.limit, setup.jobs, setup.holdMs)
     await child.line('U')
     poller = pollSessions(agentAddr, before)
-    proxy.resetCounts()
     child.send('go')
     const outcome = await Promise.race([
       child.line('D').then(() => 'settled' as const),
       sleep(setup.deadlineMs, 'deadline' as const, { signal: timers.signal }),
     ])
     const report = await child.report()
-    const requests = proxy.requests()
     const sessions = await poller.stop()
     poller = undefined
     const done = report.records.length
     const wallMs = report.reportedAt - report.submittedAt
-    const writes = countWrites(requests)
+    const writes = countWrites(requestsOf([report]))
     const perJob = (n: number): number => n / done
     return {
       ...setup,
@@ -531,7 +546,6 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
     timers.abort()
     child?.kill()
     await poller?.stop()
-    await proxy?.close()
     await cleanUp(agentAddr, prefix, before)
   }
 }
@@ -601,19 +615,17 @@ export function fairWindow(
   }
 }
 
-/** The children of a run, each loaded (`U`), behind one counting proxy (withJobsChildren). */
+/** The children of a run, each loaded (`U`) (withJobsChildren). */
 interface JobsChildren {
-  readonly proxy: FaultProxy
   readonly children: readonly Child[]
   /** Resolves to 'deadline' after `ms`; cancelled when the run ends. */
   readonly deadline: (ms: number) => Promise<'deadline'>
 }
 
 /**
- * Starts a counting proxy and one jobs child per entry of `jobs` (its job count) on `prefix`,
- * waits until every child has loaded the library, and runs `body`. Leaves nothing running, also
- * when something throws: the children killed, the proxy closed, the sessions made since and the
- * prefix's keys removed.
+ * Starts one jobs child per entry of `jobs` (its job count) on `prefix`, waits until every
+ * child has loaded the library, and runs `body`. Leaves nothing running, also when something
+ * throws: the children killed, the sessions made since and the prefix's keys removed.
  */
 async function withJobsChildren<T>(
   agentAddr: string,
@@ -623,23 +635,18 @@ async function withJobsChildren<T>(
   body: (run: JobsChildren) => Promise<T>,
 ): Promise<T> {
   const before = new Set(await sessionIds(agentAddr))
-  let proxy: FaultProxy | undefined
   const children: Child[] = []
   const timers = new AbortController()
   try {
-    proxy = await startFaultProxy(agentAddr)
-    for (const n of jobs)
-      children.push(startChild(proxy.addr, prefix, setup.limit, n, setup.holdMs))
+    for (const n of jobs) children.push(startChild(agentAddr, prefix, setup.limit, n, setup.holdMs))
     await Promise.all(children.map((c) => c.line('U')))
     return await body({
-      proxy,
       children,
       deadline: (ms) => sleep(ms, 'deadline' as const, { signal: timers.signal }),
     })
   } finally {
     timers.abort()
     for (const c of children) c.kill()
-    await proxy?.close()
     await cleanUp(agentAddr, prefix, before)
   }
 }
@@ -782,13 +789,13 @@ export function slotGaps(reports: readonly JobsChildReport[], limit: number): Sl
   }
 }
 
-/** The `jobs-fleet` figures of one run, from the children's reports and the proxy's writes. */
+/** The `jobs-fleet` figures of one run, from the children's reports (records and requests). */
 export function fleetFigures(
   setup: JobsFleetSetup,
   reports: readonly JobsChildReport[],
-  writes: WriteCounts,
   timedOut: boolean,
 ): JobsFleetRun {
+  const writes = countWrites(requestsOf(reports))
   const all = reports.flatMap((r) => r.records)
   const firstGo = Math.min(...reports.map((r) => r.submittedAt))
   const lastEnd = (records: JobsChildReport['records']): number =>
@@ -844,8 +851,7 @@ export async function measureJobsFleet(
 ): Promise<JobsFleetRun> {
   const prefix = `bench-jobs-fleet/${setup.processes}x${setup.jobsPerProcess}-${setup.holdMs}ms-${Date.now()}`
   const jobs = Array.from({ length: setup.processes }, () => setup.jobsPerProcess)
-  return withJobsChildren(agentAddr, prefix, setup, jobs, async ({ proxy, children, deadline }) => {
-    proxy.resetCounts()
+  return withJobsChildren(agentAddr, prefix, setup, jobs, async ({ children, deadline }) => {
     const over = deadline(setup.deadlineMs)
     for (const c of children) c.send('go')
     const outcome = await Promise.race([
@@ -853,6 +859,6 @@ export async function measureJobsFleet(
       over,
     ])
     const reports = await Promise.all(children.map((c) => c.report()))
-    return fleetFigures(setup, reports, countWrites(proxy.requests()), outcome === 'deadline')
+    return fleetFigures(setup, reports, outcome === 'deadline')
   })
 }

@@ -10,6 +10,7 @@ import {
   fairWindow,
   fleetWindows,
   mostAtOnce,
+  requestsOf,
   slotGaps,
   writesOf,
   type JobsChildReport,
@@ -66,6 +67,7 @@ const report = (
   rssPeakMb: 0,
   cpuMs: 0,
   failures: {},
+  requests: [],
   records,
 })
 
@@ -212,5 +214,35 @@ describe('countWrites', () => {
       requests: 8,
     })
     assert.equal(writesOf(counts), 6)
+  })
+})
+
+describe('requestsOf', () => {
+  it("reads each child's counted requests as that many requests, with their answers' status", () => {
+    const counted = (requests: JobsChildReport['requests']): JobsChildReport => ({
+      ...report(0, 0, []),
+      requests,
+    })
+    const requests = requestsOf([
+      counted([
+        ['PUT', '/v1/txn', '200', 3],
+        ['PUT', '/v1/txn', '409', 1],
+      ]),
+      counted([
+        ['PUT', '/v1/session/create', '200', 2],
+        ['GET', '/v1/kv/p', '0', 1],
+      ]),
+    ])
+    assert.equal(requests.length, 7)
+    assert.equal(requests.filter((r) => r.answer === undefined).length, 1, 'no answer: status 0')
+    assert.deepEqual(countWrites(requests), {
+      sessionCreates: 2,
+      sessionDestroys: 0,
+      transactions: 4,
+      transactionsLost: 1,
+      kvWrites: 0,
+      renewals: 0,
+      requests: 7,
+    })
   })
 })

@@ -13,7 +13,6 @@ import type { ConsulClient } from './client-api.js'
 import { clientForConfig } from './client.js'
 import { runCloseHooks } from './close-hooks.js'
 import { resolveConfig, type ConsulClientConfig, type ResolvedConfig } from './config.js'
-import { sha256Hex } from './config-digest.cjs'
 
 /**
  * How long the default client stays open after its last user let go: 5 s. A replica that contends
@@ -135,10 +134,10 @@ function closeQuietly(client: ConsulClient): Promise<void> {
 }
 
 /**
- * The registry key of a resolved configuration: a digest, so that the token and the TLS key do
- * not sit in the map as text, while two configurations that differ in a secret still differ.
+ * The registry key of a resolved configuration: its JSON, field by field in resolveConfig's order,
+ * so that two configurations that differ in anything, a secret included, differ. It holds the
+ * token and the TLS key as text, as the client made from that configuration already does.
  */
 function configurationKey(resolved: ResolvedConfig): string {
-  // The field order is resolveConfig's.
-  return sha256Hex(JSON.stringify(resolved))
+  return JSON.stringify(resolved)
 }

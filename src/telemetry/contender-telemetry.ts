@@ -21,7 +21,7 @@ import {
   type PhaseCounts,
 } from './instruments.js'
 import { ATTRIBUTES, SPANS } from './metric-names.js'
-import { otelApi, type OtelApiModule } from './otel-api.cjs'
+import { otelApi, otelGlobalsRegistered, type OtelApiModule } from './otel-api.cjs'
 import type { TelemetryOptions } from './telemetry-options.js'
 
 /** Why a contender stopped: closed by its user, refused (try-once), or the kind of its failure. */
@@ -55,8 +55,11 @@ export interface ContenderFacts {
 }
 
 /**
- * The telemetry of a new contender: nothing when `option` is false or the API is not installed,
- * else reports to the given providers or the global ones.
+ * The telemetry of a new contender: nothing when `option` is false, when it would report only to
+ * the global providers and nothing has registered one (they are the API's no-ops then), or when
+ * the API is not installed; else reports to the given providers or the global ones. The API is
+ * loaded only in the last case: loading it to measure nothing took a process tens of
+ * milliseconds of CPU at its first contender.
  *
  * @param option - The contender's `telemetry` option.
  * @param facts - Its prefix, limit, protocol, client and clock.
@@ -67,6 +70,8 @@ export function contenderTelemetry(
   facts: ContenderFacts,
 ): ContenderTelemetry {
   if (option === false) return NO_TELEMETRY
+  const ownProvider = option?.meterProvider !== undefined || option?.tracerProvider !== undefined
+  if (!ownProvider && !otelGlobalsRegistered()) return NO_TELEMETRY
   const api = otelApi()
   if (api === undefined) return NO_TELEMETRY
   try {

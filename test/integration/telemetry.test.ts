@@ -3,6 +3,8 @@
 // contenders acquire, hold, release, hand over, lose their slot and race on the real agent.
 // Every test also checks that no attribute carries the ACL token or a session id.
 import assert from 'node:assert/strict'
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
 import { after, before, describe, it } from 'node:test'
 import { metrics, SpanStatusCode, trace } from '@opentelemetry/api'
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base'
@@ -34,6 +36,8 @@ import {
   type Point,
   type TelemetrySdk,
 } from '../support/telemetry-sdk.js'
+
+const execFileAsync = promisify(execFile)
 
 /** Sent with every request (the dev agent has no ACLs and ignores it): it must show nowhere. */
 const TOKEN = 'telemetry-test-token-4b1d8e2a'
@@ -342,6 +346,36 @@ describe('telemetry (OpenTelemetry metrics and spans)', { timeout: SUITE_TIMEOUT
       metrics.disable()
       trace.disable()
     }
+  })
+
+  it('loads no @opentelemetry/api for a contender when no global provider is registered and its option names none', async () => {
+    // A process of its own: this one has loaded the API. It runs the library's sources under
+    // tsx, takes a slot with and without providers, and says when the API was first loaded.
+    const script = `
+      const { createRequire } = await import('node:module')
+      const { semaphore } = await import(${JSON.stringify(new URL('../../src/index.ts', import.meta.url).href)})
+      const { firstValueFrom, filter } = await import('rxjs')
+      const loaded = () => Object.keys(createRequire(import.meta.url).cache).some((f) => /[\\/]@opentelemetry[\\/]api[\\/]/.test(f))
+      const hold = async (options) => {
+        const sem = semaphore({ prefix: process.env.PREFIX, limit: 1, ...options })
+        await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
+        await sem.close()
+      }
+      await hold({})
+      const before = loaded()
+      await hold({ telemetry: { meterProvider: { getMeter: () => ({}) } } })
+      console.log(JSON.stringify({ before, after: loaded() }))
+    `
+    const prefix = prefixFor('no-global')
+    const { stdout } = await execFileAsync(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', script],
+      { env: { ...process.env, CONSUL_HTTP_ADDR: consul.addr, PREFIX: prefix }, timeout: 60_000 },
+    )
+    assert.deepEqual(JSON.parse(stdout.trim().split('\n').pop() ?? ''), {
+      before: false,
+      after: true,
+    })
   })
 
   it('keeps contending when the telemetry throws', async () => {

@@ -8,7 +8,6 @@ import type { ConsulClient } from '../../consul/client-api.js'
 import { contendForLead, type LeaderElectionState } from '../../recipes/leader-election.js'
 import { contendForSlot, type SemaphoreState } from '../../recipes/semaphore.js'
 import { tryOnceVerdict, type TryOnceVerdict } from '../../core/contender/try-once-verdict.js'
-import { otelGlobalsRegistered } from '../../telemetry/otel-api.cjs'
 import type { RunPlan } from './plan.js'
 
 /** A session's lease: trusted until `deadlineMs` (epoch ms), as the library counts it. */
@@ -52,11 +51,6 @@ export type ContenderSpec = Pick<
  * unranked, it ends its `state$` without holding when the try-once rule answers "not held" (or
  * Consul refuses the lock for a lock-delay, which `state$` does not show), and fails rather than
  * retries.
- *
- * The contender reports to OpenTelemetry's global providers only when something registered one
- * before (an SDK a NODE_OPTIONS `--require` or `--import` started): otherwise they are the API's
- * no-op providers, and loading `@opentelemetry/api` (some 40 files, where it is installed) to
- * measure nothing cost an uncontended run some 30 ms of CPU (Node 24).
  */
 export function createContender(spec: ContenderSpec): CliContender {
   const internals = { tryOnce: spec.timeoutMs === 0 }
@@ -64,7 +58,6 @@ export function createContender(spec: ContenderSpec): CliContender {
     prefix: spec.prefix,
     consul: spec.consul,
     sessionName: spec.sessionName,
-    ...(otelGlobalsRegistered() ? {} : { telemetry: false as const }),
     ...(spec.ttl !== undefined ? { ttl: spec.ttl } : {}),
     ...(spec.lockDelay !== undefined ? { lockDelay: spec.lockDelay } : {}),
     ...(spec.value !== undefined ? { value: spec.value } : {}),

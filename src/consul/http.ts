@@ -81,6 +81,16 @@ export function createTransport(config: ResolvedConfig): Transport {
   })
   const secrets = secretsOf(config)
   const headers = authHeaders(config)
+  // The headers of a request with a body, one object per content type (not one per request).
+  const bodyHeaders = new Map<string, Record<string, string>>()
+  const headersWith = (contentType: string): Record<string, string> => {
+    let known = bodyHeaders.get(contentType)
+    if (known === undefined) {
+      known = { ...headers, 'Content-Type': contentType }
+      bodyHeaders.set(contentType, known)
+    }
+    return known
+  }
   const requests = requestFeed()
   const where = config.socketPath === undefined ? config.origin : `unix://${config.socketPath}`
   // The pool gets at most `connections` requests at once; the rest wait in the gate, untimed.
@@ -136,7 +146,7 @@ export function createTransport(config: ResolvedConfig): Transport {
         headers:
           request.body === undefined
             ? headers
-            : { ...headers, 'Content-Type': request.contentType ?? 'application/octet-stream' },
+            : headersWith(request.contentType ?? 'application/octet-stream'),
         body: request.body,
         signal: admission.signal,
         // Backstops only: the gate's timeout fires first and is reported as Timeout.

@@ -158,7 +158,7 @@ export function createTransport(config: ResolvedConfig): Transport {
       if (bytes === undefined) {
         return E.left(tooLargeError(response.statusCode, config.maxResponseBytes, bare))
       }
-      return E.right(answerOf(response, bytes, names.label, where, receivedAt))
+      return E.right(new BufferedAnswer(response, bytes, names.label, where, receivedAt))
     } catch (error) {
       return E.left(
         requestError(error, admission.stop(), { ...names, timeoutMs, origin: config.origin }),
@@ -198,24 +198,29 @@ export function createTransport(config: ResolvedConfig): Transport {
   }
 }
 
-/** An answer whose `body` is made from its bytes when first read (a listing's never is). */
-function answerOf(
-  response: { readonly statusCode: number; readonly headers: HttpAnswer['headers'] },
-  bytes: readonly Uint8Array[],
-  label: string,
-  origin: string,
-  receivedAt: number,
-): HttpAnswer {
-  let text: string | undefined
-  return {
-    status: response.statusCode,
-    headers: response.headers,
-    get body(): string {
-      return (text ??= bodyText(bytes))
-    },
-    bytes,
-    label,
-    origin,
-    receivedAt,
+/**
+ * An answer whose `body` is made from its bytes when first read (a listing's never is). A class,
+ * so that the getter is one function on its prototype: a getter made per answer (an object
+ * literal's) kept that answer's text and bytes alive for as long as V8 kept the function, long
+ * after the answer was dropped, and every write's answer outlived the young generation that way.
+ */
+class BufferedAnswer implements HttpAnswer {
+  private text: string | undefined = undefined
+  readonly status: number
+  readonly headers: HttpAnswer['headers']
+
+  constructor(
+    response: { readonly statusCode: number; readonly headers: HttpAnswer['headers'] },
+    readonly bytes: readonly Uint8Array[],
+    readonly label: string,
+    readonly origin: string,
+    readonly receivedAt: number,
+  ) {
+    this.status = response.statusCode
+    this.headers = response.headers
+  }
+
+  get body(): string {
+    return (this.text ??= bodyText(this.bytes))
   }
 }

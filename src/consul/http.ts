@@ -200,9 +200,10 @@ export function createTransport(config: ResolvedConfig): Transport {
 
 /**
  * An answer whose `body` is made from its bytes when first read (a listing's never is). A class,
- * so that the getter is one function on its prototype: a getter made per answer (an object
- * literal's) kept that answer's text and bytes alive for as long as V8 kept the function, long
- * after the answer was dropped, and every write's answer outlived the young generation that way.
+ * so that every answer shares the one getter on its prototype. An object literal with a getter of
+ * its own does not die young in V8: it outlives every young collection until the next full one,
+ * and with it the getter's closure and what that holds (the text and the bytes), so that each
+ * answer of a busy client went to the old generation and the young one grew to its largest.
  */
 class BufferedAnswer implements HttpAnswer {
   private text: string | undefined = undefined

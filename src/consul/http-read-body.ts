@@ -3,6 +3,7 @@
  * (an unread one keeps its connection busy), but reading stops at the cap and the body is
  * destroyed, which makes undici drop the connection rather than read the rest into nowhere.
  */
+import { finished } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
 import type { Dispatcher } from 'undici'
 
@@ -21,22 +22,37 @@ export async function readBody(
   return body
 }
 
-/** The chunks of the body, or undefined once it passed `limit` bytes (then it is destroyed unread). */
-async function readCapped(
+/**
+ * The chunks of the body, or undefined once it passed `limit` bytes (then it is destroyed unread).
+ * Read by its `data` events rather than as an async iterator, which makes promises per chunk: every
+ * answer of a busy client passes here.
+ */
+function readCapped(
   body: Dispatcher.ResponseData['body'],
   limit: number,
 ): Promise<readonly Buffer[] | undefined> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length
-    if (size > limit) {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    let over = false
+    const take = (chunk: Buffer): void => {
+      size += chunk.length
+      if (size <= limit) {
+        chunks.push(chunk)
+        return
+      }
+      over = true
+      body.off('data', take)
       body.destroy()
-      return undefined
     }
-    chunks.push(chunk)
-  }
-  return chunks
+    body.on('data', take)
+    finished(body, (error) => {
+      body.off('data', take)
+      if (over) resolve(undefined)
+      else if (error !== undefined && error !== null) reject(error)
+      else resolve(chunks)
+    })
+  })
 }
 
 /**

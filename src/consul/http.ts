@@ -81,6 +81,16 @@ export function createTransport(config: ResolvedConfig): Transport {
   })
   const secrets = secretsOf(config)
   const headers = authHeaders(config)
+  // The headers of a request with a body, one object per content type (not one per request).
+  const bodyHeaders = new Map<string, Record<string, string>>()
+  const headersWith = (contentType: string): Record<string, string> => {
+    let known = bodyHeaders.get(contentType)
+    if (known === undefined) {
+      known = { ...headers, 'Content-Type': contentType }
+      bodyHeaders.set(contentType, known)
+    }
+    return known
+  }
   const requests = requestFeed()
   const where = config.socketPath === undefined ? config.origin : `unix://${config.socketPath}`
   // The pool gets at most `connections` requests at once; the rest wait in the gate, untimed.
@@ -136,7 +146,7 @@ export function createTransport(config: ResolvedConfig): Transport {
         headers:
           request.body === undefined
             ? headers
-            : { ...headers, 'Content-Type': request.contentType ?? 'application/octet-stream' },
+            : headersWith(request.contentType ?? 'application/octet-stream'),
         body: request.body,
         signal: admission.signal,
         // Backstops only: the gate's timeout fires first and is reported as Timeout.
@@ -148,7 +158,7 @@ export function createTransport(config: ResolvedConfig): Transport {
       if (bytes === undefined) {
         return E.left(tooLargeError(response.statusCode, config.maxResponseBytes, bare))
       }
-      return E.right(answerOf(response, bytes, names.label, where, receivedAt))
+      return E.right(new BufferedAnswer(response, bytes, names.label, where, receivedAt))
     } catch (error) {
       return E.left(
         requestError(error, admission.stop(), { ...names, timeoutMs, origin: config.origin }),
@@ -188,24 +198,30 @@ export function createTransport(config: ResolvedConfig): Transport {
   }
 }
 
-/** An answer whose `body` is made from its bytes when first read (a listing's never is). */
-function answerOf(
-  response: { readonly statusCode: number; readonly headers: HttpAnswer['headers'] },
-  bytes: readonly Uint8Array[],
-  label: string,
-  origin: string,
-  receivedAt: number,
-): HttpAnswer {
-  let text: string | undefined
-  return {
-    status: response.statusCode,
-    headers: response.headers,
-    get body(): string {
-      return (text ??= bodyText(bytes))
-    },
-    bytes,
-    label,
-    origin,
-    receivedAt,
+/**
+ * An answer whose `body` is made from its bytes when first read (a listing's never is). A class,
+ * so that every answer shares the one getter on its prototype. An object literal with a getter of
+ * its own does not die young in V8: it outlives every young collection until the next full one,
+ * and with it the getter's closure and what that holds (the text and the bytes), so that each
+ * answer of a busy client went to the old generation and the young one grew to its largest.
+ */
+class BufferedAnswer implements HttpAnswer {
+  private text: string | undefined = undefined
+  readonly status: number
+  readonly headers: HttpAnswer['headers']
+
+  constructor(
+    response: { readonly statusCode: number; readonly headers: HttpAnswer['headers'] },
+    readonly bytes: readonly Uint8Array[],
+    readonly label: string,
+    readonly origin: string,
+    readonly receivedAt: number,
+  ) {
+    this.status = response.statusCode
+    this.headers = response.headers
+  }
+
+  get body(): string {
+    return (this.text ??= bodyText(this.bytes))
   }
 }

@@ -6,12 +6,15 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { rejectedBeforeSending, type BadRequest } from '../base/consul-error.js'
 
+/** A `.` or `..` segment (the first), captured. */
+const DOTTED_SEGMENT = /(?:^|\/)(\.\.?)(?:\/|$)/
+
 /** Why `key` cannot be sent, or undefined when it can. */
 export function keyProblem(key: string, allowEmpty: boolean): string | undefined {
   if (key === '') return allowEmpty ? undefined : 'the key is empty'
   if (key.startsWith('/')) return `the key ${JSON.stringify(key)} begins with "/"; drop it`
   if (key.includes('//')) return `the key ${JSON.stringify(key)} contains "//" (an empty segment)`
-  const dotted = key.split('/').find((segment) => segment === '.' || segment === '..')
+  const dotted = DOTTED_SEGMENT.exec(key)?.[1]
   if (dotted !== undefined) {
     return `the key ${JSON.stringify(key)} has a "${dotted}" segment, which HTTP path cleaning would rewrite`
   }

@@ -11,7 +11,7 @@ import { decodeJson, toKVEntry, TxnAnswerJson, txnAnswerJsonOf } from './codecs.
 import { rejectedBeforeSending, type ConsulError } from '../base/consul-error.js'
 import { statusError, unsent, type Transport } from './http.js'
 import { keyProblem } from './keys.js'
-import { jsonObjectWithUint64, UINT64_MAX } from './uint64-json.js'
+import { UINT64_MAX } from './uint64-json.js'
 
 const VERB: Readonly<Record<TxnOp['verb'], string>> = {
   set: 'set',
@@ -32,31 +32,26 @@ function opJson(op: TxnOp, position: number): E.Either<string, string> {
   if (problem !== undefined) return E.left(`operation ${position}: ${problem}`)
   const flags = 'flags' in op ? op.flags : undefined
   const index = 'index' in op ? op.index : undefined
-  for (const [name, n] of [
-    ['flags', flags],
-    ['index', index],
-  ] as const) {
-    if (n !== undefined && (n < 0n || n > UINT64_MAX)) {
-      return E.left(`operation ${position}: ${name} ${n} is not a uint64`)
-    }
-  }
+  const notUint64 = uint64Problem('flags', flags) ?? uint64Problem('index', index)
+  if (notUint64 !== undefined) return E.left(`operation ${position}: ${notUint64}`)
+  // Built as text in one pass: one of these is made for every operation of every write.
+  let kv = `{"KV":{"Verb":"${VERB[op.verb]}","Key":${JSON.stringify(op.key)}`
   const value = 'value' in op ? op.value : undefined
-  const kv = jsonObjectWithUint64([
-    ['Verb', VERB[op.verb]],
-    ['Key', op.key],
-    [
-      'Value',
-      value === undefined
-        ? undefined
-        : value === null
-          ? null
-          : Buffer.from(value).toString('base64'),
-    ],
-    ['Flags', flags],
-    ['Index', index],
-    ['Session', 'session' in op ? op.session : undefined],
-  ])
-  return E.right(`{"KV":${kv}}`)
+  if (value === null) kv += ',"Value":null'
+  else if (value !== undefined) kv += `,"Value":"${base64Of(value)}"`
+  if (flags !== undefined) kv += `,"Flags":${flags}`
+  if (index !== undefined) kv += `,"Index":${index}`
+  if ('session' in op) kv += `,"Session":${JSON.stringify(op.session)}`
+  return E.right(`${kv}}}`)
+}
+
+function uint64Problem(name: string, n: bigint | undefined): string | undefined {
+  return n !== undefined && (n < 0n || n > UINT64_MAX) ? `${name} ${n} is not a uint64` : undefined
+}
+
+/** The bytes in base64, read where they are (no copy). */
+function base64Of(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64')
 }
 
 /** The `txn` call of a ConsulClient's KV part. */

@@ -55,6 +55,18 @@ describe('uint64 JSON', () => {
     })
   })
 
+  it('quotes only digits that end the value, and every such member', () => {
+    assert.equal(
+      quoteUint64Members('[{"Flags":1,"Index":22 },{"ModifyIndex":333\n]'),
+      '[{"Flags":"1","Index":"22" },{"ModifyIndex":"333"\n]',
+    )
+    assert.equal(
+      quoteUint64Members('{"Flags":12a,"Index":"7","LockIndex":}'),
+      '{"Flags":12a,"Index":"7","LockIndex":}',
+    )
+    assert.equal(quoteUint64Members('{"Flags":5'), '{"Flags":5', 'no delimiter after the digits')
+  })
+
   it('parses only canonical decimals within 0..2^64-1', () => {
     assert.equal(parseUint64('0'), 0n)
     assert.equal(parseUint64('18446744073709551615'), 18446744073709551615n)

@@ -15,6 +15,17 @@ describe('keys', () => {
     assert.equal(joinKey('../a', 'b'), '../a/b')
   })
 
+  it('should join segments that need no cleaning as they are, and clean every other kind', () => {
+    assert.equal(joinKey('svc/lock', '.lock'), 'svc/lock/.lock')
+    assert.equal(joinKey('svc', '', 'a...b', '...'), 'svc/a...b/...')
+    assert.equal(joinKey('/svc', 'a'), '/svc/a')
+    assert.equal(joinKey('svc/', 'a'), 'svc/a')
+    assert.equal(joinKey('svc', 'a/.'), 'svc/a')
+    assert.equal(joinKey('svc', './a'), 'svc/a')
+    assert.equal(joinKey('svc/..'), '.')
+    assert.equal(joinKey('.'), '.')
+  })
+
   it('should build the lock key and a contender key under the prefix', () => {
     assert.equal(lockKey('svc/lock/'), 'svc/lock/.lock')
     assert.equal(contenderKey('svc//lock', 'abc'), 'svc/lock/abc')

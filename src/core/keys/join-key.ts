@@ -10,6 +10,21 @@
  * @returns The cleaned key, or `''` when every segment is empty.
  */
 export function joinKey(...segments: readonly string[]): string {
+  // Segments that are already clean (the prefixes and names the library joins on every write)
+  // join as they are: the same result, without splitting and rejoining.
+  let clean = ''
+  for (const segment of segments) {
+    if (segment === '') continue
+    if (NEEDS_CLEANING.test(segment)) return cleanJoin(segments)
+    clean = clean === '' ? segment : `${clean}/${segment}`
+  }
+  return clean
+}
+
+/** A segment that cleaning would change: a leading or trailing `/`, `//`, a `.` or `..` part. */
+const NEEDS_CLEANING = /^\/|\/$|\/\/|(?:^|\/)\.\.?(?:\/|$)/
+
+function cleanJoin(segments: readonly string[]): string {
   const joined = segments.filter((segment) => segment !== '').join('/')
   if (joined === '') return ''
   const rooted = joined.startsWith('/')

@@ -6,7 +6,6 @@ import {
   CapitalisedLimit,
   HolderFlag,
   HolderList,
-  HolderMap,
   JsonObject,
   LowercaseLimit,
 } from './lock-body-codec.js'
@@ -72,15 +71,20 @@ function recordOf(body: Record<string, unknown>): E.Either<string, LockBodyRecor
   if (capitalised && lowercase) {
     return E.left('body mixes "Limit"/"Holders" with "limit"/"holders": which one counts?')
   }
-  const limit = lowercase
-    ? pipe(
-        LowercaseLimit.decode(body),
-        E.map((b) => b.limit),
-      )
-    : pipe(
-        CapitalisedLimit.decode(body),
-        E.map((b) => b.Limit),
-      )
+  // The common body (a positive whole Limit) read without the codec, which runs to say what is
+  // wrong with any other.
+  const given = lowercase ? body['limit'] : body['Limit']
+  const limit = isPositiveInt(given)
+    ? E.right(given)
+    : lowercase
+      ? pipe(
+          LowercaseLimit.decode(body),
+          E.map((b) => b.limit),
+        )
+      : pipe(
+          CapitalisedLimit.decode(body),
+          E.map((b) => b.Limit),
+        )
   const holdersField = lowercase ? 'holders' : 'Holders'
   return pipe(
     limit,
@@ -92,6 +96,11 @@ function recordOf(body: Record<string, unknown>): E.Either<string, LockBodyRecor
       ),
     ),
   )
+}
+
+/** PositiveInt's rule. */
+function isPositiveInt(n: unknown): n is number {
+  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0
 }
 
 function holdersOf(
@@ -111,11 +120,15 @@ function holdersOf(
     )
   }
   if (JsonObject.is(holders)) {
-    return pipe(
-      HolderMap.decode(holders),
-      E.mapLeft(() => nonBooleanHolders(holders, field)),
-      E.map((map) => ({ holders: Object.keys(map), shape: 'go-map' as const })),
-    )
+    // HolderMap's rule, checked in place (this runs on every `.lock` read): every value a flag.
+    const keys = Object.keys(holders)
+    for (const key of keys) {
+      const flag = holders[key]
+      if (flag !== null && typeof flag !== 'boolean') {
+        return E.left(nonBooleanHolders(holders, field))
+      }
+    }
+    return E.right({ holders: keys, shape: 'go-map' })
   }
   return E.left(
     `${field} is ${JSON.stringify(holders).slice(0, 60)}, but it must be a list of session ids or a map of session ids to true`,

@@ -120,13 +120,11 @@ function holdersOf(
     )
   }
   if (JsonObject.is(holders)) {
-    // HolderMap's rule, checked in place (this runs on every `.lock` read): every value a flag.
+    // A map used as a set (Go's shape): what counts is the keys, every value a flag. Checked in
+    // place rather than by a record codec: this runs on every `.lock` read.
     const keys = Object.keys(holders)
     for (const key of keys) {
-      const flag = holders[key]
-      if (flag !== null && typeof flag !== 'boolean') {
-        return E.left(nonBooleanHolders(holders, field))
-      }
+      if (!HolderFlag.is(holders[key])) return E.left(nonBooleanHolders(holders, field))
     }
     return E.right({ holders: keys, shape: 'go-map' })
   }

@@ -32,6 +32,3 @@ export const JsonObject = t.UnknownRecord
  * and `false` decode, `null` leaves the zero value (false), anything else fails the whole body.
  */
 export const HolderFlag = t.union([t.boolean, t.null])
-
-/** Holders as a map used as a set (Go shape): what counts is the keys, whatever their flag says. */
-export const HolderMap = t.record(t.string, HolderFlag)

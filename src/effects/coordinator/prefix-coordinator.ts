@@ -368,22 +368,31 @@ function waitForKey(
         return of<WatchEvent>({ type: 'snapshot', snapshot: listed.right })
       }),
     )
-  return defer(() => {
+  // The key's own watch decodes one entry: the prefix's cache is for listings of the prefix.
+  const keyWatch = { ...options, reuse: undefined, startIndex: to.modifyIndex }
+  // One round: the key's polls up to its change (or a reconnection), then one listing. The key's
+  // watch ends with the change, before it sends its next poll: the listing makes the coordinator
+  // choose the target again, which is another key, or the prefix, nearly every time. Should the
+  // target stay the same, the next round watches the key again.
+  const changed = Symbol('changed')
+  const keyRound = defer(() => {
     let reconnected = false
-    // The key's own watch decodes one entry: the prefix's cache is for listings of the prefix.
-    const keyWatch = { ...options, reuse: undefined, startIndex: to.modifyIndex }
-    const keyEvents = client.watchPrefix(to.key, keyWatch).pipe(
-      concatMap((event): Observable<WatchEvent> => {
+    return client.watchPrefix(to.key, keyWatch).pipe(
+      concatMap((event): Observable<WatchEvent | typeof changed> => {
         if (event.type === 'disconnected') {
           reconnected = true
           return of(event)
         }
         const entry = event.snapshot.entries.find((e) => e.key === to.key)
         if (!reconnected && entry?.modifyIndex === to.modifyIndex) return EMPTY
-        reconnected = false
-        return listOnce()
+        return of(changed)
       }),
+      takeWhile((event) => event !== changed, true),
+      concatMap((event) => (event === changed ? listOnce() : of(event))),
     )
+  })
+  return defer(() => {
+    const keyEvents = keyRound.pipe(repeat())
     const rechecks = interval(PARKED_RECHECK_MS, options.scheduler ?? asyncScheduler).pipe(
       concatMap(listOnce),
     )

@@ -13,8 +13,8 @@
 // <processes>x<jobs per process>@<hold ms>, e.g. BENCH_JOBS_FLEET=4x2500@2,1x10000@2, and
 // BENCH_JOBS_FLEET_DEADLINE, seconds each setup may run (default 60 for jobs under 10 ms, else 30;
 // 30 and 20 quick). The replicas figure: BENCH_REPLICAS, a comma-separated list of replica counts
-// on the one agent, e.g. BENCH_REPLICAS=12; when set, the cluster topology is not run. A run with BENCH_ONLY prints its tables and leaves bench/results.md (a full run's) as
-// it is. BENCH_CPU_PROFILES=<folder> makes each scale worker write CPU profiles of its start-up and
+// on the one agent, e.g. BENCH_REPLICAS=12; when set, the cluster topology is not run. A run with
+// BENCH_ONLY prints its tables and leaves bench/results.md (a full run's) as it is. BENCH_CPU_PROFILES=<folder> makes each scale worker write CPU profiles of its start-up and
 // of its churn there (bench/scale-worker.ts), and prints the churn's requests by kind.
 import type { JobsFairSetup, JobsFleetSetup, JobsSetup } from './jobs.js'
 import type { TelemetryCostConfig } from './telemetry-cost.js'

@@ -14,6 +14,7 @@ import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 import { leaderElection, type LeaderElectionState } from '../../src/recipes/leader-election.js'
 import { semaphore, type SemaphoreState } from '../../src/recipes/semaphore.js'
 import { HELD_POLL_SPACING_MS } from '../../src/core/semaphore/watch-target.js'
+import { WAKE_WAIT_MS } from '../../src/effects/coordinator/prefix-coordinator.js'
 import { advanceBy, createConsulDouble, type ConsulDouble } from '../support/consul-double.js'
 
 const prefix = 'svc/counted'
@@ -290,7 +291,7 @@ describe('request counts, in virtual time on the Consul double', () => {
     const rank = (c: { seen: Followed }): number | undefined =>
       (c.seen.last as SemaphoreState | undefined)?.rank
 
-    it('wakes a parked waiter with one answer of its key poll and one listing, and no other poll of the key', async () => {
+    it('wakes a parked waiter with one answer of its key poll and one listing that blocks on the change, and no other poll of the key', async () => {
       const [a, b, c, d] = ['a', 'b', 'c', 'd'].map(contender) as [
         ReturnType<typeof contender>,
         ReturnType<typeof contender>,
@@ -305,24 +306,21 @@ describe('request counts, in virtual time on the Consul double', () => {
       await quiet()
       requests()
       // d waits third (rank 2, then 1 once b holds): its process parks on c's key, which changes
-      // when c is handed the slot. d's listing after that change is held on the way for a while,
-      // as a round trip to a real agent takes time: no other poll of the key goes out meanwhile.
-      const listing = double.hold('kv.list', {
-        when: (call) => call.client === 'd' && call.args === `${prefix}/`,
-      })
+      // when c is handed the slot.
       await close(b.sem)
       await until('c holds', () => c.seen.last?.holding === true)
-      await listing.reached
-      await quiet()
-      listing.release()
+      const handedAt = scheduler.now()
       await until('d is first in line', () => rank(d) === 0)
+      // Nothing else changes in the prefix: the listing answers after WAKE_WAIT_MS.
+      assert.ok(scheduler.now() - handedAt <= WAKE_WAIT_MS + 10, 'd moved up within the wait')
       await quiet()
       const ofD = requests().filter((line) => line.startsWith('d: '))
+      const handOff = /index=(\d+)/.exec(ofD[0] ?? '')?.[1]
       assert.deepEqual(ofD, [
-        // The listing after c's key changed (the key poll that saw it was sent before), then the
-        // prefix's poll from it: d is first in line.
-        `d: ${LIST_CHILDREN}`,
-        `d: ${poll(Number(/index=(\d+)/.exec(ofD[1] ?? '')?.[1]))}`,
+        // The listing after c's key changed (the key poll that saw it was sent before), blocking
+        // on the index of that change; then the prefix's poll from it: d is first in line.
+        `d: GET /v1/kv/${prefix}/?recurse&index=${handOff}&wait=${WAKE_WAIT_MS}ms`,
+        `d: ${poll(Number(handOff))}`,
       ])
       await close(c.sem)
       await close(d.sem)

@@ -77,6 +77,19 @@ export interface CoordinatorWatchOptions extends WatchOptions {
 export const PARKED_RECHECK_MS = 5000
 
 /**
+ * How long the listing of a parked waiter whose key ahead changed may block on the index of that
+ * change: 100 ms. The change is nearly always a hand-over to the waiter ahead, which leaves
+ * nothing for this one to do but move up; and the holder that handed its slot over writes again
+ * a few round trips later when it contends again (its join). A listing made at once would show
+ * the prefix before that join and wake for it too; one that blocks on the change's index answers
+ * with the join, or with the next hand-over, or after this time, whichever comes first: one
+ * answer instead of two. What it may delay, by this time at most, is a waiter that the change
+ * made first in line beside a free slot (the waiter ahead took one of two free slots by its own
+ * CAS), which the front of the queue watching the prefix would have taken at once.
+ */
+export const WAKE_WAIT_MS = 100
+
+/**
  * One per (client, prefix, protocol) in a process: the prefix's one watch, its last snapshot, the
  * views its contenders share (`viewCache`), and the members to step on each event. On every
  * snapshot it hands the event to each member (which decides once, in O(1), on the shared view, and
@@ -348,12 +361,14 @@ function waitForKey(
   options: WatchOptions,
   fallBack: () => void,
 ): Observable<WatchEvent> {
-  const listOnce = (): Observable<WatchEvent> =>
+  /** One listing of the prefix; `after`: blocking on that index for `WAKE_WAIT_MS` at most. */
+  const listOnce = (after?: bigint): Observable<WatchEvent> =>
     fromCall((signal) =>
       client.kv.list(`${prefix}/`, {
         signal,
         consistency: options.consistency,
         reuse: options.reuse,
+        ...(after !== undefined && after >= 1n ? { index: after, waitMs: WAKE_WAIT_MS } : {}),
       }),
     ).pipe(
       mergeMap((listed) => {
@@ -373,28 +388,32 @@ function waitForKey(
   // One round: the key's polls up to its change (or a reconnection), then one listing. The key's
   // watch ends with the change, before it sends its next poll: the listing makes the coordinator
   // choose the target again, which is another key, or the prefix, nearly every time. Should the
-  // target stay the same, the next round watches the key again.
-  const changed = Symbol('changed')
+  // target stay the same, the next round watches the key again. The listing after a change
+  // blocks on the index of that change, for `WAKE_WAIT_MS` at most; after a reconnection it reads
+  // at once.
   const keyRound = defer(() => {
     let reconnected = false
     return client.watchPrefix(to.key, keyWatch).pipe(
-      concatMap((event): Observable<WatchEvent | typeof changed> => {
+      concatMap((event): Observable<WatchEvent | { readonly changedAt: bigint | undefined }> => {
         if (event.type === 'disconnected') {
           reconnected = true
           return of(event)
         }
         const entry = event.snapshot.entries.find((e) => e.key === to.key)
-        if (!reconnected && entry?.modifyIndex === to.modifyIndex) return EMPTY
-        return of(changed)
+        if (!reconnected) {
+          if (entry?.modifyIndex === to.modifyIndex) return EMPTY
+          return of({ changedAt: event.snapshot.index })
+        }
+        return of({ changedAt: undefined })
       }),
-      takeWhile((event) => event !== changed, true),
-      concatMap((event) => (event === changed ? listOnce() : of(event))),
+      takeWhile((event) => !('changedAt' in event), true),
+      concatMap((event) => ('changedAt' in event ? listOnce(event.changedAt) : of(event))),
     )
   })
   return defer(() => {
     const keyEvents = keyRound.pipe(repeat())
     const rechecks = interval(PARKED_RECHECK_MS, options.scheduler ?? asyncScheduler).pipe(
-      concatMap(listOnce),
+      concatMap(() => listOnce()),
     )
     return merge(keyEvents, rechecks)
   })

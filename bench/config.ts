@@ -12,8 +12,9 @@
 // 10,000 jobs, 45 quick). The fleet figure: BENCH_JOBS_FLEET, a comma-separated list of
 // <processes>x<jobs per process>@<hold ms>, e.g. BENCH_JOBS_FLEET=4x2500@2,1x10000@2, and
 // BENCH_JOBS_FLEET_DEADLINE, seconds each setup may run (default 60 for jobs under 10 ms, else 30;
-// 30 and 20 quick). A run with BENCH_ONLY prints its tables and leaves bench/results.md (a full run's) as
-// it is. BENCH_CPU_PROFILES=<folder> makes each scale worker write CPU profiles of its start-up and
+// 30 and 20 quick). The replicas figure: BENCH_REPLICAS, a comma-separated list of replica counts
+// on the one agent, e.g. BENCH_REPLICAS=12; when set, the cluster topology is not run. A run with
+// BENCH_ONLY prints its tables and leaves bench/results.md (a full run's) as it is. BENCH_CPU_PROFILES=<folder> makes each scale worker write CPU profiles of its start-up and
 // of its churn there (bench/scale-worker.ts), and prints the churn's requests by kind.
 import type { JobsFairSetup, JobsFleetSetup, JobsSetup } from './jobs.js'
 import type { TelemetryCostConfig } from './telemetry-cost.js'
@@ -102,14 +103,17 @@ export interface BenchConfig {
   readonly jobsFleet: readonly JobsFleetSetup[]
 }
 
-/** BENCH_JOBS's job counts, or undefined when unset. */
-function jobCounts(): number[] | undefined {
-  const raw = process.env['BENCH_JOBS']
+/**
+ * A comma-separated list of counts >= 1 in the environment variable `name` (BENCH_JOBS,
+ * BENCH_REPLICAS), or undefined when unset. `what` and `example` word the error.
+ */
+export function countList(name: string, what: string, example: string): number[] | undefined {
+  const raw = process.env[name]
   if (raw === undefined || raw.trim() === '') return undefined
   return raw.split(',').map((n) => {
     const value = Number(n.trim())
     if (!Number.isInteger(value) || value < 1)
-      throw new Error(`BENCH_JOBS=${raw}: want job counts >= 1, e.g. 1000,10000`)
+      throw new Error(`${name}=${raw}: want ${what} >= 1, e.g. ${example}`)
     return value
   })
 }
@@ -169,6 +173,7 @@ function scaleSetups(): [number, number][] | undefined {
 export function benchConfig(): BenchConfig {
   const quick = process.env['BENCH_QUICK'] === '1'
   const selected = steps()
+  const replicaCounts = countList('BENCH_REPLICAS', 'replica counts', '12')
   return {
     quick,
     steps: selected,
@@ -203,12 +208,19 @@ export function benchConfig(): BenchConfig {
       heapSnapshots: prefixes * perPrefix <= HEAP_SNAPSHOTS_UP_TO,
     })),
     replicas: quick
-      ? { counts: [4, 8], clusterCounts: [], limit: 3, holdMs: 50, warmupMs: 1000, steadyMs: 4000 }
+      ? {
+          counts: replicaCounts ?? [4, 8],
+          clusterCounts: [],
+          limit: 3,
+          holdMs: 50,
+          warmupMs: 1000,
+          steadyMs: 4000,
+        }
       : {
-          counts: [12, 40],
+          counts: replicaCounts ?? [12, 40],
           // 40 replicas on 5 agents saturate 2 cores (slots stood empty: at most 1 holder at
           // once, for the library and consul lock alike); on a bigger machine add 40.
-          clusterCounts: [12],
+          clusterCounts: replicaCounts ? [] : [12],
           limit: 3,
           holdMs: 50,
           warmupMs: 3000,
@@ -226,7 +238,9 @@ export function benchConfig(): BenchConfig {
     cli: process.env['BENCH_NO_CLI'] !== '1',
     // Each size runs until every job settled or its deadline, whichever comes first: a slow
     // implementation is reported as "n of N done in T s".
-    jobs: (jobCounts() ?? (quick ? [100, 500] : [1000, 10_000])).map((jobs) => ({
+    jobs: (
+      countList('BENCH_JOBS', 'job counts', '1000,10000') ?? (quick ? [100, 500] : [1000, 10_000])
+    ).map((jobs) => ({
       jobs,
       limit: 10,
       holdMs: 2,

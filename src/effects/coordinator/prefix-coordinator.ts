@@ -3,15 +3,21 @@ import {
   BehaviorSubject,
   EMPTY,
   asyncScheduler,
+  concat,
   concatMap,
   defer,
   distinctUntilChanged,
+  finalize,
+  ignoreElements,
   interval,
   merge,
   mergeMap,
   of,
+  repeat,
   switchMap,
+  takeWhile,
   throwError,
+  timer,
   type Observable,
   type SchedulerLike,
   type Subscription,
@@ -26,6 +32,7 @@ import { readLockBody } from '../../core/lock-body/read-lock-body.js'
 import type { CountedGrace } from '../../core/contender/contender-state-model.js'
 import { viewCache, type ViewCache } from '../../core/semaphore/view-cache.js'
 import {
+  HELD_POLL_SPACING_MS,
   WHOLE_PREFIX,
   sameWatchTarget,
   watchTarget,
@@ -48,6 +55,12 @@ export interface CoordinatedMember {
   readonly onWatch: (event: WatchEvent) => void
   /** The prefix's watch failed for good (a permanent error). */
   readonly onWatchError: (error: unknown) => void
+  /**
+   * Whether the process may poll the prefix at a pace while this member holds (`HELD_PREFIX`).
+   * A job pool's worker may not: it decides between jobs whether to keep its slot or hand it on
+   * from what the prefix shows now (who waits, the `.lock` its rotation writes over).
+   */
+  readonly paceWhileHolding: boolean
 }
 
 /** The coordinator's watch options (the first member's; the watch is shared). */
@@ -62,6 +75,19 @@ export interface CoordinatorWatchOptions extends WatchOptions {
  * process every 5 s finds that out; the fairness grace does the rest (`decidePatiently`).
  */
 export const PARKED_RECHECK_MS = 5000
+
+/**
+ * How long the listing of a parked waiter whose key ahead changed may block on the index of that
+ * change: 100 ms. The change is nearly always a hand-over to the waiter ahead, which leaves
+ * nothing for this one to do but move up; and the holder that handed its slot over writes again
+ * a few round trips later when it contends again (its join). A listing made at once would show
+ * the prefix before that join and wake for it too; one that blocks on the change's index answers
+ * with the join, or with the next hand-over, or after this time, whichever comes first: one
+ * answer instead of two. What it may delay, by this time at most, is a waiter that the change
+ * made first in line beside a free slot (the waiter ahead took one of two free slots by its own
+ * CAS), which the front of the queue watching the prefix would have taken at once.
+ */
+export const WAKE_WAIT_MS = 100
 
 /**
  * One per (client, prefix, protocol) in a process: the prefix's one watch, its last snapshot, the
@@ -100,6 +126,11 @@ export class PrefixCoordinator {
   private delivered: KVSnapshot | undefined
   private failing: WatchEvent | undefined
   private joining = 0
+  /**
+   * While the watch polls at a pace (`HELD_PREFIX`): whether a poll blocking on the last
+   * listing's index is out. Between two such polls the prefix may have changed unseen.
+   */
+  private paced: { polling: boolean } | undefined
 
   constructor(
     private readonly client: ConsulClient,
@@ -228,7 +259,27 @@ export class PrefixCoordinator {
       this.target.next(WHOLE_PREFIX)
       return
     }
-    this.target.next(watchTarget(last, this.prefix, this.decisionsOn(last)))
+    let pace = true
+    for (const member of this.watching) pace &&= member.paceWhileHolding
+    this.target.next(watchTarget(last, this.prefix, this.decisionsOn(last), { paceHolders: pace }))
+  }
+
+  /**
+   * A listing of the prefix for a release to build on, when the last one may be stale: the watch
+   * polls at a pace and no poll blocks on the last listing now, so the changes since (a hand-over
+   * between others) are unseen, and a release's CAS built on it would lose. Undefined when the last
+   * listing is as fresh as the watch knows, or when the listing fails (the release then builds on
+   * what it has, and reads `.lock` if its CAS loses).
+   *
+   * @returns The listing to come; undefined at once when none is needed.
+   */
+  listingForRelease(): Promise<KVSnapshot | undefined> | undefined {
+    if (this.paced === undefined || this.paced.polling) return undefined
+    return this.client.kv
+      .list(`${this.prefix}/`, { consistency: this.options.consistency, reuse: this.entries })()
+      .then((listed) =>
+        E.isRight(listed) && listed.right.filteredByAcls !== true ? listed.right : undefined,
+      )
   }
 
   private *decisionsOn(snapshot: KVSnapshot): Iterable<Decision | undefined> {
@@ -248,19 +299,53 @@ export class PrefixCoordinator {
       // too, falls back here): a poll blocking on the last index would leave them disconnected
       // until the prefix next changes, so the prefix is read at once.
       switchMap((to) =>
-        to.type === 'prefix'
-          ? this.client.watchPrefix(`${this.prefix}/`, {
-              ...options,
-              reuse: this.entries,
-              ...(this.failing === undefined
-                ? { startIndex: this.last?.index, startEntries: this.last?.entries }
-                : {}),
-            })
-          : waitForKey(this.client, this.prefix, to, { ...options, reuse: this.entries }, () =>
+        to.type === 'key'
+          ? waitForKey(this.client, this.prefix, to, { ...options, reuse: this.entries }, () =>
               this.target.next(WHOLE_PREFIX),
-            ),
+            )
+          : to.type === 'held'
+            ? this.pacedPolls(options)
+            : this.prefixPolls(options),
       ),
     )
+  }
+
+  /** The prefix's long polls, from what the members have seen (see `watch`). */
+  private prefixPolls(options: WatchOptions): Observable<WatchEvent> {
+    return this.client.watchPrefix(`${this.prefix}/`, {
+      ...options,
+      reuse: this.entries,
+      ...(this.failing === undefined
+        ? { startIndex: this.last?.index, startEntries: this.last?.entries }
+        : {}),
+    })
+  }
+
+  /**
+   * The prefix's long polls for a process whose members all hold: one at a time, each blocking on
+   * the last snapshot's index (so none misses a change: the changes made meanwhile answer the
+   * next one at once), each `HELD_POLL_SPACING_MS` after the snapshot before it (the first one
+   * after the snapshot on which they all held).
+   */
+  private pacedPolls(options: WatchOptions): Observable<WatchEvent> {
+    const scheduler = options.scheduler ?? asyncScheduler
+    return defer(() => {
+      const paced = { polling: false }
+      this.paced = paced
+      const poll = defer(() => {
+        paced.polling = true
+        return this.prefixPolls(options)
+      }).pipe(
+        takeWhile((event) => event.type !== 'snapshot', true),
+        finalize(() => (paced.polling = false)),
+      )
+      return concat(timer(HELD_POLL_SPACING_MS, scheduler).pipe(ignoreElements()), poll).pipe(
+        repeat(),
+        finalize(() => {
+          if (this.paced === paced) this.paced = undefined
+        }),
+      )
+    })
   }
 }
 
@@ -276,12 +361,14 @@ function waitForKey(
   options: WatchOptions,
   fallBack: () => void,
 ): Observable<WatchEvent> {
-  const listOnce = (): Observable<WatchEvent> =>
+  /** One listing of the prefix; `after`: blocking on that index for `WAKE_WAIT_MS` at most. */
+  const listOnce = (after?: bigint): Observable<WatchEvent> =>
     fromCall((signal) =>
       client.kv.list(`${prefix}/`, {
         signal,
         consistency: options.consistency,
         reuse: options.reuse,
+        ...(after !== undefined && after >= 1n ? { index: after, waitMs: WAKE_WAIT_MS } : {}),
       }),
     ).pipe(
       mergeMap((listed) => {
@@ -296,24 +383,37 @@ function waitForKey(
         return of<WatchEvent>({ type: 'snapshot', snapshot: listed.right })
       }),
     )
-  return defer(() => {
+  // The key's own watch decodes one entry: the prefix's cache is for listings of the prefix.
+  const keyWatch = { ...options, reuse: undefined, startIndex: to.modifyIndex }
+  // One round: the key's polls up to its change (or a reconnection), then one listing. The key's
+  // watch ends with the change, before it sends its next poll: the listing makes the coordinator
+  // choose the target again, which is another key, or the prefix, nearly every time. Should the
+  // target stay the same, the next round watches the key again. The listing after a change
+  // blocks on the index of that change, for `WAKE_WAIT_MS` at most; after a reconnection it reads
+  // at once.
+  const keyRound = defer(() => {
     let reconnected = false
-    // The key's own watch decodes one entry: the prefix's cache is for listings of the prefix.
-    const keyWatch = { ...options, reuse: undefined, startIndex: to.modifyIndex }
-    const keyEvents = client.watchPrefix(to.key, keyWatch).pipe(
-      concatMap((event): Observable<WatchEvent> => {
+    return client.watchPrefix(to.key, keyWatch).pipe(
+      concatMap((event): Observable<WatchEvent | { readonly changedAt: bigint | undefined }> => {
         if (event.type === 'disconnected') {
           reconnected = true
           return of(event)
         }
         const entry = event.snapshot.entries.find((e) => e.key === to.key)
-        if (!reconnected && entry?.modifyIndex === to.modifyIndex) return EMPTY
-        reconnected = false
-        return listOnce()
+        if (!reconnected) {
+          if (entry?.modifyIndex === to.modifyIndex) return EMPTY
+          return of({ changedAt: event.snapshot.index })
+        }
+        return of({ changedAt: undefined })
       }),
+      takeWhile((event) => !('changedAt' in event), true),
+      concatMap((event) => ('changedAt' in event ? listOnce(event.changedAt) : of(event))),
     )
+  })
+  return defer(() => {
+    const keyEvents = keyRound.pipe(repeat())
     const rechecks = interval(PARKED_RECHECK_MS, options.scheduler ?? asyncScheduler).pipe(
-      concatMap(listOnce),
+      concatMap(() => listOnce()),
     )
     return merge(keyEvents, rechecks)
   })

@@ -1,0 +1,46 @@
+// The bench's sizes from the environment (bench/config.ts): BENCH_REPLICAS narrows the replicas
+// figure to some replica counts on the one agent, and a count list that is not one is refused with
+// the variable's name and an example.
+import assert from 'node:assert/strict'
+import { afterEach, describe, it } from 'node:test'
+import { benchConfig, countList } from '../../bench/config.js'
+
+describe('the bench configuration', () => {
+  const saved = { ...process.env }
+  afterEach(() => {
+    for (const name of ['BENCH_REPLICAS', 'BENCH_QUICK']) {
+      if (saved[name] === undefined) delete process.env[name]
+      else process.env[name] = saved[name]
+    }
+  })
+
+  it('runs the replicas figure at 12 and 40 replicas and on the cluster by default', () => {
+    delete process.env['BENCH_REPLICAS']
+    delete process.env['BENCH_QUICK']
+    const { replicas } = benchConfig()
+    assert.deepEqual(replicas.counts, [12, 40])
+    assert.deepEqual(replicas.clusterCounts, [12])
+  })
+
+  it('runs only the counts BENCH_REPLICAS names, on the one agent', () => {
+    delete process.env['BENCH_QUICK']
+    process.env['BENCH_REPLICAS'] = '12'
+    assert.deepEqual(benchConfig().replicas.counts, [12])
+    assert.deepEqual(benchConfig().replicas.clusterCounts, [])
+    process.env['BENCH_REPLICAS'] = ' 4, 8 '
+    process.env['BENCH_QUICK'] = '1'
+    assert.deepEqual(benchConfig().replicas.counts, [4, 8])
+  })
+
+  it('refuses a count list that is not one, naming the variable and an example', () => {
+    for (const raw of ['0', '12,x', '1.5', '-3']) {
+      process.env['BENCH_REPLICAS'] = raw
+      assert.throws(
+        () => countList('BENCH_REPLICAS', 'replica counts', '12'),
+        new Error(`BENCH_REPLICAS=${raw}: want replica counts >= 1, e.g. 12`),
+      )
+    }
+    delete process.env['BENCH_REPLICAS']
+    assert.equal(countList('BENCH_REPLICAS', 'replica counts', '12'), undefined)
+  })
+})

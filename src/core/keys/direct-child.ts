@@ -15,11 +15,17 @@ import { joinKey } from './join-key.js'
 export function directChild(prefix: string): (key: string) => string | undefined {
   const cleaned = joinKey(prefix)
   const parent = cleaned === '.' ? '' : cleaned
+  const start = parent === '' ? 0 : parent.length + 1
   return (key) => {
-    const slash = key.lastIndexOf('/')
-    const keyParent = slash < 0 ? '' : key.slice(0, slash)
-    const name = key.slice(slash + 1)
-    if (keyParent !== parent || name === '' || name === '.' || name === '..') return undefined
+    // The parent's part is compared in place: one string (the name) is made per direct child.
+    if (start > 0 && !(key.startsWith(parent) && key.charCodeAt(parent.length) === SLASH)) {
+      return undefined
+    }
+    if (key.indexOf('/', start) >= 0) return undefined
+    const name = key.slice(start)
+    if (name === '' || name === '.' || name === '..') return undefined
     return name
   }
 }
+
+const SLASH = 0x2f

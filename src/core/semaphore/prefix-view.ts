@@ -105,8 +105,12 @@ export function prefixView(
   // A `.lock` newer than the listing (`freshestPrefix`) may list holders whose keys are newer too.
   const pruned = pruneHolders(record?.holders ?? [], live, unjudgedHolders(snapshot))
   const holders = new Set(pruned.liveHolders)
-  const waiting = rankWaiting(keys, holders)
   const before = previous?.view
+  const waiting = rankWaiting(
+    keys,
+    holders,
+    previous && { waiting: previous.view.waiting, ranks: previous.ranks },
+  )
   const view: SemaphoreView = {
     limit: record?.limit ?? limit,
     shape: record?.shape,

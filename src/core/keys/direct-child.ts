@@ -13,8 +13,7 @@ import { joinKey } from './join-key.js'
  * a direct child (deeper, elsewhere, or a `.`/`..` name).
  */
 export function directChild(prefix: string): (key: string) => string | undefined {
-  const cleaned = joinKey(prefix)
-  const parent = cleaned === '.' ? '' : cleaned
+  const parent = directChildParent(prefix)
   const start = parent === '' ? 0 : parent.length + 1
   return (key) => {
     // The parent's part is compared in place: one string (the name) is made per direct child.
@@ -29,3 +28,17 @@ export function directChild(prefix: string): (key: string) => string | undefined
 }
 
 const SLASH = 0x2f
+
+/**
+ * The parent of a prefix's direct children as it appears in their keys: the prefix cleaned
+ * (`joinKey`), or '' for the root.
+ *
+ * @example
+ * directChildParent('service/db/lock/') // 'service/db/lock'
+ * @param prefix - The semaphore prefix.
+ * @returns The parent part of a direct child's key, without the slash after it.
+ */
+export function directChildParent(prefix: string): string {
+  const cleaned = joinKey(prefix)
+  return cleaned === '.' ? '' : cleaned
+}

@@ -1,12 +1,14 @@
 // The port's half of holding back (src/effects/coordinator/held-back.ts): within the machine's
-// hold, the snapshots that leave a waiter far back stay out of the machine, the first of them told
-// as `held-back`, and the refresh takes the last one.
+// hold, the snapshots that leave a waiter far back stay out of the machine, and the last of them
+// reaches it at the end of the hold (`refresh-due`), unless a new hold, a snapshot that passes, or
+// the end of the follow dropped it.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import { TestScheduler } from 'rxjs/testing'
 import type { KVSnapshot, WatchEvent } from '../src/base/kv-snapshot.js'
 import { decide } from '../src/core/semaphore/decide.js'
-import { HeldBack, heldBackBy } from '../src/effects/coordinator/held-back.js'
+import { HeldBack, heldBackBy, heldBackTo } from '../src/effects/coordinator/held-back.js'
+import type { FollowEvent } from '../src/effects/coordinator/contender-port.js'
 import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
 
 const prefix = 'svc/lock'
@@ -28,13 +30,22 @@ const decided = (snapshot: KVSnapshot, reset?: true) => ({
 })
 
 function marbles(
-  spec: (helpers: Parameters<Parameters<TestScheduler['run']>[0]>[0], held: HeldBack) => void,
+  spec: (
+    helpers: Parameters<Parameters<TestScheduler['run']>[0]>[0],
+    held: HeldBack,
+    scheduler: TestScheduler,
+  ) => void,
 ): void {
   const scheduler = new TestScheduler((actual, expected) =>
     assert.deepStrictEqual(actual, expected),
   )
-  scheduler.run((helpers) => spec(helpers, new HeldBack(() => scheduler.now())))
+  scheduler.run((helpers) => spec(helpers, new HeldBack(scheduler), scheduler))
 }
+
+const refreshed = (snapshot: KVSnapshot): FollowEvent => ({
+  type: 'refresh-due',
+  held: { type: 'snapshot', snapshot, decision: decideOn(snapshot) },
+})
 
 describe('heldBackBy (the snapshots a port keeps out of a waiter far back)', () => {
   it('passes every snapshot, decided, while there is no hold', () => {
@@ -47,29 +58,23 @@ describe('heldBackBy (the snapshots a port keeps out of a waiter far back)', () 
     })
   })
 
-  it('keeps far-back snapshots within the hold, tells the first, and the refresh takes the last', () => {
+  it('keeps far-back snapshots within the hold, and hands the last one over at its end', () => {
     marbles(({ cold, expectObservable, flush }, held) => {
       held.hold(100)
-      const source = cold('a-b|', { a: seen(far10), b: seen(far12) })
-      expectObservable(source.pipe(heldBackBy(held, decideOn))).toBe('h--|', {
-        h: { type: 'held-back' },
+      const source = cold('a-b 200ms |', { a: seen(far10), b: seen(far12) })
+      expectObservable(source.pipe(heldBackBy(held, decideOn))).toBe('100ms r 102ms |', {
+        r: refreshed(far12),
       })
       flush()
-      assert.deepEqual(held.take(), {
-        type: 'snapshot',
-        snapshot: far12,
-        decision: decideOn(far12),
-      })
-      assert.equal(held.take(), undefined, 'taken once')
+      assert.equal(held.take(), undefined, 'handed over once')
     })
   })
 
-  it("passes a snapshot that changes the waiter's place, and forgets the one it kept", () => {
+  it("passes a snapshot that changes the waiter's place, and drops the one it kept with its refresh", () => {
     marbles(({ cold, expectObservable, flush }, held) => {
       held.hold(100)
-      const source = cold('a-n|', { a: seen(far10), n: seen(near14) })
-      expectObservable(source.pipe(heldBackBy(held, decideOn))).toBe('h-n|', {
-        h: { type: 'held-back' },
+      const source = cold('a-n 200ms |', { a: seen(far10), n: seen(near14) })
+      expectObservable(source.pipe(heldBackBy(held, decideOn))).toBe('--n 200ms |', {
         n: decided(near14),
       })
       flush()
@@ -98,6 +103,51 @@ describe('heldBackBy (the snapshots a port keeps out of a waiter far back)', () 
         retryInMs: 1000,
       }
       expectObservable(cold('d#', { d }).pipe(heldBackBy(held, decideOn))).toBe('d#', { d })
+    })
+  })
+
+  it('drops what it kept, and its refresh, once unsubscribed', () => {
+    marbles(({ cold, expectObservable, flush }, held) => {
+      held.hold(100)
+      const source = cold('a-b', { a: seen(far10), b: seen(far12) })
+      expectObservable(source.pipe(heldBackBy(held, decideOn)), '^ 50ms !').toBe('')
+      flush()
+      assert.equal(held.take(), undefined)
+    })
+  })
+})
+
+describe('heldBackTo (the refresh of what a waiter far back kept)', () => {
+  const told = (scheduler: TestScheduler) => {
+    const events: { at: number; event: FollowEvent }[] = []
+    const held = new HeldBack(scheduler)
+    const watch = heldBackTo(held, decideOn, (event) => events.push({ at: scheduler.now(), event }))
+    return { events, held, watch }
+  }
+
+  it('sets one refresh, at the end of the hold, for all the snapshots it keeps meanwhile', () => {
+    marbles((_, __, scheduler) => {
+      const { events, held, watch } = told(scheduler)
+      held.hold(100)
+      watch(seen(far10))
+      scheduler.schedule(() => watch(seen(far12)), 30)
+      scheduler.flush()
+      assert.deepStrictEqual(events, [{ at: 100, event: refreshed(far12) }])
+    })
+  })
+
+  it('drops what it kept, and its refresh, on a new hold or none', () => {
+    marbles((_, __, scheduler) => {
+      const { events, held, watch } = told(scheduler)
+      held.hold(100)
+      watch(seen(far10))
+      held.hold(200)
+      scheduler.flush()
+      held.hold(300)
+      watch(seen(far12))
+      held.hold(undefined)
+      scheduler.flush()
+      assert.deepStrictEqual(events, [])
     })
   })
 })

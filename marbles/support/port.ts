@@ -79,7 +79,7 @@ function marblePort(
   released: Released[],
   step: LifeOptions['step'],
 ): { -readonly [K in keyof ContenderPort]: ContenderPort[K] } {
-  const held = new HeldBack(() => scheduler.now())
+  const held = new HeldBack(scheduler)
   const follow = calls.follow ?? (() => NEVER)
   return {
     answers: () => 0,
@@ -93,7 +93,6 @@ function marblePort(
         return follow() as Observable<WatchEvent>
       }).pipe(heldBackBy(held, (snapshot) => decideByRank(snapshot, session, step))),
     holdBack: (until) => held.hold(until),
-    heldBack: () => held.take(),
     perform: (calls.perform ?? (() => NEVER)) as () => Observable<WriteEvent>,
     release: (session, release) => void released.push({ session, release, at: scheduler.now() }),
     stepped: () => undefined,

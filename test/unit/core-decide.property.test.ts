@@ -2,6 +2,7 @@
 // seed, path and shrunk case; FC_SEED=<seed> FC_PATH=<path> replays it (test/support/property-runs.ts).
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { isDeepStrictEqual } from 'node:util'
 import fc from 'fast-check'
 import * as E from 'fp-ts/lib/Either.js'
 import type { Decision } from '../../src/core/events.js'
@@ -174,6 +175,33 @@ describe('prefixView and decideInView (property)', () => {
             comparable(expectedDecision(c.snapshot, options)),
             session,
           )
+        }
+      }),
+      runs(1000),
+    )
+  })
+})
+
+describe('prefixView from an earlier view (property)', () => {
+  it('should give the view it gives alone, keeping the earlier waiters whose place did not change', () => {
+    fc.assert(
+      fc.property(semaphoreCase(prefix), semaphoreCase(prefix), (earlier, later) => {
+        const options = { prefix, limit: later.limit }
+        const before = prefixView(earlier.snapshot, { prefix, limit: later.limit })
+        const alone = prefixView(later.snapshot, options)
+        const after = prefixView(
+          later.snapshot,
+          options,
+          E.isRight(before) ? before.right : undefined,
+        )
+        assert.deepStrictEqual(after, alone)
+        if (E.isLeft(before) || E.isLeft(after)) return
+        const was = before.right.view.waiting
+        for (const waiter of after.right.view.waiting) {
+          const same = was[waiter.rank]
+          if (same !== undefined && isDeepStrictEqual(same, waiter)) {
+            assert.equal(waiter, same, `${waiter.session}: the earlier object`)
+          }
         }
       }),
       runs(1000),

@@ -80,8 +80,6 @@ export interface Run {
    * (`holdBackUntil` of the last one it stepped on); undefined: none is held back.
    */
   readonly holdUntil: number | undefined
-  /** The port holds a snapshot back: the refresh timer is set for the end of the hold. */
-  readonly heldBack: boolean
 }
 
 export interface Running {
@@ -111,7 +109,7 @@ export interface SessionGrant {
 export type SessionSource = 'adopt' | 'shelf' | 'create'
 
 /** The timers of a contender; setting one replaces it. */
-export type LifeTimer = 'startup' | 'retry' | 'wake' | 'refresh'
+export type LifeTimer = 'startup' | 'retry' | 'wake'
 
 /** Why a contender gave up: the interpreter words each as a SemaphoreError. */
 export type GiveUp =
@@ -142,9 +140,13 @@ export interface RunRelease {
  * - `timer`: set one named timer for `at` (undefined clears it); it fires as `<name>-due`, or
  *   `wake`;
  * - `hold-back`: until `until` (undefined: from now on no more), the port keeps back the snapshots
- *   that leave this waiter far back (`holdsBack`), tells the machine of the first (`held-back`),
- *   and hands over the last one when the refresh is due;
- * - `end-run`: stop the run's lease, watch, join, write, wake and refresh; then release as given;
+ *   that leave this waiter far back (`holdsBack`) and, if it kept any, hands the last one to the
+ *   machine at `until` (`refresh-due`); a new `hold-back`, a snapshot that reaches the machine, and
+ *   the end of the run drop what it kept, and its refresh with it. The machine takes no step for a
+ *   snapshot held back: a waiter far back costs one step per refresh, none while the prefix is
+ *   quiet;
+ * - `end-run`: stop the run's lease, watch (with its refresh), join, write and wake; then release
+ *   as given;
  * - `emit`: the state its observers hear; `stepped`: what the telemetry records of each step;
  * - `finish`: nothing runs any more; tell the observer (unless `quiet`).
  */
@@ -177,8 +179,7 @@ export type LifeInput =
   | { readonly type: 'session-failed'; readonly error: unknown }
   | { readonly type: 'startup-due'; readonly answers: number }
   | { readonly type: 'retry-due' }
-  | { readonly type: 'refresh-due'; readonly held: DecidedSnapshot | undefined }
-  | { readonly type: 'held-back' }
+  | { readonly type: 'refresh-due'; readonly held: DecidedSnapshot }
   | { readonly type: 'joined'; readonly seed: KVSnapshot | undefined }
   | { readonly type: 'run-failed'; readonly error: unknown }
   | { readonly type: 'close' }
@@ -343,7 +344,6 @@ class LifeSteps {
       joining,
       seedIndex: undefined,
       holdUntil: undefined,
-      heldBack: false,
     }
     const running: Running = {
       phase: 'running',
@@ -384,17 +384,10 @@ class LifeSteps {
         if (life.phase === 'closing') return this.finish('closed', false)
         return this.failed(this.seeking(life), input.error)
       }
-      case 'held-back':
-        // The first snapshot held back since the last one stepped on: step on the last one held
-        // back at the end of the hold, unless another reaches the waiter first.
-        if (run.heldBack || run.holdUntil === undefined) return life
-        this.timer('refresh', Math.max(this.now, run.holdUntil))
-        return withRun(life, runWith(run, { heldBack: true }))
-      case 'refresh-due': {
-        if (!run.heldBack) return life
-        const after = withRun(life, runWith(run, { heldBack: false }))
-        return input.held === undefined ? after : this.snapshot(after, input.held)
-      }
+      case 'refresh-due':
+        // The end of the hold: the last snapshot held back (a hold ended or replaced since makes
+        // it stale; the port drops it then, so this is only a guard).
+        return run.holdUntil === undefined ? life : this.snapshot(life, input.held)
       case 'snapshot':
         return this.snapshot(life, input)
       case 'disconnected':
@@ -426,13 +419,12 @@ class LifeSteps {
     return this.step(this.holdBack(life, until), decided)
   }
 
-  /** A new hold (or none): a snapshot held back under the last one is stale, its refresh off. */
+  /** A new hold (or none): the port drops a snapshot held back under the last one, and its refresh. */
   private holdBack<L extends Running | Closing>(life: L, until: number | undefined): L {
     const { run } = life
-    if (run.heldBack) this.timer('refresh', undefined)
-    if (until !== run.holdUntil) this.commands.push({ type: 'hold-back', until })
-    if (!run.heldBack && until === run.holdUntil) return life
-    return withRun(life, runWith(run, { heldBack: false, holdUntil: until }))
+    if (until === run.holdUntil) return life
+    this.commands.push({ type: 'hold-back', until })
+    return withRun(life, runWith(run, { holdUntil: until }))
   }
 
   /** Steps the run on one input (`contenderStep`) and turns its commands into the life's. */
@@ -502,7 +494,6 @@ class LifeSteps {
       session: run.session,
       release: release && { keep, snapshot: state.snapshot, renewal: run.renewal },
     })
-    if (run.heldBack) this.timer('refresh', undefined)
   }
 
   /** The seeking fields after a run: the failures in a row start over with every run. */
@@ -653,6 +644,5 @@ function runWith(run: Run, change: Partial<Run>): Run {
     joining: change.joining ?? run.joining,
     seedIndex: 'seedIndex' in change ? change.seedIndex : run.seedIndex,
     holdUntil: 'holdUntil' in change ? change.holdUntil : run.holdUntil,
-    heldBack: change.heldBack ?? run.heldBack,
   }
 }

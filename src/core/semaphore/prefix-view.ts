@@ -2,7 +2,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import { HOLDER_FLAGS } from '../../base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import type { PrefixProblem, RankedContender, SemaphoreView } from '../events.js'
-import { directChild } from '../keys/direct-child.js'
+import { directChildParent } from '../keys/direct-child.js'
 import { LOCK_KEY_NAME, lockKey } from '../keys/lock-key.js'
 import { readLockBody } from '../lock-body/read-lock-body.js'
 import { unjudgedHolders } from './own-writes.js'
@@ -105,8 +105,12 @@ export function prefixView(
   // A `.lock` newer than the listing (`freshestPrefix`) may list holders whose keys are newer too.
   const pruned = pruneHolders(record?.holders ?? [], live, unjudgedHolders(snapshot))
   const holders = new Set(pruned.liveHolders)
-  const waiting = rankWaiting(keys, holders)
   const before = previous?.view
+  const waiting = rankWaiting(
+    keys,
+    holders,
+    previous && { waiting: previous.view.waiting, ranks: previous.ranks },
+  )
   const view: SemaphoreView = {
     limit: record?.limit ?? limit,
     shape: record?.shape,
@@ -123,32 +127,59 @@ export function prefixView(
 /**
  * In one pass over the listing: the sessions that lock some key (`liveSessions`), the contender
  * keys locked by their own session (whether it holds a slot or waits), their sessions, and those
- * of them whose key the write that made them holders rewrote.
+ * of them whose key the write that made them holders rewrote. A contender key is told by its
+ * length and ends (`<prefix>/<its session>`), without cutting a name out of each key, and the
+ * live sessions are the contenders' set and a set of the few others rather than one more set of
+ * every session.
  */
 function ownKeys(
   snapshot: KVSnapshot,
   prefix: string,
 ): Pick<PrefixView, 'contenders' | 'acquired'> & {
-  readonly live: ReadonlySet<string>
+  readonly live: LiveSessions
   readonly keys: readonly KVEntry[]
 } {
-  const childOf = directChild(prefix)
-  const live = new Set<string>()
+  const parent = directChildParent(prefix)
+  const start = parent === '' ? 0 : parent.length + 1
+  const others = new Set<string>()
   const keys: KVEntry[] = []
   const contenders = new Set<string>()
   const acquired = new Map<string, bigint>()
   for (const entry of snapshot.entries) {
     const session = entry.session
     if (session === undefined || session === '') continue
-    live.add(session)
-    const id = childOf(entry.key)
-    if (id === undefined || id === LOCK_KEY_NAME || session !== id) continue
+    if (!isOwnKey(entry.key, session, parent, start)) {
+      others.add(session)
+      continue
+    }
     keys.push(entry)
-    contenders.add(id)
-    if (entry.flags === HOLDER_FLAGS) acquired.set(id, entry.modifyIndex)
+    contenders.add(session)
+    if (entry.flags === HOLDER_FLAGS) acquired.set(session, entry.modifyIndex)
   }
+  const live = { has: (session: string) => contenders.has(session) || others.has(session) }
   return { live, keys, contenders, acquired }
 }
+
+/** The sessions that lock some key of the listing. */
+type LiveSessions = Pick<ReadonlySet<string>, 'has'>
+
+/**
+ * Whether `key` is the contender key of `session`: the direct child of the prefix (its cleaned
+ * form `parent`, whose children's names start at `start`) named by the session, not `.lock`.
+ */
+function isOwnKey(key: string, session: string, parent: string, start: number): boolean {
+  return (
+    key.length === start + session.length &&
+    key.endsWith(session) &&
+    (start === 0 || (key.startsWith(parent) && key.charCodeAt(parent.length) === SLASH)) &&
+    session.indexOf('/') < 0 &&
+    session !== '.' &&
+    session !== '..' &&
+    session !== LOCK_KEY_NAME
+  )
+}
+
+const SLASH = 0x2f
 
 const sameString = (a: string, b: string): boolean => a === b
 

@@ -20,7 +20,7 @@ export interface PrunedHolders {
  */
 export function pruneHolders(
   holders: readonly string[],
-  live: ReadonlySet<string>,
+  live: Pick<ReadonlySet<string>, 'has'>,
   unjudged?: ReadonlySet<string>,
 ): PrunedHolders {
   const liveHolders: string[] = []

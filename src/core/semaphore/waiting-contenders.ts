@@ -36,22 +36,60 @@ export function waitingContenders(
  * `waitingContenders` from the contender keys already picked out of the listing (direct children
  * locked by their own session), in one pass that `prefixView` shares with its other counts.
  *
+ * `previous`, the queue of an earlier snapshot of the same prefix, only saves work: the keys are
+ * laid out in its order before the sort (a queue mostly keeps its order from one snapshot to the
+ * next, and the sort then runs in about n comparisons), and a waiter whose place, value and
+ * CreateIndex did not change keeps its object. The result is equal (deeply) with or without it.
+ *
  * @param keys - The contender keys locked by their own session.
  * @param holders - The live holders, who are not waiting.
+ * @param previous - An earlier queue of the prefix and the rank of each of its sessions.
  * @returns The waiting contenders, rank 0 first.
  */
 export function rankWaiting(
   keys: readonly KVEntry[],
   holders: ReadonlySet<string>,
+  previous?: EarlierQueue,
 ): readonly RankedContender[] {
-  const waiting = keys.filter((entry) => !holders.has(entry.session ?? ''))
+  const waiting = inEarlierOrder(
+    keys.filter((entry) => !holders.has(entry.session ?? '')),
+    previous,
+  )
   waiting.sort(byArrival)
-  return waiting.map((entry, rank) => ({
-    session: entry.session ?? '',
-    rank,
-    value: valueOf(entry),
-    createIndex: entry.createIndex,
-  }))
+  const before = previous?.waiting
+  return waiting.map((entry, rank) => {
+    const session = entry.session ?? ''
+    const value = valueOf(entry)
+    const was = before?.[rank]
+    return was !== undefined &&
+      was.session === session &&
+      was.value === value &&
+      was.createIndex === entry.createIndex
+      ? was
+      : { session, rank, value, createIndex: entry.createIndex }
+  })
+}
+
+/** An earlier queue of a prefix (a `PrefixView`'s), to lay out and share a new one with. */
+export interface EarlierQueue {
+  readonly waiting: readonly RankedContender[]
+  readonly ranks: ReadonlyMap<string, number>
+}
+
+/** The waiters with the sessions of `previous` first, in its order, then the others as given. */
+function inEarlierOrder(waiting: KVEntry[], previous: EarlierQueue | undefined): KVEntry[] {
+  if (previous === undefined || previous.waiting.length === 0) return waiting
+  const placed: (KVEntry | undefined)[] = new Array<KVEntry | undefined>(previous.waiting.length)
+  const rest: KVEntry[] = []
+  for (const entry of waiting) {
+    const rank = previous.ranks.get(entry.session ?? '')
+    if (rank === undefined || placed[rank] !== undefined) rest.push(entry)
+    else placed[rank] = entry
+  }
+  const laidOut: KVEntry[] = []
+  for (const entry of placed) if (entry !== undefined) laidOut.push(entry)
+  for (const entry of rest) laidOut.push(entry)
+  return laidOut
 }
 
 /**

@@ -208,7 +208,7 @@ export function consulPort(
     decide: protocol.decide(contender),
     refence: protocol.refence?.(contender),
   }
-  const held = new HeldBack(() => scheduler.now())
+  const held = new HeldBack(scheduler)
   const port: ContenderPort = {
     answers: () => client.network?.answers?.() ?? 0,
     session: (from) =>
@@ -279,12 +279,15 @@ export function consulPort(
           paceWhileHolding: shelf === undefined,
         }
         coordinator.follow(member, seed)
-        // A no-op when the coordinator already let every member go (its watch failed).
-        return () => coordinator.unfollow(member)
+        return () => {
+          // What was held back, and its refresh, end with the run's watch.
+          held.clear()
+          // A no-op when the coordinator already let every member go (its watch failed).
+          coordinator.unfollow(member)
+        }
       })
     },
     holdBack: (until) => held.hold(until),
-    heldBack: () => held.take(),
     perform: (session, action) => {
       if (performer?.session !== session) {
         performer = { session, perform: protocol.performer(contender, session) }

@@ -19,9 +19,13 @@ export type WriteEvent = Exclude<
   { readonly type: 'session-created' | 'release-requested' }
 >
 
-/** What `follow` hands the machine: the watch's events, decided, and word of a held-back one. */
+/**
+ * What `follow` hands the machine: the watch's events, decided, and at the end of a hold the last
+ * snapshot held back.
+ */
 export type FollowEvent =
-  (WatchEvent & { readonly decision?: Decision | undefined }) | { readonly type: 'held-back' }
+  | (WatchEvent & { readonly decision?: Decision | undefined })
+  | { readonly type: 'refresh-due'; readonly held: DecidedSnapshot }
 
 /**
  * Everything the interpreter of a contender calls: Consul (through its client, its prefix's
@@ -44,14 +48,15 @@ export interface ContenderPort {
   readonly join: (session: string) => Observable<KVSnapshot | undefined>
   /**
    * The prefix's watch events, each snapshot with this run's decision on it, from `seed`; less
-   * those held back (`holdBack`), of which the first since the last one that reached the run is
-   * told as `held-back`.
+   * those held back (`holdBack`), of which the last is handed over as `refresh-due` at the end of
+   * the hold. Unsubscribed, it drops what it kept and its refresh.
    */
   readonly follow: (session: string, seed: KVSnapshot | undefined) => Observable<FollowEvent>
-  /** Hold back the snapshots that leave the run's waiter far back, until `until` (`holdsBack`). */
+  /**
+   * Hold back the snapshots that leave the run's waiter far back, until `until` (`holdsBack`),
+   * in place of the last hold: what that one kept is dropped, with its refresh.
+   */
   readonly holdBack: (until: number | undefined) => void
-  /** The last snapshot held back, if any, taken: the refresh steps on it. */
-  readonly heldBack: () => DecidedSnapshot | undefined
   /** One write of a run: its answers as events; it completes when the write is over. */
   readonly perform: (session: string, action: ContenderAction) => Observable<WriteEvent>
   /** Starts the release of a run's slot in the background. */

@@ -1,35 +1,44 @@
-import { Observable, type OperatorFunction } from 'rxjs'
+import { Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs'
 import type { KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
 import type { DecidedSnapshot } from '../../core/contender/contender-input.js'
 import type { Decision } from '../../core/events.js'
 import { holdsBack } from '../../core/semaphore/hold-back.js'
 import type { FollowEvent } from './contender-port.js'
 
-const HELD_BACK: FollowEvent = { type: 'held-back' }
-
 /**
- * The snapshots a run's waiter holds back (`holdsBack`), kept out of its machine: the machine
- * sets the hold after each snapshot it steps on, this keeps the last one held back, and the
- * refresh takes it. A waiter far back in a prefix of thousands of contenders thus costs one
- * decision (a lookup in the prefix's shared view) per snapshot, and no step.
+ * The snapshots a run's waiter holds back (`holdsBack`), kept out of its machine: the machine sets
+ * the hold after each snapshot it steps on (`hold-back`), this keeps the last one held back, and
+ * at the end of the hold hands it over (`refresh-due`), with one timer set when the first is kept.
+ * A waiter far back in a prefix of thousands of contenders thus costs one decision (a lookup in
+ * the prefix's shared view) per snapshot, one step per refresh, and nothing while the prefix is
+ * quiet.
+ *
+ * ```
+ * hold:      |-------------------|         (until, from the machine's hold-back)
+ * offered:   --a--b--c-----------          far back: kept, each replacing the last
+ * handed:    --------------------r         r: refresh-due with c, at until
+ * ```
  *
  * @example
- * const held = new HeldBack(() => scheduler.now())
+ * const held = new HeldBack(scheduler)
  * member.onWatch = heldBackTo(held, decideOn, subscriber.next) // the run's follow
  * held.hold(until) // the machine's hold-back command
- * held.take() // the refresh
+ * held.clear() // the run's follow ends
  */
 export class HeldBack {
   private until: number | undefined = undefined
   // The last snapshot held back and the decision on it, as two fields: holding one allocates nothing.
   private snapshot: KVSnapshot | undefined = undefined
   private decision: Decision | undefined = undefined
+  /** The refresh of what is kept: set when the first snapshot is kept, for the end of the hold. */
+  private refresh: Subscription | undefined = undefined
 
-  constructor(private readonly now: () => number) {}
+  constructor(private readonly scheduler: SchedulerLike) {}
 
-  /** The machine's hold (undefined: none). */
+  /** The machine's hold (undefined: none), in place of the last one: what it kept is dropped. */
   hold(until: number | undefined): void {
     this.until = until
+    this.forget()
   }
 
   /** The last snapshot held back, if any, which is no longer kept. */
@@ -39,32 +48,49 @@ export class HeldBack {
     return snapshot === undefined ? undefined : { type: 'snapshot', snapshot, decision }
   }
 
-  /** A new run: no hold, nothing kept. */
+  /** A new run, or the end of one: no hold, nothing kept, no refresh. */
   clear(): void {
     this.until = undefined
     this.forget()
   }
 
   /**
-   * A decided snapshot of the watch: `pass` (it reaches the machine, and anything kept is older),
-   * `held` or, for the first held since the last that passed, `first-held`. A reset is never held.
+   * A decided snapshot of the watch: `pass` (it reaches the machine, and anything kept is older,
+   * dropped with its refresh), `held` or, for the first held since the last that passed,
+   * `first-held`: then `due` is called with it, or a later one held back, at the end of the hold,
+   * unless it is dropped before. A reset is never held.
    */
-  offer(snapshot: KVSnapshot, reset: boolean | undefined, decision: Decision): Offered {
+  offer(
+    snapshot: KVSnapshot,
+    reset: boolean | undefined,
+    decision: Decision,
+    due: (held: DecidedSnapshot) => void,
+  ): Offered {
     // Without a hold (most snapshots of most contenders) the clock is not read.
     const { until } = this
-    if (reset === true || until === undefined || !holdsBack(until, decision, this.now())) {
+    const now = until === undefined ? 0 : this.scheduler.now()
+    if (reset === true || until === undefined || !holdsBack(until, decision, now)) {
       this.forget()
       return 'pass'
     }
     const first = this.snapshot === undefined
     this.snapshot = snapshot
     this.decision = decision
-    return first ? 'first-held' : 'held'
+    if (!first) return 'held'
+    this.refresh = this.scheduler.schedule(() => {
+      this.refresh = undefined
+      const held = this.take()
+      if (held !== undefined) due(held)
+    }, until - now)
+    return 'first-held'
   }
 
   private forget(): void {
     this.snapshot = undefined
     this.decision = undefined
+    if (this.refresh === undefined) return
+    this.refresh.unsubscribe()
+    this.refresh = undefined
   }
 }
 
@@ -73,13 +99,14 @@ export type Offered = 'pass' | 'held' | 'first-held'
 
 /**
  * What a run's follow does with each watch event: a snapshot is decided (`decideOn`) and offered
- * to `held`; those it holds back stay there, the first of them told to `next` as `held-back`.
- * Other events pass as they are. The port's follow calls it on each event the coordinator hands
- * its member (no Observable of its own per contender); `heldBackBy` is the same as an operator.
+ * to `held`; those it holds back stay there, and the last of them is told to `next` as
+ * `refresh-due` at the end of the hold. Other events pass as they are. The port's follow calls it
+ * on each event the coordinator hands its member (no Observable of its own per contender);
+ * `heldBackBy` is the same as an operator.
  *
  * ```
- * events:    a--b--c--d        b, c: far back within the hold; d: a change for the waiter
- * follow:    a--h-----d        h: held-back (c replaces b as the one kept)
+ * events:    a--b--c-------    b, c: far back within the hold (until: the end of the line)
+ * follow:    a------------r    r: refresh-due with c
  * ```
  *
  * @example
@@ -94,18 +121,21 @@ export function heldBackTo(
   decideOn: (snapshot: KVSnapshot) => Decision,
   next: (event: FollowEvent) => void,
 ): (event: WatchEvent) => void {
+  // Made once per run: a refresh allocates its event only.
+  const due = (snapshot: DecidedSnapshot): void => next({ type: 'refresh-due', held: snapshot })
   return (event) => {
     if (event.type !== 'snapshot') return next(event)
     const { snapshot, reset } = event
     const decision = decideOn(snapshot)
-    const offered = held.offer(snapshot, reset, decision)
-    if (offered === 'pass') next({ type: 'snapshot', snapshot, reset, decision })
-    else if (offered === 'first-held') next(HELD_BACK)
+    if (held.offer(snapshot, reset, decision, due) === 'pass') {
+      next({ type: 'snapshot', snapshot, reset, decision })
+    }
   }
 }
 
 /**
- * `heldBackTo` as an operator: the follow of a port whose watch is an Observable.
+ * `heldBackTo` as an operator: the follow of a port whose watch is an Observable. Unsubscribed (or
+ * once its source ends), it drops what `held` kept, and its refresh.
  *
  * @example
  * watchEvents.pipe(heldBackBy(held, (snapshot) => decideByRank(snapshot, session, step)))
@@ -118,11 +148,15 @@ export function heldBackBy(
   decideOn: (snapshot: KVSnapshot) => Decision,
 ): OperatorFunction<WatchEvent, FollowEvent> {
   return (events) =>
-    new Observable<FollowEvent>((subscriber) =>
-      events.subscribe({
+    new Observable<FollowEvent>((subscriber) => {
+      const subscription = events.subscribe({
         next: heldBackTo(held, decideOn, (event) => subscriber.next(event)),
         error: (error: unknown) => subscriber.error(error),
         complete: () => subscriber.complete(),
-      }),
-    )
+      })
+      return () => {
+        subscription.unsubscribe()
+        held.clear()
+      }
+    })
 }

@@ -66,7 +66,6 @@ export class Interpreter {
     startup: undefined,
     retry: undefined,
     wake: undefined,
-    refresh: undefined,
   }
 
   constructor(
@@ -157,8 +156,7 @@ export class Interpreter {
       case 'end-run':
         if (command.release !== false) port.release(command.session, command.release)
         for (const call of ['lease', 'join', 'follow', 'write'] as const) this.cancel(call)
-        this.setTimer('wake', undefined)
-        return this.setTimer('refresh', undefined)
+        return this.setTimer('wake', undefined)
       case 'emit':
         return this.observer.next(command.state)
       case 'stepped':
@@ -222,8 +220,6 @@ export class Interpreter {
         return { type: 'startup-due', answers: this.port.answers() }
       case 'retry':
         return { type: 'retry-due' }
-      case 'refresh':
-        return { type: 'refresh-due', held: this.port.heldBack() }
     }
   }
 

@@ -3,12 +3,7 @@ import { describe, it } from 'node:test'
 import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../src/base/flags.js'
 import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import { decide } from '../../src/core/semaphore/decide.js'
-import {
-  HELD_PREFIX,
-  WHOLE_PREFIX,
-  sameWatchTarget,
-  watchTarget,
-} from '../../src/core/semaphore/watch-target.js'
+import { sameWatchTarget, watchTarget } from '../../src/core/semaphore/watch-target.js'
 import { contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
 
 const prefix = 'svc/lock'
@@ -91,42 +86,11 @@ describe('watchTarget', () => {
     })
   })
 
-  it('paces the polls of a process whose contenders all hold, when asked to; else watches the prefix at once', () => {
-    const both = snapshotOf([
-      lockEntry(prefix, '{"Limit":2,"Holders":{"h":true,"w0":true}}', 50n),
-      holder,
-      contenderEntry(prefix, 'w0', 10n, { flags: HOLDER_FLAGS, modifyIndex: 50n }),
-      ours('w1', 11n),
-      ours('w2', 12n),
-      ours('w3', 13n),
-    ])
-    const two = (who: readonly string[]) => who.map((session) => ({ session, limit: 2 }))
-    const paced = { paceHolders: true }
-    assert.deepEqual(watchTarget(both, prefix, decisions(both, two(['h'])), paced), HELD_PREFIX)
-    assert.deepEqual(watchTarget(both, prefix, decisions(both, two(['h', 'w0'])), paced), {
-      type: 'held',
-    })
-    assert.deepEqual(watchTarget(both, prefix, decisions(both, two(['h']))), WHOLE_PREFIX)
-    // A holder beside a waiter of the same process, even one far back: the waiter needs it all.
-    assert.deepEqual(watchTarget(both, prefix, decisions(both, two(['h', 'w3'])), paced), {
-      type: 'prefix',
-    })
-    assert.deepEqual(watchTarget(both, prefix, decisions(both, two(['w3', 'h'])), paced), {
-      type: 'prefix',
-    })
-    // No contender, or one without a decision yet: the prefix at once.
-    assert.deepEqual(watchTarget(both, prefix, [], paced), WHOLE_PREFIX)
-    assert.deepEqual(watchTarget(both, prefix, [undefined], paced), WHOLE_PREFIX)
-  })
-
   it('tells targets apart by key and index', () => {
     const a = { type: 'key', key: 'k', modifyIndex: 1n } as const
     assert.ok(sameWatchTarget(a, { ...a }))
     assert.ok(!sameWatchTarget(a, { ...a, modifyIndex: 2n }))
     assert.ok(!sameWatchTarget(a, { type: 'prefix' }))
     assert.ok(sameWatchTarget({ type: 'prefix' }, { type: 'prefix' }))
-    assert.ok(sameWatchTarget(HELD_PREFIX, { type: 'held' }))
-    assert.ok(!sameWatchTarget(HELD_PREFIX, WHOLE_PREFIX))
-    assert.ok(!sameWatchTarget(a, HELD_PREFIX))
   })
 })

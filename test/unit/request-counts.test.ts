@@ -8,12 +8,10 @@
 // that owns it (`<a>`): `a: PUT /v1/txn` is client `a`'s transaction.
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
-import * as E from 'fp-ts/lib/Either.js'
 import { VirtualTimeScheduler, type Observable, type Subscription } from 'rxjs'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 import { leaderElection, type LeaderElectionState } from '../../src/recipes/leader-election.js'
 import { semaphore, type SemaphoreState } from '../../src/recipes/semaphore.js'
-import { HELD_POLL_SPACING_MS } from '../../src/core/semaphore/watch-target.js'
 import { WAKE_WAIT_MS } from '../../src/effects/coordinator/prefix-coordinator.js'
 import { advanceBy, createConsulDouble, type ConsulDouble } from '../support/consul-double.js'
 
@@ -24,8 +22,6 @@ const CONTENDER = (BigInt(SEMAPHORE_FLAGS) + 1n).toString()
 const poll = (index: number): string => `GET /v1/kv/${prefix}?recurse&index=${index}&wait=30000ms`
 /** The first listing of the prefix (does not block). */
 const LIST = `GET /v1/kv/${prefix}?recurse`
-/** A one-off listing of the prefix's children (a release's, a parked waiter's). */
-const LIST_CHILDREN = `GET /v1/kv/${prefix}/?recurse`
 const TXN = 'PUT /v1/txn'
 const CREATE = 'PUT /v1/session/create'
 const joinKey = (who: string): string =>
@@ -106,7 +102,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       return { sem, seen: follow(name, sem) }
     }
 
-    it('acquires uncontended in five requests and a poll of the watch after them, and releases in three', async () => {
+    it('acquires uncontended in five requests and two polls of the watch after them, and releases in two', async () => {
       const a = contender('a')
       await until('a holds', () => a.seen.last?.holding === true)
       await quiet()
@@ -120,29 +116,16 @@ describe('request counts, in virtual time on the Consul double', () => {
         `a: ${poll(1)}`,
         // CAS .lock, check the session's key, mark the key holder: one transaction.
         `a: ${TXN}`,
-        // The watch follows: the answer that shows the CAS. Its process now only holds: the
-        // next poll waits HELD_POLL_SPACING_MS.
+        // The watch follows: the answer that shows the CAS, then the long poll it parks on.
         `a: ${poll(12)}`,
+        `a: ${poll(13)}`,
       ])
       await close(a.sem)
       assert.deepEqual(requests(), [
-        // No poll was out since: the release lists the prefix, and builds on that listing.
-        `a: ${LIST_CHILDREN}`,
-        // CAS the session out of .lock and delete the key.
+        // CAS the session out of .lock and delete the key, computed from the last snapshot.
         `a: ${TXN}`,
         'a: PUT /v1/session/destroy/<a>',
       ])
-    })
-
-    it('releases in two requests when its paced poll is out: the prefix is as the poll last saw it', async () => {
-      const a = contender('a')
-      await until('a holds', () => a.seen.last?.holding === true)
-      await quiet()
-      requests()
-      await advanceBy(scheduler, HELD_POLL_SPACING_MS)
-      assert.deepEqual(requests(), [`a: ${poll(13)}`], 'one paced poll, blocking on the last index')
-      await close(a.sem)
-      assert.deepEqual(requests(), [`a: ${TXN}`, 'a: PUT /v1/session/destroy/<a>'])
     })
 
     it('joins in one transaction on a client that saw the prefix: a second tenure acquires in three requests', async () => {
@@ -162,10 +145,10 @@ describe('request counts, in virtual time on the Consul double', () => {
         // Lock its key and read the prefix as of that write, in one transaction.
         `a: ${TXN}`,
         // The watch starts from the join's answer, and the CAS that answer allows goes out with it
-        // (the interpreter steps on the answer once following it has started). That poll shows
-        // the CAS; the process then only holds, and polls at a pace.
+        // (the interpreter steps on the answer once following it has started).
         `a: ${poll(17)}`,
         `a: ${TXN}`,
+        `a: ${poll(18)}`,
       ])
       await close(second)
     })
@@ -185,7 +168,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       afterCas.release()
     })
 
-    it('renews its session every TTL/2 and sends nothing else while it holds but one paced poll, which blocks', async () => {
+    it('renews its session every TTL/2 and sends nothing else while it holds', async () => {
       const a = contender('a')
       await until('a holds', () => a.seen.last?.holding === true)
       await quiet()
@@ -193,7 +176,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       const heldAt = scheduler.now() - 10
       // TTL 15 s: a renewal 7.5 s after the session was created, then every 7.5 s.
       await advanceBy(scheduler, heldAt + 7_499 - scheduler.now())
-      assert.deepEqual(requests(), [`a: ${poll(13)}`], 'one poll before TTL/2, still blocking')
+      assert.deepEqual(requests(), [], 'nothing before TTL/2')
       await advanceBy(scheduler, 1)
       assert.deepEqual(requests(), ['a: PUT /v1/session/renew/<a>'])
       await advanceBy(scheduler, 7_500)
@@ -203,7 +186,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       requests()
     })
 
-    it('hands the slot to a waiter in three requests: the holder’s listing, transaction and destroy', async () => {
+    it('hands the slot to a waiter in three requests: the holder’s transaction and destroy, the waiter’s poll', async () => {
       const a = contender('a')
       await until('a holds', () => a.seen.last?.holding === true)
       await quiet()
@@ -216,21 +199,19 @@ describe('request counts, in virtual time on the Consul double', () => {
         `b: ${LIST}`,
         `b: ${joinKey('b')}`,
         `b: ${poll(13)}`,
-        // b parks on the prefix. a, which only holds, has no poll out yet (its first waits
-        // HELD_POLL_SPACING_MS): b's key wakes nobody.
+        // b's key wakes a's long poll; both park on the prefix.
+        `a: ${poll(15)}`,
         `b: ${poll(15)}`,
       ])
       await close(a.sem)
       await until('b holds', () => b.seen.last?.holding === true)
       await quiet()
       assert.deepEqual(requests(), [
-        // a lists the prefix, which shows b first in line.
-        `a: ${LIST_CHILDREN}`,
         // One transaction: check b's key, CAS .lock a → b, delete a's key, mark b's key holder.
         `a: ${TXN}`,
         'a: PUT /v1/session/destroy/<a>',
-        // b learns it holds from the answer to the poll it had out: no CAS of its own, and no
-        // poll after it for HELD_POLL_SPACING_MS.
+        // b learns it holds from the snapshot: no CAS of its own.
+        `b: ${poll(16)}`,
       ])
       await close(b.sem)
       requests()
@@ -272,8 +253,9 @@ describe('request counts, in virtual time on the Consul double', () => {
       assert.deepEqual(requests(), [
         `c: ${TXN}`,
         `d: ${TXN}`,
-        // Both polls from 14 answer with c's CAS. d parks again; c, which only holds, polls at a
-        // pace. d neither reads .lock nor writes again: the snapshot tells it that c holds.
+        // Both polls from 14 answer with c's CAS; both park again. d neither reads .lock nor
+        // writes again: the snapshot tells it that c holds.
+        `c: ${poll(15)}`,
         `d: ${poll(15)}`,
       ])
       assert.equal(d.seen.last?.holding, false)
@@ -324,38 +306,6 @@ describe('request counts, in virtual time on the Consul double', () => {
       ])
       await close(c.sem)
       await close(d.sem)
-      requests()
-    })
-
-    it('tells a holder whose process polls at a pace that another took it out of .lock, within the pace', async () => {
-      const a = contender('a')
-      const b = contender('b')
-      // Every state of a, with the virtual time it came at.
-      const states: { at: number; holding: boolean }[] = []
-      subscriptions.push(
-        a.sem.state$.subscribe((st) => states.push({ at: scheduler.now(), holding: st.holding })),
-      )
-      await until('a holds', () => a.seen.last?.holding === true)
-      await until('b waits', () => rank(b) === 0)
-      await quiet()
-      // An operator's CAS (as evict makes it) takes a out of .lock; a's key stays.
-      const operator = double.connect('operator')
-      const lock = await operator.kv.get(`${prefix}/.lock`)()
-      assert.ok(E.isRight(lock) && lock.right, '.lock is there')
-      const body = JSON.stringify({ Limit: 1, Holders: {} })
-      const cas = await operator.kv.put(`${prefix}/.lock`, body, {
-        cas: lock.right.modifyIndex,
-        flags: lock.right.flags,
-      })()
-      assert.ok(E.isRight(cas) && cas.right, 'the operator’s CAS went through')
-      const at = scheduler.now()
-      const dropped = (): { at: number } | undefined =>
-        states.find((st) => st.at >= at && !st.holding)
-      await until('a sees it no longer holds', () => dropped() !== undefined)
-      const after = (dropped()?.at ?? Infinity) - at
-      assert.ok(after <= HELD_POLL_SPACING_MS + 10, `a saw it after ${after} virtual ms`)
-      await close(a.sem)
-      await close(b.sem)
       requests()
     })
   })

@@ -19,16 +19,6 @@ export type WatchTarget =
       /** Discriminant. */
       readonly type: 'prefix'
     }
-  /**
-   * Every key under the prefix, for a process whose contenders all hold: polled at most once per
-   * `HELD_POLL_SPACING_MS`, each poll blocking on the index last seen, so that changes that
-   * concern no holder (a contender joining the queue, a hand-over between others) are seen
-   * together rather than one poll each.
-   */
-  | {
-      /** Discriminant. */
-      readonly type: 'held'
-    }
   /** One contender key, as the snapshot showed it: a change or its deletion is the wake-up. */
   | {
       /** Discriminant. */
@@ -42,21 +32,6 @@ export type WatchTarget =
 /** The target that never misses anything. */
 export const WHOLE_PREFIX: WatchTarget = { type: 'prefix' }
 
-/** The prefix, polled at a pace: every contender of the process holds. */
-export const HELD_PREFIX: WatchTarget = { type: 'held' }
-
-/**
- * Least time between the starts of two polls of a process whose contenders all hold, in ms: 100.
- * A holder needs from the prefix only its own removal (its key gone, `.lock` without it): the
- * rest of a busy prefix's changes (waiters joining, hand-overs between others) concern it not.
- * Polled at once on every change, a holder of 50 ms on a prefix of 12 replicas listed the prefix
- * about five times per tenure. Paced, it lists it about once, and still sees its removal within
- * this time plus a round trip: the lease deadline, which ends a holding whose renewals fail, does
- * not rest on the watch at all. Short beside the session TTL (15 s) and the lock-delay (15 s) that
- * protect a slot whose holder was cut off.
- */
-export const HELD_POLL_SPACING_MS = 100
-
 /**
  * Herd-free waiting, as in ZooKeeper's lock recipe: a process whose semaphore contenders are all
  * waiting further back than the first `FRONT_PLACES` places has nothing to do until the waiter
@@ -66,16 +41,14 @@ export const HELD_POLL_SPACING_MS = 100
  * long-polls that one key instead of the prefix, and a handover wakes the holders, the front of
  * the queue and the one waiter behind the new holder, not every process of the queue.
  *
- * A process whose contenders all hold watches the whole prefix at a pace (`HELD_PREFIX`, at most
- * one poll per `HELD_POLL_SPACING_MS`): it must see its removal, but none of the other changes.
- * Anything else watches the whole prefix at once: a process with a holder and a waiter, the front
+ * Anything else watches the whole prefix: a holder (it must see its removal at once), the front
  * of the queue (it takes free slots and prunes dead holders), a contender whose key is not there
  * yet, a prefix problem, or a waiter whose predecessor is a Go contender (Go's CAS does not touch
  * its key, so that key would not say when it became a holder).
  *
  * ```
  * queue:   H H H | w0 w1 w2(go) w3 w4
- * watches: held     prefix prefix  prefix(w2 is Go)  key(w3)
+ * watches: prefix   prefix prefix  prefix(w2 is Go)  key(w3)
  * ```
  *
  * @example
@@ -88,26 +61,15 @@ export const HELD_POLL_SPACING_MS = 100
  * @param decisions - The decisions of this process's contenders of the prefix on the snapshot
  *   (each computed once per snapshot, by the prefix's coordinator); undefined for one that has
  *   none yet, which watches the prefix.
- * @param options - `paceHolders`: whether a process whose contenders all hold polls at a pace
- *   (`HELD_PREFIX`); false (the default) watches the prefix at once for them too, as a job pool's
- *   workers need.
  * @returns What to long-poll next.
  */
 export function watchTarget(
   snapshot: KVSnapshot,
   prefix: string,
   decisions: Iterable<Decision | undefined>,
-  options: { readonly paceHolders?: boolean } = {},
 ): WatchTarget {
   let best: { rank: number; ahead: string } | undefined
-  let holders = 0
-  let others = 0
   for (const decision of decisions) {
-    if (decision?.type === 'Held') {
-      holders++
-      continue
-    }
-    others++
     // A free slot it may not take yet is worth watching: the fairness grace counts on snapshots
     // of the prefix (the waiters ahead may be dead, and only their sessions' expiry moves them).
     if (
@@ -123,7 +85,6 @@ export function watchTarget(
     if (ahead === undefined) return WHOLE_PREFIX
     if (best === undefined || decision.rank < best.rank) best = { rank: decision.rank, ahead }
   }
-  if (holders > 0) return others === 0 && options.paceHolders === true ? HELD_PREFIX : WHOLE_PREFIX
   if (best === undefined) return WHOLE_PREFIX
   const key = contenderKey(prefix, best.ahead)
   const entry = snapshot.entries.find((e) => e.key === key)
@@ -141,6 +102,6 @@ export function watchTarget(
  * @returns True when both watch the prefix, or the same key at the same index.
  */
 export function sameWatchTarget(a: WatchTarget, b: WatchTarget): boolean {
-  if (a.type !== 'key' || b.type !== 'key') return a.type === b.type
+  if (a.type === 'prefix' || b.type === 'prefix') return a.type === b.type
   return a.key === b.key && a.modifyIndex === b.modifyIndex
 }

@@ -148,7 +148,6 @@ export function consulPort(
     scheduler,
     cache: coordinator.cache,
     fresh: coordinator.fresh,
-    listingForRelease: () => coordinator.listingForRelease(),
   }
   const request: SessionCreateOptions = {
     name: options.sessionName,
@@ -275,8 +274,6 @@ export function consulPort(
           decisionOn,
           onWatch: heldBackTo(held, decisionOn, (event) => subscriber.next(event)),
           onWatchError: (error) => subscriber.error(error),
-          // A job pool's worker (the one kind given a shelf) decides from every snapshot.
-          paceWhileHolding: shelf === undefined,
         }
         coordinator.follow(member, seed)
         return () => {

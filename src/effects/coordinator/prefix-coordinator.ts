@@ -3,12 +3,9 @@ import {
   BehaviorSubject,
   EMPTY,
   asyncScheduler,
-  concat,
   concatMap,
   defer,
   distinctUntilChanged,
-  finalize,
-  ignoreElements,
   interval,
   merge,
   mergeMap,
@@ -17,7 +14,6 @@ import {
   switchMap,
   takeWhile,
   throwError,
-  timer,
   type Observable,
   type SchedulerLike,
   type Subscription,
@@ -32,7 +28,6 @@ import { readLockBody } from '../../core/lock-body/read-lock-body.js'
 import type { CountedGrace } from '../../core/contender/contender-state-model.js'
 import { viewCache, type ViewCache } from '../../core/semaphore/view-cache.js'
 import {
-  HELD_POLL_SPACING_MS,
   WHOLE_PREFIX,
   sameWatchTarget,
   watchTarget,
@@ -55,12 +50,6 @@ export interface CoordinatedMember {
   readonly onWatch: (event: WatchEvent) => void
   /** The prefix's watch failed for good (a permanent error). */
   readonly onWatchError: (error: unknown) => void
-  /**
-   * Whether the process may poll the prefix at a pace while this member holds (`HELD_PREFIX`).
-   * A job pool's worker may not: it decides between jobs whether to keep its slot or hand it on
-   * from what the prefix shows now (who waits, the `.lock` its rotation writes over).
-   */
-  readonly paceWhileHolding: boolean
 }
 
 /** The coordinator's watch options (the first member's; the watch is shared). */
@@ -126,11 +115,6 @@ export class PrefixCoordinator {
   private delivered: KVSnapshot | undefined
   private failing: WatchEvent | undefined
   private joining = 0
-  /**
-   * While the watch polls at a pace (`HELD_PREFIX`): whether a poll blocking on the last
-   * listing's index is out. Between two such polls the prefix may have changed unseen.
-   */
-  private paced: { polling: boolean } | undefined
 
   constructor(
     private readonly client: ConsulClient,
@@ -259,27 +243,7 @@ export class PrefixCoordinator {
       this.target.next(WHOLE_PREFIX)
       return
     }
-    let pace = true
-    for (const member of this.watching) pace &&= member.paceWhileHolding
-    this.target.next(watchTarget(last, this.prefix, this.decisionsOn(last), { paceHolders: pace }))
-  }
-
-  /**
-   * A listing of the prefix for a release to build on, when the last one may be stale: the watch
-   * polls at a pace and no poll blocks on the last listing now, so the changes since (a hand-over
-   * between others) are unseen, and a release's CAS built on it would lose. Undefined when the last
-   * listing is as fresh as the watch knows, or when the listing fails (the release then builds on
-   * what it has, and reads `.lock` if its CAS loses).
-   *
-   * @returns The listing to come; undefined at once when none is needed.
-   */
-  listingForRelease(): Promise<KVSnapshot | undefined> | undefined {
-    if (this.paced === undefined || this.paced.polling) return undefined
-    return this.client.kv
-      .list(`${this.prefix}/`, { consistency: this.options.consistency, reuse: this.entries })()
-      .then((listed) =>
-        E.isRight(listed) && listed.right.filteredByAcls !== true ? listed.right : undefined,
-      )
+    this.target.next(watchTarget(last, this.prefix, this.decisionsOn(last)))
   }
 
   private *decisionsOn(snapshot: KVSnapshot): Iterable<Decision | undefined> {
@@ -299,53 +263,19 @@ export class PrefixCoordinator {
       // too, falls back here): a poll blocking on the last index would leave them disconnected
       // until the prefix next changes, so the prefix is read at once.
       switchMap((to) =>
-        to.type === 'key'
-          ? waitForKey(this.client, this.prefix, to, { ...options, reuse: this.entries }, () =>
+        to.type === 'prefix'
+          ? this.client.watchPrefix(`${this.prefix}/`, {
+              ...options,
+              reuse: this.entries,
+              ...(this.failing === undefined
+                ? { startIndex: this.last?.index, startEntries: this.last?.entries }
+                : {}),
+            })
+          : waitForKey(this.client, this.prefix, to, { ...options, reuse: this.entries }, () =>
               this.target.next(WHOLE_PREFIX),
-            )
-          : to.type === 'held'
-            ? this.pacedPolls(options)
-            : this.prefixPolls(options),
+            ),
       ),
     )
-  }
-
-  /** The prefix's long polls, from what the members have seen (see `watch`). */
-  private prefixPolls(options: WatchOptions): Observable<WatchEvent> {
-    return this.client.watchPrefix(`${this.prefix}/`, {
-      ...options,
-      reuse: this.entries,
-      ...(this.failing === undefined
-        ? { startIndex: this.last?.index, startEntries: this.last?.entries }
-        : {}),
-    })
-  }
-
-  /**
-   * The prefix's long polls for a process whose members all hold: one at a time, each blocking on
-   * the last snapshot's index (so none misses a change: the changes made meanwhile answer the
-   * next one at once), each `HELD_POLL_SPACING_MS` after the snapshot before it (the first one
-   * after the snapshot on which they all held).
-   */
-  private pacedPolls(options: WatchOptions): Observable<WatchEvent> {
-    const scheduler = options.scheduler ?? asyncScheduler
-    return defer(() => {
-      const paced = { polling: false }
-      this.paced = paced
-      const poll = defer(() => {
-        paced.polling = true
-        return this.prefixPolls(options)
-      }).pipe(
-        takeWhile((event) => event.type !== 'snapshot', true),
-        finalize(() => (paced.polling = false)),
-      )
-      return concat(timer(HELD_POLL_SPACING_MS, scheduler).pipe(ignoreElements()), poll).pipe(
-        repeat(),
-        finalize(() => {
-          if (this.paced === paced) this.paced = undefined
-        }),
-      )
-    })
   }
 }
 

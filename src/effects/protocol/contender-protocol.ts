@@ -31,11 +31,6 @@ export interface ProtocolMember {
    * writes tell it their answers and build on it.
    */
   readonly fresh?: FreshLock | undefined
-  /**
-   * A listing of the prefix for a release to build on, when the process's last one may be stale
-   * (its coordinator's `listingForRelease`); undefined at once when the last one will do.
-   */
-  readonly listingForRelease?: () => Promise<KVSnapshot | undefined> | undefined
 }
 
 /**

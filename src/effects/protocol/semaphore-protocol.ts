@@ -3,8 +3,7 @@ import { problemError } from '../../base/semaphore-error.js'
 import { joinQueue, semaphorePerformer } from './semaphore-performer.js'
 import { refencing } from '../../core/semaphore/refencing.js'
 import { releaseSlot } from '../release/release-slot.js'
-import type { KVSnapshot } from '../../base/kv-snapshot.js'
-import type { ContenderProtocol, ProtocolMember } from './contender-protocol.js'
+import type { ContenderProtocol } from './contender-protocol.js'
 
 /**
  * Consul's semaphore, as `consul lock -n <limit>` and Consul's semaphore guide run it, read top to
@@ -58,43 +57,27 @@ export const semaphoreProtocol: ContenderProtocol = {
     )
   },
   release: (contender, session, lastSeen, keepSession) => {
-    // A holder whose process polls the prefix at a pace lists it first: its CAS, built on a
-    // listing older than the hand-overs between others since, would only lose.
-    const listing = contender.listingForRelease?.()
-    if (listing === undefined) return releaseFrom(contender, session, lastSeen, keepSession)
-    return listing.then((listed) =>
-      releaseFrom(contender, session, listed ?? lastSeen, keepSession),
-    )
+    // The last snapshot the contender decided on, whose view is made, when it lists the session:
+    // its write waits for its turn among the process's writers and is built again on the freshest
+    // prefix if a write of the process answered since (`stale`). Else the freshest the process
+    // knows (the watch's last listing with its own writes since: its own CAS, say), to save a read.
+    const seen = lastSeen && contender.cache.view(lastSeen, contender)
+    const listed = seen !== undefined && E.isRight(seen) && seen.right.holders.has(session)
+    const hint = listed ? lastSeen : (contender.fresh?.latestFrom(lastSeen) ?? lastSeen)
+    return releaseSlot({
+      client: contender.client,
+      prefix: contender.prefix,
+      session,
+      limit: contender.limit,
+      followLimit: contender.followLimit,
+      scheduler: contender.scheduler,
+      hint,
+      hintView: hint && contender.cache.view(hint, contender),
+      keepSession: keepSession === true,
+      adopted: keepSession === 'adopted',
+      fresh: contender.fresh,
+      view: (snapshot) => contender.cache.view(snapshot, contender),
+    })
   },
   problemError,
-}
-
-/** The release of `session`'s slot, built on `lastSeen` (see `semaphoreProtocol.release`). */
-function releaseFrom(
-  contender: ProtocolMember,
-  session: string,
-  lastSeen: KVSnapshot | undefined,
-  keepSession: boolean | 'adopted' | undefined,
-): ReturnType<ContenderProtocol['release']> {
-  // The last snapshot the contender decided on, whose view is made, when it lists the session:
-  // its write waits for its turn among the process's writers and is built again on the freshest
-  // prefix if a write of the process answered since (`stale`). Else the freshest the process
-  // knows (the watch's last listing with its own writes since: its own CAS, say), to save a read.
-  const seen = lastSeen && contender.cache.view(lastSeen, contender)
-  const listed = seen !== undefined && E.isRight(seen) && seen.right.holders.has(session)
-  const hint = listed ? lastSeen : (contender.fresh?.latestFrom(lastSeen) ?? lastSeen)
-  return releaseSlot({
-    client: contender.client,
-    prefix: contender.prefix,
-    session,
-    limit: contender.limit,
-    followLimit: contender.followLimit,
-    scheduler: contender.scheduler,
-    hint,
-    hintView: hint && contender.cache.view(hint, contender),
-    keepSession: keepSession === true,
-    adopted: keepSession === 'adopted',
-    fresh: contender.fresh,
-    view: (snapshot) => contender.cache.view(snapshot, contender),
-  })
 }

@@ -1,8 +1,9 @@
 // One process of the pooled-jobs figures (bench/jobs.ts): `jobs` calls of `withSlot` on the
 // default client (no `consul` option; the address comes from CONSUL_HTTP_ADDR, the agent's),
 // all submitted at once when the parent says `go`, each holding `holdMs` (a timer). The child
-// counts the requests its HTTP client sends from `go` on, with their answers' status, from
-// undici's diagnostics channels: no proxy between it and the agent takes CPU from the jobs. Like bench/replica-child.ts it is transpiled to .cache/bench/ and run by
+// counts the requests its HTTP client had answered (or failed) from `go` on, by kind and status,
+// from undici's diagnostics channels: no proxy between it and the agent takes CPU from the jobs.
+// Like bench/replica-child.ts it is transpiled to .cache/bench/ and run by
 // plain node, so that it imports the built package by its name.
 //
 // Usage: node jobs-child.mjs <prefix> <limit> <jobs> <holdMs>
@@ -35,38 +36,56 @@ let rssBefore = 0
 /** The kernel's peak RSS of this process so far (getrusage's ru_maxrss): no sampling to pay for. */
 const peakRss = (): number => process.resourceUsage().maxRSS * 1024
 
-/** Requests sent since `go`: `method path status` (status 0: no answer) → how many. */
-const sent = new Map<string, number>()
-/** The requests sent since `go` and not answered yet, with their method and path. */
-const open = new Map<object, string>()
+/**
+ * The requests answered (or failed) since `go`, by kind: plain counters, bumped from undici's
+ * diagnostics channels without keeping a request or making a string, since whatever the counting
+ * allocates per request the jobs' figures (RSS, CPU) would count too. A request still unanswered
+ * at the report (a long poll) is not counted.
+ */
+const KINDS = [
+  ['PUT', '/v1/session/create'],
+  ['PUT', '/v1/session/destroy/-'],
+  ['PUT', '/v1/session/renew/-'],
+  ['PUT', '/v1/txn'],
+  ['PUT', '/v1/kv/-'],
+  ['DELETE', '/v1/kv/-'],
+  ['GET', '/v1/kv/-'],
+  ['OTHER', '-'],
+] as const
+/** Per kind (KINDS' order): answered 2xx, 409, another status, failed without an answer. */
+const counted = KINDS.map(() => [0, 0, 0, 0])
 interface UndiciRequest {
   readonly method: string
   readonly path: string
 }
-const count = (key: string): void => void sent.set(key, (sent.get(key) ?? 0) + 1)
-subscribe('undici:client:sendHeaders', (message) => {
-  if (submittedAt === undefined) return
-  const { request } = message as { request: UndiciRequest }
-  const query = request.path.indexOf('?')
-  open.set(request, `${request.method} ${query < 0 ? request.path : request.path.slice(0, query)}`)
-})
-/** Counts an open request once, with the status of its answer (0: none, it failed). */
-const answered = (request: UndiciRequest, status: number): void => {
-  const key = open.get(request)
-  if (key === undefined) return
-  open.delete(request)
-  count(`${key} ${status}`)
+function kindOf({ method, path }: UndiciRequest): number {
+  if (method === 'PUT') {
+    if (path.startsWith('/v1/txn')) return 3
+    if (path.startsWith('/v1/kv/')) return 4
+    if (path.startsWith('/v1/session/create')) return 0
+    if (path.startsWith('/v1/session/destroy/')) return 1
+    if (path.startsWith('/v1/session/renew/')) return 2
+  } else if (path.startsWith('/v1/kv/')) {
+    if (method === 'DELETE') return 5
+    if (method === 'GET') return 6
+  }
+  return 7
+}
+const bump = (request: UndiciRequest, column: number): void => {
+  const row = counted[kindOf(request)]
+  if (submittedAt !== undefined && row !== undefined) row[column] = (row[column] ?? 0) + 1
 }
 subscribe('undici:request:headers', (message) => {
   const { request, response } = message as {
     request: UndiciRequest
     response: { statusCode: number }
   }
-  answered(request, response.statusCode)
+  const status = response.statusCode
+  bump(request, status >= 200 && status < 300 ? 0 : status === 409 ? 1 : 2)
 })
-subscribe('undici:request:error', (message) => {
-  answered((message as { request: UndiciRequest }).request, 0)
-})
+subscribe('undici:request:error', (message) =>
+  bump((message as { request: UndiciRequest }).request, 3),
+)
 
 const hold = (): Promise<void> => new Promise((done) => setTimeout(done, holdMs))
 
@@ -116,10 +135,14 @@ function report(): void {
       rssPeakMb: peakRss() / 2 ** 20,
       cpuMs: (cpu.user + cpu.system) / 1000,
       failures: Object.fromEntries(failures),
-      // Requests without an answer by now (a long poll, say) count with status 0.
-      requests: [...sent, ...[...open.values()].map((key) => [`${key} 0`, 1] as const)].map(
-        ([key, n]) => [...key.split(' '), n],
-      ),
+      requests: KINDS.flatMap(([method, path], kind) =>
+        ['200', '409', '500', '0'].map((status, column) => [
+          method,
+          path,
+          status,
+          (counted[kind] as number[])[column],
+        ]),
+      ).filter((row) => row[3] !== 0),
       records,
     })}\n`,
     // Jobs still waiting are left to the parent's clean-up (it removes the prefix's sessions).

@@ -5,9 +5,17 @@
 // No source maps: the package ships no src/ for them to point to (maps and sources would be a
 // third of its files and of its size), and its declarations carry the TSDoc a reader needs.
 import { execFileSync } from 'node:child_process'
-import { chmodSync, copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 import { build } from 'esbuild'
 
 const require = createRequire(import.meta.url)
@@ -148,6 +156,14 @@ await build({
   ],
   logLevel: 'warning',
 })
+// esbuild names each bundled module (in a comment, and in the key of its wrapper) by its path
+// from here, through wherever node_modules really is: a symlinked node_modules gives
+// `../../<elsewhere>/node_modules/…`. Named from node_modules/ on, the bin is the same file
+// wherever it is built.
+const realModules = relative(process.cwd(), realpathSync('node_modules'))
+if (realModules !== 'node_modules') {
+  writeFileSync(bin, readFileSync(bin, 'utf8').replaceAll(`${realModules}/`, 'node_modules/'))
+}
 if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) {
   throw new Error(`${bin} does not start with the #!/usr/bin/env node of src/cli/main.ts`)
 }

@@ -408,6 +408,8 @@ export async function startFaultProxy(
   let seen: SeenRequest[] = []
   let dropped = 0
   const clientSockets = new Set<Socket>()
+  /** The client-side connections the client has not closed (see the 'connection' handler). */
+  const clientOpen = new Set<Socket>()
   let peak = 0
   let accepted = 0
   const upstreamRequests = new Map<ClientRequest, SeenRequest>()
@@ -569,9 +571,17 @@ export async function startFaultProxy(
   server.on('connection', (socket: Socket) => {
     clientSockets.add(socket)
     accepted++
-    peak = Math.max(peak, clientSockets.size)
-    socket.on('error', () => {})
-    socket.once('close', () => clientSockets.delete(socket))
+    // The peak counts the connections the client has not closed: one whose end (the client's
+    // FIN) was read is the client's no longer, though the proxy's side closes a moment later.
+    clientOpen.add(socket)
+    peak = Math.max(peak, clientOpen.size)
+    const closedByClient = (): void => void clientOpen.delete(socket)
+    socket.on('error', closedByClient)
+    socket.once('end', closedByClient)
+    socket.once('close', () => {
+      closedByClient()
+      clientSockets.delete(socket)
+    })
   })
   server.on('error', () => {})
 
@@ -598,7 +608,7 @@ export async function startFaultProxy(
     resetCounts() {
       counts = new Map()
       seen = []
-      peak = clientSockets.size
+      peak = clientOpen.size
       accepted = 0
     },
     openConnections: () => clientSockets.size,

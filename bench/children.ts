@@ -12,7 +12,7 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { transformSync } from 'esbuild'
+import { buildSync } from 'esbuild'
 import { consulBin } from '../test/support/consul-agent.js'
 import type { HoldEvent } from './pair-handovers.js'
 
@@ -361,8 +361,8 @@ export function processCosts(
 const builtChildren = new Map<string, string>()
 
 /**
- * A bench child (`bench/<name>.ts`) as plain JavaScript in .cache/bench/, inside the package's
- * folder, so that its `import 'rx-consul-semaphore'` resolves to the build (dist/esm) by the
+ * A bench child (`bench/<name>.ts`) as plain JavaScript in .cache/bench/ (one file, with the bench
+ * modules it imports), inside the package's folder, so that its `import 'rx-consul-semaphore'` resolves to the build (dist/esm) by the
  * package's "exports", as in a user's process, and plain node runs it without a loader. Written
  * once per run.
  *
@@ -377,16 +377,19 @@ export function builtChild(name: string, who: string): string {
     throw new Error(`${who} run the build: dist/esm/index.js is missing (npm run build)`)
   }
   const source = new URL(`./${name}.ts`, import.meta.url).pathname
-  const { code } = transformSync(readFileSync(source, 'utf8'), {
-    loader: 'ts',
-    format: 'esm',
-    target: 'node20',
-    sourcefile: source,
-  })
   const dir = join(repoRoot, '.cache/bench')
   mkdirSync(dir, { recursive: true })
   const out = join(dir, `${name}.mjs`)
-  writeFileSync(out, code)
+  // Bundled with the bench modules it imports; the package and node's own modules stay imports.
+  buildSync({
+    entryPoints: [source],
+    outfile: out,
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node22',
+    external: ['rx-consul-semaphore', 'rx-consul-semaphore/*'],
+  })
   builtChildren.set(name, out)
   return out
 }

@@ -1,7 +1,7 @@
 // One process of the pooled-jobs figures (bench/jobs.ts): `jobs` calls of `withSlot` on the
 // default client (no `consul` option; the address comes from CONSUL_HTTP_ADDR, the agent's),
 // all submitted at once when the parent says `go`, each holding `holdMs` (a timer). The child
-// counts the requests its HTTP client had answered (or failed) from `go` on, by kind and status,
+// counts the requests its HTTP client had answered (or failed) from `go` on (bench/write-counts.ts),
 // from undici's diagnostics channels: no proxy between it and the agent takes CPU from the jobs.
 // Like bench/replica-child.ts it is transpiled to .cache/bench/ and run by
 // plain node, so that it imports the built package by its name.
@@ -14,6 +14,7 @@
 //         `J <json>`         the report (JobsChildReport in bench/jobs.ts), the last line
 import { subscribe } from 'node:diagnostics_channel'
 import { withSlot } from 'rx-consul-semaphore'
+import { countRequest, noWrites } from './write-counts.js'
 
 const [prefix = '', limitArg = '10', jobsArg = '1', holdArg = '2'] = process.argv.slice(2)
 const limit = Number(limitArg)
@@ -36,55 +37,25 @@ let rssBefore = 0
 /** The kernel's peak RSS of this process so far (getrusage's ru_maxrss): no sampling to pay for. */
 const peakRss = (): number => process.resourceUsage().maxRSS * 1024
 
-/**
- * The requests answered (or failed) since `go`, by kind: plain counters, bumped from undici's
- * diagnostics channels without keeping a request or making a string, since whatever the counting
- * allocates per request the jobs' figures (RSS, CPU) would count too. A request still unanswered
- * at the report (a long poll) is not counted.
- */
-const KINDS = [
-  ['PUT', '/v1/session/create'],
-  ['PUT', '/v1/session/destroy/-'],
-  ['PUT', '/v1/session/renew/-'],
-  ['PUT', '/v1/txn'],
-  ['PUT', '/v1/kv/-'],
-  ['DELETE', '/v1/kv/-'],
-  ['GET', '/v1/kv/-'],
-  ['OTHER', '-'],
-] as const
-/** Per kind (KINDS' order): answered 2xx, 409, another status, failed without an answer. */
-const counted = KINDS.map(() => [0, 0, 0, 0])
+/** The requests answered (or failed) since `go` (bench/write-counts.ts). A request still unanswered
+ * at the report (a long poll) is not counted. */
+const writes = noWrites()
 interface UndiciRequest {
   readonly method: string
   readonly path: string
 }
-function kindOf({ method, path }: UndiciRequest): number {
-  if (method === 'PUT') {
-    if (path.startsWith('/v1/txn')) return 3
-    if (path.startsWith('/v1/kv/')) return 4
-    if (path.startsWith('/v1/session/create')) return 0
-    if (path.startsWith('/v1/session/destroy/')) return 1
-    if (path.startsWith('/v1/session/renew/')) return 2
-  } else if (path.startsWith('/v1/kv/')) {
-    if (method === 'DELETE') return 5
-    if (method === 'GET') return 6
-  }
-  return 7
-}
-const bump = (request: UndiciRequest, column: number): void => {
-  const row = counted[kindOf(request)]
-  if (submittedAt !== undefined && row !== undefined) row[column] = (row[column] ?? 0) + 1
+const count = ({ method, path }: UndiciRequest, status: number): void => {
+  if (submittedAt !== undefined) countRequest(writes, method, path, status)
 }
 subscribe('undici:request:headers', (message) => {
   const { request, response } = message as {
     request: UndiciRequest
     response: { statusCode: number }
   }
-  const status = response.statusCode
-  bump(request, status >= 200 && status < 300 ? 0 : status === 409 ? 1 : 2)
+  count(request, response.statusCode)
 })
 subscribe('undici:request:error', (message) =>
-  bump((message as { request: UndiciRequest }).request, 3),
+  count((message as { request: UndiciRequest }).request, 0),
 )
 
 const hold = (): Promise<void> => new Promise((done) => setTimeout(done, holdMs))
@@ -135,14 +106,7 @@ function report(): void {
       rssPeakMb: peakRss() / 2 ** 20,
       cpuMs: (cpu.user + cpu.system) / 1000,
       failures: Object.fromEntries(failures),
-      requests: KINDS.flatMap(([method, path], kind) =>
-        ['200', '409', '500', '0'].map((status, column) => [
-          method,
-          path,
-          status,
-          (counted[kind] as number[])[column],
-        ]),
-      ).filter((row) => row[3] !== 0),
+      writes,
       records,
     })}\n`,
     // Jobs still waiting are left to the parent's clean-up (it removes the prefix's sessions).

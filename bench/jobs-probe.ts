@@ -5,7 +5,8 @@
 //   npx tsx bench/jobs-probe.ts --fair [--jobs 1000] [--small 10] [--limit 4] [--hold 20]
 import { parseArgs } from 'node:util'
 import { startAgent } from '../test/support/consul-agent.js'
-import { measureJobs, measureJobsFair, writesOf, type WriteCounts } from './jobs.js'
+import { measureJobs, measureJobsFair } from './jobs.js'
+import { writesOf, type WriteCounts } from './write-counts.js'
 
 const { values } = parseArgs({
   options: {

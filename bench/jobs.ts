@@ -22,10 +22,9 @@
 // A deadline bounds each run: what was done by then is reported as measured.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { SeenRequest } from '../test/support/fault-proxy.js'
 import { killTree } from '../test/support/processes.js'
 import { builtChild, repoRoot } from './children.js'
-import { isLostCas } from './contention.js'
+import { addWrites, writesOf, type WriteCounts } from './write-counts.js'
 import { percentile } from './stats.js'
 
 export interface JobsSetup {
@@ -53,19 +52,6 @@ export interface JobsFleetSetup {
   readonly limit: number
   readonly holdMs: number
   readonly deadlineMs: number
-}
-
-/** Consul writes (and renewals, which the target leaves out) the children sent. */
-export interface WriteCounts {
-  readonly sessionCreates: number
-  readonly sessionDestroys: number
-  readonly transactions: number
-  /** Transactions the agent rolled back (409): mostly CAS races lost. */
-  readonly transactionsLost: number
-  readonly kvWrites: number
-  readonly renewals: number
-  /** Every request, reads included. */
-  readonly requests: number
 }
 
 /** What the fencing tokens of the jobs done say (see checkTokens). */
@@ -223,25 +209,10 @@ export interface JobsChildReport {
   readonly rssPeakMb: number
   readonly cpuMs: number
   readonly failures: Readonly<Record<string, number>>
-  /**
-   * The requests the child's client sent from `go` on: [method, path without the query, the
-   * answer's status (0: none by the report, or it failed), how many].
-   */
-  readonly requests: readonly (readonly [string, string, string, number])[]
+  /** The requests the child's client sent from `go` on. */
+  readonly writes: WriteCounts
   /** [start order, fencing token, start, end] of each job done. */
   readonly records: readonly (readonly [number, string, number, number])[]
-}
-
-/** The requests the children counted, one each, in the form countWrites reads. */
-export function requestsOf(reports: readonly JobsChildReport[]): SeenRequest[] {
-  return reports.flatMap((report) =>
-    report.requests.flatMap(([method, path, status, n]) =>
-      Array.from({ length: n }, (): SeenRequest => {
-        const answer = Number(status) > 0 ? { status: Number(status), body: undefined } : undefined
-        return { method, path, query: '', at: report.submittedAt, ...(answer ? { answer } : {}) }
-      }),
-    ),
-  )
 }
 
 /** A running jobs child: its lines as they come, and its report once asked for. */
@@ -425,38 +396,6 @@ async function cleanUp(
   }
 }
 
-/** The Consul writes among `requests`, and renewals beside. */
-export function countWrites(requests: readonly SeenRequest[]): WriteCounts {
-  let sessionCreates = 0
-  let sessionDestroys = 0
-  let transactions = 0
-  let transactionsLost = 0
-  let kvWrites = 0
-  let renewals = 0
-  for (const r of requests) {
-    if (r.method === 'PUT' && r.path === '/v1/session/create') sessionCreates++
-    else if (r.method === 'PUT' && r.path.startsWith('/v1/session/destroy/')) sessionDestroys++
-    else if (r.method === 'PUT' && r.path.startsWith('/v1/session/renew/')) renewals++
-    else if (r.method === 'PUT' && r.path === '/v1/txn') {
-      transactions++
-      if (isLostCas(r) || r.answer?.status === 409) transactionsLost++
-    } else if ((r.method === 'PUT' || r.method === 'DELETE') && r.path.startsWith('/v1/kv/'))
-      kvWrites++
-  }
-  return {
-    sessionCreates,
-    sessionDestroys,
-    transactions,
-    transactionsLost,
-    kvWrites,
-    renewals,
-    requests: requests.length,
-  }
-}
-
-export const writesOf = (w: WriteCounts): number =>
-  w.sessionCreates + w.sessionDestroys + w.transactions + w.kvWrites
-
 /**
  * What "strictly increasing across jobs" can mean when up to `limit` jobs run at once: jobs that
  * overlap in time hold different slots, and which of two that start within the same moment gets
@@ -524,7 +463,7 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
     poller = undefined
     const done = report.records.length
     const wallMs = report.reportedAt - report.submittedAt
-    const writes = countWrites(requestsOf([report]))
+    const writes = report.writes
     const perJob = (n: number): number => n / done
     return {
       ...setup,
@@ -795,7 +734,7 @@ export function fleetFigures(
   reports: readonly JobsChildReport[],
   timedOut: boolean,
 ): JobsFleetRun {
-  const writes = countWrites(requestsOf(reports))
+  const writes = addWrites(reports.map((r) => r.writes))
   const all = reports.flatMap((r) => r.records)
   const firstGo = Math.min(...reports.map((r) => r.submittedAt))
   const lastEnd = (records: JobsChildReport['records']): number =>

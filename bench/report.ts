@@ -9,13 +9,8 @@ import type { AnatomyRun } from './anatomy.js'
 import type { ExclusiveKeysResult } from './exclusive-keys.js'
 import type { HandoverRun } from './handover.js'
 import type { ImportCostResult, ProcessFootprint } from './import-cost.js'
-import {
-  writesOf,
-  type FleetShare,
-  type JobsFairRun,
-  type JobsFleetRun,
-  type JobsRun,
-} from './jobs.js'
+import type { FleetShare, JobsFairRun, JobsFleetRun, JobsRun } from './jobs.js'
+import { writesOf } from './write-counts.js'
 import {
   CONSUL_LOCK,
   DEFAULT_CLIENT,

@@ -3,18 +3,15 @@
 // and slot gaps, and which requests count as Consul writes.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import type { SeenRequest } from '../support/fault-proxy.js'
 import {
   checkTokens,
-  countWrites,
   fairWindow,
   fleetWindows,
   mostAtOnce,
-  requestsOf,
   slotGaps,
-  writesOf,
   type JobsChildReport,
 } from '../../bench/jobs.js'
+import { addWrites, countRequest, noWrites, writesOf } from '../../bench/write-counts.js'
 
 type JobRecord = JobsChildReport['records'][number]
 /** A job done: start order, token, start and end (ms). */
@@ -67,7 +64,7 @@ const report = (
   rssPeakMb: 0,
   cpuMs: 0,
   failures: {},
-  requests: [],
+  writes: noWrites(),
   records,
 })
 
@@ -185,25 +182,20 @@ describe('slotGaps', () => {
   })
 })
 
-describe('countWrites', () => {
-  const seen = (method: string, path: string, status = 200): SeenRequest => ({
-    method,
-    path,
-    query: '',
-    at: 0,
-    answer: { status, body: undefined },
-  })
+describe('countRequest', () => {
   it('counts session creates and destroys, transactions and key writes, and leaves renewals and reads out', () => {
-    const counts = countWrites([
-      seen('PUT', '/v1/session/create'),
-      seen('PUT', '/v1/session/destroy/abc'),
-      seen('PUT', '/v1/session/renew/abc'),
-      seen('PUT', '/v1/txn'),
-      seen('PUT', '/v1/txn', 409),
-      seen('PUT', '/v1/kv/p/abc'),
-      seen('DELETE', '/v1/kv/p/abc'),
-      seen('GET', '/v1/kv/p'),
-    ])
+    const counts = noWrites()
+    for (const [method, path, status] of [
+      ['PUT', '/v1/session/create', 200],
+      ['PUT', '/v1/session/destroy/abc', 200],
+      ['PUT', '/v1/session/renew/abc', 200],
+      ['PUT', '/v1/txn', 200],
+      ['PUT', '/v1/txn', 409],
+      ['PUT', '/v1/kv/p/abc', 200],
+      ['DELETE', '/v1/kv/p/abc', 0],
+      ['GET', '/v1/kv/p', 200],
+    ] as const)
+      countRequest(counts, method, path, status)
     assert.deepEqual(counts, {
       sessionCreates: 1,
       sessionDestroys: 1,
@@ -217,32 +209,22 @@ describe('countWrites', () => {
   })
 })
 
-describe('requestsOf', () => {
-  it("reads each child's counted requests as that many requests, with their answers' status", () => {
-    const counted = (requests: JobsChildReport['requests']): JobsChildReport => ({
-      ...report(0, 0, []),
-      requests,
-    })
-    const requests = requestsOf([
-      counted([
-        ['PUT', '/v1/txn', '200', 3],
-        ['PUT', '/v1/txn', '409', 1],
-      ]),
-      counted([
-        ['PUT', '/v1/session/create', '200', 2],
-        ['GET', '/v1/kv/p', '0', 1],
-      ]),
-    ])
-    assert.equal(requests.length, 7)
-    assert.equal(requests.filter((r) => r.answer === undefined).length, 1, 'no answer: status 0')
-    assert.deepEqual(countWrites(requests), {
-      sessionCreates: 2,
+describe('addWrites', () => {
+  it("adds the children's counts field by field", () => {
+    const a = noWrites()
+    countRequest(a, 'PUT', '/v1/txn', 200)
+    countRequest(a, 'PUT', '/v1/txn', 409)
+    const b = noWrites()
+    countRequest(b, 'PUT', '/v1/session/create', 200)
+    countRequest(b, 'GET', '/v1/kv/p?index=3', 0)
+    assert.deepEqual(addWrites([a, b]), {
+      sessionCreates: 1,
       sessionDestroys: 0,
-      transactions: 4,
+      transactions: 2,
       transactionsLost: 1,
       kvWrites: 0,
       renewals: 0,
-      requests: 7,
+      requests: 4,
     })
   })
 })

@@ -8,6 +8,7 @@ import {
   HolderList,
   JsonObject,
   LowercaseLimit,
+  PositiveInt,
 } from './lock-body-codec.js'
 import type { LockBodyRecord } from './lock-body-record.js'
 
@@ -74,7 +75,7 @@ function recordOf(body: Record<string, unknown>): E.Either<string, LockBodyRecor
   // The common body (a positive whole Limit) read without the codec, which runs to say what is
   // wrong with any other.
   const given = lowercase ? body['limit'] : body['Limit']
-  const limit = isPositiveInt(given)
+  const limit = PositiveInt.is(given)
     ? E.right(given)
     : lowercase
       ? pipe(
@@ -96,11 +97,6 @@ function recordOf(body: Record<string, unknown>): E.Either<string, LockBodyRecor
       ),
     ),
   )
-}
-
-/** PositiveInt's rule. */
-function isPositiveInt(n: unknown): n is number {
-  return typeof n === 'number' && Number.isSafeInteger(n) && n > 0
 }
 
 function holdersOf(

@@ -248,7 +248,7 @@ export function benchConfig(): BenchConfig {
     })),
     jobsFair: {
       bigJobs: quick ? 200 : 1000,
-      smallJobs: 10,
+      smallJobs: 40,
       limit: 4,
       holdMs: 20,
       deadlineMs: quick ? 45_000 : 120_000,

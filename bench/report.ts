@@ -779,7 +779,9 @@ function jobsFigure(
           ],
         ],
     notes: [
-      "Two child processes (as in table 7) on one prefix. A submits its jobs; B submits its own once A has started `limit` jobs (A has taken every slot, and its backlog waits). A process has a backlog while one of its jobs is submitted and not yet started. The window opens when B submits and closes when either process starts its last job (or at the deadline); slot-time = the run time of a process's jobs inside the window (job start to end, on the wall clock of each process). The run ends when B or A has settled every job, or at the deadline. B's share counts its arrival (a session, a place in the queue, a slot given up by A) against it: with 10 jobs that is a good part of the window; the share from B's first job on is shown beside.",
+      "Two child processes (as in table 7) on one prefix. A submits its jobs; B submits its own once A has started `limit` jobs (A has taken every slot, and its backlog waits). A process has a backlog while one of its jobs is submitted and not yet started. The window opens when B submits and closes when either process starts its last job (or at the deadline); slot-time = the run time of a process's jobs inside the window (job start to end, on the wall clock of each process). The run ends when B or A has settled every job, or at the deadline. B's share counts its arrival (a session, a place in the queue, a slot given up by A) against it: with " +
+        `${count(fairRun?.smallJobs ?? 0)} jobs that is a part` +
+        " of the window; the share from B's first job on is shown beside.",
     ],
   }
 

@@ -133,8 +133,11 @@ function writeCache(file: string, uid: number, data: () => Buffer): void {
   }
 }
 
-/** How `runBundle` ran the bundle: with the cache, without it (and whether it saves one). */
-export type BundleRun = 'cached' | 'compiled, saving its cache at exit' | 'required'
+/**
+ * How `runBundle` ran the bundle: compiled with its cache, compiled without one (it saves one at
+ * exit where it may), or required (no cache for this run).
+ */
+export type BundleRun = 'cached' | 'compiled' | 'required'
 
 /**
  * Runs the CommonJS bundle `bundle` as `require(bundle)` would, with the code cache of this run
@@ -167,7 +170,7 @@ export function runBundle(
   const run = script.runInThisContext() as (...args: unknown[]) => void
   run.call(module.exports, module.exports, require, module, bundle, dirname(bundle))
   module.loaded = true
-  return usable ? 'cached' : 'compiled, saving its cache at exit'
+  return usable ? 'cached' : 'compiled'
 }
 
 /** The bundle compiled, with its cache when it has one; undefined when anything failed. */

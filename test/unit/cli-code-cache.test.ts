@@ -41,7 +41,7 @@ describe('the code cache of the rxsem bin: where', () => {
     assert.equal(cacheFile({ ...context, uid: undefined }, 'b', bundle), undefined)
   })
 
-  it('is a file per build, bundle file, command and V8 flags, and none for a flag', () => {
+  it('is a file per build, bundle file, command, --leader and V8 flags; none for a flag or --help', () => {
     const file = cacheFile(context, 'b1', bundle)
     assert.match(
       file ?? '',
@@ -52,17 +52,33 @@ describe('the code cache of the rxsem bin: where', () => {
       cacheFile(context, 'b1', { ...bundle, size: 932_001 }),
       cacheFile(context, 'b1', { ...bundle, mtimeMs: 1_700_000_000_999 }),
       cacheFile({ ...context, argv: ['node', 'rxsem', 'status'] }, 'b1', bundle),
+      cacheFile(
+        { ...context, argv: ['node', 'rxsem', 'run', '--leader', '--', 'x'] },
+        'b1',
+        bundle,
+      ),
       cacheFile({ ...context, execArgv: ['--cpu-prof'] }, 'b1', bundle),
       cacheFile({ ...context, env: { NODE_OPTIONS: '--max-old-space-size=100' } }, 'b1', bundle),
     ]
-    assert.equal(new Set([file, ...others]).size, 7, 'each differs from the first and the others')
+    assert.equal(new Set([file, ...others]).size, 8, 'each differs from the first and the others')
     for (const argv of [
       ['node', 'rxsem'],
       ['node', 'rxsem', '--help'],
       ['node', 'rxsem', '../x'],
+      ['node', 'rxsem', 'run', '--help'],
+      ['node', 'rxsem', 'status', '-h'],
     ]) {
       assert.equal(cacheFile({ ...context, argv }, 'b1', bundle), undefined, argv.join(' '))
     }
+    // The command's own flags, after `--`, are not rxsem's.
+    assert.equal(
+      cacheFile(
+        { ...context, argv: ['node', 'rxsem', 'run', '--', 'x', '--help', '--leader'] },
+        'b1',
+        bundle,
+      ),
+      file,
+    )
   })
 })
 

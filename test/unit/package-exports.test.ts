@@ -10,7 +10,6 @@ import {
   existsSync,
   mkdtempSync,
   readFileSync,
-  readdirSync,
   rmSync,
   statSync,
 } from 'node:fs'
@@ -251,24 +250,15 @@ describe('package exports', () => {
         const copy = join(dir, 'rxsem.cjs')
         copyFileSync(bin, copy)
         copyFileSync(bundle, join(dir, 'rxsem-cli.cjs'))
-        // Its code cache in the folder too (src/cli/code-cache.ts): each command's first run saves
-        // one, the second runs with it.
-        const cache = join(dir, 'cache')
+        // Its code cache, should it make one, in the folder too (src/cli/code-cache.ts).
         const opts = {
           cwd: dir,
-          env: { PATH: process.env['PATH'] ?? '', NODE_COMPILE_CACHE: cache },
+          env: { PATH: process.env['PATH'] ?? '', NODE_COMPILE_CACHE: join(dir, 'cache') },
         }
-        for (const command of ['run', 'status', 'watch', 'run']) {
+        for (const command of ['run', 'status', 'watch']) {
           const { stdout } = await run(process.execPath, [copy, command, '--help'], opts)
           assert.match(stdout, new RegExp(`^Usage: rxsem ${command} `))
         }
-        const caches = readdirSync(join(cache, `rxsem-${process.getuid?.()}`))
-        assert.deepEqual(
-          caches.map(
-            (file) => /-(run|status|watch)-[0-9a-f]{8}-v[\d.]+-\w+\.v8cache$/.exec(file)?.[1],
-          ),
-          ['run', 'status', 'watch'],
-        )
         // A real request (undici, fp-ts, io-ts, rxjs all at work), to an address nobody serves.
         const failed = await run(
           process.execPath,

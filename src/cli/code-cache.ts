@@ -190,18 +190,19 @@ function compile(
   | { readonly script: Script; readonly file: string; readonly uid: number; cached?: Buffer }
   | undefined {
   try {
+    // The file's size and time name its cache: a run that keeps none (`--help`) reads no more.
     const fd = openSync(bundle, 'r')
     let source: string
-    let stats: Stats
+    let file: string | undefined
     try {
-      stats = fstatSync(fd)
+      file = cacheFile(context, bundleId, fstatSync(fd))
+      if (file === undefined) return undefined
       source = readFileSync(fd, 'utf8')
     } finally {
       closeSync(fd)
     }
-    const file = cacheFile(context, bundleId, stats)
     const uid = context.uid
-    if (file === undefined || uid === undefined) return undefined
+    if (uid === undefined) return undefined
     const cached = readCache(file, uid)
     // Module.wrap: the function a CommonJS module's code runs in, on the code's first line, so
     // that line numbers in stack traces are the file's.

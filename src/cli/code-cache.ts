@@ -22,6 +22,7 @@ import {
   mkdirSync,
   openSync,
   readFileSync,
+  readdirSync,
   renameSync,
   rmSync,
   writeFileSync,
@@ -125,8 +126,16 @@ function readCache(file: string, uid: number): Buffer | undefined {
 }
 
 /**
+ * How old a file of the cache folder may be when a run saves a cache: older ones (the caches of
+ * builds and Node versions no longer run, a temporary file a killed run left) are removed then. A
+ * cache still in use is made again by its next run.
+ */
+export const CACHE_MAX_AGE_MS = 30 * 24 * 3600_000
+
+/**
  * Writes `data` to `file` whole or not at all (a temporary file renamed over it: a run that reads
- * meanwhile sees the old file or the new one), in a folder only the user can write. Never throws.
+ * meanwhile sees the old file or the new one), in a folder only the user can write, and removes
+ * the folder's files older than CACHE_MAX_AGE_MS. Never throws.
  */
 function writeCache(file: string, uid: number, data: () => Buffer): void {
   const dir = dirname(file)
@@ -138,6 +147,24 @@ function writeCache(file: string, uid: number, data: () => Buffer): void {
     renameSync(temporary, file)
   } catch {
     rmSync(temporary, { force: true })
+    return
+  }
+  const oldest = Date.now() - CACHE_MAX_AGE_MS
+  for (const name of readdirSafe(dir)) {
+    try {
+      const path = join(dir, name)
+      if (lstatSync(path).mtimeMs < oldest) rmSync(path, { force: true })
+    } catch {
+      // Gone already, or not ours to remove: left as it is.
+    }
+  }
+}
+
+function readdirSafe(dir: string): string[] {
+  try {
+    return readdirSync(dir).filter((name) => /\.(v8cache|tmp)$/.test(name))
+  } catch {
+    return []
   }
 }
 

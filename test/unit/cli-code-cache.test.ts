@@ -11,13 +11,19 @@ import {
   readdirSync,
   rmSync,
   statSync,
+  utimesSync,
   writeFileSync,
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { after, before, describe, it } from 'node:test'
-import { cacheDir, cacheFile, type CacheContext } from '../../src/cli/code-cache.js'
+import {
+  CACHE_MAX_AGE_MS,
+  cacheDir,
+  cacheFile,
+  type CacheContext,
+} from '../../src/cli/code-cache.js'
 import { builtFile } from '../support/build.js'
 
 const run = promisify(execFile)
@@ -170,6 +176,25 @@ describe('the code cache of the rxsem bin: a run', () => {
     assert.equal(await runOnce(), 'compiled')
     assert.notEqual(readFileSync(only(), 'utf8'), 'not a code cache')
     assert.equal(await runOnce(), 'cached')
+  })
+
+  it('removes the files of its folder older than 30 days when it saves a cache', async () => {
+    const file = only()
+    const stale = join(cacheFolder, 'an-old-build-run-00000000-v1.0.0-x64.v8cache')
+    const recent = join(cacheFolder, 'another-build-run-00000000-v1.0.0-x64.v8cache')
+    const other = join(cacheFolder, 'not-a-cache.txt')
+    for (const path of [stale, recent, other]) writeFileSync(path, 'x')
+    const longAgo = (Date.now() - CACHE_MAX_AGE_MS - 60_000) / 1000
+    utimesSync(stale, longAgo, longAgo)
+    utimesSync(other, longAgo, longAgo)
+    rmSync(file)
+    assert.equal(await runOnce(), 'compiled')
+    assert.ok(existsSync(file), 'the new cache')
+    assert.ok(!existsSync(stale), 'the cache older than 30 days is gone')
+    assert.ok(existsSync(recent), 'a recent cache of another build stays')
+    assert.ok(existsSync(other), 'a file that is no cache stays')
+    rmSync(recent)
+    rmSync(other)
   })
 
   it('neither reads nor writes a folder others can write', async () => {

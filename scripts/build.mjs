@@ -1,10 +1,12 @@
 // Builds the package twice, as ES modules (dist/esm) and as CommonJS (dist/cjs), so that both
 // `import` and `require` of 'rx-consul-semaphore' work (see the "exports" map in package.json);
-// then bundles the `rxsem` bin into one file, dist/rxsem.cjs.
+// then bundles the `rxsem` CLI into one file, dist/rxsem-cli.cjs, which the bin, dist/rxsem.cjs,
+// runs with its code cache.
 //
 // No source maps: the package ships no src/ for them to point to (maps and sources would be a
 // third of its files and of its size), and its declarations carry the TSDoc a reader needs.
 import { execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import {
   chmodSync,
   copyFileSync,
@@ -82,11 +84,13 @@ await build({
   logLevel: 'warning',
 })
 
-// The bin: the CLI and everything it imports (rxjs, fp-ts, io-ts, undici) in one
+// The CLI: the CLI and everything it imports (rxjs, fp-ts, io-ts, undici) in one
 // CommonJS file. Node then reads and compiles one file instead of some 450 (the bench measures the
 // bin's start-up against a bare `node -e 0`). The ES module builds of rxjs and
 // fp-ts are picked so that only the parts the CLI uses are bundled: their CommonJS builds load
 // every operator and module (Node's "node" condition would otherwise choose rxjs's CommonJS).
+// The bin itself is a small entry bundled after it (below), which runs it with its code cache.
+const cli = 'dist/rxsem-cli.cjs'
 const bin = 'dist/rxsem.cjs'
 
 // Of undici the library loads only Pool and its request API, by path, when it makes its first
@@ -108,7 +112,7 @@ execFileSync(process.execPath, ['-e', undiciCheck], { stdio: 'inherit' })
 await build({
   entryPoints: ['src/cli/main.ts'],
   tsconfig: 'tsconfig.build.json',
-  outfile: bin,
+  outfile: cli,
   bundle: true,
   platform: 'node',
   target: 'node20',
@@ -158,32 +162,54 @@ await build({
 })
 // esbuild names each bundled module (in a comment, and in the key of its wrapper) by its path
 // from here, through wherever node_modules really is: a symlinked node_modules gives
-// `../../<elsewhere>/node_modules/…`. Named from node_modules/ on, the bin is the same file
+// `../../<elsewhere>/node_modules/…`. Named from node_modules/ on, the CLI is the same file
 // wherever it is built.
 const realModules = relative(process.cwd(), realpathSync('node_modules'))
 if (realModules !== 'node_modules') {
-  writeFileSync(bin, readFileSync(bin, 'utf8').replaceAll(`${realModules}/`, 'node_modules/'))
+  writeFileSync(cli, readFileSync(cli, 'utf8').replaceAll(`${realModules}/`, 'node_modules/'))
 }
-if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) {
-  throw new Error(`${bin} does not start with the #!/usr/bin/env node of src/cli/main.ts`)
-}
-// Node reads the bin as one string: a single character above U+00FF anywhere in it (esbuild
+// Node reads the CLI as one string: a single character above U+00FF anywhere in it (esbuild
 // escapes them in strings, not in regular expressions or comments) makes that a two-byte string,
 // slower to decode and to compile, and twice the memory.
-const wide = /[\u0100-\uffff]/.exec(readFileSync(bin, 'utf8'))
+const wide = /[\u0100-\uffff]/.exec(readFileSync(cli, 'utf8'))
 if (wide !== null) {
   throw new Error(
-    `${bin} holds the character U+${wide[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0')} at offset ${wide.index}: write it as an escape in the source`,
+    `${cli} holds the character U+${wide[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0')} at offset ${wide.index}: write it as an escape in the source`,
   )
 }
-if (readFileSync(bin, 'utf8').includes('require("node:http2")')) {
+if (readFileSync(cli, 'utf8').includes('require("node:http2")')) {
   throw new Error(
-    `${bin} loads node:http2: undici's client-h2.js moved or another file needs it; update the no-undici-h2 plugin of scripts/build.mjs`,
+    `${cli} loads node:http2: undici's client-h2.js moved or another file needs it; update the no-undici-h2 plugin of scripts/build.mjs`,
+  )
+}
+// The bin: sets the CLI's V8 flags and runs the CLI with its code cache (src/cli/bin.ts), which
+// it keys by this hash of the CLI, so that a cache is never taken for another build's code.
+await build({
+  entryPoints: ['src/cli/bin.ts'],
+  tsconfig: 'tsconfig.build.json',
+  outfile: bin,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  format: 'cjs',
+  define: {
+    RXSEM_BUNDLE_ID: JSON.stringify(
+      createHash('sha256').update(readFileSync(cli)).digest('hex').slice(0, 16),
+    ),
+  },
+  logLevel: 'warning',
+})
+if (!readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n')) {
+  throw new Error(`${bin} does not start with the #!/usr/bin/env node of src/cli/bin.ts`)
+}
+if (readFileSync(cli, 'utf8').startsWith('#!')) {
+  throw new Error(
+    `${cli} starts with a #! line, which the bin cannot compile: remove it from src/cli/main.ts`,
   )
 }
 chmodSync(bin, 0o755)
 
-// The watchdog of `rxsem run` is a bash script the CLI finds beside the bundled bin or beside the
+// The watchdog of `rxsem run` is a bash script the CLI finds beside the bundled CLI or beside the
 // CLI's entry (src/cli/run/watchdog.ts): beside the bin, and beside the CommonJS build's main.js.
 for (const dir of ['dist', 'dist/cjs/cli']) {
   copyFileSync('src/cli/rxsem-watchdog.sh', join(dir, 'rxsem-watchdog.sh'))

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 /**
  * `rxsem`: the command line of rx-consul-semaphore. Dispatches to `run`, `status`, `watch`,
  * `set-limit`, `evict`, `drain` and `doctor`;
@@ -6,7 +5,6 @@
  *
  * @packageDocumentation
  */
-import { setFlagsFromString } from 'node:v8'
 import { describeError, ExitCode } from './report.js'
 import { drainCommand } from './drain/command.js'
 import { evictCommand } from './evict/command.js'
@@ -17,6 +15,7 @@ import { statusCommand } from './status/command.js'
 import { mainUsage } from './args/usage.js'
 import { UsageError } from './args/parse-flags.js'
 import { watchCommand } from './watch/command.js'
+import { raiseWasmTieringBudget } from './v8-flags.js'
 
 const commands: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
   doctor: doctorCommand,
@@ -47,27 +46,6 @@ async function main(argv: readonly string[]): Promise<number> {
     )
   }
   return command(rest)
-}
-
-/**
- * A CPU and memory saving for short-lived `rxsem` processes (one `rxsem run` per acquisition, from
- * cron on many hosts): undici parses HTTP with llhttp compiled to WebAssembly, and V8 (11.x, in
- * Node 20) moves its hot functions to the optimizing compiler after a small budget of executed
- * bytes, which a single request already spends. That background compile cost an `rxsem run`
- * about 40 ms of CPU and 35 MB of RSS here (150 ms and 93 MB in all, against 95 ms and 57 MB
- * without it), for a parser that reads a few hundred bytes per answer. A larger budget keeps the
- * baseline (Liftoff) code, which is correct and fast enough for that; a long `rxsem watch` still
- * tiers up once it has parsed enough.
- *
- * Only the bin does this (a library must not change its host's V8 flags), and only on the V8
- * versions known to have the flag: V8 prints an error line for a flag it does not know.
- */
-const tieringBudget = 2_000_000_000
-const v8Major = Number(process.versions.v8.split('.')[0])
-
-/** Raises V8's WebAssembly tier-up budget on V8 11 to 13; elsewhere it does nothing. */
-function raiseWasmTieringBudget(): void {
-  if (v8Major >= 11 && v8Major <= 13) setFlagsFromString(`--wasm-tiering-budget=${tieringBudget}`)
 }
 
 raiseWasmTieringBudget()

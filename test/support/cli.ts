@@ -1,8 +1,8 @@
 // Runs the `rxsem` command line as a real child process, the built bin of package.json (or a
 // given entry), and records every process it starts so a test's `after` can kill what is left.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { readFileSync } from 'node:fs'
-import { constants } from 'node:os'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { constants, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { builtFile } from './build.js'
 import { consulBin } from './consul-agent.js'
@@ -47,10 +47,28 @@ export const rxsemBin = resolve(
     .bin.rxsem,
 )
 
+/**
+ * The bin's code cache (src/cli/code-cache.ts) for the rxsem processes of this test process: in a
+ * folder of its own, removed when this process exits, and not in the user's temporary folder.
+ */
+let codeCache: string | undefined
+function codeCacheDir(): string {
+  if (codeCache === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'rxsem-test-cache-'))
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+    codeCache = dir
+  }
+  return codeCache
+}
+
 /** Starts `rxsem <args>`; stdout and stderr are piped and collected. */
 export function startCli(args: readonly string[], options: CliOptions = {}): CliRun {
   const node = [options.entry ?? builtFile(rxsemBin)]
-  const env: NodeJS.ProcessEnv = { ...process.env, ...options.env }
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    NODE_COMPILE_CACHE: codeCacheDir(),
+    ...options.env,
+  }
   delete env['CONSUL_HTTP_TOKEN']
   delete env['CONSUL_HTTP_TOKEN_FILE']
   if (options.addr !== undefined) env['CONSUL_HTTP_ADDR'] = options.addr

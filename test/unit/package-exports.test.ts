@@ -11,6 +11,7 @@ import {
   mkdtempSync,
   readFileSync,
   rmSync,
+  statSync,
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -220,13 +221,17 @@ describe('package exports', () => {
       files: string[]
     }
     const bin = join(root, pkg.bin.rxsem)
+    const bundle = join(root, 'dist/rxsem-cli.cjs')
 
-    it('is one bundled file in dist/, shipped, executable, with a node shebang', () => {
+    it('is a small entry in dist/, shipped, executable, with a node shebang, beside its bundle', () => {
       assert.equal(pkg.bin.rxsem, './dist/rxsem.cjs')
       assert.ok(pkg.files.includes('dist'), 'dist/ is in "files"')
       assert.ok(existsSync(bin), `${pkg.bin.rxsem} is missing (npm run build)`)
       assert.ok(readFileSync(bin, 'utf8').startsWith('#!/usr/bin/env node\n'))
       accessSync(bin, constants.X_OK)
+      // The entry only sets V8's flags and runs the bundle (src/cli/bin.ts): the CLI is the bundle.
+      assert.ok(statSync(bin).size < 20_000, `${pkg.bin.rxsem} is ${statSync(bin).size} bytes`)
+      assert.ok(statSync(bundle).size > 500_000, `${bundle} is ${statSync(bundle).size} bytes`)
     })
 
     it('runs by itself (through its shebang) and prints the usage for --help', async () => {
@@ -239,12 +244,17 @@ describe('package exports', () => {
       assert.equal(stderr, '')
     })
 
-    it('needs nothing from node_modules: a copy alone in a folder runs every command', async () => {
+    it('needs nothing from node_modules: a copy of its two files alone in a folder runs every command', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'rxsem-bin-'))
       try {
         const copy = join(dir, 'rxsem.cjs')
         copyFileSync(bin, copy)
-        const opts = { cwd: dir, env: { PATH: process.env['PATH'] ?? '' } }
+        copyFileSync(bundle, join(dir, 'rxsem-cli.cjs'))
+        // Its code cache, should it make one, in the folder too (src/cli/code-cache.ts).
+        const opts = {
+          cwd: dir,
+          env: { PATH: process.env['PATH'] ?? '', NODE_COMPILE_CACHE: join(dir, 'cache') },
+        }
         for (const command of ['run', 'status', 'watch']) {
           const { stdout } = await run(process.execPath, [copy, command, '--help'], opts)
           assert.match(stdout, new RegExp(`^Usage: rxsem ${command} `))

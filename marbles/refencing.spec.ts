@@ -4,22 +4,13 @@
 // (`refencing` on the shared view), as a job pool's worker does; `n` is the pool's refence().
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import {
-  Subscription,
-  asyncScheduler,
-  distinctUntilChanged,
-  filter,
-  map,
-  type Observable,
-} from 'rxjs'
+import { asyncScheduler, distinctUntilChanged, filter, map, type Observable } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import type {
   ContenderAction,
-  ContenderState,
   ContenderStateOptions,
 } from '../src/core/contender/contender-state-model.js'
 import type { RefenceInput } from '../src/core/contender/contender-input.js'
-import { keepsSlotNow } from '../src/core/contender/apply-contender-input.js'
 import type { ContenderEvent } from '../src/core/events.js'
 import { prefixView } from '../src/core/semaphore/prefix-view.js'
 import { refencing, type Refencing } from '../src/core/semaphore/refencing.js'
@@ -257,30 +248,6 @@ describe('refencing: the quantum a worker keeps its slot for while others wait',
         b: 'Rotate@20>w',
       })
     })
-  })
-
-  it('should tell before a job ends whether its refence keeps the slot (keepsSlotNow, what the job pool asks)', () => {
-    const held: Record<string, ContenderState> = {}
-    const subscriptions = new Subscription()
-    testScheduler().run(({ cold }) => {
-      for (const name of ['h', 'w'] as const) {
-        const states = cold(`c-${name}`, inputs).pipe(
-          contending({ ...quantum, perform: () => cold('-') }),
-        )
-        // The first holding state (the run goes on to the lease's end).
-        subscriptions.add(states.subscribe((state) => state.holding && (held[name] ??= state)))
-      }
-    })
-    subscriptions.unsubscribe()
-    const { h: alone, w: behindW } = held
-    assert.ok(alone?.holding === true && behindW?.holding === true, 'holding from 2')
-    // w waits: kept until the quantum (10 ms from 2) is over, then handed on.
-    assert.equal(keepsSlotNow(behindW, 11, quantum), true)
-    assert.equal(keepsSlotNow(behindW, 12, quantum), false)
-    // Nobody else waits: kept whatever the time.
-    assert.equal(keepsSlotNow(alone, 1_000, quantum), true)
-    // Nothing decided on yet: no slot to keep.
-    assert.equal(keepsSlotNow({ ...alone, view: undefined }, 3, quantum), false)
   })
 
   it('should give a slot up within the quantum when the limit was lowered under the holders', () => {

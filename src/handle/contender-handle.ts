@@ -84,8 +84,6 @@ export interface ContenderHandle<S extends HeldState> {
    * next job's while this one runs; for the job pool.
    */
   readonly refence: (ahead?: boolean) => void
-  /** Whether a `refence()` now would keep the slot rather than hand it on (`Member.keepsSlot`). */
-  readonly keepsSlot: () => boolean
 }
 
 /**
@@ -243,7 +241,6 @@ export function contenderHandle<S extends HeldState>(
     lifecycle,
     guard,
     refence: (ahead) => running?.refence(ahead),
-    keepsSlot: () => running?.keepsSlot() ?? false,
     close: async () => {
       closing.next(true)
       running?.close()

@@ -104,29 +104,11 @@ export class SlotPool {
       if (this.queue.size === 0) break
       this.offer(worker)
     }
-    // A new worker joins the queue only when none of the pool's waits there, or the slots free at
-    // the last look outnumber those that wait: past the start, a process keeps at most one place
-    // in the queue besides its slots, so that the prefix's slots go round the processes in turn.
     let free = 0
-    let waiting = 0
-    let room = 0
-    for (const worker of this.workers) {
-      if (worker.job !== undefined || worker.closing) continue
-      free++
-      if (!waitsForSlot(worker)) continue
-      waiting++
-      const state = worker.state
-      // Only a worker in the queue has seen the prefix: before, `holders` is empty.
-      if (state?.contending === true) room = Math.max(room, state.limit - state.holders.length)
-    }
-    while (
-      this.queue.size > free &&
-      this.workers.size < this.limit &&
-      (waiting === 0 || waiting < room)
-    ) {
+    for (const worker of this.workers) if (worker.job === undefined && !worker.closing) free++
+    while (this.queue.size > free && this.workers.size < this.limit) {
       this.spawn()
       free++
-      waiting++
     }
     const retired: Promise<void>[] = []
     if (this.queue.size === 0) {
@@ -180,25 +162,14 @@ export class SlotPool {
     if (worker.job !== slot) return Promise.resolve()
     worker.job = undefined
     if (this.ended === undefined || slot.token > this.ended) this.ended = slot.token
-    if (this.queue.size > 0 && !worker.closing && (worker.handle.keepsSlot() || !this.waits())) {
-      // One write for the next job: a new token on this slot, or a hand-on and a rejoin (as the
-      // pool's one place in the queue).
+    if (this.queue.size > 0 && !worker.closing) {
+      // One write for the next job: a new token on this slot, or a hand-on and a rejoin.
       worker.handle.refence()
       return this.pump()
     }
-    // Nothing queued, or the slot is to be handed on while another worker of the pool waits
-    // nearer the front: this one gives its slot back for good.
     const closed = this.retire(worker)
     void this.pump()
     return closed
-  }
-
-  /** Whether a worker of the pool waits for a slot. */
-  private waits(): boolean {
-    for (const worker of this.workers) {
-      if (worker.job === undefined && !worker.closing && waitsForSlot(worker)) return true
-    }
-    return false
   }
 
   private spawn(): void {
@@ -229,12 +200,9 @@ export class SlotPool {
       return
     }
     if (state.holding) {
-      // A job for it, and another waiter if jobs remain; or, with nothing to do (its job left the
-      // queue meanwhile), the slot given back.
-      void this.pump()
-    } else if (this.queue.size > this.workers.size && this.workers.size < this.limit) {
-      // Free slots seen while waiting: more workers may join.
-      void this.pump()
+      if (this.queue.size > 0) this.offer(worker)
+      // Holding with nothing to do (its job left the queue meanwhile): give the slot back.
+      else void this.pump()
     }
   }
 
@@ -266,14 +234,6 @@ export class SlotPool {
     void worker.handle.close().catch(() => undefined)
     void this.pump()
   }
-}
-
-/**
- * Whether a worker without a job waits for a slot: starting, or in the queue; not a holder, even
- * while its refence is out (`holding` false, but still in `.lock`, so ranked nowhere).
- */
-function waitsForSlot({ state }: Worker): boolean {
-  return state === undefined || (!state.holding && (!state.contending || state.rank !== undefined))
 }
 
 /** A job's guard: its worker's, for as long as the worker holds under this job's token. */

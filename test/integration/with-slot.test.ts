@@ -61,41 +61,6 @@ describe('withSlot', () => {
     await noSessionsNamed(agent.url, name)
   })
 
-  it('joins a queue whose slots are all held with one worker, however many jobs the process has', async (t) => {
-    const prefix = testPrefix(t, agent.url, 'with-slot-one-waiter')
-    const [a, b] = [`first ${prefix}`, `second ${prefix}`]
-    let open!: () => void
-    const gate = new Promise<void>((resolve) => (open = resolve))
-    t.after(() => open())
-    // Two pools on one prefix (their options differ by the session name), as two processes.
-    let running = 0
-    const job = (sessionName: string) => (): Promise<void> =>
-      withSlot({ prefix, limit: 3, consul: agent.client, sessionName }, () => {
-        running++
-        return gate
-      })
-    const first = Array.from({ length: 3 }, job(a))
-    await eventually('the first pool holds every slot', () => (running === 3 ? true : undefined))
-    const second = Array.from({ length: 5 }, job(b))
-    const secondKeys = async (): Promise<string[]> => {
-      const ids = new Set((await sessionsNamed(agent.url, b)).map((s) => s.ID))
-      return (await listPrefix(agent.url, prefix))
-        .filter((e) => ids.has(e.Session ?? ''))
-        .map((e) => e.Key)
-    }
-    await eventually('a worker of the second pool waits in the queue', async () =>
-      (await secondKeys()).length > 0 ? true : undefined,
-    )
-    // One more job: the pool looks again, with its worker in the queue and no slot free.
-    second.push(job(b)())
-    assert.equal((await sessionsNamed(agent.url, b)).length, 1, 'sessions of the second pool')
-    assert.equal((await secondKeys()).length, 1, 'keys of the second pool in the queue')
-    open()
-    await Promise.all([...first, ...second])
-    await noSessionsNamed(agent.url, a)
-    await noSessionsNamed(agent.url, b)
-  })
-
   it('runs the work while the slot is held and releases it afterwards', async (t) => {
     const prefix = testPrefix(t, agent.url, 'with-slot')
     const name = `with-slot ${prefix}`

@@ -150,7 +150,8 @@ function refenceAsked(
 ): ContenderState {
   if (!s.listed || s.retired !== undefined || options.refence === undefined) return s
   const keepSlot = withinQuantum(s.slotSince, now, options.quantumMs)
-  const kept = keepsSlotNow(s, now, options)
+  const kept =
+    s.view !== undefined && s.session !== undefined && keepsSlot(s.view, s.session, keepSlot)
   if (ahead) {
     const idle = !s.refencing && !s.aheadOut && s.aheadToken === undefined
     return idle && s.holding && kept ? { ...s, aheadOut: true, keepSlot } : s
@@ -159,29 +160,6 @@ function refenceAsked(
     return { ...s, fencingToken: s.aheadToken, aheadToken: undefined }
   }
   return { ...s, refencing: true, keepSlot, aheadToken: undefined }
-}
-
-/**
- * Whether a holder's refence now would keep its slot (a Refence) rather than hand it on (a
- * Rotate): `keepsSlot` on the view it last decided on, within its quantum or not.
- *
- * @example
- * keepsSlotNow(state, scheduler.now(), { quantumMs: 200 })
- * @param s - The holder's state.
- * @param now - Scheduler time.
- * @param options - The quantum (default SLOT_QUANTUM_MS).
- * @returns False as well when the state has no view or session to decide on.
- */
-export function keepsSlotNow(
-  s: ContenderState,
-  now: number,
-  options: Pick<ContenderStateOptions, 'quantumMs'>,
-): boolean {
-  return (
-    s.view !== undefined &&
-    s.session !== undefined &&
-    keepsSlot(s.view, s.session, withinQuantum(s.slotSince, now, options.quantumMs))
-  )
 }
 
 function casAnswered(

@@ -5,7 +5,6 @@ import { judgeFailure } from '../../base/failure-verdict.js'
 import type { PrefixProblem } from '../events.js'
 import { holdBackUntil } from '../semaphore/hold-back.js'
 import { decideByRank } from './decide-patiently.js'
-import { keepsSlotNow } from './apply-contender-input.js'
 import { serviceCheckRefusal, type CheckRefusal } from './check-refusal.js'
 import type { ContenderInput, DecidedSnapshot } from './contender-input.js'
 import {
@@ -228,21 +227,6 @@ export interface LifeOptions {
 
 /** The machine before `start`. */
 export const unstarted: ContenderLife = { phase: 'unstarted' }
-
-/**
- * Whether a refence asked now would keep the running holder's slot (`keepsSlotNow`); false when
- * no session runs.
- *
- * @example
- * if (!keepsSlotOf(life, now, options)) console.log('the next refence hands the slot on')
- * @param life - The contender's life.
- * @param now - Scheduler time.
- * @param options - The contender's options.
- * @returns True when a `refence` would keep the slot.
- */
-export function keepsSlotOf(life: ContenderLife, now: number, options: LifeOptions): boolean {
-  return life.phase === 'running' && keepsSlotNow(life.state, now, options.step)
-}
 
 /** One step of the machine: the life after an input, and what to do about it. */
 export interface LifeStep {

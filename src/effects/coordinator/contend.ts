@@ -66,7 +66,7 @@ export interface ContendOptions extends ResolvedContenderOptions {
 }
 
 /** What a handle holds of a running contender (see `Interpreter`). */
-export type Member = Pick<Interpreter, 'close' | 'stop' | 'refence' | 'keepsSlot'>
+export type Member = Pick<Interpreter, 'close' | 'stop' | 'refence'>
 
 /** How often a waiter far back in the queue steps on a snapshot that changes nothing for it (ms). */
 const WAITER_REFRESH_MS = 1000

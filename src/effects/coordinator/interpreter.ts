@@ -8,7 +8,6 @@ import {
   Subscription,
 } from 'rxjs'
 import {
-  keepsSlotOf,
   lifeStep,
   unstarted,
   type ContenderLife,
@@ -99,11 +98,6 @@ export class Interpreter {
    */
   refence(ahead = false): void {
     this.input(ahead ? { type: 'refence', ahead } : { type: 'refence' })
-  }
-
-  /** Whether a `refence()` now would keep this holder's slot rather than hand it on. */
-  keepsSlot(): boolean {
-    return keepsSlotOf(this.life, this.scheduler.now(), this.options)
   }
 
   private input(input: LifeInput): void {

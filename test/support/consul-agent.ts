@@ -69,7 +69,11 @@ export interface ConsulAgent {
    * Stops and starts it again on the same ports: a dev agent comes back empty; another keeps its
    * state, unless `wipe` (its data folder emptied in between: every session, key and index lost).
    */
-  restart(options?: { readonly wipe?: boolean }): Promise<void>
+  restart(options?: {
+    readonly wipe?: boolean
+    /** Called once the old process has exited, before the new one starts. */
+    readonly onStopped?: () => void
+  }): Promise<void>
   /** Resolves once the agent answers with a known leader and its node is healthy. */
   ready(timeoutMs?: number): Promise<void>
 }
@@ -260,6 +264,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<ConsulAgen
       } finally {
         restarting = false
       }
+      restartOptions?.onStopped?.()
       if (dataDir && restartOptions?.wipe === true) {
         rmSync(dataDir, { recursive: true, force: true })
         mkdirSync(dataDir)

@@ -73,6 +73,11 @@ export interface Fault {
   readonly who?: string
   readonly from: number
   readonly to: number
+  /**
+   * A state-losing restart: when the old server had stopped (it answers, with its old state,
+   * while it shuts down after `from`). Tokens before it are of the old history.
+   */
+  readonly stoppedAt?: number
   /** What exactly, for the report (e.g. 'SIGSTOP 12.3 s'). */
   readonly detail?: string
 }
@@ -410,7 +415,8 @@ export function waitsOf(
 
 /**
  * Token rules broken by the library's tenures (see the file's comment), within each history of
- * Consul's state: `losses` are the moments state-losing restarts began.
+ * Consul's state: `losses` are the moments the old state stopped answering in state-losing
+ * restarts (a tenure that began before, during the old server's shutdown, is of the old history).
  */
 export function tokenViolations(
   tenures: readonly Tenure[],
@@ -491,7 +497,8 @@ export function check(
   const edits = faults.filter((f) => f.kind === 'delete-lock' || f.kind === 'delete-prefix')
   const inEditWindow = (c: Crowd): boolean =>
     edits.some((f) => f.from <= c.from && c.from <= f.from + options.editWindowMs)
-  const losses = faults.filter((f) => f.kind === 'state-loss').map((f) => f.from)
+  const lossFaults = faults.filter((f) => f.kind === 'state-loss')
+  const losses = lossFaults.map((f) => f.from)
   const kindOf = new Map(events.map((e) => [e.who, e.kind]))
   const inLossWindow = (c: Crowd): boolean =>
     losses.some((at) => at <= c.from && c.from <= at + (options.lossWindowMs ?? 0)) &&
@@ -529,7 +536,10 @@ export function check(
       const free = w.healedAt === undefined ? w.freeMs : (w.freeAfterHealMs ?? 0)
       return w.to - since > options.longWaitMs && free > (w.to - since) / 2
     }),
-    tokenViolations: tokenViolations(tenures, losses),
+    tokenViolations: tokenViolations(
+      tenures,
+      lossFaults.map((f) => f.stoppedAt ?? f.from),
+    ),
     counter: {
       acknowledged: values.length,
       distinct: new Set(values).size,

@@ -409,11 +409,13 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
         const target = config.servers[0]
         if (!target) return false
         const from = Date.now()
-        await target.restart({ wipe: true })
+        let stoppedAt = from
+        await target.restart({ wipe: true, onStopped: () => (stoppedAt = Date.now()) })
         faults.push({
           kind,
           from,
           to: Date.now(),
+          stoppedAt,
           detail: `${target.node} stopped, its data emptied, and started`,
         })
         return true

@@ -152,6 +152,16 @@ describe('the nemesis checker', () => {
     assert.ok(check(after, [], loss, options, 500).tokenViolations.length > 0)
   })
 
+  it('starts the new history where the old server stopped answering, not where its restart began', () => {
+    // The restart began at 150; the old server, shutting down, still granted token 500 at 160,
+    // and had stopped at 180; the new one granted 7.
+    const during = [...tenure('a', 140, 160, 170, 500), ...tenure('a', 200, 250, 300, 7)]
+    const began: Fault[] = [{ kind: 'state-loss', from: 150, to: 240 }]
+    assert.ok(check(during, [], began, options, 400).tokenViolations.length > 0)
+    const stopped: Fault[] = [{ kind: 'state-loss', from: 150, to: 240, stoppedAt: 180 }]
+    assert.deepEqual(check(during, [], stopped, options, 400).tokenViolations, [])
+  })
+
   it("counts apart a moment over the limit after a state loss only when consul lock's actors make it", () => {
     // Consul forgot go0's session at 100; go0's child acts until its client notices, lib b holds.
     const goAfterLoss = [...tenure('go0', 0, 10, 600, 1), ...tenure('b', 5, 300, 800, 9)]

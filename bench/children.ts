@@ -362,9 +362,9 @@ const builtChildren = new Map<string, string>()
 
 /**
  * A bench child (`bench/<name>.ts`) as plain JavaScript in .cache/bench/ (one file, with the bench
- * modules it imports), inside the package's folder, so that its `import 'rx-consul-semaphore'` resolves to the build (dist/esm) by the
- * package's "exports", as in a user's process, and plain node runs it without a loader. Written
- * once per run.
+ * modules it imports), inside the package's folder, so that its `import 'rx-consul-semaphore'`
+ * resolves to the build (dist/esm) by the package's "exports", as in a user's process, and plain
+ * node runs it without a loader. Written once per run.
  *
  * @param name - The child's file name without `.ts` (e.g. 'replica-child').
  * @param who - What runs it, for the error when the build is missing (e.g. 'the library replicas').

@@ -3,7 +3,7 @@
 // all submitted at once when the parent says `go`, each holding `holdMs` (a timer). The child
 // counts the requests its HTTP client had answered (or failed) from `go` on (bench/write-counts.ts),
 // from undici's diagnostics channels: no proxy between it and the agent takes CPU from the jobs.
-// Like bench/replica-child.ts it is transpiled to .cache/bench/ and run by
+// Like bench/replica-child.ts it is bundled to .cache/bench/ and run by
 // plain node, so that it imports the built package by its name.
 //
 // Usage: node jobs-child.mjs <prefix> <limit> <jobs> <holdMs>
@@ -42,8 +42,10 @@ let rssBefore = 0
 /** The kernel's peak RSS of this process so far (getrusage's ru_maxrss): no sampling to pay for. */
 const peakRss = (): number => process.resourceUsage().maxRSS * 1024
 
-/** The requests answered (or failed) since `go` (bench/write-counts.ts). A request still unanswered
- * at the report (a long poll) is not counted. */
+/**
+ * The requests answered (or failed) since `go` (bench/write-counts.ts). A request still unanswered
+ * at the report (a long poll) is not counted.
+ */
 const writes = noWrites()
 interface UndiciRequest {
   readonly method: string

@@ -7,7 +7,7 @@
 //                    contends again. Two ways: every tenure passes one createConsulClient() of
 //                    the process as `consul` (shared client), or none (default client). The
 //                    replicas run the built package (dist/) under plain node, as users run it:
-//                    the child is transpiled once into .cache/bench/ and imports the package by
+//                    the child is bundled once into .cache/bench/ and imports the package by
 //                    its name, so no tsx loader adds to their start-up, RSS or CPU.
 //   consul lock -n:  R loops, each running `consul lock -n <limit> ... <prefix> <hold>` again
 //                    and again (a process per acquisition), as bench/children.ts runs it.

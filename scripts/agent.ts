@@ -69,13 +69,8 @@ function consulCliLines(bin: string): string[] {
 
 async function main(): Promise<void> {
   const bin = consulBin()
-  const http = await httpPort()
-  const ports = {
-    http,
-    serfLan: await freePort(),
-    serfWan: await freePort(),
-    server: await freePort(),
-  }
+  // Only the HTTP port is fixed: the others are picked again if one is taken before consul binds it.
+  const ports = { http: await httpPort() }
   const agent = await startAgent({ node: `rxsem-agent-${randomUUID().slice(0, 8)}`, ports })
   const stopped = new Promise<NodeJS.Signals>((done) => {
     process.once('SIGINT', done)

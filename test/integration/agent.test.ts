@@ -40,11 +40,20 @@ describe('npm run agent', { timeout: SUITE_TIMEOUT_MS }, () => {
     child.stderr.on('data', (d: Buffer) => (output += d.toString()))
     const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>
     try {
+      // The script gives an agent 20 s to be ready, and starts another (up to three) when one of its
+      // ports was taken meanwhile: wait for the line, or until the script exits without it.
       const addr = await eventually(
         'the export line',
-        () => /^ {2}export CONSUL_HTTP_ADDR=(\S+)$/m.exec(output)?.[1],
-        20_000,
-      )
+        () => {
+          const line = /^ {2}export CONSUL_HTTP_ADDR=(\S+)$/m.exec(output)?.[1]
+          if (line === undefined && child.exitCode !== null)
+            throw new Error(`npm run agent exited with ${child.exitCode} first`)
+          return line
+        },
+        60_000,
+      ).catch((error: unknown) => {
+        throw new Error(`${error instanceof Error ? error.message : String(error)}:\n${output}`)
+      })
       assert.equal(addr, `127.0.0.1:${port}`)
       const leader = await fetch(`http://${addr}/v1/status/leader`)
       assert.match(await leader.text(), /^"127\.0\.0\.1:\d+"/)

@@ -43,8 +43,11 @@ export interface AgentOptions {
   readonly dev?: boolean
   /** Node name; default a unique one. */
   readonly node?: string
-  /** Fixed ports; default free ones. */
-  readonly ports?: AgentPorts
+  /**
+   * Fixed ports; the others free ones. Ports not fixed here are picked again when the agent fails
+   * to start (a port picked as free can be taken before the agent binds it).
+   */
+  readonly ports?: Partial<AgentPorts>
   /** Probe for readiness with this ACL token (agents with default-deny ACLs). */
   readonly token?: string
   /** A readiness check of its own (e.g. over https); default: a leader and a healthy node. */
@@ -145,12 +148,13 @@ export async function freePort(): Promise<number> {
   }
 }
 
-async function freePorts(): Promise<AgentPorts> {
+/** `fixed`, with a free port for each one it leaves out. */
+async function freePorts(fixed: Partial<AgentPorts> = {}): Promise<AgentPorts> {
   return {
-    http: await freePort(),
-    serfLan: await freePort(),
-    serfWan: await freePort(),
-    server: await freePort(),
+    http: fixed.http ?? (await freePort()),
+    serfLan: fixed.serfLan ?? (await freePort()),
+    serfWan: fixed.serfWan ?? (await freePort()),
+    server: fixed.server ?? (await freePort()),
   }
 }
 
@@ -173,7 +177,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<ConsulAgen
   installExitHook()
   const dev = options.dev ?? true
   const node = options.node ?? `rxsem-test-${randomUUID().slice(0, 8)}`
-  let ports = options.ports ?? (await freePorts())
+  let ports = await freePorts(options.ports)
   let child: ChildProcess | undefined
   let dataDir: string | undefined
   let output = ''
@@ -305,11 +309,12 @@ export async function startAgent(options: AgentOptions = {}): Promise<ConsulAgen
       return agent
     } catch (error) {
       await agent.kill()
-      if (attempt >= 3 || options.ports) {
+      const fixed = Object.values(options.ports ?? {}).filter((p) => p !== undefined).length
+      if (attempt >= 3 || fixed === Object.keys(ports).length) {
         if (dataDir) rmSync(dataDir, { recursive: true, force: true })
         throw error
       }
-      ports = await freePorts()
+      ports = await freePorts(options.ports)
     }
   }
 }

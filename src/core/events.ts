@@ -31,7 +31,9 @@ export type LockBodyShape =
   | 'java-list'
 
 /**
- * A contender ranked by the CreateIndex of its contender key: earlier arrivals are served first.
+ * A waiting contender in its place in the queue: by turns across processes (the slots its process
+ * holds plus its process's waiters ahead of it), then by arrival (the CreateIndex of its key).
+ * With one contender per process, that is arrival order.
  *
  * @example
  * ```ts
@@ -48,6 +50,12 @@ export interface RankedContender {
   readonly value: string | null
   /** CreateIndex of the contender key (uint64 as bigint): the arrival order. */
   readonly createIndex: bigint
+  /**
+   * The slots its process holds plus its process's waiters ahead of it (0: its process holds no
+   * slot and this is its first waiter). A process is told by its contenders' value (`host:pid` by
+   * default); a contender without a value is a process of its own.
+   */
+  readonly turn: number
 }
 
 /**

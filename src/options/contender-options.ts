@@ -44,7 +44,11 @@ export interface ContenderOptions {
   readonly ttl?: Duration
   /** Session name, shown by `rxsem status` and Consul's UI. */
   readonly sessionName?: string
-  /** Value of this contender's key, for operators. Default '<hostname>:<pid>'. */
+  /**
+   * Value of this contender's key, for operators. Default '<hostname>:<pid>'. It also tells
+   * processes apart in the queue: the waiters of one value take turns with those of others (a
+   * process holding fewer slots goes first), and an empty value is a process of its own.
+   */
   readonly value?: string
   /** Session lock-delay, 0 to 60s (0 disables). Default Consul's, 15s. */
   readonly lockDelay?: Duration

@@ -47,11 +47,15 @@ export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): 
   const liveHolders = listed.filter((holder) => live.has(holder))
   const deadHolders = listed.filter((holder) => !live.has(holder))
 
-  const waiting: RankedContender[] = snapshot.entries
-    .filter((entry) => {
-      const id = childName(prefix, entry.key)
-      return id !== undefined && id !== '.lock' && entry.session === id
-    })
+  const contenders = snapshot.entries.filter((entry) => {
+    const id = childName(prefix, entry.key)
+    return id !== undefined && id !== '.lock' && entry.session === id
+  })
+  const valueOf = (entry: KVEntry): string | null =>
+    entry.value === null ? null : Buffer.from(entry.value).toString('utf8')
+  // A process is told by its contenders' value; one without a value is a process of its own.
+  const processOf = (entry: KVEntry): string | undefined => valueOf(entry) || undefined
+  const arrived = contenders
     .filter((entry) => !liveHolders.includes(entry.session as string))
     // Arrival order; ties by key, compared as bytes as Consul sorts them.
     .sort((a, b) =>
@@ -59,11 +63,25 @@ export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): 
         ? Number(a.createIndex - b.createIndex)
         : Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)),
     )
-    .map((entry, rank) => ({
+  // A waiter's turn: the slots its process holds, plus its process's waiters that arrived before.
+  const turnOf = (entry: KVEntry, at: number): number => {
+    const process = processOf(entry)
+    if (process === undefined) return 0
+    const holding = contenders.filter(
+      (c) => liveHolders.includes(c.session as string) && processOf(c) === process,
+    ).length
+    return holding + arrived.slice(0, at).filter((c) => processOf(c) === process).length
+  }
+  const waiting: RankedContender[] = arrived
+    .map((entry, at) => ({ entry, turn: turnOf(entry, at) }))
+    // Lower turns first; Array.prototype.sort is stable, so arrival order within a turn.
+    .sort((a, b) => a.turn - b.turn)
+    .map(({ entry, turn }, rank) => ({
       session: entry.session as string,
       rank,
-      value: entry.value === null ? null : Buffer.from(entry.value).toString('utf8'),
+      value: valueOf(entry),
       createIndex: entry.createIndex,
+      turn,
     }))
 
   const lockIndex = lock?.modifyIndex ?? 0n

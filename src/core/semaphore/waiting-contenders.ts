@@ -7,9 +7,9 @@ const utf8 = new TextDecoder('utf-8')
 
 /**
  * The contenders waiting for a slot, in rank order: direct children `<prefix>/<id>` (not `.lock`)
- * locked by their own session `id`, that are not live holders, ordered by CreateIndex (ties by
- * key). Ranking in arrival order is what lets only the front of the queue try when a slot frees.
- * O(n log n) for the sort, O(n) otherwise.
+ * locked by their own session `id`, that are not live holders, in turns (`byTurn`). Ranking in
+ * one order that every contender computes alike is what lets only the front of the queue try when
+ * a slot frees. O(n log n) for the sort, O(n) otherwise.
  *
  * @example
  * waitingContenders(snapshot.entries, 'svc/lock', new Set(liveHolders))
@@ -55,18 +55,20 @@ export function rankWaiting(
     keys.filter((entry) => !holders.has(entry.session ?? '')),
     previous,
   )
-  waiting.sort(byArrival)
+  const turns = sortByTurn(waiting, keys, holders)
   const before = previous?.waiting
   return waiting.map((entry, rank) => {
     const session = entry.session ?? ''
     const value = valueOf(entry)
+    const turn = turns.get(entry) ?? 0
     const was = before?.[rank]
     return was !== undefined &&
       was.session === session &&
       was.value === value &&
-      was.createIndex === entry.createIndex
+      was.createIndex === entry.createIndex &&
+      was.turn === turn
       ? was
-      : { session, rank, value, createIndex: entry.createIndex }
+      : { session, rank, value, createIndex: entry.createIndex, turn }
   })
 }
 
@@ -105,6 +107,63 @@ function valueOf(entry: KVEntry): string | null {
     values.set(entry, value)
   }
   return value
+}
+
+/**
+ * Sorts `waiting` in turns, and returns each one's turn: a waiter's turn is the number of slots its process holds plus the
+ * number of its process's waiters that arrived before it; lower turns first, then arrival
+ * (CreateIndex, then key). A process is told by its contenders' value (the library's default value
+ * is `host:pid`); a contender with an empty value (Go's `consul lock`) is a process of its own.
+ *
+ * With one contender per process, every waiter's turn is 0 and the order is arrival's. A process
+ * that runs several contenders (a job pool) does not queue all of them ahead of a process that
+ * arrives later: the later one's first waiter comes before the pool's second, so that freed slots
+ * go round the processes, the one holding the fewest first. Every contender ranks one listing
+ * alike, so the front of the queue is the same for all of them.
+ *
+ * ```
+ * holders: A A A      waiting, by arrival: A4 A5 B1 A6 B2 C1
+ * turns:                                   3  4  0  5  1  0
+ * queue:   B1 C1 B2 A4 A5 A6
+ * ```
+ */
+function sortByTurn(
+  waiting: KVEntry[],
+  keys: readonly KVEntry[],
+  holders: ReadonlySet<string>,
+): ReadonlyMap<KVEntry, number> {
+  waiting.sort(byArrival)
+  const held = new Map<string, number>()
+  for (const entry of keys) {
+    const process = processOf(entry)
+    if (process !== undefined && holders.has(entry.session ?? ''))
+      held.set(process, (held.get(process) ?? 0) + 1)
+  }
+  const turns = new Map<KVEntry, number>()
+  const seen = new Map<string, number>()
+  let inTurns = true
+  let last = 0
+  for (const entry of waiting) {
+    const process = processOf(entry)
+    let turn = 0
+    if (process !== undefined) {
+      const ahead = seen.get(process) ?? 0
+      seen.set(process, ahead + 1)
+      turn = (held.get(process) ?? 0) + ahead
+    }
+    turns.set(entry, turn)
+    if (turn < last) inTurns = false
+    last = turn
+  }
+  // Already in turns (one contender per process, or one process): arrival order stands.
+  if (!inTurns) waiting.sort((a, b) => (turns.get(a) ?? 0) - (turns.get(b) ?? 0) || byArrival(a, b))
+  return turns
+}
+
+/** The process a contender belongs to: its value, or undefined (a process of its own) if empty. */
+function processOf(entry: KVEntry): string | undefined {
+  const value = valueOf(entry)
+  return value === null || value === '' ? undefined : value
 }
 
 function byArrival(a: KVEntry, b: KVEntry): number {

@@ -1,0 +1,105 @@
+// The order of a semaphore's queue: arrival within a process, turns across processes (the slots a
+// process holds, plus its waiters ahead), so that a process running many contenders does not queue
+// them all ahead of a process that arrives after it.
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import type { KVEntry } from '../../src/base/kv-snapshot.js'
+import { decide } from '../../src/core/semaphore/decide.js'
+import { waitingContenders } from '../../src/core/semaphore/waiting-contenders.js'
+import { bytes, contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
+
+const prefix = 'svc/turns'
+
+/** Contender `session` of process `value` (null: no value, as Go's `consul lock` writes). */
+const contender = (session: string, createIndex: bigint, value: string | null): KVEntry =>
+  contenderEntry(prefix, session, createIndex, { value: value === null ? null : bytes(value) })
+
+const lockOf = (limit: number, holders: readonly string[]): KVEntry =>
+  lockEntry(
+    prefix,
+    JSON.stringify({ Limit: limit, Holders: Object.fromEntries(holders.map((h) => [h, true])) }),
+    100n,
+  )
+
+const queue = (entries: readonly KVEntry[], holders: readonly string[]): string[] =>
+  waitingContenders(entries, prefix, new Set(holders)).map((c) => c.session)
+
+describe('waitingContenders: the order of the queue', () => {
+  it('is arrival order when each process has one contender', () => {
+    const entries = [
+      contender('h1', 1n, 'host:1'),
+      contender('w3', 4n, 'host:3'),
+      contender('w2', 3n, 'host:2'),
+      contender('w4', 5n, 'host:4'),
+    ]
+    assert.deepEqual(queue(entries, ['h1']), ['w2', 'w3', 'w4'])
+  })
+
+  it('is arrival order among the contenders of one process, whatever it holds', () => {
+    const entries = [
+      contender('a1', 1n, 'host:1'),
+      contender('a3', 4n, 'host:1'),
+      contender('a2', 3n, 'host:1'),
+    ]
+    assert.deepEqual(queue(entries, ['a1']), ['a2', 'a3'])
+  })
+
+  it('puts the first waiter of a process that holds fewer slots ahead of the others', () => {
+    // A holds 3 and has three waiters (turns 3, 4, 5); B holds none (turns 0, 1); C none (0).
+    const entries = [
+      contender('a1', 1n, 'host:A'),
+      contender('a2', 2n, 'host:A'),
+      contender('a3', 3n, 'host:A'),
+      contender('a4', 4n, 'host:A'),
+      contender('a5', 5n, 'host:A'),
+      contender('b1', 6n, 'host:B'),
+      contender('a6', 7n, 'host:A'),
+      contender('b2', 8n, 'host:B'),
+      contender('c1', 9n, 'host:C'),
+    ]
+    assert.deepEqual(queue(entries, ['a1', 'a2', 'a3']), ['b1', 'c1', 'b2', 'a4', 'a5', 'a6'])
+  })
+
+  it('counts the slots a process holds: the one that holds fewer goes first, then arrival', () => {
+    // A holds 2 (its waiter's turn is 2), B holds 1 (turn 1): B's later waiter goes first.
+    const entries = [
+      contender('a1', 1n, 'host:A'),
+      contender('a2', 2n, 'host:A'),
+      contender('b1', 3n, 'host:B'),
+      contender('a3', 4n, 'host:A'),
+      contender('b2', 5n, 'host:B'),
+    ]
+    assert.deepEqual(queue(entries, ['a1', 'a2', 'b1']), ['b2', 'a3'])
+  })
+
+  it('takes a contender without a value (Go) as a process of its own', () => {
+    // Two Go contenders are not one process: the second is not sent behind the pool's waiters.
+    const entries = [
+      contender('a1', 1n, 'host:A'),
+      contender('a2', 2n, 'host:A'),
+      contender('g1', 3n, null),
+      contender('a3', 4n, 'host:A'),
+      contender('g2', 5n, null),
+      contender('e1', 6n, ''),
+    ]
+    assert.deepEqual(queue(entries, ['a1']), ['g1', 'g2', 'e1', 'a2', 'a3'])
+  })
+
+  it('makes the first waiter of a process that holds nothing the one that takes a free slot', () => {
+    // Limit 4: A holds 3 and waits with a4, B (arrived later) waits with b1; one slot is free.
+    const entries = [
+      lockOf(4, ['a1', 'a2', 'a3']),
+      contender('a1', 1n, 'host:A'),
+      contender('a2', 2n, 'host:A'),
+      contender('a3', 3n, 'host:A'),
+      contender('a4', 4n, 'host:A'),
+      contender('b1', 5n, 'host:B'),
+    ]
+    const snapshot = snapshotOf(entries)
+    const b1 = decide(snapshot, { prefix, session: 'b1', limit: 4 })
+    const a4 = decide(snapshot, { prefix, session: 'a4', limit: 4 })
+    assert.equal(b1.type, 'TryAcquire')
+    assert.equal(a4.type, 'Wait')
+    assert.equal(a4.type === 'Wait' ? a4.rank : undefined, 1)
+  })
+})

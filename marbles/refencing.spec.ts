@@ -18,7 +18,7 @@ import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../src/base/flags.js'
 import { created, seen } from './support/events.js'
 import { contending, type WriteLog } from './support/port.js'
 import { prefix } from './support/scenario.js'
-import { contenderEntry, lockEntry, snapshotOf, text } from './support/snapshot.js'
+import { bytes, contenderEntry, lockEntry, snapshotOf, text } from './support/snapshot.js'
 
 const testScheduler = (): TestScheduler =>
   new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
@@ -210,6 +210,24 @@ describe('refencing: the quantum a worker keeps its slot for while others wait',
         contending({ ...quantum, perform: () => cold('-') }),
       )
       expectObservable(writeWords(states), '^ 50ms !').toBe('------a', { a: 'Refence@20' })
+    })
+  })
+
+  it('should hand the slot within the quantum to a process that holds none, when its own holds another', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // a and me are of one process (A); w, without a value, is a process of its own that holds
+      // nothing. The job ends at 6, 4 ms into the quantum, and the slot goes to w.
+      const ofA = { value: bytes('host:A') }
+      const twoOfA = snapshotOf([
+        contenderEntry(prefix, 'a', 3n, { flags: HOLDER_FLAGS, modifyIndex: 10n, ...ofA }),
+        contenderEntry(prefix, 'me', 3n, { flags: HOLDER_FLAGS, modifyIndex: 20n, ...ofA }),
+        contenderEntry(prefix, 'w', 22n, { flags: CONTENDER_FLAGS }),
+        lockEntry(prefix, '{"Limit":2,"Holders":{"a":true,"me":true}}', 20n),
+      ])
+      const states = cold('c-w---n', { ...inputs, w: seen(twoOfA) }).pipe(
+        contending({ ...quantum, perform: () => cold('-') }),
+      )
+      expectObservable(writeWords(states), '^ 50ms !').toBe('------a', { a: 'Rotate@20>w' })
     })
   })
 

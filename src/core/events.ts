@@ -84,6 +84,11 @@ export interface SemaphoreView {
   readonly deadHolders: readonly string[]
   /** Live contenders that are not holders, in rank order (rank 0 first). */
   readonly waiting: readonly RankedContender[]
+  /**
+   * The live holders whose process holds more than one slot (see `RankedContender.turn`), in
+   * listed order.
+   */
+  readonly sharedHolders: readonly string[]
 }
 
 /**

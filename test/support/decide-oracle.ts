@@ -84,8 +84,27 @@ export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): 
       turn,
     }))
 
+  // The holders whose process holds more than one slot, in listed order.
+  const slotsOf = (holder: string): number => {
+    const entry = contenders.find((c) => c.session === holder)
+    const process = entry === undefined ? undefined : processOf(entry)
+    if (process === undefined) return 1
+    return contenders.filter(
+      (c) => liveHolders.includes(c.session as string) && processOf(c) === process,
+    ).length
+  }
+  const sharedHolders = liveHolders.filter((holder) => slotsOf(holder) > 1)
+
   const lockIndex = lock?.modifyIndex ?? 0n
-  const view = { limit, shape: record?.shape, lockIndex, liveHolders, deadHolders, waiting }
+  const view = {
+    limit,
+    shape: record?.shape,
+    lockIndex,
+    liveHolders,
+    deadHolders,
+    waiting,
+    sharedHolders,
+  }
 
   // A holder keeps its slot whatever limit `.lock` states; a contender that disagrees with the
   // limit and does not follow it may do nothing else.

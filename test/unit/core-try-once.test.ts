@@ -57,6 +57,7 @@ describe('tryOnceRefused (the rule on the core state)', () => {
     liveHolders,
     deadHolders: [],
     waiting: [],
+    sharedHolders: [],
   })
   const tryAcquire: Decision = {
     type: 'TryAcquire',

@@ -28,6 +28,7 @@ describe('decideLeaderKey', () => {
       liveHolders: [],
       deadHolders: [],
       waiting: [],
+      sharedHolders: [],
     })
   })
 

@@ -85,6 +85,22 @@ describe('waitingContenders: the order of the queue', () => {
     assert.deepEqual(queue(entries, ['a1']), ['g1', 'g2', 'e1', 'a2', 'a3'])
   })
 
+  it('names the holders whose process holds more than one slot (sharedHolders)', () => {
+    const entries = [
+      lockOf(4, ['a1', 'b1', 'a2', 'g1']),
+      contender('a1', 1n, 'host:A'),
+      contender('b1', 2n, 'host:B'),
+      contender('a2', 3n, 'host:A'),
+      contender('g1', 4n, null),
+      contender('g2', 5n, null),
+    ]
+    const decision = decide(snapshotOf(entries), { prefix, session: 'g2', limit: 4 })
+    assert.deepEqual(decision.type === 'Wait' ? decision.view.sharedHolders : undefined, [
+      'a1',
+      'a2',
+    ])
+  })
+
   it('makes the first waiter of a process that holds nothing the one that takes a free slot', () => {
     // Limit 4: A holds 3 and waits with a4, B (arrived later) waits with b1; one slot is free.
     const entries = [

@@ -122,6 +122,7 @@ export function decideLeaderKey(snapshot: KVSnapshot, options: DecideLeaderKeyOp
     liveHolders: holder === undefined ? [] : [holder],
     deadHolders: [],
     waiting: [],
+    sharedHolders: [],
   }
   if (holder === session) return { type: 'Held', view }
   if (holder !== undefined) return { type: 'Wait', view, rank: undefined, freeSlots: 0 }

@@ -7,7 +7,7 @@ import { LOCK_KEY_NAME, lockKey } from '../keys/lock-key.js'
 import { readLockBody } from '../lock-body/read-lock-body.js'
 import { unjudgedHolders } from './own-writes.js'
 import { pruneHolders } from './prune-holders.js'
-import { rankWaiting } from './waiting-contenders.js'
+import { processOf, rankWaiting, slotsByProcess } from './waiting-contenders.js'
 
 /**
  * What every contender of a prefix needs from one snapshot, computed once for all of them: the
@@ -106,10 +106,12 @@ export function prefixView(
   const pruned = pruneHolders(record?.holders ?? [], live, unjudgedHolders(snapshot))
   const holders = new Set(pruned.liveHolders)
   const before = previous?.view
+  const held = slotsByProcess(keys, holders)
   const waiting = rankWaiting(
     keys,
     holders,
     previous && { waiting: previous.view.waiting, ranks: previous.ranks },
+    held,
   )
   const view: SemaphoreView = {
     limit: record?.limit ?? limit,
@@ -118,6 +120,11 @@ export function prefixView(
     liveHolders: reuse(pruned.liveHolders, before?.liveHolders, sameString),
     deadHolders: reuse(pruned.deadHolders, before?.deadHolders, sameString),
     waiting: reuse(waiting, before?.waiting, sameRanked),
+    sharedHolders: reuse(
+      sharedHolders(keys, pruned.liveHolders, held),
+      before?.sharedHolders,
+      sameString,
+    ),
   }
   const ranks = new Map<string, number>()
   for (const contender of view.waiting) ranks.set(contender.session, contender.rank)
@@ -184,7 +191,25 @@ const SLASH = 0x2f
 const sameString = (a: string, b: string): boolean => a === b
 
 const sameRanked = (a: RankedContender, b: RankedContender): boolean =>
-  a.session === b.session && a.value === b.value && a.createIndex === b.createIndex
+  a.session === b.session &&
+  a.value === b.value &&
+  a.createIndex === b.createIndex &&
+  a.turn === b.turn
+
+/** The live holders (in their order) whose process holds more than one slot. */
+function sharedHolders(
+  keys: readonly KVEntry[],
+  liveHolders: readonly string[],
+  held: ReadonlyMap<string, number>,
+): readonly string[] {
+  if (held.size === liveHolders.length) return []
+  const shared = new Set<string>()
+  for (const entry of keys) {
+    const process = processOf(entry)
+    if (process !== undefined && (held.get(process) ?? 0) > 1) shared.add(entry.session ?? '')
+  }
+  return liveHolders.filter((holder) => shared.has(holder))
+}
 
 /** `earlier` when it has the same elements as `now`, else `now`. */
 function reuse<T>(

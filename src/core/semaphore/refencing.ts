@@ -110,8 +110,10 @@ export function refenceKept(
 
 /**
  * Whether a holder keeps its slot for the next job of its process in `view`: nobody else waits,
- * or it is within its quantum (`keepSlot`); and the holders are not more than the limit (an
- * operator may have lowered it).
+ * or it is within its quantum (`keepSlot`) unless its process holds other slots too and the first
+ * in line is the first waiter of a process that holds none (turn 0: a process that arrives, or a
+ * Go contender, gets its first slot when a job ends rather than after a quantum); and the holders
+ * are not more than the limit (an operator may have lowered it).
  *
  * @example
  * keepsSlot(view, session, withinQuantum(slotSince, now))
@@ -121,8 +123,9 @@ export function refenceKept(
  * @returns True to Refence, false to Rotate.
  */
 export function keepsSlot(view: SemaphoreView, session: string, keepSlot: boolean): boolean {
-  const othersWait = view.waiting.some((waiter) => waiter.session !== session)
-  return (keepSlot || !othersWait) && view.liveHolders.length <= view.limit
+  const next = view.waiting.find((waiter) => waiter.session !== session)
+  const yields = next?.turn === 0 && view.sharedHolders.includes(session)
+  return (next === undefined || (keepSlot && !yields)) && view.liveHolders.length <= view.limit
 }
 
 /**

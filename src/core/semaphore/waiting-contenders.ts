@@ -44,18 +44,20 @@ export function waitingContenders(
  * @param keys - The contender keys locked by their own session.
  * @param holders - The live holders, who are not waiting.
  * @param previous - An earlier queue of the prefix and the rank of each of its sessions.
+ * @param held - `slotsByProcess(keys, holders)`, when the caller has it already.
  * @returns The waiting contenders, rank 0 first.
  */
 export function rankWaiting(
   keys: readonly KVEntry[],
   holders: ReadonlySet<string>,
   previous?: EarlierQueue,
+  held: ReadonlyMap<string, number> = slotsByProcess(keys, holders),
 ): readonly RankedContender[] {
   const waiting = inEarlierOrder(
     keys.filter((entry) => !holders.has(entry.session ?? '')),
     previous,
   )
-  const turns = sortByTurn(waiting, keys, holders)
+  const turns = sortByTurn(waiting, held)
   const before = previous?.waiting
   return waiting.map((entry, rank) => {
     const session = entry.session ?? ''
@@ -110,8 +112,30 @@ function valueOf(entry: KVEntry): string | null {
 }
 
 /**
- * Sorts `waiting` in turns, and returns each one's turn: a waiter's turn is the number of slots its process holds plus the
- * number of its process's waiters that arrived before it; lower turns first, then arrival
+ * The slots each process holds: its contenders among the live holders, by process (`processOf`;
+ * a contender without a value is counted nowhere, being a process of its own).
+ *
+ * @param keys - The contender keys locked by their own session.
+ * @param holders - The live holders.
+ * @returns The number of slots by process.
+ */
+export function slotsByProcess(
+  keys: readonly KVEntry[],
+  holders: ReadonlySet<string>,
+): ReadonlyMap<string, number> {
+  const held = new Map<string, number>()
+  for (const entry of keys) {
+    const process = processOf(entry)
+    if (process !== undefined && holders.has(entry.session ?? ''))
+      held.set(process, (held.get(process) ?? 0) + 1)
+  }
+  return held
+}
+
+/**
+ * Sorts `waiting` in turns, and returns each one's turn: a waiter's turn is the number of slots
+ * its process holds (`held`) plus the number of its process's waiters that arrived before it;
+ * lower turns first, then arrival
  * (CreateIndex, then key). A process is told by its contenders' value (the library's default value
  * is `host:pid`); a contender with an empty value (Go's `consul lock`) is a process of its own.
  *
@@ -129,16 +153,9 @@ function valueOf(entry: KVEntry): string | null {
  */
 function sortByTurn(
   waiting: KVEntry[],
-  keys: readonly KVEntry[],
-  holders: ReadonlySet<string>,
+  held: ReadonlyMap<string, number>,
 ): ReadonlyMap<KVEntry, number> {
   waiting.sort(byArrival)
-  const held = new Map<string, number>()
-  for (const entry of keys) {
-    const process = processOf(entry)
-    if (process !== undefined && holders.has(entry.session ?? ''))
-      held.set(process, (held.get(process) ?? 0) + 1)
-  }
   const turns = new Map<KVEntry, number>()
   const seen = new Map<string, number>()
   let inTurns = true
@@ -161,7 +178,7 @@ function sortByTurn(
 }
 
 /** The process a contender belongs to: its value, or undefined (a process of its own) if empty. */
-function processOf(entry: KVEntry): string | undefined {
+export function processOf(entry: KVEntry): string | undefined {
   const value = valueOf(entry)
   return value === null || value === '' ? undefined : value
 }

@@ -61,6 +61,41 @@ describe('withSlot', () => {
     await noSessionsNamed(agent.url, name)
   })
 
+  it('hands a slot of a process that holds several to the first job of a process that holds none, when a job ends', async (t) => {
+    // Two processes in one: the contender keys' values tell them apart. A holds both slots with
+    // a1 and a2, and a3 waits in A; then B arrives with b1. When a1 ends, well within A's 200 ms
+    // quantum, its slot goes to b1, not to a3.
+    const prefix = testPrefix(t, agent.url, 'with-slot-turns')
+    const a = { prefix, limit: 2, consul: agent.client, sessionName: `A ${prefix}`, value: 'A' }
+    const b = { ...a, sessionName: `B ${prefix}`, value: 'B' }
+    const started: string[] = []
+    const ends = new Map<string, () => void>()
+    const job = (name: string) => () =>
+      new Promise<void>((done) => {
+        started.push(name)
+        ends.set(name, done)
+      })
+    const jobs = ['a1', 'a2', 'a3'].map((name) => withSlot(a, job(name)))
+    try {
+      await eventually('a1 and a2 running', () => (started.length === 2 ? true : undefined))
+      jobs.push(withSlot(b, job('b1')))
+      await eventually('B in the line', async () => {
+        const keys = (await listPrefix(agent.url, prefix)).filter((e) => !e.Key.endsWith('/.lock'))
+        return keys.length === 3 ? true : undefined
+      })
+      ends.get(started[0] ?? '')?.()
+      await eventually('the next job', () => (started.length === 3 ? true : undefined))
+      assert.equal(started[2], 'b1', `started in this order: ${started.join(', ')}`)
+    } finally {
+      // Every job ends as soon as it starts from now on.
+      const ending = setInterval(() => ends.forEach((done) => done()), 10)
+      await Promise.allSettled(jobs)
+      clearInterval(ending)
+    }
+    await noSessionsNamed(agent.url, a.sessionName)
+    await noSessionsNamed(agent.url, b.sessionName)
+  })
+
   it('runs the work while the slot is held and releases it afterwards', async (t) => {
     const prefix = testPrefix(t, agent.url, 'with-slot')
     const name = `with-slot ${prefix}`

@@ -202,6 +202,7 @@ function sharedHolders(
   liveHolders: readonly string[],
   held: ReadonlyMap<string, number>,
 ): readonly string[] {
+  // As many processes as holders: each holds one slot.
   if (held.size === liveHolders.length) return []
   const shared = new Set<string>()
   for (const entry of keys) {

@@ -7,7 +7,7 @@ const utf8 = new TextDecoder('utf-8')
 
 /**
  * The contenders waiting for a slot, in rank order: direct children `<prefix>/<id>` (not `.lock`)
- * locked by their own session `id`, that are not live holders, in turns (`byTurn`). Ranking in
+ * locked by their own session `id`, that are not live holders, in turns (`sortByTurn`). Ranking in
  * one order that every contender computes alike is what lets only the front of the queue try when
  * a slot frees. O(n log n) for the sort, O(n) otherwise.
  *
@@ -135,9 +135,9 @@ export function slotsByProcess(
 /**
  * Sorts `waiting` in turns, and returns each one's turn: a waiter's turn is the number of slots
  * its process holds (`held`) plus the number of its process's waiters that arrived before it;
- * lower turns first, then arrival
- * (CreateIndex, then key). A process is told by its contenders' value (the library's default value
- * is `host:pid`); a contender with an empty value (Go's `consul lock`) is a process of its own.
+ * lower turns first, then arrival (CreateIndex, then key). A process is told by its contenders'
+ * value (the library's default value is `host:pid`); a contender with an empty value (Go's
+ * `consul lock`) is a process of its own.
  *
  * With one contender per process, every waiter's turn is 0 and the order is arrival's. A process
  * that runs several contenders (a job pool) does not queue all of them ahead of a process that

@@ -121,7 +121,7 @@ export function prefixView(
     deadHolders: reuse(pruned.deadHolders, before?.deadHolders, sameString),
     waiting: reuse(waiting, before?.waiting, sameRanked),
     sharedHolders: reuse(
-      sharedHolders(keys, pruned.liveHolders, held),
+      sharedHolders(keys, pruned.liveHolders, holders, held),
       before?.sharedHolders,
       sameString,
     ),
@@ -200,16 +200,19 @@ const sameRanked = (a: RankedContender, b: RankedContender): boolean =>
 function sharedHolders(
   keys: readonly KVEntry[],
   liveHolders: readonly string[],
+  holders: ReadonlySet<string>,
   held: ReadonlyMap<string, number>,
 ): readonly string[] {
   // As many processes as holders: each holds one slot.
   if (held.size === liveHolders.length) return []
   const shared = new Set<string>()
   for (const entry of keys) {
+    const session = entry.session ?? ''
+    if (!holders.has(session)) continue
     const process = processOf(entry)
-    if (process !== undefined && (held.get(process) ?? 0) > 1) shared.add(entry.session ?? '')
+    if (process !== undefined && (held.get(process) ?? 0) > 1) shared.add(session)
   }
-  return liveHolders.filter((holder) => shared.has(holder))
+  return shared.size === 0 ? [] : liveHolders.filter((holder) => shared.has(holder))
 }
 
 /** `earlier` when it has the same elements as `now`, else `now`. */

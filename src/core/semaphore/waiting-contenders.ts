@@ -57,12 +57,12 @@ export function rankWaiting(
     keys.filter((entry) => !holders.has(entry.session ?? '')),
     previous,
   )
-  const turns = sortByTurn(waiting, held)
+  const { values, turns } = sortByTurn(waiting, held)
   const before = previous?.waiting
   return waiting.map((entry, rank) => {
     const session = entry.session ?? ''
-    const value = valueOf(entry)
-    const turn = turns.get(entry) ?? 0
+    const value = values[rank] ?? null
+    const turn = turns[rank] ?? 0
     const was = before?.[rank]
     return was !== undefined &&
       was.session === session &&
@@ -125,15 +125,15 @@ export function slotsByProcess(
 ): ReadonlyMap<string, number> {
   const held = new Map<string, number>()
   for (const entry of keys) {
+    if (!holders.has(entry.session ?? '')) continue
     const process = processOf(entry)
-    if (process !== undefined && holders.has(entry.session ?? ''))
-      held.set(process, (held.get(process) ?? 0) + 1)
+    if (process !== undefined) held.set(process, (held.get(process) ?? 0) + 1)
   }
   return held
 }
 
 /**
- * Sorts `waiting` in turns, and returns each one's turn: a waiter's turn is the number of slots
+ * Sorts `waiting` in turns, and returns each one's value and turn in that order: a waiter's turn is the number of slots
  * its process holds (`held`) plus the number of its process's waiters that arrived before it;
  * lower turns first, then arrival (CreateIndex, then key). A process is told by its contenders'
  * value (the library's default value is `host:pid`); a contender with an empty value (Go's
@@ -154,27 +154,34 @@ export function slotsByProcess(
 function sortByTurn(
   waiting: KVEntry[],
   held: ReadonlyMap<string, number>,
-): ReadonlyMap<KVEntry, number> {
+): { readonly values: readonly (string | null)[]; readonly turns: readonly number[] } {
   waiting.sort(byArrival)
-  const turns = new Map<KVEntry, number>()
+  const values: (string | null)[] = []
+  const turns: number[] = []
   const seen = new Map<string, number>()
   let inTurns = true
-  let last = 0
   for (const entry of waiting) {
-    const process = processOf(entry)
+    const value = valueOf(entry)
     let turn = 0
-    if (process !== undefined) {
-      const ahead = seen.get(process) ?? 0
-      seen.set(process, ahead + 1)
-      turn = (held.get(process) ?? 0) + ahead
+    if (value !== null && value !== '') {
+      const ahead = seen.get(value) ?? 0
+      seen.set(value, ahead + 1)
+      turn = (held.get(value) ?? 0) + ahead
     }
-    turns.set(entry, turn)
-    if (turn < last) inTurns = false
-    last = turn
+    if (turn < (turns[turns.length - 1] ?? 0)) inTurns = false
+    values.push(value)
+    turns.push(turn)
   }
   // Already in turns (one contender per process, or one process): arrival order stands.
-  if (!inTurns) waiting.sort((a, b) => (turns.get(a) ?? 0) - (turns.get(b) ?? 0) || byArrival(a, b))
-  return turns
+  if (inTurns) return { values, turns }
+  const order = waiting.map((_, i) => i)
+  order.sort((a, b) => (turns[a] ?? 0) - (turns[b] ?? 0) || a - b)
+  const arrived = [...waiting]
+  order.forEach((from, to) => (waiting[to] = arrived[from] as KVEntry))
+  return {
+    values: order.map((from) => values[from] ?? null),
+    turns: order.map((from) => turns[from] ?? 0),
+  }
 }
 
 /** The process a contender belongs to: its value, or undefined (a process of its own) if empty. */

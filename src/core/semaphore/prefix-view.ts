@@ -7,7 +7,7 @@ import { LOCK_KEY_NAME, lockKey } from '../keys/lock-key.js'
 import { readLockBody } from '../lock-body/read-lock-body.js'
 import { unjudgedHolders } from './own-writes.js'
 import { pruneHolders } from './prune-holders.js'
-import { processOf, rankWaiting, slotsByProcess } from './waiting-contenders.js'
+import { processOf, rankInTurns, slotsByProcess, splitByHolding } from './waiting-contenders.js'
 
 /**
  * What every contender of a prefix needs from one snapshot, computed once for all of them: the
@@ -106,12 +106,12 @@ export function prefixView(
   const pruned = pruneHolders(record?.holders ?? [], live, unjudgedHolders(snapshot))
   const holders = new Set(pruned.liveHolders)
   const before = previous?.view
-  const held = slotsByProcess(keys, holders)
-  const waiting = rankWaiting(
-    keys,
-    holders,
-    previous && { waiting: previous.view.waiting, ranks: previous.ranks },
+  const { waiting: waiters, holding } = splitByHolding(keys, holders)
+  const held = slotsByProcess(holding)
+  const waiting = rankInTurns(
+    waiters,
     held,
+    previous && { waiting: previous.view.waiting, ranks: previous.ranks },
   )
   const view: SemaphoreView = {
     limit: record?.limit ?? limit,
@@ -121,7 +121,7 @@ export function prefixView(
     deadHolders: reuse(pruned.deadHolders, before?.deadHolders, sameString),
     waiting: reuse(waiting, before?.waiting, sameRanked),
     sharedHolders: reuse(
-      sharedHolders(keys, pruned.liveHolders, holders, held),
+      sharedHolders(holding, pruned.liveHolders, held),
       before?.sharedHolders,
       sameString,
     ),
@@ -198,19 +198,16 @@ const sameRanked = (a: RankedContender, b: RankedContender): boolean =>
 
 /** The live holders (in their order) whose process holds more than one slot. */
 function sharedHolders(
-  keys: readonly KVEntry[],
+  holding: readonly KVEntry[],
   liveHolders: readonly string[],
-  holders: ReadonlySet<string>,
   held: ReadonlyMap<string, number>,
 ): readonly string[] {
   // As many processes as holders: each holds one slot.
   if (held.size === liveHolders.length) return []
   const shared = new Set<string>()
-  for (const entry of keys) {
-    const session = entry.session ?? ''
-    if (!holders.has(session)) continue
+  for (const entry of holding) {
     const process = processOf(entry)
-    if (process !== undefined && (held.get(process) ?? 0) > 1) shared.add(session)
+    if (process !== undefined && (held.get(process) ?? 0) > 1) shared.add(entry.session ?? '')
   }
   return shared.size === 0 ? [] : liveHolders.filter((holder) => shared.has(holder))
 }

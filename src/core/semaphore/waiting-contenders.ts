@@ -38,25 +38,44 @@ export function waitingContenders(
  *
  * `previous`, the queue of an earlier snapshot of the same prefix, only saves work: the keys are
  * laid out in its order before the sort (a queue mostly keeps its order from one snapshot to the
- * next, and the sort then runs in about n comparisons), and a waiter whose place, value and
+ * next, and the sort then runs in about n comparisons), and a waiter whose place, value, turn and
  * CreateIndex did not change keeps its object. The result is equal (deeply) with or without it.
  *
  * @param keys - The contender keys locked by their own session.
  * @param holders - The live holders, who are not waiting.
  * @param previous - An earlier queue of the prefix and the rank of each of its sessions.
- * @param held - `slotsByProcess(keys, holders)`, when the caller has it already.
  * @returns The waiting contenders, rank 0 first.
  */
 export function rankWaiting(
   keys: readonly KVEntry[],
   holders: ReadonlySet<string>,
   previous?: EarlierQueue,
-  held: ReadonlyMap<string, number> = slotsByProcess(keys, holders),
 ): readonly RankedContender[] {
-  const waiting = inEarlierOrder(
-    keys.filter((entry) => !holders.has(entry.session ?? '')),
-    previous,
-  )
+  const { waiting, holding } = splitByHolding(keys, holders)
+  return rankInTurns(waiting, slotsByProcess(holding), previous)
+}
+
+/** The contender keys of the holders, and those of the waiters, in one pass. */
+export function splitByHolding(
+  keys: readonly KVEntry[],
+  holders: ReadonlySet<string>,
+): { readonly waiting: KVEntry[]; readonly holding: readonly KVEntry[] } {
+  const waiting: KVEntry[] = []
+  const holding: KVEntry[] = []
+  for (const entry of keys) (holders.has(entry.session ?? '') ? holding : waiting).push(entry)
+  return { waiting, holding }
+}
+
+/**
+ * The waiters' keys (`splitByHolding`) ranked in turns, given the slots each process holds
+ * (`slotsByProcess`); see `rankWaiting`.
+ */
+export function rankInTurns(
+  waiters: readonly KVEntry[],
+  held: ReadonlyMap<string, number>,
+  previous?: EarlierQueue,
+): readonly RankedContender[] {
+  const waiting = inEarlierOrder(waiters, previous)
   const { values, turns } = sortByTurn(waiting, held)
   const before = previous?.waiting
   return waiting.map((entry, rank) => {
@@ -81,8 +100,11 @@ export interface EarlierQueue {
 }
 
 /** The waiters with the sessions of `previous` first, in its order, then the others as given. */
-function inEarlierOrder(waiting: KVEntry[], previous: EarlierQueue | undefined): KVEntry[] {
-  if (previous === undefined || previous.waiting.length === 0) return waiting
+function inEarlierOrder(
+  waiting: readonly KVEntry[],
+  previous: EarlierQueue | undefined,
+): KVEntry[] {
+  if (previous === undefined || previous.waiting.length === 0) return [...waiting]
   const placed: (KVEntry | undefined)[] = new Array<KVEntry | undefined>(previous.waiting.length)
   const rest: KVEntry[] = []
   for (const entry of waiting) {
@@ -112,20 +134,15 @@ function valueOf(entry: KVEntry): string | null {
 }
 
 /**
- * The slots each process holds: its contenders among the live holders, by process (`processOf`;
- * a contender without a value is counted nowhere, being a process of its own).
+ * The slots each process holds: the holders' contender keys (`splitByHolding`) counted by process
+ * (`processOf`; a contender without a value is counted nowhere, being a process of its own).
  *
- * @param keys - The contender keys locked by their own session.
- * @param holders - The live holders.
+ * @param holding - The contender keys of the live holders.
  * @returns The number of slots by process.
  */
-export function slotsByProcess(
-  keys: readonly KVEntry[],
-  holders: ReadonlySet<string>,
-): ReadonlyMap<string, number> {
+export function slotsByProcess(holding: readonly KVEntry[]): ReadonlyMap<string, number> {
   const held = new Map<string, number>()
-  for (const entry of keys) {
-    if (!holders.has(entry.session ?? '')) continue
+  for (const entry of holding) {
     const process = processOf(entry)
     if (process !== undefined) held.set(process, (held.get(process) ?? 0) + 1)
   }
@@ -158,15 +175,25 @@ function sortByTurn(
   waiting.sort(byArrival)
   const values: (string | null)[] = []
   const turns: number[] = []
+  // Waiters of a process ahead of the one at hand, by process; the run of the last one's process
+  // is counted apart and written back when another process comes (one process is the common case).
   const seen = new Map<string, number>()
+  let run: string | undefined
+  let runAhead = 0
+  let runHeld = 0
   let inTurns = true
   for (const entry of waiting) {
     const value = valueOf(entry)
     let turn = 0
     if (value !== null && value !== '') {
-      const ahead = seen.get(value) ?? 0
-      seen.set(value, ahead + 1)
-      turn = (held.get(value) ?? 0) + ahead
+      if (value !== run) {
+        if (run !== undefined) seen.set(run, runAhead)
+        run = value
+        runAhead = seen.get(value) ?? 0
+        runHeld = held.get(value) ?? 0
+      }
+      turn = runHeld + runAhead
+      runAhead += 1
     }
     if (turn < (turns[turns.length - 1] ?? 0)) inTurns = false
     values.push(value)

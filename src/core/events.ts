@@ -32,8 +32,9 @@ export type LockBodyShape =
 
 /**
  * A waiting contender in its place in the queue: by turns across processes (the slots its process
- * holds plus its process's waiters ahead of it), then by arrival (the CreateIndex of its key).
- * With one contender per process, that is arrival order.
+ * holds plus its process's waiters ahead of it; a process is told by its contenders' value,
+ * `host:pid` by default, and a contender without a value is a process of its own), then by arrival
+ * (the CreateIndex of its key). With one contender per process, that is arrival order.
  *
  * @example
  * ```ts
@@ -50,12 +51,6 @@ export interface RankedContender {
   readonly value: string | null
   /** CreateIndex of the contender key (uint64 as bigint): the arrival order. */
   readonly createIndex: bigint
-  /**
-   * The slots its process holds plus its process's waiters ahead of it (0: its process holds no
-   * slot and this is its first waiter). A process is told by its contenders' value (`host:pid` by
-   * default); a contender without a value is a process of its own.
-   */
-  readonly turn: number
 }
 
 /**
@@ -85,10 +80,15 @@ export interface SemaphoreView {
   /** Live contenders that are not holders, in rank order (rank 0 first). */
   readonly waiting: readonly RankedContender[]
   /**
-   * The live holders whose process holds more than one slot (see `RankedContender.turn`), in
-   * listed order.
+   * The live holders whose process holds more than one slot (processes as `RankedContender` tells
+   * them), in listed order.
    */
   readonly sharedHolders: readonly string[]
+  /**
+   * The turn of the first in line: the slots its process holds plus its process's waiters ahead of
+   * it (0: its process holds no slot); undefined when nobody waits.
+   */
+  readonly nextTurn: number | undefined
 }
 
 /**

@@ -72,17 +72,17 @@ export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): 
     ).length
     return holding + arrived.slice(0, at).filter((c) => processOf(c) === process).length
   }
-  const waiting: RankedContender[] = arrived
+  const inTurns = arrived
     .map((entry, at) => ({ entry, turn: turnOf(entry, at) }))
     // Lower turns first; Array.prototype.sort is stable, so arrival order within a turn.
     .sort((a, b) => a.turn - b.turn)
-    .map(({ entry, turn }, rank) => ({
-      session: entry.session as string,
-      rank,
-      value: valueOf(entry),
-      createIndex: entry.createIndex,
-      turn,
-    }))
+  const waiting: RankedContender[] = inTurns.map(({ entry }, rank) => ({
+    session: entry.session as string,
+    rank,
+    value: valueOf(entry),
+    createIndex: entry.createIndex,
+  }))
+  const nextTurn = inTurns[0]?.turn
 
   // The holders whose process holds more than one slot, in listed order.
   const slotsOf = (holder: string): number => {
@@ -104,6 +104,7 @@ export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): 
     deadHolders,
     waiting,
     sharedHolders,
+    nextTurn,
   }
 
   // A holder keeps its slot whatever limit `.lock` states; a contender that disagrees with the

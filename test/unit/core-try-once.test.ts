@@ -58,6 +58,7 @@ describe('tryOnceRefused (the rule on the core state)', () => {
     deadHolders: [],
     waiting: [],
     sharedHolders: [],
+    nextTurn: undefined,
   })
   const tryAcquire: Decision = {
     type: 'TryAcquire',

@@ -29,6 +29,7 @@ describe('decideLeaderKey', () => {
       deadHolders: [],
       waiting: [],
       sharedHolders: [],
+      nextTurn: undefined,
     })
   })
 

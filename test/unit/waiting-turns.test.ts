@@ -101,6 +101,17 @@ describe('waitingContenders: the order of the queue', () => {
     ])
   })
 
+  it('tells the turn of the first in line (nextTurn)', () => {
+    const held = [lockOf(4, ['a1', 'a2']), contender('a1', 1n, 'A'), contender('a2', 2n, 'A')]
+    const turnOf = (entries: readonly KVEntry[]): number | undefined => {
+      const decision = decide(snapshotOf(entries), { prefix, session: 'a1', limit: 4 })
+      return decision.type === 'Held' ? decision.view.nextTurn : -1
+    }
+    assert.equal(turnOf(held), undefined, 'nobody waits')
+    assert.equal(turnOf([...held, contender('a3', 3n, 'A')]), 2, 'A holds 2')
+    assert.equal(turnOf([...held, contender('a3', 3n, 'A'), contender('b1', 4n, 'B')]), 0)
+  })
+
   it('makes the first waiter of a process that holds nothing the one that takes a free slot', () => {
     // Limit 4: A holds 3 and waits with a4, B (arrived later) waits with b1; one slot is free.
     const entries = [

@@ -123,6 +123,7 @@ export function decideLeaderKey(snapshot: KVSnapshot, options: DecideLeaderKeyOp
     deadHolders: [],
     waiting: [],
     sharedHolders: [],
+    nextTurn: undefined,
   }
   if (holder === session) return { type: 'Held', view }
   if (holder !== undefined) return { type: 'Wait', view, rank: undefined, freeSlots: 0 }

@@ -108,7 +108,7 @@ export function prefixView(
   const before = previous?.view
   const { waiting: waiters, holding } = splitByHolding(keys, holders)
   const held = slotsByProcess(holding)
-  const waiting = rankInTurns(
+  const { waiting, nextTurn } = rankInTurns(
     waiters,
     held,
     previous && { waiting: previous.view.waiting, ranks: previous.ranks },
@@ -125,6 +125,7 @@ export function prefixView(
       before?.sharedHolders,
       sameString,
     ),
+    nextTurn,
   }
   const ranks = new Map<string, number>()
   for (const contender of view.waiting) ranks.set(contender.session, contender.rank)
@@ -191,10 +192,7 @@ const SLASH = 0x2f
 const sameString = (a: string, b: string): boolean => a === b
 
 const sameRanked = (a: RankedContender, b: RankedContender): boolean =>
-  a.session === b.session &&
-  a.value === b.value &&
-  a.createIndex === b.createIndex &&
-  a.turn === b.turn
+  a.session === b.session && a.value === b.value && a.createIndex === b.createIndex
 
 /** The live holders (in their order) whose process holds more than one slot. */
 function sharedHolders(

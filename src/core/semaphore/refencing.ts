@@ -123,9 +123,9 @@ export function refenceKept(
  * @returns True to Refence, false to Rotate.
  */
 export function keepsSlot(view: SemaphoreView, session: string, keepSlot: boolean): boolean {
-  const next = view.waiting.find((waiter) => waiter.session !== session)
-  const yields = next?.turn === 0 && view.sharedHolders.includes(session)
-  return (next === undefined || (keepSlot && !yields)) && view.liveHolders.length <= view.limit
+  const othersWait = view.waiting.some((waiter) => waiter.session !== session)
+  const yields = view.nextTurn === 0 && view.sharedHolders.includes(session)
+  return (!othersWait || (keepSlot && !yields)) && view.liveHolders.length <= view.limit
 }
 
 /**

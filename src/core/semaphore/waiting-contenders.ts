@@ -38,7 +38,7 @@ export function waitingContenders(
  *
  * `previous`, the queue of an earlier snapshot of the same prefix, only saves work: the keys are
  * laid out in its order before the sort (a queue mostly keeps its order from one snapshot to the
- * next, and the sort then runs in about n comparisons), and a waiter whose place, value, turn and
+ * next, and the sort then runs in about n comparisons), and a waiter whose place, value and
  * CreateIndex did not change keeps its object. The result is equal (deeply) with or without it.
  *
  * @param keys - The contender keys locked by their own session.
@@ -52,7 +52,7 @@ export function rankWaiting(
   previous?: EarlierQueue,
 ): readonly RankedContender[] {
   const { waiting, holding } = splitByHolding(keys, holders)
-  return rankInTurns(waiting, slotsByProcess(holding), previous)
+  return rankInTurns(waiting, slotsByProcess(holding), previous).waiting
 }
 
 /** The contender keys of the holders, and those of the waiters, in one pass. */
@@ -68,29 +68,28 @@ export function splitByHolding(
 
 /**
  * The waiters' keys (`splitByHolding`) ranked in turns, given the slots each process holds
- * (`slotsByProcess`); see `rankWaiting`.
+ * (`slotsByProcess`), and the turn of the first in line; see `rankWaiting`.
  */
 export function rankInTurns(
   waiters: readonly KVEntry[],
   held: ReadonlyMap<string, number>,
   previous?: EarlierQueue,
-): readonly RankedContender[] {
+): { readonly waiting: readonly RankedContender[]; readonly nextTurn: number | undefined } {
   const waiting = inEarlierOrder(waiters, previous)
   const { values, turns } = sortByTurn(waiting, held)
   const before = previous?.waiting
-  return waiting.map((entry, rank) => {
+  const ranked = waiting.map((entry, rank) => {
     const session = entry.session ?? ''
     const value = values[rank] ?? null
-    const turn = turns[rank] ?? 0
     const was = before?.[rank]
     return was !== undefined &&
       was.session === session &&
       was.value === value &&
-      was.createIndex === entry.createIndex &&
-      was.turn === turn
+      was.createIndex === entry.createIndex
       ? was
-      : { session, rank, value, createIndex: entry.createIndex, turn }
+      : { session, rank, value, createIndex: entry.createIndex }
   })
+  return { waiting: ranked, nextTurn: turns[0] }
 }
 
 /** An earlier queue of a prefix (a `PrefixView`'s), to lay out and share a new one with. */

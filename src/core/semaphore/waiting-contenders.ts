@@ -68,10 +68,11 @@ export function splitByHolding(
 
 /**
  * The waiters' keys (`splitByHolding`) ranked in turns, given the slots each process holds
- * (`slotsByProcess`), and the turn of the first in line; see `rankWaiting`.
+ * (`slotsByProcess`), and the turn of the first in line; see `rankWaiting`. `waiters` is sorted in
+ * place (the caller's own array).
  */
 export function rankInTurns(
-  waiters: readonly KVEntry[],
+  waiters: KVEntry[],
   held: ReadonlyMap<string, number>,
   previous?: EarlierQueue,
 ): { readonly waiting: readonly RankedContender[]; readonly nextTurn: number | undefined } {
@@ -99,11 +100,8 @@ export interface EarlierQueue {
 }
 
 /** The waiters with the sessions of `previous` first, in its order, then the others as given. */
-function inEarlierOrder(
-  waiting: readonly KVEntry[],
-  previous: EarlierQueue | undefined,
-): KVEntry[] {
-  if (previous === undefined || previous.waiting.length === 0) return [...waiting]
+function inEarlierOrder(waiting: KVEntry[], previous: EarlierQueue | undefined): KVEntry[] {
+  if (previous === undefined || previous.waiting.length === 0) return waiting
   const placed: (KVEntry | undefined)[] = new Array<KVEntry | undefined>(previous.waiting.length)
   const rest: KVEntry[] = []
   for (const entry of waiting) {
@@ -149,9 +147,9 @@ export function slotsByProcess(holding: readonly KVEntry[]): ReadonlyMap<string,
 }
 
 /**
- * Sorts `waiting` in turns, and returns each one's value and turn in that order: a waiter's turn is the number of slots
- * its process holds (`held`) plus the number of its process's waiters that arrived before it;
- * lower turns first, then arrival (CreateIndex, then key). A process is told by its contenders'
+ * Sorts `waiting` in turns, and returns each one's value and turn in that order: a waiter's turn
+ * is the number of slots its process holds (`held`) plus the number of its process's waiters that
+ * arrived before it; lower turns first, then arrival (CreateIndex, then key). A process is told by its contenders'
  * value (the library's default value is `host:pid`); a contender with an empty value (Go's
  * `consul lock`) is a process of its own.
  *
@@ -183,13 +181,14 @@ function sortByTurn(
   let inTurns = true
   for (const entry of waiting) {
     const value = valueOf(entry)
+    const process = processNamed(value)
     let turn = 0
-    if (value !== null && value !== '') {
-      if (value !== run) {
+    if (process !== undefined) {
+      if (process !== run) {
         if (run !== undefined) seen.set(run, runAhead)
-        run = value
-        runAhead = seen.get(value) ?? 0
-        runHeld = held.get(value) ?? 0
+        run = process
+        runAhead = seen.get(process) ?? 0
+        runHeld = held.get(process) ?? 0
       }
       turn = runHeld + runAhead
       runAhead += 1
@@ -212,7 +211,11 @@ function sortByTurn(
 
 /** The process a contender belongs to: its value, or undefined (a process of its own) if empty. */
 export function processOf(entry: KVEntry): string | undefined {
-  const value = valueOf(entry)
+  return processNamed(valueOf(entry))
+}
+
+/** The process a contender key's value names: undefined for none or an empty one. */
+function processNamed(value: string | null): string | undefined {
   return value === null || value === '' ? undefined : value
 }
 

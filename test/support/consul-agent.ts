@@ -103,6 +103,7 @@ function installExitHook(): void {
   exitHookInstalled = true
   // 'exit' handlers run synchronously: a kill is all that can be done there, and enough.
   process.on('exit', () => {
+    for (const port of handedOut) rmSync(join(reservations, String(port)), { force: true })
     for (const child of running) {
       if (child.pid !== undefined && child.exitCode === null) {
         child.kill('SIGKILL')
@@ -134,17 +135,56 @@ export async function portIsFree(port: number): Promise<boolean> {
   })
 }
 
+// Test files run in parallel processes, each picking ports at random: a port is reserved across
+// them by a file named after it, created exclusively, that holds the reserving pid. A file whose
+// pid is gone is taken over; this process's files go when it exits.
+const reservations = join(tmpdir(), 'rxsem-test-ports')
 const handedOut = new Set<number>()
-/** A port free for TCP and UDP on 127.0.0.1, not handed out before by this process. */
+
+function pidIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/** Reserves `port` for this process unless a live process reserved it first. */
+function reserve(port: number): boolean {
+  const file = join(reservations, String(port))
+  for (let tries = 0; tries < 2; tries++) {
+    try {
+      writeFileSync(file, `${process.pid}\n`, { flag: 'wx' })
+      handedOut.add(port)
+      installExitHook()
+      return true
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    }
+    let owner = Number.NaN
+    try {
+      owner = Number.parseInt(readFileSync(file, 'utf8'), 10)
+    } catch {
+      // removed meanwhile: try again
+    }
+    if (Number.isInteger(owner) && pidIsAlive(owner)) return false
+    rmSync(file, { force: true })
+  }
+  return false
+}
+
+/**
+ * A port free for TCP and UDP on 127.0.0.1, handed out once across every test process of the
+ * machine that lives.
+ */
 export async function freePort(): Promise<number> {
+  mkdirSync(reservations, { recursive: true })
   for (;;) {
     // Below the Linux ephemeral range (32768+) so outgoing connections cannot take it meanwhile.
     const port = 20000 + Math.floor(Math.random() * 12000)
-    if (handedOut.has(port)) continue
-    if (await portIsFree(port)) {
-      handedOut.add(port)
-      return port
-    }
+    if (handedOut.has(port) || !reserve(port)) continue
+    if (await portIsFree(port)) return port
   }
 }
 
@@ -347,20 +387,35 @@ export interface ConsulCluster {
 
 /** Starts `size` Consul servers on loopback that form one cluster, and waits for a leader. */
 export async function startCluster(size = 3): Promise<ConsulCluster> {
-  const allPorts: AgentPorts[] = []
-  for (let i = 0; i < size; i++) allPorts.push(await freePorts())
+  // The servers join each other by port, so every port is fixed before the first starts: when
+  // one was taken meanwhile, the whole cluster starts again on new ones.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startClusterOn(
+        await Promise.all(Array.from({ length: size }, () => freePorts())),
+      )
+    } catch (error) {
+      if (attempt >= 3 || !String(error).includes('address already in use')) throw error
+    }
+  }
+}
+
+async function startClusterOn(allPorts: readonly AgentPorts[]): Promise<ConsulCluster> {
   const join = allPorts.map((p) => `-retry-join=127.0.0.1:${p.serfLan}`)
   const servers: ConsulAgent[] = []
   try {
-    for (let i = 0; i < size; i++) {
-      const ports = allPorts[i]
-      if (!ports) throw new Error('unreachable')
+    for (const [i, ports] of allPorts.entries()) {
       servers.push(
         await startAgent({
           dev: false,
           ports,
           node: `rxsem-server-${i}-${randomUUID().slice(0, 6)}`,
-          args: ['-server', `-bootstrap-expect=${size}`, '-disable-host-node-id', ...join],
+          args: [
+            '-server',
+            `-bootstrap-expect=${allPorts.length}`,
+            '-disable-host-node-id',
+            ...join,
+          ],
           hcl: ['performance { raft_multiplier = 1 }'],
           wait: false,
         }),

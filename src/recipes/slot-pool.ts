@@ -34,6 +34,8 @@ export interface PoolJob {
   start(slot: JobSlot): void
   /** The job left the queue for good: its pool failed (`error`), nothing was started. */
   fail(error: SemaphoreError): void
+  /** The pool's own mark, set while the job waits in its queue (false before and after). */
+  queued: boolean
 }
 
 /** What a running job gets: its guard (bound to its own token) and how it says it is over. */
@@ -64,7 +66,16 @@ interface Worker {
 
 /** A process's pool for one (client, prefix, options). */
 export class SlotPool {
-  private readonly queue = new Set<PoolJob>()
+  /**
+   * The queue, first in first out: the jobs from `head` on, those no longer `queued` (taken out
+   * by `cancel`) skipped when reached. An array walked by an index rather than a Set: taking the
+   * first job allocates nothing, where a Set of ten thousand jobs makes an iterator per job and
+   * a new table each time it shrinks.
+   */
+  private readonly waiting: (PoolJob | undefined)[] = []
+  private head = 0
+  /** How many jobs are queued (`waiting` from `head` on, less those taken out). */
+  private queued = 0
   private readonly workers = new Set<Worker>()
   /**
    * The greatest token of a job of this pool that has ended: a job starts only under a greater
@@ -82,7 +93,9 @@ export class SlotPool {
 
   /** Queues `job`: it starts when a worker holds a token no job ran under. */
   submit(job: PoolJob): void {
-    this.queue.add(job)
+    job.queued = true
+    this.waiting.push(job)
+    this.queued++
     void this.pump()
   }
 
@@ -91,7 +104,40 @@ export class SlotPool {
    * more after it left have given their slots back; nothing is sent when other jobs still wait.
    */
   cancel(job: PoolJob): Promise<void> {
-    return this.queue.delete(job) ? this.pump() : Promise.resolve()
+    if (!job.queued) return SETTLED
+    job.queued = false
+    this.queued--
+    return this.pump()
+  }
+
+  /** Takes the first queued job out of the queue, if any. */
+  private takeNext(): PoolJob | undefined {
+    const waiting = this.waiting
+    while (this.head < waiting.length) {
+      const job = waiting[this.head]
+      waiting[this.head++] = undefined
+      if (job?.queued === true) {
+        job.queued = false
+        this.queued--
+        this.compact()
+        return job
+      }
+    }
+    this.compact()
+    return undefined
+  }
+
+  /** Drops the slots before `head`, in place, once they are most of the array. */
+  private compact(): void {
+    const waiting = this.waiting
+    if (this.head === waiting.length) {
+      waiting.length = 0
+      this.head = 0
+    } else if (this.head >= 1024 && this.head * 2 >= waiting.length) {
+      waiting.copyWithin(0, this.head)
+      waiting.length -= this.head
+      this.head = 0
+    }
   }
 
   /**
@@ -100,24 +146,22 @@ export class SlotPool {
    * worker's, and its session expires by its TTL).
    */
   private pump(): Promise<void> {
-    for (const worker of this.workers) {
-      if (this.queue.size === 0) break
-      this.offer(worker)
-    }
     let free = 0
-    for (const worker of this.workers) if (worker.job === undefined && !worker.closing) free++
-    while (this.queue.size > free && this.workers.size < this.limit) {
+    for (const worker of this.workers) {
+      if (this.queued > 0) this.offer(worker)
+      if (worker.job === undefined && !worker.closing) free++
+    }
+    while (this.queued > free && this.workers.size < this.limit) {
       this.spawn()
       free++
     }
+    if (this.queued > 0) return SETTLED
     const retired: Promise<void>[] = []
-    if (this.queue.size === 0) {
-      for (const worker of this.workers) {
-        if (worker.job === undefined) retired.push(this.retire(worker).catch(() => undefined))
-      }
+    for (const worker of this.workers) {
+      if (worker.job === undefined) retired.push(this.retire(worker).catch(() => undefined))
     }
-    if (this.workers.size === 0 && this.queue.size === 0) pools.delete(this.key)
-    return retired.length === 0 ? Promise.resolve() : Promise.all(retired).then(() => undefined)
+    if (this.workers.size === 0) pools.delete(this.key)
+    return retired.length === 0 ? SETTLED : Promise.all(retired).then(() => undefined)
   }
 
   /** Starts the next queued job on `worker` if it holds a token no job has run under. */
@@ -132,8 +176,7 @@ export class SlotPool {
     ) {
       return
     }
-    const next = this.queue.values().next()
-    if (next.done === true) return
+    if (this.queued === 0) return
     const token = state.fencingToken
     if (this.ended !== undefined && token <= this.ended) {
       // A job under a greater token, written later, has already ended (a token written ahead
@@ -143,26 +186,22 @@ export class SlotPool {
       worker.handle.refence()
       return
     }
-    const job = next.value
-    this.queue.delete(job)
+    const job = this.takeNext()
+    if (job === undefined) return
     worker.spent = token
-    const slot: JobSlot = {
-      guard: jobGuard(worker.handle.guard, token),
-      token,
-      onLost: undefined,
-      done: () => this.jobDone(worker, slot),
-    }
+    const slot = new PoolSlot(this, worker, token)
     worker.job = slot
     // Another job waits: its token is written now, while this one runs, if the slot is kept.
-    if (this.queue.size > 0) worker.handle.refence(true)
+    if (this.queued > 0) worker.handle.refence(true)
     job.start(slot)
   }
 
-  private jobDone(worker: Worker, slot: JobSlot): Promise<void> {
-    if (worker.job !== slot) return Promise.resolve()
+  /** `slot.done()`: see JobSlot. */
+  jobDone(worker: Worker, slot: JobSlot): Promise<void> {
+    if (worker.job !== slot) return SETTLED
     worker.job = undefined
     if (this.ended === undefined || slot.token > this.ended) this.ended = slot.token
-    if (this.queue.size > 0 && !worker.closing) {
+    if (this.queued > 0 && !worker.closing) {
       // One write for the next job: a new token on this slot, or a hand-on and a rejoin.
       worker.handle.refence()
       return this.pump()
@@ -200,7 +239,7 @@ export class SlotPool {
       return
     }
     if (state.holding) {
-      if (this.queue.size > 0) this.offer(worker)
+      if (this.queued > 0) this.offer(worker)
       // Holding with nothing to do (its job left the queue meanwhile): give the slot back.
       else void this.pump()
     }
@@ -222,8 +261,8 @@ export class SlotPool {
         : new SemaphoreError('Unreachable', String(error), { cause: error })
     worker.job?.onLost?.(failure)
     this.forget(worker)
-    const queued = [...this.queue]
-    this.queue.clear()
+    const queued: PoolJob[] = []
+    for (let job = this.takeNext(); job !== undefined; job = this.takeNext()) queued.push(job)
     for (const job of queued) job.fail(failure)
     void this.pump()
   }
@@ -236,29 +275,72 @@ export class SlotPool {
   }
 }
 
-/** A job's guard: its worker's, for as long as the worker holds under this job's token. */
-function jobGuard(worker: SlotGuard, token: bigint): SlotGuard {
-  const isHolding = (): boolean => {
+/** A resolved promise, shared: what a pool method answers when there is nothing to wait for. */
+const SETTLED = Promise.resolve()
+
+/** A running job's slot: one object per job, its `done` on the prototype. */
+class PoolSlot implements JobSlot {
+  readonly guard: SlotGuard
+  onLost: ((error: SemaphoreError) => void) | undefined = undefined
+
+  constructor(
+    private readonly pool: SlotPool,
+    private readonly worker: Worker,
+    readonly token: bigint,
+  ) {
+    this.guard = new JobGuard(worker.handle.guard, token)
+  }
+
+  done(): Promise<void> {
+    return this.pool.jobDone(this.worker, this)
+  }
+}
+
+/**
+ * A job's guard: its worker's, for as long as the worker holds under this job's token. Its
+ * members are plain functions, as every guard's are (they may be passed on detached), each made
+ * on first use: most jobs read one of them, if any.
+ */
+class JobGuard implements SlotGuard {
+  private holdingCheck: (() => boolean) | undefined
+  private holdingAssert: (() => bigint) | undefined
+  private fenced: SlotGuard['fencedTxn'] | undefined
+
+  constructor(
+    private readonly worker: SlotGuard,
+    private readonly token: bigint,
+  ) {}
+
+  get isHolding(): () => boolean {
+    return (this.holdingCheck ??= () => this.holds())
+  }
+
+  get assertHolding(): () => bigint {
+    return (this.holdingAssert ??= () => {
+      if (!this.holds()) throw this.lost()
+      return this.token
+    })
+  }
+
+  get fencedTxn(): SlotGuard['fencedTxn'] {
+    return (this.fenced ??= (ops, options) =>
+      this.holds() ? this.worker.fencedTxn(ops, options) : Promise.reject(this.lost()))
+  }
+
+  private holds(): boolean {
     try {
-      return worker.assertHolding() === token
+      return this.worker.assertHolding() === this.token
     } catch {
       return false
     }
   }
-  const lost = (): SemaphoreError =>
-    new SemaphoreError(
+
+  private lost(): SemaphoreError {
+    return new SemaphoreError(
       'SlotLost',
-      `this job's slot (fencing token ${token}) is no longer held. Stop touching the guarded ` +
-        'resource.',
+      `this job's slot (fencing token ${this.token}) is no longer held. Stop touching the ` +
+        'guarded resource.',
     )
-  return {
-    isHolding,
-    assertHolding: () => {
-      if (!isHolding()) throw lost()
-      return token
-    },
-    fencedTxn: (ops, options) =>
-      isHolding() ? worker.fencedTxn(ops, options) : Promise.reject(lost()),
   }
 }
 

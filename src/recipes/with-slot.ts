@@ -85,6 +85,7 @@ export function withSlot<T>(
  * thousand of these and their promises, with no listener and no controller each.
  */
 class SlotJob<T> implements PoolJob {
+  queued = false
   private slot: JobSlot | undefined
   private given: Promise<void> | undefined
   /** The work's signal, made when it starts. */

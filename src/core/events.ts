@@ -143,6 +143,12 @@ export type Decision =
       readonly rank: number | undefined
       /** Slots not taken by a live holder (0 when all are taken). */
       readonly freeSlots: number
+      /**
+       * How long this waiter may still wait (ms): rank + 1 times the interval between the recent
+       * hand-overs its process saw on the prefix (`hand-overs.ts`); undefined while unranked or
+       * before two hand-overs were seen.
+       */
+      readonly estimatedWaitMs?: number | undefined
     }
   /** This contender's key is not (or no longer) in the snapshot, locked by its session. */
   | {

@@ -57,6 +57,13 @@ export interface SemaphoreState {
    */
   readonly rank: number | undefined
   /**
+   * How long this waiter may still wait (ms), as of the same snapshot as `rank`: rank + 1 times
+   * the mean interval between the last hand-overs (up to 16) its process saw on the prefix, or the
+   * time since the last one when that is longer. Undefined while not waiting, and until the
+   * process has seen two hand-overs on the prefix (its earlier contenders' count).
+   */
+  readonly estimatedWaitMs: number | undefined
+  /**
    * The slot limit in force: the one `.lock` states once a snapshot was read (an operator may
    * change it: `followLimit`), the options' before that.
    */
@@ -216,6 +223,8 @@ export function toSemaphoreState(core: ContenderState, limit: number): Semaphore
       !promoted && !released && (decision?.type === 'Wait' || decision?.type === 'TryAcquire')
         ? decision.rank
         : undefined,
+    estimatedWaitMs:
+      !promoted && !released && decision?.type === 'Wait' ? decision.estimatedWaitMs : undefined,
     limit: core.view?.limit ?? limit,
     connected: core.connected,
     leaseDeadline: core.leaseDeadline,
@@ -241,6 +250,7 @@ const idle = (limit: number): SemaphoreState => ({
   holders: [],
   waiting: [],
   rank: undefined,
+  estimatedWaitMs: undefined,
   limit,
   connected: false,
   leaseDeadline: undefined,
@@ -313,6 +323,7 @@ function sameState(a: SemaphoreState, b: SemaphoreState): boolean {
     a.contending === b.contending &&
     a.fencingToken === b.fencingToken &&
     a.rank === b.rank &&
+    a.estimatedWaitMs === b.estimatedWaitMs &&
     a.connected === b.connected &&
     a.leaseDeadline === b.leaseDeadline &&
     sameFailure(a.lastError, b.lastError) &&

@@ -72,6 +72,7 @@ export function fakeSemaphore(options: FakeSemaphoreOptions): FakeSemaphore {
       holders: holding ? holders : [],
       waiting: [],
       rank: undefined,
+      estimatedWaitMs: undefined,
       limit,
       connected: true,
       leaseDeadline: undefined,

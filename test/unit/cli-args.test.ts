@@ -160,6 +160,7 @@ describe('rxsem run --verbose on a failed watch', () => {
     holders: ['abcdef0123'],
     waiting: [],
     rank: undefined,
+    estimatedWaitMs: undefined,
     limit: 1,
     connected: true,
     leaseDeadline: 1000,

@@ -29,6 +29,7 @@ const waiting: SemaphoreState = {
   holders: ['bbbbbbbb-0000-0000-0000-000000000000'],
   waiting: [],
   rank: 0,
+  estimatedWaitMs: undefined,
   limit: 1,
   connected: true,
   leaseDeadline: undefined,

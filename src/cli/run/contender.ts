@@ -106,6 +106,7 @@ export function asSemaphoreState(state: LeaderElectionState): SemaphoreState {
     holders: state.leader === null ? [] : [state.leader.session],
     waiting: [],
     rank: contending && !state.holding && state.leader?.session !== state.session ? 0 : undefined,
+    estimatedWaitMs: undefined,
     limit: 1,
     connected: state.connected,
     leaseDeadline: state.leaseDeadline,

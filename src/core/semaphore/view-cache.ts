@@ -1,8 +1,14 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { CountedGrace, DecideStep, SharedGrace } from '../contender/contender-state-model.js'
-import type { PrefixProblem } from '../events.js'
+import type { Decision, PrefixProblem } from '../events.js'
 import { decideInView } from './decide-in-view.js'
+import {
+  estimatedWaitMs,
+  handOverIntervalMs,
+  noteHandOvers,
+  type HandOverLog,
+} from './hand-overs.js'
 import { prefixView, type PrefixView, type PrefixViewOptions } from './prefix-view.js'
 
 /** A snapshot's view for one limit, or the prefix problem that forbids any write. */
@@ -10,6 +16,17 @@ export type SharedView = E.Either<PrefixProblem, PrefixView>
 
 /** The view of a snapshot for a limit, memoised (see `viewCache`). */
 export type ViewStep = (snapshot: KVSnapshot, options: PrefixViewOptions) => SharedView
+
+/**
+ * Where the hand-overs a prefix's views show are logged (`noteHandOvers`), and the clock they are
+ * seen on; a process keeps one log per prefix, across its contenders' tenures.
+ */
+export interface SharedHandOvers {
+  recall(): HandOverLog
+  remember(log: HandOverLog): void
+  /** Now (ms). */
+  now(): number
+}
 
 /** What the contenders of one prefix share: the views of its snapshots, and the fairness grace. */
 export interface ViewCache {
@@ -43,9 +60,14 @@ export interface ViewCache {
  * const theirs = cache.decide(snapshot, { prefix: 'svc/lock', session: 'b', limit: 3 })
  * mine.view === theirs.view // true
  * @param grace - Where the fairness grace is kept; default: in this cache.
+ * @param handOvers - Where the hand-overs the views show are logged, and their clock: a waiter's
+ *   decision then carries its estimated wait. Default: none is logged or estimated.
  * @returns A fresh cache: one per prefix (the coordinator of the prefix owns it).
  */
-export function viewCache(grace: SharedGrace = countedHere()): ViewCache {
+export function viewCache(
+  grace: SharedGrace = countedHere(),
+  handOvers?: SharedHandOvers,
+): ViewCache {
   let computed = 0
   const views = new WeakMap<KVSnapshot, Map<number, SharedView>>()
   const latest = new Map<number, WeakRef<PrefixView>>()
@@ -58,23 +80,40 @@ export function viewCache(grace: SharedGrace = countedHere()): ViewCache {
       computed++
       found = prefixView(snapshot, options, latest.get(key)?.deref())
       byLimit.set(key, found)
-      if (E.isRight(found)) latest.set(key, new WeakRef(found.right))
+      if (E.isRight(found)) {
+        latest.set(key, new WeakRef(found.right))
+        handOvers?.remember(
+          noteHandOvers(handOvers.recall(), found.right.view.liveHolders, handOvers.now()),
+        )
+      }
     }
     return found
   }
   return {
     view,
-    decide: (snapshot, options) => decideInView(view(snapshot, options), options),
+    decide: (snapshot, options) => {
+      const decision = decideInView(view(snapshot, options), options)
+      return handOvers === undefined ? decision : withEstimate(decision, handOvers)
+    },
     grace,
     computed: () => computed,
   }
 }
 
-/** A fairness grace kept in a variable. */
+/** A waiter's decision with its estimated wait, once the log has a hand-over interval. */
+function withEstimate(decision: Decision, handOvers: SharedHandOvers): Decision {
+  if (decision.type !== 'Wait' || decision.rank === undefined) return decision
+  const intervalMs = handOverIntervalMs(handOvers.recall(), handOvers.now())
+  return intervalMs === undefined
+    ? decision
+    : { ...decision, estimatedWaitMs: estimatedWaitMs(decision.rank, intervalMs) }
+}
+
 /** One number per distinct view: the limit, negated for a contender that follows `.lock`'s. */
 const viewKey = (options: PrefixViewOptions): number =>
   options.followLimit === true ? -options.limit : options.limit
 
+/** A fairness grace kept in a variable. */
 function countedHere(): SharedGrace {
   let counted: CountedGrace | undefined
   return { recall: () => counted, remember: (g) => (counted = g) }

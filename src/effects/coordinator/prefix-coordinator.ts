@@ -27,6 +27,7 @@ import { lockKey } from '../../core/keys/lock-key.js'
 import { readLockBody } from '../../core/lock-body/read-lock-body.js'
 import type { CountedGrace } from '../../core/contender/contender-state-model.js'
 import { viewCache, type ViewCache } from '../../core/semaphore/view-cache.js'
+import { NO_HAND_OVERS, type HandOverLog } from '../../core/semaphore/hand-overs.js'
 import {
   WHOLE_PREFIX,
   sameWatchTarget,
@@ -124,10 +125,15 @@ export class PrefixCoordinator {
   ) {
     const memory = (this.memory = memoryOf(client, prefix))
     this.fresh = new FreshLock(prefix, options.scheduler ?? undefined)
-    this.cache = viewCache({
-      recall: () => memory.grace,
-      remember: (grace) => (memory.grace = grace),
-    })
+    const scheduler = options.scheduler ?? asyncScheduler
+    this.cache = viewCache(
+      { recall: () => memory.grace, remember: (grace) => (memory.grace = grace) },
+      {
+        recall: () => memory.handOvers,
+        remember: (log) => (memory.handOvers = log),
+        now: () => scheduler.now(),
+      },
+    )
   }
 
   /**
@@ -364,6 +370,8 @@ interface PrefixMemory {
    * does not grant a stalled front waiter a new grace per tenure.
    */
   grace: CountedGrace | undefined
+  /** The hand-overs seen (`noteHandOvers`): a new tenure's first estimate need not wait for two. */
+  handOvers: HandOverLog
 }
 
 /** A bounded cache (least recently used first out) per client, keyed weakly by the client. */
@@ -372,7 +380,11 @@ const memories = new WeakMap<ConsulClient, Map<string, PrefixMemory>>()
 function memoryOf(client: ConsulClient, prefix: string): PrefixMemory {
   let byPrefix = memories.get(client)
   if (!byPrefix) memories.set(client, (byPrefix = new Map<string, PrefixMemory>()))
-  const memory = byPrefix.get(prefix) ?? { lock: undefined, grace: undefined }
+  const memory = byPrefix.get(prefix) ?? {
+    lock: undefined,
+    grace: undefined,
+    handOvers: NO_HAND_OVERS,
+  }
   byPrefix.delete(prefix)
   byPrefix.set(prefix, memory)
   if (byPrefix.size > REMEMBERED_PREFIXES) byPrefix.delete(byPrefix.keys().next().value as string)

@@ -105,6 +105,37 @@ describe('rxsem watch times', () => {
     )
   })
 
+  it('shows each waiter how many are ahead, and its estimated wait once it saw two hand-overs', () => {
+    const waiting = (['2', '3'] as const).map((digit, rank) => ({
+      session: session(digit),
+      rank,
+      value: `w${digit}`,
+      name: null,
+    }))
+    const base = view(true)
+    const withWaiters: WatchView = {
+      ...base,
+      status: base.status && { ...base.status, waiting },
+    }
+    const rows = (frame: WatchView): string[] =>
+      renderFrame(frame, at, 80).filter((line) => /^[23]{8}/.test(line))
+    assert.deepEqual(
+      rows(withWaiters).map((row) => row.split(/ +/).slice(1, 3)),
+      [
+        ['0', '-'],
+        ['1', '-'],
+      ],
+    )
+    const handOvers = { times: [at - 3000, at - 2000, at - 1000], holders: [session('1')] }
+    assert.deepEqual(
+      rows({ ...withWaiters, handOvers }).map((row) => row.split(/ +/).slice(1, 3)),
+      [
+        ['0', '~1.0s'],
+        ['1', '~2.0s'],
+      ],
+    )
+  })
+
   it('shows the time of an acquisition it saw as it is', () => {
     const lines = renderFrame(view(true), at, 80)
     const row = lines.find((line) => line.startsWith('11111111'))

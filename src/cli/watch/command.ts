@@ -18,6 +18,7 @@ import { filteredWarning, unreadableKeys } from '../status/listing-access.js'
 import { openScreen } from './terminal.js'
 import { watchUsage } from '../args/usage.js'
 import { renderFrame, type Connection, type HeldSince, type WatchView } from './frame.js'
+import { NO_HAND_OVERS, noteHandOvers } from '../../core/semaphore/hand-overs.js'
 
 /**
  * Runs `rxsem watch` with the arguments after `watch`, until q, Ctrl-C, SIGINT or SIGTERM.
@@ -117,6 +118,13 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
         const seen = view.firstSeen.get(holder.session)
         firstSeen.set(holder.session, seen ?? { at: now, seenTaken: continuous })
       }
+      // After a disconnection, the holders that appear may have taken their slots at any time.
+      const logged = view.handOvers ?? NO_HAND_OVERS
+      const handOvers = noteHandOvers(
+        continuous ? logged : { ...logged, holders: undefined },
+        [...firstSeen.keys()],
+        now,
+      )
       continuous = true
       view = {
         ...view,
@@ -124,6 +132,7 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
         problem: undefined,
         status: withNames(read.right, names),
         firstSeen,
+        handOvers,
       }
       const unnamed = sessionsOf(read.right).filter((session) => !names.has(session))
       const named =

@@ -6,6 +6,11 @@
  */
 import type { HolderStatus, PrefixStatus } from '../status/prefix-status.js'
 import { shortSession } from '../report.js'
+import {
+  estimatedWaitMs,
+  handOverIntervalMs,
+  type HandOverLog,
+} from '../../core/semaphore/hand-overs.js'
 
 /** The watch's connection to Consul. */
 export type Connection =
@@ -33,6 +38,8 @@ export interface WatchView {
   readonly firstSeen: ReadonlyMap<string, HeldSince>
   /** When the watch started (ms since the epoch), for the wait before the first answer. */
   readonly startedAt?: number
+  /** The hand-overs this view saw (ms since the epoch), for the waiters' estimated waits. */
+  readonly handOvers?: HandOverLog
 }
 
 /**
@@ -49,6 +56,11 @@ export interface HeldSince {
    * it took its slot at `at` or before.
    */
   readonly seenTaken: boolean
+}
+
+/** `0.4s`, `9.5s`, then as `heldFor`: an estimated wait. */
+export function waitFor(ms: number): string {
+  return ms < 9950 ? `${(ms / 1000).toFixed(1)}s` : heldFor(ms)
 }
 
 /** `hh:mm:ss` in local time. */
@@ -135,15 +147,22 @@ export function renderFrame(
     for (const holder of status.holders) lines.push(holderRow(holder, view.firstSeen, now, w))
     lines.push(
       '',
-      fit(`${'WAITING'.padEnd(10)}${'RANK'.padEnd(19)}${'VALUE'.padEnd(22)}NAME`, w, false),
+      fit(
+        `${'WAITING'.padEnd(10)}${'AHEAD'.padEnd(7)}${'EST. WAIT'.padEnd(12)}${'VALUE'.padEnd(22)}NAME`,
+        w,
+        false,
+      ),
     )
     if (status.waiting === null) {
       lines.push(...wrap(`(not visible: ${status.waitingNote ?? 'unknown'})`, w))
     } else if (status.waiting.length === 0) lines.push('(none)')
+    const intervalMs = view.handOvers && handOverIntervalMs(view.handOvers, now)
     for (const waiter of status.waiting ?? []) {
+      const wait =
+        intervalMs === undefined ? '-' : `~${waitFor(estimatedWaitMs(waiter.rank, intervalMs))}`
       const row =
-        `${shortSession(waiter.session).padEnd(10)}${`#${waiter.rank}`.padEnd(19)}` +
-        `${fit(waiter.value ?? '-', 20)}  ${waiter.name ?? '-'}`
+        `${shortSession(waiter.session).padEnd(10)}${String(waiter.rank).padEnd(7)}` +
+        `${wait.padEnd(12)}${fit(waiter.value ?? '-', 20)}  ${waiter.name ?? '-'}`
       lines.push(fit(row, w, false))
     }
   }

@@ -49,8 +49,13 @@ const consul = createConsulClient() // CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN, ... 
 const sem = semaphore({ prefix: 'service/db/lock', limit: 3, consul })
 sem.holding$.pipe(switchMap((held) => (held ? worker$ : EMPTY))).subscribe(console.log)
 
-// Who holds, who waits, and a fencing token for the guarded resource.
-sem.state$.subscribe((s) => console.log(s.holding, s.reason, s.fencingToken, s.holders, s.rank))
+// Who holds, who waits, and a fencing token for the guarded resource. A waiter's `rank` is how
+// many are ahead of it (0: next), and `estimatedWaitMs` its expected wait from the recent
+// hand-overs its process saw (undefined until it saw two).
+sem.state$.subscribe((s) => {
+  if (s.rank === undefined) console.log(s.holding, s.reason, s.fencingToken, s.holders)
+  else console.log(`waiting: ${s.rank} ahead, about ${s.estimatedWaitMs ?? '?'} ms`)
+})
 
 // A Consul write that commits only while this contender still holds its slot.
 await firstValueFrom(sem.holding$.pipe(filter(Boolean)))

@@ -67,7 +67,11 @@ describe('queue position and estimated wait', () => {
         )
       }
       if (record.ranks.length > 0) {
-        assert.equal(record.ranks.at(-1), 0, `contender ${i} acquired at rank ${record.ranks.at(-1)}`)
+        assert.equal(
+          record.ranks.at(-1),
+          0,
+          `contender ${i} acquired at rank ${record.ranks.at(-1)}`,
+        )
       }
     }
     // The stream is steady once the first contenders have all held: those that joined after them.

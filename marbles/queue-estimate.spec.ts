@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict'
+import { describe, it } from 'node:test'
+import { asyncScheduler, distinctUntilChanged, map } from 'rxjs'
+import { TestScheduler } from 'rxjs/testing'
+import type { ContenderState } from '../src/core/contender/contender-state-model.js'
+import type { HandOverLog } from '../src/core/semaphore/hand-overs.js'
+import { viewCache } from '../src/core/semaphore/view-cache.js'
+import { contending } from './support/port.js'
+import { created, seen } from './support/events.js'
+import { prefix } from './support/scenario.js'
+import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
+
+const testScheduler = (): TestScheduler =>
+  new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
+
+/** Limit 1: `holder` holds, `waiters` wait behind it in this order. */
+const queue = (index: bigint, holder: string, waiters: readonly string[]) =>
+  snapshotOf([
+    lockEntry(prefix, JSON.stringify({ Limit: 1, Holders: { [holder]: true } }), index),
+    contenderEntry(prefix, holder, 1n),
+    ...waiters.map((w, i) => contenderEntry(prefix, w, BigInt(10 + i))),
+  ])
+
+/** The contender's rank and estimated wait while it waits, each change once. */
+const rankAndEstimate = (state: ContenderState): string =>
+  state.decision?.type === 'Wait'
+    ? `${state.decision.rank} ${state.decision.estimatedWaitMs ?? '-'}`
+    : 'not waiting'
+
+describe('a waiter estimates its wait from the hand-overs its process saw', () => {
+  it('should estimate rank + 1 hand-over intervals, and follow the queue as it moves', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      // The process saw hand-overs 100 ms apart before this contender came (an earlier tenure).
+      let log: HandOverLog = { times: [-100, 0], holders: ['h1'] }
+      const cache = viewCache(undefined, {
+        recall: () => log,
+        remember: (next) => (log = next),
+        now: () => asyncScheduler.now(),
+      })
+      const events = {
+        c: created('me', 10_000, 0),
+        s: seen(queue(20n, 'h1', ['a', 'me'])),
+        t: seen(queue(21n, 'a', ['me', 'b'])),
+      }
+      const source = cold('c 49ms s 249ms t', events)
+      const states = source.pipe(
+        contending({ prefix, limit: 1, decide: cache.decide }),
+        map(rankAndEstimate),
+        distinctUntilChanged(),
+      )
+      // At 50 ms: one ahead, two intervals of 100 ms. At 300 ms the hand-over to a is the third,
+      // 300 ms after the second: the mean interval is now 200 ms, and nobody is ahead.
+      expectObservable(states, '^ 500ms !').toBe('n 49ms a 249ms b', {
+        n: 'not waiting',
+        a: '1 200',
+        b: '0 200',
+      })
+    })
+  })
+})

@@ -1,5 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { Decision, PrefixProblem } from '../events.js'
+import { estimatedWaitMs } from './hand-overs.js'
 import { encodeLockBody } from '../lock-body/encode-lock-body.js'
 import type { PrefixView } from './prefix-view.js'
 
@@ -38,11 +39,14 @@ export interface ContenderDecideOptions {
  * ```
  * @param shared - The prefix's view of the snapshot, or its prefix problem.
  * @param options - The contender's session and fairness.
+ * @param handOverMs - The interval between the prefix's recent hand-overs (`handOverIntervalMs`),
+ *   when known: a ranked waiter's decision then carries its estimated wait.
  * @returns The decision.
  */
 export function decideInView(
   shared: E.Either<PrefixProblem, PrefixView>,
   options: ContenderDecideOptions,
+  handOverMs?: number,
 ): Decision {
   if (E.isLeft(shared)) return shared.left
   const { view, holders, contenders, ranks, acquired } = shared.right
@@ -67,5 +71,7 @@ export function decideInView(
     })
     return { type: 'TryAcquire', view, body, cas: view.lockIndex, rank }
   }
-  return { type: 'Wait', view, rank, freeSlots }
+  return handOverMs === undefined || rank === undefined
+    ? { type: 'Wait', view, rank, freeSlots }
+    : { type: 'Wait', view, rank, freeSlots, estimatedWaitMs: estimatedWaitMs(rank, handOverMs) }
 }

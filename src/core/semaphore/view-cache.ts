@@ -1,14 +1,9 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { CountedGrace, DecideStep, SharedGrace } from '../contender/contender-state-model.js'
-import type { Decision, PrefixProblem } from '../events.js'
+import type { PrefixProblem } from '../events.js'
 import { decideInView } from './decide-in-view.js'
-import {
-  estimatedWaitMs,
-  handOverIntervalMs,
-  noteHandOvers,
-  type HandOverLog,
-} from './hand-overs.js'
+import { handOverIntervalMs, noteHandOvers, type HandOverLog } from './hand-overs.js'
 import { prefixView, type PrefixView, type PrefixViewOptions } from './prefix-view.js'
 
 /** A snapshot's view for one limit, or the prefix problem that forbids any write. */
@@ -92,21 +87,13 @@ export function viewCache(
   return {
     view,
     decide: (snapshot, options) => {
-      const decision = decideInView(view(snapshot, options), options)
-      return handOvers === undefined ? decision : withEstimate(decision, handOvers)
+      const shared = view(snapshot, options)
+      const handOverMs = handOvers && handOverIntervalMs(handOvers.recall(), handOvers.now())
+      return decideInView(shared, options, handOverMs)
     },
     grace,
     computed: () => computed,
   }
-}
-
-/** A waiter's decision with its estimated wait, once the log has a hand-over interval. */
-function withEstimate(decision: Decision, handOvers: SharedHandOvers): Decision {
-  if (decision.type !== 'Wait' || decision.rank === undefined) return decision
-  const intervalMs = handOverIntervalMs(handOvers.recall(), handOvers.now())
-  return intervalMs === undefined
-    ? decision
-    : { ...decision, estimatedWaitMs: estimatedWaitMs(decision.rank, intervalMs) }
 }
 
 /** One number per distinct view: the limit, negated for a contender that follows `.lock`'s. */

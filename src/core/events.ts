@@ -146,7 +146,7 @@ export type Decision =
       /**
        * How long this waiter may still wait (ms): rank + 1 times the interval between the recent
        * hand-overs its process saw on the prefix (`hand-overs.ts`); undefined while unranked or
-       * before two hand-overs were seen.
+       * before an interval was timed.
        */
       readonly estimatedWaitMs?: number | undefined
     }

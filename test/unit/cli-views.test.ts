@@ -126,7 +126,7 @@ describe('rxsem watch times', () => {
         ['1', '-'],
       ],
     )
-    const handOvers = { times: [at - 3000, at - 2000, at - 1000], holders: [session('1')] }
+    const handOvers = { intervals: [1000, 1000], last: at - 1000, holders: [session('1')] }
     assert.deepEqual(
       rows({ ...withWaiters, handOvers }).map((row) => row.split(/ +/).slice(1, 3)),
       [

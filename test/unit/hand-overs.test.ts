@@ -9,6 +9,7 @@ import {
   estimatedWaitMs,
   handOverIntervalMs,
   noteHandOvers,
+  resumeHandOvers,
   type HandOverLog,
 } from '../../src/core/semaphore/hand-overs.js'
 import { viewCache, type SharedHandOvers } from '../../src/core/semaphore/view-cache.js'
@@ -22,48 +23,70 @@ const logOf = (views: readonly (readonly [readonly string[], number])[]): HandOv
 
 describe('noteHandOvers', () => {
   it('counts nothing on the first view: its holders were there before the process looked', () => {
-    assert.deepEqual(logOf([[['a', 'b'], 0]]).times, [])
+    assert.deepEqual(logOf([[['a', 'b'], 0]]), {
+      intervals: [],
+      last: undefined,
+      holders: ['a', 'b'],
+    })
   })
 
-  it('logs one time per holder the last view did not list', () => {
+  it('times the interval from the hand-over before, and 0 for each more seen at once', () => {
     const log = logOf([
       [['a', 'b'], 0],
       [['b', 'c'], 100],
       [['d', 'e'], 250],
     ])
-    assert.deepEqual(log.times, [100, 250, 250])
+    assert.deepEqual([log.intervals, log.last], [[150, 0], 250])
   })
 
   it('logs nothing when holders only leave', () => {
-    assert.deepEqual(
-      logOf([
-        [['a', 'b'], 0],
-        [['b'], 100],
-      ]).times,
-      [],
-    )
+    const log = logOf([
+      [['a', 'b'], 0],
+      [['b', 'c'], 100],
+      [['c'], 200],
+    ])
+    assert.deepEqual([log.intervals, log.last], [[], 100])
   })
 
-  it('keeps the latest HAND_OVER_SAMPLES only', () => {
-    const views = Array.from({ length: 40 }, (_, i) => [[`s${i}`], i * 10] as const)
+  it('keeps the latest HAND_OVER_SAMPLES intervals only', () => {
+    const views = Array.from({ length: 40 }, (_, i) => [[`s${i}`], i * i] as const)
     const log = logOf(views)
-    assert.equal(log.times.length, HAND_OVER_SAMPLES)
-    assert.equal(log.times[HAND_OVER_SAMPLES - 1], 390)
+    assert.equal(log.intervals.length, HAND_OVER_SAMPLES)
+    assert.equal(log.intervals.at(-1), 39 * 39 - 38 * 38)
+  })
+
+  it('times nothing across a time it did not look (resumeHandOvers)', () => {
+    const before = logOf([
+      [['a'], 0],
+      [['b'], 100],
+      [['c'], 200],
+    ])
+    const after = [
+      [['x'], 60_000],
+      [['y'], 60_100],
+    ] as const
+    const log = after.reduce(
+      (l, [holders, at]) => noteHandOvers(l, holders, at),
+      resumeHandOvers(before),
+    )
+    assert.deepEqual(log.intervals, [100])
+    const next = noteHandOvers(log, ['z'], 60_250)
+    assert.deepEqual(next.intervals, [100, 150])
   })
 })
 
 describe('handOverIntervalMs', () => {
-  it('is undefined before two hand-overs apart', () => {
+  it('is undefined before one interval was timed', () => {
     assert.equal(handOverIntervalMs(NO_HAND_OVERS, 0), undefined)
-    assert.equal(handOverIntervalMs({ times: [5, 5], holders: [] }, 5), undefined)
+    assert.equal(handOverIntervalMs({ intervals: [0], last: 5, holders: [] }, 5), undefined)
   })
 
   it('is the mean interval between the logged hand-overs', () => {
-    assert.equal(handOverIntervalMs({ times: [0, 100, 100, 300], holders: [] }, 310), 100)
+    assert.equal(handOverIntervalMs({ intervals: [100, 0, 200], last: 300, holders: [] }, 310), 100)
   })
 
   it('is the time since the last one when the queue stopped moving for longer', () => {
-    assert.equal(handOverIntervalMs({ times: [0, 100, 200], holders: [] }, 650), 450)
+    assert.equal(handOverIntervalMs({ intervals: [100, 100], last: 200, holders: [] }, 650), 450)
   })
 })
 

@@ -18,7 +18,7 @@ import { filteredWarning, unreadableKeys } from '../status/listing-access.js'
 import { openScreen } from './terminal.js'
 import { watchUsage } from '../args/usage.js'
 import { renderFrame, type Connection, type HeldSince, type WatchView } from './frame.js'
-import { NO_HAND_OVERS, noteHandOvers } from '../../core/semaphore/hand-overs.js'
+import { NO_HAND_OVERS, noteHandOvers, resumeHandOvers } from '../../core/semaphore/hand-overs.js'
 
 /**
  * Runs `rxsem watch` with the arguments after `watch`, until q, Ctrl-C, SIGINT or SIGTERM.
@@ -121,7 +121,7 @@ export async function watchCommand(argv: readonly string[]): Promise<number> {
       // After a disconnection, the holders that appear may have taken their slots at any time.
       const logged = view.handOvers ?? NO_HAND_OVERS
       const handOvers = noteHandOvers(
-        continuous ? logged : { ...logged, holders: undefined },
+        continuous ? logged : resumeHandOvers(logged),
         [...firstSeen.keys()],
         now,
       )

@@ -12,26 +12,45 @@
  * Pure: the caller keeps the log (`HandOverLog`) and says when each view was seen.
  */
 
-/** How many of the latest hand-overs the rate is taken over: 16. */
+/** How many of the latest intervals between hand-overs the rate is taken over: 16. */
 export const HAND_OVER_SAMPLES = 16
 
 /** What a process has seen of a prefix's hand-overs. */
 export interface HandOverLog {
-  /** When the latest hand-overs were seen (ms, oldest first), at most HAND_OVER_SAMPLES. */
-  readonly times: readonly number[]
+  /**
+   * The intervals between the latest hand-overs seen one after the other (ms, oldest first), at
+   * most HAND_OVER_SAMPLES; 0 for each more seen at once.
+   */
+  readonly intervals: readonly number[]
+  /** When the last hand-over was seen since the view was last taken up (`resumeHandOvers`). */
+  readonly last: number | undefined
   /** The live holders of the last view noted; undefined before the first. */
   readonly holders: readonly string[] | undefined
 }
 
 /** A log that has seen nothing. */
-export const NO_HAND_OVERS: HandOverLog = { times: [], holders: undefined }
+export const NO_HAND_OVERS: HandOverLog = { intervals: [], last: undefined, holders: undefined }
+
+/**
+ * The log of a view taken up again after a time it did not look (a new watch, a reconnection):
+ * its intervals stay, but what changed meanwhile is not a hand-over seen when it shows, nor is the
+ * time since the last one seen an interval.
+ *
+ * @example
+ * resumeHandOvers(log).holders // undefined
+ */
+export function resumeHandOvers(log: HandOverLog): HandOverLog {
+  return { intervals: log.intervals, last: undefined, holders: undefined }
+}
 
 /**
  * The log after a view whose live holders are `holders`, seen at `at`: every holder the last view
- * did not list is a hand-over seen then. The first view noted only sets the holders.
+ * did not list is a hand-over seen then. The first view noted only sets the holders, and the
+ * first hand-over after it only the time the next interval starts from.
  *
  * @example
- * noteHandOvers(noteHandOvers(NO_HAND_OVERS, ['a'], 0), ['b'], 120).times // [120]
+ * const seen = [[['a'], 0], [['b'], 120], [['c'], 300]] as const
+ * seen.reduce((log, [holders, at]) => noteHandOvers(log, holders, at), NO_HAND_OVERS).intervals // [180]
  * @param log - The log so far.
  * @param holders - The live holders of the view seen.
  * @param at - When it was seen (ms).
@@ -44,34 +63,36 @@ export function noteHandOvers(
 ): HandOverLog {
   const before = log.holders
   if (before === holders) return log
-  if (before === undefined) return { times: log.times, holders }
+  if (before === undefined) return { intervals: log.intervals, last: log.last, holders }
   let added = 0
   for (const holder of holders) if (!before.includes(holder)) added++
-  if (added === 0) return { times: log.times, holders }
-  const times = [...log.times]
-  for (let i = 0; i < added; i++) times.push(at)
-  return { times: times.slice(-HAND_OVER_SAMPLES), holders }
+  if (added === 0) return { intervals: log.intervals, last: log.last, holders }
+  const intervals = [...log.intervals]
+  if (log.last !== undefined) intervals.push(at - log.last)
+  for (let i = 1; i < added; i++) intervals.push(0)
+  return { intervals: intervals.slice(-HAND_OVER_SAMPLES), last: at, holders }
 }
 
 /**
- * The mean interval between the logged hand-overs (ms), or undefined before two were seen apart.
- * When the last one is further back than that mean at `at`, that gap is the interval: a queue
- * that stopped moving is not estimated at its earlier speed.
+ * The mean interval between the logged hand-overs (ms), or undefined before one was timed. When
+ * the last one seen is further back than that mean at `at`, that gap is the interval: a queue that
+ * stopped moving is not estimated at its earlier speed.
  *
  * @example
- * handOverIntervalMs({ times: [0, 100, 200], holders: [] }, 250) // 100
- * handOverIntervalMs({ times: [0, 100, 200], holders: [] }, 600) // 400
+ * handOverIntervalMs({ intervals: [100, 100], last: 200, holders: [] }, 250) // 100
+ * handOverIntervalMs({ intervals: [100, 100], last: 200, holders: [] }, 600) // 400
  * @param log - The log.
  * @param at - Now (ms), on the clock of the log's times.
  * @returns The interval, or undefined.
  */
 export function handOverIntervalMs(log: HandOverLog, at: number): number | undefined {
-  const { times } = log
-  const first = times[0]
-  const last = times[times.length - 1]
-  if (first === undefined || last === undefined || last === first) return undefined
-  const mean = (last - first) / (times.length - 1)
-  return Math.max(mean, at - last)
+  const { intervals, last } = log
+  if (intervals.length === 0) return undefined
+  let sum = 0
+  for (const interval of intervals) sum += interval
+  const mean = sum / intervals.length
+  if (mean <= 0) return undefined
+  return last === undefined ? mean : Math.max(mean, at - last)
 }
 
 /**

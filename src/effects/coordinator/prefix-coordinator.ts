@@ -27,7 +27,11 @@ import { lockKey } from '../../core/keys/lock-key.js'
 import { readLockBody } from '../../core/lock-body/read-lock-body.js'
 import type { CountedGrace } from '../../core/contender/contender-state-model.js'
 import { viewCache, type ViewCache } from '../../core/semaphore/view-cache.js'
-import { NO_HAND_OVERS, type HandOverLog } from '../../core/semaphore/hand-overs.js'
+import {
+  NO_HAND_OVERS,
+  resumeHandOvers,
+  type HandOverLog,
+} from '../../core/semaphore/hand-overs.js'
 import {
   WHOLE_PREFIX,
   sameWatchTarget,
@@ -126,6 +130,8 @@ export class PrefixCoordinator {
     const memory = (this.memory = memoryOf(client, prefix))
     this.fresh = new FreshLock(prefix, options.scheduler ?? undefined)
     const scheduler = options.scheduler ?? asyncScheduler
+    // What changed while no coordinator of the prefix looked was not seen when it shows.
+    memory.handOvers = resumeHandOvers(memory.handOvers)
     this.cache = viewCache(
       { recall: () => memory.grace, remember: (grace) => (memory.grace = grace) },
       {
@@ -370,7 +376,7 @@ interface PrefixMemory {
    * does not grant a stalled front waiter a new grace per tenure.
    */
   grace: CountedGrace | undefined
-  /** The hand-overs seen (`noteHandOvers`): a new tenure's first estimate need not wait for two. */
+  /** The hand-overs seen (`noteHandOvers`): a new tenure estimates from its first snapshot. */
   handOvers: HandOverLog
 }
 

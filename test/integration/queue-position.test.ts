@@ -74,8 +74,9 @@ describe('queue position and estimated wait', () => {
         )
       }
     }
-    // The stream is steady once the first contenders have all held: those that joined after them.
-    const steady = waited.slice(limit + queued)
+    // The stream is steady once the first contenders and those that replaced them have all held:
+    // from then on, each estimate rests on intervals of the stream alone.
+    const steady = waited.slice(2 * (limit + queued))
     const ratios = steady.map((record, i) => {
       const { estimate, heldAt } = record
       assert.ok(estimate !== undefined && heldAt !== undefined, `contender ${i} had no estimate`)

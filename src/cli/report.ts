@@ -86,6 +86,19 @@ export function createReporter(
   }
 }
 
+/** `42s`, `3m05s`, `2h07m`: how long a slot has been held. */
+export function heldFor(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000))
+  if (s < 60) return `${s}s`
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`
+  return `${Math.floor(s / 3600)}h${String(Math.floor(s / 60) % 60).padStart(2, '0')}m`
+}
+
+/** `0.4s`, `9.5s`, then as `heldFor`: an estimated wait. */
+export function waitFor(ms: number): string {
+  return ms < 9950 ? `${(ms / 1000).toFixed(1)}s` : heldFor(ms)
+}
+
 /** The first 8 characters of a session id, enough to tell sessions apart in a message. */
 export const shortSession = (session: string | undefined): string =>
   session === undefined ? 'none' : session.slice(0, 8)

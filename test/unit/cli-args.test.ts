@@ -168,6 +168,20 @@ describe('rxsem run --verbose on a failed watch', () => {
   const messages = (previous: SemaphoreState, next: SemaphoreState): string[] =>
     describeTransition(previous, next).map((line) => line.message)
 
+  it('says how long a waiter may still wait once its process can estimate it', () => {
+    const waiting: SemaphoreState = {
+      ...held,
+      holding: false,
+      fencingToken: undefined,
+      holders: ['0123abcdef'],
+      rank: 2,
+    }
+    const moved = { ...waiting, rank: 1, estimatedWaitMs: 1234 }
+    assert.deepEqual(describeTransition(waiting, moved), [
+      { level: 'detail', message: 'still waiting (1 of 1 held, rank 1, about 1.2s to wait)' },
+    ])
+  })
+
   it('says a holder that rides the failure holds on until the lease deadline', () => {
     assert.ok(
       messages(held, { ...held, connected: false }).includes(

@@ -3,7 +3,7 @@
  * lost) for everyone, and every other transition with its reason for `--verbose`.
  */
 import type { SemaphoreState } from '../../recipes/semaphore.js'
-import { cliWording, shortSession } from '../report.js'
+import { cliWording, shortSession, waitFor } from '../report.js'
 import { tryOnceVerdictOf } from './contender.js'
 
 export interface TransitionLine {
@@ -63,7 +63,9 @@ export function describeTransition(
     // `rxsem run` itself reports a loss (with what it does about it) and its own release.
     if (next.reason !== 'released') detail(`slot dropped (${next.reason ?? '?'})`)
   } else if (!next.holding && next.contending && next.rank !== undefined) {
-    const queue = `${next.holders.length} of ${next.limit} held, rank ${next.rank}`
+    const estimate =
+      next.estimatedWaitMs === undefined ? '' : `, about ${waitFor(next.estimatedWaitMs)} to wait`
+    const queue = `${next.holders.length} of ${next.limit} held, rank ${next.rank}${estimate}`
     const queued = (state: SemaphoreState | undefined): boolean =>
       state !== undefined && !state.holding && tryOnceVerdictOf(state, ranked) === 'not-held'
     if (queued(next) && !queued(previous)) {

@@ -5,7 +5,7 @@
  * the design width). Pure: the time and everything shown come in as arguments.
  */
 import type { HolderStatus, PrefixStatus } from '../status/prefix-status.js'
-import { shortSession } from '../report.js'
+import { heldFor, shortSession, waitFor } from '../report.js'
 import {
   estimatedWaitMs,
   handOverIntervalMs,
@@ -58,21 +58,8 @@ export interface HeldSince {
   readonly seenTaken: boolean
 }
 
-/** `0.4s`, `9.5s`, then as `heldFor`: an estimated wait. */
-export function waitFor(ms: number): string {
-  return ms < 9950 ? `${(ms / 1000).toFixed(1)}s` : heldFor(ms)
-}
-
 /** `hh:mm:ss` in local time. */
 const clock = (ms: number): string => new Date(ms).toTimeString().slice(0, 8)
-
-/** `42s`, `3m05s`, `2h07m`: how long a slot has been held. */
-export function heldFor(ms: number): string {
-  const s = Math.max(0, Math.floor(ms / 1000))
-  if (s < 60) return `${s}s`
-  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`
-  return `${Math.floor(s / 3600)}h${String(Math.floor(s / 60) % 60).padStart(2, '0')}m`
-}
 
 /** `text` cut to `width` columns (with an ellipsis), padded when `pad`. */
 function fit(text: string, width: number, pad = true): string {

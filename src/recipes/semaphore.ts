@@ -52,8 +52,12 @@ export interface SemaphoreState {
   /** Contenders waiting for a slot, in the order they will be served (see `holders` for when). */
   readonly waiting: readonly RankedContender[]
   /**
-   * This contender's place among `waiting` (0 = next), or undefined when not waiting. Exact for
-   * the first two in line; further back it is updated when the contender moves (see `holders`).
+   * This contender's place among `waiting` (0 = next): how many are served before it, this
+   * library's contenders and Go's alike; undefined when not waiting. Exact for the first two in
+   * line; further back it is updated when the contender moves (see `holders`). It only goes down
+   * while the contender waits, unless its process runs other contenders of the prefix too: the
+   * queue takes turns across processes, so another process's first waiter goes before this
+   * process's second.
    */
   readonly rank: number | undefined
   /**

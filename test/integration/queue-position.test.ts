@@ -24,7 +24,8 @@ describe('queue position and estimated wait', () => {
   it('shows each waiter fewer or as many ahead as before, 0 when it acquires, and an estimate within 2x of its real wait', async (t) => {
     const prefix = testPrefix(t, agent.url, 'queue-position')
     const limit = 2
-    const holdMs = 150
+    // Long enough that a scheduling stall of the loaded machine is small beside a wait.
+    const holdMs = 300
     const queued = 8
     const total = 40
     const waited: Waited[] = []

@@ -62,7 +62,7 @@ export interface SemaphoreState {
   readonly rank: number | undefined
   /**
    * How long this waiter may still wait (ms), as of the same snapshot as `rank`: rank + 1 times
-   * the mean interval between the hand-overs its process saw on the prefix (the last 16), or the
+   * the mean interval between the hand-overs its process saw on the prefix (the 16 most recent), or the
    * time since the last one when that is longer. Undefined while not waiting, and until the
    * process has seen two hand-overs one after the other (its earlier contenders' count).
    */

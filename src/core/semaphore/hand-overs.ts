@@ -76,7 +76,7 @@ export function noteHandOvers(
 /**
  * The mean interval between the logged hand-overs (ms), or undefined before one was timed. When
  * the last one seen is further back than that mean at `at`, that gap is the interval: a queue that
- * stopped moving is not estimated at its earlier speed.
+ * stopped moving is not estimated at the speed it had.
  *
  * @example
  * handOverIntervalMs({ intervals: [100, 100], last: 200, holders: [] }, 250) // 100

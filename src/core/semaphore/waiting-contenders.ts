@@ -149,9 +149,9 @@ export function slotsByProcess(holding: readonly KVEntry[]): ReadonlyMap<string,
 /**
  * Sorts `waiting` in turns, and returns each one's value and turn in that order: a waiter's turn
  * is the number of slots its process holds (`held`) plus the number of its process's waiters that
- * arrived before it; lower turns first, then arrival (CreateIndex, then key). A process is told by its contenders'
- * value (the library's default value is `host:pid`); a contender with an empty value (Go's
- * `consul lock`) is a process of its own.
+ * arrived before it; lower turns first, then arrival (CreateIndex, then key). A process is told by
+ * its contenders' value (the library's default value is `host:pid`); a contender with an empty
+ * value (Go's `consul lock`) is a process of its own.
  *
  * With one contender per process, every waiter's turn is 0 and the order is arrival's. A process
  * that runs several contenders (a job pool) does not queue all of them ahead of a process that

@@ -78,6 +78,12 @@ export type SemaphoreErrorKind =
    * was written.
    */
   | 'NotHolder'
+  /**
+   * Someone asked the holder to give its slot back (`evict` with a grace): the abort reason of
+   * `withSlot`'s signal. The slot is still held while the work stops, and given back when it
+   * settles; past the grace, the eviction is forced.
+   */
+  | 'RevokeRequested'
 
 /**
  * The one error type the public API throws or errors with: `kind` says what went wrong, the message

@@ -9,6 +9,7 @@
 import type { ConsulError } from '../base/consul-error.js'
 import type { WatchEvent } from '../base/kv-snapshot.js'
 import type { PrefixProblem } from '../base/prefix-problem.js'
+import type { RevokeRequest } from './revoke/revoke-request.js'
 
 export type { PrefixProblem } from '../base/prefix-problem.js'
 
@@ -119,6 +120,11 @@ export type Decision =
        * the tenure, however many later writes the snapshot also shows.
        */
       readonly acquiredAt?: bigint | undefined
+      /**
+       * Someone asked this holder to give its slot back (`<prefix>/.revoke/<session>`, written by
+       * `evict` with a grace); absent when nobody did.
+       */
+      readonly revokeRequested?: RevokeRequest | undefined
     }
   /** Write `body` to `.lock` with `?cas=<cas>` (0n: create) and the semaphore flags. */
   | {

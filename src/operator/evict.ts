@@ -16,8 +16,13 @@ import {
   throwIfRefused,
   withOperatorClient,
   type OperatorCall,
+  type OperatorCalls,
 } from './operator-call.js'
-import { resolveContenderOptions } from '../options/contender-options.js'
+import { revokeKey } from '../core/keys/revoke-key.js'
+import { encodeRevokeRequest, type RevokeRequest } from '../core/revoke/revoke-request.js'
+import { liveSessions } from '../core/semaphore/live-sessions.js'
+import { durationMs, formatGoDuration } from '../consul/durations.js'
+import { resolveContenderOptions, type Duration } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
 import {
@@ -31,7 +36,7 @@ import {
  *
  * @example
  * ```ts
- * const options: EvictOptions = { prefix: 'service/jobs', session: '4ca8e74b-6350-7587-addf-a18084928f3c' }
+ * const options: EvictOptions = { prefix: 'service/jobs', session: '4ca8e74b', grace: '30s', reason: 'deploy' }
  * ```
  */
 export interface EvictOptions {
@@ -43,9 +48,21 @@ export interface EvictOptions {
    * the prefix starts the same way.
    */
   readonly session: string
+  /**
+   * Ask the holder first, and force only if it has not given its slot back within this time: a
+   * duration ('30s', or ms) up to 24h. Default 0: force at once. A holder of this library sees the
+   * request in its state (`revokeRequested`; `withSlot` aborts its work's signal); a Go holder
+   * (`consul lock`) cannot see it and is forced when the grace ends.
+   */
+  readonly grace?: Duration | undefined
+  /** Why, shown to the holder with the request (`revokeRequested.reason`). */
+  readonly reason?: string | undefined
   /** A Consul client; default the process's shared client for the CONSUL_* variables. */
   readonly consul?: ConsulClient
-  /** Gives up at once (SemaphoreError 'Aborted'), cancelling the call in flight or its retry. */
+  /**
+   * Gives up at once (SemaphoreError 'Aborted'), cancelling the call in flight or its retry; a
+   * request to give the slot back is withdrawn.
+   */
   readonly signal?: AbortSignal | undefined
 }
 
@@ -53,6 +70,8 @@ export interface EvictOptions {
 const EVICT_OPTION_NAMES = {
   ...OPERATOR_OPTION_NAMES,
   session: true,
+  grace: true,
+  reason: true,
 } as const satisfies OptionNames<EvictOptions>
 
 /**
@@ -70,27 +89,38 @@ export interface Eviction {
   /** The evicted session. */
   readonly session: string
   /**
-   * 'semaphore': the session was taken out of `.lock`'s holders, then destroyed (which released
-   * its contender key); 'leader': it held `.lock` itself (`consul lock`, `leaderElection`), and
-   * was destroyed, which released `.lock`.
+   * 'semaphore': a slot of a semaphore, `.lock` listing the session as a holder; 'leader': the
+   * session held `.lock` itself (`consul lock`, `leaderElection`).
    */
   readonly lock: 'semaphore' | 'leader'
   /**
-   * The fencing-token floor: `.lock`'s ModifyIndex after the eviction. The evicted holder's
-   * fencing token is below it, and every later tenure's is above it.
+   * 'forced': the session was taken out of `.lock`'s holders (semaphore) and destroyed, which
+   * released its contender key or the leader lock. 'given-back': asked with a grace, the holder
+   * gave its slot back before the grace ended, and nothing was forced (its session is its own).
+   */
+  readonly how: 'forced' | 'given-back'
+  /**
+   * The fencing-token floor: `.lock`'s ModifyIndex once the holder was out (forced: after the
+   * eviction's own write; given back: as first seen without it). The evicted holder's fencing
+   * tokens are below it, and the token of every tenure that begins after `evict` returns is above it.
    */
   readonly floor: bigint
 }
 
 /**
  * Takes a holder out of the semaphore or leader lock at `prefix`, whoever it is (a contender of
- * this library, `consul lock -n`, `consul lock`), and destroys its session.
+ * this library, `consul lock -n`, `consul lock`).
  *
- * 1. Semaphore: remove the session from `.lock`'s holders by a CAS on its ModifyIndex (a lost
- *    CAS reads `.lock` again; a `.lock` it cannot read is never written over), then destroy
+ * 1. With a `grace`, ask first: write `<prefix>/.revoke/<session>` under a session of the
+ *    eviction's own (behavior 'delete', so that the request goes with it if this process dies),
+ *    then watch the prefix until the holder is out or the grace ends. A holder of this library
+ *    sees the request in its next snapshot and may give its slot back; one that does is not
+ *    forced ('given-back'). The request is withdrawn when `evict` returns, whatever happened.
+ * 2. Force, semaphore: remove the session from `.lock`'s holders by a CAS on its ModifyIndex (a
+ *    lost CAS reads `.lock` again; a `.lock` it cannot read is never written over), then destroy
  *    the session, which releases its contender key. The holder sees itself no longer listed at
  *    its next read of the prefix: this library's contenders and Go's monitor both drop the slot.
- * 2. Leader lock (`.lock` held with `?acquire` by that session): destroy the session, which
+ * 3. Force, leader lock (`.lock` held with `?acquire` by that session): destroy the session, which
  *    releases `.lock`; the next leader acquires it after the session's lock-delay.
  *
  * A session ID may be given in full or by its start: a start is looked up among the sessions of
@@ -100,10 +130,10 @@ export interface Eviction {
  *
  * @example
  * ```ts
- * const eviction = await evict({ prefix: 'service/jobs', session, consul })
- * console.log(`evicted ${eviction.session}; fencing tokens from now on are above ${eviction.floor}`)
+ * const eviction = await evict({ prefix: 'service/jobs', session, grace: '30s', consul })
+ * console.log(`${eviction.how}; fencing tokens from now on are above ${eviction.floor}`)
  * ```
- * @param options - Prefix, session, and optionally the client and a signal.
+ * @param options - Prefix, session, and optionally the grace, the reason, the client and a signal.
  * @returns What it did and the fencing-token floor; rejects with SemaphoreError: 'NotHolder',
  *   'InvalidOptions', 'Conflict', 'CorruptLock', 'PermissionDenied', 'Unreachable', 'NotConsul', 'TlsRejected',
  *   'Consul' (`.lock` changed under every one of its tries, or a refusal), or 'Aborted'.
@@ -118,6 +148,16 @@ export async function evict(options: EvictOptions): Promise<Eviction> {
       'session must be the id of the session to evict, as `rxsem status` shows it; got an empty one.',
     )
   }
+  const graceMs = options.grace === undefined ? 0 : durationMs(options.grace)
+  if (graceMs === undefined || graceMs > MAX_GRACE_MS) {
+    throw new SemaphoreError(
+      'InvalidOptions',
+      `grace ${JSON.stringify(options.grace)} must be a duration from 0 to 24h (e.g. "30s", or 30000 for ms).`,
+    )
+  }
+  if (options.reason !== undefined && typeof options.reason !== 'string') {
+    throw new SemaphoreError('InvalidOptions', 'reason must be a string, shown to the holder.')
+  }
   const doing = `evicting session ${typed} from ${prefix}`
   const what = { doing, prefix }
   return withOperatorClient(options.consul, options.signal, what, async (client, calls) => {
@@ -130,42 +170,210 @@ export async function evict(options: EvictOptions): Promise<Eviction> {
           )
           return listed.entries
         })
-    for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
-      calls.checkAborted()
-      const entry = await calls.call((s) =>
-        client.kv.get(key, { consistency: 'consistent', signal: s }),
-      )
-      // 2. A leader lock, or a `.lock` that this very session holds with ?acquire.
-      if (entry !== null && (entry.flags === LOCK_FLAGS || entry.session === session)) {
-        if (entry.session !== session) throw notHolder(prefix, session, entry)
-        await calls.call((s) => client.session.destroy(session, { signal: s }))
-        const floor = await leaderFloor(client, calls.call, key, session)
-        return serializable({ prefix, session, lock: 'leader' as const, floor })
-      }
-      // 1. A semaphore: `.lock` without this session, in the shape read.
-      const snapshot = { index: entry?.modifyIndex ?? 1n, entries: entry === null ? [] : [entry] }
-      const release = releaseFromLockBody(snapshot, { prefix, session })
-      if (release.type === 'NotListed') throw notHolder(prefix, session, entry)
-      if (release.type !== 'WriteRelease') throw problemError(release)
-      // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
-      const answer = await calls.call((s) =>
-        client.kv.txn(
-          [{ verb: 'cas', key, value: release.body, flags: SEMAPHORE_FLAGS, index: release.cas }],
-          { signal: s },
-        ),
-      )
-      if (answer.committed) {
-        const floor = answer.results[0]?.modifyIndex ?? release.cas
-        await calls.call((s) => client.session.destroy(session, { signal: s }))
-        return serializable({ prefix, session, lock: 'semaphore' as const, floor })
-      }
-      throwIfRefused(answer.errors, doing, key, prefix)
-      // Otherwise a lost CAS: another writer came first; read again.
+    if (graceMs === 0) {
+      const forced = await force(client, calls, prefix, session)
+      if (forced.type === 'not-holder') throw notHolder(prefix, session, forced.lock)
+      return forced.eviction
     }
-    throw churnError(key, `evict ${session}`)
+    const lock = await calls.call((s) =>
+      client.kv.get(key, { consistency: 'consistent', signal: s }),
+    )
+    const kind = readHolder(lock, prefix, session)?.kind
+    if (kind === undefined) throw notHolder(prefix, session, lock)
+    const request = { graceMs, reason: options.reason }
+    const requester = await requestRevoke(client, calls, prefix, session, request)
+    try {
+      const out = await waitUntilOut(client, calls, prefix, session, kind, graceMs)
+      if (out !== undefined) return given(prefix, session, kind, out)
+      const forced = await force(client, calls, prefix, session)
+      // Out between the last look and the force: it gave the slot back just in time.
+      return forced.type === 'not-holder'
+        ? given(prefix, session, kind, forced.lock?.modifyIndex ?? 0n)
+        : forced.eviction
+    } finally {
+      await withdraw(client, requester)
+    }
   })
 }
 
+/** The longest grace `evict` takes: a day, the longest TTL a Consul session may have. */
+const MAX_GRACE_MS = 86_400_000
+
+/** A forced eviction's outcome: done, or the session turned out not to hold. */
+type Forced =
+  | { readonly type: 'evicted'; readonly eviction: Eviction }
+  | { readonly type: 'not-holder'; readonly lock: KVEntry | null }
+
+/** Steps 2 and 3 of `evict`: the holder taken out by force. */
+async function force(
+  client: ConsulClient,
+  calls: OperatorCalls,
+  prefix: string,
+  session: string,
+): Promise<Forced> {
+  const key = lockKey(prefix)
+  const doing = `evicting session ${session} from ${prefix}`
+  for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
+    calls.checkAborted()
+    const entry = await calls.call((s) =>
+      client.kv.get(key, { consistency: 'consistent', signal: s }),
+    )
+    const held = readHolder(entry, prefix, session)
+    if (held === undefined) return { type: 'not-holder', lock: entry }
+    // 3. A leader lock that this very session holds with ?acquire.
+    if (held.kind === 'leader') {
+      await calls.call((s) => client.session.destroy(session, { signal: s }))
+      const floor = await leaderFloor(client, calls.call, key, session)
+      return evicted({ prefix, session, lock: 'leader', how: 'forced', floor })
+    }
+    // 2. A semaphore: `.lock` without this session, in the shape read.
+    const { release } = held
+    // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
+    const answer = await calls.call((s) =>
+      client.kv.txn(
+        [{ verb: 'cas', key, value: release.body, flags: SEMAPHORE_FLAGS, index: release.cas }],
+        { signal: s },
+      ),
+    )
+    if (answer.committed) {
+      const floor = answer.results[0]?.modifyIndex ?? release.cas
+      await calls.call((s) => client.session.destroy(session, { signal: s }))
+      return evicted({ prefix, session, lock: 'semaphore', how: 'forced', floor })
+    }
+    throwIfRefused(answer.errors, doing, key, prefix)
+    // Otherwise a lost CAS: another writer came first; read again.
+  }
+  throw churnError(key, `evict ${session}`)
+}
+
+function evicted(eviction: Eviction): Forced {
+  return { type: 'evicted', eviction: serializable(eviction) }
+}
+
+function given(
+  prefix: string,
+  session: string,
+  lock: Eviction['lock'],
+  floor: bigint,
+): Eviction {
+  return serializable({ prefix, session, lock, how: 'given-back' as const, floor })
+}
+
+/**
+ * What `session` holds of `prefix` by `.lock` alone: the leader lock (`.lock` a lock, or held with
+ * `?acquire` by this session), a slot (`.lock` a semaphore that lists it: with the `.lock` that
+ * leaves it out), or nothing. A `.lock` that cannot be read throws its prefix problem: nothing is
+ * written over it.
+ */
+function readHolder(
+  entry: KVEntry | null,
+  prefix: string,
+  session: string,
+):
+  | { readonly kind: 'leader' }
+  | { readonly kind: 'semaphore'; readonly release: { readonly body: Uint8Array; readonly cas: bigint } }
+  | undefined {
+  if (entry !== null && (entry.flags === LOCK_FLAGS || entry.session === session)) {
+    return entry.session === session ? { kind: 'leader' } : undefined
+  }
+  const snapshot = { index: entry?.modifyIndex ?? 1n, entries: entry === null ? [] : [entry] }
+  const release = releaseFromLockBody(snapshot, { prefix, session })
+  if (release.type === 'NotListed') return undefined
+  if (release.type !== 'WriteRelease') throw problemError(release)
+  return { kind: 'semaphore', release }
+}
+
+/** The session under which a revoke request is written, and so withdrawn. */
+interface Requester {
+  readonly session: string
+}
+
+/**
+ * Step 1 of `evict`: the request, `<prefix>/.revoke/<session>` locked by a session of its own with
+ * behavior 'delete'. That session's TTL outlasts the grace, with no renewal: if this process dies,
+ * Consul deletes the request within twice the TTL. A request already there (another `evict`) is
+ * left as it is, and this one waits all the same.
+ */
+async function requestRevoke(
+  client: ConsulClient,
+  calls: OperatorCalls,
+  prefix: string,
+  session: string,
+  request: RevokeRequest,
+): Promise<Requester> {
+  const ttlMs = Math.min(MAX_GRACE_MS, Math.max(MIN_SESSION_TTL_MS, request.graceMs ?? 0) + REQUEST_TTL_MARGIN_MS)
+  const requester = await calls.call((s) =>
+    client.session.create({
+      name: `rxsem evict: revoke request for ${session}`,
+      ttl: formatGoDuration(ttlMs),
+      behavior: 'delete',
+      lockDelay: 0,
+      signal: s,
+    }),
+  )
+  try {
+    await calls.call((s) =>
+      client.kv.put(revokeKey(prefix, session), encodeRevokeRequest(request), {
+        acquire: requester,
+        signal: s,
+      }),
+    )
+  } catch (error) {
+    await withdraw(client, { session: requester })
+    throw error
+  }
+  return { session: requester }
+}
+
+/** Consul's shortest session TTL. */
+const MIN_SESSION_TTL_MS = 10_000
+/** How much longer than the grace the request's session lives, for the force after it. */
+const REQUEST_TTL_MARGIN_MS = 60_000
+
+/**
+ * Withdraws a revoke request: destroys its session, which deletes the request (behavior
+ * 'delete'). Runs after an abort too, so it takes no signal; a failure is left to the TTL.
+ */
+async function withdraw(client: ConsulClient, requester: Requester): Promise<void> {
+  await client.session.destroy(requester.session)().catch(() => undefined)
+}
+
+/**
+ * Watches the prefix (blocking queries) until `session` no longer holds what it held, or until
+ * `graceMs` has passed: `.lock`'s ModifyIndex as first seen without it (the floor), or undefined
+ * when the grace ended first. A semaphore holder is out when `.lock` no longer lists it or its
+ * session locks no key any more (it is dead, and the next contender prunes it).
+ */
+async function waitUntilOut(
+  client: ConsulClient,
+  calls: OperatorCalls,
+  prefix: string,
+  session: string,
+  kind: Eviction['lock'],
+  graceMs: number,
+): Promise<bigint | undefined> {
+  const key = lockKey(prefix)
+  const deadline = Date.now() + graceMs
+  let index: bigint | undefined
+  for (;;) {
+    const left = deadline - Date.now()
+    if (left <= 0) return undefined
+    const listed = await calls.call((s) =>
+      client.kv.list(`${prefix}/`, {
+        ...(index === undefined ? { consistency: 'consistent' as const } : { index, waitMs: left }),
+        signal: s,
+      }),
+    )
+    index = listed.index
+    const lock = listed.entries.find((e) => e.key === key) ?? null
+    const still =
+      kind === 'leader'
+        ? lock?.session === session
+        : readHolder(lock, prefix, session) !== undefined &&
+          liveSessions(listed.entries).has(session)
+    if (!still) return lock?.modifyIndex ?? listed.index
+  }
+}
 /**
  * `.lock`'s ModifyIndex once the destroyed session released it: the release is a write of
  * `.lock`. If `.lock` is gone (a session of behavior 'delete'), the index of the listing that

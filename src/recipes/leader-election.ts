@@ -21,11 +21,13 @@ import { leaderKeyProtocol } from '../effects/protocol/leader-key-protocol.js'
 import { toSemaphoreError } from '../base/semaphore-error.js'
 import { resolveContenderOptions, type ContenderOptions } from '../options/contender-options.js'
 import {
+  revokeRequestOf,
   sameFailure,
   toContenderFailure,
   type ContenderFailure,
   type ContenderInternals,
 } from './semaphore.js'
+import { sameRevokeRequest, type RevokeRequest } from '../core/revoke/revoke-request.js'
 import { rejectUnknownOptions, CONTENDER_OPTION_NAMES } from '../options/known-options.js'
 
 /**
@@ -83,6 +85,12 @@ export interface LeaderElectionState {
   readonly leaseDeadline: number | undefined
   /** Why the contender is retrying, while it is (see SemaphoreState's `lastError`). */
   readonly lastError?: ContenderFailure | undefined
+  /**
+   * Someone asked this leader to step down (`evict` with a grace): present only while leading and
+   * asked (see SemaphoreState's `revokeRequested`). Step down with `close()` before the grace ends,
+   * or the eviction is forced (the session destroyed).
+   */
+  readonly revokeRequested?: RevokeRequest | undefined
 }
 
 /**
@@ -157,6 +165,7 @@ export function toLeaderElectionState(
     connected: core.connected,
     leaseDeadline: core.leaseDeadline,
     ...(core.lastFailure === undefined ? {} : { lastError: toContenderFailure(core.lastFailure) }),
+    ...revokeRequestOf(core),
   }
 }
 
@@ -259,6 +268,7 @@ function sameState(a: LeaderElectionState, b: LeaderElectionState): boolean {
     a.connected === b.connected &&
     a.leaseDeadline === b.leaseDeadline &&
     sameFailure(a.lastError, b.lastError) &&
+    sameRevokeRequest(a.revokeRequested, b.revokeRequested) &&
     sameLeader(a.leader, b.leader)
   )
 }

@@ -7,6 +7,7 @@ import type { ContenderState } from '../core/contender/contender-state-model.js'
 import type { LastFailure } from '../core/last-failure.js'
 import type { RankedContender, TransitionReason } from '../core/events.js'
 import { contenderKey } from '../core/keys/contender-key.js'
+import { sameRevokeRequest, type RevokeRequest } from '../core/revoke/revoke-request.js'
 import { semaphoreProtocol } from '../effects/protocol/semaphore-protocol.js'
 import {
   resolveSemaphoreOptions,
@@ -86,6 +87,15 @@ export interface SemaphoreState {
    * session's renewals, or of the creation of a session; absent once that request succeeds again.
    */
   readonly lastError?: ContenderFailure | undefined
+  /**
+   * Someone asked this holder to give its slot back (`evict` with a grace, `rxsem evict --grace`):
+   * the grace it has and the reason given. Present only while holding and asked. Give the slot back
+   * with `close()` once the work is stopped; if it is still held when the grace ends, the eviction
+   * is forced (the slot is taken out of `.lock` and the session destroyed). `withSlot` aborts its
+   * work's signal with SemaphoreError('RevokeRequested') and gives the slot back when the work
+   * settles.
+   */
+  readonly revokeRequested?: RevokeRequest | undefined
 }
 
 /**
@@ -233,7 +243,19 @@ export function toSemaphoreState(core: ContenderState, limit: number): Semaphore
     connected: core.connected,
     leaseDeadline: core.leaseDeadline,
     ...(core.lastFailure === undefined ? {} : { lastError: toContenderFailure(core.lastFailure) }),
+    ...revokeRequestOf(core),
   }
+}
+
+/**
+ * @internal `revokeRequested` of a public state, spread into it: present while the contender
+ * holds and its last decision carries a revoke request.
+ */
+export function revokeRequestOf(core: ContenderState): { revokeRequested?: RevokeRequest } {
+  const decision = core.decision
+  return core.holding && decision?.type === 'Held' && decision.revokeRequested !== undefined
+    ? { revokeRequested: decision.revokeRequested }
+    : {}
 }
 
 /** @internal How `tryAcquire`/`tryLead` set up a contender (see `ContendOptions.tryOnce`). */
@@ -331,6 +353,7 @@ function sameState(a: SemaphoreState, b: SemaphoreState): boolean {
     a.connected === b.connected &&
     a.leaseDeadline === b.leaseDeadline &&
     sameFailure(a.lastError, b.lastError) &&
+    sameRevokeRequest(a.revokeRequested, b.revokeRequested) &&
     sameSessions(a.holders, b.holders, (h) => h) &&
     sameSessions(a.waiting, b.waiting, (w) => w.session)
   )

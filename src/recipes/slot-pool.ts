@@ -27,6 +27,8 @@ import {
 import { slotContender, type SemaphoreState } from './semaphore.js'
 import { SEMAPHORE_OPTION_NAMES } from '../options/known-options.js'
 import type { SlotGuard } from '../handle/slot-guard.js'
+import type { RevokeRequest } from '../core/revoke/revoke-request.js'
+import { formatGoDuration } from '../consul/durations.js'
 
 /** One `withSlot` call, from the queue to its settling. */
 export interface PoolJob {
@@ -43,8 +45,12 @@ export interface JobSlot {
   readonly guard: SlotGuard
   /** The fencing token this job runs under (no other job of the prefix ran under it). */
   readonly token: bigint
-  /** Called when the slot is lost while the job runs (its signal aborts). */
-  onLost: ((error: SemaphoreError) => void) | undefined
+  /**
+   * Called when the job must stop (its signal aborts with `error`): its slot was lost, or its
+   * holder was asked to give the slot back (`RevokeRequested`; the slot is given back when the job
+   * settles). May be called more than once.
+   */
+  onStop: ((error: SemaphoreError) => void) | undefined
   /**
    * The job is over: the slot goes to the next queued job (a renewal) or is given back. Resolves
    * when that is done for a given-back slot (rejects as `close()` does), at once otherwise.
@@ -171,6 +177,7 @@ export class SlotPool {
       worker.job !== undefined ||
       worker.closing ||
       state?.holding !== true ||
+      state.revokeRequested !== undefined ||
       state.fencingToken === undefined ||
       state.fencingToken === worker.spent
     ) {
@@ -201,7 +208,7 @@ export class SlotPool {
     if (worker.job !== slot) return SETTLED
     worker.job = undefined
     if (this.ended === undefined || slot.token > this.ended) this.ended = slot.token
-    if (this.queued > 0 && !worker.closing) {
+    if (this.queued > 0 && !worker.closing && worker.state?.revokeRequested === undefined) {
       // One write for the next job: a new token on this slot, or a hand-on and a rejoin.
       worker.handle.refence()
       return this.pump()
@@ -234,12 +241,18 @@ export class SlotPool {
     const job = worker.job
     if (job !== undefined) {
       // Lost under the job (not the renewal after it, which runs only once the job is over).
-      if (!state.holding)
-        job.onLost?.(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
+      if (!state.holding) job.onStop?.(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
+      else if (state.revokeRequested !== undefined) {
+        job.onStop?.(revokeRequestedError(this.prefix, state.revokeRequested))
+      }
       return
     }
     if (state.holding) {
-      if (this.queued > 0) this.offer(worker)
+      // Asked to give the slot back between two jobs: it is, and a new worker queues for the rest.
+      if (state.revokeRequested !== undefined) {
+        void this.retire(worker).catch(() => undefined)
+        void this.pump()
+      } else if (this.queued > 0) this.offer(worker)
       // Holding with nothing to do (its job left the queue meanwhile): give the slot back.
       else void this.pump()
     }
@@ -259,7 +272,7 @@ export class SlotPool {
       error instanceof SemaphoreError
         ? error
         : new SemaphoreError('Unreachable', String(error), { cause: error })
-    worker.job?.onLost?.(failure)
+    worker.job?.onStop?.(failure)
     this.forget(worker)
     const queued: PoolJob[] = []
     for (let job = this.takeNext(); job !== undefined; job = this.takeNext()) queued.push(job)
@@ -275,13 +288,30 @@ export class SlotPool {
   }
 }
 
+/**
+ * The abort reason of a job whose holder was asked to give its slot back.
+ *
+ * @example
+ * revokeRequestedError('jobs', { graceMs: 30_000, reason: 'deploy' }).kind // 'RevokeRequested'
+ */
+export function revokeRequestedError(prefix: string, request: RevokeRequest): SemaphoreError {
+  const reason = request.reason === undefined ? '' : ` (${request.reason})`
+  const grace =
+    request.graceMs === undefined ? '' : ` within ${formatGoDuration(request.graceMs)}`
+  return new SemaphoreError(
+    'RevokeRequested',
+    `the holder was asked to give its slot of ${withoutTrailingSlashes(prefix)} back${reason}${grace}: ` +
+      'stop the work; the slot is given back when it settles, and taken by force after the grace',
+  )
+}
+
 /** A resolved promise, shared: what a pool method answers when there is nothing to wait for. */
 const SETTLED = Promise.resolve()
 
 /** A running job's slot: one object per job, its `done` on the prototype. */
 class PoolSlot implements JobSlot {
   readonly guard: SlotGuard
-  onLost: ((error: SemaphoreError) => void) | undefined = undefined
+  onStop: ((error: SemaphoreError) => void) | undefined = undefined
 
   constructor(
     private readonly pool: SlotPool,

@@ -130,7 +130,7 @@ class SlotJob<T> implements PoolJob {
       return
     }
     const controller = (this.controller = new AbortController())
-    slot.onLost = (error) => {
+    slot.onStop = (error) => {
       if (!controller.signal.aborted) controller.abort(error)
     }
     new Promise<T>((settle) => settle(this.work(controller.signal, slot.guard))).then(

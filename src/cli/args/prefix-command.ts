@@ -28,7 +28,12 @@ const ownFlags: Readonly<Record<PrefixCommandName, OptionSpec>> = {
   status: { json: { type: 'boolean' } },
   watch: {},
   'set-limit': { json: { type: 'boolean' }, 'dry-run': { type: 'boolean' } },
-  evict: { session: { type: 'string' }, json: { type: 'boolean' } },
+  evict: {
+    session: { type: 'string' },
+    grace: { type: 'string' },
+    reason: { type: 'string' },
+    json: { type: 'boolean' },
+  },
   drain: { lift: { type: 'boolean' }, json: { type: 'boolean' } },
 }
 

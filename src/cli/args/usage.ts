@@ -169,10 +169,13 @@ Exit status: 0 written (or the limit was already <n>, or shown with --dry-run); 
 (never written over), Consul unreachable or refusing.
 `
 
-export const evictUsage = `Usage: rxsem evict --prefix <p> --session <id> [--json] [flags]
+export const evictUsage = `Usage: rxsem evict --prefix <p> --session <id> [--grace <d>] [--json] [flags]
 
 Takes the holder whose session is <id> out of the semaphore (or \`consul lock\` leader lock) at
-<p>, and destroys its session. For a semaphore, one check-and-set of <p>/.lock removes the
+<p>, and destroys its session. With --grace, it asks first: the holder sees the request (a
+contender of this library: \`rxsem run\` stops its command, \`withSlot\` aborts its work's
+signal) and may give its slot back within <d>; only a holder still there when the grace ends
+is taken out by force (\`consul lock\` cannot see the request, and always is). For a semaphore, one check-and-set of <p>/.lock removes the
 session from its holders (keeping the others, so no acquisition or release in between is lost),
 then the session is destroyed, which deletes its contender key. For a leader lock, destroying
 the session releases <p>/.lock; the next leader takes it after the session's lock-delay.
@@ -190,9 +193,12 @@ Flags:
   --session <id>   the session id of the holder to evict: in full, or its start (such as
                    the 8 characters rxsem run and rxsem watch print; 4 at least) when no
                    other session of <p> starts the same way
+  --grace <d>      ask the holder to give its slot back, and force only after <d>
+                   (e.g. 30s; up to 24h; default 0: force at once)
+  --reason <text>  why, shown to the holder with the request
   --json           print one JSON object instead of text:
-                   {"prefix","session","lock","floor"} (lock is "semaphore" or "leader";
-                   floor is a decimal string)
+                   {"prefix","session","lock","how","floor"} (lock is "semaphore" or
+                   "leader"; how is "forced" or "given-back"; floor is a decimal string)
   -h, --help       show this help
 
 ${consulFlagHelp}

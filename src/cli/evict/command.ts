@@ -5,7 +5,8 @@
 import { createConsulClient } from '../../consul/client.js'
 import { evict, type Eviction } from '../../operator/evict.js'
 import { consulConfigFrom } from '../args/consul-flags.js'
-import { stringFlag } from '../args/flag-values.js'
+import { durationFlag, stringFlag } from '../args/flag-values.js'
+import { formatGoDuration } from '../../consul/durations.js'
 import { UsageError } from '../args/parse-flags.js'
 import { readPrefixCommand } from '../args/prefix-command.js'
 import { evictUsage } from '../args/usage.js'
@@ -39,9 +40,16 @@ export async function evictCommand(argv: readonly string[]): Promise<number> {
       'evict',
     )
   }
+  const grace = durationFlag(values, 'grace', 'evict')
+  const reason = stringFlag(values, 'reason')
   const client = createConsulClient(consulConfigFrom(values))
   try {
-    const eviction = await evict({ prefix, session, consul: client })
+    if (grace !== undefined && grace > 0 && values['json'] !== true) {
+      process.stderr.write(
+        `${prefix}: asked session ${session} to give its slot back within ${formatGoDuration(grace)}...\n`,
+      )
+    }
+    const eviction = await evict({ prefix, session, grace, reason, consul: client })
     process.stdout.write(
       values['json'] === true ? `${JSON.stringify(eviction)}\n` : describeEviction(eviction),
     )
@@ -55,15 +63,19 @@ export async function evictCommand(argv: readonly string[]): Promise<number> {
  * What the eviction did, for people.
  *
  * @example
- * describeEviction({ prefix: 'jobs', session: '4ca8…', lock: 'semaphore', floor: 120n })
+ * describeEviction({ prefix: 'jobs', session: '4ca8…', lock: 'semaphore', how: 'forced', floor: 120n })
  */
-export function describeEviction({ prefix, session, lock, floor }: Eviction): string {
-  const how =
-    lock === 'semaphore'
-      ? `taken out of ${prefix}/.lock's holders, its session destroyed`
-      : `its session destroyed, which released the leader lock ${prefix}/.lock`
+export function describeEviction({ prefix, session, lock, how, floor }: Eviction): string {
+  const done =
+    how === 'given-back'
+      ? lock === 'semaphore'
+        ? 'it gave its slot back when asked; nothing was forced'
+        : 'it stepped down when asked; nothing was forced'
+      : lock === 'semaphore'
+        ? `taken out of ${prefix}/.lock's holders, its session destroyed`
+        : `its session destroyed, which released the leader lock ${prefix}/.lock`
   return [
-    `${prefix}: evicted session ${session} (${how}).`,
+    `${prefix}: evicted session ${session} (${done}).`,
     `fencing-token floor ${floor}: the evicted holder's fencing token is below it, every later`,
     "holder's is above it; a guarded resource can refuse tokens below it from now on.",
     '',

@@ -4,6 +4,7 @@
  * ```
  * check options ─► check Consul ─► contend ──held──► start command ──ends──► release ─► its status
  *      │ 1              │ 1           │ 1 error              ├─ slot lost ─► stop group ─► 75
+ *                                   │                      ├─ revoke asked ─► stop group ─► release ─► 75
  *                                   │ 124 timeout          ├─ SIGINT/TERM/HUP ─► stop group ─► 130/143/129
  *                                   └ 130/143/129 signal   └─ watchdog killed ─► stop group ─► 71
  * ```
@@ -30,7 +31,7 @@ import {
 } from '../report.js'
 import { planRun, type RunPlan } from './plan.js'
 import { StopSignals } from './phases.js'
-import { states, slotLost, waitForSlot } from './phases.js'
+import { revokeRequested, states, slotLost, waitForSlot } from './phases.js'
 import { describeTransition } from './transitions.js'
 import { runUsage } from '../args/usage.js'
 import { describeAddress, startHealthServer, type HealthServer } from './health-server.js'
@@ -220,11 +221,13 @@ async function runGuarded(
     type Running =
       | { readonly type: 'exited'; readonly exit: ChildExit }
       | { readonly type: 'lost'; readonly why: string }
+      | { readonly type: 'revoked'; readonly why: string }
       | { readonly type: 'signal'; readonly signal: NodeJS.Signals }
       | { readonly type: 'watchdog'; readonly end: WatchdogEnd }
     const running: Observable<Running> = merge(
       from(child.exited).pipe(map((exit): Running => ({ type: 'exited', exit }))),
       slotLost(state$).pipe(map((why): Running => ({ type: 'lost', why }))),
+      revokeRequested(state$).pipe(map((why): Running => ({ type: 'revoked', why }))),
       signals.received.pipe(map((signal): Running => ({ type: 'signal', signal }))),
       from(watchdog.ended).pipe(map((end): Running => ({ type: 'watchdog', end }))),
     )
@@ -280,6 +283,19 @@ async function runGuarded(
           ])
           await watchdog.finish()
           report.detail(`command ended (${describeExit(exit)}) after the slot was lost`)
+          return ExitCode.SlotLost
+        }
+        case 'revoked': {
+          // Still held: the command stops first, then the slot goes back, as after a signal.
+          report.info(
+            `${outcome.why}; stopping the command: SIGTERM to its process group, SIGKILL after ` +
+              `${plan.graceMs} ms, then giving the slot back`,
+          )
+          const exit = await child.stop('SIGTERM', plan.graceMs)
+          guarding = false
+          await watchdog.finish()
+          report.detail(`command ended (${describeExit(exit)}); giving the slot back`)
+          await release(contender, report)
           return ExitCode.SlotLost
         }
         case 'signal': {

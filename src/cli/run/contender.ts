@@ -111,6 +111,7 @@ export function asSemaphoreState(state: LeaderElectionState): SemaphoreState {
     connected: state.connected,
     leaseDeadline: state.leaseDeadline,
     ...(state.lastError === undefined ? {} : { lastError: state.lastError }),
+    ...(state.revokeRequested === undefined ? {} : { revokeRequested: state.revokeRequested }),
   }
 }
 

@@ -23,6 +23,7 @@ import {
 import type { SemaphoreState } from '../../recipes/semaphore.js'
 import { tryOnceVerdictOf, type CliContender } from './contender.js'
 import { describeError } from '../report.js'
+import { formatGoDuration } from '../../consul/durations.js'
 
 /**
  * The contender's states, subscribed once for the whole run and replayed (last state, error,
@@ -138,6 +139,24 @@ export function slotLost(state$: Observable<SemaphoreState>): Observable<string>
     endWith('the contender ended'),
     catchError((error: unknown) => of(describeError(error))),
     first(),
+  )
+}
+
+/**
+ * Emits once, with what the request says, when someone asks the holder to give its slot back
+ * (`rxsem evict --grace`) while it holds.
+ */
+export function revokeRequested(state$: Observable<SemaphoreState>): Observable<string> {
+  return state$.pipe(
+    filter((state) => state.holding && state.revokeRequested !== undefined),
+    map(({ revokeRequested: request }) => {
+      const why = request?.reason === undefined ? '' : `: ${request.reason}`
+      const grace =
+        request?.graceMs === undefined ? '' : `, within ${formatGoDuration(request.graceMs)}`
+      return `asked to give the slot back${grace}${why}`
+    }),
+    first(),
+    catchError(() => EMPTY),
   )
 }
 

@@ -3,6 +3,9 @@ import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import type { DecideStep } from '../contender/contender-state-model.js'
 import type { Decision, SemaphoreView } from '../events.js'
 import { lockKey } from '../keys/lock-key.js'
+import { revokeKey } from '../keys/revoke-key.js'
+import { readRevokeRequest } from '../revoke/revoke-request.js'
+import { heldDecision } from '../semaphore/decide-in-view.js'
 
 /**
  * Who holds a single-key lock: the session on `<prefix>/.lock` and the key's value.
@@ -70,7 +73,8 @@ export function readLeaderKey(snapshot: KVSnapshot, prefix: string): Leader | nu
  * single-key algorithm of Consul's Go `Lock` (`api/lock.go`, and so `consul lock` without `-n`)
  * and of a post on Go job servers with Consul locks, as a pure function.
  *
- * - `Held`: the key's session is this one.
+ * - `Held`: the key's session is this one (with the revoke request, if `<prefix>/.revoke/<session>`
+ *   asks it to give the lock back).
  * - `TryAcquire`: the key is missing or nobody holds it: acquire it with this session (txn `lock`,
  *   i.e. `?acquire=<session>`), `body` (this contender's value) and LOCK_FLAGS. `cas` is not used
  *   by the acquisition (the session, not an index, serialises writers); it carries the key's
@@ -125,7 +129,10 @@ export function decideLeaderKey(snapshot: KVSnapshot, options: DecideLeaderKeyOp
     sharedHolders: [],
     nextTurn: undefined,
   }
-  if (holder === session) return { type: 'Held', view }
+  if (holder === session) {
+    const revoke = revokeEntryOf(snapshot, prefix, session)
+    return heldDecision(view, undefined, revoke && readRevokeRequest(revoke))
+  }
   if (holder !== undefined) return { type: 'Wait', view, rank: undefined, freeSlots: 0 }
   const body = typeof options.value === 'string' ? utf8.encode(options.value) : options.value
   return { type: 'TryAcquire', view, body, cas: view.lockIndex }
@@ -142,6 +149,12 @@ export function decideLeaderKey(snapshot: KVSnapshot, options: DecideLeaderKeyOp
 export function leaderKeyDecider(value: Uint8Array | string): DecideStep {
   return (snapshot, options) =>
     decideLeaderKey(snapshot, { prefix: options.prefix, session: options.session, value })
+}
+
+/** The revoke key of `session` in the snapshot (`evict` with a grace), if any. */
+function revokeEntryOf(snapshot: KVSnapshot, prefix: string, session: string): KVEntry | undefined {
+  const key = revokeKey(prefix, session)
+  return snapshot.entries.find((entry) => entry.key === key)
 }
 
 function leaderKeyEntryOf(snapshot: KVSnapshot, prefix: string): KVEntry | undefined {

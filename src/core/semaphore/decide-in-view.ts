@@ -1,5 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
-import type { Decision, PrefixProblem } from '../events.js'
+import type { Decision, PrefixProblem, SemaphoreView } from '../events.js'
+import { readRevokeRequest, type RevokeRequest } from '../revoke/revoke-request.js'
 import { estimatedWaitMs } from './hand-overs.js'
 import { encodeLockBody } from '../lock-body/encode-lock-body.js'
 import type { PrefixView } from './prefix-view.js'
@@ -49,11 +50,11 @@ export function decideInView(
   handOverMs?: number,
 ): Decision {
   if (E.isLeft(shared)) return shared.left
-  const { view, holders, contenders, ranks, acquired } = shared.right
+  const { view, holders, contenders, ranks, acquired, revokes } = shared.right
   const { session } = options
   if (holders.has(session)) {
-    const acquiredAt = acquired.get(session)
-    return acquiredAt === undefined ? { type: 'Held', view } : { type: 'Held', view, acquiredAt }
+    const revoke = revokes.get(session)
+    return heldDecision(view, acquired.get(session), revoke && readRevokeRequest(revoke))
   }
   // A `.lock` whose limit an operator changed keeps its holders (as Go's holders keep theirs); a
   // contender that does not follow the limit only refuses to join or take a slot.
@@ -74,4 +75,20 @@ export function decideInView(
   return handOverMs === undefined || rank === undefined
     ? { type: 'Wait', view, rank, freeSlots }
     : { type: 'Wait', view, rank, freeSlots, estimatedWaitMs: estimatedWaitMs(rank, handOverMs) }
+}
+
+/**
+ * A `Held` decision, with only the fields that have a value (a holder's decision is made on every
+ * snapshot: most carry no revoke request).
+ *
+ * @example
+ * heldDecision(view, 812n, undefined) // { type: 'Held', view, acquiredAt: 812n }
+ */
+export function heldDecision(
+  view: SemaphoreView,
+  acquiredAt: bigint | undefined,
+  revokeRequested: RevokeRequest | undefined,
+): Decision {
+  if (revokeRequested !== undefined) return { type: 'Held', view, acquiredAt, revokeRequested }
+  return acquiredAt === undefined ? { type: 'Held', view } : { type: 'Held', view, acquiredAt }
 }

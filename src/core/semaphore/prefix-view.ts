@@ -4,6 +4,7 @@ import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import type { PrefixProblem, RankedContender, SemaphoreView } from '../events.js'
 import { directChildParent } from '../keys/direct-child.js'
 import { LOCK_KEY_NAME, lockKey } from '../keys/lock-key.js'
+import { revokeKey } from '../keys/revoke-key.js'
 import { readLockBody } from '../lock-body/read-lock-body.js'
 import { unjudgedHolders } from './own-writes.js'
 import { pruneHolders } from './prune-holders.js'
@@ -31,6 +32,8 @@ export interface PrefixView {
   readonly ranks: ReadonlyMap<string, number>
   /** Holders whose key the write that made them holders rewrote: its index (HOLDER_FLAGS). */
   readonly acquired: ReadonlyMap<string, bigint>
+  /** The revoke keys `<prefix>/.revoke/<session>` of the listing, by the session they name. */
+  readonly revokes: ReadonlyMap<string, KVEntry>
   /**
    * `.lock` states another limit than the contender's own, which does not follow it: the
    * contender may keep a slot it holds (and give it back), but may not join, take or hand one on.
@@ -101,7 +104,7 @@ export function prefixView(
       ? undefined
       : { type: 'LimitConflict', key, lockLimit: record.limit, localLimit: limit }
 
-  const { live, keys, contenders, acquired } = ownKeys(snapshot, prefix)
+  const { live, keys, contenders, acquired, revokes } = ownKeys(snapshot, prefix)
   // A `.lock` newer than the listing (`freshestPrefix`) may list holders whose keys are newer too.
   const pruned = pruneHolders(record?.holders ?? [], live, unjudgedHolders(snapshot))
   const holders = new Set(pruned.liveHolders)
@@ -129,13 +132,13 @@ export function prefixView(
   }
   const ranks = new Map<string, number>()
   for (const contender of view.waiting) ranks.set(contender.session, contender.rank)
-  return E.right({ view, holders, ranks, limitConflict, contenders, acquired })
+  return E.right({ view, holders, ranks, limitConflict, contenders, acquired, revokes })
 }
 
 /**
  * In one pass over the listing: the sessions that lock some key (`liveSessions`), the contender
- * keys locked by their own session (whether it holds a slot or waits), their sessions, and those
- * of them whose key the write that made them holders rewrote. A contender key is told by its
+ * keys locked by their own session (whether it holds a slot or waits), their sessions, those
+ * of them whose key the write that made them holders rewrote, and the revoke requests. A contender key is told by its
  * length and ends (`<prefix>/<its session>`), without cutting a name out of each key, and the
  * live sessions are the contenders' set and a set of the few others rather than one more set of
  * every session.
@@ -143,7 +146,7 @@ export function prefixView(
 function ownKeys(
   snapshot: KVSnapshot,
   prefix: string,
-): Pick<PrefixView, 'contenders' | 'acquired'> & {
+): Pick<PrefixView, 'contenders' | 'acquired' | 'revokes'> & {
   readonly live: LiveSessions
   readonly keys: readonly KVEntry[]
 } {
@@ -153,7 +156,14 @@ function ownKeys(
   const keys: KVEntry[] = []
   const contenders = new Set<string>()
   const acquired = new Map<string, bigint>()
+  const revokeDir = revokeKey(parent, '')
+  const revokeStart = revokeDir.length + 1
+  let revokes: Map<string, KVEntry> | undefined
   for (const entry of snapshot.entries) {
+    if (entry.key.length > revokeStart && entry.key.startsWith(revokeDir)) {
+      const name = revokedSession(entry.key, revokeStart)
+      if (name !== undefined) (revokes ??= new Map()).set(name, entry)
+    }
     const session = entry.session
     if (session === undefined || session === '') continue
     if (!isOwnKey(entry.key, session, parent, start)) {
@@ -165,7 +175,16 @@ function ownKeys(
     if (entry.flags === HOLDER_FLAGS) acquired.set(session, entry.modifyIndex)
   }
   const live = { has: (session: string) => contenders.has(session) || others.has(session) }
-  return { live, keys, contenders, acquired }
+  return { live, keys, contenders, acquired, revokes: revokes ?? NO_REVOKES }
+}
+
+const NO_REVOKES: ReadonlyMap<string, KVEntry> = new Map()
+
+/** The session a key under `<prefix>/.revoke/` names, when it is a direct child of that folder. */
+function revokedSession(key: string, start: number): string | undefined {
+  return key.charCodeAt(start - 1) === SLASH && key.indexOf('/', start) < 0
+    ? key.slice(start)
+    : undefined
 }
 
 /** The sessions that lock some key of the listing. */

@@ -1,4 +1,6 @@
+import { asyncScheduler, firstValueFrom, mergeMap } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
+import { fromCall, orThrow, retryTransient } from '../effects/call-policy.js'
 import type { KVEntry } from '../base/kv-snapshot.js'
 import { lockKey } from '../core/keys/lock-key.js'
 import { releaseFromLockBody } from '../core/lock-body/release-from-lock-body.js'
@@ -250,12 +252,7 @@ function evicted(eviction: Eviction): Forced {
   return { type: 'evicted', eviction: serializable(eviction) }
 }
 
-function given(
-  prefix: string,
-  session: string,
-  lock: Eviction['lock'],
-  floor: bigint,
-): Eviction {
+function given(prefix: string, session: string, lock: Eviction['lock'], floor: bigint): Eviction {
   return serializable({ prefix, session, lock, how: 'given-back' as const, floor })
 }
 
@@ -271,7 +268,10 @@ function readHolder(
   session: string,
 ):
   | { readonly kind: 'leader' }
-  | { readonly kind: 'semaphore'; readonly release: { readonly body: Uint8Array; readonly cas: bigint } }
+  | {
+      readonly kind: 'semaphore'
+      readonly release: { readonly body: Uint8Array; readonly cas: bigint }
+    }
   | undefined {
   if (entry !== null && (entry.flags === LOCK_FLAGS || entry.session === session)) {
     return entry.session === session ? { kind: 'leader' } : undefined
@@ -301,7 +301,10 @@ async function requestRevoke(
   session: string,
   request: RevokeRequest,
 ): Promise<Requester> {
-  const ttlMs = Math.min(MAX_GRACE_MS, Math.max(MIN_SESSION_TTL_MS, request.graceMs ?? 0) + REQUEST_TTL_MARGIN_MS)
+  const ttlMs = Math.min(
+    MAX_GRACE_MS,
+    Math.max(MIN_SESSION_TTL_MS, request.graceMs ?? 0) + REQUEST_TTL_MARGIN_MS,
+  )
   const requester = await calls.call((s) =>
     client.session.create({
       name: `rxsem evict: revoke request for ${session}`,
@@ -332,10 +335,14 @@ const REQUEST_TTL_MARGIN_MS = 60_000
 
 /**
  * Withdraws a revoke request: destroys its session, which deletes the request (behavior
- * 'delete'). Runs after an abort too, so it takes no signal; a failure is left to the TTL.
+ * 'delete'). Runs after an abort too, so it takes no signal; a transient failure is retried a few
+ * times, and one that lasts is left to the session's TTL.
  */
 async function withdraw(client: ConsulClient, requester: Requester): Promise<void> {
-  await client.session.destroy(requester.session)().catch(() => undefined)
+  const destroyed = fromCall((signal) => client.session.destroy(requester.session, { signal }))
+  await firstValueFrom(destroyed.pipe(mergeMap(orThrow), retryTransient(asyncScheduler))).catch(
+    () => undefined,
+  )
 }
 
 /**

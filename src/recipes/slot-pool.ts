@@ -241,7 +241,8 @@ export class SlotPool {
     const job = worker.job
     if (job !== undefined) {
       // Lost under the job (not the renewal after it, which runs only once the job is over).
-      if (!state.holding) job.onStop?.(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
+      if (!state.holding)
+        job.onStop?.(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
       else if (state.revokeRequested !== undefined) {
         job.onStop?.(revokeRequestedError(this.prefix, state.revokeRequested))
       }
@@ -296,8 +297,7 @@ export class SlotPool {
  */
 export function revokeRequestedError(prefix: string, request: RevokeRequest): SemaphoreError {
   const reason = request.reason === undefined ? '' : ` (${request.reason})`
-  const grace =
-    request.graceMs === undefined ? '' : ` within ${formatGoDuration(request.graceMs)}`
+  const grace = request.graceMs === undefined ? '' : ` within ${formatGoDuration(request.graceMs)}`
   return new SemaphoreError(
     'RevokeRequested',
     `the holder was asked to give its slot of ${withoutTrailingSlashes(prefix)} back${reason}${grace}: ` +

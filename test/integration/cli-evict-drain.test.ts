@@ -99,7 +99,7 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     const json = await cli(['evict', '--prefix', prefix, '--session', holder, '--json'])
     assert.equal(json.code, 0, json.stderr)
     const said = JSON.parse(json.stdout) as Record<string, unknown>
-    assert.deepEqual(Object.keys(said).sort(), ['floor', 'lock', 'prefix', 'session'])
+    assert.deepEqual(Object.keys(said).sort(), ['floor', 'how', 'lock', 'prefix', 'session'])
     assert.equal(said['session'], holder)
     assert.equal(said['lock'], 'semaphore')
     assert.match(String(said['floor']), /^\d+$/)
@@ -108,6 +108,54 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     const usage = await cli(['evict', '--prefix', prefix])
     assert.equal(usage.code, 1)
     assert.match(usage.stderr, /--session is required/)
+  })
+
+  it('with --grace, asks first: rxsem run stops its command and gives the slot back, nothing is forced', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'cli-evict-grace')
+    const first = run(
+      t,
+      prefix,
+      'first',
+      'trap "echo stopping; exit 0" TERM; echo started; sleep 300 & wait',
+    )
+    const shown = await until('the first holding', prefix, (s) => s.holders.length === 1)
+    const session = shown.holders[0]?.session ?? ''
+    await eventually(
+      'its command running',
+      () => (first.stdout().includes('started') ? true : undefined),
+      CLI_START_MS,
+    )
+
+    const evicted = await cli([
+      'evict',
+      '--prefix',
+      prefix,
+      '--session',
+      session,
+      '--grace',
+      '60s',
+      '--reason',
+      'deploy',
+    ])
+    assert.equal(evicted.code, 0, evicted.stderr)
+    assert.match(
+      evicted.stderr,
+      new RegExp(`asked session ${session} to give its slot back within 60s`),
+    )
+    assert.match(
+      evicted.stdout,
+      new RegExp(
+        `^${prefix}: evicted session ${session} \\(it gave its slot back when asked; nothing was forced\\)`,
+      ),
+    )
+    assert.equal(await first.exited, 75, 'rxsem run stopped its command, then gave the slot back')
+    assert.match(first.stdout(), /stopping/, 'the command got SIGTERM')
+    assert.match(first.stderr(), /asked to give the slot back, within 60s: deploy/)
+    assert.deepEqual(
+      (await listPrefix(agent.url, prefix)).filter((e) => e.Key.includes('/.revoke/')),
+      [],
+      'the request is withdrawn',
+    )
   })
 
   it('evicts by the 8 characters rxsem watch prints; refuses a start no session has, naming the sessions', async (t) => {

@@ -91,7 +91,8 @@ function decodeValue(value: Uint8Array | null): RevokeRequest {
   if (E.isLeft(body)) return NO_DETAILS
   const { graceMs, reason } = body.right
   return {
-    graceMs: graceMs !== undefined && Number.isFinite(graceMs) && graceMs >= 0 ? graceMs : undefined,
+    graceMs:
+      graceMs !== undefined && Number.isFinite(graceMs) && graceMs >= 0 ? graceMs : undefined,
     reason,
   }
 }
@@ -106,5 +107,10 @@ export function sameRevokeRequest(
   a: RevokeRequest | undefined,
   b: RevokeRequest | undefined,
 ): boolean {
-  return a === b || (a?.graceMs === b?.graceMs && a?.reason === b?.reason && (a === undefined) === (b === undefined))
+  return (
+    a === b ||
+    (a?.graceMs === b?.graceMs &&
+      a?.reason === b?.reason &&
+      (a === undefined) === (b === undefined))
+  )
 }

@@ -41,6 +41,7 @@ export type {
 } from './telemetry/telemetry-options.js'
 export type { RankedContender, TransitionReason } from './core/events.js'
 export type { Leader } from './core/leader-key/decide-leader-key.js'
+export type { RevokeRequest } from './core/revoke/revoke-request.js'
 export { SemaphoreError, type SemaphoreErrorKind } from './base/semaphore-error.js'
 
 // One-shot, Promise and per-task forms.

@@ -68,6 +68,7 @@ const TYPES = [
   'EvictOptions',
   'Eviction',
   'LiftDrainOptions',
+  'RevokeRequest',
   // Checking an agent, a token and a prefix.
   'DoctorCheck',
   'DoctorFinding',

@@ -61,7 +61,9 @@ describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS 
         }),
     )
     // A second job of the same process waits: it must still run once the slot went back.
-    const second = withSlot({ prefix, limit: 1, consul: agent.client }, async () => 'second ran')
+    const second = withSlot({ prefix, limit: 1, consul: agent.client }, () =>
+      Promise.resolve('second ran'),
+    )
 
     const eviction = await evict({
       prefix,
@@ -86,7 +88,9 @@ describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS 
     const done = new Promise<void>((resolve) => (finish = resolve))
     onEnd(t, () => finish())
     const job = await holdingJob(prefix, async (signal) => {
-      signal.addEventListener('abort', () => (signalled ??= signal.reason))
+      signal.addEventListener('abort', () => {
+        signalled ??= signal.reason as unknown
+      })
       await done
       return 'ignored'
     })

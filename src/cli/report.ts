@@ -13,6 +13,8 @@ import { flagOfSetting } from './args/consul-flags.js'
 import { UsageError } from './args/parse-flags.js'
 import { WatchdogError } from './run/watchdog.js'
 import { sentences } from '../base/sentences.js'
+import type { RevokeRequest } from '../core/revoke/revoke-request.js'
+import { formatGoDuration } from '../consul/durations.js'
 
 /**
  * The exit statuses of `rxsem`. They follow the conventions scripts already test for: 124 is
@@ -84,6 +86,18 @@ export function createReporter(
     info: verbosity === 'quiet' ? nothing : say,
     detail: verbosity === 'verbose' ? say : nothing,
   }
+}
+
+/**
+ * A revoke request, for people: `asked to give the slot back within 30s: deploy`.
+ *
+ * @example
+ * askedToGiveBack({ graceMs: 30_000, reason: 'deploy' }) // 'asked to give the slot back within 30s: deploy'
+ */
+export function askedToGiveBack(request: RevokeRequest): string {
+  const grace = request.graceMs === undefined ? '' : ` within ${formatGoDuration(request.graceMs)}`
+  const why = request.reason === undefined ? '' : `: ${request.reason}`
+  return `asked to give the slot back${grace}${why}`
 }
 
 /** `42s`, `3m05s`, `2h07m`: how long a slot has been held. */

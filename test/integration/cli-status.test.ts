@@ -130,6 +130,24 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       (seen.waiting ?? []).map(({ rank, name }) => ({ rank, name })),
       [{ rank: 0, name: consulName }],
     )
+    assert.deepEqual(
+      seen.holders.map((h) => h.revoke),
+      [null, null],
+    )
+    // A request that one holder give its slot back, as `rxsem evict --grace` writes it.
+    const asked = seen.holders[1]?.session ?? ''
+    const request = JSON.stringify({ graceMs: 30_000, reason: 'maintenance' })
+    assert.equal(await putRaw(consul.url, `${prefix}/.revoke/${asked}`, request, ''), true)
+    const shown = await status(prefix)
+    assert.deepEqual(
+      shown.holders.map((h) => (h.session === asked ? h.revoke : null)),
+      [null, { graceMs: 30_000, reason: 'maintenance' }],
+    )
+    const text = await runCli(['status', '--prefix', prefix], { addr: consul.addr })
+    assert.match(
+      text.stdout,
+      new RegExp(`${asked} {2}alive.*\n {4}asked to give the slot back within 30s: maintenance\n`),
+    )
     await stopAllConsulLocks(locks)
   })
 
@@ -221,8 +239,8 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       const guide = await status(prefix)
       assert.equal(guide.shape, 'guide-list')
       assert.deepEqual(guide.holders, [
-        { session: live, alive: true, value: 'live-value', name: `live ${prefix}` },
-        { session: dead, alive: false, value: null, name: null },
+        { session: live, alive: true, value: 'live-value', name: `live ${prefix}`, revoke: null },
+        { session: dead, alive: false, value: null, name: null, revoke: null },
       ])
       await putRaw(
         consul.url,

@@ -132,8 +132,14 @@ describe('watch frame', () => {
         limit: 2,
         shape: 'go-map',
         holders: [
-          { session: '1'.repeat(36), alive: true, value: 'v'.repeat(60), name: 'n'.repeat(90) },
-          { session: '2'.repeat(36), alive: false, value: null, name: null },
+          {
+            session: '1'.repeat(36),
+            alive: true,
+            value: 'v'.repeat(60),
+            name: 'n'.repeat(90),
+            revoke: { graceMs: 30_000, reason: 'r'.repeat(90) },
+          },
+          { session: '2'.repeat(36), alive: false, value: null, name: null, revoke: null },
         ],
         waiting: [{ session: '3'.repeat(36), rank: 0, value: null, name: 'w'.repeat(90) }],
       },
@@ -147,6 +153,12 @@ describe('watch frame', () => {
     )
     assert.ok(lines.some((line) => line.startsWith('11111111  ') && line.includes('1m15s')))
     assert.ok(lines.some((line) => line.startsWith('22222222  DEAD')))
+    assert.ok(
+      lines.some((line) =>
+        line.startsWith(' '.repeat(10) + 'asked to give the slot back within 30s: rrr'),
+      ),
+      'the request under its holder',
+    )
   })
 })
 

@@ -87,7 +87,7 @@ describe('rxsem watch times', () => {
       prefix: 'p',
       limit: 2,
       shape: 'go-map',
-      holders: [{ session: session('1'), alive: true, value: 'v', name: 'n' }],
+      holders: [{ session: session('1'), alive: true, value: 'v', name: 'n', revoke: null }],
       waiting: [],
     },
     problem: undefined,

@@ -22,8 +22,7 @@ import {
 } from 'rxjs'
 import type { SemaphoreState } from '../../recipes/semaphore.js'
 import { tryOnceVerdictOf, type CliContender } from './contender.js'
-import { describeError } from '../report.js'
-import { formatGoDuration } from '../../consul/durations.js'
+import { askedToGiveBack, describeError } from '../report.js'
 
 /**
  * The contender's states, subscribed once for the whole run and replayed (last state, error,
@@ -148,13 +147,9 @@ export function slotLost(state$: Observable<SemaphoreState>): Observable<string>
  */
 export function revokeRequested(state$: Observable<SemaphoreState>): Observable<string> {
   return state$.pipe(
-    filter((state) => state.holding && state.revokeRequested !== undefined),
-    map(({ revokeRequested: request }) => {
-      const why = request?.reason === undefined ? '' : `: ${request.reason}`
-      const grace =
-        request?.graceMs === undefined ? '' : `, within ${formatGoDuration(request.graceMs)}`
-      return `asked to give the slot back${grace}${why}`
-    }),
+    mergeMap(({ holding, revokeRequested: request }) =>
+      holding && request !== undefined ? of(askedToGiveBack(request)) : EMPTY,
+    ),
     first(),
     catchError(() => EMPTY),
   )

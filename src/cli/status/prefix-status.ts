@@ -11,6 +11,8 @@ import { decodeLockBody } from '../../core/lock-body/decode-lock-body.js'
 import type { LockBodyShape, PrefixProblem } from '../../core/events.js'
 import { liveSessions } from '../../core/semaphore/live-sessions.js'
 import { lockKey } from '../../core/keys/lock-key.js'
+import { revokeKey } from '../../core/keys/revoke-key.js'
+import { readRevokeRequest, type RevokeRequest } from '../../core/revoke/revoke-request.js'
 import { pruneHolders } from '../../core/semaphore/prune-holders.js'
 import { readLockBody } from '../../core/lock-body/read-lock-body.js'
 import { waitingContenders } from '../../core/semaphore/waiting-contenders.js'
@@ -25,6 +27,8 @@ export interface HolderStatus {
   readonly value: string | null
   /** The session's name (`session.info`), null when unknown. */
   readonly name: string | null
+  /** A request that it give its slot back (`rxsem evict --grace`), while one is there; else null. */
+  readonly revoke: RevokeRequest | null
 }
 
 export interface WaiterStatus {
@@ -81,13 +85,19 @@ export function prefixStatus(
   const key = lockKey(prefix)
   const byKey = new Map(snapshot.entries.map((entry) => [entry.key, entry]))
   const lockEntry = byKey.get(key)
+  const revokeOf = (session: string): RevokeRequest | null => {
+    const request = byKey.get(revokeKey(prefix, session))
+    return request === undefined ? null : readRevokeRequest(request)
+  }
 
   if (lockEntry?.flags === LOCK_FLAGS) {
     if (expectedLimit !== undefined && expectedLimit !== 1) {
       return E.left({ type: 'LimitConflict', key, lockLimit: 1, localLimit: expectedLimit })
     }
     const session = lockEntry.session
-    const holders = session ? [{ session, alive: true, value: text(lockEntry), name: null }] : []
+    const holders = session
+      ? [{ session, alive: true, value: text(lockEntry), name: null, revoke: revokeOf(session) }]
+      : []
     return E.right({
       prefix,
       limit: 1,
@@ -113,6 +123,7 @@ export function prefixStatus(
     alive,
     value: text(byKey.get(contenderKey(prefix, session))),
     name: null,
+    revoke: revokeOf(session),
   })
   return E.right({
     prefix,

@@ -1,5 +1,6 @@
 /** `rxsem status` without `--json`: the same facts, for people. */
 import type { PrefixStatus } from './prefix-status.js'
+import { askedToGiveBack } from '../report.js'
 
 /** Why a leader that is gone may still be shown, and for how long (a crash releases nothing). */
 const LEADER_NOTE = [
@@ -32,6 +33,7 @@ export function formatStatus(status: PrefixStatus): string {
     lines.push(
       `  ${h.session}  ${h.alive ? 'alive' : 'DEAD '}  value ${quoted(h.value)}  name ${quoted(h.name)}`,
     )
+    if (h.revoke !== null) lines.push(`    ${askedToGiveBack(h.revoke)}`)
   }
   if (status.shape === 'lock' && status.holders.length > 0) lines.push(...LEADER_NOTE)
   if (status.waiting === null) {

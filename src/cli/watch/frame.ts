@@ -5,7 +5,7 @@
  * the design width). Pure: the time and everything shown come in as arguments.
  */
 import type { HolderStatus, PrefixStatus } from '../status/prefix-status.js'
-import { heldFor, shortSession, waitFor } from '../report.js'
+import { askedToGiveBack, heldFor, shortSession, waitFor } from '../report.js'
 import {
   estimatedWaitMs,
   handOverIntervalMs,
@@ -131,7 +131,11 @@ export function renderFrame(
       ),
     )
     if (status.holders.length === 0) lines.push('(none)')
-    for (const holder of status.holders) lines.push(holderRow(holder, view.firstSeen, now, w))
+    for (const holder of status.holders) {
+      lines.push(holderRow(holder, view.firstSeen, now, w))
+      if (holder.revoke !== null)
+        lines.push(fit(`${' '.repeat(10)}${askedToGiveBack(holder.revoke)}`, w, false))
+    }
     lines.push(
       '',
       fit(

@@ -26,7 +26,13 @@ interface StatusJson {
   prefix: string
   limit: number | null
   shape: string | null
-  holders: { session: string; alive: boolean; value: string | null; name: string | null }[]
+  holders: {
+    session: string
+    alive: boolean
+    value: string | null
+    name: string | null
+    revoke: { graceMs?: number; reason?: string } | null
+  }[]
   waiting: { session: string; rank: number; value: string | null; name: string | null }[] | null
   waitingNote?: string
 }

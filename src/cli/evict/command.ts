@@ -51,7 +51,9 @@ export async function evictCommand(argv: readonly string[]): Promise<number> {
     }
     const eviction = await evict({ prefix, session, grace, reason, consul: client })
     process.stdout.write(
-      values['json'] === true ? `${JSON.stringify(eviction)}\n` : describeEviction(eviction),
+      values['json'] === true
+        ? `${JSON.stringify(eviction)}\n`
+        : describeEviction(eviction, grace !== undefined && grace > 0),
     )
     return ExitCode.Ok
   } finally {
@@ -60,20 +62,24 @@ export async function evictCommand(argv: readonly string[]): Promise<number> {
 }
 
 /**
- * What the eviction did, for people.
+ * What the eviction did, for people; `asked`: it was asked to give the slot back first (a grace).
  *
  * @example
  * describeEviction({ prefix: 'jobs', session: '4ca8…', lock: 'semaphore', how: 'forced', floor: 120n })
  */
-export function describeEviction({ prefix, session, lock, how, floor }: Eviction): string {
+export function describeEviction(
+  { prefix, session, lock, how, floor }: Eviction,
+  asked = false,
+): string {
+  const forced = asked ? 'not given back within the grace: ' : ''
   const done =
     how === 'given-back'
       ? lock === 'semaphore'
         ? 'it gave its slot back when asked; nothing was forced'
         : 'it stepped down when asked; nothing was forced'
       : lock === 'semaphore'
-        ? `taken out of ${prefix}/.lock's holders, its session destroyed`
-        : `its session destroyed, which released the leader lock ${prefix}/.lock`
+        ? `${forced}taken out of ${prefix}/.lock's holders, its session destroyed`
+        : `${forced}its session destroyed, which released the leader lock ${prefix}/.lock`
   return [
     `${prefix}: evicted session ${session} (${done}).`,
     `fencing-token floor ${floor}: the evicted holder's fencing token is below it, every later`,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { distinctUntilChanged, map } from 'rxjs'
+import { asyncScheduler, distinctUntilChanged, filter, map } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import type { KVEntry } from '../src/base/kv-snapshot.js'
 import { leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
@@ -8,8 +8,8 @@ import { revokeKey } from '../src/core/keys/revoke-key.js'
 import { encodeRevokeRequest } from '../src/core/revoke/revoke-request.js'
 import { toSemaphoreState } from '../src/recipes/semaphore.js'
 import { LOCK_FLAGS } from '../src/base/flags.js'
-import { contending } from './support/port.js'
-import { casOk, created, seen } from './support/events.js'
+import { contending, type Released } from './support/port.js'
+import { casOk, created, releaseRequested, seen } from './support/events.js'
 import { prefix } from './support/scenario.js'
 import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
 
@@ -109,6 +109,39 @@ describe('a holder sees a request to give its slot back', () => {
         distinctUntilChanged(),
       )
       expectObservable(states, '^ 100ms !').toBe('n 3ms r', { n: '-', r: 'step down' })
+    })
+  })
+})
+
+describe('a pool worker asked to give its slot back', () => {
+  it('should destroy its session when it closes, where it keeps one nobody asked about', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const keeps = (asked: boolean): Released[] => {
+        const released: Released[] = []
+        const snapshot = held(10n, ['me', 'other'], asked ? [request('me', 10n)] : [])
+        const states = cold('c h r', {
+          c: created('me', 10_000, 0),
+          h: seen(snapshot),
+          r: releaseRequested,
+        }).pipe(contending({ prefix, limit: 2, shelf: true, released }))
+        // The run ends at the close (frame 2): the release starts, and the states complete.
+        expectObservable(states.pipe(filter(() => false)), '^ 50ms !').toBe('--|')
+        return released
+      }
+      const plain = keeps(false)
+      const asked = keeps(true)
+      asyncScheduler.schedule(() => {
+        assert.deepEqual(
+          plain.map((r) => r.release.keep),
+          [true],
+          'kept on the shelf',
+        )
+        assert.deepEqual(
+          asked.map((r) => r.release.keep),
+          [false],
+          'destroyed',
+        )
+      }, 10)
     })
   })
 })

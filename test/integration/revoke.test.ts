@@ -78,6 +78,9 @@ describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS 
     assert.match(reason.message, /rolling restart/)
     assert.equal(await first.result, 'stopped')
     assert.equal(await second, 'second ran')
+    // The session the request named is destroyed, not kept for the pool's next worker.
+    const info = await fetch(`${agent.url}/v1/session/info/${first.session}`)
+    assert.deepEqual((await info.json()) ?? [], [], 'the asked session is gone')
     assert.deepEqual(await requests(prefix), [], 'the request is withdrawn')
   })
 

@@ -483,12 +483,15 @@ class LifeSteps {
   /**
    * Ends a run: its lease, watch and writes stop, and, when asked, it releases. Only a contender
    * that keeps its sessions on a shelf, closed, keeps it; a failed or stopped one destroys it, and
-   * an adopted session is its owner's.
+   * an adopted session is its owner's. A session asked to give its slot back is destroyed too:
+   * taken from the shelf, it would contend again under the name the request gives.
    */
   private endRun(life: Running | Closing, release: boolean): void {
     const { adoptedSession, shelf } = this.options
     const { run, state } = life
-    const keep = adoptedSession !== undefined ? 'adopted' : shelf && life.phase === 'closing'
+    const asked = state.decision?.type === 'Held' && state.decision.revokeRequested !== undefined
+    const keep =
+      adoptedSession !== undefined ? 'adopted' : shelf && life.phase === 'closing' && !asked
     this.commands.push({
       type: 'end-run',
       session: run.session,

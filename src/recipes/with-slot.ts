@@ -19,7 +19,10 @@ import {
 /**
  * Runs `work` while a slot of the semaphore is held, for callers who do not use RxJS: waits for a
  * slot, calls `work(signal, slot)`, aborts `signal` the moment the slot is lost (the work should
- * stop touching the guarded resource then), and releases the slot when `work` settles. `slot` is
+ * stop touching the guarded resource then), and releases the slot when `work` settles. `signal`
+ * also aborts, with SemaphoreError('RevokeRequested'), when someone asks the holder to give its
+ * slot back (`evict` with a grace): the slot is still held while the work stops, and given back
+ * when it settles, before the grace ends if the work stops in time. `slot` is
  * the contender's guard: `slot.isHolding()` or `slot.assertHolding()` right before each touch of
  * the resource (they read the wall clock, so they are right even after a pause that no timer has
  * noticed yet), and `slot.fencedTxn(ops)` for a Consul write that commits only while held.
@@ -44,7 +47,8 @@ import {
  * ```
  * @param options - The semaphore's options, as for `semaphore(...)`, and optionally
  *   `waitTimeout` and `signal`.
- * @param work - The guarded work; `signal` aborts with a SemaphoreError when the slot is lost,
+ * @param work - The guarded work; `signal` aborts with a SemaphoreError when the slot is lost
+ *   (`SlotLost`) or asked back (`RevokeRequested`),
  *   `slot` checks synchronously that it is still held and makes fenced writes.
  * @returns What `work` returned. Rejects with what `work` threw, or with the SemaphoreError that
  *   kept the slot from being held (`WaitTimeout` when `waitTimeout` ended the wait, `Aborted` when

@@ -150,7 +150,10 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
     assert.equal(await first.exited, 75, 'rxsem run stopped its command, then gave the slot back')
     assert.match(first.stdout(), /stopping/, 'the command got SIGTERM')
-    assert.match(first.stderr(), /asked to give the slot back within 60s: deploy; stopping the command/)
+    assert.match(
+      first.stderr(),
+      /asked to give the slot back within 60s: deploy; stopping the command/,
+    )
     assert.deepEqual(
       (await listPrefix(agent.url, prefix)).filter((e) => e.Key.includes('/.revoke/')),
       [],

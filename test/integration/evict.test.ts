@@ -13,7 +13,7 @@ import {
   SemaphoreError,
   type ConsulClient,
 } from '../../src/index.js'
-import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
+import { holdingConsulLock, startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
 import {
   createRawSession,
@@ -135,16 +135,7 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('takes a consul lock -n holder out: Go’s monitor stops its child and consul lock ends', async (t) => {
     const prefix = testPrefix(t, agent.url, 'evict-go')
-    const go = startConsulLock(agent.addr, ['-n=2', prefix, 'echo started; exec sleep 300'])
-    onEnd(t, () => stopAllConsulLocks([go]))
-    const session = await eventually(
-      'consul lock -n 2 holding',
-      async () => holdersOf((await readLock(agent.url, prefix))?.body)[0],
-      30_000,
-    )
-    await eventually('its child running', () =>
-      go.stdout().includes('started') ? true : undefined,
-    )
+    const { go, session } = await holdingConsulLock(t, agent, prefix)
     const eviction = await evict({ prefix, session, consul: agent.client })
     assert.equal(eviction.lock, 'semaphore')
     const code = await Promise.race([

@@ -5,13 +5,18 @@
 // their state and give back with close(). The request is withdrawn whatever happened.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { filter, firstValueFrom } from 'rxjs'
+import { filter, firstValueFrom, type Observable } from 'rxjs'
 import { evict, leaderElection, semaphore, SemaphoreError, withSlot } from '../../src/index.js'
-import { startConsulLock, stopAllConsulLocks } from '../support/cli.js'
+import {
+  childStarted,
+  holdingConsulLock,
+  startConsulLock,
+  stopAllConsulLocks,
+} from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { eventually, holdersOf, listPrefix, readLock } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { keep, onEnd, testPrefix, tracked } from '../support/tracked.js'
+import { keep, onEnd, testPrefix, tracked, type Scope } from '../support/tracked.js'
 
 describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS }, () => {
   after(() => stopAllConsulLocks())
@@ -20,6 +25,21 @@ describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS 
   /** The revoke requests left under the prefix. */
   const requests = async (prefix: string) =>
     (await listPrefix(agent.url, prefix)).filter((e) => e.Key.includes('/.revoke/'))
+
+  /** Closes `handle` as soon as its state says it was asked to give its slot back. */
+  const givesBackWhenAsked = (
+    t: Scope,
+    handle: {
+      readonly state$: Observable<{ readonly revokeRequested?: unknown }>
+      close(): Promise<void>
+    },
+  ) =>
+    keep(
+      t,
+      handle.state$
+        .pipe(filter((s) => s.revokeRequested !== undefined))
+        .subscribe(() => void handle.close()),
+    )
 
   /** Starts a withSlot job that reports its start, and returns its session as Consul lists it. */
   const holdingJob = async (
@@ -121,16 +141,7 @@ describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS 
 
   it('a consul lock -n holder, which cannot see the request, is forced when the grace ends', async (t) => {
     const prefix = testPrefix(t, agent.url, 'revoke-go')
-    const go = startConsulLock(agent.addr, ['-n=2', prefix, 'echo started; exec sleep 300'])
-    onEnd(t, () => stopAllConsulLocks([go]))
-    const session = await eventually(
-      'consul lock -n 2 holding',
-      async () => holdersOf((await readLock(agent.url, prefix))?.body)[0],
-      30_000,
-    )
-    await eventually('its child running', () =>
-      go.stdout().includes('started') ? true : undefined,
-    )
+    const { go, session } = await holdingConsulLock(t, agent, prefix)
     const asked = Date.now()
     const eviction = await evict({ prefix, session, grace: 500, consul: agent.client })
     const took = Date.now() - asked
@@ -212,12 +223,7 @@ describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS 
     ).when
     await behind((s) => s.rank === 1)
     // Our holder gives back when asked, as a program that honours the request does.
-    keep(
-      t,
-      sem.state$
-        .pipe(filter((s) => s.revokeRequested !== undefined))
-        .subscribe(() => void sem.close()),
-    )
+    givesBackWhenAsked(t, sem)
     const eviction = await evict({
       prefix,
       session: held.session ?? '',
@@ -225,11 +231,7 @@ describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS 
       consul: agent.client,
     })
     assert.equal(eviction.how, 'given-back')
-    await eventually(
-      'the Go waiter holding',
-      () => (go.stdout().includes('started') ? true : undefined),
-      30_000,
-    )
+    await childStarted(go)
     const lock = await readLock(agent.url, prefix)
     assert.equal(holdersOf(lock?.body).length, 2, 'two holders of two in Go’s count')
     assert.ok(!holdersOf(lock?.body).includes(held.session ?? ''), 'the asked holder is out')
@@ -242,12 +244,7 @@ describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS 
     const prefix = testPrefix(t, agent.url, 'revoke-go-leader')
     const election = leaderElection({ prefix, consul: agent.client, value: 'ours' })
     onEnd(t, () => election.close())
-    keep(
-      t,
-      election.state$
-        .pipe(filter((s) => s.revokeRequested !== undefined))
-        .subscribe(() => void election.close()),
-    )
+    givesBackWhenAsked(t, election)
     const leading = await firstValueFrom(election.state$.pipe(filter((s) => s.holding)))
     const go = startConsulLock(agent.addr, [prefix, 'echo started; exec sleep 300'])
     onEnd(t, () => stopAllConsulLocks([go]))
@@ -266,11 +263,7 @@ describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS 
     })
     assert.equal(eviction.how, 'given-back')
     assert.equal(eviction.lock, 'leader')
-    await eventually(
-      'the Go waiter leading',
-      () => (go.stdout().includes('started') ? true : undefined),
-      30_000,
-    )
+    await childStarted(go)
     const lock = await readLock(agent.url, prefix)
     assert.notEqual(lock?.entry.Session, leading.session)
     assert.deepEqual(await requests(prefix), [])

@@ -7,6 +7,8 @@ import { join, resolve } from 'node:path'
 import { builtFile } from './build.js'
 import { consulBin } from './consul-agent.js'
 import { groupMembers, killTree } from './processes.js'
+import { eventually, holdersOf, readLock } from './observe.js'
+import { onEnd, type Scope } from './tracked.js'
 
 const repoRoot = resolve(import.meta.dirname, '../..')
 
@@ -153,6 +155,37 @@ export function startConsulLock(addr: string, args: readonly string[]): CliRun {
   const run = collect(child, `consul lock ${args.join(' ')}`, () => consulLocks.delete(child))
   consulLocks.set(child, run.exited)
   return run
+}
+
+/**
+ * Starts `consul lock -n 2 <prefix> <child>` whose child prints `started`, and waits until it
+ * holds (listed in `.lock` of the agent at `url`) and its child runs; stopped when `scope` ends.
+ *
+ * @returns The run, and its session as `.lock` lists it.
+ */
+export async function holdingConsulLock(
+  scope: Scope,
+  agent: { readonly url: string; readonly addr: string },
+  prefix: string,
+): Promise<{ readonly go: CliRun; readonly session: string }> {
+  const go = startConsulLock(agent.addr, ['-n=2', prefix, 'echo started; exec sleep 300'])
+  onEnd(scope, () => stopAllConsulLocks([go]))
+  const session = await eventually(
+    'consul lock -n 2 holding',
+    async () => holdersOf((await readLock(agent.url, prefix))?.body)[0],
+    30_000,
+  )
+  await childStarted(go)
+  return { go, session }
+}
+
+/** Waits until the child of a `consul lock` (one that prints `started`) runs. */
+export function childStarted(go: CliRun): Promise<true> {
+  return eventually(
+    'its child running',
+    () => (go.stdout().includes('started') ? true : undefined),
+    30_000,
+  )
 }
 
 /**

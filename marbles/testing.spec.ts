@@ -67,6 +67,18 @@ describe('fakeSemaphore', () => {
     })
   })
 
+  it('should say a request to give the slot back while it holds, until the tenure ends', () => {
+    testScheduler().run(({ cold, expectObservable }) => {
+      const asked = { revokeRequested: { graceMs: 30_000, reason: 'deploy' } }
+      // A request before it holds is ignored; one while it holds stays until it falls.
+      const holding = cold('r-t-r--f-t', { ...flags, r: asked })
+      const expected = '    a-d-b--a-d'
+      const sem = fakeSemaphore({ holding })
+      const said = sem.state$.pipe(map((s) => `${s.holding} ${s.revokeRequested?.reason ?? '-'}`))
+      expectObservable(said).toBe(expected, { a: 'false -', b: 'true deploy', d: 'true -' })
+    })
+  })
+
   it('should keep counting fencing tokens when subscribed again after the last unsubscribe', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       const holding = cold('-t', flags)

@@ -15,6 +15,7 @@ import {
   type Observable,
 } from 'rxjs'
 import type { TransitionReason } from '../core/events.js'
+import type { RevokeRequest } from '../core/revoke/revoke-request.js'
 import { SemaphoreError, toSemaphoreError } from '../base/semaphore-error.js'
 import type { SlotGuard } from '../handle/slot-guard.js'
 import { serializable } from '../handle/serializable-state.js'
@@ -23,7 +24,9 @@ import { handleStreams } from '../handle/handle-streams.js'
 /**
  * What a test feeds a fake contender: `true` (a new tenure, reason 'acquired'), `false` (lost,
  * reason 'removed'), or a reason, which says both the direction and why: 'acquired' and
- * 'restored' rise, every other reason falls.
+ * 'restored' rise, every other reason falls. `{ revokeRequested }` asks the holder to give its
+ * slot back: while it holds, its state says `revokeRequested` until the tenure ends (ignored while
+ * it does not hold, as a real request is).
  *
  * @example
  * ```ts
@@ -33,15 +36,23 @@ import { handleStreams } from '../handle/handle-streams.js'
  *   w: 'watch-failed',
  *   r: 'restored',
  * })
+ * const asked: FakeHolding = { revokeRequested: { graceMs: 30_000, reason: 'deploy' } }
  * ```
  */
-export type FakeHolding = boolean | TransitionReason
+export type FakeHolding =
+  | boolean
+  | TransitionReason
+  | {
+      /** The request the holder sees (`revokeRequested` of its state). */
+      readonly revokeRequested: RevokeRequest
+    }
 
-/** Whether a fake holds, why it last changed, and the fencing token of its tenure. */
+/** Whether a fake holds, why it last changed, the fencing token of its tenure, and a request. */
 export interface FakeTenure {
   readonly holding: boolean
   readonly reason: TransitionReason | undefined
   readonly fencingToken: bigint | undefined
+  readonly revokeRequested?: RevokeRequest | undefined
 }
 
 /** @internal What a fake contender needs from its kind. */
@@ -87,7 +98,8 @@ export function fakeContender<S extends { readonly holding: boolean }>(
   // The tenure of the running subscription, for the guard (a fake has no lease to lapse).
   let latest = notHolding
 
-  const tenureAfter = (value: FakeHolding): FakeTenure => {
+  const tenureAfter = (current: FakeTenure, value: FakeHolding): FakeTenure => {
+    if (typeof value === 'object') return { ...current, revokeRequested: value.revokeRequested }
     const reason = value === true ? 'acquired' : value === false ? 'removed' : value
     if (reason === 'acquired' || (reason === 'restored' && lastToken === undefined)) {
       lastToken = lastToken === undefined ? (spec.firstFencingToken ?? 1n) : lastToken + 1n
@@ -103,8 +115,8 @@ export function fakeContender<S extends { readonly holding: boolean }>(
     const released = (): Observable<FakeTenure> =>
       current.holding ? of((current = { ...notHolding, reason: 'released' })) : EMPTY
     const changes = concat(spec.holding, NEVER).pipe(
-      filter((value) => isHolding(value) !== current.holding),
-      map((value) => (current = tenureAfter(value))),
+      filter((value) => changesTenure(current, value)),
+      map((value) => (current = tenureAfter(current, value))),
       takeUntil(closing.pipe(filter(Boolean))),
       catchError((error: unknown) =>
         concat(
@@ -145,6 +157,8 @@ export function fakeContender<S extends { readonly holding: boolean }>(
   }
 }
 
-function isHolding(value: FakeHolding): boolean {
-  return value === true || value === 'acquired' || value === 'restored'
+/** Whether `value` changes the tenure: a rise or a fall, or a request to a holder. */
+function changesTenure(current: FakeTenure, value: FakeHolding): boolean {
+  if (typeof value === 'object') return current.holding
+  return (value === true || value === 'acquired' || value === 'restored') !== current.holding
 }

@@ -62,7 +62,7 @@ export function fakeLeaderElection(options: FakeLeaderElectionOptions): FakeLead
   const fake = fakeContender<LeaderElectionState>({
     holding: options.holding,
     firstFencingToken: options.firstFencingToken,
-    toState: ({ holding, reason, fencingToken }) => ({
+    toState: ({ holding, reason, fencingToken, revokeRequested }) => ({
       holding,
       reason,
       session,
@@ -70,6 +70,7 @@ export function fakeLeaderElection(options: FakeLeaderElectionOptions): FakeLead
       leader: holding ? self : null,
       connected: true,
       leaseDeadline: undefined,
+      ...(revokeRequested === undefined ? {} : { revokeRequested }),
     }),
   })
   return closeOnDispose({

@@ -63,7 +63,7 @@ export function fakeSemaphore(options: FakeSemaphoreOptions): FakeSemaphore {
   const fake = fakeContender<SemaphoreState>({
     holding: options.holding,
     firstFencingToken: options.firstFencingToken,
-    toState: ({ holding, reason, fencingToken }) => ({
+    toState: ({ holding, reason, fencingToken, revokeRequested }) => ({
       holding,
       reason,
       session,
@@ -76,6 +76,7 @@ export function fakeSemaphore(options: FakeSemaphoreOptions): FakeSemaphore {
       limit,
       connected: true,
       leaseDeadline: undefined,
+      ...(revokeRequested === undefined ? {} : { revokeRequested }),
     }),
   })
   return closeOnDispose({

@@ -172,13 +172,15 @@ Exit status: 0 written (or the limit was already <n>, or shown with --dry-run); 
 export const evictUsage = `Usage: rxsem evict --prefix <p> --session <id> [--grace <d>] [--json] [flags]
 
 Takes the holder whose session is <id> out of the semaphore (or \`consul lock\` leader lock) at
-<p>, and destroys its session. With --grace, it asks first: the holder sees the request (a
-contender of this library: \`rxsem run\` stops its command, \`withSlot\` aborts its work's
-signal) and may give its slot back within <d>; only a holder still there when the grace ends
-is taken out by force (\`consul lock\` cannot see the request, and always is). For a semaphore, one check-and-set of <p>/.lock removes the
+<p>, and destroys its session. For a semaphore, one check-and-set of <p>/.lock removes the
 session from its holders (keeping the others, so no acquisition or release in between is lost),
 then the session is destroyed, which deletes its contender key. For a leader lock, destroying
 the session releases <p>/.lock; the next leader takes it after the session's lock-delay.
+
+With --grace, it asks first: the holder sees the request (\`rxsem run\` stops its command and
+releases, \`withSlot\` aborts its work's signal) and may give its slot back within <d>; only a
+holder still there when the grace ends is taken out by force (\`consul lock\` cannot see the
+request, so it always is). \`rxsem status\` and \`rxsem watch\` show the request meanwhile.
 
 The holder sees that it no longer holds at its next read of <p>: \`rxsem run\` stops its
 command (exit 75), \`consul lock -n\` and \`consul lock\` stop their child. \`rxsem status\`

@@ -161,6 +161,44 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
   })
 
+  it('with --grace, an rxsem run --leader steps down: its command stops, the leader lock is released, nothing is forced', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'cli-evict-grace-leader')
+    const leader = startCliFor(
+      t,
+      [
+        'run',
+        '--leader',
+        '--prefix',
+        prefix,
+        '--value',
+        'first',
+        '--shell',
+        '--',
+        'trap "echo stopping; exit 0" TERM; echo started; sleep 300 & wait',
+      ],
+      { addr: agent.addr },
+    )
+    await eventually(
+      'its command running',
+      () => (leader.stdout().includes('started') ? true : undefined),
+      CLI_START_MS,
+    )
+    const leaderKey = async () =>
+      (await listPrefix(agent.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
+    const session = (await leaderKey())?.Session ?? ''
+    const evicted = await cli(['evict', '--prefix', prefix, '--session', session, '--grace', '60s'])
+    assert.equal(evicted.code, 0, evicted.stderr)
+    assert.match(
+      evicted.stdout,
+      new RegExp(
+        `^${prefix}: evicted session ${session} \\(it stepped down when asked; nothing was forced\\)`,
+      ),
+    )
+    assert.equal(await leader.exited, 75)
+    assert.match(leader.stdout(), /stopping/, 'the command got SIGTERM')
+    assert.equal((await leaderKey())?.Session, undefined, 'the lock is free')
+  })
+
   it('evicts by the 8 characters rxsem watch prints; refuses a start no session has, naming the sessions', async (t) => {
     const prefix = testPrefix(t, agent.url, 'cli-evict-short')
     const first = run(t, prefix, 'first', 'sleep 300')

@@ -67,3 +67,49 @@ export const HOLDER_FLAGS = SEMAPHORE_FLAGS + 2n
  * ```
  */
 export const RENEWING_FLAGS = SEMAPHORE_FLAGS + 3n
+
+/**
+ * The flags of a companion key: the semaphore's plus four. A contender of this library that holds
+ * k permits is k sessions; each of the k − 1 it adds to its own locks a key of its own under the
+ * prefix, named by that session, written in the transaction that grants the permits. Go's client
+ * reads the flags of `.lock` only, so it prunes and counts such keys' sessions as holders like any.
+ *
+ * @example
+ * ```ts
+ * const companions = snapshot.entries.filter((e) => e.flags === COMPANION_FLAGS).length
+ * ```
+ */
+export const COMPANION_FLAGS = SEMAPHORE_FLAGS + 4n
+
+/** The flags of a waiting contender of k ≥ 2 permits: WEIGHTED_FLAGS_BASE + k (see weightOfFlags). */
+export const WEIGHTED_FLAGS_BASE = SEMAPHORE_FLAGS + 0x100n
+
+/** The most permits a contender's flags can state. */
+export const MAX_WEIGHT = 0xff
+
+/**
+ * The flags a waiting contender of `permits` permits puts on its key: CONTENDER_FLAGS for one,
+ * WEIGHTED_FLAGS_BASE + permits for more (so that no holder hands it a single slot: a hand-off
+ * goes only to a key with CONTENDER_FLAGS).
+ *
+ * @example
+ * waitingFlags(1) === CONTENDER_FLAGS // true
+ * @param permits - 1 to MAX_WEIGHT.
+ * @returns The flags.
+ */
+export function waitingFlags(permits: number): bigint {
+  return permits === 1 ? CONTENDER_FLAGS : WEIGHTED_FLAGS_BASE + BigInt(permits)
+}
+
+/**
+ * How many permits a waiting contender's key asks for, from its flags: k for a key of
+ * `waitingFlags(k)`, 1 for any other (a Go contender's, ours of one permit).
+ *
+ * @example
+ * weightOfFlags(waitingFlags(3)) // 3
+ * weightOfFlags(SEMAPHORE_FLAGS) // 1
+ */
+export function weightOfFlags(flags: bigint): number {
+  const k = flags - WEIGHTED_FLAGS_BASE
+  return k >= 2n && k <= BigInt(MAX_WEIGHT) ? Number(k) : 1
+}

@@ -52,6 +52,8 @@ export interface RankedContender {
   readonly value: string | null
   /** CreateIndex of the contender key (uint64 as bigint): the arrival order. */
   readonly createIndex: bigint
+  /** How many permits it asks for (1 for Go's contenders and ours of one permit). */
+  readonly weight: number
 }
 
 /**

@@ -5,7 +5,7 @@
  * (`decodeLockBody`, tested on its own in core-lock-codec.test.ts).
  */
 import * as E from 'fp-ts/lib/Either.js'
-import { SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import { SEMAPHORE_FLAGS, WEIGHTED_FLAGS_BASE } from '../../src/base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../src/base/kv-snapshot.js'
 import type { Decision, LockBodyShape, RankedContender } from '../../src/core/events.js'
 import { decodeLockBody } from '../../src/core/lock-body/decode-lock-body.js'
@@ -81,6 +81,11 @@ export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): 
     rank,
     value: valueOf(entry),
     createIndex: entry.createIndex,
+    // A waiting key of k permits says so in its flags: WEIGHTED_FLAGS_BASE + k.
+    weight:
+      entry.flags - WEIGHTED_FLAGS_BASE >= 2n && entry.flags - WEIGHTED_FLAGS_BASE <= 255n
+        ? Number(entry.flags - WEIGHTED_FLAGS_BASE)
+        : 1,
   }))
   const nextTurn = inTurns[0]?.turn
 

@@ -110,13 +110,16 @@ export function decidePatiently(
   const shared = counting.graceSince === undefined ? options.sharedGrace?.recall() : undefined
   const from = shared !== undefined && shared.graceFront === front ? shared : counting
   const moved = from.graceFront !== undefined && fair.view.liveHolders.includes(from.graceFront)
+  // Slots the front waiter cannot use (it asks for more permits than are free) are no stall: the
+  // waiters behind it wait for it, so that a request of several permits is not passed for ever.
+  const stalled = fair.freeSlots >= (fair.view.waiting[0]?.weight ?? 1)
   const since =
-    from.graceSince !== undefined && !moved ? from.graceSince : fair.freeSlots > 0 ? now : undefined
+    from.graceSince !== undefined && !moved ? from.graceSince : stalled ? now : undefined
   if (since === undefined) return { decision: fair, ...notCounting }
   if (front !== undefined) options.sharedGrace?.remember({ graceFront: front, graceSince: since })
   const graceMs = options.fairnessGraceMs ?? DEFAULT_FAIRNESS_GRACE_MS
   const patientAt = since + graceFor(fair.rank, graceMs)
   const decision =
-    fair.freeSlots > 0 && now >= patientAt ? decideByRank(snapshot, session, options, true) : fair
+    stalled && now >= patientAt ? decideByRank(snapshot, session, options, true) : fair
   return { decision, graceFront: front, graceSince: since, patientAt }
 }

@@ -26,6 +26,12 @@ export interface ContenderDecideOptions {
   readonly fairness?: boolean | undefined
   /** Try whenever a slot is free, whatever the rank (set by the liveness guard after the grace). */
   readonly ignoreRank?: boolean | undefined
+  /**
+   * The other sessions of a contender of several permits (default none: one permit): it holds
+   * only while `.lock` lists every one of them beside its own, and it takes them all in one write,
+   * when as many slots are free.
+   */
+  readonly companions?: readonly string[] | undefined
 }
 
 /**
@@ -52,9 +58,14 @@ export function decideInView(
   if (E.isLeft(shared)) return shared.left
   const { view, holders, contenders, ranks, acquired, revokes } = shared.right
   const { session } = options
+  const companions = options.companions ?? NO_COMPANIONS
   if (holders.has(session)) {
-    const revoke = revokes.get(session)
-    return heldDecision(view, acquired.get(session), revoke && readRevokeRequest(revoke))
+    // Several permits are held only all together: one gone (its session pruned), none is.
+    if (companions.every((companion) => holders.has(companion))) {
+      const revoke = revokes.get(session)
+      return heldDecision(view, acquired.get(session), revoke && readRevokeRequest(revoke))
+    }
+    return { type: 'Wait', view, rank: undefined, freeSlots: 0 }
   }
   // A `.lock` whose limit an operator changed keeps its holders (as Go's holders keep theirs); a
   // contender that does not follow the limit only refuses to join or take a slot.
@@ -64,10 +75,10 @@ export function decideInView(
   const freeSlots = Math.max(0, view.limit - view.liveHolders.length)
   const rank = ranks.get(session)
   const ranked = options.fairness !== false && options.ignoreRank !== true
-  if (freeSlots > 0 && (!ranked || rank === 0)) {
+  if (freeSlots > companions.length && (!ranked || rank === 0)) {
     const body = encodeLockBody({
       limit: view.limit,
-      holders: [...view.liveHolders, session],
+      holders: [...view.liveHolders, session, ...companions],
       shape: view.shape ?? 'go-map',
     })
     return { type: 'TryAcquire', view, body, cas: view.lockIndex, rank }
@@ -76,6 +87,8 @@ export function decideInView(
     ? { type: 'Wait', view, rank, freeSlots }
     : { type: 'Wait', view, rank, freeSlots, estimatedWaitMs: estimatedWaitMs(rank, handOverMs) }
 }
+
+const NO_COMPANIONS: readonly string[] = []
 
 /**
  * A `Held` decision, with only the fields that have a value (a holder's decision is made on every

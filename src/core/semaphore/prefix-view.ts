@@ -211,7 +211,10 @@ const SLASH = 0x2f
 const sameString = (a: string, b: string): boolean => a === b
 
 const sameRanked = (a: RankedContender, b: RankedContender): boolean =>
-  a.session === b.session && a.value === b.value && a.createIndex === b.createIndex
+  a.session === b.session &&
+  a.value === b.value &&
+  a.createIndex === b.createIndex &&
+  a.weight === b.weight
 
 /** The live holders (in their order) whose process holds more than one slot. */
 function sharedHolders(

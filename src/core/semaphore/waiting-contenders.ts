@@ -1,3 +1,4 @@
+import { weightOfFlags } from '../../base/flags.js'
 import type { KVEntry } from '../../base/kv-snapshot.js'
 import { directChild } from '../keys/direct-child.js'
 import type { RankedContender } from '../events.js'
@@ -83,12 +84,14 @@ export function rankInTurns(
     const session = entry.session ?? ''
     const value = values[rank] ?? null
     const was = before?.[rank]
+    const weight = weightOfFlags(entry.flags)
     return was !== undefined &&
       was.session === session &&
       was.value === value &&
-      was.createIndex === entry.createIndex
+      was.createIndex === entry.createIndex &&
+      was.weight === weight
       ? was
-      : { session, rank, value, createIndex: entry.createIndex }
+      : { session, rank, value, createIndex: entry.createIndex, weight }
   })
   return { waiting: ranked, nextTurn: turns[0] }
 }

@@ -1,3 +1,4 @@
+import { MAX_WEIGHT } from '../base/flags.js'
 import { hostname } from 'node:os'
 import type { SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
@@ -166,6 +167,13 @@ export interface SemaphoreOptions extends ContenderOptions {
    * holder keeps its slot until it gives it back.
    */
   readonly followLimit?: boolean
+  /**
+   * How many of the `limit` slots this contender takes at once (default 1): all of them in one
+   * write, or none. `consul lock -n` counts them: it sees as many holders (one session each).
+   * Waiters of this library are served in arrival order, so a request of several permits at the
+   * front of the queue is served before smaller ones that arrived after it.
+   */
+  readonly permits?: number
   /**
    * Serve waiters in arrival order (true, default), so that a release wakes one CAS attempt; after
    * `graceMs` (default 2000) of unused free slots any waiter may try. false: everyone tries.
@@ -471,6 +479,8 @@ function checkTelemetry(
 export interface ResolvedSemaphoreOptions extends ResolvedContenderOptions {
   readonly limit: number
   readonly followLimit: boolean
+  /** Slots taken at once (1 unless `permits`). */
+  readonly permits: number
   /** Whether waiters are served in arrival order (before a try-once turns it off). */
   readonly fairness: boolean
   readonly fairnessGraceMs: number | undefined
@@ -493,6 +503,10 @@ export function resolveSemaphoreOptions(
     const contender = checkContenderOptions(options, defaultName, report)
     const limit = checkLimit(options.limit, report)
     const followLimit = checkFollowLimit(options.followLimit, report)
+    const permits = checkPermits(options.permits, limit, report)
+    if (permits > 1 && options.session !== undefined) {
+      report('permits', 'several permits need sessions of their own: give no session with them.')
+    }
     const fairness: unknown = options.fairness ?? true
     let fairnessGraceMs: number | undefined
     if (typeof fairness === 'object' && fairness !== null) {
@@ -506,9 +520,41 @@ export function resolveSemaphoreOptions(
       report('fairness', `${JSON.stringify(fairness)} must be true, false or { graceMs }.`)
     }
     more?.(report)
-    return { ...contender, limit, followLimit, fairness: fairness !== false, fairnessGraceMs }
+    return {
+      ...contender,
+      limit,
+      followLimit,
+      permits,
+      fairness: fairness !== false,
+      fairnessGraceMs,
+    }
   })
 }
+
+/**
+ * Validates `permits`: an integer from 1 to the limit (and to MAX_WEIGHT, what a key's flags can
+ * say); the grant's transaction then has permits + 2 operations, within every agent's limit.
+ */
+function checkPermits(permits: unknown, limit: number, report: ReportProblem): number {
+  if (permits === undefined) return 1
+  const most = Math.min(Number.isSafeInteger(limit) && limit > 0 ? limit : MAX_WEIGHT, MAX_WEIGHT, MAX_PERMITS)
+  if (typeof permits !== 'number' || !Number.isSafeInteger(permits) || permits < 1 || permits > most) {
+    report(
+      'permits',
+      `${JSON.stringify(permits)} must be a whole number from 1 to ${most} (the limit, ${limit}); ` +
+        'a request for more slots than the limit could never be served.',
+    )
+    return 1
+  }
+  return permits
+}
+
+/**
+ * The most permits one contender takes: its grant is one transaction of permits + 2 operations
+ * (the check of its key, a lock per companion, the CAS, the rewrite of its key), which must fit
+ * the 64 operations of Consul up to 1.13.
+ */
+const MAX_PERMITS = 61
 
 function checkFollowLimit(followLimit: unknown, report: ReportProblem): boolean {
   if (followLimit !== undefined && typeof followLimit !== 'boolean') {

@@ -44,6 +44,7 @@ export const SEMAPHORE_OPTION_NAMES = {
   ...CONTENDER_OPTION_NAMES,
   limit: true,
   followLimit: true,
+  permits: true,
   fairness: true,
 } as const satisfies OptionNames<SemaphoreOptions>
 

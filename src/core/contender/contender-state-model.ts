@@ -75,6 +75,12 @@ export interface ContenderStateOptions extends LeaseMargin {
   /** Rank waiters so that a release wakes one CAS attempt (default true); see `decide`. */
   readonly fairness?: boolean | undefined
   /**
+   * The sessions a contender of several permits holds besides `session` (its companions, made
+   * with it): they are in every acquisition it decides, and it holds only while `.lock` lists them
+   * all. Default: none (one permit).
+   */
+  readonly companionsOf?: ((session: string) => readonly string[]) | undefined
+  /**
    * Liveness guard of the ranking: a waiter held back by rank while slots stay free and `.lock`
    * unchanged tries anyway after `fairnessGraceMs × rank` (default 2000 ms), so
    * a stalled front-runner delays others by a bounded time, and the next in line goes first.

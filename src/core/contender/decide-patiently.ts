@@ -40,7 +40,10 @@ const notCounting = { graceFront: undefined, graceSince: undefined, patientAt: u
 export function decideByRank(
   snapshot: KVSnapshot,
   session: string,
-  options: Pick<ContenderStateOptions, 'prefix' | 'limit' | 'followLimit' | 'fairness' | 'decide'>,
+  options: Pick<
+    ContenderStateOptions,
+    'prefix' | 'limit' | 'followLimit' | 'fairness' | 'decide' | 'companionsOf'
+  >,
   ignoreRank = false,
 ): Decision {
   return (options.decide ?? decide)(snapshot, decideOptions(session, options, ignoreRank))
@@ -56,9 +59,13 @@ export function decideByRank(
  */
 export function decideOptions(
   session: string,
-  options: Pick<ContenderStateOptions, 'prefix' | 'limit' | 'followLimit' | 'fairness'>,
+  options: Pick<
+    ContenderStateOptions,
+    'prefix' | 'limit' | 'followLimit' | 'fairness' | 'companionsOf'
+  >,
   ignoreRank = false,
 ): DecideOptions {
+  const companions = options.companionsOf?.(session)
   return {
     prefix: options.prefix,
     session,
@@ -66,6 +73,7 @@ export function decideOptions(
     followLimit: options.followLimit,
     fairness: options.fairness,
     ...(ignoreRank ? { ignoreRank } : {}),
+    ...(companions !== undefined && companions.length > 0 ? { companions } : {}),
   }
 }
 

@@ -53,7 +53,12 @@ export type ReleaseDecision =
  */
 export function releaseFromLockBody(
   snapshot: KVSnapshot,
-  options: { readonly prefix: string; readonly session: string },
+  options: {
+    readonly prefix: string
+    readonly session: string
+    /** The other sessions of a holder of several permits, released with it. */
+    readonly companions?: readonly string[] | undefined
+  },
 ): ReleaseDecision {
   const key = lockKey(options.prefix)
   // Whatever limit `.lock` states now (an operator may have changed it), a holder may leave it.
@@ -66,6 +71,9 @@ export function releaseFromLockBody(
   if (record === undefined || !record.holders.includes(options.session)) {
     return { type: 'NotListed' }
   }
-  const holders = record.holders.filter((holder) => holder !== options.session)
+  const companions = options.companions ?? []
+  const holders = record.holders.filter(
+    (holder) => holder !== options.session && !companions.includes(holder),
+  )
   return { type: 'WriteRelease', body: encodeLockBody({ ...record, holders }), cas: lockIndex }
 }

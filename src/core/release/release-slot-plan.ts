@@ -25,6 +25,12 @@ import { HEIR_CHECK_OP, casOutOps, handOffOps } from './release-ops.js'
 export interface ReleaseInput {
   readonly prefix: string
   readonly session: string
+  /**
+   * The other sessions of a holder of several permits: taken out of `.lock` in the same CAS as
+   * `session` (their keys go when the caller destroys them). Such a holder hands no slot on.
+   * Default none.
+   */
+  readonly companions?: readonly string[] | undefined
   readonly limit: number
   /** The holder takes the limit `.lock` states (see `PrefixViewOptions.followLimit`). */
   readonly followLimit?: boolean | undefined
@@ -96,6 +102,8 @@ type WriteRelease = Extract<ReleaseDecision, { type: 'WriteRelease' }>
 export interface ReleaseState {
   readonly prefix: string
   readonly session: string
+  /** The holder's other sessions (`ReleaseInput.companions`). */
+  readonly companions: readonly string[]
   readonly limit: number
   readonly followLimit: boolean | undefined
   readonly attempts: number
@@ -162,6 +170,7 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
   const state: Progress = {
     prefix,
     session,
+    companions: input.companions ?? [],
     limit,
     followLimit,
     attempts: input.attempts ?? 10,
@@ -186,7 +195,8 @@ function fromHint(
   after?: bigint,
 ): ReleaseStep | undefined {
   const newer = (cas: bigint): boolean => after === undefined || cas > after
-  const offered = handOffSlot(hint, state, view)
+  // A hand-off puts the heir in this session's place: a holder of several permits gives them all back.
+  const offered = state.companions.length === 0 ? handOffSlot(hint, state, view) : undefined
   if (offered !== undefined) return newer(offered.cas) ? handOff(state, offered) : undefined
   const hinted = releaseFromLockBody(hint, state)
   return hinted.type === 'WriteRelease' && newer(hinted.cas) ? casOut(state, hinted) : undefined

@@ -43,6 +43,11 @@ export interface ContendOptions extends ResolvedContenderOptions {
   readonly fairness: boolean
   readonly fairnessGraceMs: number | undefined
   /**
+   * Slots taken at once (semaphore only; default 1): each run creates permits − 1 companion
+   * sessions beside its own, renews and destroys them with it, and never keeps them on a shelf.
+   */
+  readonly permits?: number | undefined
+  /**
    * Receives each release this contender starts in the background (and the destroy of a session
    * whose request was out when it ended), so close() can await it.
    */
@@ -67,6 +72,8 @@ export interface ContendOptions extends ResolvedContenderOptions {
 
 /** What a handle holds of a running contender (see `Interpreter`). */
 export type Member = Pick<Interpreter, 'close' | 'stop' | 'refence'>
+
+const NONE: readonly string[] = []
 
 /** How often a waiter far back in the queue steps on a snapshot that changes nothing for it (ms). */
 const WAITER_REFRESH_MS = 1000
@@ -132,7 +139,13 @@ export function consulPort(
   scheduler: SchedulerLike,
   random: () => number,
 ): { readonly port: ContenderPort; readonly step: LifeOptions['step'] } {
-  const { client, protocol, prefix, shelf } = options
+  const { client, protocol, prefix } = options
+  const permits = options.permits ?? 1
+  // Companions are made and destroyed with their run: none goes on the shelf.
+  const shelf = permits > 1 ? undefined : options.shelf
+  /** The companions of each session of this contender that has several permits. */
+  const companions = new Map<string, readonly string[]>()
+  const companionsOf = (session: string): readonly string[] => companions.get(session) ?? NONE
   const registration = coordinatorFor(client, prefix, protocol, {
     waitMs: options.watchWaitMs,
     scheduler: options.scheduler,
@@ -148,6 +161,8 @@ export function consulPort(
     scheduler,
     cache: coordinator.cache,
     fresh: coordinator.fresh,
+    permits,
+    companionsOf,
   }
   const request: SessionCreateOptions = {
     name: options.sessionName,
@@ -188,10 +203,37 @@ export function consulPort(
         adopted: false,
       }
     }
-    const answer = client.session
-      .create({ ...request, signal })()
-      .then(E.map((session: string): SessionGrant => ({ session, ttlMs, sentAt })))
+    const create = () => client.session.create({ ...request, signal })()
+    if (permits === 1) {
+      const answer = create().then(
+        E.map((session: string): SessionGrant => ({ session, ttlMs, sentAt })),
+      )
+      return { answer, adopted: false }
+    }
+    // Several permits: a session for each, made together; any failure destroys the others.
+    const answer = Promise.all(Array.from({ length: permits }, create)).then((made) => {
+      const failed = made.find(E.isLeft)
+      const sessions = made.flatMap((one) => (E.isRight(one) ? [one.right] : []))
+      if (failed !== undefined) {
+        for (const session of sessions) destroyInBackground(session)
+        return failed
+      }
+      const [session = '', ...rest] = sessions
+      companions.set(session, rest)
+      return E.right<unknown, SessionGrant>({ session, ttlMs, sentAt })
+    })
     return { answer, adopted: false }
+  }
+
+  /** Destroys a session and its companions, for `close()` to await. */
+  const destroyInBackground = (session: string): void => {
+    options.onRelease(destroySession({ client, session, scheduler, random }))
+  }
+  const destroyCompanions = (session: string): void => {
+    const made = companions.get(session)
+    if (made === undefined) return
+    companions.delete(session)
+    for (const companion of made) destroyInBackground(companion)
   }
 
   const step: LifeOptions['step'] = {
@@ -203,6 +245,7 @@ export function consulPort(
     leaseMarginMs: options.leaseMarginMs,
     rideThrough: options.rideThrough,
     scheduler,
+    ...(permits > 1 ? { companionsOf } : {}),
     sharedGrace: protocol.sharedGrace(contender),
     decide: protocol.decide(contender),
     refence: protocol.refence?.(contender),
@@ -231,6 +274,7 @@ export function consulPort(
               bound.unsubscribe()
               if (E.isLeft(created)) return E.right<ConsulError, void>(undefined)
               const { session } = created.right
+              destroyCompanions(session)
               return destroySession({ client, session, scheduler, random })
             }),
           )
@@ -238,14 +282,33 @@ export function consulPort(
       }),
     lease: ({ session, ttlMs, sentAt, leaseMarginMs }) =>
       new Observable<LeaseEvent>((subscriber) => {
-        const lease = new SessionLease(
-          { client, session, ttlMs, createdAt: sentAt, leaseMarginMs, scheduler, random },
-          {
-            onLease: (event) => subscriber.next(event),
-            onLeaseError: (error) => subscriber.error(error),
-          },
+        const sessions = [session, ...companionsOf(session)]
+        // Several permits hold while every session lives: the lease runs from the oldest of their
+        // last renewals, and any one gone or failing is the run's.
+        const renewed = sessions.map(() => ({ sentAt, ttlMs }))
+        const leases = sessions.map(
+          (one, i) =>
+            new SessionLease(
+              { client, session: one, ttlMs, createdAt: sentAt, leaseMarginMs, scheduler, random },
+              {
+                onLease: (event) => {
+                  if (event.type !== 'session-renewed' || sessions.length === 1) {
+                    return subscriber.next(event)
+                  }
+                  renewed[i] = { sentAt: event.sentAt, ttlMs: event.ttlMs }
+                  const oldest = renewed.reduce((a, b) => (b.sentAt < a.sentAt ? b : a))
+                  subscriber.next({ type: 'session-renewed', ...oldest })
+                },
+                onLeaseError: (error) => subscriber.error(error),
+              },
+            ),
         )
-        return () => lease.stop()
+        return () => {
+          for (const lease of leases) lease.stop()
+          // The run is over: its companions go (a release has taken them out of `.lock` first,
+          // or will prune them; their keys go with them).
+          destroyCompanions(session)
+        }
       }),
     mayJoin: () => coordinator.mayJoin(contender),
     join: (session) => {

@@ -16,7 +16,7 @@ import type { ConsulError } from '../../base/consul-error.js'
 import type { TxnOp, TxnResult } from '../../base/txn.js'
 import type { ConsulClient } from '../../consul/client-api.js'
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'
-import { CONTENDER_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../base/flags.js'
+import { COMPANION_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS, waitingFlags } from '../../base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import { contenderKey } from '../../core/keys/contender-key.js'
 import { refenceOps } from '../../core/release/release-ops.js'
@@ -53,6 +53,11 @@ export interface SemaphorePerformerOptions extends PerformerOptions {
    * the next write of any contender of the process builds on it.
    */
   readonly fresh?: FreshLock | undefined
+  /**
+   * The other sessions of a contender of several permits: its acquisition takes a key for each
+   * (COMPANION_FLAGS, locked by that session) and lists them all in `.lock`. Default none.
+   */
+  readonly companions?: readonly string[] | undefined
 }
 
 /** One transaction, its answer told to `fresh` (what the process knows of `.lock`). */
@@ -151,11 +156,25 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
       )
     }
     if (action.type === 'TryAcquire') {
-      const holders = [...action.view.liveHolders, session]
+      const companions = options.companions ?? []
+      const holders = [...action.view.liveHolders, session, ...companions]
       const ownKey = contenderKey(prefix, session)
+      const value = utf8.encode(options.value)
       const ops: TxnOp[] = [
         // Only while this session still locks its key: never recreate a key Consul deleted.
         { verb: 'check-session', key: ownKey, session },
+        // Each companion's key, taken by its session: a holder's session must lock a key under
+        // the prefix, or every contender (Go's too) prunes it. A companion Consul no longer has
+        // fails the lock, and the whole grant with it.
+        ...companions.map(
+          (companion): TxnOp => ({
+            verb: 'lock',
+            key: contenderKey(prefix, companion),
+            value,
+            flags: COMPANION_FLAGS,
+            session: companion,
+          }),
+        ),
         {
           verb: 'cas',
           key: lockKey(prefix),
@@ -165,7 +184,7 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
         },
         // The same write marks the key (the lock stays): its index is the fencing token, and
         // the waiter behind, which may long-poll this key, wakes.
-        { verb: 'set', key: ownKey, value: utf8.encode(options.value), flags: HOLDER_FLAGS },
+        { verb: 'set', key: ownKey, value, flags: HOLDER_FLAGS },
       ]
       return txnInTurn(client, ops, fresh).pipe(
         mergeMap(orThrow),
@@ -187,8 +206,9 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
     const acquireKey: Observable<ContenderEvent> = fromCall((signal) =>
       client.kv.put(contenderKey(prefix, session), options.value, {
         acquire: session,
-        // The semaphore's flags plus one: "this contender takes a slot handed to it directly".
-        flags: CONTENDER_FLAGS,
+        // The semaphore's flags plus one: "this contender takes a slot handed to it directly";
+        // for several permits, how many it asks for (no slot is handed to it alone).
+        flags: waitingFlags(1 + (options.companions?.length ?? 0)),
         signal,
       }),
     ).pipe(
@@ -244,7 +264,7 @@ export function joinQueue(
           verb: 'lock',
           key: contenderKey(prefix, session),
           value: utf8.encode(options.value),
-          flags: CONTENDER_FLAGS,
+          flags: waitingFlags(1 + (options.companions?.length ?? 0)),
           session,
         },
         { verb: 'get-tree', key: `${prefix}/` },

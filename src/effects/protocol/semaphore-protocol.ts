@@ -38,6 +38,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       value: contender.value,
       scheduler: contender.scheduler,
       fresh: contender.fresh,
+      companions: contender.companionsOf(session),
     }),
   join: (contender, session) =>
     joinQueue({
@@ -45,6 +46,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       prefix: contender.prefix,
       session,
       value: contender.value,
+      companions: contender.companionsOf(session),
     }),
   refence: (contender) => (snapshot, session, keepSlot) => {
     // Built on the freshest `.lock` the process knows: its own writes since the last listing.
@@ -68,6 +70,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       client: contender.client,
       prefix: contender.prefix,
       session,
+      companions: contender.companionsOf(session),
       limit: contender.limit,
       followLimit: contender.followLimit,
       scheduler: contender.scheduler,

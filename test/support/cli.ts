@@ -158,7 +158,7 @@ export function startConsulLock(addr: string, args: readonly string[]): CliRun {
 }
 
 /**
- * Starts `consul lock -n 2 <prefix> <child>` whose child prints `started`, and waits until it
+ * Starts `consul lock -n <limit> <prefix> <child>` (default 2) whose child prints `started`, and waits until it
  * holds (listed in `.lock` of the agent at `url`) and its child runs; stopped when `scope` ends.
  *
  * @returns The run, and its session as `.lock` lists it.
@@ -167,15 +167,25 @@ export async function holdingConsulLock(
   scope: Scope,
   agent: { readonly url: string; readonly addr: string },
   prefix: string,
+  limit = 2,
 ): Promise<{ readonly go: CliRun; readonly session: string }> {
-  const go = startConsulLock(agent.addr, ['-n=2', prefix, 'echo started; exec sleep 300'])
+  const go = startConsulLock(agent.addr, [`-n=${limit}`, prefix, 'echo started; exec sleep 300'])
   onEnd(scope, () => stopAllConsulLocks([go]))
+  await childStarted(go)
   const session = await eventually(
-    'consul lock -n 2 holding',
-    async () => holdersOf((await readLock(agent.url, prefix))?.body)[0],
+    `consul lock -n ${limit} holding`,
+    async () => {
+      const sessions = (await (await fetch(`${agent.url}/v1/session/list`)).json()) as {
+        ID: string
+        Name: string
+      }[]
+      const holders = holdersOf((await readLock(agent.url, prefix))?.body)
+      return holders.find((h) =>
+        sessions.some((s) => s.ID === h && s.Name.startsWith('Consul lock')),
+      )
+    },
     30_000,
   )
-  await childStarted(go)
   return { go, session }
 }
 

@@ -92,7 +92,8 @@ export class SlotPool {
   constructor(
     private readonly key: string,
     private readonly options: SemaphoreOptions,
-    private readonly limit: number,
+    /** The most workers: the limit, over the permits each worker takes. */
+    private readonly maxWorkers: number,
     /** The prefix, as the options give it. */
     readonly prefix: string,
   ) {}
@@ -157,7 +158,7 @@ export class SlotPool {
       if (this.queued > 0) this.offer(worker)
       if (worker.job === undefined && !worker.closing) free++
     }
-    while (this.queued > free && this.workers.size < this.limit) {
+    while (this.queued > free && this.workers.size < this.maxWorkers) {
       this.spawn()
       free++
     }
@@ -409,8 +410,9 @@ export function slotPool(
     validated(checkJob)
     return known
   }
-  const { limit } = resolveSemaphoreOptions(options, 'rx-consul-semaphore', checkJob)
-  const pool = new SlotPool(key, options, limit, options.prefix)
+  const { limit, permits } = resolveSemaphoreOptions(options, 'rx-consul-semaphore', checkJob)
+  // Workers of several permits each: the process holds at most `limit` slots, as with one.
+  const pool = new SlotPool(key, options, Math.floor(limit / permits), options.prefix)
   pools.set(key, pool)
   return pool
 }

@@ -72,7 +72,7 @@ export const HEIR_CHECK_OP = 0
  *   `cas`: another holder's hand-over changes its index without touching this slot.
  * - Rotate: the release (a hand-off to the first waiter, or a CAS of `.lock` without this session)
  *   deletes the key; it is locked again at once, so its CreateIndex puts it at the tail of the
- *   queue, still with this session.
+ *   queue, still with this session (and `rejoinFlags`: the permits it asks for, `waitingFlags`).
  *
  * @example
  * ```ts
@@ -86,6 +86,7 @@ export function refenceOps(
   session: string,
   value: Uint8Array,
   write: Refencing,
+  rejoinFlags: bigint = CONTENDER_FLAGS,
 ): TxnOp[] {
   if (write.type === 'Refence') {
     return [
@@ -101,5 +102,5 @@ export function refenceOps(
     write.handOff === undefined
       ? casOutOps(prefix, ownKey, write)
       : handOffOps(prefix, ownKey, write.handOff)
-  return [...release, { verb: 'lock', key: ownKey, value, flags: CONTENDER_FLAGS, session }]
+  return [...release, { verb: 'lock', key: ownKey, value, flags: rejoinFlags, session }]
 }

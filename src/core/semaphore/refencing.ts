@@ -97,6 +97,7 @@ export function refenceKept(
   write: Extract<Refencing, { readonly type: 'Refence' }>,
   session: string,
   lock: KVEntry | undefined,
+  companions: readonly string[] = [],
 ): boolean {
   if (lock === undefined) return false
   const body = decodeLockBody(lock.value, lock.key)
@@ -104,7 +105,8 @@ export function refenceKept(
     body._tag === 'Right' &&
     body.right !== undefined &&
     body.right.limit === write.view.limit &&
-    body.right.holders.includes(session)
+    body.right.holders.includes(session) &&
+    companions.every((companion) => body.right?.holders.includes(companion) === true)
   )
 }
 
@@ -145,7 +147,10 @@ export function keepsSlot(view: SemaphoreView, session: string, keepSlot: boolea
  */
 export function refencing(
   snapshot: KVSnapshot,
-  options: HandOffOptions,
+  options: HandOffOptions & {
+    /** The holder's other sessions (several permits): given back with it on a Rotate. */
+    readonly companions?: readonly string[] | undefined
+  },
   shared: E.Either<PrefixProblem, PrefixView>,
   keepSlot = false,
 ): Refencing | undefined {
@@ -154,7 +159,9 @@ export function refencing(
   if (keepsSlot(view, options.session, keepSlot)) {
     return { type: 'Refence', view, cas: view.lockIndex }
   }
-  const handOff = handOffSlot(snapshot, options, shared)
+  // A holder of several permits hands none on alone: it gives them all back, and rejoins.
+  const handOff =
+    (options.companions?.length ?? 0) === 0 ? handOffSlot(snapshot, options, shared) : undefined
   if (handOff !== undefined)
     return { type: 'Rotate', view, body: handOff.body, cas: handOff.cas, handOff }
   const release = releaseFromLockBody(snapshot, options)

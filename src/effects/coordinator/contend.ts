@@ -95,7 +95,9 @@ const WAITER_REFRESH_MS = 1000
  * @param observer - Receives its states.
  * @returns The handle to close or stop it.
  */
-export function contend(options: ContendOptions, observer: ContenderObserver): Member {
+export function contend(given: ContendOptions, observer: ContenderObserver): Member {
+  // Companions are made and destroyed with their run: sessions of several permits are never kept.
+  const options = (given.permits ?? 1) > 1 ? { ...given, shelf: undefined } : given
   const scheduler = options.scheduler ?? asyncScheduler
   const random = options.random ?? Math.random
   const { port, step } = consulPort(options, scheduler, random)
@@ -139,10 +141,8 @@ export function consulPort(
   scheduler: SchedulerLike,
   random: () => number,
 ): { readonly port: ContenderPort; readonly step: LifeOptions['step'] } {
-  const { client, protocol, prefix } = options
+  const { client, protocol, prefix, shelf } = options
   const permits = options.permits ?? 1
-  // Companions are made and destroyed with their run: none goes on the shelf.
-  const shelf = permits > 1 ? undefined : options.shelf
   /** The companions of each session of this contender that has several permits. */
   const companions = new Map<string, readonly string[]>()
   const companionsOf = (session: string): readonly string[] => companions.get(session) ?? NONE

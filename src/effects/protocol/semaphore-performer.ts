@@ -134,7 +134,9 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
   return (action) => {
     if (action.type === 'Refence' || action.type === 'Rotate') {
       const ownKey = contenderKey(prefix, session)
-      const ops = refenceOps(prefix, ownKey, session, utf8.encode(options.value), action)
+      const companions = options.companions ?? []
+      const rejoin = waitingFlags(1 + companions.length)
+      const ops = refenceOps(prefix, ownKey, session, utf8.encode(options.value), action, rejoin)
       // A Refence reads `.lock` and writes only its key: it need not wait for the turn.
       const sent =
         action.type === 'Rotate' ? txnInTurn(client, ops, fresh) : txnTold(client, ops, fresh)
@@ -145,7 +147,7 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
           const ok =
             result.committed &&
             (action.type === 'Rotate' ||
-              refenceKept(action, session, entryOf(result.results, lockKey(prefix))))
+              refenceKept(action, session, entryOf(result.results, lockKey(prefix)), companions))
           return {
             type: 'refenced',
             ok,

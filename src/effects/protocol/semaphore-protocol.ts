@@ -53,7 +53,7 @@ export const semaphoreProtocol: ContenderProtocol = {
     const fresh = contender.fresh?.latestFrom(snapshot) ?? snapshot
     return refencing(
       fresh,
-      { ...contender, session },
+      { ...contender, session, companions: contender.companionsOf(session) },
       contender.cache.view(fresh, contender),
       keepSlot,
     )

@@ -7,7 +7,13 @@ import { after, describe, it } from 'node:test'
 import { semaphore, SemaphoreError } from '../../src/index.js'
 import { holdingConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { eventually, holdersOf, listPrefix, readLock } from '../support/observe.js'
+import {
+  destroyRawSession,
+  eventually,
+  holdersOf,
+  listPrefix,
+  readLock,
+} from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { mostLiveListed, testPrefix, tracked } from '../support/tracked.js'
 
@@ -58,6 +64,29 @@ describe('several permits', { timeout: SUITE_TIMEOUT_MS }, () => {
     await one.when((s) => s.holding)
     assert.deepEqual(order, ['four', 'one'], 'served in arrival order')
     assert.ok(most() <= 5, `never more than 5 live holders listed (${most()})`)
+  })
+
+  it('drops every permit the moment one of its sessions is gone, and contends again with new ones', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'weighted-lost')
+    // It starts over when the renewal of the session that is gone fails: within half the TTL.
+    const options = { prefix, limit: 3, consul: agent.client, permits: 2, ttl: '10s' }
+    const sem = tracked(t, semaphore(options))
+    const held = await sem.when((s) => s.holding)
+    const companion = holdersOf((await readLock(agent.url, prefix))?.body).find(
+      (s) => s !== held.session,
+    )
+    assert.ok(companion !== undefined)
+    await destroyRawSession(agent.url, companion)
+    const lost = await sem.when((s) => !s.holding)
+    // Seen first in the listing (its key gone) or in the renewal: either way, at once.
+    assert.ok(lost.reason === 'removed' || lost.reason === 'session-invalidated', lost.reason)
+    const again = await sem.when((s) => s.holding && s.session !== held.session)
+    assert.ok((again.fencingToken ?? 0n) > (held.fencingToken ?? 0n))
+    // The first run's session went too: only the new run's two sessions are listed and live.
+    await eventually('the old session gone', async () => {
+      const list = (await (await fetch(`${agent.url}/v1/session/list`)).json()) as { ID: string }[]
+      return list.some((s) => s.ID === held.session) ? undefined : true
+    })
   })
 
   it('refuses more permits than the limit, and a session given with several', () => {

@@ -286,12 +286,16 @@ export function consulPort(
         // Several permits hold while every session lives: the lease runs from the oldest of their
         // last renewals, and any one gone or failing is the run's.
         const renewed = sessions.map(() => ({ sentAt, ttlMs }))
+        // A companion gone ends the run as its own session gone would; the session, which Consul
+        // still has, goes too (no release follows a session gone).
+        let companionGone = false
         const leases = sessions.map(
           (one, i) =>
             new SessionLease(
               { client, session: one, ttlMs, createdAt: sentAt, leaseMarginMs, scheduler, random },
               {
                 onLease: (event) => {
+                  if (event.type === 'session-gone' && i > 0) companionGone = true
                   if (event.type !== 'session-renewed' || sessions.length === 1) {
                     return subscriber.next(event)
                   }
@@ -306,8 +310,9 @@ export function consulPort(
         return () => {
           for (const lease of leases) lease.stop()
           // The run is over: its companions go (a release has taken them out of `.lock` first,
-          // or will prune them; their keys go with them).
+          // or the next writer prunes them; their keys go with them).
           destroyCompanions(session)
+          if (companionGone) destroyInBackground(session)
         }
       }),
     mayJoin: () => coordinator.mayJoin(contender),

@@ -38,6 +38,8 @@ Flags:
                        the prefix must use the same, unless --follow-limit
   --follow-limit       take the limit <p>/.lock states (an operator may change it with
                        \`rxsem set-limit\`); --limit is then only the limit of a new .lock
+  --permits <k>        hold k of the slots at once (default 1), all taken in one write;
+                       \`consul lock -n\` counts k holders
   --leader             hold the leader lock (one holder) instead of a semaphore slot
   --ttl <duration>     session TTL, 10s to 24h (default 15s)
   --lock-delay <duration>

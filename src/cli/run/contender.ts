@@ -35,6 +35,7 @@ export type ContenderSpec = Pick<
   | 'prefix'
   | 'limit'
   | 'followLimit'
+  | 'permits'
   | 'ttl'
   | 'lockDelay'
   | 'sessionName'
@@ -67,7 +68,7 @@ export function createContender(spec: ContenderSpec): CliContender {
   }
   if (!spec.leader) {
     const sem = contendForSlot(
-      { ...common, limit: spec.limit, followLimit: spec.followLimit },
+      { ...common, limit: spec.limit, followLimit: spec.followLimit, permits: spec.permits },
       internals,
     )
     return { state$: sem.state$, lease$: leases(sem.state$), close: () => sem.close() }

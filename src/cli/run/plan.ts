@@ -26,6 +26,8 @@ export interface RunPlan {
   readonly limit: number
   /** `--follow-limit`: take the limit `.lock` states (`SemaphoreOptions.followLimit`). */
   readonly followLimit: boolean
+  /** `--permits`: slots held at once (`SemaphoreOptions.permits`); 1 by default. */
+  readonly permits: number
   readonly ttl: string | undefined
   /** `--lock-delay`: the session's lock-delay (`ContenderOptions.lockDelay`); undefined: Consul's. */
   readonly lockDelay: string | undefined
@@ -58,6 +60,7 @@ export const runFlagSpec = {
   limit: { type: 'string', short: 'n' },
   leader: { type: 'boolean' },
   'follow-limit': { type: 'boolean' },
+  permits: { type: 'string' },
   ttl: { type: 'string' },
   'lock-delay': { type: 'string' },
   name: { type: 'string' },
@@ -97,6 +100,16 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
   if (leader && followLimit) {
     throw new UsageError(
       '--leader holds a one-holder lock, whose limit is always 1: leave out --follow-limit.',
+      'run',
+    )
+  }
+  const permits = countFlag(values, 'permits', 'run') ?? 1
+  if (leader && permits !== 1) {
+    throw new UsageError('--leader holds a one-holder lock: leave out --permits.', 'run')
+  }
+  if (limitFlag !== undefined && permits > limitFlag) {
+    throw new UsageError(
+      `--permits ${permits} is more than --limit ${limitFlag}: such a request could never be served.`,
       'run',
     )
   }
@@ -165,6 +178,7 @@ export function planRun(argv: readonly string[]): RunPlan | { readonly help: tru
     prefix: resolved.prefix,
     limit,
     followLimit,
+    permits,
     ttl,
     lockDelay,
     sessionName,

@@ -4,7 +4,7 @@
 // long a slot it cannot use stays free; a holder of several permits gives them all back.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { semaphore, SemaphoreError } from '../../src/index.js'
+import { semaphore, SemaphoreError, withSlot } from '../../src/index.js'
 import { holdingConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
 import {
@@ -86,6 +86,32 @@ describe('several permits', { timeout: SUITE_TIMEOUT_MS }, () => {
     await eventually('the old session gone', async () => {
       const list = (await (await fetch(`${agent.url}/v1/session/list`)).json()) as { ID: string }[]
       return list.some((s) => s.ID === held.session) ? undefined : true
+    })
+  })
+
+  it('runs withSlot jobs of several permits, never more slots at once than the limit, each job under a token of its own', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'weighted-jobs')
+    const most = mostLiveListed(t, agent.client, prefix)
+    const tokens = new Set<bigint>()
+    let running = 0
+    let mostRunning = 0
+    const job = () =>
+      withSlot({ prefix, limit: 4, consul: agent.client, permits: 2 }, async (_signal, slot) => {
+        tokens.add(slot.assertHolding())
+        running += 2
+        mostRunning = Math.max(mostRunning, running)
+        await new Promise((done) => setImmediate(done))
+        running -= 2
+      })
+    await Promise.all(Array.from({ length: 20 }, job))
+    assert.equal(tokens.size, 20, 'a fencing token per job')
+    assert.ok(mostRunning <= 4, `at most 4 permits at once (${mostRunning})`)
+    assert.ok(most() <= 4, `at most 4 holders listed (${most()})`)
+    await eventually('no session of the pool left', async () => {
+      const list = (await (await fetch(`${agent.url}/v1/session/list`)).json()) as {
+        Name: string
+      }[]
+      return list.some((s) => s.Name.includes(prefix)) ? undefined : true
     })
   })
 

@@ -15,6 +15,8 @@ import type { KVEntry } from '../../src/base/kv-snapshot.js'
 import { decidePatiently } from '../../src/core/contender/decide-patiently.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import { handOffSlot } from '../../src/core/semaphore/hand-off.js'
+import { prefixView } from '../../src/core/semaphore/prefix-view.js'
+import { refenceKept, refencing } from '../../src/core/semaphore/refencing.js'
 
 const prefix = 'svc/jobs'
 const utf8 = new TextEncoder()
@@ -128,5 +130,24 @@ describe('several permits', () => {
     assert.equal(handOffSlot(at, { prefix, session: 'h1', limit: 5 }), undefined)
     const one = snapshot(['h1', 'h2', 'h3', 'h4', 'h5'], [key('one', 10n, CONTENDER_FLAGS)])
     assert.notEqual(handOffSlot(one, { prefix, session: 'h1', limit: 5 }), undefined)
+  })
+
+  it('gives every permit back between two jobs when the slot goes on, and keeps a token only while all are listed', () => {
+    const options = { prefix, session: 'big', limit: 5, companions: ['c1'] }
+    const at = snapshot(['big', 'c1', 'h1', 'h2', 'h3'], [key('one', 60n, CONTENDER_FLAGS)])
+    const rotate = refencing(at, options, prefixView(at, options), false)
+    assert.equal(rotate?.type, 'Rotate')
+    if (rotate?.type === 'Rotate') {
+      assert.equal(rotate.handOff, undefined, 'no hand-off of one of its permits')
+      assert.deepEqual(holdersOf(rotate.body), ['h1', 'h2', 'h3'])
+    }
+    const keep = refencing(at, options, prefixView(at, options), true)
+    assert.equal(keep?.type, 'Refence')
+    if (keep?.type === 'Refence') {
+      const lock = at.entries[0]
+      assert.ok(refenceKept(keep, 'big', lock, ['c1']))
+      const without = snapshot(['big', 'h1'], []).entries[0]
+      assert.ok(!refenceKept(keep, 'big', without, ['c1']), 'c1 no longer listed')
+    }
   })
 })

@@ -537,8 +537,17 @@ export function resolveSemaphoreOptions(
  */
 function checkPermits(permits: unknown, limit: number, report: ReportProblem): number {
   if (permits === undefined) return 1
-  const most = Math.min(Number.isSafeInteger(limit) && limit > 0 ? limit : MAX_WEIGHT, MAX_WEIGHT, MAX_PERMITS)
-  if (typeof permits !== 'number' || !Number.isSafeInteger(permits) || permits < 1 || permits > most) {
+  const most = Math.min(
+    Number.isSafeInteger(limit) && limit > 0 ? limit : MAX_WEIGHT,
+    MAX_WEIGHT,
+    MAX_PERMITS,
+  )
+  if (
+    typeof permits !== 'number' ||
+    !Number.isSafeInteger(permits) ||
+    permits < 1 ||
+    permits > most
+  ) {
     report(
       'permits',
       `${JSON.stringify(permits)} must be a whole number from 1 to ${most} (the limit, ${limit}); ` +

@@ -168,15 +168,13 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
         // Each companion's key, taken by its session: a holder's session must lock a key under
         // the prefix, or every contender (Go's too) prunes it. A companion Consul no longer has
         // fails the lock, and the whole grant with it.
-        ...companions.map(
-          (companion): TxnOp => ({
-            verb: 'lock',
-            key: contenderKey(prefix, companion),
-            value,
-            flags: COMPANION_FLAGS,
-            session: companion,
-          }),
-        ),
+        ...companions.map((companion): TxnOp => ({
+          verb: 'lock',
+          key: contenderKey(prefix, companion),
+          value,
+          flags: COMPANION_FLAGS,
+          session: companion,
+        })),
         {
           verb: 'cas',
           key: lockKey(prefix),

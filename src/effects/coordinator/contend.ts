@@ -161,7 +161,6 @@ export function consulPort(
     scheduler,
     cache: coordinator.cache,
     fresh: coordinator.fresh,
-    permits,
     companionsOf,
   }
   const request: SessionCreateOptions = {

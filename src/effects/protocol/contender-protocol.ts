@@ -31,8 +31,6 @@ export interface ProtocolMember {
    * writes tell it their answers and build on it.
    */
   readonly fresh?: FreshLock | undefined
-  /** How many permits each of its sessions holds with its companions (1: no companions). */
-  readonly permits: number
   /** The companions of one of its sessions (`ContenderStateOptions.companionsOf`). */
   readonly companionsOf: (session: string) => readonly string[]
 }

@@ -131,12 +131,13 @@ function notSent(ops: readonly TxnOp[]): TxnResult {
 export function semaphorePerformer(options: SemaphorePerformerOptions): Performer {
   const { client, prefix, session, random, fresh } = options
   const scheduler = options.scheduler ?? asyncScheduler
+  const companions = options.companions ?? []
+  // How many permits its key asks for while it waits (no slot is handed to several permits).
+  const waiting = waitingFlags(1 + companions.length)
   return (action) => {
     if (action.type === 'Refence' || action.type === 'Rotate') {
       const ownKey = contenderKey(prefix, session)
-      const companions = options.companions ?? []
-      const rejoin = waitingFlags(1 + companions.length)
-      const ops = refenceOps(prefix, ownKey, session, utf8.encode(options.value), action, rejoin)
+      const ops = refenceOps(prefix, ownKey, session, utf8.encode(options.value), action, waiting)
       // A Refence reads `.lock` and writes only its key: it need not wait for the turn.
       const sent =
         action.type === 'Rotate' ? txnInTurn(client, ops, fresh) : txnTold(client, ops, fresh)
@@ -158,7 +159,6 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
       )
     }
     if (action.type === 'TryAcquire') {
-      const companions = options.companions ?? []
       const holders = [...action.view.liveHolders, session, ...companions]
       const ownKey = contenderKey(prefix, session)
       const value = utf8.encode(options.value)
@@ -207,8 +207,8 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
       client.kv.put(contenderKey(prefix, session), options.value, {
         acquire: session,
         // The semaphore's flags plus one: "this contender takes a slot handed to it directly";
-        // for several permits, how many it asks for (no slot is handed to it alone).
-        flags: waitingFlags(1 + (options.companions?.length ?? 0)),
+        // for several permits, how many it asks for.
+        flags: waiting,
         signal,
       }),
     ).pipe(

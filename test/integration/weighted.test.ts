@@ -4,7 +4,7 @@
 // long a slot it cannot use stays free; a holder of several permits gives them all back.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { semaphore, SemaphoreError, withSlot } from '../../src/index.js'
+import { semaphore, SemaphoreError, tryAcquire, withSlot } from '../../src/index.js'
 import { holdingConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
 import {
@@ -113,6 +113,18 @@ describe('several permits', { timeout: SUITE_TIMEOUT_MS }, () => {
       }[]
       return list.some((s) => s.Name.includes(prefix)) ? undefined : true
     })
+  })
+
+  it('tries once: a request of two permits is not held with one slot free, and one permit is', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'weighted-try')
+    const options = { prefix, limit: 3, consul: agent.client }
+    const first = await tryAcquire({ ...options, permits: 2 })
+    assert.ok(first !== null, 'two of three free')
+    t.after(() => first.close())
+    assert.equal(await tryAcquire({ ...options, permits: 2 }), null, 'one free, two asked')
+    const one = await tryAcquire(options)
+    assert.ok(one !== null, 'the one free slot')
+    await one.close()
   })
 
   it('refuses more permits than the limit, and a session given with several', () => {

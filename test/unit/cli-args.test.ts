@@ -97,6 +97,7 @@ describe('tryOnceVerdictOf (the try-once rule on the public state)', () => {
     session: 's',
     contending: true,
     holders: [] as string[],
+    waiting: [] as SemaphoreState['waiting'],
     limit: 2,
     rank: 0,
   }
@@ -114,6 +115,11 @@ describe('tryOnceVerdictOf (the try-once rule on the public state)', () => {
     assert.equal(tryOnceVerdictOf({ ...state, holders: ['a'], rank: 1 }, true), 'not-held'))
   it('should wait for the CAS when a free slot is meant for it', () =>
     assert.equal(tryOnceVerdictOf({ ...state, holders: ['a'], rank: 0 }, true), 'undecided'))
+  it('should say not held to a request of two permits when one slot is free', () => {
+    const waiting = [{ session: 's', rank: 0, value: null, createIndex: 9n, weight: 2 }]
+    assert.equal(tryOnceVerdictOf({ ...state, holders: ['a'], waiting }, false), 'not-held')
+    assert.equal(tryOnceVerdictOf({ ...state, holders: [], waiting }, false), 'undecided')
+  })
   it('should wait for the error after a prefix problem (no rank)', () =>
     assert.equal(
       tryOnceVerdictOf({ ...state, holders: ['a', 'b'], rank: undefined }, false),

@@ -128,10 +128,15 @@ export function asSemaphoreState(state: LeaderElectionState): SemaphoreState {
  * @returns Whether the one try has an answer yet, and which.
  */
 export function tryOnceVerdictOf(
-  state: Pick<SemaphoreState, 'holding' | 'session' | 'contending' | 'holders' | 'limit' | 'rank'>,
+  state: Pick<
+    SemaphoreState,
+    'holding' | 'session' | 'contending' | 'holders' | 'waiting' | 'limit' | 'rank'
+  >,
   ranked: boolean,
 ): TryOnceVerdict {
   const listed = state.session !== undefined && state.holders.includes(state.session)
+  // A request of k permits has a slot when k are free.
+  const weight = (state.rank === undefined ? undefined : state.waiting[state.rank]?.weight) ?? 1
   return tryOnceVerdict({
     holding: state.holding,
     // Contending without a rank is a prefix problem: a waiter of the semaphore is ranked, and a
@@ -143,7 +148,7 @@ export function tryOnceVerdictOf(
         : state.rank === undefined
           ? 'problem'
           : 'contending',
-    freeSlots: Math.max(0, state.limit - state.holders.length),
+    freeSlots: Math.max(0, state.limit - state.holders.length - (weight - 1)),
     rank: state.rank,
     ranked,
     lockDelayed: false,

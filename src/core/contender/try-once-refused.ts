@@ -46,7 +46,7 @@ export function tryOnceFacts(state: ContenderState): TryOnceFacts {
           : contending
             ? 'contending'
             : 'problem',
-    freeSlots: contending ? freeSlots(decision.view) : 0,
+    freeSlots: contending ? usableSlots(decision.view, decision.rank) : 0,
     rank: contending ? decision.rank : undefined,
     ranked: false,
     lockDelayed:
@@ -54,4 +54,11 @@ export function tryOnceFacts(state: ContenderState): TryOnceFacts {
   }
 }
 
-const freeSlots = (view: SemaphoreView): number => Math.max(0, view.limit - view.liveHolders.length)
+/**
+ * The free slots a waiter at `rank` can use: a request of k permits (its key's weight) needs k of
+ * them at once, so it has a slot when at least k are free.
+ */
+const usableSlots = (view: SemaphoreView, rank: number | undefined): number => {
+  const weight = (rank === undefined ? undefined : view.waiting[rank]?.weight) ?? 1
+  return Math.max(0, view.limit - view.liveHolders.length - (weight - 1))
+}

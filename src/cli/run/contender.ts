@@ -135,8 +135,6 @@ export function tryOnceVerdictOf(
   ranked: boolean,
 ): TryOnceVerdict {
   const listed = state.session !== undefined && state.holders.includes(state.session)
-  // A request of k permits has a slot when k are free.
-  const weight = (state.rank === undefined ? undefined : state.waiting[state.rank]?.weight) ?? 1
   return tryOnceVerdict({
     holding: state.holding,
     // Contending without a rank is a prefix problem: a waiter of the semaphore is ranked, and a
@@ -148,7 +146,8 @@ export function tryOnceVerdictOf(
         : state.rank === undefined
           ? 'problem'
           : 'contending',
-    freeSlots: Math.max(0, state.limit - state.holders.length - (weight - 1)),
+    freeSlots: Math.max(0, state.limit - state.holders.length),
+    weight: (state.rank === undefined ? undefined : state.waiting[state.rank]?.weight) ?? 1,
     rank: state.rank,
     ranked,
     lockDelayed: false,

@@ -46,7 +46,11 @@ export function tryOnceFacts(state: ContenderState): TryOnceFacts {
           : contending
             ? 'contending'
             : 'problem',
-    freeSlots: contending ? usableSlots(decision.view, decision.rank) : 0,
+    freeSlots: contending ? freeSlots(decision.view) : 0,
+    weight:
+      (contending && decision.rank !== undefined
+        ? decision.view.waiting[decision.rank]?.weight
+        : undefined) ?? 1,
     rank: contending ? decision.rank : undefined,
     ranked: false,
     lockDelayed:
@@ -54,11 +58,4 @@ export function tryOnceFacts(state: ContenderState): TryOnceFacts {
   }
 }
 
-/**
- * The free slots a waiter at `rank` can use: a request of k permits (its key's weight) needs k of
- * them at once, so it has a slot when at least k are free.
- */
-const usableSlots = (view: SemaphoreView, rank: number | undefined): number => {
-  const weight = (rank === undefined ? undefined : view.waiting[rank]?.weight) ?? 1
-  return Math.max(0, view.limit - view.liveHolders.length - (weight - 1))
-}
+const freeSlots = (view: SemaphoreView): number => Math.max(0, view.limit - view.liveHolders.length)

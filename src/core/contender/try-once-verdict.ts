@@ -26,6 +26,8 @@ export interface TryOnceFacts {
   readonly place: TryOncePlace
   /** Slots of the last decision's view not taken by a live holder (a lock held by another: 0). */
   readonly freeSlots: number
+  /** How many permits it asks for (1 but for a request of several): it needs that many free. */
+  readonly weight: number
   /** Its place among the waiters (0: next), when the semaphore ranks it. */
   readonly rank: number | undefined
   /**
@@ -53,7 +55,7 @@ export interface TryOnceFacts {
  *   write race is undecided too: the next snapshot lists the winner, and decides.
  *
  * @example
- * tryOnceVerdict({ holding: false, place: 'contending', freeSlots: 0, rank: 0, ranked: false, lockDelayed: false })
+ * tryOnceVerdict({ holding: false, place: 'contending', freeSlots: 0, weight: 1, rank: 0, ranked: false, lockDelayed: false })
  * // 'not-held'
  * @param facts - The contender's facts after an event.
  * @returns Whether the one try has an answer yet, and which.
@@ -61,7 +63,9 @@ export interface TryOnceFacts {
 export function tryOnceVerdict(facts: TryOnceFacts): TryOnceVerdict {
   if (facts.holding) return 'held'
   if (facts.place !== 'contending') return 'undecided'
-  if (facts.lockDelayed || facts.freeSlots <= 0) return 'not-held'
-  if (facts.ranked && facts.rank !== undefined && facts.rank >= facts.freeSlots) return 'not-held'
+  // A request of k permits has a slot when k are free: one slot for it, the rest its companions'.
+  const slots = facts.freeSlots - (facts.weight - 1)
+  if (facts.lockDelayed || slots <= 0) return 'not-held'
+  if (facts.ranked && facts.rank !== undefined && facts.rank >= slots) return 'not-held'
   return 'undecided'
 }

@@ -1,6 +1,5 @@
-import { asyncScheduler, firstValueFrom, mergeMap } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
-import { fromCall, orThrow, retryTransient } from '../effects/call-policy.js'
+import { destroySession } from '../effects/release/destroy-session.js'
 import type { KVEntry } from '../base/kv-snapshot.js'
 import { lockKey } from '../core/keys/lock-key.js'
 import { releaseFromLockBody } from '../core/lock-body/release-from-lock-body.js'
@@ -335,14 +334,11 @@ const REQUEST_TTL_MARGIN_MS = 60_000
 
 /**
  * Withdraws a revoke request: destroys its session, which deletes the request (behavior
- * 'delete'). Runs after an abort too, so it takes no signal; a transient failure is retried a few
- * times, and one that lasts is left to the session's TTL.
+ * 'delete'). Runs after an abort too, so it takes no signal; a transient failure is retried as
+ * every release call is, and one that lasts is left to the session's TTL.
  */
 async function withdraw(client: ConsulClient, requester: Requester): Promise<void> {
-  const destroyed = fromCall((signal) => client.session.destroy(requester.session, { signal }))
-  await firstValueFrom(destroyed.pipe(mergeMap(orThrow), retryTransient(asyncScheduler))).catch(
-    () => undefined,
-  )
+  await destroySession({ client, session: requester.session })
 }
 
 /**

@@ -107,10 +107,6 @@ export function sameRevokeRequest(
   a: RevokeRequest | undefined,
   b: RevokeRequest | undefined,
 ): boolean {
-  return (
-    a === b ||
-    (a?.graceMs === b?.graceMs &&
-      a?.reason === b?.reason &&
-      (a === undefined) === (b === undefined))
-  )
+  if (a === undefined || b === undefined) return a === b
+  return a.graceMs === b.graceMs && a.reason === b.reason
 }

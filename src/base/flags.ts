@@ -87,6 +87,10 @@ export const WEIGHTED_FLAGS_BASE = SEMAPHORE_FLAGS + 0x100n
 /** The most permits a contender's flags can state. */
 export const MAX_WEIGHT = 0xff
 
+/** The flags of the least and the most permits a waiting key can ask for (see weightOfFlags). */
+const LEAST_WEIGHTED = WEIGHTED_FLAGS_BASE + 2n
+const MOST_WEIGHTED = WEIGHTED_FLAGS_BASE + BigInt(MAX_WEIGHT)
+
 /**
  * The flags a waiting contender of `permits` permits puts on its key: CONTENDER_FLAGS for one,
  * WEIGHTED_FLAGS_BASE + permits for more (so that no holder hands it a single slot: a hand-off
@@ -110,6 +114,7 @@ export function waitingFlags(permits: number): bigint {
  * weightOfFlags(SEMAPHORE_FLAGS) // 1
  */
 export function weightOfFlags(flags: bigint): number {
-  const k = flags - WEIGHTED_FLAGS_BASE
-  return k >= 2n && k <= BigInt(MAX_WEIGHT) ? Number(k) : 1
+  // Compared before any arithmetic: every waiter of every view is weighed, and a bigint
+  // subtraction allocates.
+  return flags >= LEAST_WEIGHTED && flags <= MOST_WEIGHTED ? Number(flags - WEIGHTED_FLAGS_BASE) : 1
 }

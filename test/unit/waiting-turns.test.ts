@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { KVEntry } from '../../src/base/kv-snapshot.js'
+import { waitingFlags } from '../../src/base/flags.js'
 import { decide } from '../../src/core/semaphore/decide.js'
+import { keepsSlot } from '../../src/core/semaphore/refencing.js'
 import { waitingContenders } from '../../src/core/semaphore/waiting-contenders.js'
 import { bytes, contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
 
@@ -20,6 +22,13 @@ const lockOf = (limit: number, holders: readonly string[]): KVEntry =>
     JSON.stringify({ Limit: limit, Holders: Object.fromEntries(holders.map((h) => [h, true])) }),
     100n,
   )
+
+/** A waiter of `permits` permits (a writer of a read-write lock: every permit). */
+const weighted = (session: string, createIndex: bigint, value: string, permits: number): KVEntry =>
+  contenderEntry(prefix, session, createIndex, {
+    value: bytes(value),
+    flags: waitingFlags(permits),
+  })
 
 const queue = (entries: readonly KVEntry[], holders: readonly string[]): string[] =>
   waitingContenders(entries, prefix, new Set(holders)).map((c) => c.session)
@@ -128,5 +137,51 @@ describe('waitingContenders: the order of the queue', () => {
     assert.equal(b1.type, 'TryAcquire')
     assert.equal(a4.type, 'Wait')
     assert.equal(a4.type === 'Wait' ? a4.rank : undefined, 1)
+  })
+
+  it('keeps a waiter of several permits in its arrival place: later turns do not pass it', () => {
+    // A holds 2; b1 (turn 0) arrived before the writer w, b2 and c1 (turn 0 too) after it.
+    const entries = [
+      contender('a1', 1n, 'host:A'),
+      contender('a2', 2n, 'host:A'),
+      contender('a3', 3n, 'host:A'),
+      contender('b1', 4n, 'host:B'),
+      weighted('w', 5n, 'host:W', 3),
+      contender('b2', 6n, 'host:B'),
+      contender('c1', 7n, 'host:C'),
+    ]
+    assert.deepEqual(queue(entries, ['a1', 'a2']), ['b1', 'a3', 'w', 'c1', 'b2'])
+  })
+
+  it('ranks a waiter of several permits behind the turns of those that arrived before it', () => {
+    // The writer's own process holds two readers: its turn (2) does not send it behind c1.
+    const entries = [
+      contender('r1', 1n, 'host:W'),
+      contender('r2', 2n, 'host:W'),
+      weighted('w', 3n, 'host:W', 4),
+      contender('c1', 4n, 'host:C'),
+    ]
+    assert.deepEqual(queue(entries, ['r1', 'r2']), ['w', 'c1'])
+  })
+
+  it('gives a slot on (no quantum) when the first in line waits for several permits', () => {
+    const entries = [
+      lockOf(4, ['r1', 'r2']),
+      contender('r1', 1n, 'host:R'),
+      contender('r2', 2n, 'host:S'),
+      weighted('w', 3n, 'host:W', 4),
+      contender('r3', 4n, 'host:R'),
+    ]
+    const held = decide(snapshotOf(entries), { prefix, session: 'r1', limit: 4 })
+    assert.equal(held.type, 'Held')
+    if (held.type !== 'Held') return
+    assert.equal(keepsSlot(held.view, 'r1', true), false, 'the writer waits first in line')
+    const readersOnly = entries.filter((e) => e.session !== 'w')
+    const alone = decide(snapshotOf(readersOnly), { prefix, session: 'r1', limit: 4 })
+    assert.equal(
+      alone.type === 'Held' && keepsSlot(alone.view, 'r1', true),
+      true,
+      'within its quantum',
+    )
   })
 })

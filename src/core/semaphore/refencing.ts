@@ -114,8 +114,10 @@ export function refenceKept(
  * Whether a holder keeps its slot for the next job of its process in `view`: nobody else waits,
  * or it is within its quantum (`keepSlot`) unless its process holds other slots too and the first
  * in line is the first waiter of a process that holds none (turn 0: a process that arrives, or a
- * Go contender, gets its first slot when a job ends rather than after a quantum); and the holders
- * are not more than the limit (an operator may have lowered it).
+ * Go contender, gets its first slot when a job ends rather than after a quantum), or the first in
+ * line asks for several permits (a writer of a read-write lock waits for every slot: a job that
+ * arrived after it does not start on a slot kept for it); and the holders are not more than the
+ * limit (an operator may have lowered it).
  *
  * @example
  * keepsSlot(view, session, withinQuantum(slotSince, now))
@@ -126,7 +128,10 @@ export function refenceKept(
  */
 export function keepsSlot(view: SemaphoreView, session: string, keepSlot: boolean): boolean {
   const othersWait = view.waiting.some((waiter) => waiter.session !== session)
-  const yields = view.nextTurn === 0 && view.sharedHolders.includes(session)
+  const head = view.waiting[0]
+  const yields =
+    (view.nextTurn === 0 && view.sharedHolders.includes(session)) ||
+    (head !== undefined && head.weight > 1)
   return (!othersWait || (keepSlot && !yields)) && view.liveHolders.length <= view.limit
 }
 

@@ -162,10 +162,19 @@ export function slotsByProcess(holding: readonly KVEntry[]): ReadonlyMap<string,
  * go round the processes, the one holding the fewest first. Every contender ranks one listing
  * alike, so the front of the queue is the same for all of them.
  *
+ * A waiter of several permits (a writer of a read-write lock among them) keeps its place by
+ * arrival: turns are taken only among the waiters that arrived between two such waiters, so
+ * nobody who arrived after it is ranked ahead of it, and it is ranked ahead of nobody who arrived
+ * before it. A large request, which waits for several slots at once, is then not passed again and
+ * again by later waiters of processes that hold less.
+ *
  * ```
  * holders: A A A      waiting, by arrival: A4 A5 B1 A6 B2 C1
  * turns:                                   3  4  0  5  1  0
  * queue:   B1 C1 B2 A4 A5 A6
+ *
+ * holders: A A        waiting, by arrival: A3 B1 W(3 permits) B2 C1
+ * queue:   B1 A3 W C1 B2          (W is a barrier: B2 and C1 arrived after it)
  * ```
  */
 function sortByTurn(
@@ -181,6 +190,11 @@ function sortByTurn(
   let run: string | undefined
   let runAhead = 0
   let runHeld = 0
+  // The waiters of several permits met so far, as each waiter's epoch: 2k between the k-th and
+  // the next, 2k + 1 for the k-th itself, so that it sorts after those before it and ahead of
+  // those after it.
+  const epochs: number[] = []
+  let barriers = 0
   let inTurns = true
   for (const entry of waiting) {
     const value = valueOf(entry)
@@ -196,14 +210,23 @@ function sortByTurn(
       turn = runHeld + runAhead
       runAhead += 1
     }
-    if (turn < (turns[turns.length - 1] ?? 0)) inTurns = false
+    const barrier = weightOfFlags(entry.flags) > 1
+    const epoch = barrier ? 2 * barriers + 1 : 2 * barriers
+    if (barrier) barriers += 1
+    // A barrier's turn does not order it: it is alone in its epoch.
+    if (epoch === (epochs[epochs.length - 1] ?? 0) && turn < (turns[turns.length - 1] ?? 0)) {
+      inTurns = false
+    }
     values.push(value)
     turns.push(turn)
+    epochs.push(epoch)
   }
   // Already in turns (one contender per process, or one process): arrival order stands.
   if (inTurns) return { values, turns }
   const order = waiting.map((_, i) => i)
-  order.sort((a, b) => (turns[a] ?? 0) - (turns[b] ?? 0) || a - b)
+  order.sort(
+    (a, b) => (epochs[a] ?? 0) - (epochs[b] ?? 0) || (turns[a] ?? 0) - (turns[b] ?? 0) || a - b,
+  )
   const arrived = [...waiting]
   order.forEach((from, to) => (waiting[to] = arrived[from] as KVEntry))
   return {

@@ -62,6 +62,31 @@ describe('sessions kept between jobs on the default client', () => {
     assert.ok(goneAfter >= SESSION_LINGER_MS - 50, `gone after ${goneAfter} ms, before the linger`)
   })
 
+  it('starts no job of a worker that took a kept session before its new tenure: two processes looping on one slot never overlap', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'shelf-overlap')
+    onEnd(t, () => flushShelf())
+    let running = 0
+    const overlaps: number[] = []
+    const tokens = new Set<bigint>()
+    // Each loop's next job comes after its last one's worker gave its slot back (nothing else was
+    // queued in its process): it takes that worker's session from the shelf, with a listing from
+    // before the release still the prefix's last one.
+    const loop = async (value: string): Promise<void> => {
+      for (let i = 0; i < 15; i += 1) {
+        await withSlot({ prefix, limit: 1, value }, async (_signal, slot) => {
+          tokens.add(slot.assertHolding())
+          running += 1
+          if (running > 1) overlaps.push(running)
+          await new Promise((done) => setTimeout(done, 5))
+          running -= 1
+        })
+      }
+    }
+    await Promise.all([loop('process-a'), loop('process-b')])
+    assert.deepEqual(overlaps, [], 'never two jobs at once on a limit of 1')
+    assert.equal(tokens.size, 30, 'a fencing token per job')
+  })
+
   it('leaves no session kept behind once destroyIdleSessions() resolves', async (t) => {
     const prefix = testPrefix(t, consul.url, 'shelf-destroy-idle')
     const name = `shelf ${prefix}`

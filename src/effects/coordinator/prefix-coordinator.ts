@@ -178,8 +178,12 @@ export class PrefixCoordinator {
       this.keep(seed, false)
     }
     this.watching.add(member)
-    if (this.delivered !== undefined) {
-      member.onWatch({ type: 'snapshot', snapshot: this.delivered })
+    // The last listing overlaid with every write the process knows of now, not only those known
+    // when it came: a member that begins with a session given up meanwhile (taken from the shelf)
+    // must not find it still holding in a listing from before its release.
+    if (this.last !== undefined) {
+      const delivered = (this.delivered = this.fresh.freshest(this.last))
+      member.onWatch({ type: 'snapshot', snapshot: delivered })
     }
     if (this.failing !== undefined) member.onWatch(this.failing)
     this.retarget()

@@ -2,7 +2,8 @@
  * rx-consul-semaphore: a reactive distributed semaphore and leader election on Consul.
  *
  * This entry is what users compose with: the contenders (`semaphore`, `leaderElection`), their
- * one-shot and Promise forms (`tryAcquire`, `tryLead`, `withSlot`, `exclusive`), `setLimit`,
+ * one-shot and Promise forms (`tryAcquire`, `tryLead`, `withSlot`, `exclusive`), the read-write
+ * lock (`readWriteLock`, `withReadLock`, `withWriteLock`), `setLimit`,
  * their options, states and errors, and what it takes to pass them a Consul client
  * (`createConsulClient`, the `ConsulClient` type and its configuration), and the operator calls
  * `evict`, `drain` and `liftDrain`. Removing or changing any
@@ -47,6 +48,14 @@ export { SemaphoreError, type SemaphoreErrorKind } from './base/semaphore-error.
 // One-shot, Promise and per-task forms.
 export { tryAcquire, tryLead, type TryOptions } from './recipes/try-acquire.js'
 export { withSlot, type WithSlotOptions } from './recipes/with-slot.js'
+export {
+  readWriteLock,
+  withReadLock,
+  withWriteLock,
+  type ReadWriteLock,
+  type ReadWriteLockOptions,
+  type WithReadWriteLockOptions,
+} from './recipes/read-write-lock.js'
 // Before `process.exit()` after withSlot jobs: the sessions their workers keep idle, destroyed now.
 export { destroyIdleSessions } from './effects/session-shelf.js'
 export { setLimit, type LimitChange, type SetLimitOptions } from './operator/set-limit.js'

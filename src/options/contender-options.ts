@@ -563,7 +563,7 @@ function checkPermits(permits: unknown, limit: number, report: ReportProblem): n
  * (the check of its key, a lock per companion, the CAS, the rewrite of its key), which must fit
  * the 64 operations of Consul up to 1.13.
  */
-const MAX_PERMITS = 61
+export const MAX_PERMITS = 61
 
 function checkFollowLimit(followLimit: unknown, report: ReportProblem): boolean {
   if (followLimit !== undefined && typeof followLimit !== 'boolean') {

@@ -34,11 +34,14 @@ const VALUES = [
   'leaderElection',
   'liftDrain',
   'lockKey',
+  'readWriteLock',
   'semaphore',
   'setLimit',
   'tryAcquire',
   'tryLead',
+  'withReadLock',
   'withSlot',
+  'withWriteLock',
 ]
 
 /** The names of the root entry that are types only. */
@@ -88,6 +91,10 @@ const TYPES = [
   'TryOptions',
   'WithSlotOptions',
   'TaskLossReason',
+  // The read-write lock.
+  'ReadWriteLock',
+  'ReadWriteLockOptions',
+  'WithReadWriteLockOptions',
   // The operations and the answer of a guard's fencedTxn.
   'KVEntry',
   'TxnOp',

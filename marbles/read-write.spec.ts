@@ -120,7 +120,7 @@ describe('a reader behind a waiting writer', () => {
           c: created('me', 60_000, 0),
           s: seen(prefixWith(10n, ['me'], keys)),
           // A job of its process ended well within the quantum, and another is queued.
-          r: { type: 'refence' },
+          r: { type: 'refence' } as const,
         }).pipe(
           contending(options),
           map((state) => state.write?.type ?? '-'),

@@ -6,9 +6,12 @@
 // - An actor acts when it touches the guarded resource; it says so with an `act` line (a tick, or
 //   a counter write). Within one tenure, acts closer than `gapMs` are one stretch of acting; a
 //   longer silence (a frozen process cannot act) splits it, so a frozen holder is not counted
-//   while frozen. A moment with more than `limit` actors acting is a violation.
+//   while frozen. An actor of several permits (a writer of the read-write lock) counts as that
+//   many. A moment with more than `limit` slots' worth of actors acting is a violation.
 // - A wait runs from `want` to `hold` (or to the actor's end). It is long when it lasts more than
-//   `longWaitMs` while slots were free for more than half of it. Whether a slot was free is what
+//   `longWaitMs` while as many slots as it asks for were free for more than half of it (a reader
+//   waiting behind a writer that waits for every slot is not stranded by one free slot). Whether a
+//   slot was free is what
 //   Consul said, sampled: `.lock` listed fewer than `limit` holders whose sessions were alive (a
 //   holder whose session is gone is pruned by the next writer, so its slot is free; a killed
 //   process's live session still takes its slot until its TTL runs out). While Consul could not
@@ -53,6 +56,11 @@ export interface ActorEvent {
   readonly token?: string
   /** For `inc`: the counter value written. */
   readonly value?: number
+  /**
+   * For `want` and `act`: how many of the limit's slots the actor asks for or acts under (a
+   * request of several permits, a writer of the read-write lock); 1 when absent.
+   */
+  readonly permits?: number
 }
 
 /** The kinds of fault the nemesis injects. */
@@ -282,13 +290,18 @@ export function tenuresOf(events: readonly ActorEvent[]): Tenure[] {
   return tenures.sort((a, b) => a.from - b.from)
 }
 
+/** A stretch of acting of one actor, under `permits` of the limit's slots. */
+export interface Stretch {
+  readonly who: string
+  readonly from: number
+  readonly to: number
+  readonly permits: number
+}
+
 /** Stretches of acting: per actor and tenure, acts no further apart than `gapMs`. */
-export function actingStretches(
-  events: readonly ActorEvent[],
-  gapMs: number,
-): { who: string; from: number; to: number }[] {
-  const stretches: { who: string; from: number; to: number }[] = []
-  const open = new Map<string, { from: number; to: number }>()
+export function actingStretches(events: readonly ActorEvent[], gapMs: number): Stretch[] {
+  const stretches: Stretch[] = []
+  const open = new Map<string, { from: number; to: number; permits: number }>()
   const flush = (who: string): void => {
     const stretch = open.get(who)
     if (stretch) stretches.push({ who, ...stretch })
@@ -300,7 +313,7 @@ export function actingStretches(
       if (stretch && event.at - stretch.to <= gapMs) stretch.to = event.at
       else {
         flush(event.who)
-        open.set(event.who, { from: event.at, to: event.at })
+        open.set(event.who, { from: event.at, to: event.at, permits: event.permits ?? 1 })
       }
     } else if (event.e !== 'inc' && event.e !== 'seen' && event.e !== 'conflict') {
       // Any other line ends a stretch: the next tenure's acts start a new one.
@@ -311,9 +324,12 @@ export function actingStretches(
   return stretches
 }
 
-/** Moments when more than `limit` actors were acting (stretches are closed intervals). */
+/**
+ * Moments when actors holding more than `limit` slots between them were acting (stretches are
+ * closed intervals; a stretch counts its permits).
+ */
 export function crowds(
-  stretches: readonly { who: string; from: number; to: number }[],
+  stretches: readonly Stretch[],
   limit: number,
 ): { maxActing: number; crowds: Crowd[] } {
   const points = stretches.flatMap((s, i) => [
@@ -323,13 +339,16 @@ export function crowds(
   // Closed intervals: at equal times starts come first, so two stretches that touch overlap.
   points.sort((a, b) => a.at - b.at || b.delta - a.delta)
   const acting = new Set<number>()
+  const permitsOf = (i: number): number => stretches[i]?.permits ?? 1
+  let taken = 0
   let maxActing = 0
   const found: Crowd[] = []
   for (const point of points) {
     if (point.delta > 0) {
       acting.add(point.i)
-      maxActing = Math.max(maxActing, acting.size)
-      if (acting.size > limit) {
+      taken += permitsOf(point.i)
+      maxActing = Math.max(maxActing, taken)
+      if (taken > limit) {
         const actors = [...new Set([...acting].map((i) => stretches[i]?.who ?? '?'))]
         const last = found.at(-1)
         if (last && last.to >= point.at) {
@@ -348,22 +367,24 @@ export function crowds(
       }
     } else {
       acting.delete(point.i)
+      taken -= permitsOf(point.i)
     }
   }
   return { maxActing, crowds: found }
 }
 
-/** Time within [from, to] during which `occupancy` had a slot free. */
+/** Time within [from, to] during which `occupancy` had `permits` slots free (default one). */
 export function freeTime(
   occupancy: readonly Occupancy[],
   limit: number,
   from: number,
   to: number,
+  permits = 1,
 ): number {
   let free = 0
   for (let i = 0; i < occupancy.length; i++) {
     const here = occupancy[i]
-    if (!here || here.taken === undefined || here.taken >= limit) continue
+    if (!here || here.taken === undefined || here.taken > limit - permits) continue
     const until = occupancy[i + 1]?.at ?? to
     free += Math.max(0, Math.min(until, to) - Math.max(here.at, from))
   }
@@ -379,7 +400,7 @@ export function waitsOf(
   endAt: number,
 ): Wait[] {
   const waits: Wait[] = []
-  const pending = new Map<string, { from: number; kind: ActorKind }>()
+  const pending = new Map<string, { from: number; kind: ActorKind; permits: number }>()
   const finish = (who: string, to: number, unserved: boolean): void => {
     const wait = pending.get(who)
     if (!wait) return
@@ -391,13 +412,14 @@ export function waitsOf(
       kind: wait.kind,
       from: wait.from,
       to,
-      freeMs: freeTime(occupancy, options.limit, wait.from, to),
+      freeMs: freeTime(occupancy, options.limit, wait.from, to, wait.permits),
       faulted: own.length > 0,
       ...(healedAt === undefined
         ? {}
         : {
             healedAt,
-            freeAfterHealMs: healedAt < to ? freeTime(occupancy, options.limit, healedAt, to) : 0,
+            freeAfterHealMs:
+              healedAt < to ? freeTime(occupancy, options.limit, healedAt, to, wait.permits) : 0,
           }),
       unserved,
     })
@@ -405,7 +427,7 @@ export function waitsOf(
   for (const event of [...events].sort(byTime)) {
     if (event.e === 'want') {
       finish(event.who, event.at, true)
-      pending.set(event.who, { from: event.at, kind: event.kind })
+      pending.set(event.who, { from: event.at, kind: event.kind, permits: event.permits ?? 1 })
     } else if (event.e === 'hold') finish(event.who, event.at, false)
     else if (event.e === 'killed' || event.e === 'exit') finish(event.who, event.at, true)
   }

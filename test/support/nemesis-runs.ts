@@ -97,3 +97,36 @@ export async function mixedRun(t: TestContext, servers: 1 | 3, seed: number): Pr
     await cluster.stop()
   }
 }
+
+/** How long the weighted run injects faults by default (NEMESIS_SECONDS overrides it). */
+export const WEIGHTED_SECONDS = nemesisSeconds(30)
+
+/**
+ * One seeded run on one server whose library actors take several permits and the read-write
+ * lock (two readers, a writer of every slot, one of two permits) beside a `consul lock -n` loop,
+ * checked by the permits each acts under.
+ */
+export async function weightedRun(t: TestContext, seed: number): Promise<void> {
+  const cluster = await startCluster(1)
+  try {
+    const result = await runNemesis({
+      name: 'weighted',
+      seed: nemesisSeed(seed),
+      prefix: uniquePrefix('nemesis-weighted'),
+      limit: 4,
+      servers: cluster.servers,
+      leader: () => cluster.leader(),
+      libraryActors: 4,
+      locks: ['read', 'read', 'write', 'permits:2'],
+      consulLockActors: 1,
+      workload: 'tick',
+      faults: { kill: 3, pause: 3, blackhole: 2, slow: 1, 'agent-restart': 1, 'delete-lock': 1 },
+      faultMs: WEIGHTED_SECONDS * 1000,
+      quietMs: 35_000,
+      ttlMs: { library: 10_000, 'consul-lock': 15_000 },
+    })
+    assertNemesis(t, result)
+  } finally {
+    await cluster.stop()
+  }
+}

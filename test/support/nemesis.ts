@@ -45,6 +45,11 @@ export interface NemesisConfig {
    * (test/reliability/fixtures/nemesis-jobs-actor.ts); each job is a contender of the history.
    */
   readonly workload: 'tick' | 'counter-fenced' | 'counter-unfenced' | 'counter-jobs'
+  /**
+   * What each library actor takes, by its index ('tick' and the counters): 'slot' (one permit,
+   * the default), 'permits:<k>', 'read' or 'write' (the read-write lock of `limit` readers).
+   */
+  readonly locks?: readonly string[]
   /** How many jobs each library actor runs at once ('counter-jobs'). */
   readonly jobsPerActor?: number
   /** The counter's key (outside the prefix), for the counter workloads. */
@@ -199,7 +204,11 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
                 config.workload,
                 ...(config.counterKey === undefined ? [] : [config.counterKey]),
               ],
-              { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+              {
+                stdio: ['ignore', 'pipe', 'pipe'],
+                detached: true,
+                env: { ...process.env, NEMESIS_LOCK: config.locks?.[actor.index] ?? 'slot' },
+              },
             )
           : spawn(
               'bash',
@@ -645,10 +654,11 @@ export function describeRun(result: NemesisResult): string {
   const longest = servedWaits(report, 'library').at(-1) ?? 0
   const lines = [
     `nemesis ${config.name}: seed ${config.seed}, limit ${config.limit}, ${config.libraryActors} library + ` +
-      `${config.consulLockActors} consul lock actors, ${config.servers.length} server(s), workload ${config.workload}, ` +
+      `${config.consulLockActors} consul lock actors${config.locks ? ` (library: ${config.locks.join(', ')})` : ''}, ` +
+      `${config.servers.length} server(s), workload ${config.workload}, ` +
       `${((result.endedAt - result.startedAt) / 1000).toFixed(0)} s (faults for ${(config.faultMs / 1000).toFixed(0)} s)`,
     `  faults: ${result.faults.length} (${[...faultCounts].map(([k, n]) => `${k} ${n}`).join(', ')})`,
-    `  most actors acting at once: ${report.maxActing} (limit ${config.limit}); moments over the limit: ${report.crowds.length}, ` +
+    `  most slots acted under at once: ${report.maxActing} (limit ${config.limit}); moments over the limit: ${report.crowds.length}, ` +
       `within 1 s of an operator's delete: ${report.editWindows.length}, by consul lock after a state loss: ${report.lossWindows.length}`,
     `  acquisitions: library ${perActor('library')}; consul lock ${perActor('consul-lock')}`,
     `  longest library wait without a fault on the waiter: ${(longest / 1000).toFixed(1)} s; ` +

@@ -94,6 +94,42 @@ describe('the nemesis checker', () => {
     assert.equal(acted.crowds[0]?.from, 905)
   })
 
+  it('counts an actor of several permits as that many: a writer beside a reader is a crowd at limit 3', () => {
+    const three = { ...options, limit: 3 }
+    const withPermits = (events: ActorEvent[], permits: number): ActorEvent[] =>
+      events.map((e) => (e.e === 'act' || e.e === 'want' ? { ...e, permits } : e))
+    // Two readers together: 2 of 3.
+    const readers = [...tenure('r1', 0, 10, 200, 5), ...tenure('r2', 0, 10, 200, 6)]
+    assert.deepEqual(check(readers, [], [], three, 500).crowds, [])
+    // A writer of 3 after them, then beside a reader.
+    const writer = withPermits(tenure('w', 0, 202, 400, 9), 3)
+    const clean = check([...readers, ...writer], [], [], three, 500)
+    assert.deepEqual(clean.crowds, [])
+    assert.equal(clean.maxActing, 3)
+    const overlap = [...readers, ...withPermits(tenure('w', 0, 150, 400, 9), 3)]
+    const report = check(overlap, [], [], three, 500)
+    assert.equal(report.maxActing, 5)
+    assert.equal(report.crowds[0]?.from, 150)
+  })
+
+  it('judges the wait of several permits by the time as many slots were free', () => {
+    // Limit 3, one slot taken all along: a writer of 3 waits 3 s with only 2 free.
+    const events = [
+      ...tenure('a', 0, 0, 3100, 1),
+      ...tenure('w', 0, 3200, 3300, 2).map((e) => (e.e === 'want' ? { ...e, permits: 3 } : e)),
+    ]
+    const oneTaken: Occupancy[] = [
+      { at: 0, taken: 1 },
+      { at: 3150, taken: 0 },
+      { at: 3200, taken: 3 },
+    ]
+    const three = { ...options, limit: 3 }
+    assert.equal(check(events, oneTaken, [], three, 4000).longWaits.length, 0)
+    // A wait of one permit through the same is long.
+    const one = [...tenure('a', 0, 0, 3100, 1), ...tenure('w', 0, 3200, 3300, 2)]
+    assert.equal(check(one, oneTaken, [], three, 4000).longWaits.length, 1)
+  })
+
   it('judges a long wait only when Consul had a slot free most of it and no fault hit the waiter', () => {
     const events = [...tenure('a', 0, 0, 100, 1), ...tenure('b', 0, 3000, 3100, 2)]
     // Consul: a held until 100, then nobody: b waited 3 s with the slot free.

@@ -9,9 +9,10 @@
 //   while frozen. An actor of several permits (a writer of the read-write lock) counts as that
 //   many. A moment with more than `limit` slots' worth of actors acting is a violation.
 // - A wait runs from `want` to `hold` (or to the actor's end). It is long when it lasts more than
-//   `longWaitMs` while as many slots as it asks for were free for more than half of it (a reader
-//   waiting behind a writer that waits for every slot is not stranded by one free slot). Whether a
-//   slot was free is what
+//   `longWaitMs` while enough slots were free for more than half of it: as many as it asks for,
+//   and as the largest request of a library waiter of another actor that wanted before it and
+//   still waits (the queue is served in arrival order, so a reader behind a writer that waits for
+//   every slot is not stranded by one free slot). Whether a slot was free is what
 //   Consul said, sampled: `.lock` listed fewer than `limit` holders whose sessions were alive (a
 //   holder whose session is gone is pruned by the next writer, so its slot is free; a killed
 //   process's live session still takes its slot until its TTL runs out). While Consul could not
@@ -61,6 +62,11 @@ export interface ActorEvent {
    * request of several permits, a writer of the read-write lock); 1 when absent.
    */
   readonly permits?: number
+  /**
+   * For a library actor's `want`: its process id, which its contender keys' value ends with, so
+   * that the keys of the run's samples can be told by actor.
+   */
+  readonly pid?: number
 }
 
 /** The kinds of fault the nemesis injects. */
@@ -373,22 +379,58 @@ export function crowds(
   return { maxActing, crowds: found }
 }
 
-/** Time within [from, to] during which `occupancy` had `permits` slots free (default one). */
+/**
+ * Time within [from, to] during which `occupancy` had as many slots free as were needed: `need`
+ * slots (default one), or, given as the library waits ahead of a waiter, as many as the largest
+ * of them still waiting asked for (and at least `least`).
+ */
 export function freeTime(
   occupancy: readonly Occupancy[],
   limit: number,
   from: number,
   to: number,
-  permits = 1,
+  need: number | Needed = 1,
 ): number {
+  const needed: Needed = typeof need === 'number' ? { least: need, ahead: [] } : need
   let free = 0
   for (let i = 0; i < occupancy.length; i++) {
     const here = occupancy[i]
-    if (!here || here.taken === undefined || here.taken > limit - permits) continue
-    const until = occupancy[i + 1]?.at ?? to
-    free += Math.max(0, Math.min(until, to) - Math.max(here.at, from))
+    if (!here || here.taken === undefined) continue
+    const start = Math.max(here.at, from)
+    const end = Math.min(occupancy[i + 1]?.at ?? to, to)
+    if (end <= start) continue
+    // Split the step where a wait ahead ends: what is needed changes there.
+    const cuts = [
+      start,
+      ...needed.ahead.map((w) => w.to).filter((at) => at > start && at < end),
+      end,
+    ]
+    cuts.sort((a, b) => a - b)
+    for (let c = 0; c + 1 < cuts.length; c++) {
+      const at = cuts[c] ?? start
+      const most = Math.max(
+        needed.least,
+        ...needed.ahead.filter((w) => w.from <= at && at < w.to).map((w) => w.permits),
+      )
+      if (here.taken <= limit - most) free += Math.max(0, (cuts[c + 1] ?? end) - at)
+    }
   }
   return free
+}
+
+/**
+ * What a waiter needs free to be served: its own permits (`least`), and the permits of the
+ * library waiters that wanted before it and still wait (`ahead`): the queue is served in arrival
+ * order, so a request of several permits at its front that does not fit keeps those behind it
+ * waiting, whatever is free for them.
+ */
+export interface Needed {
+  readonly least: number
+  readonly ahead: readonly {
+    readonly from: number
+    readonly to: number
+    readonly permits: number
+  }[]
 }
 
 /** The waits of every actor, with how long slots were free during each. */
@@ -399,30 +441,21 @@ export function waitsOf(
   options: CheckOptions,
   endAt: number,
 ): Wait[] {
-  const waits: Wait[] = []
+  interface Raw {
+    readonly who: string
+    readonly kind: ActorKind
+    readonly from: number
+    readonly to: number
+    readonly permits: number
+    readonly unserved: boolean
+  }
+  const raw: Raw[] = []
   const pending = new Map<string, { from: number; kind: ActorKind; permits: number }>()
   const finish = (who: string, to: number, unserved: boolean): void => {
     const wait = pending.get(who)
     if (!wait) return
     pending.delete(who)
-    const own = faults.filter((f) => f.who === actorOf(who) && f.from < to && f.to > wait.from)
-    const healedAt = own.length === 0 ? undefined : Math.max(...own.map((f) => f.to))
-    waits.push({
-      who,
-      kind: wait.kind,
-      from: wait.from,
-      to,
-      freeMs: freeTime(occupancy, options.limit, wait.from, to, wait.permits),
-      faulted: own.length > 0,
-      ...(healedAt === undefined
-        ? {}
-        : {
-            healedAt,
-            freeAfterHealMs:
-              healedAt < to ? freeTime(occupancy, options.limit, healedAt, to, wait.permits) : 0,
-          }),
-      unserved,
-    })
+    raw.push({ who, ...wait, to, unserved })
   }
   for (const event of [...events].sort(byTime)) {
     if (event.e === 'want') {
@@ -432,7 +465,35 @@ export function waitsOf(
     else if (event.e === 'killed' || event.e === 'exit') finish(event.who, event.at, true)
   }
   for (const who of [...pending.keys()]) finish(who, endAt, true)
-  return waits
+  const library = raw.filter((w) => w.kind === 'library')
+  return raw.map((wait): Wait => {
+    const { who, from, to } = wait
+    const needed: Needed = {
+      least: wait.permits,
+      ahead:
+        wait.kind === 'library'
+          ? library.filter((w) => w.from < from && w.to > from && actorOf(w.who) !== actorOf(who))
+          : [],
+    }
+    const own = faults.filter((f) => f.who === actorOf(who) && f.from < to && f.to > from)
+    const healedAt = own.length === 0 ? undefined : Math.max(...own.map((f) => f.to))
+    return {
+      who,
+      kind: wait.kind,
+      from,
+      to,
+      freeMs: freeTime(occupancy, options.limit, from, to, needed),
+      faulted: own.length > 0,
+      ...(healedAt === undefined
+        ? {}
+        : {
+            healedAt,
+            freeAfterHealMs:
+              healedAt < to ? freeTime(occupancy, options.limit, healedAt, to, needed) : 0,
+          }),
+      unserved: wait.unserved,
+    }
+  })
 }
 
 /**

@@ -486,7 +486,9 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
             .filter((e) => e.Key !== `${config.prefix}/.lock`)
             .map(
               (e) =>
-                `${e.Key.slice(config.prefix.length + 1, config.prefix.length + 9)}${e.Session ? '' : '(free)'}`,
+                `${e.Key.slice(config.prefix.length + 1, config.prefix.length + 9)}${e.Session ? '' : '(free)'}` +
+                `${e.Value ? `@${Buffer.from(e.Value, 'base64').toString('utf8').split(':').at(-1) ?? ''}` : ''}` +
+                `#${e.Flags}`,
             ),
         }
       } catch {

@@ -130,6 +130,30 @@ describe('the nemesis checker', () => {
     assert.equal(check(one, oneTaken, [], three, 4000).longWaits.length, 1)
   })
 
+  it('judges a waiter behind a larger request by what that request needs while it waits ahead', () => {
+    const four = { ...options, limit: 4 }
+    // A Go holder keeps one slot from 0 to 5 s; the writer (4 permits) wants at 0, a reader at 100.
+    const taken: Occupancy[] = [
+      { at: 0, taken: 1 },
+      { at: 5000, taken: 4 },
+      { at: 5200, taken: 1 },
+    ]
+    const writer = tenure('w', 0, 5000, 5100, 2).map((e) =>
+      e.e === 'want' || e.e === 'act' ? { ...e, permits: 4 } : e,
+    )
+    const behind = [...writer, ...tenure('r', 100, 5200, 5300, 3)]
+    assert.deepEqual(check(behind, taken, [], four, 6000).longWaits, [], 'waits behind the writer')
+    // Without the writer ahead, three free slots for 5 s strand the reader.
+    const alone = tenure('r', 100, 5200, 5300, 3)
+    assert.equal(check(alone, taken, [], four, 6000).longWaits.length, 1)
+    // The writer served at 2 s: from then on the reader's free slots count again.
+    const servedEarly = [
+      ...tenure('w', 0, 2000, 2100, 2).map((e) => (e.e === 'want' ? { ...e, permits: 4 } : e)),
+      ...tenure('r', 100, 5200, 5300, 3),
+    ]
+    assert.equal(check(servedEarly, taken, [], four, 6000).longWaits.length, 1)
+  })
+
   it('judges a long wait only when Consul had a slot free most of it and no fault hit the waiter', () => {
     const events = [...tenure('a', 0, 0, 100, 1), ...tenure('b', 0, 3000, 3100, 2)]
     // Consul: a held until 100, then nobody: b waited 3 s with the slot free.
@@ -222,6 +246,9 @@ describe('the nemesis checker', () => {
     ]
     assert.equal(freeTime(steps, 2, 50, 400), 150 + 100)
     assert.equal(freeTime(steps, 1, 50, 400), 100)
+    // Never more than the wait, whatever the steps outside it.
+    assert.equal(freeTime(steps, 2, 120, 130), 10)
+    assert.equal(freeTime(steps, 2, 10, 60), 0)
   })
 
   it('finds tokens that repeat, go back, or contradict the order of acquisition', () => {

@@ -49,6 +49,14 @@ export { SemaphoreError, type SemaphoreErrorKind } from './base/semaphore-error.
 export { tryAcquire, tryLead, type TryOptions } from './recipes/try-acquire.js'
 export { withSlot, type WithSlotOptions } from './recipes/with-slot.js'
 export {
+  allSlots,
+  withSlots,
+  MAX_SEMAPHORES,
+  type AllSlots,
+  type AllSlotsEntry,
+  type AllSlotsState,
+} from './recipes/all-slots.js'
+export {
   readWriteLock,
   withReadLock,
   withWriteLock,

@@ -23,7 +23,7 @@ import {
 } from 'rxjs'
 import { ALL_SLOTS_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
 import type { KVSnapshot } from '../base/kv-snapshot.js'
-import { SemaphoreError } from '../base/semaphore-error.js'
+import { SemaphoreError, toSemaphoreError } from '../base/semaphore-error.js'
 import type { TxnOp } from '../base/txn.js'
 import { TXN_OPS_EVERY_VERSION } from '../base/txn-ops-limit.js'
 import type { ConsulClient } from '../consul/client-api.js'
@@ -150,30 +150,43 @@ export async function withSlots<T>(
 ): Promise<T> {
   const contender = allSlots(entries)
   const controller = new AbortController()
+  const caller = options.signal
   let subscription: Subscription | undefined
+  let onAbort: (() => void) | undefined
   try {
     const token = await new Promise<bigint>((resolve, reject) => {
-      const caller = options.signal
-      const aborted = (): void =>
-        reject(new SemaphoreError('Aborted', 'the wait for every slot was aborted'))
-      if (caller?.aborted === true) return aborted()
-      caller?.addEventListener('abort', aborted, { once: true })
       let held = false
+      const stop = (error: unknown): void => {
+        if (!held) reject(error)
+        else if (!controller.signal.aborted) controller.abort(error)
+      }
+      onAbort = () =>
+        stop(
+          new SemaphoreError(
+            'Aborted',
+            held
+              ? 'the caller aborted the work: every slot is given back'
+              : 'the caller aborted the wait for a slot of every semaphore: nothing was held',
+            { cause: caller?.reason },
+          ),
+        )
+      if (caller?.aborted === true) return onAbort()
+      caller?.addEventListener('abort', onAbort, { once: true })
       subscription = contender.state$.subscribe({
         next: (s) => {
           if (s.holding && !held && s.fencingToken !== undefined) {
             held = true
-            caller?.removeEventListener('abort', aborted)
             resolve(s.fencingToken)
-          } else if (!s.holding && held && !controller.signal.aborted) {
-            controller.abort(new SemaphoreError('SlotLost', 'a slot of the semaphores was lost'))
+          } else if (!s.holding && held) {
+            stop(new SemaphoreError('SlotLost', 'a slot of one of the semaphores was lost'))
           }
         },
-        error: (error: unknown) => reject(error),
+        error: stop,
       })
     })
     return await work(controller.signal, token)
   } finally {
+    if (onAbort !== undefined) caller?.removeEventListener('abort', onAbort)
     subscription?.unsubscribe()
     await contender.close()
   }
@@ -345,7 +358,8 @@ class AllSlotsRun {
           this.lost(session)
         }
       },
-      error: () => this.lost(session),
+      // A watch ends only for a failure no retry fixes (ACLs, a prefix Consul refuses).
+      error: (error: unknown) => this.fail(toSemaphoreError(error)),
     })
   }
 
@@ -353,13 +367,11 @@ class AllSlotsRun {
     if (this.closed || this.session !== session) return
     const snapshots = this.snapshots
     if (snapshots.some((s) => s === undefined)) return
-    const known = snapshots as KVSnapshot[]
-    // A listing older than the grant does not show it yet.
-    if (this.granted !== undefined && known.some((s) => s.index < (this.granted ?? 0n))) return
-    const decision = decideAll(known, this.plan.targets, session)
+    const decision = decideAll(snapshots as KVSnapshot[], this.plan.targets, session, this.granted)
     const now = this.state.value
     switch (decision.type) {
       case 'Held':
+      case 'Unconfirmed':
         return
       case 'Partial':
         return this.lost(session)
@@ -529,19 +541,13 @@ class AllSlotsRun {
       clearTimeout(this.waiting.timer)
       this.waiting.done()
     }
+    // Never rejects: each step gives up on its own (the session then expires by its TTL, and the
+    // next writer of each prefix prunes it).
     this.closing ??= (async () => {
-      const wasHolding = this.state.value.holding
-      if (wasHolding) this.publish({ ...IDLE })
-      await this.endSession()
       this.publish({ ...IDLE })
+      await this.endSession()
       await this.borrowed?.release()
-    })().catch((error: unknown) => {
-      throw error instanceof SemaphoreError ? error : fromUnknown(error)
-    })
+    })()
     return this.closing
   }
-}
-
-function fromUnknown(error: unknown): SemaphoreError {
-  return new SemaphoreError('ReleaseFailed', String(error), { cause: error })
 }

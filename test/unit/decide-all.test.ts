@@ -112,12 +112,10 @@ describe('decideAll', () => {
   })
 
   it('holds only while every .lock lists it; listed in some only, it holds none', () => {
-    const held = [
-      prefixOf('svc/a', 1, ['me'], [['me', 5n]]),
-      prefixOf('svc/b', 2, ['me'], [['me', 5n]]),
-    ]
+    const a = prefixOf('svc/a', 1, ['me'], [['me', 5n]])
+    const held = [a, prefixOf('svc/b', 2, ['me'], [['me', 5n]])]
     assert.deepEqual(decideAll(held, targets, 'me'), { type: 'Held' })
-    const partial = [held[0], prefixOf('svc/b', 2, [], [['me', 5n]])] as const
+    const partial = [a, prefixOf('svc/b', 2, [], [['me', 5n]])]
     assert.deepEqual(decideAll(partial, targets, 'me'), { type: 'Partial', listedIn: ['svc/a'] })
   })
 

@@ -20,6 +20,8 @@ export interface LockWrite {
  * each prefix (`decideAll`).
  *
  * - `Held`: every `.lock` lists its session, live: it holds a slot of each.
+ * - `Unconfirmed`: it was granted its slots at an index that some listing has not reached yet: it
+ *   holds them (the grant was one transaction), and that listing decides nothing.
  * - `Partial`: some list it and some do not (an operator took it out of one `.lock`, or one
  *   listing is older than the grant): it holds none of them, and gives back what it has.
  * - `Join`: its key is missing from these prefixes (not yet made, or deleted): make it.
@@ -30,6 +32,7 @@ export interface LockWrite {
  */
 export type AllDecision =
   | { readonly type: 'Held' }
+  | { readonly type: 'Unconfirmed' }
   | { readonly type: 'Partial'; readonly listedIn: readonly string[] }
   | { readonly type: 'Join'; readonly prefixes: readonly string[] }
   | { readonly type: 'TryAcquire'; readonly writes: readonly LockWrite[] }
@@ -57,13 +60,18 @@ export type AllDecision =
  * @param snapshots - The last snapshot of each prefix, in the targets' order.
  * @param targets - The semaphores, in the order the caller listed them.
  * @param session - The contender's session.
+ * @param grantedAt - The index of the transaction that granted its slots, while it holds them.
  * @returns The decision.
  */
 export function decideAll(
   snapshots: readonly KVSnapshot[],
   targets: readonly AllSlotsTarget[],
   session: string,
+  grantedAt?: bigint,
 ): AllDecision {
+  if (grantedAt !== undefined && snapshots.some((snapshot) => snapshot.index < grantedAt)) {
+    return { type: 'Unconfirmed' }
+  }
   const decisions = targets.map((target, i) => {
     const snapshot = snapshots[i]
     if (snapshot === undefined) throw new RangeError(`no snapshot of ${target.prefix}`)

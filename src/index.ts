@@ -3,7 +3,8 @@
  *
  * This entry is what users compose with: the contenders (`semaphore`, `leaderElection`), their
  * one-shot and Promise forms (`tryAcquire`, `tryLead`, `withSlot`, `exclusive`), the read-write
- * lock (`readWriteLock`, `withReadLock`, `withWriteLock`), `setLimit`,
+ * lock (`readWriteLock`, `withReadLock`, `withWriteLock`), a slot of several semaphores at once
+ * (`withSlots`, `allSlots`), `setLimit`,
  * their options, states and errors, and what it takes to pass them a Consul client
  * (`createConsulClient`, the `ConsulClient` type and its configuration), and the operator calls
  * `evict`, `drain` and `liftDrain`. Removing or changing any

@@ -322,7 +322,8 @@ class AllSlotsRun {
         await this.endSession()
         continue
       }
-      this.follow(session)
+      // Closed, or lost, while the keys were made: that session is already being given back.
+      if (this.session === session) this.follow(session)
       return
     }
   }

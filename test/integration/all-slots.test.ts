@@ -12,7 +12,13 @@ import { allSlots, SemaphoreError, withSlots, type ConsulClient } from '../../sr
 import { holdingConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { startChild } from '../support/default-client-child.js'
-import { eventually, holdersOf, readLock } from '../support/observe.js'
+import {
+  eventually,
+  holdersOf,
+  putRaw,
+  readLock,
+  SEMAPHORE_FLAGS as LOCK_BODY_FLAGS,
+} from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { onEnd, testPrefix, type Scope } from '../support/tracked.js'
 import type { AllSlotsLoopMessage } from './fixtures/all-slots-loop.js'
@@ -142,6 +148,43 @@ describe('a slot of every one of several semaphores', { timeout: SUITE_TIMEOUT_M
     assert.equal(holdersOf((await readLock(agent.url, b))?.body).length, 1)
     await both.close()
     assert.equal(holdersOf((await readLock(agent.url, b))?.body).length, 0, 'given back')
+  })
+
+  it('drops holding the moment one slot is taken away, gives every slot back, and holds again with a new session', async (t) => {
+    const [a, b] = ['lost-a', 'lost-b'].map((n) => testPrefix(t, agent.url, `all-slots-${n}`)) as [
+      string,
+      string,
+    ]
+    const both = allSlots([
+      { prefix: a, limit: 1, consul: agent.client },
+      { prefix: b, limit: 1, consul: agent.client },
+    ])
+    onEnd(t, () => both.close())
+    const states: { holding: boolean; session: string | undefined }[] = []
+    const sub = both.state$.subscribe((s) =>
+      states.push({ holding: s.holding, session: s.session }),
+    )
+    onEnd(t, () => sub.unsubscribe())
+    const first = await eventually('holding both', () => states.find((s) => s.holding), 30_000)
+    // An operator takes it out of b's .lock: it holds a slot of a only, so it holds none.
+    const lock = await readLock(agent.url, b)
+    assert.ok(lock !== undefined)
+    const emptied = await putRaw(
+      agent.url,
+      `${b}/.lock`,
+      JSON.stringify({ Limit: 1, Holders: {} }),
+      `cas=${lock.entry.ModifyIndex}&flags=${LOCK_BODY_FLAGS}`,
+    )
+    assert.ok(emptied, 'the operator emptied b/.lock')
+    await eventually('dropped', () => (states.at(-1)?.holding === false ? true : undefined), 30_000)
+    const again = await eventually(
+      'holding again',
+      () => states.find((s) => s.holding && s.session !== first.session),
+      30_000,
+    )
+    assert.ok(again.session !== undefined)
+    // The first session gave a back as well: only the new one is listed in a.
+    assert.deepEqual(holdersOf((await readLock(agent.url, a))?.body), [again.session])
   })
 
   it('refuses more semaphores than one transaction takes, a prefix listed twice, and session options that differ', () => {

@@ -3,7 +3,8 @@
  *
  * This entry is what users compose with: the contenders (`semaphore`, `leaderElection`), their
  * one-shot and Promise forms (`tryAcquire`, `tryLead`, `withSlot`, `exclusive`), the read-write
- * lock (`readWriteLock`, `withReadLock`, `withWriteLock`), `setLimit`,
+ * lock (`readWriteLock`, `withReadLock`, `withWriteLock`), a slot of several semaphores at once
+ * (`withSlots`, `allSlots`), `setLimit`,
  * their options, states and errors, and what it takes to pass them a Consul client
  * (`createConsulClient`, the `ConsulClient` type and its configuration), and the operator calls
  * `evict`, `drain` and `liftDrain`. Removing or changing any
@@ -48,6 +49,14 @@ export { SemaphoreError, type SemaphoreErrorKind } from './base/semaphore-error.
 // One-shot, Promise and per-task forms.
 export { tryAcquire, tryLead, type TryOptions } from './recipes/try-acquire.js'
 export { withSlot, type WithSlotOptions } from './recipes/with-slot.js'
+export {
+  allSlots,
+  withSlots,
+  MAX_SEMAPHORES,
+  type AllSlots,
+  type AllSlotsEntry,
+  type AllSlotsState,
+} from './recipes/all-slots.js'
 export {
   readWriteLock,
   withReadLock,

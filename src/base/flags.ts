@@ -81,6 +81,19 @@ export const RENEWING_FLAGS = SEMAPHORE_FLAGS + 3n
  */
 export const COMPANION_FLAGS = SEMAPHORE_FLAGS + 4n
 
+/**
+ * Flags of the contender key of an all-or-nothing contender (`withSlots`), one in each of its
+ * prefixes, all made in one transaction: it waits and holds under them. They are not
+ * CONTENDER_FLAGS, so no holder hands it a single slot in its release (it takes a slot of every
+ * prefix at once, or none).
+ *
+ * @example
+ * ```ts
+ * const spanning = snapshot.entries.filter((e) => e.flags === ALL_SLOTS_FLAGS).length
+ * ```
+ */
+export const ALL_SLOTS_FLAGS = SEMAPHORE_FLAGS + 5n
+
 /** The flags of a waiting contender of k ≥ 2 permits: WEIGHTED_FLAGS_BASE + k (see weightOfFlags). */
 export const WEIGHTED_FLAGS_BASE = SEMAPHORE_FLAGS + 0x100n
 

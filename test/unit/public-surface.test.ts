@@ -19,11 +19,13 @@ const VALUES = [
   'CONTENDER_FLAGS',
   'ConsulConfigError',
   'DRAIN_VALUE',
+  'MAX_SEMAPHORES',
   'HOLDER_FLAGS',
   'RENEWING_FLAGS',
   'LOCK_FLAGS',
   'SEMAPHORE_FLAGS',
   'SemaphoreError',
+  'allSlots',
   'contenderKey',
   'createConsulClient',
   'destroyIdleSessions',
@@ -41,6 +43,7 @@ const VALUES = [
   'tryLead',
   'withReadLock',
   'withSlot',
+  'withSlots',
   'withWriteLock',
 ]
 
@@ -91,6 +94,10 @@ const TYPES = [
   'TryOptions',
   'WithSlotOptions',
   'TaskLossReason',
+  // All or nothing across semaphores.
+  'AllSlots',
+  'AllSlotsEntry',
+  'AllSlotsState',
   // The read-write lock.
   'ReadWriteLock',
   'ReadWriteLockOptions',

@@ -1,0 +1,554 @@
+/**
+ * A slot of every one of several semaphores, or of none: one session, one contender key in each
+ * prefix (made in one transaction), the prefixes watched together, and one transaction that writes
+ * every `.lock` at once when the contender is first in line with a free slot in each
+ * (`decideAll`). Nothing is held while it waits, so two callers that list the same semaphores in
+ * opposite orders cannot each hold one and wait for the other.
+ *
+ * ```
+ * session ─► join (one txn: a key per prefix) ─► watch every prefix ─► decideAll
+ *                                                      │ TryAcquire: one txn, every .lock
+ *                                                      ▼
+ *                          holding ──(a slot gone, the lease over, a watch lost)──► give back, start over
+ * ```
+ */
+import * as E from 'fp-ts/lib/Either.js'
+import {
+  BehaviorSubject,
+  distinctUntilChanged,
+  map,
+  merge,
+  Observable,
+  type Subscription,
+} from 'rxjs'
+import { ALL_SLOTS_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
+import type { KVSnapshot } from '../base/kv-snapshot.js'
+import { SemaphoreError, toSemaphoreError } from '../base/semaphore-error.js'
+import type { TxnOp } from '../base/txn.js'
+import { TXN_OPS_EVERY_VERSION } from '../base/txn-ops-limit.js'
+import type { ConsulClient } from '../consul/client-api.js'
+import { borrowDefaultClient, type BorrowedClient } from '../consul/default-client.js'
+import { leaseDeadline } from '../core/contender/lease-deadline.js'
+import { contenderKey } from '../core/keys/contender-key.js'
+import { lockKey } from '../core/keys/lock-key.js'
+import { releaseFromLockBody } from '../core/lock-body/release-from-lock-body.js'
+import { decideAll, type AllSlotsTarget } from '../core/semaphore/decide-all.js'
+import { closeOnDispose, type asyncDispose } from '../handle/close-on-dispose.js'
+import {
+  resolveSemaphoreOptions,
+  validated,
+  type SemaphoreOptions,
+} from '../options/contender-options.js'
+
+/**
+ * One semaphore of `allSlots` / `withSlots`: its prefix and limit, and the session's options,
+ * which every entry must give alike (one session holds a key in every prefix).
+ */
+export type AllSlotsEntry = Pick<
+  SemaphoreOptions,
+  'prefix' | 'limit' | 'consul' | 'ttl' | 'sessionName' | 'value' | 'leaseMargin'
+>
+
+/** What an all-or-nothing contender knows, after every change. */
+export interface AllSlotsState {
+  /** True only while it holds a slot of every listed semaphore. */
+  readonly holding: boolean
+  /** Its session, once created. */
+  readonly session: string | undefined
+  /**
+   * The index of the transaction that granted every slot: strictly increasing over the grants of
+   * each of the prefixes, as a semaphore's fencing token is. Undefined while not holding.
+   */
+  readonly fencingToken: bigint | undefined
+  /** Its place in each prefix's queue (0: next), in the listed order, while it waits. */
+  readonly ranks: readonly (number | undefined)[]
+}
+
+/** A contender for a slot of every one of several semaphores. */
+export interface AllSlots {
+  /** Whether it holds a slot of every one; each change once. */
+  readonly holding$: Observable<boolean>
+  /** Its state after every change. */
+  readonly state$: Observable<AllSlotsState>
+  /** Gives every slot back and destroys its session; resolves when Consul holds nothing of it. */
+  close(): Promise<void>
+  /** Calls `close()`. */
+  [asyncDispose](): Promise<void>
+}
+
+/**
+ * The most semaphores one contender may list: the grant checks its key and writes `.lock` in each
+ * prefix, two operations each, in one transaction of at most 64 (every Consul version).
+ */
+export const MAX_SEMAPHORES = TXN_OPS_EVERY_VERSION / 2
+
+/**
+ * A contender for a slot of every semaphore listed, or of none. It starts when `holding$` or
+ * `state$` is first subscribed; after a loss (a slot taken away, its session gone, its lease over
+ * or a watch lost) it gives every slot back and contends again, until `close()`.
+ *
+ * @example
+ * ```ts
+ * const both = allSlots([{ prefix: 'db/lock', limit: 4 }, { prefix: 'cache/lock', limit: 2 }])
+ * both.holding$.pipe(switchMap((held) => (held ? migrate$ : EMPTY))).subscribe()
+ * ```
+ * @param entries - The semaphores, each with its prefix and limit.
+ * @returns The contender.
+ * @throws SemaphoreError('InvalidOptions') when an entry is wrong, a prefix is listed twice, the
+ *   entries' session options differ, or there are more than MAX_SEMAPHORES.
+ */
+export function allSlots(entries: readonly AllSlotsEntry[]): AllSlots {
+  const plan = planAll(entries)
+  const state = new BehaviorSubject<AllSlotsState>(IDLE)
+  let run: AllSlotsRun | undefined
+  let users = 0
+  const start = (): void => {
+    users += 1
+    if (run === undefined || run.closed) run = new AllSlotsRun(plan, state)
+  }
+  const stop = (): void => {
+    users -= 1
+    if (users === 0) void run?.close()
+  }
+  const state$ = new Observable<AllSlotsState>((subscriber) => {
+    start()
+    const inner = state.subscribe(subscriber)
+    return () => {
+      inner.unsubscribe()
+      stop()
+    }
+  })
+  const holding$ = state$.pipe(
+    map((s) => s.holding),
+    distinctUntilChanged(),
+  )
+  const close = async (): Promise<void> => {
+    await run?.close()
+  }
+  return closeOnDispose({ holding$, state$, close })
+}
+
+/**
+ * Runs `work` while a slot of every listed semaphore is held, as `withSlot` does for one: `signal`
+ * aborts the moment one of them is lost; every slot is given back when `work` settles.
+ *
+ * @example
+ * ```ts
+ * await withSlots([{ prefix: 'db/lock', limit: 4 }, { prefix: 'cache/lock', limit: 2 }], (signal) =>
+ *   rebuildCache(signal),
+ * )
+ * ```
+ * @param entries - The semaphores.
+ * @param work - The work; `signal` aborts with SemaphoreError('SlotLost') when a slot is lost.
+ * @param options - `signal` cancels the wait or the work.
+ * @returns What `work` returned.
+ */
+export async function withSlots<T>(
+  entries: readonly AllSlotsEntry[],
+  work: (signal: AbortSignal, token: bigint) => Promise<T>,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<T> {
+  const contender = allSlots(entries)
+  const controller = new AbortController()
+  const caller = options.signal
+  let subscription: Subscription | undefined
+  let onAbort: (() => void) | undefined
+  try {
+    const token = await new Promise<bigint>((resolve, reject) => {
+      let held = false
+      const stop = (error: unknown): void => {
+        if (!held) reject(error)
+        else if (!controller.signal.aborted) controller.abort(error)
+      }
+      onAbort = () =>
+        stop(
+          new SemaphoreError(
+            'Aborted',
+            held
+              ? 'the caller aborted the work: every slot is given back'
+              : 'the caller aborted the wait for a slot of every semaphore: nothing was held',
+            { cause: caller?.reason },
+          ),
+        )
+      if (caller?.aborted === true) return onAbort()
+      caller?.addEventListener('abort', onAbort, { once: true })
+      subscription = contender.state$.subscribe({
+        next: (s) => {
+          if (s.holding && !held && s.fencingToken !== undefined) {
+            held = true
+            resolve(s.fencingToken)
+          } else if (!s.holding && held) {
+            stop(new SemaphoreError('SlotLost', 'a slot of one of the semaphores was lost'))
+          }
+        },
+        error: stop,
+      })
+    })
+    return await work(controller.signal, token)
+  } finally {
+    if (onAbort !== undefined) caller?.removeEventListener('abort', onAbort)
+    subscription?.unsubscribe()
+    await contender.close()
+  }
+}
+
+const IDLE: AllSlotsState = {
+  holding: false,
+  session: undefined,
+  fencingToken: undefined,
+  ranks: [],
+}
+
+/** The entries, checked: their targets and the one session's options. */
+interface AllPlan {
+  readonly targets: readonly AllSlotsTarget[]
+  readonly consul: ConsulClient | undefined
+  readonly ttlMs: number
+  readonly ttl: string
+  readonly sessionName: string
+  readonly value: string
+  readonly leaseMarginMs: number
+}
+
+function planAll(entries: readonly AllSlotsEntry[]): AllPlan {
+  return validated((report) => {
+    const list: readonly AllSlotsEntry[] = Array.isArray(entries) ? entries : []
+    if (list.length === 0) {
+      report('semaphores', 'list at least one semaphore ({ prefix, limit }).')
+      return undefined as never
+    }
+    if (list.length > MAX_SEMAPHORES) {
+      report(
+        'semaphores',
+        `${list.length} are more than ${MAX_SEMAPHORES}: the grant writes every .lock in one ` +
+          'Consul transaction of at most 64 operations. List fewer.',
+      )
+    }
+    const resolved = list.map((entry) =>
+      resolveSemaphoreOptions(entry as SemaphoreOptions, 'rx-consul-semaphore all-slots'),
+    )
+    const first = resolved[0]
+    const firstEntry = list[0]
+    const prefixes = new Set<string>()
+    resolved.forEach((r, i) => {
+      if (prefixes.has(r.prefix)) report('semaphores', `the prefix "${r.prefix}" is listed twice.`)
+      prefixes.add(r.prefix)
+      const entry = list[i]
+      if (
+        entry?.consul !== firstEntry?.consul ||
+        entry?.ttl !== firstEntry?.ttl ||
+        entry?.sessionName !== firstEntry?.sessionName ||
+        entry?.value !== firstEntry?.value ||
+        entry?.leaseMargin !== firstEntry?.leaseMargin
+      ) {
+        report(
+          'semaphores',
+          `"${r.prefix}" gives other session options (consul, ttl, sessionName, value) than the ` +
+            'first: one session holds a key in every prefix, so give them alike.',
+        )
+      }
+    })
+    return {
+      targets: resolved.map((r) => ({ prefix: r.prefix, limit: r.limit })),
+      consul: firstEntry?.consul,
+      ttlMs: first?.ttlMs ?? 15_000,
+      ttl: first?.ttl ?? '15s',
+      sessionName: first?.sessionName ?? 'rx-consul-semaphore all-slots',
+      value: first?.value ?? '',
+      leaseMarginMs: first?.leaseMarginMs ?? 1500,
+    }
+  })
+}
+
+const utf8 = new TextEncoder()
+
+/**
+ * One life of the contender, from its first subscription to `close()`: sessions one after the
+ * other (a new one after each loss), each with its keys, its watch and its renewals.
+ */
+class AllSlotsRun {
+  closed = false
+  private closing: Promise<void> | undefined
+  private readonly borrowed: BorrowedClient | undefined
+  private readonly client: ConsulClient
+  private session: string | undefined
+  private watch: Subscription | undefined
+  private renewals: ReturnType<typeof setInterval> | undefined
+  private expiry: ReturnType<typeof setTimeout> | undefined
+  /** The pending wait between two attempts, and how to end it early (close). */
+  private waiting: { timer: ReturnType<typeof setTimeout>; done: () => void } | undefined
+  private snapshots: (KVSnapshot | undefined)[] = []
+  private granted: bigint | undefined
+  private writing = false
+  private deadline = 0
+
+  constructor(
+    private readonly plan: AllPlan,
+    private readonly state: BehaviorSubject<AllSlotsState>,
+  ) {
+    if (plan.consul === undefined) this.borrowed = borrowDefaultClient()
+    this.client = plan.consul ?? (this.borrowed as BorrowedClient).client
+    void this.begin()
+  }
+
+  /** Creates a session and its keys, then watches every prefix. */
+  private async begin(): Promise<void> {
+    while (!this.closed) {
+      const sentAt = Date.now()
+      const created = await this.client.session.create({
+        name: this.plan.sessionName,
+        ttl: this.plan.ttl,
+        behavior: 'delete',
+      })()
+      if (this.closed) {
+        if (E.isRight(created)) await this.destroy(created.right)
+        return
+      }
+      if (E.isLeft(created)) {
+        await this.pause(1000)
+        continue
+      }
+      const session = created.right
+      this.session = session
+      this.leaseFrom(session, sentAt)
+      this.publish({ holding: false, session, fencingToken: undefined, ranks: [] })
+      this.renewals = setInterval(() => void this.renew(session), this.plan.ttlMs / 2)
+      if (
+        !(await this.join(
+          session,
+          this.plan.targets.map((t) => t.prefix),
+        ))
+      ) {
+        await this.endSession()
+        continue
+      }
+      // Closed, or lost, while the keys were made: that session is already being given back.
+      if (this.session === session) this.follow(session)
+      return
+    }
+  }
+
+  /** Makes the session's key in `prefixes`, in one transaction. */
+  private async join(session: string, prefixes: readonly string[]): Promise<boolean> {
+    const value = utf8.encode(this.plan.value)
+    const ops: TxnOp[] = prefixes.map((prefix) => ({
+      verb: 'lock',
+      key: contenderKey(prefix, session),
+      value,
+      flags: ALL_SLOTS_FLAGS,
+      session,
+    }))
+    const answer = await this.client.kv.txn(ops)()
+    return E.isRight(answer) && answer.right.committed
+  }
+
+  private follow(session: string): void {
+    const { targets } = this.plan
+    this.snapshots = targets.map(() => undefined)
+    this.watch = merge(
+      ...targets.map((target, i) =>
+        this.client.watchPrefix(`${target.prefix}/`).pipe(map((event) => ({ i, event }))),
+      ),
+    ).subscribe({
+      next: ({ i, event }) => {
+        if (event.type === 'snapshot') {
+          this.snapshots[i] = event.snapshot
+          this.decide(session)
+        } else if (this.state.value.holding) {
+          // Nothing vouches for that slot until the watch answers again: drop now.
+          this.lost(session)
+        }
+      },
+      // A watch ends only for a failure no retry fixes (ACLs, a prefix Consul refuses).
+      error: (error: unknown) => this.fail(toSemaphoreError(error)),
+    })
+  }
+
+  private decide(session: string): void {
+    if (this.closed || this.session !== session) return
+    const snapshots = this.snapshots
+    if (snapshots.some((s) => s === undefined)) return
+    const decision = decideAll(snapshots as KVSnapshot[], this.plan.targets, session, this.granted)
+    const now = this.state.value
+    switch (decision.type) {
+      case 'Held':
+      case 'Unconfirmed':
+        return
+      case 'Partial':
+        return this.lost(session)
+      case 'Problem':
+        return this.fail(
+          new SemaphoreError(
+            'Conflict',
+            `${decision.prefix}: ${decision.problem.type}. Nothing was written there.`,
+          ),
+        )
+      case 'Join':
+        if (now.holding) return this.lost(session)
+        if (!this.writing) {
+          this.writing = true
+          void this.join(session, decision.prefixes).finally(() => this.written(session))
+        }
+        return
+      case 'Wait':
+        if (now.holding) return this.lost(session)
+        this.publish({ ...now, ranks: decision.ranks })
+        return
+      case 'TryAcquire':
+        if (now.holding || this.writing) return
+        this.writing = true
+        void this.grant(session, decision.writes).finally(() => this.written(session))
+    }
+  }
+
+  /**
+   * A write is over: decide again on the latest snapshots, which may have come while it was out
+   * (and were not decided on then) and may be all that comes while the prefixes stay quiet.
+   */
+  private written(session: string): void {
+    this.writing = false
+    this.decide(session)
+  }
+
+  /** Writes every `.lock` in one transaction, each only while this session holds its key. */
+  private async grant(
+    session: string,
+    writes: readonly { prefix: string; body: Uint8Array; cas: bigint }[],
+  ): Promise<void> {
+    const ops: TxnOp[] = writes.flatMap((write): TxnOp[] => [
+      { verb: 'check-session', key: contenderKey(write.prefix, session), session },
+      {
+        verb: 'cas',
+        key: lockKey(write.prefix),
+        value: write.body,
+        flags: SEMAPHORE_FLAGS,
+        index: write.cas,
+      },
+    ])
+    const answer = await this.client.kv.txn(ops)()
+    if (this.closed || this.session !== session) return
+    if (E.isRight(answer) && answer.right.committed) {
+      const index = answer.right.results.reduce(
+        (most, entry) => (entry.modifyIndex > most ? entry.modifyIndex : most),
+        0n,
+      )
+      if (Date.now() >= this.deadline) return this.lost(session)
+      this.granted = index
+      this.publish({ holding: true, session, fencingToken: index, ranks: [] })
+    }
+  }
+
+  private async renew(session: string): Promise<void> {
+    const sentAt = Date.now()
+    const answer = await this.client.session.renew(session)()
+    if (this.session !== session || this.closed) return
+    if (E.isRight(answer) && answer.right === null) return this.lost(session)
+    if (E.isRight(answer) && answer.right !== null) this.leaseFrom(session, sentAt)
+  }
+
+  /** The lease runs from `sentAt`; at its deadline, a holder that did not renew drops. */
+  private leaseFrom(session: string, sentAt: number): void {
+    this.deadline = leaseDeadline(sentAt, this.plan.ttlMs, {
+      leaseMarginMs: this.plan.leaseMarginMs,
+    })
+    if (this.expiry !== undefined) clearTimeout(this.expiry)
+    this.expiry = setTimeout(
+      () => {
+        if (Date.now() >= this.deadline) this.lost(session)
+      },
+      Math.max(0, this.deadline - Date.now()),
+    )
+  }
+
+  /** A loss: holding drops at once, everything is given back, and a new session contends. */
+  private lost(session: string): void {
+    if (this.session !== session || this.closed) return
+    this.publish({ holding: false, session: undefined, fencingToken: undefined, ranks: [] })
+    void this.endSession().then(() => this.begin())
+  }
+
+  private fail(error: SemaphoreError): void {
+    this.publish({ ...IDLE })
+    void this.close().then(() => this.state.error(error))
+  }
+
+  /**
+   * Gives back what this session holds: the session destroyed first, which deletes its key in
+   * every prefix in one step (so no prefix shows it holding while another has let it go), then
+   * every `.lock` that still lists it written without it, in one transaction on a fresh read (a
+   * `.lock` written meanwhile keeps a dead holder, which its next writer prunes).
+   */
+  private async endSession(): Promise<void> {
+    const session = this.session
+    this.session = undefined
+    this.granted = undefined
+    this.snapshots = []
+    this.watch?.unsubscribe()
+    this.watch = undefined
+    if (this.renewals !== undefined) clearInterval(this.renewals)
+    this.renewals = undefined
+    if (this.expiry !== undefined) clearTimeout(this.expiry)
+    this.expiry = undefined
+    if (session === undefined) return
+    await this.destroy(session)
+    const { targets } = this.plan
+    const read = await this.client.kv.txn(
+      targets.map((target): TxnOp => ({ verb: 'get-tree', key: lockKey(target.prefix) })),
+    )()
+    if (E.isLeft(read) || !read.right.committed) return
+    const listing: KVSnapshot = { index: 0n, entries: read.right.results }
+    const ops = targets.flatMap((target): TxnOp[] => {
+      const release = releaseFromLockBody(listing, { prefix: target.prefix, session })
+      return release.type === 'WriteRelease'
+        ? [
+            {
+              verb: 'cas',
+              key: lockKey(target.prefix),
+              value: release.body,
+              flags: SEMAPHORE_FLAGS,
+              index: release.cas,
+            },
+          ]
+        : []
+    })
+    if (ops.length > 0) await this.client.kv.txn(ops)()
+  }
+
+  private async destroy(session: string): Promise<void> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const answer = await this.client.session.destroy(session)()
+      if (E.isRight(answer)) return
+      await this.pause(200 * (attempt + 1))
+    }
+  }
+
+  private publish(next: AllSlotsState): void {
+    if (!this.state.closed) this.state.next(next)
+  }
+
+  /** Waits `ms`, or until `close()`. */
+  private pause(ms: number): Promise<void> {
+    if (this.closed) return Promise.resolve()
+    return new Promise<void>((done) => {
+      this.waiting = { timer: setTimeout(done, ms), done: () => done() }
+    }).then(() => {
+      this.waiting = undefined
+    })
+  }
+
+  close(): Promise<void> {
+    this.closed = true
+    if (this.waiting !== undefined) {
+      clearTimeout(this.waiting.timer)
+      this.waiting.done()
+    }
+    // Never rejects: each step gives up on its own (the session then expires by its TTL, and the
+    // next writer of each prefix prunes it).
+    this.closing ??= (async () => {
+      this.publish({ ...IDLE })
+      await this.endSession()
+      await this.borrowed?.release()
+    })()
+    return this.closing
+  }
+}

@@ -12,7 +12,8 @@ import {
 } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { sharedAgent } from '../support/consul-agent.js'
-import { testPrefix } from '../support/tracked.js'
+import { onEnd, testPrefix } from '../support/tracked.js'
+import { createConsulClient, withSlot } from '../../src/index.js'
 import {
   SEMAPHORE_FLAGS,
   sessionsNamed,
@@ -33,7 +34,15 @@ interface StatusJson {
     name: string | null
     revoke: { graceMs?: number; reason?: string } | null
   }[]
-  waiting: { session: string; rank: number; value: string | null; name: string | null }[] | null
+  waiting:
+    | {
+        session: string
+        rank: number
+        value: string | null
+        name: string | null
+        estimatedWaitMs?: number | null
+      }[]
+    | null
   waitingNote?: string
 }
 
@@ -155,6 +164,49 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       new RegExp(`${asked} {2}alive.*\n {4}asked to give the slot back within 30s: maintenance\n`),
     )
     await stopAllConsulLocks(locks)
+  })
+
+  it('with --sample, gives each waiter of a moving queue an estimated wait from the hand-overs it saw, growing with its place', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-status-sample')
+    const client = createConsulClient({ address: consul.addr })
+    let stop = false
+    // Three processes (told apart by their value) take turns on one slot, 100 ms each.
+    const loops = ['p1', 'p2', 'p3'].map(async (value) => {
+      while (!stop) {
+        await withSlot(
+          { prefix, limit: 1, value, consul: client },
+          () => new Promise((done) => setTimeout(done, 100)),
+        )
+      }
+    })
+    onEnd(t, async () => {
+      stop = true
+      await Promise.allSettled(loops)
+      await client.close()
+    })
+    await until('two waiting', prefix, (s) => (s.waiting?.length ?? 0) >= 2)
+    const plain = await status(prefix)
+    assert.ok(
+      plain.waiting?.every((w) => !('estimatedWaitMs' in w)),
+      'one read gives no estimate',
+    )
+    const sampled = await status(prefix, '--sample', '3s')
+    const waits = (sampled.waiting ?? []).map((w) => w.estimatedWaitMs)
+    assert.ok(waits.length >= 1, JSON.stringify(sampled))
+    assert.ok(
+      waits.every((ms) => typeof ms === 'number' && ms > 0),
+      `an estimate for each waiter: ${JSON.stringify(waits)}`,
+    )
+    const ordered = waits as number[]
+    assert.ok(
+      ordered.every((ms, i) => i === 0 || ms > (ordered[i - 1] ?? 0)),
+      `later places wait longer: ${JSON.stringify(waits)}`,
+    )
+    const text = await runCli(['status', '--prefix', prefix, '--sample', '2s'], {
+      addr: consul.addr,
+    })
+    assert.equal(text.code, 0, text.stderr)
+    assert.match(text.stdout, /#0 .* wait ~\d+\.\ds/)
   })
 
   it('shows the holder of a consul lock single-key lock as shape "lock", limit 1', async (t) => {

@@ -100,6 +100,9 @@ describe('read-write lock', { timeout: SUITE_TIMEOUT_MS }, () => {
       assert.ok(arrived.holders.length > 0, 'readers hold when the writer arrives')
       await w.when((s) => s.holding)
       const waited = performance.now() - queued
+      t.diagnostic(
+        `round ${round}: the writer waited ${waited.toFixed(0)} ms; longest read ${longestRead.toFixed(0)} ms`,
+      )
       assert.equal(reading, 0, 'no reader reads while the writer holds')
       assert.ok(
         waited <= 2 * longestRead,

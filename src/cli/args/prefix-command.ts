@@ -25,7 +25,7 @@ export type PrefixCommandName = 'status' | 'watch' | 'set-limit' | 'evict' | 'dr
 
 /** The flags of each prefix command besides the ones they share (`prefixCommandSpec`). */
 const ownFlags: Readonly<Record<PrefixCommandName, OptionSpec>> = {
-  status: { json: { type: 'boolean' } },
+  status: { json: { type: 'boolean' }, sample: { type: 'string' } },
   watch: {},
   'set-limit': { json: { type: 'boolean' }, 'dry-run': { type: 'boolean' } },
   evict: {

@@ -95,18 +95,22 @@ Exit status:
        is released afterwards
 `
 
-export const statusUsage = `Usage: rxsem status --prefix <p> [--json] [--limit <n>] [flags]
+export const statusUsage = `Usage: rxsem status --prefix <p> [--json] [--sample <d>] [--limit <n>] [flags]
 
 Shows the semaphore (or \`consul lock\` leader lock) at <p> as Consul has it now: the limit, the
 shape of <p>/.lock, the holders (live, and dead ones still listed), and the waiting contenders in
-the order they will be served, each with session, session name and value. The waiters of a
-leader lock write nothing under <p> until they hold it, so they are not shown or counted.
+the order they will be served (#0 is next), each with session, session name and value. The
+waiters of a leader lock write nothing under <p> until they hold it, so they are not shown or
+counted.
 
 Flags:
   --prefix <p>     KV prefix of the semaphore
+  --sample <d>     watch <p> for <d> (e.g. 10s) and give each waiter an estimated wait from the
+                   hand-overs seen meanwhile; the status shown is the one at the end
   --json           print one JSON object:
                    {"prefix","limit","shape","holders":[{"session","alive","value","name"}],
                     "waiting":[{"session","rank","value","name"}]}
+                   (with --sample, each waiter has "estimatedWaitMs": ms, or null)
                    shape is "go-map", "guide-list", "java-list", "lock" (a \`consul lock\`
                    leader lock, limit 1) or null (no .lock yet); for a leader lock, waiting is
                    null and "waitingNote" says why

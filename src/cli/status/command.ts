@@ -1,4 +1,7 @@
-/** `rxsem status`: the semaphore at a prefix, from one `kv.list`. */
+/**
+ * `rxsem status`: the semaphore at a prefix, from one `kv.list`; with `--sample`, from a watch of
+ * that long, whose hand-overs give each waiter an estimated wait.
+ */
 import * as E from 'fp-ts/lib/Either.js'
 import { createConsulClient } from '../../consul/client.js'
 import { problemError } from '../../base/semaphore-error.js'
@@ -9,6 +12,8 @@ import { prefixStatus } from './prefix-status.js'
 import { learnSessionNames, sessionsOf, withNames } from './session-names.js'
 import { filteredWarning, unreadableKeys } from './listing-access.js'
 import { formatStatus } from './text.js'
+import { samplePrefix, withEstimates } from './sample.js'
+import { durationFlag } from '../args/flag-values.js'
 import { statusUsage } from '../args/usage.js'
 
 /**
@@ -25,22 +30,34 @@ export async function statusCommand(argv: readonly string[]): Promise<number> {
     return ExitCode.Ok
   }
   const { prefix, limit, values } = args
+  const sampleMs = durationFlag(values, 'sample', 'status')
 
   const client = createConsulClient(consulConfigFrom(values))
   try {
     const [listed, denied] = await Promise.all([
-      client.kv.list(`${prefix}/`)(),
+      sampleMs === undefined
+        ? client.kv
+            .list(`${prefix}/`)()
+            .then(E.map((snapshot) => ({ snapshot, handOvers: undefined })))
+        : samplePrefix(client, prefix, sampleMs, limit),
       unreadableKeys(client, prefix),
     ])
     if (E.isLeft(listed)) {
-      process.stderr.write(`rxsem: ${describeError(listed.left, prefix)}\n`)
+      const why =
+        listed.left === 'no answer'
+          ? `Consul did not answer within --sample ${String(values['sample'])}`
+          : describeError(listed.left, prefix)
+      process.stderr.write(`rxsem: ${why}\n`)
       return ExitCode.Error
     }
-    const status = prefixStatus(listed.right, prefix, limit)
-    if (E.isLeft(status)) throw problemError(status.left)
+    const read = prefixStatus(listed.right.snapshot, prefix, limit)
+    if (E.isLeft(read)) throw problemError(read.left)
+    const { handOvers } = listed.right
+    const status =
+      handOvers === undefined ? read.right : withEstimates(read.right, handOvers, Date.now())
     const names = new Map<string, string | null>()
-    await learnSessionNames(client, sessionsOf(status.right), names)
-    const named = withNames(status.right, names)
+    await learnSessionNames(client, sessionsOf(status), names)
+    const named = withNames(status, names)
     if (denied.length > 0) process.stderr.write(`rxsem: ${filteredWarning(prefix, denied)}\n`)
     process.stdout.write(
       values['json'] === true ? `${JSON.stringify(named)}\n` : formatStatus(named),

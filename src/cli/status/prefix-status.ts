@@ -33,10 +33,15 @@ export interface HolderStatus {
 
 export interface WaiterStatus {
   readonly session: string
-  /** 0 is served next. */
+  /** How many are served before it (0: it is next). */
   readonly rank: number
   readonly value: string | null
   readonly name: string | null
+  /**
+   * With `--sample` only: how long it may still wait (ms), rank + 1 times the mean interval
+   * between the hand-overs seen during the sample; null when fewer than two were seen.
+   */
+  readonly estimatedWaitMs?: number | null
 }
 
 /** The semaphore at a prefix, as `rxsem status --json` prints it. */

@@ -1,6 +1,6 @@
 /** `rxsem status` without `--json`: the same facts, for people. */
 import type { PrefixStatus } from './prefix-status.js'
-import { askedToGiveBack } from '../report.js'
+import { askedToGiveBack, waitFor } from '../report.js'
 
 /** Why a leader that is gone may still be shown, and for how long (a crash releases nothing). */
 const LEADER_NOTE = [
@@ -42,7 +42,11 @@ export function formatStatus(status: PrefixStatus): string {
   }
   lines.push(`waiting  ${status.waiting.length}`)
   for (const w of status.waiting) {
-    lines.push(`  #${w.rank} ${w.session}  value ${quoted(w.value)}  name ${quoted(w.name)}`)
+    const wait =
+      w.estimatedWaitMs === undefined
+        ? ''
+        : `  wait ${w.estimatedWaitMs === null ? 'unknown (too few hand-overs seen)' : `~${waitFor(w.estimatedWaitMs)}`}`
+    lines.push(`  #${w.rank} ${w.session}  value ${quoted(w.value)}  name ${quoted(w.name)}${wait}`)
   }
   return lines.join('\n') + '\n'
 }

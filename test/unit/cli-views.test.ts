@@ -9,6 +9,8 @@ import { unreachableError } from '../../src/effects/coordinator/give-up-error.js
 import { cliWording, describeError } from '../../src/cli/report.js'
 import { describeEffect } from '../../src/cli/set-limit/command.js'
 import { formatStatus } from '../../src/cli/status/text.js'
+import { withEstimates } from '../../src/cli/status/sample.js'
+import { NO_HAND_OVERS, noteHandOvers } from '../../src/core/semaphore/hand-overs.js'
 import {
   LEADER_WAITERS_NOTE,
   prefixStatus,
@@ -75,6 +77,44 @@ describe('a leader lock has no waiters to count', () => {
     assert.doesNotMatch(frame, /\d+ waiting/)
     assert.match(frame, /1 of 1 held, waiters not visible/)
     assert.match(frame.replace(/\s+/g, ' '), /\(not visible: contenders waiting for a leader lock/)
+  })
+})
+
+describe('rxsem status --sample: estimated waits', () => {
+  const queue: PrefixStatus = {
+    prefix: 'svc/q',
+    limit: 1,
+    shape: 'go-map',
+    holders: [],
+    waiting: [0, 1].map((rank) => ({
+      session: session(String(rank + 2)),
+      rank,
+      value: null,
+      name: null,
+    })),
+  }
+
+  it('gives each waiter its place + 1 times the mean interval between the hand-overs seen', () => {
+    let log = noteHandOvers(NO_HAND_OVERS, [session('a')], 0)
+    log = noteHandOvers(log, [session('b')], 1000)
+    log = noteHandOvers(log, [session('c')], 2000)
+    const estimated = withEstimates(queue, log, 2100)
+    assert.deepEqual(
+      estimated.waiting?.map((w) => w.estimatedWaitMs),
+      [1000, 2000],
+    )
+    assert.match(formatStatus(estimated), /#1 \S+ {2}value - {2}name - {2}wait ~2\.0s/)
+  })
+
+  it('says unknown before two hand-overs were seen one after the other, and nothing without a sample', () => {
+    const once = noteHandOvers(noteHandOvers(NO_HAND_OVERS, [session('a')], 0), [session('b')], 500)
+    const unknown = withEstimates(queue, once, 600)
+    assert.deepEqual(
+      unknown.waiting?.map((w) => w.estimatedWaitMs),
+      [null, null],
+    )
+    assert.match(formatStatus(unknown), /wait unknown \(too few hand-overs seen\)/)
+    assert.doesNotMatch(formatStatus(queue), / wait /)
   })
 })
 

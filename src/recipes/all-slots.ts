@@ -23,7 +23,7 @@ import {
 } from 'rxjs'
 import { ALL_SLOTS_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
 import type { KVSnapshot } from '../base/kv-snapshot.js'
-import { SemaphoreError, toSemaphoreError } from '../base/semaphore-error.js'
+import { problemError, SemaphoreError, toSemaphoreError } from '../base/semaphore-error.js'
 import type { TxnOp } from '../base/txn.js'
 import { TXN_OPS_EVERY_VERSION } from '../base/txn-ops-limit.js'
 import type { ConsulClient } from '../consul/client-api.js'
@@ -377,12 +377,8 @@ class AllSlotsRun {
       case 'Partial':
         return this.lost(session)
       case 'Problem':
-        return this.fail(
-          new SemaphoreError(
-            'Conflict',
-            `${decision.prefix}: ${decision.problem.type}. Nothing was written there.`,
-          ),
-        )
+        // The prefix problem's own words name the key and what to do (problemError).
+        return this.fail(problemError(decision.problem))
       case 'Join':
         if (now.holding) return this.lost(session)
         if (!this.writing) {

@@ -187,6 +187,45 @@ describe('a slot of every one of several semaphores', { timeout: SUITE_TIMEOUT_M
     assert.deepEqual(holdersOf((await readLock(agent.url, a))?.body), [again.session])
   })
 
+  it('stops with the prefix problem of one semaphore, writing nothing anywhere', async (t) => {
+    const [a, b] = ['problem-a', 'problem-b'].map((n) =>
+      testPrefix(t, agent.url, `all-slots-${n}`),
+    ) as [string, string]
+    // b's .lock states a limit of 3; this contender expects 1.
+    assert.ok(
+      await putRaw(
+        agent.url,
+        `${b}/.lock`,
+        JSON.stringify({ Limit: 3, Holders: {} }),
+        `flags=${LOCK_BODY_FLAGS}`,
+      ),
+    )
+    const both = allSlots([
+      { prefix: a, limit: 1, consul: agent.client },
+      { prefix: b, limit: 1, consul: agent.client },
+    ])
+    onEnd(t, () => both.close())
+    const failure = await new Promise<unknown>((resolve) => {
+      const sub = both.state$.subscribe({ error: resolve })
+      onEnd(t, () => sub.unsubscribe())
+    })
+    assert.ok(failure instanceof SemaphoreError, String(failure))
+    assert.equal(failure.kind, 'LimitConflict', failure.message)
+    await both.close()
+    assert.deepEqual(holdersOf((await readLock(agent.url, a))?.body), [], 'nothing held in a')
+    await eventually('its keys gone', async () => {
+      const keys = await agent.client.kv.txn([
+        { verb: 'get-tree', key: `${a}/` },
+        { verb: 'get-tree', key: `${b}/` },
+      ])()
+      return E.isRight(keys) &&
+        keys.right.committed &&
+        keys.right.results.every((e) => e.flags !== ALL_SLOTS_FLAGS)
+        ? true
+        : undefined
+    })
+  })
+
   it('refuses more semaphores than one transaction takes, a prefix listed twice, and session options that differ', () => {
     const many = Array.from({ length: 33 }, (_, i) => ({ prefix: `p/${i}`, limit: 1 }))
     const refused = (entries: Parameters<typeof allSlots>[0], pattern: RegExp): void =>

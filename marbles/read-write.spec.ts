@@ -8,13 +8,10 @@ import { distinctUntilChanged, map } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import { COMPANION_FLAGS, HOLDER_FLAGS, waitingFlags } from '../src/base/flags.js'
 import type { KVEntry } from '../src/base/kv-snapshot.js'
-import type {
-  ContenderState,
-  ContenderStateOptions,
-} from '../src/core/contender/contender-state-model.js'
+import type { ContenderStateOptions } from '../src/core/contender/contender-state-model.js'
 import { prefixView } from '../src/core/semaphore/prefix-view.js'
 import { refencing } from '../src/core/semaphore/refencing.js'
-import { contending } from './support/port.js'
+import { contending, stepsOf } from './support/port.js'
 import { casOk, created, seen } from './support/events.js'
 import { prefix } from './support/scenario.js'
 import { bytes, contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
@@ -46,17 +43,6 @@ const writerWaiting = contenderEntry(prefix, 'w', 5n, {
   flags: waitingFlags(3),
 })
 
-/** What the contender does: H holds, T tries to acquire, W waits, x anything else. */
-const step = map((s: ContenderState) =>
-  s.holding
-    ? 'H'
-    : s.decision?.type === 'TryAcquire'
-      ? 'T'
-      : s.decision?.type === 'Wait'
-        ? 'W'
-        : 'x',
-)
-
 describe('a reader behind a waiting writer', () => {
   it('should wait while two slots are free and the grace runs out, and go once the writer has let go', () => {
     testScheduler().run(({ cold, expectObservable }) => {
@@ -86,9 +72,7 @@ describe('a reader behind a waiting writer', () => {
         k: casOk(['me'], 14n),
       }
       const states = cold('c q 10s f h g k', events).pipe(
-        contending({ prefix, limit: 3, fairnessGraceMs: 2000 }),
-        step,
-        distinctUntilChanged(),
+        stepsOf({ prefix, limit: 3, fairnessGraceMs: 2000 }),
       )
       // Waits from its first snapshot, past the 2 s grace and through the writer's tenure; tries at g.
       expectObservable(states, '^ 20s !').toBe('x W 10002ms T H', {

@@ -3,11 +3,9 @@
 // sessions, and drops the moment one of them is taken out.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { distinctUntilChanged, map } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import { COMPANION_FLAGS, HOLDER_FLAGS, waitingFlags } from '../src/base/flags.js'
-import type { ContenderState } from '../src/core/contender/contender-state-model.js'
-import { contending } from './support/port.js'
+import { stepsOf } from './support/port.js'
 import { casOk, created, seen } from './support/events.js'
 import { prefix } from './support/scenario.js'
 import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
@@ -28,17 +26,6 @@ const prefixWith = (index: bigint, holders: readonly string[], holding: boolean)
     ...(holding ? [contenderEntry(prefix, 'me2', 5n, { flags: COMPANION_FLAGS })] : []),
   ])
 
-/** What the contender does: H holds, T tries to acquire, W waits, x anything else. */
-const step = map((s: ContenderState) =>
-  s.holding
-    ? 'H'
-    : s.decision?.type === 'TryAcquire'
-      ? 'T'
-      : s.decision?.type === 'Wait'
-        ? 'W'
-        : 'x',
-)
-
 describe('a contender of two permits', () => {
   it('should wait with one slot free, write with two, hold while both are listed, and drop when one is taken out', () => {
     testScheduler().run(({ cold, expectObservable }) => {
@@ -54,9 +41,7 @@ describe('a contender of two permits', () => {
         o: seen(prefixWith(13n, ['x', 'me'], true)),
       }
       const states = cold('c a b k h o', events).pipe(
-        contending({ prefix, limit: 3, companionsOf: () => ['me2'] }),
-        step,
-        distinctUntilChanged(),
+        stepsOf({ prefix, limit: 3, companionsOf: () => ['me2'] }),
       )
       expectObservable(states, '^ 100ms !').toBe('x W T H 1ms W', {
         x: 'x',

@@ -260,3 +260,24 @@ export function holds(options: ContendingOptions = {}): OperatorFunction<Said, b
       distinctUntilChanged(),
     )
 }
+
+/**
+ * What the contender of `contending(options)` does, as one letter per change: H holds, T tries
+ * to acquire, W waits, x anything else (no session yet, joining).
+ */
+export function stepsOf(options: ContendingOptions = {}): OperatorFunction<Said, string> {
+  return (said) =>
+    said.pipe(
+      contending(options),
+      map((s) =>
+        s.holding
+          ? 'H'
+          : s.decision?.type === 'TryAcquire'
+            ? 'T'
+            : s.decision?.type === 'Wait'
+              ? 'W'
+              : 'x',
+      ),
+      distinctUntilChanged(),
+    )
+}

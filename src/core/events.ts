@@ -84,14 +84,22 @@ export interface SemaphoreView {
   readonly waiting: readonly RankedContender[]
   /**
    * The live holders whose process holds more than one slot (processes as `RankedContender` tells
-   * them), in listed order.
+   * them), in listed order, each with the number of slots its process holds.
    */
-  readonly sharedHolders: readonly string[]
+  readonly sharedHolders: readonly SharedHolder[]
   /**
    * The turn of the first in line: the slots its process holds plus its process's waiters ahead of
    * it (0: its process holds no slot); undefined when nobody waits.
    */
   readonly nextTurn: number | undefined
+}
+
+/** A holder whose process holds several slots (`SemaphoreView.sharedHolders`). */
+export interface SharedHolder {
+  /** The holder's session. */
+  readonly session: string
+  /** How many slots its process holds, this one included (2 or more). */
+  readonly slots: number
 }
 
 /**

@@ -98,7 +98,9 @@ export function expectedDecision(snapshot: KVSnapshot, options: OracleOptions): 
       (c) => liveHolders.includes(c.session as string) && processOf(c) === process,
     ).length
   }
-  const sharedHolders = liveHolders.filter((holder) => slotsOf(holder) > 1)
+  const sharedHolders = liveHolders
+    .map((session) => ({ session, slots: slotsOf(session) }))
+    .filter((holder) => holder.slots > 1)
 
   const lockIndex = lock?.modifyIndex ?? 0n
   const view = {

@@ -105,8 +105,8 @@ describe('waitingContenders: the order of the queue', () => {
     ]
     const decision = decide(snapshotOf(entries), { prefix, session: 'g2', limit: 4 })
     assert.deepEqual(decision.type === 'Wait' ? decision.view.sharedHolders : undefined, [
-      'a1',
-      'a2',
+      { session: 'a1', slots: 2 },
+      { session: 'a2', slots: 2 },
     ])
   })
 
@@ -162,6 +162,48 @@ describe('waitingContenders: the order of the queue', () => {
       contender('c1', 4n, 'host:C'),
     ]
     assert.deepEqual(queue(entries, ['r1', 'r2']), ['w', 'c1'])
+  })
+
+  it('gives a slot on within the quantum only to a process holding two or more fewer', () => {
+    const heldBy = (holders: readonly [string, string][], waiter: [string, string]) => {
+      const entries = [
+        lockOf(
+          4,
+          holders.map(([session]) => session),
+        ),
+        ...holders.map(([session, value], i) => contender(session, BigInt(i + 1), value)),
+        contender(waiter[0], 9n, waiter[1]),
+      ]
+      const decision = decide(snapshotOf(entries), { prefix, session: holders[0]![0], limit: 4 })
+      assert.equal(decision.type, 'Held')
+      return decision.type === 'Held' ? decision.view : undefined
+    }
+    // A holds 3, B holds 1 and waits for a second: A's slot goes to B when A's job ends.
+    const uneven = heldBy(
+      [
+        ['a1', 'host:A'],
+        ['a2', 'host:A'],
+        ['a3', 'host:A'],
+        ['b1', 'host:B'],
+      ],
+      ['b2', 'host:B'],
+    )
+    assert.equal(uneven?.nextTurn, 1)
+    assert.equal(uneven && keepsSlot(uneven, 'a1', true), false, 'A holds two more than B')
+    assert.equal(uneven && keepsSlot(uneven, 'b1', true), true, 'B keeps its one slot')
+    // A holds 2, B holds 2 and waits for a third: both keep theirs for their quantum.
+    const even = heldBy(
+      [
+        ['a1', 'host:A'],
+        ['a2', 'host:A'],
+        ['b1', 'host:B'],
+        ['b2', 'host:B'],
+      ],
+      ['b3', 'host:B'],
+    )
+    assert.equal(even?.nextTurn, 2)
+    assert.equal(even && keepsSlot(even, 'a1', true), true, 'one more slot than B after a hand-over')
+    assert.equal(even && keepsSlot(even, 'a1', false), false, 'the quantum over')
   })
 
   it('gives a slot on (no quantum) when the first in line waits for several permits', () => {

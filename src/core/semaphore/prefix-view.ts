@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { HOLDER_FLAGS } from '../../base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
-import type { PrefixProblem, RankedContender, SemaphoreView } from '../events.js'
+import type { PrefixProblem, RankedContender, SemaphoreView, SharedHolder } from '../events.js'
 import { directChildParent } from '../keys/direct-child.js'
 import { LOCK_KEY_NAME, lockKey } from '../keys/lock-key.js'
 import { revokeKey } from '../keys/revoke-key.js'
@@ -126,7 +126,7 @@ export function prefixView(
     sharedHolders: reuse(
       sharedHolders(holding, pruned.liveHolders, held),
       before?.sharedHolders,
-      sameString,
+      sameShared,
     ),
     nextTurn,
   }
@@ -216,21 +216,33 @@ const sameRanked = (a: RankedContender, b: RankedContender): boolean =>
   a.createIndex === b.createIndex &&
   a.weight === b.weight
 
-/** The live holders (in their order) whose process holds more than one slot. */
+/**
+ * The live holders (in their order) whose process holds more than one slot, with how many it holds.
+ */
 function sharedHolders(
   holding: readonly KVEntry[],
   liveHolders: readonly string[],
   held: ReadonlyMap<string, number>,
-): readonly string[] {
+): readonly SharedHolder[] {
   // As many processes as holders: each holds one slot.
   if (held.size === liveHolders.length) return []
-  const shared = new Set<string>()
+  const shared = new Map<string, number>()
   for (const entry of holding) {
     const process = processOf(entry)
-    if (process !== undefined && (held.get(process) ?? 0) > 1) shared.add(entry.session ?? '')
+    const slots = process === undefined ? 0 : (held.get(process) ?? 0)
+    if (slots > 1) shared.set(entry.session ?? '', slots)
   }
-  return shared.size === 0 ? [] : liveHolders.filter((holder) => shared.has(holder))
+  if (shared.size === 0) return []
+  const listed: SharedHolder[] = []
+  for (const session of liveHolders) {
+    const slots = shared.get(session)
+    if (slots !== undefined) listed.push({ session, slots })
+  }
+  return listed
 }
+
+const sameShared = (a: SharedHolder, b: SharedHolder): boolean =>
+  a.session === b.session && a.slots === b.slots
 
 /** `earlier` when it has the same elements as `now`, else `now`. */
 function reuse<T>(

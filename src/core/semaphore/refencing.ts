@@ -112,12 +112,18 @@ export function refenceKept(
 
 /**
  * Whether a holder keeps its slot for the next job of its process in `view`: nobody else waits,
- * or it is within its quantum (`keepSlot`) unless its process holds other slots too and the first
- * in line is the first waiter of a process that holds none (turn 0: a process that arrives, or a
- * Go contender, gets its first slot when a job ends rather than after a quantum), or the first in
- * line asks for several permits (a writer of a read-write lock waits for every slot: a job that
- * arrived after it does not start on a slot kept for it); and the holders are not more than the
- * limit (an operator may have lowered it).
+ * or it is within its quantum (`keepSlot`) unless the first in line is of a process that holds at
+ * least two slots fewer than the holder's (its turn, `nextTurn`, is less than the slots of the
+ * holder's process less one: a process that arrives, or a Go contender, gets its first slot when a
+ * job of a process holding several ends, and its next ones while the others hold more, rather than
+ * after a quantum each), or the first in line asks for several permits (a writer of a read-write
+ * lock waits for every slot: a job that arrived after it does not start on a slot kept for it);
+ * and the holders are not more than the limit (an operator may have lowered it).
+ *
+ * ```
+ * A holds 3, B holds 1, B's next waiter first (turn 1): 1 < 3 - 1 ─► A's slot goes to B at its job's end
+ * A holds 2, B holds 2, B's next waiter first (turn 2): 2 < 2 - 1 false ─► A keeps it for its quantum
+ * ```
  *
  * @example
  * keepsSlot(view, session, withinQuantum(slotSince, now))
@@ -129,8 +135,9 @@ export function refenceKept(
 export function keepsSlot(view: SemaphoreView, session: string, keepSlot: boolean): boolean {
   const othersWait = view.waiting.some((waiter) => waiter.session !== session)
   const head = view.waiting[0]
+  const slots = view.sharedHolders.find((holder) => holder.session === session)?.slots ?? 1
   const yields =
-    (view.nextTurn === 0 && view.sharedHolders.includes(session)) ||
+    (view.nextTurn !== undefined && view.nextTurn < slots - 1) ||
     (head !== undefined && head.weight > 1)
   return (!othersWait || (keepSlot && !yields)) && view.liveHolders.length <= view.limit
 }

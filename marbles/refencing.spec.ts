@@ -231,6 +231,64 @@ describe('refencing: the quantum a worker keeps its slot for while others wait',
     })
   })
 
+  it('should hand the slot within the quantum to a process holding two fewer, and keep it from one holding one fewer', () => {
+    /** Limit 4, a quantum of 10 ms: me and the holders listed, of processes by value; w of B waits. */
+    const four: ContenderStateOptions = {
+      prefix,
+      limit: 4,
+      quantumMs: 10,
+      refence: (snapshot, session, keepSlot) =>
+        refencing(
+          snapshot,
+          { prefix, session, limit: 4 },
+          prefixView(snapshot, { prefix, limit: 4 }),
+          keepSlot,
+        ),
+    }
+    const heldBy = (holders: readonly [string, string][]) =>
+      snapshotOf([
+        ...holders.map(([session, value], i) =>
+          contenderEntry(prefix, session, BigInt(3 + i), {
+            flags: HOLDER_FLAGS,
+            modifyIndex: session === 'me' ? 20n : BigInt(10 + i),
+            value: bytes(value),
+          }),
+        ),
+        contenderEntry(prefix, 'w', 22n, { flags: CONTENDER_FLAGS, value: bytes('host:B') }),
+        lockEntry(
+          prefix,
+          `{"Limit":4,"Holders":{${holders.map(([session]) => `"${session}":true`).join(',')}}}`,
+          20n,
+        ),
+      ])
+    // A (me among them) holds 3, B holds 1: w's turn is 1, less than 3 - 1.
+    const threeToOne = heldBy([
+      ['a1', 'host:A'],
+      ['a2', 'host:A'],
+      ['me', 'host:A'],
+      ['b1', 'host:B'],
+    ])
+    // A holds 2, B holds 2: w's turn is 2, not less than 2 - 1.
+    const twoToTwo = heldBy([
+      ['a1', 'host:A'],
+      ['me', 'host:A'],
+      ['b1', 'host:B'],
+      ['b2', 'host:B'],
+    ])
+    for (const [listing, write] of [
+      [threeToOne, 'Rotate@20>w'],
+      [twoToTwo, 'Refence@20'],
+    ] as const) {
+      testScheduler().run(({ cold, expectObservable }) => {
+        // The job ends at 6, 4 ms into the quantum.
+        const states = cold('c-w---n', { ...inputs, w: seen(listing) }).pipe(
+          contending({ ...four, perform: () => cold('-') }),
+        )
+        expectObservable(writeWords(states), '^ 50ms !').toBe('------a', { a: write })
+      })
+    }
+  })
+
   it('should hand the slot to w when a job ends once the quantum is over', () => {
     testScheduler().run(({ cold, expectObservable }) => {
       // Holding from 2; the job ends at 12, 10 ms on the slot.

@@ -202,7 +202,11 @@ describe('waitingContenders: the order of the queue', () => {
       ['b3', 'host:B'],
     )
     assert.equal(even?.nextTurn, 2)
-    assert.equal(even && keepsSlot(even, 'a1', true), true, 'one more slot than B after a hand-over')
+    assert.equal(
+      even && keepsSlot(even, 'a1', true),
+      true,
+      'one more slot than B after a hand-over',
+    )
     assert.equal(even && keepsSlot(even, 'a1', false), false, 'the quantum over')
   })
 

@@ -83,6 +83,13 @@ export interface BenchConfig {
     readonly holdMs: number
     readonly acquisitions: number
   }
+  /** Table 3d: the single-key lock, consul lock -n 1 and rxsem run --leader (one process each). */
+  readonly leaderContention: {
+    readonly contenders: number
+    readonly limit: number
+    readonly holdMs: number
+    readonly acquisitions: number
+  }
   readonly partitionTrials: number
   /** The scale figure's setups: one prefix at growing sizes, and the same total over 10. */
   readonly scale: readonly ScaleSetup[]
@@ -184,6 +191,9 @@ export function benchConfig(): BenchConfig {
     contention: quick
       ? { contenders: 10, limit: 3, holdMs: 50, acquisitions: 30 }
       : { contenders: 30, limit: 3, holdMs: 50, acquisitions: 150 },
+    leaderContention: quick
+      ? { contenders: 4, limit: 1, holdMs: 50, acquisitions: 12 }
+      : { contenders: 6, limit: 1, holdMs: 50, acquisitions: 60 },
     partitionTrials: count('BENCH_PARTITION_TRIALS', quick ? 1 : 3),
     scale: (
       scaleSetups() ??

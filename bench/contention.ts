@@ -27,6 +27,17 @@ export interface ContentionRun {
   readonly queuedWait: Summary
   /** Jain's index of each contender's mean wait. */
   readonly fairness: number
+  /**
+   * A holder's release → the next holder's start, while that one had been contending for
+   * `HANDOVER_READY_MS` (figure 2's pairing, `pairHandovers`).
+   */
+  readonly handover: Summary
+  /** Handovers left out: the next holder had not been contending long enough (its start-up). */
+  readonly handoverDropped: number
+  /** Attempts to take a single-key lock's `.lock` (`isLockAttempt`); 0 for the semaphore. */
+  readonly lockAttempts: number
+  /** Those the agent refused (`isLostLockAttempt`). */
+  readonly lockLost: number
   /** Most holders at once, from the logged intervals: must not exceed the limit. */
   readonly peakHolders: number
   readonly requestsByKind: ReadonlyMap<string, number>
@@ -48,6 +59,31 @@ export function isCasWrite(request: SeenRequest): boolean {
   if (request.path === '/v1/txn')
     return request.sent === undefined || request.sent.includes('"Verb":"cas"')
   return request.path.endsWith('/.lock') && /(^|&)cas=/.test(request.query)
+}
+
+/**
+ * How long a contender must have been contending before a release for the handover to count: its
+ * process start-up is not handover time (figure 2's `readyMs` for the CLIs).
+ */
+export const HANDOVER_READY_MS = 100
+
+/**
+ * An attempt to take a single-key lock (Consul's Lock recipe): a transaction that `lock`s a
+ * `.lock` key (rxsem run --leader), or PUT <prefix>/.lock?acquire= (consul lock without -n). The
+ * semaphore's joins lock contender keys, not `.lock`, and are not counted.
+ */
+export function isLockAttempt(request: SeenRequest): boolean {
+  if (request.method !== 'PUT') return false
+  if (request.path === '/v1/txn')
+    return request.sent?.includes('"Verb":"lock"') === true && request.sent.includes('/.lock"')
+  return request.path.endsWith('/.lock') && /(^|&)acquire=/.test(request.query)
+}
+
+/** A lock attempt the agent refused: a transaction rolled back (409), or an acquire answered false. */
+export function isLostLockAttempt(request: SeenRequest): boolean {
+  if (!isLockAttempt(request) || request.answer === undefined) return false
+  if (request.path === '/v1/txn') return request.answer.status === 409
+  return request.answer.status === 200 && request.answer.body?.trim() === 'false'
 }
 
 /**
@@ -81,7 +117,7 @@ function summarizeRun(
   const requests = proxy.requests()
   const acquisitions = events.filter((e) => e.kind === 'start').length
   const casAttempts = requests.filter(isCasWrite).length
-  const { waits, queuedWaits } = pairHandovers(events, 0)
+  const { waits, queuedWaits, samples, dropped } = pairHandovers(events, HANDOVER_READY_MS)
   const byContender = new Map<string, number[]>()
   for (const w of waits) byContender.set(w.who, [...(byContender.get(w.who) ?? []), w.ms])
   const means = [...byContender.values()].map((ms) => ms.reduce((s, x) => s + x, 0) / ms.length)
@@ -105,6 +141,10 @@ function summarizeRun(
     waits: waits.map((w) => w.ms),
     queuedWait: summarize(queuedWaits),
     fairness: jain(means),
+    handover: summarize(samples),
+    handoverDropped: dropped,
+    lockAttempts: requests.filter(isLockAttempt).length,
+    lockLost: requests.filter(isLostLockAttempt).length,
     peakHolders: peakHolders(events),
     requestsByKind: kinds,
   }

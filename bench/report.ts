@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { renderChart, type Series } from './chart.js'
 import { repoRoot } from './children.js'
-import type { ContentionRun } from './contention.js'
+import { HANDOVER_READY_MS, type ContentionRun, type ContentionSetup } from './contention.js'
 import type { AnatomyRun } from './anatomy.js'
 import type { ExclusiveKeysResult } from './exclusive-keys.js'
 import type { HandoverRun } from './handover.js'
@@ -254,6 +254,11 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
       `Wait = wanting a slot (semaphore created / process spawned) → holding; for the CLIs it includes process start-up${r.rxsemStartupMs === undefined ? '' : ` (the built rxsem: ${ms(r.rxsemStartupMs)} ms to print run --help${r.nodeStartupMs === undefined ? '' : `, a bare node -e 0: ${ms(r.nodeStartupMs)} ms`})`}. Queued wait starts when the process printed that it is contending (no start-up). Jain's index over each contender's mean wait (from wanting).`,
     ],
   })
+  if (r.leaderContention !== undefined && r.leaderContentionSetup !== undefined) {
+    const leader = leaderContentionFigure(r.leaderContention, r.leaderContentionSetup)
+    tables.push(leader.table)
+    targets.push(...leader.targets)
+  }
   if (r.processCost !== undefined) {
     const bare = r.processCost.find((c) => c.implementation === 'node -e 0')
     tables.push({
@@ -600,6 +605,88 @@ function ranInThisRun(table: Table): boolean {
 }
 
 /** Table 2b: each CLI's handover at limit 1 split at the agent (bench/anatomy.ts). */
+/**
+ * Table 3d, the single-key lock under contention (one process per acquisition), and its targets:
+ * rxsem run --leader against consul lock -n 1, both Consul's Lock recipe.
+ */
+function leaderContentionFigure(
+  runs: readonly (ContentionRun | NotMeasured)[],
+  setup: ContentionSetup,
+): { readonly table: Table; readonly targets: readonly Target[] } {
+  const consul = runs.find(
+    (c): c is ContentionRun => measured(c) && c.implementation === 'consul lock -n',
+  )
+  const table: Table = {
+    title: `3d. The single-key lock under contention: ${setup.contenders} contenders, one holder, hold ${setup.holdMs} ms, ${setup.acquisitions} acquisitions`,
+    head: [
+      'implementation',
+      'acq',
+      'requests',
+      'req/acq',
+      'req/acq / consul lock',
+      'lock attempts',
+      'lost',
+      'handover n',
+      'handover p50 ms',
+      'handover p95 ms',
+      'handover p50 / consul lock',
+      'queued wait p50 / p99 ms',
+      'peak holders',
+    ],
+    rows: runs.map((c) => {
+      if (!measured(c))
+        return [c.implementation, 'not measured', c.notMeasured, ...Array<string>(10).fill('')]
+      return [
+        c.implementation,
+        String(c.acquisitions),
+        String(c.requests),
+        c.requestsPerAcquisition.toFixed(1),
+        consul ? ratio(c.requestsPerAcquisition / consul.requestsPerAcquisition) : '—',
+        String(c.lockAttempts),
+        String(c.lockLost),
+        String(c.handover.n),
+        ms(c.handover.p50),
+        ms(c.handover.p95),
+        consul ? ratio(c.handover.p50 / consul.handover.p50) : '—',
+        `${ms(c.queuedWait.p50)} / ${ms(c.queuedWait.p99)}`,
+        String(c.peakHolders),
+      ]
+    }),
+    notes: [
+      "consul lock -n 1 runs Consul's Lock recipe (one key, `<prefix>/.lock`, no queue), as rxsem run --leader does; one process per acquisition, every request through one counting proxy, as in table 3.",
+      'Lock attempts: PUT .lock?acquire= (consul lock), a transaction that locks .lock (rxsem run --leader); lost = refused by the agent (false, 409): with no queue, every waiter tries when the key is freed and one wins.',
+      `Handover = the holder's child's last timestamp → the next holder's child's first, counted when the next holder had printed that it is contending ${HANDOVER_READY_MS} ms before the release (table 2's pairing); queued wait from that line to holding.`,
+    ],
+  }
+  const library = runs.find(
+    (c): c is ContentionRun => measured(c) && c.implementation === 'rxsem run --leader',
+  )
+  const both = library !== undefined && consul !== undefined
+  const targets: Target[] = [
+    {
+      what: `the single-key lock, ${setup.contenders} contenders: requests per acquisition ≤ ½ × consul lock -n 1`,
+      implementation: 'rxsem run --leader',
+      value: both
+        ? `${library.requestsPerAcquisition.toFixed(1)} vs ${consul.requestsPerAcquisition.toFixed(1)} (${ratio(library.requestsPerAcquisition / consul.requestsPerAcquisition)})`
+        : '—',
+      threshold: '≤ 0.50×',
+      pass: both
+        ? library.requestsPerAcquisition <= 0.5 * consul.requestsPerAcquisition
+        : undefined,
+    },
+    {
+      what: `the single-key lock, ${setup.contenders} contenders: handover p50 ≤ consul lock -n 1`,
+      implementation: 'rxsem run --leader',
+      value: both
+        ? `${ms(library.handover.p50)} ms vs ${ms(consul.handover.p50)} ms (${ratio(library.handover.p50 / consul.handover.p50)})`
+        : '—',
+      threshold: '≤ 1.00×',
+      pass: both ? library.handover.p50 <= consul.handover.p50 : undefined,
+    },
+  ]
+  return { table, targets }
+}
+
 function anatomyFigure(runs: readonly (AnatomyRun | NotMeasured)[]): Table {
   const p50 = (values: readonly number[]): number => summarize(values).p50
   /** p50 (mean) of one part: the means of the parts add up to the mean total, the p50s need not. */

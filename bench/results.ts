@@ -1,7 +1,7 @@
 // The shape of one bench run's results, shared by the runner and the report.
 import type { AnatomyRun } from './anatomy.js'
 import type { ReplicasConfig } from './config.js'
-import type { ContentionRun } from './contention.js'
+import type { ContentionRun, ContentionSetup } from './contention.js'
 import type { DecideRow } from './decide.js'
 import type { DefaultClientResult } from './default-client.js'
 import type { ExclusiveKeysResult } from './exclusive-keys.js'
@@ -76,6 +76,9 @@ export interface BenchResults {
     readonly holdMs: number
     readonly acquisitions: number
   }
+  /** Table 3d, the single-key lock under contention; undefined in results written before it existed. */
+  readonly leaderContention?: readonly (ContentionRun | NotMeasured)[]
+  readonly leaderContentionSetup?: ContentionSetup
   readonly partition: readonly (PartitionRun | NotMeasured)[]
   readonly scale: readonly (ScaleResult | NotMeasured)[]
   readonly defaultClient: DefaultClientResult | NotMeasured

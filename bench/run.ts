@@ -265,6 +265,17 @@ async function main(): Promise<void> {
       )
     }
     if (on('contention')) contention.push(...skipped)
+    // The single-key lock (Consul's Lock recipe): consul lock -n 1 and rxsem run --leader.
+    const leaderClis = clis.includes(rxsemRun) ? [consulLock, rxsemRunLeader] : clis
+    const leaderContention = []
+    for (const cli of on('contention') ? leaderClis : []) {
+      leaderContention.push(
+        await attempt('leader contention', cli.name, () =>
+          cliContention(cli, addr, config.leaderContention),
+        ),
+      )
+    }
+    if (on('contention')) leaderContention.push(...skipped)
 
     // The implementations' trials run side by side (separate prefixes and proxies): a trial is
     // mostly waiting for TTLs, and this keeps the bench within its time budget.
@@ -462,6 +473,8 @@ async function main(): Promise<void> {
       anatomy,
       contention,
       contentionSetup: config.contention,
+      leaderContention,
+      leaderContentionSetup: config.leaderContention,
       partition,
       scale,
       defaultClient,

@@ -8,12 +8,9 @@ import { distinctUntilChanged, map } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import { COMPANION_FLAGS, HOLDER_FLAGS, waitingFlags } from '../src/base/flags.js'
 import type { KVEntry } from '../src/base/kv-snapshot.js'
-import type { ContenderStateOptions } from '../src/core/contender/contender-state-model.js'
-import { prefixView } from '../src/core/semaphore/prefix-view.js'
-import { refencing } from '../src/core/semaphore/refencing.js'
 import { contending, stepsOf } from './support/port.js'
 import { casOk, created, seen } from './support/events.js'
-import { prefix } from './support/scenario.js'
+import { poolWorker, prefix } from './support/scenario.js'
 import { bytes, contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
 
 const testScheduler = (): TestScheduler =>
@@ -86,18 +83,7 @@ describe('a reader behind a waiting writer', () => {
 
   it('should see a holder give its slot on at a job’s end within the quantum while the writer is first, and keep it without the writer', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const options: ContenderStateOptions = {
-        prefix,
-        limit: 3,
-        quantumMs: 60_000,
-        refence: (snapshot, session, keepSlot) =>
-          refencing(
-            snapshot,
-            { prefix, session, limit: 3 },
-            prefixView(snapshot, { prefix, limit: 3 }),
-            keepSlot,
-          ),
-      }
+      const options = poolWorker(3, 60_000)
       const me = contenderEntry(prefix, 'me', 2n, { flags: HOLDER_FLAGS, value: bytes('pool') })
       const writeOf = (keys: readonly KVEntry[]) =>
         cold('c s r', {

@@ -17,25 +17,14 @@ import { refencing, type Refencing } from '../src/core/semaphore/refencing.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../src/base/flags.js'
 import { created, seen } from './support/events.js'
 import { contending, type WriteLog } from './support/port.js'
-import { prefix } from './support/scenario.js'
+import { poolWorker, prefix } from './support/scenario.js'
 import { bytes, contenderEntry, lockEntry, snapshotOf, text } from './support/snapshot.js'
 
 const testScheduler = (): TestScheduler =>
   new TestScheduler((actual, expected) => assert.deepStrictEqual(actual, expected))
 
 /** The step's options with the semaphore's refencing, limit 2, and no quantum (a job's end yields). */
-const two: ContenderStateOptions = {
-  prefix,
-  limit: 2,
-  quantumMs: 0,
-  refence: (snapshot, session, keepSlot) =>
-    refencing(
-      snapshot,
-      { prefix, session, limit: 2 },
-      prefixView(snapshot, { prefix, limit: 2 }),
-      keepSlot,
-    ),
-}
+const two = poolWorker(2, 0)
 
 const holderKey = (session: string, index: bigint) =>
   contenderEntry(prefix, session, 3n, { flags: HOLDER_FLAGS, modifyIndex: index })
@@ -232,19 +221,8 @@ describe('refencing: the quantum a worker keeps its slot for while others wait',
   })
 
   it('should hand the slot within the quantum to a process holding two fewer, and keep it from one holding one fewer', () => {
-    /** Limit 4, a quantum of 10 ms: me and the holders listed, of processes by value; w of B waits. */
-    const four: ContenderStateOptions = {
-      prefix,
-      limit: 4,
-      quantumMs: 10,
-      refence: (snapshot, session, keepSlot) =>
-        refencing(
-          snapshot,
-          { prefix, session, limit: 4 },
-          prefixView(snapshot, { prefix, limit: 4 }),
-          keepSlot,
-        ),
-    }
+    /** Limit 4, a quantum of 10 ms. */
+    const four = poolWorker(4, 10)
     const heldBy = (holders: readonly [string, string][]) =>
       snapshotOf([
         ...holders.map(([session, value], i) =>

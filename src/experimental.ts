@@ -26,6 +26,7 @@ export type {
   LockBodyShape,
   PrefixProblem,
   SemaphoreView,
+  SharedHolder,
 } from './core/events.js'
 export { isPrefixProblem } from './core/contender/is-prefix-problem.js'
 

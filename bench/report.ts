@@ -604,7 +604,6 @@ function ranInThisRun(table: Table): boolean {
   )
 }
 
-/** Table 2b: each CLI's handover at limit 1 split at the agent (bench/anatomy.ts). */
 /**
  * Table 3d, the single-key lock under contention (one process per acquisition), and its targets:
  * rxsem run --leader against consul lock -n 1, both Consul's Lock recipe.
@@ -613,29 +612,32 @@ function leaderContentionFigure(
   runs: readonly (ContentionRun | NotMeasured)[],
   setup: ContentionSetup,
 ): { readonly table: Table; readonly targets: readonly Target[] } {
-  const consul = runs.find(
-    (c): c is ContentionRun => measured(c) && c.implementation === 'consul lock -n',
-  )
+  const measuredRun = (implementation: string): ContentionRun | undefined =>
+    runs.find((c): c is ContentionRun => measured(c) && c.implementation === implementation)
+  const consul = measuredRun('consul lock -n')
+  const head = [
+    'implementation',
+    'acq',
+    'requests',
+    'req/acq',
+    'req/acq / consul lock',
+    'lock attempts',
+    'lost',
+    'handover n',
+    'handover p50 ms',
+    'handover p95 ms',
+    'handover p50 / consul lock',
+    'queued wait p50 / p99 ms',
+    'peak holders',
+  ]
   const table: Table = {
     title: `3d. The single-key lock under contention: ${setup.contenders} contenders, one holder, hold ${setup.holdMs} ms, ${setup.acquisitions} acquisitions`,
-    head: [
-      'implementation',
-      'acq',
-      'requests',
-      'req/acq',
-      'req/acq / consul lock',
-      'lock attempts',
-      'lost',
-      'handover n',
-      'handover p50 ms',
-      'handover p95 ms',
-      'handover p50 / consul lock',
-      'queued wait p50 / p99 ms',
-      'peak holders',
-    ],
+    head,
     rows: runs.map((c) => {
-      if (!measured(c))
-        return [c.implementation, 'not measured', c.notMeasured, ...Array<string>(10).fill('')]
+      if (!measured(c)) {
+        const blank = Array<string>(head.length - 3).fill('')
+        return [c.implementation, 'not measured', c.notMeasured, ...blank]
+      }
       return [
         c.implementation,
         String(c.acquisitions),
@@ -658,9 +660,7 @@ function leaderContentionFigure(
       `Handover = the holder's child's last timestamp → the next holder's child's first, counted when the next holder had printed that it is contending ${HANDOVER_READY_MS} ms before the release (table 2's pairing); queued wait from that line to holding.`,
     ],
   }
-  const library = runs.find(
-    (c): c is ContentionRun => measured(c) && c.implementation === 'rxsem run --leader',
-  )
+  const library = measuredRun('rxsem run --leader')
   const both = library !== undefined && consul !== undefined
   const targets: Target[] = [
     {
@@ -687,6 +687,7 @@ function leaderContentionFigure(
   return { table, targets }
 }
 
+/** Table 2b: each CLI's handover at limit 1 split at the agent (bench/anatomy.ts). */
 function anatomyFigure(runs: readonly (AnatomyRun | NotMeasured)[]): Table {
   const p50 = (values: readonly number[]): number => summarize(values).p50
   /** p50 (mean) of one part: the means of the parts add up to the mean total, the p50s need not. */

@@ -48,6 +48,8 @@ export function describeCall(call: ReleaseCall): string {
     case 'get':
     case 'delete':
       return `${call.type} ${call.key}`
+    case 'list':
+      return `list ${call.prefix}/`
     case 'put':
       return `put ${call.key} ${call.value} release=${call.release}${flagName(call.flags)}`
     case 'destroy':

@@ -9,7 +9,7 @@ import fc from 'fast-check'
 import type { TxnResult } from '../../src/consul/client-api.js'
 import type { ConsulError } from '../../src/base/consul-error.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS } from '../../src/base/flags.js'
-import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
+import type { KVEntry, KVSnapshot } from '../../src/base/kv-snapshot.js'
 import type { ReleaseAnswer, ReleaseCall } from '../../src/core/release/release-call.js'
 import {
   releaseNext,
@@ -72,6 +72,8 @@ interface Pick {
 interface Conversation {
   readonly attempts: number
   readonly hint: number
+  /** The release lists the prefix instead of reading `.lock` (`listFirst`, no hint). */
+  readonly listFirst: boolean
   /**
    * Consul's answers: the n-th transaction is answered by `picks[n].txn`, the n-th read by
    * `picks[n].get`, and so on; past the end the last pick stands, so that a Consul that keeps
@@ -86,6 +88,7 @@ const conversation: fc.Arbitrary<Conversation> = fc.record({
     { arbitrary: fc.integer({ min: 1, max: 12 }), weight: 1 },
   ),
   hint: fc.nat({ max: HINTS.length - 1 }),
+  listFirst: fc.boolean(),
   picks: fc.array(
     fc.record({
       txn: fc.nat({ max: 9 }),
@@ -119,20 +122,42 @@ function answerFor(call: ReleaseCall, pick: Pick, reads: number): ReleaseAnswer 
             : { committed: false, errors: [{ opIndex: 1, what: 'failed cas' }] }
       return { type: 'txn', result: E.right(result), random }
     }
-    case 'get': {
-      if (pick.get === 10) return { type: 'get', result: E.left(error), random }
-      if (pick.get === 8) return { type: 'get', result: E.right(null), random }
-      const from = pick.get <= 5 ? LISTING : pick.get <= 7 ? NOT_LISTING : MUST_NOT_WRITE
-      const chosen = BODIES[from[pick.error % from.length]!]
-      const overrides = 'flags' in chosen ? { flags: chosen.flags } : {}
-      const entry = lockEntry(prefix, chosen.body, 41n + BigInt(reads), overrides)
-      return { type: 'get', result: E.right(entry), random }
+    case 'get':
+    case 'list': {
+      if (pick.get === 10) {
+        return call.type === 'get'
+          ? { type: 'get', result: E.left(error), random }
+          : { type: 'list', result: E.left(error), random }
+      }
+      const entry = pick.get === 8 ? null : lockAnswer(pick, reads)
+      if (call.type === 'get') return { type: 'get', result: E.right(entry), random }
+      // The prefix: `.lock` as a read would find it, this contender's key, a waiter of ours.
+      const others = [ours('me', 5n, HOLDER_FLAGS), ours('w1', 10n)]
+      const listing = snapshotOf(entry === null ? others : [entry, ...others])
+      return { type: 'list', result: E.right(listing), random }
     }
     case 'put':
     case 'delete':
     case 'destroy':
       return { type: call.type, result: pick.other >= 8 ? E.left(error) : E.right(true), random }
   }
+}
+
+/** `.lock` as a read finds it for `pick` (not missing): it moves on to 41, 42, … with each read. */
+function lockAnswer(pick: Pick, reads: number): KVEntry {
+  const from = pick.get <= 5 ? LISTING : pick.get <= 7 ? NOT_LISTING : MUST_NOT_WRITE
+  const chosen = BODIES[from[pick.error % from.length]!]
+  const overrides = 'flags' in chosen ? { flags: chosen.flags } : {}
+  return lockEntry(prefix, chosen.body, 41n + BigInt(reads), overrides)
+}
+
+/** The `.lock` a read or a listing answered with (null: missing), or undefined for any other. */
+function lockRead(answer: ReleaseAnswer | undefined): KVEntry | null | undefined {
+  if (answer?.type === 'get' && E.isRight(answer.result)) return answer.result.right
+  if (answer?.type === 'list' && E.isRight(answer.result)) {
+    return answer.result.right.entries.find((e) => e.key === lockKey) ?? null
+  }
+  return undefined
 }
 
 interface Played {
@@ -150,14 +175,14 @@ function playConversation(c: Conversation, maxSteps: number): Played {
     session: 'me',
     limit: 2,
     attempts: c.attempts,
-    hint: HINTS[c.hint],
+    ...(c.listFirst ? { listFirst: true } : { hint: HINTS[c.hint] }),
   })
   const asked = new Map<ReleaseCall['type'], number>()
   while (step.type === 'call' && calls.length < maxSteps) {
     const n = asked.get(step.call.type) ?? 0
     asked.set(step.call.type, n + 1)
     const pick = c.picks[Math.min(n, c.picks.length - 1)]!
-    const answer = answerFor(step.call, pick, asked.get('get') ?? 0)
+    const answer = answerFor(step.call, pick, (asked.get('get') ?? 0) + (asked.get('list') ?? 0))
     calls.push(step.call)
     answers.push(answer)
     step = releaseNext(step.state, answer)
@@ -218,9 +243,9 @@ describe('releaseStart / releaseNext over any answers', () => {
     fc.assert(
       fc.property(conversation, (c) => {
         const { calls, answers } = playConversation(c, maxCalls(c.attempts))
-        let seen: bigint | undefined = HINTS[c.hint]?.entries.find(
-          (e) => e.key === lockKey,
-        )?.modifyIndex
+        let seen: bigint | undefined = c.listFirst
+          ? undefined
+          : HINTS[c.hint]?.entries.find((e) => e.key === lockKey)?.modifyIndex
         let casWrites = 0
         calls.forEach((call, i) => {
           if (call.type === 'put' || call.type === 'delete') assert.notEqual(call.key, lockKey)
@@ -232,10 +257,8 @@ describe('releaseStart / releaseNext over any answers', () => {
             assert.ok(op.verb === 'cas' && op.index === seen, `cas on ${seen}`)
             if (!isRetry(answers, i)) casWrites++
           }
-          const answer = answers[i]
-          if (answer?.type === 'get' && E.isRight(answer.result)) {
-            seen = answer.result.right?.modifyIndex
-          }
+          const read = lockRead(answers[i])
+          if (read !== undefined) seen = read?.modifyIndex
         })
         assert.ok(casWrites <= c.attempts, `${casWrites} CAS writes, ${c.attempts} attempts`)
       }),
@@ -257,7 +280,7 @@ describe('releaseStart / releaseNext over any answers', () => {
         )
         assert.ok(deleted >= 0, 'its key was deleted')
         const readAfter = answers.some(
-          (a, i) => i > deleted && a.type === 'get' && E.isRight(a.result),
+          (a, i) => i > deleted && lockRead(a) !== undefined,
         )
         assert.ok(readAfter, '.lock was read after the delete')
       }),

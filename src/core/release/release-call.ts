@@ -31,6 +31,8 @@ export type ReleaseCall =
   | { readonly type: 'txn'; readonly ops: readonly TxnOp[] }
   /** `GET /v1/kv/<key>`: one key, null when missing. */
   | { readonly type: 'get'; readonly key: string }
+  /** `GET /v1/kv/<prefix>/?recurse`: every key under the prefix. */
+  | { readonly type: 'list'; readonly prefix: string }
   /** `PUT /v1/kv/<key>?release=<session>&flags=<flags>` with the value. */
   | {
       readonly type: 'put'
@@ -64,6 +66,11 @@ export type ReleaseAnswer =
   | {
       readonly type: 'get'
       readonly result: E.Either<ConsulError, KVEntry | null>
+      readonly random: number
+    }
+  | {
+      readonly type: 'list'
+      readonly result: E.Either<ConsulError, KVSnapshot>
       readonly random: number
     }
   | {
@@ -304,7 +311,7 @@ export function firstTry(call: ReleaseCall): CallInFlight {
  * @returns Its value.
  * @throws TypeError when the answer is of another type or a failure (a plan's bug).
  */
-export function answerValue<T extends 'txn' | 'get' | 'put' | 'delete' | 'destroy'>(
+export function answerValue<T extends 'txn' | 'get' | 'list' | 'put' | 'delete' | 'destroy'>(
   answer: ReleaseAnswer,
   type: T,
 ): AnswerValue<T> {

@@ -45,6 +45,14 @@ export interface ReleaseInput {
   /** The hint's view, when the caller's contenders decided on it (saves pruning and ranking). */
   readonly hintView?: E.Either<PrefixProblem, PrefixView> | undefined
   /**
+   * Read the whole prefix wherever `.lock` alone would be read, and decide on that listing as on a
+   * hint: for a contender that long-polled only its own key (`watchTarget`), whose waiters behind
+   * long-poll theirs and learn of a slot only when a release hands it to them. Its first CAS then
+   * follows a listing (there is no hint), and a heir that left, or a CAS that lost, lists again, so
+   * that the slot goes to whoever is first in line. Default false.
+   */
+  readonly listFirst?: boolean | undefined
+  /**
    * Keep the session on a clean outcome (`HandedOff`, `Released`, `NotListed`: the key deleted
    * and `.lock` without it), for another contender of the process: the plan then ends without the
    * destroy, and its outcome says `sessionKept`. Any other outcome, or a failure, still destroys
@@ -93,6 +101,7 @@ type KvPhase =
   | { readonly type: 'ReadForHandOff'; readonly handOff: HandOff }
   | { readonly type: 'PauseForRead'; readonly cas: bigint }
   | { readonly type: 'Read' }
+  | { readonly type: 'List' }
   | { readonly type: 'CasOut'; readonly cas: bigint }
   | { readonly type: 'DeleteKey'; readonly decision: Exclude<ReleaseDecision, WriteRelease> }
 
@@ -107,6 +116,8 @@ export interface ReleaseState {
   readonly limit: number
   readonly followLimit: boolean | undefined
   readonly attempts: number
+  /** Reads list the prefix (`ReleaseInput.listFirst`). */
+  readonly listFirst: boolean
   readonly phase: Phase
   readonly inFlight: CallInFlight
   /** CAS writes of `.lock` sent so far. */
@@ -134,6 +145,7 @@ export type ReleaseStep = ReleasePlanStep<ReleaseState, ReleaseOutcome>
  * hint lists us, ours first in line:  txn hand-off ─► destroy
  * hint lists us:                      txn cas-out ─► destroy
  * no usable hint:                     get .lock ─► txn cas-out ─► destroy
+ * listFirst:                          list ─► txn hand-off | cas-out ─► destroy (every read a list)
  * not listed (a waiter):              get .lock ─► delete key ─► get .lock ─► destroy
  * CAS lost:                           … ─► wait 0-5 ms ─► get .lock ─► txn again (at most `attempts`)
  * CAS lost, a newer .lock known:      … ─► wait 0-5 ms ─► txn again from what the process knows
@@ -178,6 +190,7 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
     keyGone: false,
     keepSession: input.keepSession === true,
     adopted: input.adopted === true,
+    listFirst: input.listFirst === true,
   }
   if (input.hint === undefined) return read(state)
   return fromHint(state, input.hint, input.hintView) ?? read(state)
@@ -207,12 +220,15 @@ function fromHint(
  * the write a newer `.lock` the driver knows allows, if any.
  */
 function afterPause(state: Progress, answer: ReleaseAnswer, lost: bigint): ReleaseStep | undefined {
+  // What the process knows is built on its last listing, older than the one this release lists.
+  if (state.listFirst) return undefined
   const latest = answer.type === 'wait' || answer.type === 'stale' ? answer.latest : undefined
   return latest && fromHint(state, latest.snapshot, latest.view, lost)
 }
 
 /** After a hand-off's CAS lost or was not sent: from a newer `.lock` known, or `.lock` as read. */
 function afterHandOffLost(state: Progress, answer: ReleaseAnswer, handOff: HandOff): ReleaseStep {
+  if (state.listFirst) return read(state)
   return (
     afterPause(state, answer, handOff.cas) ??
     ask(state, { type: 'ReadForHandOff', handOff }, readCall(state))
@@ -260,6 +276,14 @@ function answered(state: ReleaseState, phase: KvPhase, answer: ReleaseAnswer): R
       return afterPause(state, answer, phase.cas) ?? read(state)
     case 'Read':
       return decide(state, answerValue(answer, 'get'))
+    case 'List': {
+      const listing = answerValue(answer, 'list')
+      const lock = lockKey(state.prefix)
+      return (
+        fromHint(state, listing, undefined) ??
+        decide(state, listing.entries.find((entry) => entry.key === lock) ?? null)
+      )
+    }
     case 'CasOut': {
       if (answer.type === 'stale') return afterPause(state, answer, phase.cas) ?? read(state)
       const txn = answerValue(answer, 'txn')
@@ -313,6 +337,7 @@ function lostCas(state: Progress, random: number, pause: Phase): ReleaseStep {
 }
 
 function read(state: Progress): ReleaseStep {
+  if (state.listFirst) return ask(state, { type: 'List' }, { type: 'list', prefix: state.prefix })
   return ask(state, { type: 'Read' }, readCall(state))
 }
 

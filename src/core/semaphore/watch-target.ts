@@ -1,12 +1,13 @@
-import { CONTENDER_FLAGS } from '../../base/flags.js'
-import type { KVSnapshot } from '../../base/kv-snapshot.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../base/flags.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import type { Decision } from '../events.js'
 import { contenderKey } from '../keys/contender-key.js'
 import { FRONT_PLACES } from './hold-back.js'
 
 /**
- * What a process must long-poll for its semaphore contenders of one prefix: the whole prefix, or
- * only the contender key of the waiter just ahead of its best-placed waiter.
+ * What a process must long-poll for its semaphore contenders of one prefix: the whole prefix, only
+ * the contender key of the waiter just ahead of its best-placed waiter, or only the key of its one
+ * contender.
  *
  * @example
  * ```ts
@@ -24,6 +25,18 @@ export type WatchTarget =
       /** Discriminant. */
       readonly type: 'key'
       /** The contender key of the waiter ahead. */
+      readonly key: string
+      /** Its ModifyIndex in the snapshot the target was chosen on. */
+      readonly modifyIndex: bigint
+    }
+  /**
+   * The contender key of the process's only contender, as the snapshot showed it: its change is
+   * the contender's own news (a slot handed to it, its session gone), to be read at once.
+   */
+  | {
+      /** Discriminant. */
+      readonly type: 'own'
+      /** The contender's key. */
       readonly key: string
       /** Its ModifyIndex in the snapshot the target was chosen on. */
       readonly modifyIndex: bigint
@@ -51,6 +64,11 @@ export const WHOLE_PREFIX: WatchTarget = { type: 'prefix' }
  * watches: prefix   prefix prefix  prefix(w2 is Go)  key(w3)
  * ```
  *
+ * A process whose only contender neither re-fences between jobs nor holds several permits (`alone`:
+ * a replica, `rxsem run`) goes further, while the slots change hands only by hand-off (`ownTarget`):
+ * it long-polls its own key alone, holder or waiter, and so wakes about twice per tenure (when it
+ * is handed a slot, and when its release reads the prefix), whatever the others do.
+ *
  * @example
  * ```ts
  * const target = watchTarget(snapshot, 'svc/lock', [decide(snapshot, { prefix, session, limit: 3 })])
@@ -61,13 +79,22 @@ export const WHOLE_PREFIX: WatchTarget = { type: 'prefix' }
  * @param decisions - The decisions of this process's contenders of the prefix on the snapshot
  *   (each computed once per snapshot, by the prefix's coordinator); undefined for one that has
  *   none yet, which watches the prefix.
+ * @param alone - The session of the process's only contender, when it has one and it may watch
+ *   its own key alone (see above); its decision is then the only one.
  * @returns What to long-poll next.
  */
 export function watchTarget(
   snapshot: KVSnapshot,
   prefix: string,
   decisions: Iterable<Decision | undefined>,
+  alone?: string,
 ): WatchTarget {
+  if (alone !== undefined) {
+    for (const decision of decisions) {
+      const own = decision && ownTarget(snapshot, prefix, alone, decision)
+      if (own !== undefined) return own
+    }
+  }
   let best: { rank: number; ahead: string } | undefined
   for (const decision of decisions) {
     // A free slot it may not take yet is worth watching: the fairness grace counts on snapshots
@@ -93,6 +120,58 @@ export function watchTarget(
 }
 
 /**
+ * The own key of a process's only contender, when nothing but a change of that key concerns it:
+ *
+ * - a holder (HOLDER_FLAGS on its key) that nobody asked to give its slot back: the slot is lost
+ *   only with its key (its session gone: Consul deletes the key) or by an edit of `.lock` by hand,
+ *   and its release lists the prefix before it writes (`ReleaseInput.listFirst`);
+ * - a waiter of one permit in line while every slot is taken by a holder of this library of one
+ *   permit (HOLDER_FLAGS) and every waiter ahead of it runs this library (CONTENDER_FLAGS): each
+ *   release then hands its slot to the first in line, rewriting that waiter's key, so this
+ *   waiter's turn comes as a change of its own key, and nothing before it is news to it.
+ *
+ * What such a process sees only at its next recheck (`PARKED_RECHECK_MS`, 5 s): a slot freed
+ * without a hand-off (a holder that died, whose session Consul expired; an eviction by force; a
+ * limit raised; a Go contender that took a slot and released it), an edit of `.lock` by hand, a
+ * revoke request for it (`evict` with a grace).
+ */
+function ownTarget(
+  snapshot: KVSnapshot,
+  prefix: string,
+  session: string,
+  decision: Decision,
+): WatchTarget | undefined {
+  if (decision.type !== 'Held' && decision.type !== 'Wait') return undefined
+  const key = contenderKey(prefix, session)
+  const byKey = new Map<string, KVEntry>()
+  for (const entry of snapshot.entries) byKey.set(entry.key, entry)
+  const entry = byKey.get(key)
+  if (entry?.session !== session) return undefined
+  const own: WatchTarget = { type: 'own', key, modifyIndex: entry.modifyIndex }
+  const { view } = decision
+  if (view.sharedHolders.length > 0) return undefined
+  if (decision.type === 'Held') {
+    return entry.flags === HOLDER_FLAGS && decision.revokeRequested === undefined ? own : undefined
+  }
+  if (decision.rank === undefined || decision.freeSlots > 0 || entry.flags !== CONTENDER_FLAGS) {
+    return undefined
+  }
+  // Only holders that hand their slot on, and no more of them than the limit (a limit lowered
+  // under its holders admits no one, so their releases hand nothing).
+  if (view.liveHolders.length > view.limit) return undefined
+  const flagged = (id: string, flags: bigint): boolean => {
+    const found = byKey.get(contenderKey(prefix, id))
+    return found?.flags === flags && found.session === id
+  }
+  if (!view.liveHolders.every((holder) => flagged(holder, HOLDER_FLAGS))) return undefined
+  for (let rank = 0; rank < decision.rank; rank++) {
+    const ahead = view.waiting[rank]
+    if (ahead === undefined || !flagged(ahead.session, CONTENDER_FLAGS)) return undefined
+  }
+  return own
+}
+
+/**
  * Whether two targets are the same long poll.
  *
  * @example
@@ -103,5 +182,5 @@ export function watchTarget(
  */
 export function sameWatchTarget(a: WatchTarget, b: WatchTarget): boolean {
   if (a.type === 'prefix' || b.type === 'prefix') return a.type === b.type
-  return a.key === b.key && a.modifyIndex === b.modifyIndex
+  return a.type === b.type && a.key === b.key && a.modifyIndex === b.modifyIndex
 }

@@ -162,6 +162,7 @@ export function consulPort(
     cache: coordinator.cache,
     fresh: coordinator.fresh,
     companionsOf,
+    watchesOwnKey: () => coordinator.watchesOwnKey(),
   }
   const request: SessionCreateOptions = {
     name: options.sessionName,
@@ -339,6 +340,9 @@ export function consulPort(
         held.clear()
         const member: CoordinatedMember = {
           decisionOn,
+          // A job pool's worker re-fences on what the prefix shows, and one of several permits
+          // is handed no single slot: both watch the prefix.
+          alone: shelf === undefined && permits === 1 ? session : undefined,
           onWatch: heldBackTo(held, decisionOn, (event) => subscriber.next(event)),
           onWatchError: (error) => subscriber.error(error),
         }

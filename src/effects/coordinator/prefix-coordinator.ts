@@ -51,6 +51,12 @@ export interface CoordinatedMember {
    * its watch target; the member steps on the same one). Undefined without a session.
    */
   readonly decisionOn: (snapshot: KVSnapshot) => Decision | undefined
+  /**
+   * The member's session when, as the process's only member on the prefix, it may long-poll its
+   * own key alone (`watchTarget`'s `alone`): a contender that neither re-fences between jobs nor
+   * holds several permits. Undefined for any other.
+   */
+  readonly alone?: string | undefined
   /** A watch event of the prefix. */
   readonly onWatch: (event: WatchEvent) => void
   /** The prefix's watch failed for good (a permanent error). */
@@ -259,7 +265,18 @@ export class PrefixCoordinator {
       this.target.next(WHOLE_PREFIX)
       return
     }
-    this.target.next(watchTarget(last, this.prefix, this.decisionsOn(last)))
+    let alone: string | undefined
+    if (this.watching.size === 1) for (const member of this.watching) alone = member.alone
+    this.target.next(watchTarget(last, this.prefix, this.decisionsOn(last), alone))
+  }
+
+  /**
+   * Whether the watch long-polls only the key of the process's one member (`watchTarget`): the
+   * last snapshot it was given may then be seconds old, and its release lists the prefix first
+   * (`ReleaseInput.listFirst`).
+   */
+  watchesOwnKey(): boolean {
+    return this.target.value.type === 'own'
   }
 
   private *decisionsOn(snapshot: KVSnapshot): Iterable<Decision | undefined> {
@@ -298,12 +315,13 @@ export class PrefixCoordinator {
 /**
  * Long-polls one contender key; when it changes, goes, or the poll reconnects, and every
  * `PARKED_RECHECK_MS` in any case, lists the prefix once and emits that snapshot. A failed list
- * hands back to the prefix watch (`fallBack`), whose loop reports and retries failures.
+ * hands back to the prefix watch (`fallBack`), whose loop reports and retries failures. The key
+ * ahead's change is listed after `WAKE_WAIT_MS` at most (see there); the own key's, at once.
  */
 function waitForKey(
   client: ConsulClient,
   prefix: string,
-  to: Extract<WatchTarget, { type: 'key' }>,
+  to: Exclude<WatchTarget, { type: 'prefix' }>,
   options: WatchOptions,
   fallBack: () => void,
 ): Observable<WatchEvent> {
@@ -353,7 +371,11 @@ function waitForKey(
         return of({ changedAt: undefined })
       }),
       takeWhile((event) => !('changedAt' in event), true),
-      concatMap((event) => ('changedAt' in event ? listOnce(event.changedAt) : of(event))),
+      concatMap((event) =>
+        'changedAt' in event
+          ? listOnce(to.type === 'key' ? event.changedAt : undefined)
+          : of(event),
+      ),
     )
   })
   return defer(() => {

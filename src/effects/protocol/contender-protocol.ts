@@ -33,6 +33,11 @@ export interface ProtocolMember {
   readonly fresh?: FreshLock | undefined
   /** The companions of one of its sessions (`ContenderStateOptions.companionsOf`). */
   readonly companionsOf: (session: string) => readonly string[]
+  /**
+   * Whether the prefix's watch long-polls only this member's key now
+   * (`PrefixCoordinator.watchesOwnKey`): its last snapshot may then be seconds old. Default false.
+   */
+  readonly watchesOwnKey?: (() => boolean) | undefined
 }
 
 /**

@@ -152,8 +152,8 @@ class HeldTurn {
 /**
  * A call of a semaphore release among the process's writers of `.lock`: a transaction waits for
  * the turn, and is answered `stale` instead of sent when its CAS is known to lose; its answer is
- * told (`observe`) before the turn goes to the next writer. A read of `.lock` keeps the turn (a CAS
- * is built on it next); any other call gives it back.
+ * told (`observe`) before the turn goes to the next writer. A read of `.lock` or of the prefix
+ * keeps the turn (a CAS is built on it next); any other call gives it back.
  */
 function inTurn(
   call: ReleaseCall,
@@ -162,7 +162,7 @@ function inTurn(
   turn: HeldTurn,
 ): Observable<ReleaseAnswer> {
   if (call.type !== 'txn') {
-    if (call.type !== 'get') turn.giveBack()
+    if (call.type !== 'get' && call.type !== 'list') turn.giveBack()
     return observed(call, options, writes)
   }
   return turn.take().pipe(
@@ -221,6 +221,10 @@ function perform(call: ReleaseCall, options: ReleaseDriverOptions): Observable<R
       )
     case 'get':
       return fromCall((signal) => client.kv.get(call.key, { signal })).pipe(
+        map((result) => ({ type: call.type, result, random: random() })),
+      )
+    case 'list':
+      return fromCall((signal) => client.kv.list(`${call.prefix}/`, { signal })).pipe(
         map((result) => ({ type: call.type, result, random: random() })),
       )
     case 'put': {

@@ -1,6 +1,7 @@
 import type { ConsulClient } from '../consul/client-api.js'
 import { destroySession } from '../effects/release/destroy-session.js'
 import type { KVEntry } from '../base/kv-snapshot.js'
+import type { TxnOp } from '../base/txn.js'
 import { lockKey } from '../core/keys/lock-key.js'
 import { releaseFromLockBody } from '../core/lock-body/release-from-lock-body.js'
 import { SemaphoreError, problemError } from '../base/semaphore-error.js'
@@ -25,7 +26,8 @@ import { liveSessions } from '../core/semaphore/live-sessions.js'
 import { durationMs, formatGoDuration } from '../consul/durations.js'
 import { resolveContenderOptions, type Duration } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
-import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
+import { HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
+import { contenderKey } from '../core/keys/contender-key.js'
 import {
   OPERATOR_OPTION_NAMES,
   rejectUnknownOptions,
@@ -114,7 +116,8 @@ export interface Eviction {
  *
  * 1. With a `grace`, ask first: write `<prefix>/.revoke/<session>` under a session of the
  *    eviction's own (behavior 'delete', so that the request goes with it if this process dies),
- *    then watch the prefix until the holder is out or the grace ends. A holder of this library
+ *    write the holder's contender key again as it is when it is this library's (which wakes a
+ *    holder that long-polls only its key), then watch the prefix until the holder is out or the grace ends. A holder of this library
  *    sees the request in its next snapshot and may give its slot back; one that does is not
  *    forced ('given-back'). The request is withdrawn when `evict` returns, whatever happened.
  * 2. Force, semaphore: remove the session from `.lock`'s holders by a CAS on its ModifyIndex (a
@@ -184,6 +187,7 @@ export async function evict(options: EvictOptions): Promise<Eviction> {
     const request = { graceMs, reason: options.reason }
     const requester = await requestRevoke(client, calls, prefix, session, request)
     try {
+      if (kind === 'semaphore') await wakeHolder(client, calls, prefix, session)
       const out = await waitUntilOut(client, calls, prefix, session, kind, graceMs)
       if (out !== undefined) return given(prefix, session, kind, out)
       const forced = await force(client, calls, prefix, session)
@@ -325,6 +329,35 @@ async function requestRevoke(
     throw error
   }
   return { session: requester }
+}
+
+/**
+ * Step 1, continued: the holder's contender key written again as it is (its value and flags, by a
+ * CAS on its ModifyIndex; Consul keeps the key's lock), when it is a holder of this library's key
+ * (HOLDER_FLAGS). A holder alone in its process long-polls only that key (`watchTarget`): the
+ * write wakes it to list the prefix, where it finds the request. Its fencing token is the one it
+ * took the slot with. A key that changed meanwhile woke it already; a Go holder's key is left as
+ * it is (it cannot see the request).
+ */
+async function wakeHolder(
+  client: ConsulClient,
+  calls: OperatorCalls,
+  prefix: string,
+  session: string,
+): Promise<void> {
+  const key = contenderKey(prefix, session)
+  const entry = await calls.call((s) =>
+    client.kv.get(key, { consistency: 'consistent', signal: s }),
+  )
+  if (entry === null || entry.session !== session || entry.flags !== HOLDER_FLAGS) return
+  const op: TxnOp = {
+    verb: 'cas',
+    key,
+    value: entry.value,
+    flags: entry.flags,
+    index: entry.modifyIndex,
+  }
+  await calls.call((s) => client.kv.txn([op], { signal: s }))
 }
 
 /** Consul's shortest session TTL. */

@@ -153,41 +153,55 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
     assert.equal(double.sessions().length, 0)
   })
 
-  it('shows a parked waiter connected again when its key poll and the listing after it failed, in a quiet prefix', async () => {
-    // Another process holds and has the two front places; this one waits far back, parked on
-    // one long poll of the key ahead of it.
-    const other = double.connect('other')
-    const theirs = Array.from({ length: 3 }, () =>
-      semaphore({ prefix, limit: 1, consul: other, scheduler }),
-    )
-    for (const s of theirs) follow(s)
-    await Promise.all(theirs.map((s) => reach(s, (st) => st.contending)))
-    const ahead = `${prefix}/${(await reach(theirs[2] as Semaphore, (s) => s.session !== undefined)).session as string}`
-    const keyPoll = double.hold('kv.list', {
-      when: (c) => c.client === 'client' && c.keys[0] === ahead,
+  for (const parked of ['its own key', 'the key ahead'] as const) {
+    it(`shows a parked waiter connected again when its key poll and the listing after it failed, in a quiet prefix (${parked})`, async () => {
+      // Another process holds and has the two front places; this one waits far back, parked on
+      // one long poll: of its own key when it is the process's only contender, of the key ahead
+      // of its best-placed one when it has two.
+      const other = double.connect('other')
+      const theirs = Array.from({ length: 3 }, () =>
+        semaphore({ prefix, limit: 1, consul: other, scheduler }),
+      )
+      for (const s of theirs) follow(s)
+      await Promise.all(theirs.map((s) => reach(s, (st) => st.contending)))
+      const ahead = `${prefix}/${(await reach(theirs[2] as Semaphore, (s) => s.session !== undefined)).session as string}`
+      const keyPoll = double.hold('kv.list', {
+        when: (c) =>
+          c.client === 'client' &&
+          c.keys[0]?.startsWith(`${prefix}/`) === true &&
+          c.keys[0] !== `${prefix}/` &&
+          (parked === 'its own key' || c.keys[0] === ahead),
+      })
+      const waiter = contender()
+      follow(waiter)
+      const second = parked === 'the key ahead' ? contender() : undefined
+      if (second) follow(second)
+      const poll = await keyPoll.reached
+      if (parked === 'its own key') {
+        const own = (await reach(waiter, (s) => s.session !== undefined)).session as string
+        assert.equal(poll.keys[0], `${prefix}/${own}`, 'the waiter long-polls its own key')
+      }
+      // The key poll fails (a dropped connection); its retry answers, and the listing of the
+      // prefix that follows a reconnect fails too. Nothing under the prefix changes from now on.
+      double.fail('kv.list', unreachable(), {
+        when: (c) => c.client === 'client' && c.keys[0] === `${prefix}/`,
+      })
+      keyPoll.fail(unreachable())
+      await reach(waiter, (s) => !s.connected)
+      const back = await Promise.race([
+        reach(waiter, (s) => s.connected).then(() => 'connected' as const),
+        firstValueFrom(timer(60_000, scheduler)).then(() => 'still disconnected' as const),
+      ])
+      assert.equal(back, 'connected')
+      assert.ok(
+        double.calls().some((c) => c.keys[0] === `${prefix}/` && c.answer === 'Unreachable'),
+        'the listing after the reconnect failed, as the test means',
+      )
+      await waiter.close()
+      await second?.close()
+      for (const s of theirs) await s.close()
     })
-    const waiter = contender()
-    follow(waiter)
-    await keyPoll.reached
-    // The key poll fails (a dropped connection); its retry answers, and the listing of the
-    // prefix that follows a reconnect fails too. Nothing under the prefix changes from now on.
-    double.fail('kv.list', unreachable(), {
-      when: (c) => c.client === 'client' && c.keys[0] === `${prefix}/`,
-    })
-    keyPoll.fail(unreachable())
-    await reach(waiter, (s) => !s.connected)
-    const back = await Promise.race([
-      reach(waiter, (s) => s.connected).then(() => 'connected' as const),
-      firstValueFrom(timer(60_000, scheduler)).then(() => 'still disconnected' as const),
-    ])
-    assert.equal(back, 'connected')
-    assert.ok(
-      double.calls().some((c) => c.keys[0] === `${prefix}/` && c.answer === 'Unreachable'),
-      'the listing after the reconnect failed, as the test means',
-    )
-    await waiter.close()
-    for (const s of theirs) await s.close()
-  })
+  }
 
   it('lets a waiter far back count its grace on the last snapshot, though no other snapshot follows it', async () => {
     const holder = semaphore({ prefix, limit: 1, consul: double.connect('holder'), scheduler })

@@ -3,6 +3,7 @@ import { describe, it } from 'node:test'
 import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../src/base/flags.js'
 import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import { decide } from '../../src/core/semaphore/decide.js'
+import { encodeRevokeRequest } from '../../src/core/revoke/revoke-request.js'
 import { sameWatchTarget, watchTarget } from '../../src/core/semaphore/watch-target.js'
 import { contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
 
@@ -86,11 +87,63 @@ describe('watchTarget', () => {
     })
   })
 
+  describe('a process whose only contender may watch its own key alone', () => {
+    const own = (session: string, modifyIndex: bigint, holding: boolean) => ({
+      type: 'own',
+      key: `${prefix}/${session}`,
+      modifyIndex,
+      holding,
+    })
+    const alone = (snapshot: KVSnapshot, session: string) =>
+      watchTarget(snapshot, prefix, decisions(snapshot, [local(session)]), session)
+
+    it('long-polls its own key as a holder of this library, and as a waiter of ours behind holders and waiters of ours, wherever in line', () => {
+      assert.deepEqual(alone(queue, 'h'), own('h', 50n, true))
+      assert.deepEqual(alone(queue, 'w0'), own('w0', 10n, false))
+      assert.deepEqual(alone(queue, 'w3'), own('w3', 13n, false))
+    })
+
+    it('watches as any process does when a Go contender is ahead of it or holds, a slot is free, or it was asked to give its slot back', () => {
+      const mixed = snapshotOf([held, holder, ours('w0', 10n), go('g1', 11n), ours('w2', 12n)])
+      assert.deepEqual(alone(mixed, 'w2'), { type: 'prefix' }, 'a Go waiter ahead')
+      assert.deepEqual(alone(mixed, 'w0'), own('w0', 10n, false), 'the Go waiter is behind')
+      const goHolds = snapshotOf([held, go('h', 1n), ours('w0', 10n)])
+      assert.deepEqual(alone(goHolds, 'w0'), { type: 'prefix' }, 'a Go holder releases plainly')
+      const free = snapshotOf([
+        lockEntry(prefix, '{"Limit":2,"Holders":{"h":true}}', 50n),
+        holder,
+        ours('w0', 10n),
+      ])
+      assert.deepEqual(alone(free, 'w0'), { type: 'prefix' }, 'a free slot')
+      const asked = snapshotOf([
+        ...queue.entries,
+        contenderEntry(`${prefix}/.revoke`, 'h', 60n, {
+          value: encodeRevokeRequest({ graceMs: 30_000, reason: 'deploy' }),
+          session: 'requester',
+        }),
+      ])
+      assert.deepEqual(alone(asked, 'h'), { type: 'prefix' }, 'a revoke request')
+    })
+
+    it('is told by the coordinator only for a process of one contender: with none given, the rules for any process hold', () => {
+      assert.deepEqual(watchTarget(queue, prefix, decisions(queue, [local('h')])), {
+        type: 'prefix',
+      })
+      assert.deepEqual(watchTarget(queue, prefix, decisions(queue, [local('w3')])), {
+        type: 'key',
+        key: `${prefix}/w2`,
+        modifyIndex: 30n,
+      })
+    })
+  })
+
   it('tells targets apart by key and index', () => {
     const a = { type: 'key', key: 'k', modifyIndex: 1n } as const
     assert.ok(sameWatchTarget(a, { ...a }))
     assert.ok(!sameWatchTarget(a, { ...a, modifyIndex: 2n }))
     assert.ok(!sameWatchTarget(a, { type: 'prefix' }))
     assert.ok(sameWatchTarget({ type: 'prefix' }, { type: 'prefix' }))
+    const own = { type: 'own', key: 'k', modifyIndex: 1n, holding: false } as const
+    assert.ok(!sameWatchTarget(a, own), 'the key ahead is not the own key, though the same')
   })
 })

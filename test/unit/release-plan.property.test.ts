@@ -279,9 +279,7 @@ describe('releaseStart / releaseNext over any answers', () => {
             E.isRight((answers[i] as { result: E.Either<ConsulError, boolean> }).result),
         )
         assert.ok(deleted >= 0, 'its key was deleted')
-        const readAfter = answers.some(
-          (a, i) => i > deleted && lockRead(a) !== undefined,
-        )
+        const readAfter = answers.some((a, i) => i > deleted && lockRead(a) !== undefined)
         assert.ok(readAfter, '.lock was read after the delete')
       }),
       runs(1000),

@@ -22,6 +22,11 @@ const CONTENDER = (BigInt(SEMAPHORE_FLAGS) + 1n).toString()
 const poll = (index: number): string => `GET /v1/kv/${prefix}?recurse&index=${index}&wait=30000ms`
 /** The first listing of the prefix (does not block). */
 const LIST = `GET /v1/kv/${prefix}?recurse`
+/** A listing of the prefix outside the watch (a release's, a wake-up's). */
+const LIST_PREFIX = `GET /v1/kv/${prefix}/?recurse`
+/** The long poll of one contender's own key (`who`: its name in `requests()`). */
+const ownPoll = (who: string, index: number): string =>
+  `GET /v1/kv/${prefix}/<${who}>?recurse&index=${index}&wait=30000ms`
 const TXN = 'PUT /v1/txn'
 const CREATE = 'PUT /v1/session/create'
 const joinKey = (who: string): string =>
@@ -102,7 +107,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       return { sem, seen: follow(name, sem) }
     }
 
-    it('acquires uncontended in five requests and two polls of the watch after them, and releases in two', async () => {
+    it('acquires uncontended in five requests and two polls of the watch after them, and releases in three', async () => {
       const a = contender('a')
       await until('a holds', () => a.seen.last?.holding === true)
       await quiet()
@@ -116,13 +121,16 @@ describe('request counts, in virtual time on the Consul double', () => {
         `a: ${poll(1)}`,
         // CAS .lock, check the session's key, mark the key holder: one transaction.
         `a: ${TXN}`,
-        // The watch follows: the answer that shows the CAS, then the long poll it parks on.
+        // The watch follows: the answer that shows the CAS; then, alone in its process and
+        // holding, a long-polls only its own key.
         `a: ${poll(12)}`,
-        `a: ${poll(13)}`,
+        `a: ${ownPoll('a', 13)}`,
       ])
       await close(a.sem)
       assert.deepEqual(requests(), [
-        // CAS the session out of .lock and delete the key, computed from the last snapshot.
+        // It saw nothing but its key since: the prefix first, for a waiter to hand the slot to.
+        `a: ${LIST_PREFIX}`,
+        // CAS the session out of .lock and delete the key.
         `a: ${TXN}`,
         'a: PUT /v1/session/destroy/<a>',
       ])
@@ -148,7 +156,7 @@ describe('request counts, in virtual time on the Consul double', () => {
         // (the interpreter steps on the answer once following it has started).
         `a: ${poll(17)}`,
         `a: ${TXN}`,
-        `a: ${poll(18)}`,
+        `a: ${ownPoll('a2', 18)}`,
       ])
       await close(second)
     })
@@ -186,7 +194,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       requests()
     })
 
-    it('hands the slot to a waiter in three requests: the holder’s transaction and destroy, the waiter’s poll', async () => {
+    it('hands the slot to a waiter in five requests: the holder’s listing, transaction and destroy, the waiter’s listing and poll', async () => {
       const a = contender('a')
       await until('a holds', () => a.seen.last?.holding === true)
       await quiet()
@@ -199,19 +207,23 @@ describe('request counts, in virtual time on the Consul double', () => {
         `b: ${LIST}`,
         `b: ${joinKey('b')}`,
         `b: ${poll(13)}`,
-        // b's key wakes a's long poll; both park on the prefix.
-        `a: ${poll(15)}`,
-        `b: ${poll(15)}`,
+        // b's key does not wake a, which long-polls only its own; b, in line behind a holder of
+        // this library, long-polls only its own key too: the hand-off will rewrite it.
+        `b: ${ownPoll('b', 15)}`,
       ])
       await close(a.sem)
       await until('b holds', () => b.seen.last?.holding === true)
       await quiet()
       assert.deepEqual(requests(), [
-        // One transaction: check b's key, CAS .lock a → b, delete a's key, mark b's key holder.
+        // a reads the prefix (it saw nothing but its key since it took the slot), then one
+        // transaction: check b's key, CAS .lock a → b, delete a's key, mark b's key holder.
+        `a: ${LIST_PREFIX}`,
         `a: ${TXN}`,
         'a: PUT /v1/session/destroy/<a>',
-        // b learns it holds from the snapshot: no CAS of its own.
-        `b: ${poll(16)}`,
+        // b's poll answers with its key rewritten; b lists the prefix at once and holds (no CAS
+        // of its own), then long-polls its key again.
+        `b: ${LIST_PREFIX}`,
+        `b: ${ownPoll('b', 16)}`,
       ])
       await close(b.sem)
       requests()
@@ -253,10 +265,11 @@ describe('request counts, in virtual time on the Consul double', () => {
       assert.deepEqual(requests(), [
         `c: ${TXN}`,
         `d: ${TXN}`,
-        // Both polls from 14 answer with c's CAS; both park again. d neither reads .lock nor
-        // writes again: the snapshot tells it that c holds.
-        `c: ${poll(15)}`,
-        `d: ${poll(15)}`,
+        // Both polls from 14 answer with c's CAS. d neither reads .lock nor writes again: the
+        // snapshot tells it that c holds. Each long-polls only its own key from then on: c's
+        // rewritten by its CAS, d's as it joined.
+        `c: ${ownPoll('c', 15)}`,
+        `d: ${ownPoll('d', 14)}`,
       ])
       assert.equal(d.seen.last?.holding, false)
       await close(c.sem)
@@ -273,7 +286,7 @@ describe('request counts, in virtual time on the Consul double', () => {
     const rank = (c: { seen: Followed }): number | undefined =>
       (c.seen.last as SemaphoreState | undefined)?.rank
 
-    it('wakes a parked waiter with one answer of its key poll and one listing that blocks on the change, and no other poll of the key', async () => {
+    it('leaves a waiter alone in its process asleep on its own key while the slot changes hands ahead of it, and wakes it with the hand-off', async () => {
       const [a, b, c, d] = ['a', 'b', 'c', 'd'].map(contender) as [
         ReturnType<typeof contender>,
         ReturnType<typeof contender>,
@@ -282,6 +295,47 @@ describe('request counts, in virtual time on the Consul double', () => {
       ]
       await until('a holds', () => a.seen.last?.holding === true)
       await until('the queue b, c, d', () => rank(b) === 0 && rank(c) === 1 && rank(d) === 2)
+      await quiet()
+      requests()
+      // Two hand-overs ahead of d: b is handed a's slot, then c b's.
+      await close(a.sem)
+      await until('b holds', () => b.seen.last?.holding === true)
+      await close(b.sem)
+      await until('c holds', () => c.seen.last?.holding === true)
+      await quiet()
+      assert.deepEqual(
+        requests().filter((line) => line.startsWith('d: ')),
+        [],
+        'd sent nothing: its key did not change',
+      )
+      assert.equal(rank(d), 2, 'd still shows the rank it last saw')
+      // c hands the slot to d: d's poll answers, d lists the prefix at once and holds.
+      await close(c.sem)
+      await until('d holds', () => d.seen.last?.holding === true)
+      await quiet()
+      const ofD = requests().filter((line) => line.startsWith('d: '))
+      const handOff = /index=(\d+)/.exec(ofD[1] ?? '')?.[1]
+      assert.deepEqual(ofD, [`d: ${LIST_PREFIX}`, `d: ${ownPoll('d', Number(handOff))}`])
+      await close(d.sem)
+      requests()
+    })
+
+    it('wakes a parked waiter with one answer of its key poll and one listing that blocks on the change, and no other poll of the key', async () => {
+      const [a, b, c] = ['a', 'b', 'c'].map(contender) as [
+        ReturnType<typeof contender>,
+        ReturnType<typeof contender>,
+        ReturnType<typeof contender>,
+      ]
+      // d's process runs a second contender, e, behind it: a process of several contenders
+      // parks on the key ahead of its best-placed one.
+      const client = double.connect('d')
+      const dSem = semaphore({ prefix, limit: 1, consul: client, scheduler })
+      const d = { seen: follow('d', dSem) }
+      await until('a holds', () => a.seen.last?.holding === true)
+      await until('the queue b, c, d', () => rank(b) === 0 && rank(c) === 1 && rank(d) === 2)
+      const e = semaphore({ prefix, limit: 1, consul: client, scheduler })
+      const eSeen = follow('e', e)
+      await until('e queued behind d', () => (eSeen.last as SemaphoreState | undefined)?.rank === 3)
       await quiet()
       await close(a.sem)
       await until('b holds', () => b.seen.last?.holding === true)
@@ -305,7 +359,8 @@ describe('request counts, in virtual time on the Consul double', () => {
         `d: ${poll(Number(handOff))}`,
       ])
       await close(c.sem)
-      await close(d.sem)
+      await close(dSem)
+      await close(e)
       requests()
     })
   })

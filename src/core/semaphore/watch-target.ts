@@ -40,6 +40,8 @@ export type WatchTarget =
       readonly key: string
       /** Its ModifyIndex in the snapshot the target was chosen on. */
       readonly modifyIndex: bigint
+      /** The contender holds a slot (it rechecks the prefix less often than a waiter). */
+      readonly holding: boolean
     }
 
 /** The target that never misses anything. */
@@ -130,10 +132,11 @@ export function watchTarget(
  *   release then hands its slot to the first in line, rewriting that waiter's key, so this
  *   waiter's turn comes as a change of its own key, and nothing before it is news to it.
  *
- * What such a process sees only at its next recheck (`PARKED_RECHECK_MS`, 5 s): a slot freed
- * without a hand-off (a holder that died, whose session Consul expired; an eviction by force; a
- * limit raised; a Go contender that took a slot and released it), an edit of `.lock` by hand, a
- * revoke request for it (`evict` with a grace).
+ * What such a process sees only when it lists the prefix again, which it does every 5 s while it
+ * waits (`PARKED_RECHECK_MS`) and every 30 s while it holds (`HELD_RECHECK_MS`): a waiter, a slot
+ * freed without a hand-off (a holder that died, whose session Consul expired; an eviction by
+ * force; a limit raised); a holder, an edit of `.lock` by hand that took it out. A revoke request
+ * (`evict` with a grace) rewrites the holder's key as it is, so the holder sees it at once.
  */
 function ownTarget(
   snapshot: KVSnapshot,
@@ -147,10 +150,11 @@ function ownTarget(
   for (const entry of snapshot.entries) byKey.set(entry.key, entry)
   const entry = byKey.get(key)
   if (entry?.session !== session) return undefined
-  const own: WatchTarget = { type: 'own', key, modifyIndex: entry.modifyIndex }
+  const holding = decision.type === 'Held'
+  const own: WatchTarget = { type: 'own', key, modifyIndex: entry.modifyIndex, holding }
   const { view } = decision
   if (view.sharedHolders.length > 0) return undefined
-  if (decision.type === 'Held') {
+  if (holding) {
     return entry.flags === HOLDER_FLAGS && decision.revokeRequested === undefined ? own : undefined
   }
   if (decision.rank === undefined || decision.freeSlots > 0 || entry.flags !== CONTENDER_FLAGS) {

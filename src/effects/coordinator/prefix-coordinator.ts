@@ -77,6 +77,15 @@ export interface CoordinatorWatchOptions extends WatchOptions {
 export const PARKED_RECHECK_MS = 5000
 
 /**
+ * How often a holder that long-polls only its own key (`watchTarget`) lists the prefix anyway: 30 s.
+ * Nothing that follows the protocol takes its slot without changing its key (its session gone:
+ * Consul deletes the key; an eviction's request rewrites it), so this listing is for what does not:
+ * an edit of `.lock` by hand that took the holder out. A holder that holds for hours lists its
+ * prefix twice a minute, and nothing more.
+ */
+export const HELD_RECHECK_MS = 30_000
+
+/**
  * How long the listing of a parked waiter whose key ahead changed may block on the index of that
  * change: 100 ms. The change is nearly always a hand-over to the waiter ahead, which leaves
  * nothing for this one to do but move up; and the holder that handed its slot over writes again
@@ -380,7 +389,8 @@ function waitForKey(
   })
   return defer(() => {
     const keyEvents = keyRound.pipe(repeat())
-    const rechecks = interval(PARKED_RECHECK_MS, options.scheduler ?? asyncScheduler).pipe(
+    const every = to.type === 'own' && to.holding ? HELD_RECHECK_MS : PARKED_RECHECK_MS
+    const rechecks = interval(every, options.scheduler ?? asyncScheduler).pipe(
       concatMap(() => listOnce()),
     )
     return merge(keyEvents, rechecks)

@@ -7,7 +7,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import type { TxnOp, TxnResult } from '../../src/consul/client-api.js'
 import type { ConsulError } from '../../src/base/consul-error.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
-import type { KVEntry } from '../../src/base/kv-snapshot.js'
+import type { KVEntry, KVSnapshot } from '../../src/base/kv-snapshot.js'
 import type {
   LatestPrefix,
   PlanStep,
@@ -95,6 +95,11 @@ export const answer = {
   lock: (entry: KVEntry | null, random = 0.5): ReleaseAnswer => ({
     type: 'get',
     result: E.right(entry),
+    random,
+  }),
+  listing: (snapshot: KVSnapshot, random = 0.5): ReleaseAnswer => ({
+    type: 'list',
+    result: E.right(snapshot),
     random,
   }),
   deleted: (): ReleaseAnswer => ({ type: 'delete', result: E.right(true), random: 0.5 }),

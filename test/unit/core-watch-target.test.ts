@@ -88,25 +88,25 @@ describe('watchTarget', () => {
   })
 
   describe('a process whose only contender may watch its own key alone', () => {
-    const own = (session: string, modifyIndex: bigint, holding: boolean) => ({
+    const own = (session: string, modifyIndex: bigint, lockIndex?: bigint) => ({
       type: 'own',
       key: `${prefix}/${session}`,
       modifyIndex,
-      holding,
+      ...(lockIndex === undefined ? {} : { held: { session, lockIndex } }),
     })
     const alone = (snapshot: KVSnapshot, session: string) =>
       watchTarget(snapshot, prefix, decisions(snapshot, [local(session)]), session)
 
-    it('long-polls its own key as a holder of this library, and as a waiter of ours behind holders and waiters of ours, wherever in line', () => {
-      assert.deepEqual(alone(queue, 'h'), own('h', 50n, true))
-      assert.deepEqual(alone(queue, 'w0'), own('w0', 10n, false))
-      assert.deepEqual(alone(queue, 'w3'), own('w3', 13n, false))
+    it('long-polls its own key as a holder of this library (and `.lock`), and as a waiter of ours behind holders and waiters of ours, wherever in line', () => {
+      assert.deepEqual(alone(queue, 'h'), own('h', 50n, 50n))
+      assert.deepEqual(alone(queue, 'w0'), own('w0', 10n))
+      assert.deepEqual(alone(queue, 'w3'), own('w3', 13n))
     })
 
     it('watches as any process does when a Go contender is ahead of it or holds, a slot is free, or it was asked to give its slot back', () => {
       const mixed = snapshotOf([held, holder, ours('w0', 10n), go('g1', 11n), ours('w2', 12n)])
       assert.deepEqual(alone(mixed, 'w2'), { type: 'prefix' }, 'a Go waiter ahead')
-      assert.deepEqual(alone(mixed, 'w0'), own('w0', 10n, false), 'the Go waiter is behind')
+      assert.deepEqual(alone(mixed, 'w0'), own('w0', 10n), 'the Go waiter is behind')
       const goHolds = snapshotOf([held, go('h', 1n), ours('w0', 10n)])
       assert.deepEqual(alone(goHolds, 'w0'), { type: 'prefix' }, 'a Go holder releases plainly')
       const free = snapshotOf([
@@ -143,7 +143,10 @@ describe('watchTarget', () => {
     assert.ok(!sameWatchTarget(a, { ...a, modifyIndex: 2n }))
     assert.ok(!sameWatchTarget(a, { type: 'prefix' }))
     assert.ok(sameWatchTarget({ type: 'prefix' }, { type: 'prefix' }))
-    const own = { type: 'own', key: 'k', modifyIndex: 1n, holding: false } as const
+    const own = { type: 'own', key: 'k', modifyIndex: 1n } as const
     assert.ok(!sameWatchTarget(a, own), 'the key ahead is not the own key, though the same')
+    const held = { ...own, held: { session: 'k', lockIndex: 5n } }
+    assert.ok(sameWatchTarget(held, { ...held, held: { session: 'k', lockIndex: 5n } }))
+    assert.ok(!sameWatchTarget(held, { ...held, held: { session: 'k', lockIndex: 6n } }))
   })
 })

@@ -72,8 +72,8 @@ interface Pick {
 interface Conversation {
   readonly attempts: number
   readonly hint: number
-  /** The release lists the prefix instead of reading `.lock` (`listFirst`, no hint). */
-  readonly listFirst: boolean
+  /** The release lists the prefix wherever it would read `.lock` (`listReads`). */
+  readonly listReads: boolean
   /**
    * Consul's answers: the n-th transaction is answered by `picks[n].txn`, the n-th read by
    * `picks[n].get`, and so on; past the end the last pick stands, so that a Consul that keeps
@@ -88,7 +88,7 @@ const conversation: fc.Arbitrary<Conversation> = fc.record({
     { arbitrary: fc.integer({ min: 1, max: 12 }), weight: 1 },
   ),
   hint: fc.nat({ max: HINTS.length - 1 }),
-  listFirst: fc.boolean(),
+  listReads: fc.boolean(),
   picks: fc.array(
     fc.record({
       txn: fc.nat({ max: 9 }),
@@ -175,7 +175,8 @@ function playConversation(c: Conversation, maxSteps: number): Played {
     session: 'me',
     limit: 2,
     attempts: c.attempts,
-    ...(c.listFirst ? { listFirst: true } : { hint: HINTS[c.hint] }),
+    hint: HINTS[c.hint],
+    ...(c.listReads ? { listReads: true } : {}),
   })
   const asked = new Map<ReleaseCall['type'], number>()
   while (step.type === 'call' && calls.length < maxSteps) {
@@ -243,9 +244,9 @@ describe('releaseStart / releaseNext over any answers', () => {
     fc.assert(
       fc.property(conversation, (c) => {
         const { calls, answers } = playConversation(c, maxCalls(c.attempts))
-        let seen: bigint | undefined = c.listFirst
-          ? undefined
-          : HINTS[c.hint]?.entries.find((e) => e.key === lockKey)?.modifyIndex
+        let seen: bigint | undefined = HINTS[c.hint]?.entries.find(
+          (e) => e.key === lockKey,
+        )?.modifyIndex
         let casWrites = 0
         calls.forEach((call, i) => {
           if (call.type === 'put' || call.type === 'delete') assert.notEqual(call.key, lockKey)

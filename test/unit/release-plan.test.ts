@@ -206,6 +206,76 @@ describe('releaseStart / releaseNext: a hand-off', () => {
   })
 })
 
+describe('releaseStart / releaseNext: a holder that watched only its key and .lock (listReads)', () => {
+  const listReads = { ...input, listReads: true }
+  const list = `list ${prefix}/`
+
+  it('should hand off at once to the heir its hint names, with no read', () => {
+    const { calls, result } = play(releaseStart({ ...listReads, hint: handOffHint }), releaseNext, [
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [call.handOff(40n, '"w1":true'), call.destroy])
+    assert.deepEqual(result, E.right({ type: 'HandedOff', heir: 'w1' }))
+  })
+
+  it('should list the prefix when its hint names no heir (waiters may have joined since), and hand off to the one listed', () => {
+    const { calls, result } = play(releaseStart({ ...listReads, hint: holderHint }), releaseNext, [
+      answer.listing(snapshotOf([lock('"me":true', 44n), me, ours('w1', 10n)])),
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [list, call.handOff(44n, '"w1":true'), call.destroy])
+    assert.deepEqual(result, E.right({ type: 'HandedOff', heir: 'w1' }))
+  })
+
+  it('should release the plain way after a listing that shows nobody waiting', () => {
+    const { calls, result } = play(releaseStart(listReads), releaseNext, [
+      answer.listing(holderHint),
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [list, call.casOut(40n), call.destroy])
+    assert.deepEqual(result, E.right({ type: 'Released' }))
+  })
+
+  it('should list again when the heir left, and hand the slot to the next in line', () => {
+    const next = snapshotOf([listsMe, me, ours('w2', 11n)])
+    const { calls, result } = play(releaseStart({ ...listReads, hint: handOffHint }), releaseNext, [
+      rolledBack(HEIR_CHECK),
+      answer.listing(next),
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [
+      call.handOff(40n, '"w1":true'),
+      list,
+      call.handOff(40n, '"w1":true').replaceAll('w1', 'w2'),
+      call.destroy,
+    ])
+    assert.deepEqual(result, E.right({ type: 'HandedOff', heir: 'w2' }))
+  })
+
+  it('should list again after a lost CAS, not build on what the process knew', () => {
+    const other = ours('other', 8n, HOLDER_FLAGS)
+    const later = snapshotOf([lock('"me":true,"other":true', 45n), me, other, ours('w1', 10n)])
+    const { calls } = play(releaseStart({ ...listReads, hint: handOffHint }), releaseNext, [
+      rolledBack(CAS_OP),
+      waited({ snapshot: handOffHint }),
+      answer.listing(later),
+      committed(),
+      destroyed(),
+    ])
+    assert.deepEqual(calls, [
+      call.handOff(40n, '"w1":true'),
+      'wait 2.5ms',
+      list,
+      call.handOff(45n, '"other":true,"w1":true'),
+      call.destroy,
+    ])
+  })
+})
+
 describe('releaseStart / releaseNext: building on what the process knows', () => {
   /** The freshest prefix the process knows, as its driver hands it to the plan. */
   const known = (snapshot: KVSnapshot): LatestPrefix => ({ snapshot })

@@ -22,6 +22,9 @@ const CONTENDER = (BigInt(SEMAPHORE_FLAGS) + 1n).toString()
 const poll = (index: number): string => `GET /v1/kv/${prefix}?recurse&index=${index}&wait=30000ms`
 /** The first listing of the prefix (does not block). */
 const LIST = `GET /v1/kv/${prefix}?recurse`
+/** A holder's long poll of `.lock`, beside its own key's. */
+const lockPoll = (index: number): string =>
+  `GET /v1/kv/${prefix}/.lock?recurse&index=${index}&wait=30000ms`
 /** A listing of the prefix outside the watch (a release's, a wake-up's). */
 const LIST_PREFIX = `GET /v1/kv/${prefix}/?recurse`
 /** The long poll of one contender's own key (`who`: its name in `requests()`). */
@@ -122,9 +125,10 @@ describe('request counts, in virtual time on the Consul double', () => {
         // CAS .lock, check the session's key, mark the key holder: one transaction.
         `a: ${TXN}`,
         // The watch follows: the answer that shows the CAS; then, alone in its process and
-        // holding, a long-polls only its own key.
+        // holding, a long-polls only its own key and `.lock`.
         `a: ${poll(12)}`,
         `a: ${ownPoll('a', 13)}`,
+        `a: ${lockPoll(13)}`,
       ])
       await close(a.sem)
       assert.deepEqual(requests(), [
@@ -157,6 +161,7 @@ describe('request counts, in virtual time on the Consul double', () => {
         `a: ${poll(17)}`,
         `a: ${TXN}`,
         `a: ${ownPoll('a2', 18)}`,
+        `a: ${lockPoll(18)}`,
       ])
       await close(second)
     })
@@ -194,7 +199,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       requests()
     })
 
-    it('hands the slot to a waiter in five requests: the holder’s listing, transaction and destroy, the waiter’s listing and poll', async () => {
+    it('hands the slot to a waiter in five requests and its polls: the holder’s listing, transaction and destroy, the waiter’s listing, and its polls as holder', async () => {
       const a = contender('a')
       await until('a holds', () => a.seen.last?.holding === true)
       await quiet()
@@ -221,9 +226,10 @@ describe('request counts, in virtual time on the Consul double', () => {
         `a: ${TXN}`,
         'a: PUT /v1/session/destroy/<a>',
         // b's poll answers with its key rewritten; b lists the prefix at once and holds (no CAS
-        // of its own), then long-polls its key again.
+        // of its own), then long-polls its key again, and `.lock`.
         `b: ${LIST_PREFIX}`,
         `b: ${ownPoll('b', 16)}`,
+        `b: ${lockPoll(16)}`,
       ])
       await close(b.sem)
       requests()
@@ -266,9 +272,10 @@ describe('request counts, in virtual time on the Consul double', () => {
         `c: ${TXN}`,
         `d: ${TXN}`,
         // Both polls from 14 answer with c's CAS. d neither reads .lock nor writes again: the
-        // snapshot tells it that c holds. Each long-polls only its own key from then on: c's
-        // rewritten by its CAS, d's as it joined.
+        // snapshot tells it that c holds. Each long-polls its own key from then on: c's
+        // rewritten by its CAS (and `.lock`, as a holder), d's as it joined.
         `c: ${ownPoll('c', 15)}`,
+        `c: ${lockPoll(15)}`,
         `d: ${ownPoll('d', 14)}`,
       ])
       assert.equal(d.seen.last?.holding, false)
@@ -315,7 +322,11 @@ describe('request counts, in virtual time on the Consul double', () => {
       await quiet()
       const ofD = requests().filter((line) => line.startsWith('d: '))
       const handOff = /index=(\d+)/.exec(ofD[1] ?? '')?.[1]
-      assert.deepEqual(ofD, [`d: ${LIST_PREFIX}`, `d: ${ownPoll('d', Number(handOff))}`])
+      assert.deepEqual(ofD, [
+        `d: ${LIST_PREFIX}`,
+        `d: ${ownPoll('d', Number(handOff))}`,
+        `d: ${lockPoll(Number(handOff))}`,
+      ])
       await close(d.sem)
       requests()
     })

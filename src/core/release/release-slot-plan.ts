@@ -45,13 +45,14 @@ export interface ReleaseInput {
   /** The hint's view, when the caller's contenders decided on it (saves pruning and ranking). */
   readonly hintView?: E.Either<PrefixProblem, PrefixView> | undefined
   /**
-   * Read the whole prefix wherever `.lock` alone would be read, and decide on that listing as on a
-   * hint: for a contender that long-polled only its own key (`watchTarget`), whose waiters behind
-   * long-poll theirs and learn of a slot only when a release hands it to them. Its first CAS then
-   * follows a listing (there is no hint), and a heir that left, or a CAS that lost, lists again, so
-   * that the slot goes to whoever is first in line. Default false.
+   * List the whole prefix wherever `.lock` alone would be read, and decide on that listing as on a
+   * hint: for a holder that long-polled only its own key and `.lock` (`watchTarget`), whose
+   * waiters long-poll theirs and learn of a slot only when a release hands it to them. Its hint
+   * (the last listing with the newest `.lock` it saw) may miss a waiter's departure or be a CAS
+   * behind; then the heir check or the CAS fails, and the listing after it finds whoever is first
+   * in line, instead of a plain release that no waiter would see. Default false.
    */
-  readonly listFirst?: boolean | undefined
+  readonly listReads?: boolean | undefined
   /**
    * Keep the session on a clean outcome (`HandedOff`, `Released`, `NotListed`: the key deleted
    * and `.lock` without it), for another contender of the process: the plan then ends without the
@@ -116,8 +117,8 @@ export interface ReleaseState {
   readonly limit: number
   readonly followLimit: boolean | undefined
   readonly attempts: number
-  /** Reads list the prefix (`ReleaseInput.listFirst`). */
-  readonly listFirst: boolean
+  /** Every read lists the prefix (`ReleaseInput.listReads`). */
+  readonly listReads: boolean
   readonly phase: Phase
   readonly inFlight: CallInFlight
   /** CAS writes of `.lock` sent so far. */
@@ -145,7 +146,8 @@ export type ReleaseStep = ReleasePlanStep<ReleaseState, ReleaseOutcome>
  * hint lists us, ours first in line:  txn hand-off ─► destroy
  * hint lists us:                      txn cas-out ─► destroy
  * no usable hint:                     get .lock ─► txn cas-out ─► destroy
- * listFirst:                          list ─► txn hand-off | cas-out ─► destroy (every read a list)
+ * listReads:                          … as above, every read of .lock a listing of the prefix,
+ *                                     and a hint that offers no heir listed first
  * not listed (a waiter):              get .lock ─► delete key ─► get .lock ─► destroy
  * CAS lost:                           … ─► wait 0-5 ms ─► get .lock ─► txn again (at most `attempts`)
  * CAS lost, a newer .lock known:      … ─► wait 0-5 ms ─► txn again from what the process knows
@@ -190,9 +192,15 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
     keyGone: false,
     keepSession: input.keepSession === true,
     adopted: input.adopted === true,
-    listFirst: input.listFirst === true,
+    listReads: input.listReads === true,
   }
   if (input.hint === undefined) return read(state)
+  if (state.listReads) {
+    // A hint that offers no heir may only miss the waiters that joined since it was listed.
+    const offered =
+      state.companions.length === 0 ? handOffSlot(input.hint, state, input.hintView) : undefined
+    return offered !== undefined ? handOff(state, offered) : read(state)
+  }
   return fromHint(state, input.hint, input.hintView) ?? read(state)
 }
 
@@ -221,14 +229,14 @@ function fromHint(
  */
 function afterPause(state: Progress, answer: ReleaseAnswer, lost: bigint): ReleaseStep | undefined {
   // What the process knows is built on its last listing, older than the one this release lists.
-  if (state.listFirst) return undefined
+  if (state.listReads) return undefined
   const latest = answer.type === 'wait' || answer.type === 'stale' ? answer.latest : undefined
   return latest && fromHint(state, latest.snapshot, latest.view, lost)
 }
 
 /** After a hand-off's CAS lost or was not sent: from a newer `.lock` known, or `.lock` as read. */
 function afterHandOffLost(state: Progress, answer: ReleaseAnswer, handOff: HandOff): ReleaseStep {
-  if (state.listFirst) return read(state)
+  if (state.listReads) return read(state)
   return (
     afterPause(state, answer, handOff.cas) ??
     ask(state, { type: 'ReadForHandOff', handOff }, readCall(state))
@@ -337,7 +345,7 @@ function lostCas(state: Progress, random: number, pause: Phase): ReleaseStep {
 }
 
 function read(state: Progress): ReleaseStep {
-  if (state.listFirst) return ask(state, { type: 'List' }, { type: 'list', prefix: state.prefix })
+  if (state.listReads) return ask(state, { type: 'List' }, { type: 'list', prefix: state.prefix })
   return ask(state, { type: 'Read' }, readCall(state))
 }
 

@@ -40,8 +40,11 @@ export type WatchTarget =
       readonly key: string
       /** Its ModifyIndex in the snapshot the target was chosen on. */
       readonly modifyIndex: bigint
-      /** The contender holds a slot (it rechecks the prefix less often than a waiter). */
-      readonly holding: boolean
+      /**
+       * For a holder: its session, and `.lock`'s ModifyIndex in the snapshot. A holder long-polls
+       * `.lock` beside its key, and the prefix is listed when `.lock` no longer lists it.
+       */
+      readonly held?: { readonly session: string; readonly lockIndex: bigint } | undefined
     }
 
 /** The target that never misses anything. */
@@ -68,8 +71,8 @@ export const WHOLE_PREFIX: WatchTarget = { type: 'prefix' }
  *
  * A process whose only contender neither re-fences between jobs nor holds several permits (`alone`:
  * a replica, `rxsem run`) goes further, while the slots change hands only by hand-off (`ownTarget`):
- * it long-polls its own key alone, holder or waiter, and so wakes about twice per tenure (when it
- * is handed a slot, and when its release reads the prefix), whatever the others do.
+ * it long-polls its own key (a holder, `.lock` too), and so a waiter wakes once, when it is handed
+ * a slot, whatever the others do before it.
  *
  * @example
  * ```ts
@@ -126,17 +129,19 @@ export function watchTarget(
  *
  * - a holder (HOLDER_FLAGS on its key) that nobody asked to give its slot back: the slot is lost
  *   only with its key (its session gone: Consul deletes the key) or by an edit of `.lock` by hand,
- *   and its release lists the prefix before it writes (`ReleaseInput.listFirst`);
+ *   so it long-polls `.lock` too, and lists the prefix when either changes to its loss; its
+ *   release builds on the newest `.lock` it saw, and lists the prefix when that was not enough
+ *   (`ReleaseInput.listReads`);
  * - a waiter of one permit in line while every slot is taken by a holder of this library of one
  *   permit (HOLDER_FLAGS) and every waiter ahead of it runs this library (CONTENDER_FLAGS): each
  *   release then hands its slot to the first in line, rewriting that waiter's key, so this
  *   waiter's turn comes as a change of its own key, and nothing before it is news to it.
  *
- * What such a process sees only when it lists the prefix again, which it does every 5 s while it
- * waits (`PARKED_RECHECK_MS`) and every 30 s while it holds (`HELD_RECHECK_MS`): a waiter, a slot
+ * What a waiter sees only when it lists the prefix again, every 5 s (`PARKED_RECHECK_MS`): a slot
  * freed without a hand-off (a holder that died, whose session Consul expired; an eviction by
- * force; a limit raised); a holder, an edit of `.lock` by hand that took it out. A revoke request
- * (`evict` with a grace) rewrites the holder's key as it is, so the holder sees it at once.
+ * force; a limit raised). A holder misses nothing that concerns it: a revoke request (`evict` with
+ * a grace) rewrites its key as it is, so it sees the request at once; a new limit in `.lock` that
+ * still lists it is seen at its release.
  */
 function ownTarget(
   snapshot: KVSnapshot,
@@ -150,13 +155,14 @@ function ownTarget(
   for (const entry of snapshot.entries) byKey.set(entry.key, entry)
   const entry = byKey.get(key)
   if (entry?.session !== session) return undefined
-  const holding = decision.type === 'Held'
-  const own: WatchTarget = { type: 'own', key, modifyIndex: entry.modifyIndex, holding }
   const { view } = decision
   if (view.sharedHolders.length > 0) return undefined
-  if (holding) {
-    return entry.flags === HOLDER_FLAGS && decision.revokeRequested === undefined ? own : undefined
+  if (decision.type === 'Held') {
+    if (entry.flags !== HOLDER_FLAGS || decision.revokeRequested !== undefined) return undefined
+    const held = { session, lockIndex: view.lockIndex }
+    return { type: 'own', key, modifyIndex: entry.modifyIndex, held }
   }
+  const own: WatchTarget = { type: 'own', key, modifyIndex: entry.modifyIndex }
   if (decision.rank === undefined || decision.freeSlots > 0 || entry.flags !== CONTENDER_FLAGS) {
     return undefined
   }
@@ -182,9 +188,11 @@ function ownTarget(
  * targets.pipe(distinctUntilChanged(sameWatchTarget))
  * @param a - A target.
  * @param b - Another.
- * @returns True when both watch the prefix, or the same key at the same index.
+ * @returns True when both watch the prefix, or the same key at the same index (and, for a
+ *   holder's own key, `.lock` at the same index).
  */
 export function sameWatchTarget(a: WatchTarget, b: WatchTarget): boolean {
   if (a.type === 'prefix' || b.type === 'prefix') return a.type === b.type
+  if (a.type === 'own' && b.type === 'own' && a.held?.lockIndex !== b.held?.lockIndex) return false
   return a.type === b.type && a.key === b.key && a.modifyIndex === b.modifyIndex
 }

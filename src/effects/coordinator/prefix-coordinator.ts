@@ -77,15 +77,6 @@ export interface CoordinatorWatchOptions extends WatchOptions {
 export const PARKED_RECHECK_MS = 5000
 
 /**
- * How often a holder that long-polls only its own key (`watchTarget`) lists the prefix anyway: 30 s.
- * Nothing that follows the protocol takes its slot without changing its key (its session gone:
- * Consul deletes the key; an eviction's request rewrites it), so this listing is for what does not:
- * an edit of `.lock` by hand that took the holder out. A holder that holds for hours lists its
- * prefix twice a minute, and nothing more.
- */
-export const HELD_RECHECK_MS = 30_000
-
-/**
  * How long the listing of a parked waiter whose key ahead changed may block on the index of that
  * change: 100 ms. The change is nearly always a hand-over to the waiter ahead, which leaves
  * nothing for this one to do but move up; and the holder that handed its slot over writes again
@@ -281,8 +272,8 @@ export class PrefixCoordinator {
 
   /**
    * Whether the watch long-polls only the key of the process's one member (`watchTarget`): the
-   * last snapshot it was given may then be seconds old, and its release lists the prefix first
-   * (`ReleaseInput.listFirst`).
+   * last snapshot it was given may then be seconds old, and its release lists the prefix wherever
+   * it would read `.lock` (`ReleaseInput.listReads`).
    */
   watchesOwnKey(): boolean {
     return this.target.value.type === 'own'
@@ -313,8 +304,13 @@ export class PrefixCoordinator {
                 ? { startIndex: this.last?.index, startEntries: this.last?.entries }
                 : {}),
             })
-          : waitForKey(this.client, this.prefix, to, { ...options, reuse: this.entries }, () =>
-              this.target.next(WHOLE_PREFIX),
+          : waitForKey(
+              this.client,
+              this.prefix,
+              to,
+              { ...options, reuse: this.entries },
+              () => this.target.next(WHOLE_PREFIX),
+              (entry) => this.fresh.sending().lock(entry),
             ),
       ),
     )
@@ -326,6 +322,11 @@ export class PrefixCoordinator {
  * `PARKED_RECHECK_MS` in any case, lists the prefix once and emits that snapshot. A failed list
  * hands back to the prefix watch (`fallBack`), whose loop reports and retries failures. The key
  * ahead's change is listed after `WAKE_WAIT_MS` at most (see there); the own key's, at once.
+ *
+ * A holder's own key (`held`) is watched with `.lock` instead of the rechecks: a `.lock` that
+ * still lists the holder is no news to it (another slot changed hands), only what the process
+ * knows of `.lock` (`onLock`, for its release); one that does not, or cannot be read, or is gone,
+ * is listed at once.
  */
 function waitForKey(
   client: ConsulClient,
@@ -333,6 +334,7 @@ function waitForKey(
   to: Exclude<WatchTarget, { type: 'prefix' }>,
   options: WatchOptions,
   fallBack: () => void,
+  onLock: (entry: KVEntry | null) => void,
 ): Observable<WatchEvent> {
   /** One listing of the prefix; `after`: blocking on that index for `WAKE_WAIT_MS` at most. */
   const listOnce = (after?: bigint): Observable<WatchEvent> =>
@@ -387,14 +389,46 @@ function waitForKey(
       ),
     )
   })
+  const held = to.type === 'own' ? to.held : undefined
+  if (held !== undefined) {
+    const lock = lockKey(prefix)
+    const lockWatch = { ...options, reuse: undefined, startIndex: held.lockIndex }
+    // As a key round, with `.lock` for the key: what still lists the holder ends nothing.
+    const lockRound = defer(() => {
+      let reconnected = false
+      return client.watchPrefix(lock, lockWatch).pipe(
+        concatMap((event): Observable<WatchEvent | { readonly changed: true }> => {
+          if (event.type === 'disconnected') {
+            reconnected = true
+            return of(event)
+          }
+          const entry = event.snapshot.entries.find((e) => e.key === lock)
+          if (reconnected || !listsHolder(entry, lock, held.session)) {
+            return of({ changed: true } as const)
+          }
+          // Still listed: no news for the holder, but the newest `.lock` for its release.
+          onLock(entry ?? null)
+          return EMPTY
+        }),
+        takeWhile((event) => !('changed' in event), true),
+        concatMap((event) => ('changed' in event ? listOnce() : of(event))),
+      )
+    })
+    return merge(keyRound.pipe(repeat()), lockRound.pipe(repeat()))
+  }
   return defer(() => {
     const keyEvents = keyRound.pipe(repeat())
-    const every = to.type === 'own' && to.holding ? HELD_RECHECK_MS : PARKED_RECHECK_MS
-    const rechecks = interval(every, options.scheduler ?? asyncScheduler).pipe(
+    const rechecks = interval(PARKED_RECHECK_MS, options.scheduler ?? asyncScheduler).pipe(
       concatMap(() => listOnce()),
     )
     return merge(keyEvents, rechecks)
   })
+}
+
+/** Whether `.lock` (as a long poll answered it) is readable and lists `session` as a holder. */
+function listsHolder(entry: KVEntry | undefined, key: string, session: string): boolean {
+  const read = readLockBody(entry, key)
+  return E.isRight(read) && read.right.record?.holders.includes(session) === true
 }
 
 /**

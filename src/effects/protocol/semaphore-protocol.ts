@@ -63,16 +63,12 @@ export const semaphoreProtocol: ContenderProtocol = {
     // its write waits for its turn among the process's writers and is built again on the freshest
     // prefix if a write of the process answered since (`stale`). Else the freshest the process
     // knows (the watch's last listing with its own writes since: its own CAS, say), to save a read.
-    // A contender whose process long-polled only its own key has no hint worth building on: the
-    // release lists the prefix instead, to hand the slot to whoever is first in line now.
-    const listFirst = contender.watchesOwnKey?.() === true
-    const seen = lastSeen && !listFirst ? contender.cache.view(lastSeen, contender) : undefined
+    // A holder whose process long-polled only its key and `.lock` builds on the freshest: the
+    // last listing with the newest `.lock` its poll saw; whatever that misses, a listing finds.
+    const listReads = contender.watchesOwnKey?.() === true
+    const seen = lastSeen && !listReads ? contender.cache.view(lastSeen, contender) : undefined
     const listed = seen !== undefined && E.isRight(seen) && seen.right.holders.has(session)
-    const hint = listFirst
-      ? undefined
-      : listed
-        ? lastSeen
-        : (contender.fresh?.latestFrom(lastSeen) ?? lastSeen)
+    const hint = listed ? lastSeen : (contender.fresh?.latestFrom(lastSeen) ?? lastSeen)
     return releaseSlot({
       client: contender.client,
       prefix: contender.prefix,
@@ -83,7 +79,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       scheduler: contender.scheduler,
       hint,
       hintView: hint && contender.cache.view(hint, contender),
-      listFirst,
+      listReads,
       keepSession: keepSession === true,
       adopted: keepSession === 'adopted',
       fresh: contender.fresh,

@@ -195,6 +195,12 @@ export interface WatchOptions {
    * that answers at once with an unchanged index cannot make the loop spin.
    */
   readonly minIntervalMs?: number
+  /**
+   * How many polls that follow progress (the index moved) may start at once before
+   * `minIntervalMs` applies; default 5: a burst of changes is followed at once. 0: every poll
+   * keeps the interval.
+   */
+  readonly progressBurst?: number
   /** Source of the backoff jitter, in [0, 1); default Math.random. */
   readonly random?: () => number
   /**

@@ -35,7 +35,7 @@ export const DEFAULT_BACKOFF_MAX_MS = BACKOFF.watch.maxMs
  * 4.5 % and 47/s at 10 ms.
  */
 export const DEFAULT_MIN_INTERVAL_MS = 10
-/** Polls after progress that may start at once before the minimum interval applies again. */
+/** Polls after progress that may start at once before the minimum interval applies again (default). */
 const PROGRESS_BURST = 5
 /**
  * 1 s: after a blocking read the agent cut short (`isDeadlineCut`), the next blocking read starts
@@ -102,6 +102,7 @@ export function watchPrefix(
   const initialMs = options.backoff?.initialMs ?? DEFAULT_BACKOFF_INITIAL_MS
   const maxMs = options.backoff?.maxMs ?? DEFAULT_BACKOFF_MAX_MS
   const minIntervalMs = options.minIntervalMs ?? DEFAULT_MIN_INTERVAL_MS
+  const progressBurst = options.progressBurst ?? PROGRESS_BURST
   const scheduler = options.scheduler ?? asyncScheduler
   const random = options.random ?? Math.random
   // BACKOFF.watch with the caller's numbers; a Retry-After may ask for up to 60 s, or maxMs if
@@ -128,6 +129,7 @@ export function watchPrefix(
         ['backoff.initialMs', initialMs, 0],
         ['backoff.maxMs', maxMs, 0],
         ['minIntervalMs', minIntervalMs, 0],
+        ['progressBurst', progressBurst, 0],
       ] as const
     ).find(([, n, least]) => typeof n !== 'number' || !Number.isFinite(n) || n < least)
     if (invalid !== undefined) {
@@ -185,7 +187,7 @@ export function watchPrefix(
     // Token bucket for polls that follow progress (the index moved): a burst of changes, such as a
     // hand-over (release, then the next holder's CAS), is followed at once, while sustained churn
     // degrades to one poll per minIntervalMs, as Consul's blocking-query docs advise.
-    let burst = PROGRESS_BURST
+    let burst = progressBurst
     let refilledAt = scheduler.now()
 
     const schedule = (delayMs: number): void => {
@@ -197,7 +199,7 @@ export function watchPrefix(
 
     const takeBurstToken = (): boolean => {
       const now = scheduler.now()
-      burst = Math.min(PROGRESS_BURST, burst + (now - refilledAt) / Math.max(1, minIntervalMs))
+      burst = Math.min(progressBurst, burst + (now - refilledAt) / Math.max(1, minIntervalMs))
       refilledAt = now
       if (burst < 1) return false
       burst -= 1

@@ -1,7 +1,8 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { CONTENDER_FLAGS } from '../../base/flags.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import { contenderKey } from '../keys/contender-key.js'
+import { directChild } from '../keys/direct-child.js'
 import { lockKey } from '../keys/lock-key.js'
 import { readLockBody } from '../lock-body/read-lock-body.js'
 import { encodeLockBody } from '../lock-body/encode-lock-body.js'
@@ -123,4 +124,39 @@ export function handOffAgain(
   if (record.holders.length > record.limit) return undefined
   const holders = [...record.holders.filter((h) => h !== options.session), previous.heir]
   return { ...previous, body: encodeLockBody({ ...record, holders }), cas: lockIndex }
+}
+
+/**
+ * A release's hint from a listing older than its `.lock` (the freshest prefix of a holder that
+ * long-polled only its key and `.lock`), less the keys of the holders that left since: keys marked
+ * holder (HOLDER_FLAGS) whose session that `.lock` no longer lists. A holder leaves `.lock` in the
+ * write that deletes its key (a release, a hand-off), or once its key is gone (pruned, evicted), so
+ * such a key is no waiter to hand a slot to; kept, it would stand first in line (its arrival is
+ * older) and turn the hand-off into a plain release. Anything else is as it was, the overlay's
+ * marks included; a `.lock` that cannot be read leaves the snapshot as it is.
+ *
+ * @example
+ * const hint = withoutDepartedHolders(fresh.latestFrom(lastSeen), 'svc/lock')
+ * const handOff = handOffSlot(hint, { prefix: 'svc/lock', session, limit: 3 })
+ * @param snapshot - The overlaid snapshot.
+ * @param prefix - The semaphore prefix.
+ * @returns The snapshot without those keys (the same object when there are none).
+ */
+export function withoutDepartedHolders(snapshot: KVSnapshot, prefix: string): KVSnapshot {
+  const key = lockKey(prefix)
+  const lock = readLockBody(
+    snapshot.entries.find((entry) => entry.key === key),
+    key,
+  )
+  if (E.isLeft(lock)) return snapshot
+  const listed = new Set(lock.right.record?.holders ?? [])
+  const childOf = directChild(prefix)
+  const departed = (entry: KVEntry): boolean => {
+    const id = childOf(entry.key)
+    return (
+      entry.flags === HOLDER_FLAGS && id !== undefined && id === entry.session && !listed.has(id)
+    )
+  }
+  if (!snapshot.entries.some(departed)) return snapshot
+  return { ...snapshot, entries: snapshot.entries.filter((entry) => !departed(entry)) }
 }

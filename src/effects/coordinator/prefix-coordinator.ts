@@ -90,6 +90,18 @@ export const PARKED_RECHECK_MS = 5000
 export const WAKE_WAIT_MS = 100
 
 /**
+ * How often a holder that watches only its key and `.lock` (`watchTarget`) long-polls `.lock` on
+ * a busy prefix: the poll after the first change is sent at once, any later one 100 ms after the
+ * poll before it started. Every hand-over between others rewrites `.lock`, and an answer that
+ * still lists the holder is no news to it but the newest `.lock` its release will build on (the
+ * first change keeps that fresh for a short tenure); so a holder costs one request per 100 ms at
+ * most instead of one per hand-over. An edit of `.lock` by hand that takes it out is seen within
+ * 100 ms and a round trip (the poll sent after the pause answers at once); the loss of its
+ * session or key, at once, on its key's poll.
+ */
+export const HELD_LOCK_POLL_MS = 100
+
+/**
  * One per (client, prefix, protocol) in a process: the prefix's one watch, its last snapshot, the
  * views its contenders share (`viewCache`), and the members to step on each event. On every
  * snapshot it hands the event to each member (which decides once, in O(1), on the shared view, and
@@ -392,7 +404,13 @@ function waitForKey(
   const held = to.type === 'own' ? to.held : undefined
   if (held !== undefined) {
     const lock = lockKey(prefix)
-    const lockWatch = { ...options, reuse: undefined, startIndex: held.lockIndex }
+    const lockWatch = {
+      ...options,
+      reuse: undefined,
+      startIndex: held.lockIndex,
+      minIntervalMs: HELD_LOCK_POLL_MS,
+      progressBurst: 1,
+    }
     // As a key round, with `.lock` for the key: what still lists the holder ends nothing.
     const lockRound = defer(() => {
       let reconnected = false

@@ -2,6 +2,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import { problemError } from '../../base/semaphore-error.js'
 import { joinQueue, semaphorePerformer } from './semaphore-performer.js'
 import { refencing } from '../../core/semaphore/refencing.js'
+import { withoutDepartedHolders } from '../../core/semaphore/hand-off.js'
 import { releaseSlot } from '../release/release-slot.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 
@@ -68,7 +69,12 @@ export const semaphoreProtocol: ContenderProtocol = {
     const listReads = contender.watchesOwnKey?.() === true
     const seen = lastSeen && !listReads ? contender.cache.view(lastSeen, contender) : undefined
     const listed = seen !== undefined && E.isRight(seen) && seen.right.holders.has(session)
-    const hint = listed ? lastSeen : (contender.fresh?.latestFrom(lastSeen) ?? lastSeen)
+    const freshest = contender.fresh?.latestFrom(lastSeen) ?? lastSeen
+    const hint = listed
+      ? lastSeen
+      : listReads && freshest !== undefined
+        ? withoutDepartedHolders(freshest, contender.prefix)
+        : freshest
     return releaseSlot({
       client: contender.client,
       prefix: contender.prefix,

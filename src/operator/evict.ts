@@ -26,7 +26,7 @@ import { liveSessions } from '../core/semaphore/live-sessions.js'
 import { durationMs, formatGoDuration } from '../consul/durations.js'
 import { resolveContenderOptions, type Duration } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
-import { HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
+import { HOLDER_FLAGS, LOCK_FLAGS, RENEWING_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
 import { contenderKey } from '../core/keys/contender-key.js'
 import {
   OPERATOR_OPTION_NAMES,
@@ -332,9 +332,9 @@ async function requestRevoke(
 }
 
 /**
- * Step 1, continued: the holder's contender key written again as it is (its value and flags, by a
- * CAS on its ModifyIndex; Consul keeps the key's lock), when it is a holder of this library's key
- * (HOLDER_FLAGS). A holder alone in its process long-polls only that key (`watchTarget`): the
+ * Step 1, continued: the holder's contender key written again as it is, at a new index (one
+ * transaction: a CAS on its ModifyIndex to RENEWING_FLAGS and back to HOLDER_FLAGS, its value as it
+ * was; Consul keeps the key's lock), when it is a holder of this library's key (HOLDER_FLAGS). A holder alone in its process long-polls only that key (`watchTarget`): the
  * write wakes it to list the prefix, where it finds the request. Its fencing token is the one it
  * took the slot with. A key that changed meanwhile woke it already; a Go holder's key is left as
  * it is (it cannot see the request).
@@ -350,14 +350,13 @@ async function wakeHolder(
     client.kv.get(key, { consistency: 'consistent', signal: s }),
   )
   if (entry === null || entry.session !== session || entry.flags !== HOLDER_FLAGS) return
-  const op: TxnOp = {
-    verb: 'cas',
-    key,
-    value: entry.value,
-    flags: entry.flags,
-    index: entry.modifyIndex,
-  }
-  await calls.call((s) => client.kv.txn([op], { signal: s }))
+  const { value } = entry
+  // Consul skips a write that changes nothing: the key goes through RENEWING_FLAGS and back.
+  const ops: TxnOp[] = [
+    { verb: 'cas', key, value, flags: RENEWING_FLAGS, index: entry.modifyIndex },
+    { verb: 'set', key, value, flags: HOLDER_FLAGS },
+  ]
+  await calls.call((s) => client.kv.txn(ops, { signal: s }))
 }
 
 /** Consul's shortest session TTL. */

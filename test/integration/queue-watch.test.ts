@@ -68,7 +68,7 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
           : q.path,
       )
 
-  it('parks a replica far back in the queue on the key of the waiter ahead, and serves everyone in order', async (t) => {
+  it('parks each replica on its own key (a holder, `.lock` too), wakes a waiter only when it is handed the slot, and serves everyone in order', async (t) => {
     const prefix = testPrefix(t, consul.url, 'queue-watch')
     const all: Replica[] = []
     const sessions: string[] = []
@@ -79,36 +79,28 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
       if (i === 0) await firstValueFrom(r.sem.holding$.pipe(filter(Boolean)))
     }
     const [r0, r1, r2, r3, r4] = all as [Replica, Replica, Replica, Replica, Replica]
-    // r1 and r2 are the first two waiters: the prefix. r3 and r4 wait behind: a key each.
-    // Looked at once all four have a long poll in flight: between two polls a replica has none,
-    // and a loaded machine can be caught there.
-    const parked = await eventually('r3 and r4 to park on the key ahead of them', () => {
-      const now = [r0, r1, r3, r4].map((r) => parkedOn(r, prefix))
-      return now.every((p) => p.length > 0) &&
-        now[2]?.includes(`/v1/kv/${prefix}/${sessions[2]}`) &&
-        now[3]?.includes(`/v1/kv/${prefix}/${sessions[3]}`)
+    // Every replica is alone in its process, every holder and waiter runs this library: each
+    // long-polls its own key, the holder `.lock` beside it. Looked at once all five have their
+    // long polls in flight: between two polls a replica has none, and a loaded machine can be
+    // caught there.
+    const own = (i: number): string => `/v1/kv/${prefix}/${sessions[i]}`
+    const parked = await eventually('every replica parked on its own key', () => {
+      const now = all.map((r) => parkedOn(r, prefix).sort())
+      const lock = `/v1/kv/${prefix}/.lock`
+      return now[0]?.join() === [lock, own(0)].sort().join() &&
+        now.slice(1).every((p, i) => p.join() === own(i + 1))
         ? now
         : undefined
     })
-    assert.deepEqual(parked[1], ['prefix'])
-    assert.deepEqual(parked[0], ['prefix'], 'the holder watches the prefix')
+    assert.ok(!parked.flat().includes('prefix'), 'nobody long-polls the prefix')
 
-    // Two handovers in front of r4 (r0 → r1 → r2) wake r3 once (its key ahead, r2's, changed when
-    // r2 became holder) and r4 not at all.
+    // Two handovers in front of r4 (r0 → r1 → r2): r4 sends nothing, its key did not change.
     r4.proxy.resetCounts()
     await r0.sem.close()
     await firstValueFrom(r1.sem.holding$.pipe(filter(Boolean)))
     await r1.sem.close()
     await firstValueFrom(r2.sem.holding$.pipe(filter(Boolean)))
-    const r4Lists = r4.proxy
-      .requests()
-      .filter(
-        (q) =>
-          q.method === 'GET' &&
-          /(^|&)recurse/.test(q.query) &&
-          [`/v1/kv/${prefix}`, `/v1/kv/${prefix}/`].includes(decodeURIComponent(q.path)),
-      )
-    assert.deepEqual(r4Lists, [], 'r4 listed the prefix no time during two handovers ahead of it')
+    assert.deepEqual(r4.proxy.requests(), [], 'r4 sent nothing during two handovers ahead of it')
 
     // The queue still moves to the end, one holder at a time, each in turn.
     for (const [holder, next] of [
@@ -163,14 +155,15 @@ describe('queue watch', { timeout: SUITE_TIMEOUT_MS }, () => {
         parkedOn(first, prefix).length > 0 ? true : undefined,
       )
       // No listing of the prefix, no acquire of the key, no wake-up for its own write (a session
-      // renewal, due 7.5 s after the create, is no part of the join: a loaded machine may get there).
+      // renewal, due 7.5 s after the create, is no part of the join: a loaded machine may get
+      // there). Behind a holder of this library, it long-polls its own key.
       const sent = sentBy(first, prefix, againSession).filter(
         (q) => !q.startsWith('PUT /v1/session/renew/'),
       )
       assert.deepEqual(sent, [
         'PUT /v1/session/create',
         'PUT /v1/txn',
-        'GET /v1/kv/:prefix (blocking)',
+        'GET /v1/kv/:prefix/:session (blocking)',
       ])
       const joinTxn = first.proxy.requests().find((q) => q.path === '/v1/txn')?.sent ?? ''
       assert.match(joinTxn, /"Verb":"lock"/)

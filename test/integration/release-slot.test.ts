@@ -15,7 +15,7 @@ import {
 import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import { releaseSlot } from '../../src/effects/release/release-slot.js'
 import { sharedAgent } from '../support/consul-agent.js'
-import { keep, testPrefix, type Scope } from '../support/tracked.js'
+import { keep, onEnd, testPrefix, type Scope } from '../support/tracked.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import {
   SEMAPHORE_FLAGS,
@@ -284,10 +284,16 @@ describe('releaseSlot', () => {
     const name = `release-close ${prefix}`
     const sem = semaphore({ prefix, limit: 2, consul: client, sessionName: name })
     const sub = keep(t, sem.holding$.subscribe())
+    // A second holder of the process: a process of several contenders watches the whole prefix,
+    // so its last snapshot is as fresh as a read would be.
+    const other = semaphore({ prefix, limit: 2, consul: client, value: 'other' })
+    const otherSub = keep(t, other.holding$.subscribe())
+    onEnd(t, () => other.close())
     const { session } = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
+    await firstValueFrom(other.state$.pipe(filter((s) => s.holding)))
     // Once the watch blocks on an index at or after the CAS, its last snapshot lists the session.
     const casIndex = (await readLock(consul.url, prefix))?.entry.ModifyIndex ?? Infinity
-    await eventually('the watch to see the CAS', () =>
+    await eventually('the watch to see both CASes', () =>
       proxy
         .requests()
         .some(
@@ -306,5 +312,59 @@ describe('releaseSlot', () => {
       'the release transaction was sent',
     )
     await afterRelease(prefix, session ?? '', name)
+    await other.close()
+    otherSub.unsubscribe()
+  })
+
+  it('a holder alone in its process, parked on its key and .lock, lists the prefix before its release and hands the slot to a waiter that joined since', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'release-lone')
+    const sem = semaphore({ prefix, limit: 1, consul: client, value: 'holder' })
+    const sub = keep(t, sem.holding$.subscribe())
+    const { session } = await firstValueFrom(sem.state$.pipe(filter((s) => s.holding)))
+    const parkedOn = (p: FaultProxy): string[] =>
+      p
+        .inFlightRequests()
+        .filter((q) => q.method === 'GET' && /(^|&)index=/.test(q.query))
+        .map((q) => decodeURIComponent(q.path))
+        .sort()
+    const own = `/v1/kv/${prefix}/${session ?? ''}`
+    await eventually('the holder to park on its key and .lock', () =>
+      parkedOn(proxy).join() === [`/v1/kv/${prefix}/.lock`, own].sort().join() ? true : undefined,
+    )
+    // A waiter of another process joins after the holder's last listing: behind a holder of
+    // this library, it parks on its own key, and only a hand-off wakes it.
+    const waiterProxy = await startFaultProxy(consul.addr)
+    const waiterClient = createConsulClient({ address: waiterProxy.addr, env: {} })
+    onEnd(t, async () => {
+      await waiterClient.close()
+      await waiterProxy.close()
+    })
+    const waiter = semaphore({ prefix, limit: 1, consul: waiterClient, value: 'waiter' })
+    const waiterSub = keep(t, waiter.holding$.subscribe())
+    onEnd(t, () => waiter.close())
+    const waiting = await firstValueFrom(waiter.state$.pipe(filter((s) => s.contending)))
+    await eventually('the waiter to park on its own key', () =>
+      parkedOn(waiterProxy).join() === `/v1/kv/${prefix}/${waiting.session ?? ''}`
+        ? true
+        : undefined,
+    )
+    proxy.resetCounts()
+    waiterProxy.resetCounts()
+    await sem.close()
+    sub.unsubscribe()
+    await firstValueFrom(waiter.holding$.pipe(filter(Boolean)))
+    const sent = proxy.requests().map((r) => `${r.method} ${decodeURIComponent(r.path)}`)
+    assert.equal(sent[0], `GET /v1/kv/${prefix}/`, 'the release listed the prefix first')
+    assert.deepEqual(
+      sent.filter((r) => r === 'PUT /v1/txn'),
+      ['PUT /v1/txn'],
+      'one transaction',
+    )
+    assert.ok(
+      !waiterProxy.requests().some((r) => r.path === '/v1/txn'),
+      'the waiter wrote nothing: it was handed the slot',
+    )
+    await waiter.close()
+    waiterSub.unsubscribe()
   })
 })

@@ -230,124 +230,136 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     })
   })
 
-  it('serves consul lock -n 2 contenders first in line before ours behind them, never more than 2 holders', async (t) => {
-    const prefix = testPrefix(t, agent.url, 'interop-go-first')
-    const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
-    const recorder = new SafetyRecorder(2, () => Date.now())
-    const done: Promise<void>[] = []
-    // Each of ours holds until `hold()` resolves: a and b until the queue behind them is complete,
-    // c, d and e 200 ms. Their grace (how long a slot may stay free for those ahead before a waiter
-    // tries anyway) outlasts any stall of a loaded machine, so they never jump a slow consul lock.
-    const ours = (who: string, hold: () => Promise<unknown>) => {
-      const sem = semaphore({
-        prefix,
-        limit: 2,
-        consul: agent.client,
-        value: who,
-        fairness: { graceMs: 60_000 },
-      })
-      let sub: Subscription | undefined
-      const held = new Promise<void>((resolve, reject) => {
-        sub = sem.holding$.subscribe({
-          next: (holding) => {
-            recorder.record(who, holding)
-            if (holding)
-              void hold()
-                .then(() => sem.close())
-                .then(resolve, reject)
-          },
-          error: reject,
-        })
-      })
-      done.push(held.finally(() => sub?.unsubscribe()))
-    }
-    const kind = (c: { value: string }) =>
-      ['a', 'b', 'c', 'd', 'e'].includes(c.value) ? c.value : 'go'
-    let releaseAB = (): void => undefined
-    const abReleased = new Promise<void>((resolve) => (releaseAB = resolve))
-
-    // Two of ours hold; three consul lock -n 2 queue behind them, then three more of ours.
-    ours('a', () => abReleased)
-    ours('b', () => abReleased)
-    await eventually('a and b hold', () =>
-      recorder.intervals().filter((i) => i.to === Infinity).length === 2 ? true : undefined,
-    )
-    const goRuns = 3
-    const goLog = (i: number) => join(dir, `go-${i}.log`)
-    const exits = startGoContenders(prefix, dir, {
-      runs: goRuns,
-      limit: 2,
-      holdS: 'until released',
-    })
-    const goQueued = await eventually(
-      'the consul lock processes queued behind a and b',
-      async () => {
-        const queue = await queueAt(agent.url, prefix)
-        return queue.waiting.length === goRuns ? queue : undefined
-      },
-      60_000,
-    )
-    assert.deepEqual(goQueued.holders.map(kind).sort(), ['a', 'b'], 'a and b hold')
-    assert.deepEqual(goQueued.waiting.map(kind), ['go', 'go', 'go'], 'the consul locks wait')
-    for (const who of ['c', 'd', 'e']) ours(who, () => sleep(200))
-    const queued = await eventually(
-      'c, d and e queued behind the consul lock processes',
-      async () => {
-        const queue = await queueAt(agent.url, prefix)
-        return queue.waiting.length === goRuns + 3 ? queue : undefined
-      },
-      60_000,
-    )
-    assert.deepEqual(queued.holders.map(kind).sort(), ['a', 'b'], 'a and b still hold')
-    const line = queued.waiting.map(kind)
-    assert.deepEqual(
-      line.slice(0, goRuns),
-      ['go', 'go', 'go'],
-      `consul locks first: ${line.join(' ')}`,
-    )
-    assert.deepEqual(
-      line.slice(goRuns).sort(),
-      ['c', 'd', 'e'],
-      `ours behind them: ${line.join(' ')}`,
-    )
-
-    // The queue is complete: a and b leave, and the two consul locks first in line take their
-    // slots. They hold until one is let go, whose slot the third one (ahead of ours) then takes.
-    releaseAB()
-    const goHolding = () =>
-      Array.from({ length: goRuns }, (_, i) => i).filter((i) => childStarted(goLog(i)))
-    const firstTwo = await eventually(
-      'two consul locks hold',
-      () => (goHolding().length === 2 ? goHolding() : undefined),
-      60_000,
-    )
-    releaseGo(dir, firstTwo[0] ?? 0)
-    await eventually(
-      'the third consul lock holds',
-      () => goHolding().length === goRuns || undefined,
-      60_000,
-    )
-    for (let i = 0; i < goRuns; i++) if (i !== firstTwo[0]) releaseGo(dir, i)
-
-    const codes = await Promise.all(exits)
-    await Promise.all(done)
-    for (let i = 0; i < goRuns; i++) {
-      for (const interval of childIntervals(goLog(i))) {
-        recorder.addInterval({ who: `go${i}`, ...interval })
+  for (const clients of ['one client for ours', 'a client each, alone in its process'] as const) {
+    it(`serves consul lock -n 2 contenders first in line before ours behind them, never more than 2 holders (${clients})`, async (t) => {
+      const prefix = testPrefix(t, agent.url, 'interop-go-first')
+      // A contender alone in its process parks on its own key while every holder and waiter ahead
+      // of it runs this library: here Go's waiters stand between, and Go's holders release plainly.
+      const own: ConsulClient[] = []
+      const clientFor = (): ConsulClient => {
+        if (clients === 'one client for ours') return agent.client
+        const client = createConsulClient({ address: agent.addr, env: {} })
+        own.push(client)
+        return client
       }
-    }
-    rmSync(dir, { recursive: true, force: true })
-    assert.deepEqual(codes, [0, 0, 0], 'every consul lock ran its child and exited 0')
-    const intervals = recorder.intervals()
-    assert.equal(intervals.length, goRuns + 5, 'every contender held once')
-    const lastGoStart = Math.max(
-      ...intervals.filter((i) => i.who.startsWith('go')).map((i) => i.from),
-    )
-    for (const late of intervals.filter((i) => ['c', 'd', 'e'].includes(i.who))) {
-      assert.ok(late.from >= lastGoStart, `${late.who} held only after every consul lock had`)
-    }
-    assert.ok(recorder.maxConcurrent() <= 2, `at most 2 at once, saw ${recorder.maxConcurrent()}`)
-  })
+      t.after(() => Promise.all(own.map((c) => c.close())))
+      const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
+      const recorder = new SafetyRecorder(2, () => Date.now())
+      const done: Promise<void>[] = []
+      // Each of ours holds until `hold()` resolves: a and b until the queue behind them is complete,
+      // c, d and e 200 ms. Their grace (how long a slot may stay free for those ahead before a waiter
+      // tries anyway) outlasts any stall of a loaded machine, so they never jump a slow consul lock.
+      const ours = (who: string, hold: () => Promise<unknown>) => {
+        const sem = semaphore({
+          prefix,
+          limit: 2,
+          consul: clientFor(),
+          value: who,
+          fairness: { graceMs: 60_000 },
+        })
+        let sub: Subscription | undefined
+        const held = new Promise<void>((resolve, reject) => {
+          sub = sem.holding$.subscribe({
+            next: (holding) => {
+              recorder.record(who, holding)
+              if (holding)
+                void hold()
+                  .then(() => sem.close())
+                  .then(resolve, reject)
+            },
+            error: reject,
+          })
+        })
+        done.push(held.finally(() => sub?.unsubscribe()))
+      }
+      const kind = (c: { value: string }) =>
+        ['a', 'b', 'c', 'd', 'e'].includes(c.value) ? c.value : 'go'
+      let releaseAB = (): void => undefined
+      const abReleased = new Promise<void>((resolve) => (releaseAB = resolve))
+
+      // Two of ours hold; three consul lock -n 2 queue behind them, then three more of ours.
+      ours('a', () => abReleased)
+      ours('b', () => abReleased)
+      await eventually('a and b hold', () =>
+        recorder.intervals().filter((i) => i.to === Infinity).length === 2 ? true : undefined,
+      )
+      const goRuns = 3
+      const goLog = (i: number) => join(dir, `go-${i}.log`)
+      const exits = startGoContenders(prefix, dir, {
+        runs: goRuns,
+        limit: 2,
+        holdS: 'until released',
+      })
+      const goQueued = await eventually(
+        'the consul lock processes queued behind a and b',
+        async () => {
+          const queue = await queueAt(agent.url, prefix)
+          return queue.waiting.length === goRuns ? queue : undefined
+        },
+        60_000,
+      )
+      assert.deepEqual(goQueued.holders.map(kind).sort(), ['a', 'b'], 'a and b hold')
+      assert.deepEqual(goQueued.waiting.map(kind), ['go', 'go', 'go'], 'the consul locks wait')
+      for (const who of ['c', 'd', 'e']) ours(who, () => sleep(200))
+      const queued = await eventually(
+        'c, d and e queued behind the consul lock processes',
+        async () => {
+          const queue = await queueAt(agent.url, prefix)
+          return queue.waiting.length === goRuns + 3 ? queue : undefined
+        },
+        60_000,
+      )
+      assert.deepEqual(queued.holders.map(kind).sort(), ['a', 'b'], 'a and b still hold')
+      const line = queued.waiting.map(kind)
+      assert.deepEqual(
+        line.slice(0, goRuns),
+        ['go', 'go', 'go'],
+        `consul locks first: ${line.join(' ')}`,
+      )
+      assert.deepEqual(
+        line.slice(goRuns).sort(),
+        ['c', 'd', 'e'],
+        `ours behind them: ${line.join(' ')}`,
+      )
+
+      // The queue is complete: a and b leave, and the two consul locks first in line take their
+      // slots. They hold until one is let go, whose slot the third one (ahead of ours) then takes.
+      releaseAB()
+      const goHolding = () =>
+        Array.from({ length: goRuns }, (_, i) => i).filter((i) => childStarted(goLog(i)))
+      const firstTwo = await eventually(
+        'two consul locks hold',
+        () => (goHolding().length === 2 ? goHolding() : undefined),
+        60_000,
+      )
+      releaseGo(dir, firstTwo[0] ?? 0)
+      await eventually(
+        'the third consul lock holds',
+        () => goHolding().length === goRuns || undefined,
+        60_000,
+      )
+      for (let i = 0; i < goRuns; i++) if (i !== firstTwo[0]) releaseGo(dir, i)
+
+      const codes = await Promise.all(exits)
+      await Promise.all(done)
+      for (let i = 0; i < goRuns; i++) {
+        for (const interval of childIntervals(goLog(i))) {
+          recorder.addInterval({ who: `go${i}`, ...interval })
+        }
+      }
+      rmSync(dir, { recursive: true, force: true })
+      assert.deepEqual(codes, [0, 0, 0], 'every consul lock ran its child and exited 0')
+      const intervals = recorder.intervals()
+      assert.equal(intervals.length, goRuns + 5, 'every contender held once')
+      const lastGoStart = Math.max(
+        ...intervals.filter((i) => i.who.startsWith('go')).map((i) => i.from),
+      )
+      for (const late of intervals.filter((i) => ['c', 'd', 'e'].includes(i.who))) {
+        assert.ok(late.from >= lastGoStart, `${late.who} held only after every consul lock had`)
+      }
+      assert.ok(recorder.maxConcurrent() <= 2, `at most 2 at once, saw ${recorder.maxConcurrent()}`)
+    })
+  }
 
   it('joins replica tenures in one transaction beside consul lock -n 2 processes: never more than 2 holders, everyone served', async (t) => {
     const prefix = testPrefix(t, agent.url, 'interop-join')

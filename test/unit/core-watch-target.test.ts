@@ -125,6 +125,25 @@ describe('watchTarget', () => {
       assert.deepEqual(alone(asked, 'h'), { type: 'prefix' }, 'a revoke request')
     })
 
+    it('parks a lone waiter behind a Go contender on the key ahead, as any process, with its decisions given once (a generator)', () => {
+      const behindGo = snapshotOf([
+        held,
+        holder,
+        ours('w0', 10n),
+        go('g1', 11n),
+        ours('w2', 12n, 30n),
+        ours('w3', 13n),
+      ])
+      function* once(): Generator<ReturnType<typeof decide>> {
+        yield* decisions(behindGo, [local('w3')])
+      }
+      assert.deepEqual(watchTarget(behindGo, prefix, once(), 'w3'), {
+        type: 'key',
+        key: `${prefix}/w2`,
+        modifyIndex: 30n,
+      })
+    })
+
     it('is told by the coordinator only for a process of one contender: with none given, the rules for any process hold', () => {
       assert.deepEqual(watchTarget(queue, prefix, decisions(queue, [local('h')])), {
         type: 'prefix',

@@ -94,14 +94,16 @@ export function watchTarget(
   decisions: Iterable<Decision | undefined>,
   alone?: string,
 ): WatchTarget {
+  // Read once: the decisions may come from a generator.
+  const decided = alone === undefined ? decisions : [...decisions]
   if (alone !== undefined) {
-    for (const decision of decisions) {
+    for (const decision of decided) {
       const own = decision && ownTarget(snapshot, prefix, alone, decision)
       if (own !== undefined) return own
     }
   }
   let best: { rank: number; ahead: string } | undefined
-  for (const decision of decisions) {
+  for (const decision of decided) {
     // A free slot it may not take yet is worth watching: the fairness grace counts on snapshots
     // of the prefix (the waiters ahead may be dead, and only their sessions' expiry moves them).
     if (

@@ -370,68 +370,52 @@ function waitForKey(
         return of<WatchEvent>({ type: 'snapshot', snapshot: listed.right })
       }),
     )
-  // The key's own watch decodes one entry: the prefix's cache is for listings of the prefix.
-  const keyWatch = { ...options, reuse: undefined, startIndex: to.modifyIndex }
-  // One round: the key's polls up to its change (or a reconnection), then one listing. The key's
-  // watch ends with the change, before it sends its next poll: the listing makes the coordinator
-  // choose the target again, which is another key, or the prefix, nearly every time. Should the
-  // target stay the same, the next round watches the key again. The listing after a change
-  // blocks on the index of that change, for `WAKE_WAIT_MS` at most; after a reconnection it reads
-  // at once.
-  const keyRound = defer(() => {
-    let reconnected = false
-    return client.watchPrefix(to.key, keyWatch).pipe(
-      concatMap((event): Observable<WatchEvent | { readonly changedAt: bigint | undefined }> => {
-        if (event.type === 'disconnected') {
-          reconnected = true
-          return of(event)
-        }
-        const entry = event.snapshot.entries.find((e) => e.key === to.key)
-        if (!reconnected) {
-          if (entry?.modifyIndex === to.modifyIndex) return EMPTY
-          return of({ changedAt: event.snapshot.index })
-        }
-        return of({ changedAt: undefined })
-      }),
-      takeWhile((event) => !('changedAt' in event), true),
-      concatMap((event) =>
-        'changedAt' in event
-          ? listOnce(to.type === 'key' ? event.changedAt : undefined)
-          : of(event),
-      ),
-    )
-  })
-  const held = to.type === 'own' ? to.held : undefined
-  if (held !== undefined) {
-    const lock = lockKey(prefix)
-    const lockWatch = {
-      ...options,
-      reuse: undefined,
-      startIndex: held.lockIndex,
-      minIntervalMs: HELD_LOCK_POLL_MS,
-      progressBurst: 1,
-    }
-    // As a key round, with `.lock` for the key: what still lists the holder ends nothing.
-    const lockRound = defer(() => {
+  // One round: a key's polls up to an answer that is news (or a reconnection), then one listing.
+  // The key's watch ends with the news, before it sends its next poll: the listing makes the
+  // coordinator choose the target again, which is another key, or the prefix, nearly every time.
+  // Should the target stay the same, the next round watches the key again. The listing after a
+  // change of the key ahead blocks on the index of that change, for `WAKE_WAIT_MS` at most; after
+  // any other news, or a reconnection, it reads at once. A key's own watch decodes one entry: the
+  // prefix's cache is for listings of the prefix.
+  const round = (
+    key: string,
+    startIndex: bigint,
+    quiet: (entry: KVEntry | undefined) => boolean,
+    pace: Pick<WatchOptions, 'minIntervalMs' | 'progressBurst'> = {},
+  ): Observable<WatchEvent> =>
+    defer(() => {
       let reconnected = false
-      return client.watchPrefix(lock, lockWatch).pipe(
-        concatMap((event): Observable<WatchEvent | { readonly changed: true }> => {
+      const watch = { ...options, ...pace, reuse: undefined, startIndex }
+      return client.watchPrefix(key, watch).pipe(
+        concatMap((event): Observable<WatchEvent | { readonly changedAt: bigint | undefined }> => {
           if (event.type === 'disconnected') {
             reconnected = true
             return of(event)
           }
-          const entry = event.snapshot.entries.find((e) => e.key === lock)
-          if (reconnected || !listsHolder(entry, lock, held.session)) {
-            return of({ changed: true } as const)
-          }
-          // Still listed: no news for the holder, but the newest `.lock` for its release.
-          onLock(entry ?? null)
-          return EMPTY
+          if (reconnected) return of({ changedAt: undefined })
+          const entry = event.snapshot.entries.find((e) => e.key === key)
+          return quiet(entry) ? EMPTY : of({ changedAt: event.snapshot.index })
         }),
-        takeWhile((event) => !('changed' in event), true),
-        concatMap((event) => ('changed' in event ? listOnce() : of(event))),
+        takeWhile((event) => !('changedAt' in event), true),
+        concatMap((event) =>
+          'changedAt' in event
+            ? listOnce(to.type === 'key' ? event.changedAt : undefined)
+            : of(event),
+        ),
       )
     })
+  const keyRound = round(to.key, to.modifyIndex, (entry) => entry?.modifyIndex === to.modifyIndex)
+  const held = to.type === 'own' ? to.held : undefined
+  if (held !== undefined) {
+    const lock = lockKey(prefix)
+    // `.lock` that still lists the holder is no news, only the newest `.lock` for its release.
+    const stillListed = (entry: KVEntry | undefined): boolean => {
+      if (!listsHolder(entry, lock, held.session)) return false
+      onLock(entry ?? null)
+      return true
+    }
+    const pace = { minIntervalMs: HELD_LOCK_POLL_MS, progressBurst: 1 }
+    const lockRound = round(lock, held.lockIndex, stillListed, pace)
     return merge(keyRound.pipe(repeat()), lockRound.pipe(repeat()))
   }
   return defer(() => {

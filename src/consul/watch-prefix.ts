@@ -35,7 +35,7 @@ export const DEFAULT_BACKOFF_MAX_MS = BACKOFF.watch.maxMs
  * 4.5 % and 47/s at 10 ms.
  */
 export const DEFAULT_MIN_INTERVAL_MS = 10
-/** Polls after progress that may start at once before the minimum interval applies again (default). */
+/** Polls after progress that may start at once before the minimum interval applies (default). */
 const PROGRESS_BURST = 5
 /**
  * 1 s: after a blocking read the agent cut short (`isDeadlineCut`), the next blocking read starts

@@ -117,9 +117,10 @@ export interface Eviction {
  * 1. With a `grace`, ask first: write `<prefix>/.revoke/<session>` under a session of the
  *    eviction's own (behavior 'delete', so that the request goes with it if this process dies),
  *    write the holder's contender key again as it is when it is this library's (which wakes a
- *    holder that long-polls only its key), then watch the prefix until the holder is out or the grace ends. A holder of this library
- *    sees the request in its next snapshot and may give its slot back; one that does is not
- *    forced ('given-back'). The request is withdrawn when `evict` returns, whatever happened.
+ *    holder that long-polls only its key), then watch the prefix until the holder is out or the
+ *    grace ends. A holder of this library sees the request in its next snapshot and may give its
+ *    slot back; one that does is not forced ('given-back'). The request is withdrawn when `evict`
+ *    returns, whatever happened.
  * 2. Force, semaphore: remove the session from `.lock`'s holders by a CAS on its ModifyIndex (a
  *    lost CAS reads `.lock` again; a `.lock` it cannot read is never written over), then destroy
  *    the session, which releases its contender key. The holder sees itself no longer listed at

@@ -5,6 +5,7 @@ import { refencing } from '../../core/semaphore/refencing.js'
 import { withoutDepartedHolders } from '../../core/semaphore/hand-off.js'
 import { releaseSlot } from '../release/release-slot.js'
 import type { ContenderProtocol } from './contender-protocol.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 
 /**
  * Consul's semaphore, as `consul lock -n <limit>` and Consul's semaphore guide run it, read top to
@@ -69,12 +70,11 @@ export const semaphoreProtocol: ContenderProtocol = {
     const listReads = contender.watchesOwnKey?.() === true
     const seen = lastSeen && !listReads ? contender.cache.view(lastSeen, contender) : undefined
     const listed = seen !== undefined && E.isRight(seen) && seen.right.holders.has(session)
-    const freshest = contender.fresh?.latestFrom(lastSeen) ?? lastSeen
-    const hint = listed
-      ? lastSeen
-      : listReads && freshest !== undefined
-        ? withoutDepartedHolders(freshest, contender.prefix)
-        : freshest
+    const freshest = (): KVSnapshot | undefined => {
+      const latest = contender.fresh?.latestFrom(lastSeen) ?? lastSeen
+      return listReads && latest ? withoutDepartedHolders(latest, contender.prefix) : latest
+    }
+    const hint = listed ? lastSeen : freshest()
     return releaseSlot({
       client: contender.client,
       prefix: contender.prefix,

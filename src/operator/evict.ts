@@ -1,7 +1,6 @@
 import type { ConsulClient } from '../consul/client-api.js'
 import { destroySession } from '../effects/release/destroy-session.js'
 import type { KVEntry } from '../base/kv-snapshot.js'
-import type { TxnOp } from '../base/txn.js'
 import { lockKey } from '../core/keys/lock-key.js'
 import { releaseFromLockBody } from '../core/lock-body/release-from-lock-body.js'
 import { SemaphoreError, problemError } from '../base/semaphore-error.js'
@@ -26,7 +25,8 @@ import { liveSessions } from '../core/semaphore/live-sessions.js'
 import { durationMs, formatGoDuration } from '../consul/durations.js'
 import { resolveContenderOptions, type Duration } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
-import { HOLDER_FLAGS, LOCK_FLAGS, RENEWING_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
+import { HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
+import { rewriteHolderKeyOps } from '../core/release/release-ops.js'
 import { contenderKey } from '../core/keys/contender-key.js'
 import {
   OPERATOR_OPTION_NAMES,
@@ -351,12 +351,7 @@ async function wakeHolder(
     client.kv.get(key, { consistency: 'consistent', signal: s }),
   )
   if (entry === null || entry.session !== session || entry.flags !== HOLDER_FLAGS) return
-  const { value } = entry
-  // Consul skips a write that changes nothing: the key goes through RENEWING_FLAGS and back.
-  const ops: TxnOp[] = [
-    { verb: 'cas', key, value, flags: RENEWING_FLAGS, index: entry.modifyIndex },
-    { verb: 'set', key, value, flags: HOLDER_FLAGS },
-  ]
+  const ops = rewriteHolderKeyOps(key, entry.value, entry.modifyIndex)
   await calls.call((s) => client.kv.txn(ops, { signal: s }))
 }
 

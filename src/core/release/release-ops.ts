@@ -91,10 +91,7 @@ export function refenceOps(
   if (write.type === 'Refence') {
     return [
       { verb: 'check-session', key: ownKey, session },
-      // There and back: Consul skips a write that changes nothing, and the key must end as a
-      // holder's, at this transaction's index.
-      { verb: 'set', key: ownKey, value, flags: RENEWING_FLAGS },
-      { verb: 'set', key: ownKey, value, flags: HOLDER_FLAGS },
+      ...rewriteHolderKeyOps(ownKey, value),
       { verb: 'get', key: lockKey(prefix) },
     ]
   }
@@ -103,4 +100,33 @@ export function refenceOps(
       ? casOutOps(prefix, ownKey, write)
       : handOffOps(prefix, ownKey, write.handOff)
   return [...release, { verb: 'lock', key: ownKey, value, flags: rejoinFlags, session }]
+}
+
+/**
+ * A holder's key written again as it is, at the index of the transaction it is part of: to
+ * RENEWING_FLAGS and back to HOLDER_FLAGS (Consul skips a write that changes nothing; the write
+ * keeps the key's lock). Its new ModifyIndex wakes whoever long-polls the key: a renewal's next
+ * fencing token (`refenceOps`), or a holder asked to give its slot back (`evict`). With `index`,
+ * only while the key is still at that ModifyIndex.
+ *
+ * @example
+ * ```ts
+ * const ops = rewriteHolderKeyOps('svc/lock/4ca8e74b-…', value, 812n)
+ * ```
+ * @param key - The holder's contender key.
+ * @param value - Its value, as it is.
+ * @param index - The ModifyIndex it must still have, if any.
+ * @returns The two operations, in order.
+ */
+export function rewriteHolderKeyOps(
+  key: string,
+  value: Uint8Array | null,
+  index?: bigint,
+): TxnOp[] {
+  return [
+    index === undefined
+      ? { verb: 'set', key, value, flags: RENEWING_FLAGS }
+      : { verb: 'cas', key, value, flags: RENEWING_FLAGS, index },
+    { verb: 'set', key, value, flags: HOLDER_FLAGS },
+  ]
 }

@@ -195,30 +195,30 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
     listReads: input.listReads === true,
   }
   if (input.hint === undefined) return read(state)
-  if (state.listReads) {
-    // A hint that offers no heir may only miss the waiters that joined since it was listed.
-    const offered =
-      state.companions.length === 0 ? handOffSlot(input.hint, state, input.hintView) : undefined
-    return offered !== undefined ? handOff(state, offered) : read(state)
-  }
-  return fromHint(state, input.hint, input.hintView) ?? read(state)
+  // A hint of `listReads` that offers no heir may only miss the waiters that joined since it was
+  // listed: no plain release from it.
+  const plain = !state.listReads
+  return fromHint(state, input.hint, input.hintView, undefined, plain) ?? read(state)
 }
 
 /**
  * The write a snapshot that lists the session allows: a hand-off when ours is first in line, else
- * the plain release; undefined when it does not list the session (or newer than `after`, the index
- * a write that lost was built on), or `.lock` must not be written: then `.lock` is read.
+ * the plain release (unless not `plain`); undefined when it does not list the session (or newer
+ * than `after`, the index a write that lost was built on), or `.lock` must not be written: then
+ * `.lock` is read.
  */
 function fromHint(
   state: Progress,
   hint: KVSnapshot,
   view: E.Either<PrefixProblem, PrefixView> | undefined,
   after?: bigint,
+  plain = true,
 ): ReleaseStep | undefined {
   const newer = (cas: bigint): boolean => after === undefined || cas > after
   // A hand-off puts the heir in this session's place: a holder of several permits gives them all back.
   const offered = state.companions.length === 0 ? handOffSlot(hint, state, view) : undefined
   if (offered !== undefined) return newer(offered.cas) ? handOff(state, offered) : undefined
+  if (!plain) return undefined
   const hinted = releaseFromLockBody(hint, state)
   return hinted.type === 'WriteRelease' && newer(hinted.cas) ? casOut(state, hinted) : undefined
 }

@@ -153,9 +153,7 @@ function ownTarget(
 ): WatchTarget | undefined {
   if (decision.type !== 'Held' && decision.type !== 'Wait') return undefined
   const key = contenderKey(prefix, session)
-  const byKey = new Map<string, KVEntry>()
-  for (const entry of snapshot.entries) byKey.set(entry.key, entry)
-  const entry = byKey.get(key)
+  const entry = snapshot.entries.find((e) => e.key === key)
   if (entry?.session !== session) return undefined
   const { view } = decision
   if (view.sharedHolders.length > 0) return undefined
@@ -171,6 +169,8 @@ function ownTarget(
   // Only holders that hand their slot on, and no more of them than the limit (a limit lowered
   // under its holders admits no one, so their releases hand nothing).
   if (view.liveHolders.length > view.limit) return undefined
+  const byKey = new Map<string, KVEntry>()
+  for (const e of snapshot.entries) byKey.set(e.key, e)
   const flagged = (id: string, flags: bigint): boolean => {
     const found = byKey.get(contenderKey(prefix, id))
     return found?.flags === flags && found.session === id

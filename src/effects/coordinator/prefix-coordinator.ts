@@ -346,7 +346,7 @@ function waitForKey(
   to: Exclude<WatchTarget, { type: 'prefix' }>,
   options: WatchOptions,
   fallBack: () => void,
-  onLock: (entry: KVEntry | null) => void,
+  onLock: (entry: KVEntry) => void,
 ): Observable<WatchEvent> {
   /** One listing of the prefix; `after`: blocking on that index for `WAKE_WAIT_MS` at most. */
   const listOnce = (after?: bigint): Observable<WatchEvent> =>
@@ -411,7 +411,7 @@ function waitForKey(
     // `.lock` that still lists the holder is no news, only the newest `.lock` for its release.
     const stillListed = (entry: KVEntry | undefined): boolean => {
       if (!listsHolder(entry, lock, held.session)) return false
-      onLock(entry ?? null)
+      onLock(entry)
       return true
     }
     const pace = { minIntervalMs: HELD_LOCK_POLL_MS, progressBurst: 1 }
@@ -428,7 +428,7 @@ function waitForKey(
 }
 
 /** Whether `.lock` (as a long poll answered it) is readable and lists `session` as a holder. */
-function listsHolder(entry: KVEntry | undefined, key: string, session: string): boolean {
+function listsHolder(entry: KVEntry | undefined, key: string, session: string): entry is KVEntry {
   const read = readLockBody(entry, key)
   return E.isRight(read) && read.right.record?.holders.includes(session) === true
 }

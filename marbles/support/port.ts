@@ -30,7 +30,7 @@ import type {
   ContenderState,
   ContenderStateOptions,
 } from '../../src/core/contender/contender-state-model.js'
-import type { ContenderEvent } from '../../src/core/events.js'
+import type { ContenderEvent, Handed } from '../../src/core/events.js'
 import type { ContenderPort, WriteEvent } from '../../src/effects/coordinator/contender-port.js'
 import { giveUpError } from '../../src/effects/coordinator/give-up-error.js'
 import { HeldBack, heldBackBy } from '../../src/effects/coordinator/held-back.js'
@@ -90,7 +90,7 @@ function marblePort(
     follow: (session) =>
       defer(() => {
         held.clear()
-        return follow() as Observable<WatchEvent>
+        return follow() as Observable<WatchEvent | Handed>
       }).pipe(heldBackBy(held, (snapshot) => decideByRank(snapshot, session, step))),
     holdBack: (until) => held.hold(until),
     perform: (calls.perform ?? (() => NEVER)) as () => Observable<WriteEvent>,
@@ -216,7 +216,7 @@ export function contending(
             take(1),
             map(({ session, ttlMs, sentAt }) => ({ session, ttlMs, sentAt })),
           ),
-        follow: () => kind('snapshot', 'disconnected'),
+        follow: () => kind('snapshot', 'disconnected', 'handed'),
         lease: () => kind('session-renewed', 'renewal-failed', 'session-gone'),
         // A write ends with its answer.
         perform: () => kind('cas-result', 'retry').pipe(takeWhile(() => false, true)),

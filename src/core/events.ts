@@ -249,6 +249,19 @@ export type ContenderEvent =
       /** The index the transaction wrote, when known. */
       readonly modifyIndex?: bigint | undefined
     }
+  /**
+   * The contender's own key, long-polled alone while it waits, shows that a release handed it a
+   * slot (`handedTo`): the transaction that marked the key `HOLDER_FLAGS` listed the session in
+   * `.lock` at the same index. It holds from that index; the listing that follows confirms it.
+   */
+  | {
+      /** Discriminant. */
+      readonly type: 'handed'
+      /** The session the key is locked by. */
+      readonly session: string
+      /** The key's new ModifyIndex: the hand-off's, `.lock`'s then, and the fencing token. */
+      readonly index: bigint
+    }
   /** The user asked to release. */
   | {
       /** Discriminant. */
@@ -269,6 +282,9 @@ export type ContenderEvent =
       /** Delay in scheduler ms before deciding again on the last snapshot. */
       readonly inMs: number
     }
+
+/** A contender's own key shows a slot handed to it (see `ContenderEvent`). */
+export type Handed = Extract<ContenderEvent, { readonly type: 'handed' }>
 
 /**
  * Why `holding` last changed.

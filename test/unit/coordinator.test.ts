@@ -153,6 +153,52 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
     assert.equal(double.sessions().length, 0)
   })
 
+  it('has a waiter asleep on its own key hold a slot handed to it before the listing that follows, with the hand-off index as its token', async () => {
+    const other = double.connect('other')
+    const holder = semaphore({ prefix, limit: 1, consul: other, scheduler })
+    follow(holder)
+    await reach(holder, (s) => s.holding)
+    const waiter = contender()
+    const seen = follow(waiter)
+    const session = (await reach(waiter, (s) => s.session !== undefined)).session as string
+    const own = `${prefix}/${session}`
+    // Asleep: its one call in flight is the long poll of its own key.
+    for (;;) {
+      const inFlight = double
+        .calls()
+        .filter((c) => c.client === 'client' && c.method === 'kv.list' && c.answer === undefined)
+      if (inFlight.length === 1 && inFlight[0]?.keys[0] === own) break
+      await new Promise((done) => setTimeout(done, 2))
+    }
+    const listings = (): number =>
+      double.calls().filter((c) => c.client === 'client' && c.keys[0] === `${prefix}/` && c.answer)
+        .length
+    const listing = double.hold('kv.list', {
+      when: (c) => c.client === 'client' && c.keys[0] === `${prefix}/`,
+    })
+    const listedBefore = listings()
+    await holder.close()
+    await listing.reached
+    const key = await double.client.kv.get(own)()
+    const marked = E.isRight(key) ? key.right?.modifyIndex : undefined
+    assert.ok(marked !== undefined, 'the hand-off marked its key')
+    // No listing answered since the hand-off (the next is held): its key's news made it a holder.
+    const held = await reach(waiter, (s) => s.holding)
+    assert.equal(listings(), listedBefore)
+    assert.equal(held.fencingToken, marked, 'its token is the index of the hand-off')
+    listing.release()
+    await reach(
+      waiter,
+      (s) => s.holding && s.session !== undefined && s.holders.includes(s.session),
+    )
+    assert.deepEqual(
+      [...new Set(seen.filter((s) => s.holding).map((s) => s.fencingToken))],
+      [marked],
+      'the listing confirms the same token',
+    )
+    await waiter.close()
+  })
+
   for (const parked of ['its own key', 'the key ahead'] as const) {
     it(`shows a parked waiter connected again when its key poll and the listing after it failed, in a quiet prefix (${parked})`, async () => {
       // Another process holds and has the two front places; this one waits far back, parked on

@@ -4,7 +4,12 @@ import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../src/base/flags.js'
 import type { KVSnapshot } from '../../src/base/kv-snapshot.js'
 import { decide } from '../../src/core/semaphore/decide.js'
 import { encodeRevokeRequest } from '../../src/core/revoke/revoke-request.js'
-import { sameWatchTarget, watchTarget } from '../../src/core/semaphore/watch-target.js'
+import {
+  WHOLE_PREFIX,
+  handedTo,
+  sameWatchTarget,
+  watchTarget,
+} from '../../src/core/semaphore/watch-target.js'
 import { contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
 
 const prefix = 'svc/lock'
@@ -91,8 +96,9 @@ describe('watchTarget', () => {
     const own = (session: string, modifyIndex: bigint, lockIndex?: bigint) => ({
       type: 'own',
       key: `${prefix}/${session}`,
+      session,
       modifyIndex,
-      ...(lockIndex === undefined ? {} : { held: { session, lockIndex } }),
+      ...(lockIndex === undefined ? {} : { held: { lockIndex } }),
     })
     const alone = (snapshot: KVSnapshot, session: string) =>
       watchTarget(snapshot, prefix, decisions(snapshot, [local(session)]), session)
@@ -162,10 +168,55 @@ describe('watchTarget', () => {
     assert.ok(!sameWatchTarget(a, { ...a, modifyIndex: 2n }))
     assert.ok(!sameWatchTarget(a, { type: 'prefix' }))
     assert.ok(sameWatchTarget({ type: 'prefix' }, { type: 'prefix' }))
-    const own = { type: 'own', key: 'k', modifyIndex: 1n } as const
+    const own = { type: 'own', key: 'k', session: 's', modifyIndex: 1n } as const
     assert.ok(!sameWatchTarget(a, own), 'the key ahead is not the own key, though the same')
-    const held = { ...own, held: { session: 'k', lockIndex: 5n } }
-    assert.ok(sameWatchTarget(held, { ...held, held: { session: 'k', lockIndex: 5n } }))
-    assert.ok(!sameWatchTarget(held, { ...held, held: { session: 'k', lockIndex: 6n } }))
+    const held = { ...own, held: { lockIndex: 5n } }
+    assert.ok(sameWatchTarget(held, { ...held, held: { lockIndex: 5n } }))
+    assert.ok(!sameWatchTarget(held, { ...held, held: { lockIndex: 6n } }))
+  })
+
+  describe('handedTo: a slot handed to a waiter asleep on its own key', () => {
+    const key = `${prefix}/me`
+    const asleep = { type: 'own', key, session: 'me', modifyIndex: 7n } as const
+    const entry = (flags: bigint, modifyIndex: bigint, session: string | null = 'me') => ({
+      key,
+      value: null,
+      flags,
+      createIndex: 7n,
+      modifyIndex,
+      lockIndex: 1n,
+      ...(session === null ? {} : { session }),
+    })
+
+    it('reads a hand-off in its key marked HOLDER_FLAGS at a new index, still locked by it', () => {
+      assert.deepEqual(handedTo(asleep, entry(HOLDER_FLAGS, 40n)), {
+        type: 'handed',
+        session: 'me',
+        index: 40n,
+      })
+    })
+
+    it('reads nothing in any other change of its key', () => {
+      assert.equal(handedTo(asleep, undefined), undefined, 'the key gone')
+      assert.equal(
+        handedTo(asleep, entry(CONTENDER_FLAGS, 40n)),
+        undefined,
+        'rewritten, not marked',
+      )
+      assert.equal(handedTo(asleep, entry(HOLDER_FLAGS, 40n, null)), undefined, 'unlocked')
+      assert.equal(handedTo(asleep, entry(HOLDER_FLAGS, 40n, 'other')), undefined, 'another lock')
+      assert.equal(handedTo(asleep, entry(HOLDER_FLAGS, 7n)), undefined, 'no new index')
+      assert.equal(handedTo(asleep, { ...entry(HOLDER_FLAGS, 40n), key: `${key}x` }), undefined)
+    })
+
+    it('reads nothing for a holder, or a process parked on the key ahead', () => {
+      const held = { ...asleep, held: { lockIndex: 5n } }
+      assert.equal(handedTo(held, entry(HOLDER_FLAGS, 40n)), undefined)
+      assert.equal(
+        handedTo({ type: 'key', key, modifyIndex: 7n }, entry(HOLDER_FLAGS, 40n)),
+        undefined,
+      )
+      assert.equal(handedTo(WHOLE_PREFIX, entry(HOLDER_FLAGS, 40n)), undefined)
+    })
   })
 })

@@ -53,14 +53,11 @@ export function applyContenderInput(
           input.decision,
         )
       }
-      if (!isOlderThanOwnCas(s, input.snapshot)) {
-        return redecide({ ...s, connected: true }, input.snapshot, now, options, input.decision)
+      // Older than our own CAS, it neither keeps nor reconnects us (`decideAgain`).
+      if (isOlderThanOwnCas(s, input.snapshot)) {
+        return decideAgain(s, input.snapshot, now, options, input.decision)
       }
-      // Older than our own CAS: it cannot vouch that we are still listed, so it neither keeps nor
-      // reconnects us. But our own key was written before that CAS, so a snapshot without it is
-      // evidence that the key is gone (deleted, or its session ended), whatever its index says.
-      const older = redecide(s, input.snapshot, now, options, input.decision)
-      return older.decision?.type === 'NotContending' ? older : s
+      return redecide({ ...s, connected: true }, input.snapshot, now, options, input.decision)
     }
     case 'disconnected':
       return {
@@ -85,7 +82,7 @@ export function applyContenderInput(
       const leased = { ...fresh, leaseDeadline: leaseDeadline(input.sentAt, input.ttlMs, options) }
       return leased.snapshot === undefined
         ? leased
-        : redecide(leased, leased.snapshot, now, options)
+        : decideAgain(leased, leased.snapshot, now, options)
     }
     case 'session-renewed': {
       if (s.session === undefined || s.retired !== undefined) return s
@@ -93,7 +90,7 @@ export function applyContenderInput(
       const leased = { ...s, leaseDeadline: leaseDeadline(input.sentAt, input.ttlMs, options) }
       // A late renewal revives a lapsed lease: decide again, the wait may have missed a slot.
       return lapsed && leased.snapshot !== undefined
-        ? redecide(leased, leased.snapshot, now, options)
+        ? decideAgain(leased, leased.snapshot, now, options)
         : leased
     }
     case 'renewal-failed':
@@ -123,10 +120,16 @@ export function applyContenderInput(
       const retryDue = s.retryAt !== undefined && now >= s.retryAt
       const graceDue = s.patientAt !== undefined && now >= s.patientAt
       if (!retryDue && !graceDue) return s
-      return s.snapshot !== undefined
-        ? redecide(s, s.snapshot, now, options)
-        : { ...s, retryAt: undefined }
+      const again = s.snapshot !== undefined ? decideAgain(s, s.snapshot, now, options) : s
+      return again === s ? { ...s, retryAt: undefined, patientAt: undefined } : again
     }
+    case 'handed':
+      // Its own key says a release handed it a slot, listing it in `.lock` at `index`: it holds
+      // from there, with that index as its token (the one its key will show in a listing), and
+      // snapshots older than the hand-off can no longer take the slot back.
+      if (s.session !== input.session || s.retired !== undefined || s.listed) return s
+      if (s.snapshot !== undefined && input.index <= s.snapshot.index) return s
+      return { ...s, listed: true, casIndex: input.index, fencingToken: input.index }
     case 'written':
       // A write that completed without news (a contender key acquired: the next snapshot is to
       // show it) is over: a later decision that still asks for it makes it again (an operator
@@ -212,6 +215,24 @@ function renewalAnswered(
     casIndex: index,
     fencingToken: index,
   }
+}
+
+/**
+ * Decides again on a snapshot that may be older than this contender's own CAS (or the hand-off
+ * that listed it): such a snapshot cannot vouch that it is still listed, so it changes nothing;
+ * but its own key was written before that CAS, so a snapshot without the key is evidence that the
+ * key is gone (deleted, or its session ended), whatever its index says.
+ */
+function decideAgain(
+  s: ContenderState,
+  snapshot: KVSnapshot,
+  now: number,
+  options: ContenderStateOptions,
+  given?: Decision,
+): ContenderState {
+  const again = redecide(s, snapshot, now, options, given)
+  if (!isOlderThanOwnCas(s, snapshot)) return again
+  return again.decision?.type === 'NotContending' ? again : s
 }
 
 function isOlderThanOwnCas(s: ContenderState, snapshot: KVSnapshot): boolean {

@@ -1,6 +1,6 @@
 import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
-import type { Decision } from '../events.js'
+import type { Decision, Handed } from '../events.js'
 import { contenderKey } from '../keys/contender-key.js'
 import { FRONT_PLACES } from './hold-back.js'
 
@@ -38,13 +38,15 @@ export type WatchTarget =
       readonly type: 'own'
       /** The contender's key. */
       readonly key: string
+      /** The contender's session, which locks the key. */
+      readonly session: string
       /** Its ModifyIndex in the snapshot the target was chosen on. */
       readonly modifyIndex: bigint
       /**
-       * For a holder: its session, and `.lock`'s ModifyIndex in the snapshot. A holder long-polls
-       * `.lock` beside its key, and the prefix is listed when `.lock` no longer lists it.
+       * For a holder: `.lock`'s ModifyIndex in the snapshot. A holder long-polls `.lock` beside
+       * its key, and the prefix is listed when `.lock` no longer lists it.
        */
-      readonly held?: { readonly session: string; readonly lockIndex: bigint } | undefined
+      readonly held?: { readonly lockIndex: bigint } | undefined
     }
 
 /** The target that never misses anything. */
@@ -159,10 +161,10 @@ function ownTarget(
   if (view.sharedHolders.length > 0) return undefined
   if (decision.type === 'Held') {
     if (entry.flags !== HOLDER_FLAGS || decision.revokeRequested !== undefined) return undefined
-    const held = { session, lockIndex: view.lockIndex }
-    return { type: 'own', key, modifyIndex: entry.modifyIndex, held }
+    const held = { lockIndex: view.lockIndex }
+    return { type: 'own', key, session, modifyIndex: entry.modifyIndex, held }
   }
-  const own: WatchTarget = { type: 'own', key, modifyIndex: entry.modifyIndex }
+  const own: WatchTarget = { type: 'own', key, session, modifyIndex: entry.modifyIndex }
   if (decision.rank === undefined || decision.freeSlots > 0 || entry.flags !== CONTENDER_FLAGS) {
     return undefined
   }
@@ -181,6 +183,35 @@ function ownTarget(
     if (ahead === undefined || !flagged(ahead.session, CONTENDER_FLAGS)) return undefined
   }
   return own
+}
+
+/**
+ * The hand-off that a waiter asleep on its own key (`target`, no `held`) reads in its key's new
+ * entry, if that is what the change is: its key, still locked by its session, marked
+ * `HOLDER_FLAGS` at a new index. Two writes mark a waiter's key so, and both are transactions
+ * that write `.lock` listing its session at the same index: a release handing it the slot
+ * (`handOffOps`), and its own CAS, which a waiter asleep on its key does not make. So the entry
+ * proves the slot was its at that index, and it may hold at once (`handed`) instead of after the
+ * listing that follows, which confirms it or shows what changed since.
+ *
+ * @example
+ * ```ts
+ * const handed = handedTo(target, answer.entries.find((e) => e.key === target.key))
+ * if (handed !== undefined) member.onWatch(handed) // holds with handed.index as its token
+ * ```
+ * @param target - What the process long-polls.
+ * @param entry - The target key's entry in the poll's answer (undefined: the key is gone).
+ * @returns The `handed` event, or undefined when the change is anything else.
+ */
+export function handedTo(target: WatchTarget, entry: KVEntry | undefined): Handed | undefined {
+  if (target.type !== 'own' || target.held !== undefined || entry === undefined) return undefined
+  const { key, session, modifyIndex } = target
+  if (entry.key !== key || entry.session !== session || entry.flags !== HOLDER_FLAGS) {
+    return undefined
+  }
+  return entry.modifyIndex > modifyIndex
+    ? { type: 'handed', session, index: entry.modifyIndex }
+    : undefined
 }
 
 /**

@@ -8,7 +8,7 @@ import type {
 } from '../../core/contender/contender-life.js'
 import type { ContenderInput, DecidedSnapshot } from '../../core/contender/contender-input.js'
 import type { ContenderAction, ContenderState } from '../../core/contender/contender-state-model.js'
-import type { ContenderEvent, Decision } from '../../core/events.js'
+import type { ContenderEvent, Decision, Handed } from '../../core/events.js'
 import type { SemaphoreError } from '../../base/semaphore-error.js'
 import type { ContenderEnd } from '../../telemetry/contender-telemetry.js'
 import type { LeaseEvent } from '../session-lease.js'
@@ -25,6 +25,7 @@ export type WriteEvent = Exclude<
  */
 export type FollowEvent =
   | (WatchEvent & { readonly decision?: Decision | undefined })
+  | Handed
   | { readonly type: 'refresh-due'; readonly held: DecidedSnapshot }
 
 /**

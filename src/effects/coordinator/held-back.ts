@@ -1,7 +1,7 @@
 import { Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs'
 import type { KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
 import type { DecidedSnapshot } from '../../core/contender/contender-input.js'
-import type { Decision } from '../../core/events.js'
+import type { Decision, Handed } from '../../core/events.js'
 import { holdsBack } from '../../core/semaphore/hold-back.js'
 import type { FollowEvent } from './contender-port.js'
 
@@ -120,7 +120,7 @@ export function heldBackTo(
   held: HeldBack,
   decideOn: (snapshot: KVSnapshot) => Decision,
   next: (event: FollowEvent) => void,
-): (event: WatchEvent) => void {
+): (event: WatchEvent | Handed) => void {
   // Made once per run: a refresh allocates its event only.
   const due = (snapshot: DecidedSnapshot): void => next({ type: 'refresh-due', held: snapshot })
   return (event) => {
@@ -146,7 +146,7 @@ export function heldBackTo(
 export function heldBackBy(
   held: HeldBack,
   decideOn: (snapshot: KVSnapshot) => Decision,
-): OperatorFunction<WatchEvent, FollowEvent> {
+): OperatorFunction<WatchEvent | Handed, FollowEvent> {
   return (events) =>
     new Observable<FollowEvent>((subscriber) => {
       const subscription = events.subscribe({

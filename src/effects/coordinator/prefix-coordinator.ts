@@ -3,6 +3,7 @@ import {
   BehaviorSubject,
   EMPTY,
   asyncScheduler,
+  concat,
   concatMap,
   defer,
   distinctUntilChanged,
@@ -22,7 +23,7 @@ import type { ConsulClient, WatchOptions } from '../../consul/client-api.js'
 import { EntryCache } from '../../consul/entry-cache.js'
 import { filteredListingError } from '../../base/consul-error.js'
 import type { KVEntry, KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
-import type { Decision } from '../../core/events.js'
+import type { Decision, Handed } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import { readLockBody } from '../../core/lock-body/read-lock-body.js'
 import type { CountedGrace } from '../../core/contender/contender-state-model.js'
@@ -34,6 +35,7 @@ import {
 } from '../../core/semaphore/hand-overs.js'
 import {
   WHOLE_PREFIX,
+  handedTo,
   sameWatchTarget,
   watchTarget,
   type WatchTarget,
@@ -57,8 +59,11 @@ export interface CoordinatedMember {
    * holds several permits. Undefined for any other.
    */
   readonly alone?: string | undefined
-  /** A watch event of the prefix. */
-  readonly onWatch: (event: WatchEvent) => void
+  /**
+   * A watch event of the prefix; or, for the member asleep on its own key, the slot handed to it
+   * (`handedTo`), before the listing that follows.
+   */
+  readonly onWatch: (event: WatchEvent | Handed) => void
   /** The prefix's watch failed for good (a permanent error). */
   readonly onWatchError: (error: unknown) => void
 }
@@ -206,7 +211,7 @@ export class PrefixCoordinator {
     if (this.failing !== undefined) member.onWatch(this.failing)
     this.retarget()
     this.subscription ??= this.watch().subscribe({
-      next: (event) => this.deliver(event),
+      next: (event) => (event.type === 'handed' ? this.hand(event) : this.deliver(event)),
       error: (error: unknown) => this.fail(error),
     })
   }
@@ -262,6 +267,11 @@ export class PrefixCoordinator {
     if (marked.type === 'snapshot') this.retarget()
   }
 
+  /** A slot handed to the member asleep on its key: it holds before the listing that follows. */
+  private hand(handed: Handed): void {
+    for (const member of [...this.watching]) member.onWatch(handed)
+  }
+
   private fail(error: unknown): void {
     const members = [...this.watching]
     this.watching.clear()
@@ -295,7 +305,7 @@ export class PrefixCoordinator {
     for (const member of this.watching) yield member.decisionOn(snapshot)
   }
 
-  private watch(): Observable<WatchEvent> {
+  private watch(): Observable<WatchEvent | Handed> {
     const options: WatchOptions = this.options
     // Without a queue there is no target to choose: the prefix watch of the process, which a
     // leader election's `leader$` reads too (one long poll for both).
@@ -333,7 +343,9 @@ export class PrefixCoordinator {
  * Long-polls one contender key; when it changes, goes, or the poll reconnects, and every
  * `PARKED_RECHECK_MS` in any case, lists the prefix once and emits that snapshot. A failed list
  * hands back to the prefix watch (`fallBack`), whose loop reports and retries failures. The key
- * ahead's change is listed after `WAKE_WAIT_MS` at most (see there); the own key's, at once.
+ * ahead's change is listed after `WAKE_WAIT_MS` at most (see there); the own key's, at once, and
+ * when that change is a slot handed to the waiter (`handedTo`), that is emitted before the
+ * listing, so that it holds a round trip sooner.
  *
  * A holder's own key (`held`) is watched with `.lock` instead of the rechecks: a `.lock` that
  * still lists the holder is no news to it (another slot changed hands), only what the process
@@ -347,7 +359,7 @@ function waitForKey(
   options: WatchOptions,
   fallBack: () => void,
   onLock: (entry: KVEntry) => void,
-): Observable<WatchEvent> {
+): Observable<WatchEvent | Handed> {
   /** One listing of the prefix; `after`: blocking on that index for `WAKE_WAIT_MS` at most. */
   const listOnce = (after?: bigint): Observable<WatchEvent> =>
     fromCall((signal) =>
@@ -382,35 +394,36 @@ function waitForKey(
     startIndex: bigint,
     quiet: (entry: KVEntry | undefined) => boolean,
     pace: Pick<WatchOptions, 'minIntervalMs' | 'progressBurst'> = {},
-  ): Observable<WatchEvent> =>
+  ): Observable<WatchEvent | Handed> =>
     defer(() => {
       let reconnected = false
       const watch = { ...options, ...pace, reuse: undefined, startIndex }
       return client.watchPrefix(key, watch).pipe(
-        concatMap((event): Observable<WatchEvent | { readonly changedAt: bigint | undefined }> => {
+        concatMap((event): Observable<WatchEvent | News> => {
           if (event.type === 'disconnected') {
             reconnected = true
             return of(event)
           }
-          if (reconnected) return of({ changedAt: undefined })
+          if (reconnected) return of({ changedAt: undefined, handed: undefined })
           const entry = event.snapshot.entries.find((e) => e.key === key)
-          return quiet(entry) ? EMPTY : of({ changedAt: event.snapshot.index })
+          if (quiet(entry)) return EMPTY
+          return of({ changedAt: event.snapshot.index, handed: handedTo(to, entry) })
         }),
         takeWhile((event) => !('changedAt' in event), true),
-        concatMap((event) =>
-          'changedAt' in event
-            ? listOnce(to.type === 'key' ? event.changedAt : undefined)
-            : of(event),
-        ),
+        concatMap((event): Observable<WatchEvent | Handed> => {
+          if (!('changedAt' in event)) return of(event)
+          const listing = listOnce(to.type === 'key' ? event.changedAt : undefined)
+          return event.handed === undefined ? listing : concat(of(event.handed), listing)
+        }),
       )
     })
   const keyRound = round(to.key, to.modifyIndex, (entry) => entry?.modifyIndex === to.modifyIndex)
-  const held = to.type === 'own' ? to.held : undefined
-  if (held !== undefined) {
+  if (to.type === 'own' && to.held !== undefined) {
+    const { held, session } = to
     const lock = lockKey(prefix)
     // `.lock` that still lists the holder is no news, only the newest `.lock` for its release.
     const stillListed = (entry: KVEntry | undefined): boolean => {
-      if (!listsHolder(entry, lock, held.session)) return false
+      if (!listsHolder(entry, lock, session)) return false
       onLock(entry)
       return true
     }
@@ -425,6 +438,12 @@ function waitForKey(
     )
     return merge(keyEvents, rechecks)
   })
+}
+
+/** A key's answer that is news: the index of its change (none after a reconnection), and a hand-off it shows. */
+interface News {
+  readonly changedAt: bigint | undefined
+  readonly handed: Handed | undefined
 }
 
 /** Whether `.lock` (as a long poll answered it) is readable and lists `session` as a holder. */

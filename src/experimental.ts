@@ -23,6 +23,7 @@ export { decide, type DecideOptions } from './core/semaphore/decide.js'
 export type {
   ContenderEvent,
   Decision,
+  Handed,
   LockBodyShape,
   PrefixProblem,
   SemaphoreView,

@@ -67,10 +67,10 @@ export function cacheDir(context: Pick<CacheContext, 'env' | 'uid'>): string | u
 /**
  * The cache file of `bundleId` (the build's hash of the bundle) for this run, or undefined when
  * this run keeps none. One file per build, bundle file (size and time: an edited bundle), Node
- * version, command (and `--leader` or not) and V8 flags: V8 refuses a cache made under other
- * flags, and a run of `watch` compiles other functions than one of `run`. A cache holds what the
- * run that made it compiled, and is kept while V8 takes it: a run for `--help` (which compiles
- * little) has none, and neither has an argument that cannot be a command (a flag, a path).
+ * version, command (with `--leader` or not, `--help` or not) and V8 flags: V8 refuses a cache made
+ * under other flags, and a run of `watch` compiles other functions than one of `run`, a run for
+ * `--help` far fewer. A cache holds what the run that made it compiled, and is kept while V8
+ * takes it; an argument that cannot be a command (a flag, a path) has none.
  */
 export function cacheFile(
   context: CacheContext,
@@ -83,12 +83,11 @@ export function cacheFile(
   const end = rest.indexOf('--')
   const args = end < 0 ? rest : rest.slice(0, end)
   if (dir === undefined || !/^[a-z][a-z-]{0,15}$/.test(command)) return undefined
-  if (args.some((arg) => arg === '--help' || arg === '-h')) return undefined
+  const help = args.some((arg) => arg === '--help' || arg === '-h') ? '+help' : ''
   const leader = args.some((arg) => /^--leader(=|$)/.test(arg)) ? '+leader' : ''
   const flags = fnv1a([...context.execArgv, context.env['NODE_OPTIONS'] ?? ''].join('\n'))
-  const file = [bundleId, bundle.size, Math.trunc(bundle.mtimeMs), command + leader, flags].join(
-    '-',
-  )
+  const kind = command + leader + help
+  const file = [bundleId, bundle.size, Math.trunc(bundle.mtimeMs), kind, flags].join('-')
   return join(dir, `${file}-${process.version}-${process.arch}.v8cache`)
 }
 

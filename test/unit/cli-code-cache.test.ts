@@ -47,7 +47,7 @@ describe('the code cache of the rxsem bin: where', () => {
     assert.equal(cacheFile({ ...context, uid: undefined }, 'b', bundle), undefined)
   })
 
-  it('is a file per build, bundle file, command, --leader and V8 flags; none for a flag or --help', () => {
+  it('is a file per build, bundle file, command, --leader, --help and V8 flags; none for a flag or a path', () => {
     const file = cacheFile(context, 'b1', bundle)
     assert.match(
       file ?? '',
@@ -65,14 +65,17 @@ describe('the code cache of the rxsem bin: where', () => {
       ),
       cacheFile({ ...context, execArgv: ['--cpu-prof'] }, 'b1', bundle),
       cacheFile({ ...context, env: { NODE_OPTIONS: '--max-old-space-size=100' } }, 'b1', bundle),
+      cacheFile({ ...context, argv: ['node', 'rxsem', 'run', '--help'] }, 'b1', bundle),
     ]
-    assert.equal(new Set([file, ...others]).size, 8, 'each differs from the first and the others')
+    assert.equal(new Set([file, ...others]).size, 9, 'each differs from the first and the others')
+    assert.equal(
+      cacheFile({ ...context, argv: ['node', 'rxsem', 'run', '-h'] }, 'b1', bundle),
+      cacheFile({ ...context, argv: ['node', 'rxsem', 'run', '--help'] }, 'b1', bundle),
+    )
     for (const argv of [
       ['node', 'rxsem'],
       ['node', 'rxsem', '--help'],
       ['node', 'rxsem', '../x'],
-      ['node', 'rxsem', 'run', '--help'],
-      ['node', 'rxsem', 'status', '-h'],
     ]) {
       assert.equal(cacheFile({ ...context, argv }, 'b1', bundle), undefined, argv.join(' '))
     }

@@ -12,7 +12,10 @@ import { VirtualTimeScheduler, type Observable, type Subscription } from 'rxjs'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 import { leaderElection, type LeaderElectionState } from '../../src/recipes/leader-election.js'
 import { semaphore, type SemaphoreState } from '../../src/recipes/semaphore.js'
-import { WAKE_WAIT_MS } from '../../src/effects/coordinator/prefix-coordinator.js'
+import {
+  HELD_LOCK_POLL_MS,
+  WAKE_WAIT_MS,
+} from '../../src/effects/coordinator/prefix-coordinator.js'
 import { advanceBy, createConsulDouble, type ConsulDouble } from '../support/consul-double.js'
 
 const prefix = 'svc/counted'
@@ -225,8 +228,8 @@ describe('request counts, in virtual time on the Consul double', () => {
         `a: ${LIST_PREFIX}`,
         `a: ${TXN}`,
         'a: PUT /v1/session/destroy/<a>',
-        // b's poll answers with its key rewritten; b lists the prefix at once and holds (no CAS
-        // of its own), then long-polls its key again, and `.lock`.
+        // b's poll answers with its key rewritten: b holds on that (no CAS of its own), lists
+        // the prefix to confirm it, then long-polls its key again, and `.lock`.
         `b: ${LIST_PREFIX}`,
         `b: ${ownPoll('b', 16)}`,
         `b: ${lockPoll(16)}`,
@@ -316,7 +319,7 @@ describe('request counts, in virtual time on the Consul double', () => {
         'd sent nothing: its key did not change',
       )
       assert.equal(rank(d), 2, 'd still shows the rank it last saw')
-      // c hands the slot to d: d's poll answers, d lists the prefix at once and holds.
+      // c hands the slot to d: d's poll answers, d holds and lists the prefix at once.
       await close(c.sem)
       await until('d holds', () => d.seen.last?.holding === true)
       await quiet()
@@ -373,6 +376,77 @@ describe('request counts, in virtual time on the Consul double', () => {
       await close(dSem)
       await close(e)
       requests()
+    })
+  })
+
+  describe('the release of a holder alone in its process (limit 3)', () => {
+    // Each in a process of its own, as its value says (the double's clients share this one).
+    const contender = (name: string) => {
+      const consul = double.connect(name)
+      const sem = semaphore({ prefix, limit: 3, consul, scheduler, value: `host-${name}:1` })
+      return { sem, seen: follow(name, sem) }
+    }
+    const holding = (c: { seen: Followed }): boolean => c.seen.last?.holding === true
+
+    /**
+     * x, y and z hold; a, p and q wait, in that order; x leaves, handing a its slot: a lists the
+     * prefix then, and knows p and q. y leaves next, handing p its slot, which a's poll of `.lock`
+     * sees: the `.lock` a knows lists a, z and p, and q is the first in line.
+     */
+    async function aHoldsBehindTwoHandOvers() {
+      const [x, y, z] = ['x', 'y', 'z'].map(contender) as [
+        ReturnType<typeof contender>,
+        ReturnType<typeof contender>,
+        ReturnType<typeof contender>,
+      ]
+      await until('x, y and z hold', () => holding(x) && holding(y) && holding(z))
+      const [a, p, q] = ['a', 'p', 'q'].map(contender) as [
+        ReturnType<typeof contender>,
+        ReturnType<typeof contender>,
+        ReturnType<typeof contender>,
+      ]
+      const rank = (c: { seen: Followed }) => (c.seen.last as SemaphoreState | undefined)?.rank
+      await until('the queue a, p, q', () => rank(a) === 0 && rank(p) === 1 && rank(q) === 2)
+      await close(x.sem)
+      await until('a holds', () => holding(a))
+      await quiet()
+      await close(y.sem)
+      await until('p holds', () => holding(p))
+      await quiet()
+      requests()
+      return { a, p, q, z }
+    }
+
+    it('hands its slot on from the `.lock` it knows while its poll of `.lock` has been out since the last answer', async () => {
+      const { a, q, z } = await aHoldsBehindTwoHandOvers()
+      // The poll after the last answer goes out HELD_LOCK_POLL_MS after the one before it.
+      await advanceBy(scheduler, HELD_LOCK_POLL_MS)
+      requests()
+      await close(a.sem)
+      await until('q holds', () => holding(q))
+      await quiet()
+      assert.deepEqual(
+        requests().filter((line) => line.startsWith('a: ')),
+        [`a: ${TXN}`, 'a: PUT /v1/session/destroy/<a>'],
+        'one transaction hands q the slot: no read',
+      )
+      await close(z.sem)
+    })
+
+    it('lists the prefix before its release when `.lock` may have changed since its poll last answered', async () => {
+      const { a, q, z } = await aHoldsBehindTwoHandOvers()
+      // Within HELD_LOCK_POLL_MS of a's last answer, z leaves too, handing q its slot: a's next
+      // poll of `.lock` is not out yet, and the `.lock` a knows still names q first in line.
+      await close(z.sem)
+      await until('q holds', () => holding(q))
+      await close(a.sem)
+      await quiet()
+      assert.deepEqual(
+        requests().filter((line) => line.startsWith('a: ')),
+        [`a: ${LIST_PREFIX}`, `a: ${TXN}`, 'a: PUT /v1/session/destroy/<a>'],
+        'a listing, then a release that nobody waits for: no CAS lost on a stale `.lock`',
+      )
+      assert.equal(double.calls().filter((c) => c.answer === 'Conflict').length, 0)
     })
   })
 

@@ -163,6 +163,7 @@ export function consulPort(
     fresh: coordinator.fresh,
     companionsOf,
     watchesOwnKey: () => coordinator.watchesOwnKey(),
+    knowsCurrentLock: () => coordinator.knowsCurrentLock(),
   }
   const request: SessionCreateOptions = {
     name: options.sessionName,

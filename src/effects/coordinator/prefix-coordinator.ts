@@ -96,13 +96,14 @@ export const WAKE_WAIT_MS = 100
 
 /**
  * How often a holder that watches only its key and `.lock` (`watchTarget`) long-polls `.lock` on
- * a busy prefix: the poll after the first change is sent at once, any later one 100 ms after the
- * poll before it started. Every hand-over between others rewrites `.lock`, and an answer that
- * still lists the holder is no news to it but the newest `.lock` its release will build on (the
- * first change keeps that fresh for a short tenure); so a holder costs one request per 100 ms at
- * most instead of one per hand-over. An edit of `.lock` by hand that takes it out is seen within
- * 100 ms and a round trip (the poll sent after the pause answers at once); the loss of its
- * session or key, at once, on its key's poll.
+ * a busy prefix: each poll 100 ms after the one before it started. Every hand-over between others
+ * rewrites `.lock`, and an answer that still lists the holder is no news to it; so a holder costs
+ * one request per 100 ms at most instead of one per hand-over. Its release builds on the `.lock`
+ * it knows only while a poll has been out since the last answer (`knowsCurrentLock`), and lists
+ * the prefix first otherwise: a `.lock` that changed during the pause would cost a lost CAS and a
+ * listing, where the listing alone costs one request. An edit of `.lock` by hand that takes it out
+ * is seen within 100 ms and a round trip (the poll sent after the pause answers at once); the
+ * loss of its session or key, at once, on its key's poll.
  */
 export const HELD_LOCK_POLL_MS = 100
 
@@ -143,6 +144,8 @@ export class PrefixCoordinator {
   private delivered: KVSnapshot | undefined
   private failing: WatchEvent | undefined
   private joining = 0
+  /** Scheduler ms of the last answer of a lone holder's `.lock` poll (`knowsCurrentLock`). */
+  private lockAnsweredAt: number | undefined
 
   constructor(
     private readonly client: ConsulClient,
@@ -301,6 +304,20 @@ export class PrefixCoordinator {
     return this.target.value.type === 'own'
   }
 
+  /**
+   * Whether the `.lock` the process knows is as fresh as a long poll makes it: the watch
+   * long-polls its one member's key as a holder's, and the `.lock` poll beside it has been out
+   * since its last answer (`HELD_LOCK_POLL_MS` after it, or no answer yet), so that only a change
+   * still on its way is unknown. Between an answer and the next poll, `.lock` may change unseen.
+   */
+  knowsCurrentLock(): boolean {
+    const target = this.target.value
+    if (target.type !== 'own' || target.held === undefined) return false
+    const answered = this.lockAnsweredAt
+    const now = (this.options.scheduler ?? asyncScheduler).now()
+    return answered === undefined || now - answered >= HELD_LOCK_POLL_MS
+  }
+
   private *decisionsOn(snapshot: KVSnapshot): Iterable<Decision | undefined> {
     for (const member of this.watching) yield member.decisionOn(snapshot)
   }
@@ -317,8 +334,9 @@ export class PrefixCoordinator {
       // the members' last event is a failure (a key poll that failed, then a listing that failed
       // too, falls back here): a poll blocking on the last index would leave them disconnected
       // until the prefix next changes, so the prefix is read at once.
-      switchMap((to) =>
-        to.type === 'prefix'
+      switchMap((to) => {
+        this.lockAnsweredAt = undefined
+        return to.type === 'prefix'
           ? this.client.watchPrefix(`${this.prefix}/`, {
               ...options,
               reuse: this.entries,
@@ -332,9 +350,12 @@ export class PrefixCoordinator {
               to,
               { ...options, reuse: this.entries },
               () => this.target.next(WHOLE_PREFIX),
-              (entry) => this.fresh.sending().lock(entry),
-            ),
-      ),
+              (entry) => {
+                this.fresh.sending().lock(entry)
+                this.lockAnsweredAt = (this.options.scheduler ?? asyncScheduler).now()
+              },
+            )
+      }),
     )
   }
 }
@@ -427,7 +448,7 @@ function waitForKey(
       onLock(entry)
       return true
     }
-    const pace = { minIntervalMs: HELD_LOCK_POLL_MS, progressBurst: 1 }
+    const pace = { minIntervalMs: HELD_LOCK_POLL_MS, progressBurst: 0 }
     const lockRound = round(lock, held.lockIndex, stillListed, pace)
     return merge(keyRound.pipe(repeat()), lockRound.pipe(repeat()))
   }

@@ -38,6 +38,12 @@ export interface ProtocolMember {
    * (`PrefixCoordinator.watchesOwnKey`): its last snapshot may then be seconds old. Default false.
    */
   readonly watchesOwnKey?: (() => boolean) | undefined
+  /**
+   * Whether what the process knows of `.lock` is as fresh as a long poll makes it: while this
+   * member watches its own key as a holder, its `.lock` poll has been out since its last answer
+   * (`PrefixCoordinator.knowsCurrentLock`). Default false.
+   */
+  readonly knowsCurrentLock?: (() => boolean) | undefined
 }
 
 /**

@@ -66,11 +66,13 @@ export const semaphoreProtocol: ContenderProtocol = {
     // prefix if a write of the process answered since (`stale`). Else the freshest the process
     // knows (the watch's last listing with its own writes since: its own CAS, say), to save a read.
     // A holder whose process long-polled only its key and `.lock` builds on the freshest: the
-    // last listing with the newest `.lock` its poll saw; whatever that misses, a listing finds.
+    // last listing with the newest `.lock` its poll saw, while that poll has been out since its
+    // last answer (`knowsCurrentLock`); else, and whatever that misses, a listing finds.
     const listReads = contender.watchesOwnKey?.() === true
     const seen = lastSeen && !listReads ? contender.cache.view(lastSeen, contender) : undefined
     const listed = seen !== undefined && E.isRight(seen) && seen.right.holders.has(session)
     const freshest = (): KVSnapshot | undefined => {
+      if (listReads && contender.knowsCurrentLock?.() !== true) return undefined
       const latest = contender.fresh?.latestFrom(lastSeen) ?? lastSeen
       return listReads && latest ? withoutDepartedHolders(latest, contender.prefix) : latest
     }

@@ -8,6 +8,7 @@
 // that owns it (`<a>`): `a: PUT /v1/txn` is client `a`'s transaction.
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
+import * as E from 'fp-ts/lib/Either.js'
 import { VirtualTimeScheduler, type Observable, type Subscription } from 'rxjs'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 import { leaderElection, type LeaderElectionState } from '../../src/recipes/leader-election.js'
@@ -15,6 +16,7 @@ import { semaphore, type SemaphoreState } from '../../src/recipes/semaphore.js'
 import {
   HELD_LOCK_POLL_MS,
   WAKE_WAIT_MS,
+  rememberLock,
 } from '../../src/effects/coordinator/prefix-coordinator.js'
 import { advanceBy, createConsulDouble, type ConsulDouble } from '../support/consul-double.js'
 
@@ -167,6 +169,22 @@ describe('request counts, in virtual time on the Consul double', () => {
         `a: ${lockPoll(18)}`,
       ])
       await close(second)
+    })
+
+    it('joins in one transaction on a client told what `.lock` holds (the read of rxsem run’s start-up check)', async () => {
+      const client = double.connect('a')
+      const read = await client.kv.get(`${prefix}/.lock`)()
+      assert.ok(E.isRight(read) && read.right === null, 'no .lock yet')
+      rememberLock(client, prefix, read.right)
+      requests()
+      const sem = semaphore({ prefix, limit: 1, consul: client, scheduler })
+      const seen = follow('a', sem)
+      await until('a holds', () => seen.last?.holding === true)
+      await quiet()
+      const lines = requests()
+      assert.deepEqual(lines.slice(0, 2), [`a: ${CREATE}`, `a: ${TXN}`], 'no listing first')
+      assert.ok(!lines.includes(`a: ${LIST}`) && !lines.includes(`a: ${joinKey('a')}`))
+      await close(sem)
     })
 
     it('releases without a read when it closes before the watch showed its own CAS', async () => {

@@ -20,6 +20,7 @@ import type { ConsulHttpClient } from '../../consul/client.js'
 import type { ConsulClient } from '../../consul/client-api.js'
 import type { ConsulError } from '../../base/consul-error.js'
 import { lockKey } from '../../core/keys/lock-key.js'
+import { rememberLock } from '../../effects/coordinator/prefix-coordinator.js'
 import { prepareChildGroup, exitStatusOf, type ChildExit } from './child-group.js'
 import { createContender, type CliContender, type Lease } from './contender.js'
 import {
@@ -351,17 +352,20 @@ async function runGuarded(
  * The start-up check: one read of `<prefix>/.lock`. The library retries transient Consul failures
  * up to its start-up timeout (right for a service whose agent may start a little later), but a
  * command line started against a wrong address should say so at once. The read proves the address
- * (an agent, and not another server), the TLS settings and the token's read permission.
+ * (an agent, and not another server), the TLS settings and the token's read permission; and what
+ * it read lets the contender join the queue in one transaction (`rememberLock`).
  *
  * @returns Nothing when Consul answered (whatever the key holds), else the error to report: any
  *   failure at start is fatal, the transient ones included.
  */
 async function checkReachable(
-  client: Pick<ConsulClient, 'kv'>,
+  client: ConsulClient,
   prefix: string,
 ): Promise<ConsulError | undefined> {
   const answer = await client.kv.get(lockKey(prefix))()
-  return E.isLeft(answer) ? answer.left : undefined
+  if (E.isLeft(answer)) return answer.left
+  rememberLock(client, prefix, answer.right)
+  return undefined
 }
 
 /** The watchdog ended while the slot is awaited: no command could be guarded. */

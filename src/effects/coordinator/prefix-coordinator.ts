@@ -492,6 +492,21 @@ interface PrefixMemory {
   handOvers: HandOverLog
 }
 
+/**
+ * Tells what `client` remembers of `prefix` the `.lock` a read outside its contenders showed
+ * (`entry`; null: there is none), as a listing by its watch would: a first contender of the
+ * prefix on that client may then join in one transaction (`mayJoin`) instead of listing the
+ * prefix, taking its key, and waking for its own write. `rxsem run` reads `.lock` to check the
+ * agent before it contends.
+ *
+ * @example
+ * const read = await client.kv.get(lockKey(prefix))()
+ * if (E.isRight(read)) rememberLock(client, prefix, read.right)
+ */
+export function rememberLock(client: ConsulClient, prefix: string, entry: KVEntry | null): void {
+  memoryOf(client, prefix).lock = entry
+}
+
 /** A bounded cache (least recently used first out) per client, keyed weakly by the client. */
 const memories = new WeakMap<ConsulClient, Map<string, PrefixMemory>>()
 

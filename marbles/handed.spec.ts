@@ -100,12 +100,12 @@ describe('a slot handed to a waiter asleep on its own key', () => {
     })
   })
 
-  // A late renewal decides again on the last snapshot, which is older than the hand-off: it must
-  // not take the slot back (the listing that follows is what may).
-  it('keeps the slot when a late renewal decides again on the listing from before the hand-off', () => {
+  // A late renewal decides again on the last snapshot, which is from before the hand-off and does
+  // not list it: in doubt, it stays false until the listing that follows shows it holding.
+  it('holds again after a lapsed lease only when the listing after the hand-off shows the slot', () => {
     testScheduler().run(({ cold, expectObservable }) => {
-      const source = cold('C-w-h 89ms n', { ...events, n: renewed(100, 94) })
-      const expected = '   f---t 85ms f 3ms t'
+      const source = cold('C-w-h 89ms n 4ms L', { ...events, n: renewed(100, 94) })
+      const expected = '   f---t 85ms f 8ms t'
       expectObservable(source.pipe(holds(options)), '^ 120ms !').toBe(expected, flags)
     })
   })

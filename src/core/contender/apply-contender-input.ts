@@ -53,11 +53,15 @@ export function applyContenderInput(
           input.decision,
         )
       }
-      // Older than our own CAS, it neither keeps nor reconnects us (`decideAgain`).
-      if (isOlderThanOwnCas(s, input.snapshot)) {
-        return decideAgain(s, input.snapshot, now, options, input.decision)
+      if (!isOlderThanOwnCas(s, input.snapshot)) {
+        return redecide({ ...s, connected: true }, input.snapshot, now, options, input.decision)
       }
-      return redecide({ ...s, connected: true }, input.snapshot, now, options, input.decision)
+      // Older than our own CAS (or the hand-off that listed us): it cannot vouch that we are
+      // still listed, so it neither keeps nor reconnects us. But our own key was written before
+      // that CAS, so a snapshot without it is evidence that the key is gone (deleted, or its
+      // session ended), whatever its index says.
+      const older = redecide(s, input.snapshot, now, options, input.decision)
+      return older.decision?.type === 'NotContending' ? older : s
     }
     case 'disconnected':
       return {
@@ -82,7 +86,7 @@ export function applyContenderInput(
       const leased = { ...fresh, leaseDeadline: leaseDeadline(input.sentAt, input.ttlMs, options) }
       return leased.snapshot === undefined
         ? leased
-        : decideAgain(leased, leased.snapshot, now, options)
+        : redecide(leased, leased.snapshot, now, options)
     }
     case 'session-renewed': {
       if (s.session === undefined || s.retired !== undefined) return s
@@ -90,7 +94,7 @@ export function applyContenderInput(
       const leased = { ...s, leaseDeadline: leaseDeadline(input.sentAt, input.ttlMs, options) }
       // A late renewal revives a lapsed lease: decide again, the wait may have missed a slot.
       return lapsed && leased.snapshot !== undefined
-        ? decideAgain(leased, leased.snapshot, now, options)
+        ? redecide(leased, leased.snapshot, now, options)
         : leased
     }
     case 'renewal-failed':
@@ -120,8 +124,9 @@ export function applyContenderInput(
       const retryDue = s.retryAt !== undefined && now >= s.retryAt
       const graceDue = s.patientAt !== undefined && now >= s.patientAt
       if (!retryDue && !graceDue) return s
-      const again = s.snapshot !== undefined ? decideAgain(s, s.snapshot, now, options) : s
-      return again === s ? { ...s, retryAt: undefined, patientAt: undefined } : again
+      return s.snapshot !== undefined
+        ? redecide(s, s.snapshot, now, options)
+        : { ...s, retryAt: undefined }
     }
     case 'handed':
       // Its own key says a release handed it a slot, listing it in `.lock` at `index`: it holds
@@ -215,24 +220,6 @@ function renewalAnswered(
     casIndex: index,
     fencingToken: index,
   }
-}
-
-/**
- * Decides again on a snapshot that may be older than this contender's own CAS (or the hand-off
- * that listed it): such a snapshot cannot vouch that it is still listed, so it changes nothing;
- * but its own key was written before that CAS, so a snapshot without the key is evidence that the
- * key is gone (deleted, or its session ended), whatever its index says.
- */
-function decideAgain(
-  s: ContenderState,
-  snapshot: KVSnapshot,
-  now: number,
-  options: ContenderStateOptions,
-  given?: Decision,
-): ContenderState {
-  const again = redecide(s, snapshot, now, options, given)
-  if (!isOlderThanOwnCas(s, snapshot)) return again
-  return again.decision?.type === 'NotContending' ? again : s
 }
 
 function isOlderThanOwnCas(s: ContenderState, snapshot: KVSnapshot): boolean {

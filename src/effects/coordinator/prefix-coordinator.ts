@@ -146,6 +146,8 @@ export class PrefixCoordinator {
   private joining = 0
   /** Scheduler ms of the last answer of a lone holder's `.lock` poll (`knowsCurrentLock`). */
   private lockAnsweredAt: number | undefined
+  /** The first member's scheduler, or `asyncScheduler`: the clock of the prefix's timers. */
+  private readonly scheduler: SchedulerLike
 
   constructor(
     private readonly client: ConsulClient,
@@ -155,7 +157,7 @@ export class PrefixCoordinator {
   ) {
     const memory = (this.memory = memoryOf(client, prefix))
     this.fresh = new FreshLock(prefix, options.scheduler ?? undefined)
-    const scheduler = options.scheduler ?? asyncScheduler
+    const scheduler = (this.scheduler = options.scheduler ?? asyncScheduler)
     // What changed while no coordinator of the prefix looked was not seen when it shows.
     memory.handOvers = resumeHandOvers(memory.handOvers)
     this.cache = viewCache(
@@ -314,8 +316,7 @@ export class PrefixCoordinator {
     const target = this.target.value
     if (target.type !== 'own' || target.held === undefined) return false
     const answered = this.lockAnsweredAt
-    const now = (this.options.scheduler ?? asyncScheduler).now()
-    return answered === undefined || now - answered >= HELD_LOCK_POLL_MS
+    return answered === undefined || this.scheduler.now() - answered >= HELD_LOCK_POLL_MS
   }
 
   private *decisionsOn(snapshot: KVSnapshot): Iterable<Decision | undefined> {
@@ -352,7 +353,7 @@ export class PrefixCoordinator {
               () => this.target.next(WHOLE_PREFIX),
               (entry) => {
                 this.fresh.sending().lock(entry)
-                this.lockAnsweredAt = (this.options.scheduler ?? asyncScheduler).now()
+                this.lockAnsweredAt = this.scheduler.now()
               },
             )
       }),
@@ -461,7 +462,10 @@ function waitForKey(
   })
 }
 
-/** A key's answer that is news: the index of its change (none after a reconnection), and a hand-off it shows. */
+/**
+ * A key's answer that is news: the index of its change (none after a reconnection), and the
+ * hand-off it shows, if any.
+ */
 interface News {
   readonly changedAt: bigint | undefined
   readonly handed: Handed | undefined

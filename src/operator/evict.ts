@@ -337,9 +337,9 @@ async function requestRevoke(
  * transaction: a CAS on its ModifyIndex to RENEWING_FLAGS and back to HOLDER_FLAGS, its value as
  * it was; Consul keeps the key's lock), when it is a holder of this library's key (HOLDER_FLAGS).
  * A holder alone in its process long-polls only that key (`watchTarget`): the write wakes it to
- * list the prefix, where it finds the request. Its fencing token is the one it
- * took the slot with. A key that changed meanwhile woke it already; a Go holder's key is left as
- * it is (it cannot see the request).
+ * list the prefix, where it finds the request. Its fencing token is the one it took the slot
+ * with. A key that changed meanwhile woke it already; a Go holder's key is left as it is (it
+ * cannot see the request).
  */
 async function wakeHolder(
   client: ConsulClient,

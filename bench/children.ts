@@ -314,9 +314,12 @@ export interface ProcessCost {
 }
 
 /**
- * The median CPU and peak RSS of each command, measured in turns like startupsMs, through GNU
- * time (`/usr/bin/time`, Debian's `time` package): Node cannot read a child's resource usage.
- * Undefined when GNU time is missing.
+ * The median CPU and peak RSS of each command, measured in turns like startupsMs: the peak RSS
+ * through GNU time (`/usr/bin/time`, Debian's `time` package), the CPU through bash's `times`
+ * (Node cannot read a child's resource usage). GNU time prints CPU seconds to two decimals, 10 ms
+ * steps, as coarse as a bare node's whole start; `times` prints the user and system time of the
+ * shell's reaped children (the command, its own children, and GNU time around it, whose share is
+ * well under a millisecond) to the millisecond. Undefined when GNU time is missing.
  */
 export function processCosts(
   argvs: readonly (readonly string[])[],
@@ -326,29 +329,26 @@ export function processCosts(
   if (!existsSync(time)) return undefined
   const dir = mkdtempSync(join(tmpdir(), 'rxsem-cost-'))
   const out = join(dir, 'time')
+  // The command's own output is dropped; `times`' second line is the children's user and system.
+  const script = '"$@" </dev/null >/dev/null 2>&1; times'
   try {
     const costs = argvs.map((): ProcessCost[] => [])
     for (let i = 0; i < runs; i++) {
       argvs.forEach((argv, j) => {
-        // GNU time: user and system seconds, maximum resident set in KB.
-        spawnSync(time, ['-o', out, '-f', '%U %S %M', ...argv], {
-          cwd: repoRoot,
-          stdio: 'ignore',
-          timeout: 30_000,
-        })
-        const [user, system, rssKb] = readFileSync(out, 'utf8')
-          .trim()
-          .split('\n')
-          .at(-1)!
-          .split(' ')
-        costs[j]?.push({
-          cpuMs: (Number(user) + Number(system)) * 1000,
-          rssMb: Number(rssKb) / 1024,
-        })
+        const { stdout } = spawnSync(
+          'bash',
+          ['-c', script, 'bash', time, '-o', out, '-f', '%M', ...argv],
+          { cwd: repoRoot, encoding: 'utf8', timeout: 30_000 },
+        )
+        const rssKb = readFileSync(out, 'utf8').trim().split('\n').at(-1)
+        costs[j]?.push({ cpuMs: childrenCpuMs(stdout), rssMb: Number(rssKb) / 1024 })
       })
     }
-    const median = (values: number[]): number =>
-      values.sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN
+    // A reading that failed (NaN) is left out rather than sorted among the others.
+    const median = (values: number[]): number => {
+      const read = values.filter(Number.isFinite).sort((a, b) => a - b)
+      return read[Math.floor(read.length / 2)] ?? Number.NaN
+    }
     return costs.map((c) => ({
       cpuMs: median(c.map((x) => x.cpuMs)),
       rssMb: median(c.map((x) => x.rssMb)),
@@ -356,6 +356,20 @@ export function processCosts(
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * The reaped children's user + system CPU (ms) from what bash's `times` printed: two lines of
+ * `<m>m<s>s <m>m<s>s`, the shell's own then its children's. NaN when it printed something else.
+ */
+export function childrenCpuMs(printed: string): number {
+  const children = printed.trim().split('\n').at(-1) ?? ''
+  const parts = [...children.matchAll(/(\d+)m([\d.]+)s/g)]
+  if (parts.length !== 2) return Number.NaN
+  return parts.reduce(
+    (ms, [, minutes, seconds]) => ms + (Number(minutes) * 60 + Number(seconds)) * 1000,
+    0,
+  )
 }
 
 const builtChildren = new Map<string, string>()

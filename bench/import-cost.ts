@@ -3,6 +3,9 @@
 // process.memoryUsage().rss and process.cpuUsage() at the moment measured:
 //   node -e 0         a bare node, reading them at once
 //   rxjs              `await import('rxjs')`: what any process that uses rxjs loads, for scale
+//   rxjs and undici   the same, and undici's Pool and its request API as the library's first
+//                     client loads them (src/consul/undici-pool.cts): the floor of a process that
+//                     talks to Consul with the library, before a line of the library runs
 //   import            `await import('rx-consul-semaphore')` (the ES module build)
 //   require           `require('rx-consul-semaphore')` (the CommonJS build)
 //   holding one slot  an ES module replica: semaphore({ prefix, limit: 1 }) without a `consul`
@@ -42,6 +45,7 @@ export interface ImportCostResult {
   readonly runs: number
   readonly bare: ProcessFootprint
   readonly rxjs: ProcessFootprint
+  readonly rxjsUndici: ProcessFootprint
   readonly esm: ProcessFootprint
   readonly cjs: ProcessFootprint
   readonly holding: ProcessFootprint
@@ -51,6 +55,11 @@ export interface ImportCostResult {
 const REPORT =
   'const r=process.memoryUsage().rss,c=process.cpuUsage();' +
   'process.stdout.write(JSON.stringify({rssMb:r/1048576,cpuMs:(c.user+c.system)/1000}))'
+
+/** rxjs, then undici's modules as src/consul/undici-pool.cts loads them on the first client. */
+const UNDICI_AS_THE_CLIENT =
+  "await import('rxjs');const require=(await import('node:module')).createRequire(process.cwd()+'/');" +
+  "require('undici/lib/dispatcher/pool.js');require('undici/lib/api/api-request.js')"
 
 /** How long the replica holds before it reads (see above). */
 const HOLD_BEFORE_READING_MS = 10_000
@@ -119,6 +128,8 @@ export async function measureImportCost(
     bare: () => reading(packageRoot, ['-e', REPORT]),
     rxjs: () =>
       reading(packageRoot, ['--input-type=module', '-e', `await import('rxjs');${REPORT}`]),
+    rxjsUndici: () =>
+      reading(packageRoot, ['--input-type=module', '-e', `${UNDICI_AS_THE_CLIENT};${REPORT}`]),
     esm: () =>
       reading(packageRoot, [
         '--input-type=module',
@@ -148,6 +159,7 @@ export async function measureImportCost(
     runs,
     bare: of('bare'),
     rxjs: of('rxjs'),
+    rxjsUndici: of('rxjsUndici'),
     esm: of('esm'),
     cjs: of('cjs'),
     holding: of('holding'),

@@ -54,7 +54,7 @@ async function main(): Promise<void> {
           `window ${(r.windowMs / 1000).toFixed(2)} s (closed by ${r.windowEnd}); ` +
           `slot-time A ${r.bigSlotMs.toFixed(0)} ms, B ${r.smallSlotMs.toFixed(0)} ms; ` +
           `B's share ${r.smallShare.toFixed(3)} = ${r.fairRatio.toFixed(2)}× fair ` +
-          `(${r.smallShareFromFirstJob?.toFixed(3) ?? 'none'} from its first job on); ` +
+          `(${r.smallShareFromFirstJob?.toFixed(3) ?? 'none'} from its first job on, at ${r.smallFirstStartMs?.toFixed(1) ?? 'none'} ms); ` +
           `started in the window A ${r.bigStarted}, B ${r.smallStarted}; B done ${r.smallDone}`,
       )
       return

@@ -271,8 +271,19 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
         bare === undefined ? '—' : ratio(c.cpuMs / bare.cpuMs),
       ]),
       notes: [
-        'Uncontended: acquire a slot of limit 3, run `true`, release, exit (rxsem run --limit 3, consul lock -n=3); a bare node for scale. User + system CPU and the peak RSS from GNU time, median of the runs, taken in turns. Under churn (one process per acquisition, table 3) this CPU is what the restarts cost the machine.',
+        'Uncontended: acquire a slot of limit 3, run `true`, release, exit (rxsem run --limit 3, consul lock -n=3); a bare node for scale. User + system CPU of the process and its children from the `times` builtin of bash (to the millisecond), the peak RSS from GNU time, median of the runs, taken in turns. Under churn (one process per acquisition, table 3) this CPU is what the restarts cost the machine.',
       ],
+    })
+    const run = r.processCost.find((c) => c.implementation === 'rxsem run')
+    targets.push({
+      what: 'one uncontended acquisition: CPU ≤ 1.6 × a bare node -e 0',
+      implementation: 'rxsem run',
+      value:
+        run === undefined || bare === undefined
+          ? '—'
+          : `${ms(run.cpuMs)} ms vs ${ms(bare.cpuMs)} ms (${ratio(run.cpuMs / bare.cpuMs)})`,
+      threshold: '≤ 1.60×',
+      pass: run === undefined || bare === undefined ? undefined : run.cpuMs <= 1.6 * bare.cpuMs,
     })
   }
   const load = importFigure(r.importCost)
@@ -1193,6 +1204,7 @@ function importFigure(x: ImportCostResult | NotMeasured | undefined): {
     ? [
         ['a bare node -e 0', run.bare],
         ["import('rxjs') alone, for scale", run.rxjs],
+        ["rxjs and undici's Pool, as the first client loads it, for scale", run.rxjsUndici],
         ["import('rx-consul-semaphore'): the ES module build", run.esm],
         ["require('rx-consul-semaphore'): the CommonJS build", run.cjs],
         ['a replica holding one slot, 10 s into its tenure', run.holding],
@@ -1221,7 +1233,7 @@ function importFigure(x: ImportCostResult | NotMeasured | undefined): {
       : [['not measured', x === undefined ? 'not in this run' : (x as NotMeasured).notMeasured]],
     notes: [
       `Fresh node processes of each kind in turns, ${run?.runs ?? 'n'} rounds (BENCH_IMPORT_RUNS), medians; each process reads its own process.memoryUsage().rss and process.cpuUsage() (user + system since its start) when measured: at once for the bare node, right after the import or require, and 10 s into the tenure for the replica (semaphore({ prefix, limit: 1 }) without a consul option, against the bench's agent; by then V8 has recompiled undici's WebAssembly HTTP parser and collected after it). The package is the built one (dist/), resolved by its name as a user's node_modules gives it; the library's processes import nothing else (the replica loads @opentelemetry/api, installed here, with no SDK).`,
-      "Importing the library loads rxjs's root (its CommonJS build, every operator), which a user composing with rxjs loads anyway: the rxjs row is that part. It loads none of undici until a client is made, then undici's Pool alone; the ES module build is one bundled file with fp-ts and io-ts inlined (scripts/build.mjs). The replica's RSS falls in two groups about 9 MB apart, from one run to the next: whether the memory of that recompile was given back to the system or kept by the allocator (the min–max column).",
+      "Importing the library loads rxjs's root (its CommonJS build, every operator), which a user composing with rxjs loads anyway: the rxjs row is that part. It loads none of undici until a client is made, then undici's Pool alone (its modules pull in Node's net, http, tls, crypto and http2): the row of rxjs and undici is what any process that talks to Consul through the library loads before a line of the library runs, its floor; the ES module build is one bundled file with fp-ts and io-ts inlined (scripts/build.mjs). The replica's RSS falls in two groups about 9 MB apart, from one run to the next: whether the memory of that recompile was given back to the system or kept by the allocator (the min–max column).",
     ],
   }
   const rssTarget = (what: string, f: ProcessFootprint | undefined, mbOver: number): Target => ({

@@ -224,7 +224,9 @@ export function contendForLead(
       ...resolved,
       protocol: leaderKeyProtocol,
       limit: 1,
-      // No queue on a lock: whoever acquires first after a release leads, as with Go's Lock.
+      // No fairness grace: the lock's queue is this library's alone (Go's `consul lock` keeps no
+      // place), its first in line tries whenever the key is free, and a waiter waits on the key of
+      // the one ahead (`leaderWatchTarget`).
       fairness: false,
       fairnessGraceMs: undefined,
       scheduler: options.scheduler,

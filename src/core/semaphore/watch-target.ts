@@ -28,6 +28,26 @@ export type WatchTarget =
       readonly key: string
       /** Its ModifyIndex in the snapshot the target was chosen on. */
       readonly modifyIndex: bigint
+      /**
+       * List the prefix every `PARKED_RECHECK_MS` while parked (default true): the semaphore's
+       * fairness grace counts on those listings. A waiter of a leader lock has nothing to count,
+       * and every way the waiter ahead leaves the line changes its key (`leaderWatchTarget`).
+       */
+      readonly recheck?: boolean | undefined
+    }
+  /**
+   * `<prefix>/.lock` alone, for the first in line of a leader lock's queue (`leaderWatchTarget`):
+   * each change of the key is the news, delivered as the last listing with the new `.lock` in it,
+   * without listing the prefix. Whatever else changes under the prefix (waiters joining behind)
+   * does not concern it.
+   */
+  | {
+      /** Discriminant. */
+      readonly type: 'lock'
+      /** The `.lock` key. */
+      readonly key: string
+      /** Its ModifyIndex in the snapshot the target was chosen on (the snapshot's index if none). */
+      readonly modifyIndex: bigint
     }
   /**
    * The contender key of the process's only contender, as the snapshot showed it: its change is
@@ -221,11 +241,14 @@ export function handedTo(target: WatchTarget, entry: KVEntry | undefined): Hande
  * targets.pipe(distinctUntilChanged(sameWatchTarget))
  * @param a - A target.
  * @param b - Another.
- * @returns True when both watch the prefix, or the same key at the same index (and, for a
- *   holder's own key, `.lock` at the same index).
+ * @returns True when both watch the prefix, or `.lock` (whatever its index), or the same key at
+ *   the same index (and, for a holder's own key, `.lock` at the same index).
  */
 export function sameWatchTarget(a: WatchTarget, b: WatchTarget): boolean {
   if (a.type === 'prefix' || b.type === 'prefix') return a.type === b.type
+  // A watch of `.lock` follows the key from its own answers: a target chosen on one of them is
+  // where the watch already is.
+  if (a.type === 'lock' || b.type === 'lock') return a.type === b.type && a.key === b.key
   if (a.type === 'own' && b.type === 'own' && a.held?.lockIndex !== b.held?.lockIndex) return false
   return a.type === b.type && a.key === b.key && a.modifyIndex === b.modifyIndex
 }

@@ -158,6 +158,7 @@ export function consulPort(
     followLimit: options.followLimit === true,
     value: options.value,
     fairness: options.fairness,
+    tryOnce: options.tryOnce === true,
     scheduler,
     cache: coordinator.cache,
     fresh: coordinator.fresh,

@@ -7,11 +7,13 @@ import { randomUUID } from 'node:crypto'
 import { after, describe, it, type TestContext } from 'node:test'
 import { filter, firstValueFrom, lastValueFrom, type Observable } from 'rxjs'
 import {
+  createConsulClient,
   leaderElection,
   semaphore,
   SemaphoreError,
   type ContenderOptions,
 } from '../../src/index.js'
+import { PARKED_RECHECK_MS } from '../../src/effects/coordinator/prefix-coordinator.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { keep, onEnd, testPrefix } from '../support/tracked.js'
 import { noSessionsNamed, sleep } from '../support/observe.js'
@@ -158,6 +160,43 @@ describe('sessions tied to service checks', { timeout: SUITE_TIMEOUT_MS }, () =>
       )
     })
   }
+
+  it('hands the slot of a holder whose check went critical to a waiter alone in its process, which sleeps on its own key', async (t) => {
+    const checkId = await registerService(t, agent.url, 'passing')
+    const { prefix, options } = contenders(t, 'svc-check-alone')
+    // Two clients: each is a process of one contender, as replicas are, so the waiter long-polls
+    // only its own key and would see a slot freed without a hand-off only at its next listing.
+    const clients = [
+      createConsulClient({ address: agent.addr }),
+      createConsulClient({ address: agent.addr }),
+    ]
+    for (const client of clients) onEnd(t, () => client.close())
+    const [holderClient, waiterClient] = clients
+    const holder = semaphore({
+      ...options({ consul: holderClient, serviceChecks: [checkId], value: 'holder' }),
+      limit: 1,
+    })
+    onEnd(t, () => holder.close())
+    // Subscribed throughout: the holder contends for as long as someone listens.
+    const watched = keep(t, holder.state$.subscribe({ error: () => undefined }))
+    onEnd(t, () => watched.unsubscribe())
+    const holderSession = (await firstValueFrom(holder.state$.pipe(filter((s) => s.holding))))
+      .session
+    const next = semaphore({ ...options({ consul: waiterClient, value: 'next' }), limit: 1 })
+    onEnd(t, () => next.close())
+    const nextHolds = firstValueFrom(next.state$.pipe(filter((s) => s.holding)))
+    await firstValueFrom(next.state$.pipe(filter((s) => s.rank === 0)))
+
+    const failedAt = Date.now()
+    await agentPut(agent.url, `/v1/agent/check/fail/${checkId}`)
+    const bound = PARKED_RECHECK_MS / 2
+    const held = await Promise.race([nextHolds.then(() => true), sleep(bound).then(() => false)])
+    const tookMs = Date.now() - failedAt
+    assert.ok(held, `the waiter did not hold within ${bound} ms: it found the slot on its own`)
+    t.diagnostic(`the waiter held ${tookMs} ms after the check went critical`)
+    const lock = await (await fetch(`${agent.url}/v1/kv/${prefix}/.lock?raw`)).text()
+    assert.ok(holderSession !== undefined && !lock.includes(holderSession), `.lock: ${lock}`)
+  })
 
   it('fails with a typed error naming the check when the service check is critical at the start', async (t) => {
     const checkId = await registerService(t, agent.url, 'critical')

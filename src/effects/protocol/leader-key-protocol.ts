@@ -1,3 +1,4 @@
+import * as E from 'fp-ts/lib/Either.js'
 import { SEMAPHORE_FLAGS } from '../../base/flags.js'
 import type { PrefixProblem } from '../../core/events.js'
 import { leaderKeyDecider } from '../../core/leader-key/decide-leader-key.js'
@@ -35,15 +36,18 @@ export const leaderKeyProtocol: ContenderProtocol = {
       session,
       scheduler: contender.scheduler,
     }),
+  // A session Consul has ended holds nothing: the key was released with it (behavior `release`).
   release: (contender, session, _lastSeen, keepSession) =>
-    releaseLeaderKey({
-      client: contender.client,
-      prefix: contender.prefix,
-      session,
-      value: contender.value,
-      scheduler: contender.scheduler,
-      adopted: keepSession === 'adopted',
-    }),
+    keepSession === 'gone'
+      ? Promise.resolve(E.right(undefined))
+      : releaseLeaderKey({
+          client: contender.client,
+          prefix: contender.prefix,
+          session,
+          value: contender.value,
+          scheduler: contender.scheduler,
+          adopted: keepSession === 'adopted',
+        }),
   problemError: leaderKeyProblemError,
 }
 

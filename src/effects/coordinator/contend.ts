@@ -1,5 +1,12 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { Observable, asyncScheduler, finalize, type SchedulerLike, type Subscriber } from 'rxjs'
+import {
+  Observable,
+  asyncScheduler,
+  finalize,
+  type SchedulerLike,
+  type Subscriber,
+  type Unsubscribable,
+} from 'rxjs'
 import type { ConsulClient, SessionCreateOptions } from '../../consul/client-api.js'
 import type { ConsulError } from '../../base/consul-error.js'
 import type { KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
@@ -25,7 +32,7 @@ import {
 } from '../../telemetry/contender-telemetry.js'
 import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-protocol.js'
 import { destroySession } from '../release/destroy-session.js'
-import { SessionLease, type LeaseEvent } from '../session-lease.js'
+import { SessionLease, type LeaseEvent, type SessionLeaseOptions } from '../session-lease.js'
 import { sessionSignature, type ContenderShelf } from '../session-shelf.js'
 import { HeldBack, followWatch, type FollowSink } from './held-back.js'
 import type { ContenderPort, FollowEvent, WriteEvent } from './contender-port.js'
@@ -176,9 +183,8 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
   private readonly leaseMarginMs: number
   private readonly onRelease: ContendOptions['onRelease']
   private readonly coordinator: Borrowed<PrefixCoordinator>
-  /** What a session of this contender is created with, and its signature on the shelf. */
+  /** What a session of this contender is created with. */
   private readonly request: SessionCreateOptions
-  private readonly signature: string
   private readonly telemetry: ContenderTelemetry
   /** The snapshots held back from the running session's waiter (`holdBack`). */
   private readonly held: HeldBack
@@ -223,7 +229,6 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
       ...(options.checks !== undefined ? { nodeChecks: options.checks } : {}),
       ...(options.serviceChecks !== undefined ? { serviceChecks: options.serviceChecks } : {}),
     }
-    this.signature = sessionSignature(this.request)
     this.telemetry = contenderTelemetry(options.telemetry, {
       prefix,
       limit: options.limit,
@@ -297,21 +302,16 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
     })
   }
 
-  lease({
-    session,
-    ttlMs,
-    sentAt,
-    leaseMarginMs,
-  }: SessionGrant & { readonly leaseMarginMs: number | undefined }): Observable<LeaseEvent> {
-    const { client, scheduler, random } = this
-    const options = { client, ttlMs, createdAt: sentAt, leaseMarginMs, scheduler, random }
+  lease(
+    grant: SessionGrant & { readonly leaseMarginMs: number | undefined },
+  ): Observable<LeaseEvent> {
+    const { session, ttlMs, sentAt } = grant
     const companions = this.companionsOf(session)
     if (companions.length === 0) {
-      // One session: its lease tells the subscriber itself.
-      return new Observable<LeaseEvent>((subscriber) => {
-        const lease = new SessionLease({ ...options, session }, subscriber)
-        return () => lease.stop()
-      })
+      // One session: its lease tells the subscriber itself, and is all its teardown keeps.
+      return new Observable<LeaseEvent>((subscriber) =>
+        stopping(new SessionLease(this.leaseOptions(session, grant), subscriber)),
+      )
     }
     return new Observable<LeaseEvent>((subscriber) => {
       const sessions = [session, ...companions]
@@ -323,19 +323,16 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
       let companionGone = false
       const leases = sessions.map(
         (one, i) =>
-          new SessionLease(
-            { ...options, session: one },
-            {
-              next: (event) => {
-                if (event.type === 'session-gone' && i > 0) companionGone = true
-                if (event.type !== 'session-renewed') return subscriber.next(event)
-                renewed[i] = { sentAt: event.sentAt, ttlMs: event.ttlMs }
-                const oldest = renewed.reduce((a, b) => (b.sentAt < a.sentAt ? b : a))
-                subscriber.next({ type: 'session-renewed', ...oldest })
-              },
-              error: (error) => subscriber.error(error),
+          new SessionLease(this.leaseOptions(one, grant), {
+            next: (event) => {
+              if (event.type === 'session-gone' && i > 0) companionGone = true
+              if (event.type !== 'session-renewed') return subscriber.next(event)
+              renewed[i] = { sentAt: event.sentAt, ttlMs: event.ttlMs }
+              const oldest = renewed.reduce((a, b) => (b.sentAt < a.sentAt ? b : a))
+              subscriber.next({ type: 'session-renewed', ...oldest })
             },
-          ),
+            error: (error) => subscriber.error(error),
+          }),
       )
       return () => {
         for (const lease of leases) lease.stop()
@@ -345,6 +342,15 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
         if (companionGone) this.destroyInBackground(session)
       }
     })
+  }
+
+  /** The options of the lease of one of a run's sessions. */
+  private leaseOptions(
+    session: string,
+    { ttlMs, sentAt, leaseMarginMs }: SessionGrant & { readonly leaseMarginMs: number | undefined },
+  ): SessionLeaseOptions {
+    const { client, scheduler, random } = this
+    return { client, session, ttlMs, createdAt: sentAt, leaseMarginMs, scheduler, random }
   }
 
   mayJoin(): boolean {
@@ -369,15 +375,11 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
       const { held } = this
       held.clear()
       const decide = this.step.decide ?? decideSemaphore
-      const member = new FollowingMember(decide, decideWith, alone, held, subscriber)
       const coordinator = this.coordinator.value
+      const member = new FollowingMember(decide, decideWith, alone, held, coordinator, subscriber)
       coordinator.follow(member, seed)
-      return () => {
-        // What was held back, and its refresh, end with the run's watch.
-        held.clear()
-        // A no-op when the coordinator already let every member go (its watch failed).
-        coordinator.unfollow(member)
-      }
+      // Unsubscribed, the member leaves the watch.
+      return member
     })
   }
 
@@ -399,7 +401,11 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
       released.then((result) => {
         this.telemetry.released(result)
         if (E.isRight(result) && result.right !== undefined && 'sessionKept' in result.right) {
-          this.shelf?.shelve(this.signature, { session, ...renewal }, this.scheduler)
+          this.shelf?.shelve(
+            sessionSignature(this.request),
+            { session, ...renewal },
+            this.scheduler,
+          )
         }
         return E.map((): void => undefined)(result)
       }),
@@ -430,7 +436,8 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
     if (from === 'adopt' && adoptedSession !== undefined) {
       return { answer: adoptSession(client, adoptedSession, signal, sentAt), adopted: true }
     }
-    const shelved = from === 'shelf' ? shelf?.take(this.signature, sentAt) : undefined
+    const shelved =
+      from === 'shelf' ? shelf?.take(sessionSignature(this.request), sentAt) : undefined
     if (shelved !== undefined) {
       const { session } = shelved
       return {
@@ -480,7 +487,7 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
  * snapshot), and the watch's events handed to the run's follow, less those its waiter holds back
  * (`followWatch`). One object per run, with its methods on the prototype.
  */
-class FollowingMember implements CoordinatedMember, FollowSink {
+class FollowingMember implements CoordinatedMember, FollowSink, Unsubscribable {
   // The last decision, as two fields: the coordinator asks for it, and the run steps on it.
   private decidedOn: KVSnapshot | undefined = undefined
   private decided: Decision | undefined = undefined
@@ -490,8 +497,17 @@ class FollowingMember implements CoordinatedMember, FollowSink {
     private readonly decideWith: DecideOptions,
     readonly alone: string | undefined,
     private readonly held: HeldBack,
+    private readonly coordinator: PrefixCoordinator,
     private readonly subscriber: Subscriber<FollowEvent>,
   ) {}
+
+  /** The run's follow ends: the member leaves the watch. */
+  unsubscribe(): void {
+    // What was held back, and its refresh, end with the run's watch.
+    this.held.clear()
+    // A no-op when the coordinator already let every member go (its watch failed).
+    this.coordinator.unfollow(this)
+  }
 
   decisionOn(snapshot: KVSnapshot): Decision {
     if (this.decidedOn === snapshot && this.decided !== undefined) return this.decided
@@ -512,4 +528,9 @@ class FollowingMember implements CoordinatedMember, FollowSink {
   next(event: FollowEvent): void {
     this.subscriber.next(event)
   }
+}
+
+/** A teardown that stops `lease`, and keeps nothing else. */
+function stopping(lease: SessionLease): () => void {
+  return () => lease.stop()
 }

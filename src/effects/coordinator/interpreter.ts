@@ -210,7 +210,7 @@ export class Interpreter {
     this.calls[kind] = undefined
   }
 
-  /** A call's answer, as its machine's input. */
+  /** @internal A call's answer, as its machine's input. */
   answered(call: Call, value: unknown): void {
     switch (call.kind) {
       case 'session':
@@ -227,14 +227,14 @@ export class Interpreter {
     }
   }
 
-  /** A call that failed (the join fails quietly: the machine goes on without it). */
+  /** @internal A call that failed (the join fails quietly: the machine goes on without it). */
   failed(call: Call, error: unknown): void {
     this.ended(call)
     if (call.kind === 'session') return this.input({ type: 'session-failed', error })
     if (call.kind !== 'join') this.input({ type: 'run-failed', error })
   }
 
-  /** A call that completed: only a write's completion is news (`written`). */
+  /** @internal A call that completed: only a write's completion is news (`written`). */
   completed(call: Call): void {
     this.ended(call)
     if (call.action !== undefined) this.input({ type: 'written', action: call.action })
@@ -253,7 +253,7 @@ export class Interpreter {
     this.timers[name] = this.scheduler.schedule(fireTimer, delay, { interpreter: this, name })
   }
 
-  /** A timer fired (the timer's work): it is fed to the machine. */
+  /** @internal A timer fired (the timer's work): it is fed to the machine. */
   fired(name: LifeTimer): void {
     this.timers[name] = undefined
     this.input(this.due(name))

@@ -609,21 +609,22 @@ function dropHold(state: ContenderState): ContenderState {
 
 /**
  * The per-session step's options of a run: the contender's, with the run's lease margin and the
- * try-once flag. Made once per combination (a contender has at most a few), since the step is
- * taken on every input of every contender.
+ * try-once flag. The last one made is kept per contender and made again only when one of the two
+ * changes (a new run's margin, the end of try-once), since the step is taken on every input of
+ * every contender.
  */
-const stepOptionsMemo = new WeakMap<LifeOptions, Map<string, ContenderStateOptions>>()
+const stepOptionsMemo = new WeakMap<LifeOptions, ContenderStateOptions>()
 function stepOptionsOf(
   options: LifeOptions,
   leaseMarginMs: number | undefined,
   tryOnce: boolean,
 ): ContenderStateOptions {
-  let known = stepOptionsMemo.get(options)
-  if (known === undefined)
-    stepOptionsMemo.set(options, (known = new Map<string, ContenderStateOptions>()))
-  const key = `${leaseMarginMs}:${tryOnce}`
-  let made = known.get(key)
-  if (made === undefined) known.set(key, (made = { ...options.step, leaseMarginMs, tryOnce }))
+  const known = stepOptionsMemo.get(options)
+  if (known !== undefined && known.leaseMarginMs === leaseMarginMs && known.tryOnce === tryOnce) {
+    return known
+  }
+  const made = { ...options.step, leaseMarginMs, tryOnce }
+  stepOptionsMemo.set(options, made)
   return made
 }
 

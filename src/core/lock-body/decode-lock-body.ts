@@ -113,8 +113,8 @@ function holdersOf(
     // A map used as a set (Go's shape): what counts is the keys, every value a flag. Checked in
     // place rather than by a record codec: this runs on every `.lock` read.
     const keys = Object.keys(holders)
-    for (const key of keys) {
-      if (!HolderFlag.is(holders[key])) return E.left(nonBooleanHolders(holders, field))
+    if (!keys.every((key) => HolderFlag.is(holders[key]))) {
+      return E.left(nonBooleanHolders(holders, field))
     }
     return E.right({ holders: keys, shape: 'go-map' })
   }

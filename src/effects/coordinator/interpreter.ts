@@ -148,7 +148,7 @@ export class Interpreter {
       for (let next = this.inbox[0]; next !== undefined; next = this.inbox[0]) {
         const step = lifeStep(this.life, next, this.scheduler.now(), this.options)
         this.life = step.life
-        for (const command of step.commands) this.carryOut(command)
+        step.commands.forEach((command) => this.carryOut(command))
         this.inbox.shift()
       }
     } finally {

@@ -23,7 +23,7 @@ import {
   sessionGone,
 } from './support/events.js'
 import { contending, type Released } from './support/port.js'
-import { listed, me, prefix, waiting } from './support/scenario.js'
+import { keyGone, listed, me, prefix, waiting } from './support/scenario.js'
 import { contenderEntry, lockEntry, snapshotOf } from './support/snapshot.js'
 
 const testScheduler = (): TestScheduler =>
@@ -68,6 +68,7 @@ const events: Record<string, ContenderEvent> = {
       lockEntry(prefix, '{"Limit":1,"Holders":{"a":true}}', 9n),
     ]),
   ),
+  g: seen(keyGone),
   d: disconnected,
   x: sessionGone,
   r: releaseRequested,
@@ -110,6 +111,28 @@ describe('contenderStep: the commands', () => {
       a: 'wake@900',
       b: 'write:TryAcquire@0',
       c: 'cancel end:session-gone',
+    })
+  })
+
+  it('should end with a release when the session is gone while .lock lists it', () => {
+    expectCommands(one, 'c-w-k-l-x', 'a-b-c---d', {
+      a: 'wake@900',
+      b: 'write:TryAcquire@0',
+      c: 'cancel',
+      d: 'end:session-gone+release',
+    })
+  })
+
+  it('should end with a release when the session goes after a snapshot showed its key gone under .lock', () => {
+    // The listing that showed the key gone (Consul deleted it with the session) unlisted the
+    // contender, but `.lock` still names it: a dead holder that the process gives back.
+    // The key gone, it asks for it again (`NotContending`) until the session's loss ends the run.
+    expectCommands(one, 'c-w-k-l-g-x', 'a-b-c---d-e', {
+      a: 'wake@900',
+      b: 'write:TryAcquire@0',
+      c: 'cancel',
+      d: 'write:NotContending',
+      e: 'cancel end:session-gone+release',
     })
   })
 

@@ -77,7 +77,15 @@ export type {
   FollowEvent,
   WriteEvent,
 } from './effects/coordinator/contender-port.js'
-export { HeldBack, heldBackBy, heldBackTo, type Offered } from './effects/coordinator/held-back.js'
+export {
+  HeldBack,
+  followWatch,
+  heldBackBy,
+  heldBackTo,
+  type FollowingRun,
+  type FollowSink,
+  type Offered,
+} from './effects/coordinator/held-back.js'
 export type { CheckRefusal } from './core/contender/check-refusal.js'
 export { holdBackUntil, holdsBack } from './core/semaphore/hold-back.js'
 export type { LeaseEvent } from './effects/session-lease.js'

@@ -123,8 +123,12 @@ export function connectionGate(
     { items: [], head: 0 },
     { items: [], head: 0 },
   ]
-  /** How to stop each admitted request, for the close. */
-  const running = new Set<(why: StopReason) => void>()
+  /**
+   * How to stop each admitted request, for the close. An array rather than a Set: it holds at
+   * most `connections` entries, and a Set that a few requests at a time join and leave makes a
+   * new table of its own whenever it grows or shrinks, several times a request.
+   */
+  const running: ((why: StopReason) => void)[] = []
 
   const fits = (poll: boolean): boolean => out < connections && (!poll || polls < mostPolls)
   /** Moves a line's front past its settled requests, and lets go of them now and then. */
@@ -153,7 +157,7 @@ export function connectionGate(
     const onCallerAbort = (): void => end('caller')
     const timer: Subscription = scheduler.schedule(() => end('timeout'), entry.timeoutMs)
     entry.signal?.addEventListener('abort', onCallerAbort, { once: true })
-    running.add(end)
+    running.push(end)
     return {
       admitted: true,
       signal: controller.signal,
@@ -163,7 +167,10 @@ export function connectionGate(
         left = true
         timer.unsubscribe()
         entry.signal?.removeEventListener('abort', onCallerAbort)
-        running.delete(end)
+        // Its place is taken by the last one: the order does not matter.
+        const at = running.indexOf(end)
+        running[at] = running[running.length - 1] as (why: StopReason) => void
+        running.pop()
         out--
         if (entry.poll) polls--
         admitWaiting()

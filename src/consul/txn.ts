@@ -4,7 +4,6 @@
  * bare integers, which `JSON.stringify` cannot do for a bigint.
  */
 import * as E from 'fp-ts/lib/Either.js'
-import { pipe } from 'fp-ts/lib/function.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type { CallOptions, TxnOp, TxnResult } from './client-api.js'
 import { decodeJson, toKVEntry, TxnAnswerJson, txnAnswerJsonOf } from './codecs.js'
@@ -60,48 +59,40 @@ export function createTxn(transport: Transport) {
     ops: readonly TxnOp[],
     options: CallOptions = {},
   ): TE.TaskEither<ConsulError, TxnResult> => {
-    const encoded = pipe(
-      ops.map(opJson),
-      E.sequenceArray,
-      E.filterOrElse(
-        (all) => all.length > 0,
-        () => 'a transaction needs at least one operation',
-      ),
-      E.mapLeft((why) => rejectedBeforeSending('PUT /v1/txn', why)),
-    )
-    return pipe(
-      encoded,
-      E.match(unsent, (parts) =>
-        transport.call(
-          {
-            method: 'PUT',
-            path: '/v1/txn',
-            body: `[${parts.join(',')}]`,
-            contentType: 'application/json',
-            signal: options.signal,
-          },
-          (answer): E.Either<ConsulError, TxnResult> => {
-            if (answer.status !== 200 && answer.status !== 409) return E.left(statusError(answer))
-            return pipe(
-              decodeJson(TxnAnswerJson, answer.body, answer.label, txnAnswerJsonOf),
-              E.map((decoded): TxnResult =>
-                answer.status === 200
-                  ? {
-                      committed: true,
-                      results: (decoded.Results ?? []).map((r) => toKVEntry(r.KV)),
-                    }
-                  : {
-                      committed: false,
-                      errors: (decoded.Errors ?? []).map((e) => ({
-                        opIndex: e.OpIndex,
-                        what: e.What,
-                      })),
-                    },
-              ),
-            )
-          },
-        ),
-      ),
+    // The body in one loop, without fp-ts's `pipe`: one of these is made for every write.
+    const parts: string[] = []
+    for (let position = 0; position < ops.length; position++) {
+      const part = opJson(ops[position] as TxnOp, position)
+      if (E.isLeft(part)) return unsent(rejectedBeforeSending('PUT /v1/txn', part.left))
+      parts.push(part.right)
+    }
+    if (parts.length === 0) {
+      return unsent(
+        rejectedBeforeSending('PUT /v1/txn', 'a transaction needs at least one operation'),
+      )
+    }
+    return transport.call(
+      {
+        method: 'PUT',
+        path: '/v1/txn',
+        body: `[${parts.join(',')}]`,
+        contentType: 'application/json',
+        signal: options.signal,
+      },
+      (answer): E.Either<ConsulError, TxnResult> => {
+        if (answer.status !== 200 && answer.status !== 409) return E.left(statusError(answer))
+        const decoded = decodeJson(TxnAnswerJson, answer.body, answer.label, txnAnswerJsonOf)
+        if (E.isLeft(decoded)) return decoded
+        const { Results, Errors } = decoded.right
+        return E.right(
+          answer.status === 200
+            ? { committed: true, results: (Results ?? []).map((r) => toKVEntry(r.KV)) }
+            : {
+                committed: false,
+                errors: (Errors ?? []).map((e) => ({ opIndex: e.OpIndex, what: e.What })),
+              },
+        )
+      },
     )
   }
 }

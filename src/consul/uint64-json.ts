@@ -9,7 +9,8 @@
 
 /**
  * A uint64 member, `"Flags": 123` (and the index members), which becomes `"Flags": "123"`: its
- * name and colon (UINT64_NAME), digits, then `,` `}` `]` or whitespace (UINT64_END).
+ * name and colon (group 1), its digits (group 2), then `,` `}` `]` or whitespace, looked at but
+ * not taken.
  *
  * Why a regex is safe here, on valid JSON: inside a JSON string a `"` is always written `\"`.
  * The match needs a `"` directly after the name (`Flags"`), preceded by a letter, not by a
@@ -20,34 +21,17 @@
  * escaped (`"x\"Flags\":1"`) and so never match. The value must be digits followed by `,` `}`
  * `]` or whitespace: a negative or fractional number is left alone and rejected by the codec.
  */
-const UINT64_NAME = /"(?:Flags|LockIndex|CreateIndex|ModifyIndex|Index)"\s*:\s*/g
-/** What follows a uint64 member's digits. */
-const UINT64_END = /\s*[,}\]]/y
+const UINT64_MEMBER =
+  /("(?:Flags|LockIndex|CreateIndex|ModifyIndex|Index)"\s*:\s*)(\d+)(?=\s*[,}\]])/g
 
 /**
- * Quotes the bare integer values of Consul's uint64 members (see UINT64_NAME for why): each
- * member's name found by UINT64_NAME, then its digits and UINT64_END checked in place, so that no
- * match array is made (this runs on every answer). The text between the members is
- * copied by concatenation: a KV listing of a thousand entries has four thousand of them, which
- * `String.prototype.replace` with a `$n` template copies several times slower.
+ * Quotes the bare integer values of Consul's uint64 members (see UINT64_MEMBER for why). One
+ * `replace` with a template: it builds the quoted text in one piece, where concatenating the
+ * text between the members made a string for each piece and then flattened them all again
+ * (this runs on every answer).
  */
 export function quoteUint64Members(json: string): string {
-  // Shared: this runs to its end without yielding, so nobody else moves their lastIndex meanwhile.
-  const name = UINT64_NAME
-  name.lastIndex = 0
-  let quoted = ''
-  let copied = 0
-  while (name.test(json)) {
-    const at = name.lastIndex
-    let end = at
-    for (let code = json.charCodeAt(end); code >= 48 && code <= 57; code = json.charCodeAt(++end));
-    if (end === at) continue
-    UINT64_END.lastIndex = end
-    if (!UINT64_END.test(json)) continue
-    quoted += `${json.slice(copied, at)}"${json.slice(at, end)}"`
-    copied = end
-  }
-  return copied === 0 ? json : quoted + json.slice(copied)
+  return json.replace(UINT64_MEMBER, '$1"$2"')
 }
 
 /** `JSON.parse` with Consul's uint64 members kept as exact decimal strings. */

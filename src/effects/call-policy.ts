@@ -2,11 +2,10 @@ import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import {
   Observable,
-  defer,
   of,
-  retry,
   throwError,
-  timer,
+  type Observer,
+  type Subscription,
   type MonoTypeOperatorFunction,
   type SchedulerLike,
 } from 'rxjs'
@@ -59,25 +58,46 @@ export function retryTransient<A>(
   scheduler: SchedulerLike,
   random: () => number = Math.random,
 ): MonoTypeOperatorFunction<A> {
+  // One Observable per subscription rather than `defer` around RxJS's `retry` and a `timer` per
+  // wait: every write of a busy pool passes here, and the operators' subscribers were most of
+  // what a write allocates.
   return (source) =>
-    defer(() => {
+    new Observable<A>((subscriber) => {
       // The ACL failures in a row of this subscription, across the retries it makes.
       let aclInRow = 0
-      return source.pipe(
-        retry<A>({
-          count: 5,
-          delay: (error: unknown, attempt) => {
-            if (!isConsulError(error) || isSessionInvalid(error)) return throwError(() => error)
-            const verdict = judgeFailure(error, aclInRow)
-            if (verdict.verdict === 'permanent') return throwError(() => verdict.error)
-            aclInRow = verdict.aclInRow
-            // `attempt` counts the failures in a row of this call (1 for the first).
-            return timer(backoffDelay(BACKOFF.write, attempt, { random, error }), scheduler)
-          },
-        }),
-      )
+      // The failures in a row of this call (1 for the first), as `retry` counts its attempts.
+      let attempt = 0
+      let call: Subscription | undefined
+      let wait: Subscription | undefined
+      const failed = (error: unknown): void => {
+        if (++attempt > RETRIES || !isConsulError(error) || isSessionInvalid(error)) {
+          return subscriber.error(error)
+        }
+        const verdict = judgeFailure(error, aclInRow)
+        if (verdict.verdict === 'permanent') return subscriber.error(verdict.error)
+        aclInRow = verdict.aclInRow
+        const delay = backoffDelay(BACKOFF.write, attempt, { random, error })
+        wait = scheduler.schedule(makeCall, Math.max(0, delay))
+      }
+      const observer: Partial<Observer<A>> = {
+        next: (value) => subscriber.next(value),
+        error: failed,
+        complete: () => subscriber.complete(),
+      }
+      function makeCall(): void {
+        wait = undefined
+        call = source.subscribe(observer)
+      }
+      makeCall()
+      return () => {
+        call?.unsubscribe()
+        wait?.unsubscribe()
+      }
     })
 }
+
+/** How many times `retryTransient` makes a call again. */
+const RETRIES = 5
 
 /**
  * Runs one Consul call per subscription as an Observable of its Either, aborting the request when
@@ -96,22 +116,64 @@ export function retryTransient<A>(
 export function fromCall<A>(
   call: (signal: AbortSignal) => TE.TaskEither<ConsulError, A>,
 ): Observable<E.Either<ConsulError, A>> {
-  return new Observable((subscriber) => {
-    const controller = new AbortController()
-    let answered = false
-    call(controller.signal)().then(
-      (result) => {
-        answered = true
-        subscriber.next(result)
-        subscriber.complete()
-      },
-      // The Consul layer's tasks never reject; this only routes a bug there to the subscriber.
-      (error: unknown) => subscriber.error(error),
-    )
-    // Only a call still in flight is aborted: an abort makes a DOMException with its stack,
-    // which every answered write would otherwise pay for nothing.
-    return () => {
-      if (!answered) controller.abort()
-    }
-  })
+  return new Observable((subscriber) =>
+    callFor(subscriber, call, (result) => {
+      subscriber.next(result)
+      subscriber.complete()
+    }),
+  )
+}
+
+/**
+ * `fromCall(call).pipe(mergeMap(orThrow))` in one Observable: the call's Right then completion,
+ * or its Left as the error. `answered` is told each Right first, before the subscriber.
+ *
+ * ```
+ * subscribe ──── answer
+ * -------------(a|)      or  -------------#
+ * ```
+ *
+ * @example
+ * rightOf((signal) => client.kv.txn(ops, { signal })).pipe(retryTransient(scheduler))
+ * @param call Builds the TaskEither for a given AbortSignal.
+ * @returns One value then completion, or the ConsulError.
+ */
+export function rightOf<A>(
+  call: (signal: AbortSignal) => TE.TaskEither<ConsulError, A>,
+  answered?: (value: A) => void,
+): Observable<A> {
+  return new Observable((subscriber) =>
+    callFor(subscriber, call, (result) => {
+      if (E.isLeft(result)) return subscriber.error(result.left)
+      answered?.(result.right)
+      subscriber.next(result.right)
+      subscriber.complete()
+    }),
+  )
+}
+
+/**
+ * Makes `call` for one subscription and hands its result to `answer`; returns the teardown,
+ * which aborts the request when it is still in flight.
+ */
+function callFor<A>(
+  subscriber: { readonly error: (error: unknown) => void },
+  call: (signal: AbortSignal) => TE.TaskEither<ConsulError, A>,
+  answer: (result: E.Either<ConsulError, A>) => void,
+): () => void {
+  const controller = new AbortController()
+  let answered = false
+  call(controller.signal)().then(
+    (result) => {
+      answered = true
+      answer(result)
+    },
+    // The Consul layer's tasks never reject; this only routes a bug there to the subscriber.
+    (error: unknown) => subscriber.error(error),
+  )
+  // Only a call still in flight is aborted: an abort makes a DOMException with its stack,
+  // which every answered write would otherwise pay for nothing.
+  return () => {
+    if (!answered) controller.abort()
+  }
 }

@@ -35,28 +35,25 @@ export interface SessionLeaseOptions {
   readonly random?: (() => number) | undefined
 }
 
-/** Where a lease reports: each renewal step, and a permanent failure (after which it stops). */
+/**
+ * Where a lease reports: each renewal step, and a permanent failure (after which it stops). A
+ * subscriber of `LeaseEvent`s is one as it is.
+ */
 export interface LeaseListener {
-  readonly onLease: (event: LeaseEvent) => void
-  readonly onLeaseError: (error: ConsulError) => void
+  readonly next: (event: LeaseEvent) => void
+  readonly error: (error: ConsulError) => void
 }
 
 /** The shortest wait between two renewals after a 429/503, however close the deadline. */
 const MIN_THROTTLED_RETRY_MS = 250
 
-/** What the next renewal needs to know about the last one that succeeded. */
-interface Renewal {
-  readonly lease: SessionLease
-  readonly ttlMs: number
-  readonly lastSentAt: number
-  readonly aclInRow: number
-}
-
 /**
  * Keeps a session alive: renews it TTL/2 after the last successful renewal was sent (adopting the
  * TTL the server returns), retries a failed renewal every `retryMs` until stopped, and reports
  * each step to its listener. One scheduler timer and at most one request in flight, and no closure
- * per session: a process with ten thousand contenders keeps ten thousand of these.
+ * per session: a process with ten thousand contenders keeps ten thousand of these, so what the
+ * next renewal needs to know is kept in the lease's own fields, and the timer's work is one
+ * function for every lease.
  *
  * ```
  *        renew     renew   fails fails  renew answers 404
@@ -78,32 +75,40 @@ interface Renewal {
  * @example
  * const lease = new SessionLease(
  *   { client, session, ttlMs: 15000, createdAt: asyncScheduler.now() },
- *   { onLease: (e) => console.log(e.type), onLeaseError: (e) => console.error(e.message) },
+ *   { next: (e) => console.log(e.type), error: (e) => console.error(e.message) },
  * )
  * // ... later
  * lease.stop()
  */
 export class SessionLease {
+  private readonly client: ConsulClient
+  private readonly session: string
+  private readonly leaseMarginMs: number | undefined
+  private readonly retryMs: number | undefined
+  private readonly random: (() => number) | undefined
   private readonly scheduler: SchedulerLike
-  private timer: Subscription | undefined
-  private call: AbortController | undefined
+  private timer: Subscription | undefined = undefined
+  private call: AbortController | undefined = undefined
   private stopped = false
   /** When the last successful renewal (or the create) was sent, and the TTL it runs on. */
-  private current: { readonly sentAt: number; readonly ttlMs: number }
+  private sentAt: number
+  private ttlMs: number
+  /** The ACL-naming 500s in a row so far (`judgeFailure`). */
+  private aclInRow = 0
 
   constructor(
-    private readonly options: SessionLeaseOptions,
+    options: SessionLeaseOptions,
     private readonly listener: LeaseListener,
   ) {
+    this.client = options.client
+    this.session = options.session
+    this.leaseMarginMs = options.leaseMarginMs
+    this.retryMs = options.retryMs
+    this.random = options.random
     this.scheduler = options.scheduler ?? asyncScheduler
-    const { createdAt, ttlMs } = options
-    this.current = { sentAt: createdAt, ttlMs }
-    this.renewAt(createdAt + ttlMs / 2, { lease: this, ttlMs, lastSentAt: createdAt, aclInRow: 0 })
-  }
-
-  /** When the last successful renewal (or the create) was sent, and the TTL the lease runs on. */
-  get lastRenewal(): { readonly sentAt: number; readonly ttlMs: number } {
-    return this.current
+    this.sentAt = options.createdAt
+    this.ttlMs = options.ttlMs
+    this.renewAt(this.sentAt + this.ttlMs / 2)
   }
 
   /** Stops renewing and aborts the request in flight (idempotent). */
@@ -115,66 +120,66 @@ export class SessionLease {
     this.call = undefined
   }
 
-  private renewAt(at: number, last: Renewal): void {
-    this.timer = this.scheduler.schedule(renewNow, Math.max(0, at - this.scheduler.now()), last)
+  private renewAt(at: number): void {
+    this.timer = this.scheduler.schedule(renewNow, Math.max(0, at - this.scheduler.now()), this)
   }
 
   /** Sends a renewal (called by the timer). */
-  renew(last: Renewal): void {
+  renew(): void {
     this.timer = undefined
     const sentAt = this.scheduler.now()
     const controller = new AbortController()
     this.call = controller
-    void this.options.client.session
-      .renew(this.options.session, { signal: controller.signal })()
+    void this.client.session
+      .renew(this.session, { signal: controller.signal })()
       .then((result) => {
         if (this.stopped || this.call !== controller) return
         this.call = undefined
-        if (E.isRight(result)) return this.renewed(result.right, sentAt, last)
-        this.failed(result.left, last)
+        if (E.isRight(result)) return this.renewed(result.right, sentAt)
+        this.failed(result.left)
       })
   }
 
-  private renewed(info: SessionInfo | null, sentAt: number, last: Renewal): void {
+  private renewed(info: SessionInfo | null, sentAt: number): void {
     if (info === null) {
       this.stopped = true
-      return this.listener.onLease({ type: 'session-gone' })
+      return this.listener.next({ type: 'session-gone' })
     }
-    const ttlMs = info.ttlMs ?? last.ttlMs
-    this.current = { sentAt, ttlMs }
-    this.listener.onLease({ type: 'session-renewed', ttlMs, sentAt })
-    if (!this.stopped)
-      this.renewAt(sentAt + ttlMs / 2, { ...last, ttlMs, lastSentAt: sentAt, aclInRow: 0 })
+    const ttlMs = info.ttlMs ?? this.ttlMs
+    this.sentAt = sentAt
+    this.ttlMs = ttlMs
+    this.aclInRow = 0
+    this.listener.next({ type: 'session-renewed', ttlMs, sentAt })
+    if (!this.stopped) this.renewAt(sentAt + ttlMs / 2)
   }
 
-  private failed(error: ConsulError, last: Renewal): void {
-    const verdict = judgeFailure(error, last.aclInRow)
+  private failed(error: ConsulError): void {
+    const verdict = judgeFailure(error, this.aclInRow)
     if (verdict.verdict === 'permanent') return this.stopWith(verdict.error)
-    const { aclInRow } = verdict
-    this.listener.onLease({ type: 'renewal-failed', error })
+    this.aclInRow = verdict.aclInRow
+    this.listener.next({ type: 'renewal-failed', error })
     if (this.stopped) return
     const now = this.scheduler.now()
-    const deadline = leaseDeadline(last.lastSentAt, last.ttlMs, {
-      leaseMarginMs: this.options.leaseMarginMs,
-    })
+    const { sentAt, ttlMs } = this
+    const deadline = leaseDeadline(sentAt, ttlMs, { leaseMarginMs: this.leaseMarginMs })
     // Consul drops a session 2 × TTL after its last renewal: past our deadline, that is what is
     // left to save.
-    const target = now < deadline ? deadline : last.lastSentAt + 2 * last.ttlMs
+    const target = now < deadline ? deadline : sentAt + 2 * ttlMs
     const capMs = Math.max(MIN_THROTTLED_RETRY_MS, (target - now) / 2)
-    const retryMs = this.options.retryMs ?? BACKOFF.renewal.initialMs
-    const delay = throttledDelay(error, retryMs, capMs, this.options.random ?? Math.random)
-    this.renewAt(now + delay, { ...last, aclInRow })
+    const retryMs = this.retryMs ?? BACKOFF.renewal.initialMs
+    const delay = throttledDelay(error, retryMs, capMs, this.random ?? Math.random)
+    this.renewAt(now + delay)
   }
 
   private stopWith(error: ConsulError): void {
     this.stop()
-    this.listener.onLeaseError(error)
+    this.listener.error(error)
   }
 }
 
 /** The timer's work: one module-level function for every lease (its state says which). */
-function renewNow(this: SchedulerAction<Renewal>, last?: Renewal): void {
-  last?.lease.renew(last)
+function renewNow(this: SchedulerAction<SessionLease>, lease?: SessionLease): void {
+  lease?.renew()
 }
 
 /**
@@ -189,11 +194,11 @@ function renewNow(this: SchedulerAction<Renewal>, last?: Renewal): void {
 export function sessionLease(options: SessionLeaseOptions): Observable<LeaseEvent> {
   return new Observable<LeaseEvent>((subscriber) => {
     const lease = new SessionLease(options, {
-      onLease: (event) => {
+      next: (event) => {
         subscriber.next(event)
         if (event.type === 'session-gone') subscriber.complete()
       },
-      onLeaseError: (error) => subscriber.error(error),
+      error: (error) => subscriber.error(error),
     })
     return () => lease.stop()
   })

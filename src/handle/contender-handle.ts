@@ -6,6 +6,7 @@ import {
   defer,
   finalize,
   type SchedulerLike,
+  type Subscriber,
 } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
 import { borrowDefaultClient, type BorrowedClient } from '../consul/default-client.js'
@@ -13,6 +14,7 @@ import type { ConsulError } from '../base/consul-error.js'
 import type { ContenderState } from '../core/contender/contender-state-model.js'
 import type { TransitionReason } from '../core/events.js'
 import { contend, type ContendOptions, type Member } from '../effects/coordinator/contend.js'
+import type { ContenderObserver } from '../effects/coordinator/interpreter.js'
 import { contenderShelf, type ContenderShelf } from '../effects/session-shelf.js'
 import { SemaphoreError, toSemaphoreError } from '../base/semaphore-error.js'
 import { serializable } from './serializable-state.js'
@@ -103,7 +105,8 @@ export function contenderHandle<S extends HeldState>(
   spec: ContenderHandleSpec<S>,
 ): ContenderHandle<S> {
   const closing = new BehaviorSubject(false)
-  const releases = new Set<Promise<E.Either<ConsulError, void>>>()
+  // Made with the first release: most handles of a process wait, and have none.
+  let releases: Set<Promise<E.Either<ConsulError, void>>> | undefined
 
   // Without a client in the options, the handle holds one reference to the process's default
   // client while it has users: running subscriptions and background releases. With none left it
@@ -150,7 +153,7 @@ export function contenderHandle<S extends HeldState>(
     const done = use()
     // Releases resolve to an Either; the catch only keeps a bug from becoming an unhandled
     // rejection.
-    releases.add(
+    ;(releases ??= new Set()).add(
       release
         .catch((error: unknown) =>
           E.left<ConsulError>({ _tag: 'Unreachable', message: String(error), cause: error }),
@@ -178,9 +181,9 @@ export function contenderHandle<S extends HeldState>(
         : contenderShelf(running)
 
   // The latest state of the running contender, renewals included, for the guard.
-  let current: S | undefined
+  const latest: Latest<S> = { current: undefined }
   const guard = slotGuard({
-    current: () => current,
+    current: () => latest.current,
     guardKey: spec.guardKey,
     client,
     now: () => (spec.scheduler ?? asyncScheduler).now(),
@@ -191,15 +194,8 @@ export function contenderHandle<S extends HeldState>(
   // One Observable, no operator chain: a thousand waiting contenders are a thousand members and
   // their subscribers, nothing more (see the bench's subscribers per contender).
   const states = new Observable<S>((subscriber) => {
-    let last: S | undefined
-    const push = (state: S): void => {
-      current = state
-      if (last !== undefined && spec.same(last, state)) return
-      // Every state emitted is made here: one place gives them all their toJSON.
-      last = serializable(state)
-      subscriber.next(state)
-    }
-    push(spec.idle)
+    const observer = new StatesObserver(spec, subscriber, latest)
+    observer.push(spec.idle)
     if (closing.value) {
       subscriber.complete()
       return undefined
@@ -211,11 +207,7 @@ export function contenderHandle<S extends HeldState>(
       const consul = client()
       run = contend(
         { ...options, client: consul, onRelease, shelf: options.shelf ?? shelfOf(consul) },
-        {
-          next: (core) => push(spec.toState(core, options)),
-          error: (error) => subscriber.error(error),
-          complete: () => subscriber.complete(),
-        },
+        observer,
       )
       running = run
     } catch (error) {
@@ -227,7 +219,7 @@ export function contenderHandle<S extends HeldState>(
         if (running === run) running = undefined
         run.stop()
       }
-      current = undefined
+      latest.current = undefined
       // The member's stop hands its release to onRelease during this same teardown; letting go
       // a microtask later makes sure that release holds the client first.
       queueMicrotask(done)
@@ -244,8 +236,8 @@ export function contenderHandle<S extends HeldState>(
     close: async () => {
       closing.next(true)
       running?.close()
-      const results = await Promise.all(releases)
-      releases.clear()
+      const results = await Promise.all(releases ?? NO_RELEASES)
+      releases?.clear()
       // Giving back the default client resolves at once (its close, after the idle grace, is in
       // the background); awaited all the same, so that close() ends after it.
       await returned
@@ -258,5 +250,50 @@ export function contenderHandle<S extends HeldState>(
         )
       }
     },
+  }
+}
+
+const NO_RELEASES: readonly Promise<E.Either<ConsulError, void>>[] = []
+
+/** The latest state of a handle's running contender (undefined when none runs). */
+interface Latest<S> {
+  current: S | undefined
+}
+
+/**
+ * Where a handle's running contender tells its states: each core state made public
+ * (`spec.toState`), told to the subscriber of the handle's states unless it looks the same as the
+ * last one, and kept as the latest for the guard. One object per run, with its methods on the
+ * prototype.
+ */
+class StatesObserver<S extends HeldState> implements ContenderObserver {
+  /** The last state told to the subscriber. */
+  private last: S | undefined = undefined
+
+  constructor(
+    private readonly spec: ContenderHandleSpec<S>,
+    private readonly subscriber: Subscriber<S>,
+    private readonly latest: Latest<S>,
+  ) {}
+
+  push(state: S): void {
+    this.latest.current = state
+    const { last } = this
+    if (last !== undefined && this.spec.same(last, state)) return
+    // Every state emitted is made here: one place gives them all their toJSON.
+    this.last = serializable(state)
+    this.subscriber.next(state)
+  }
+
+  next(core: ContenderState): void {
+    this.push(this.spec.toState(core, this.spec.options))
+  }
+
+  error(error: SemaphoreError): void {
+    this.subscriber.error(error)
+  }
+
+  complete(): void {
+    this.subscriber.complete()
   }
 }

@@ -1,11 +1,12 @@
-import { ReplaySubject, distinctUntilChanged, map, share, type Observable } from 'rxjs'
+import { ReplaySubject, defer, distinctUntilChanged, map, share, type Observable } from 'rxjs'
 
 /**
  * The `state$` and `holding$` of a contender handle, from its cold stream of states: `state$` is
  * shared (the first subscriber starts it, late ones get the current state at once, the last
  * unsubscribe stops it, and a new subscriber after that starts afresh); `holding$` is its distinct
- * boolean projection. The real handles and the test doubles of `rx-consul-semaphore/testing`
- * share them the same way.
+ * boolean projection, whose operators are made when it is subscribed (a handle whose `holding$`
+ * nobody reads keeps none). The real handles and the test doubles of
+ * `rx-consul-semaphore/testing` share them the same way.
  *
  * @example
  * const { state$, holding$ } = handleStreams(states)
@@ -25,9 +26,15 @@ export function handleStreams<S extends { readonly holding: boolean }>(
   )
   return {
     state$,
-    holding$: state$.pipe(
-      map((state) => state.holding),
-      distinctUntilChanged(),
-    ),
+    holding$: defer(() => state$.pipe(holdingOf)),
   }
 }
+
+/** The distinct `holding` of states. */
+const holdingOf = <S extends { readonly holding: boolean }>(
+  states: Observable<S>,
+): Observable<boolean> =>
+  states.pipe(
+    map((state) => state.holding),
+    distinctUntilChanged(),
+  )

@@ -322,9 +322,11 @@ export function slotContender(
   internal: ContenderInternals,
 ): ContenderHandle<SemaphoreState> {
   const resolved = resolveSemaphoreOptions(options, 'rx-consul-semaphore', internal.checkMore)
+  // The functions below keep what they read, not the options: the spec keeps a copy of them.
+  const { limit, prefix } = resolved
   return contenderHandle<SemaphoreState>({
     consul: options.consul,
-    idle: idle(resolved.limit),
+    idle: idle(limit),
     options: {
       ...resolved,
       protocol: semaphoreProtocol,
@@ -332,10 +334,10 @@ export function slotContender(
       scheduler: options.scheduler,
       tryOnce: internal.tryOnce,
     },
-    toState: (core) => toSemaphoreState(core, resolved.limit),
+    toState: (core) => toSemaphoreState(core, limit),
     same: sameState,
     releaseFailedHint: 'The session expires by its TTL and other contenders then prune it.',
-    guardKey: (session) => contenderKey(resolved.prefix, session),
+    guardKey: (session) => contenderKey(prefix, session),
     scheduler: options.scheduler,
     shelveAlways: internal.pooled,
   })

@@ -154,10 +154,11 @@ export class SlotPool {
    */
   private pump(): Promise<void> {
     let free = 0
-    for (const worker of this.workers) {
+    // `forEach` rather than `for...of`: no iterator result per worker on every pump.
+    this.workers.forEach((worker) => {
       if (this.queued > 0) this.offer(worker)
       if (worker.job === undefined && !worker.closing) free++
-    }
+    })
     while (this.queued > free && this.workers.size < this.maxWorkers) {
       this.spawn()
       free++

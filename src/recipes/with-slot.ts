@@ -170,11 +170,28 @@ class SlotJob<T> implements PoolJob {
 
   private finish(outcome: () => void, succeeded: boolean): void {
     this.stopListening?.()
-    this.giveBack().then(outcome, (error: unknown) => {
-      // The work's own failure matters more than a failed clean-up after it.
-      if (succeeded && this.controller?.signal.aborted !== true) this.reject(error)
-      else outcome()
-    })
+    this.giveBack().then(
+      () => this.end(outcome),
+      (error: unknown) => {
+        // The work's own failure matters more than a failed clean-up after it.
+        if (succeeded && this.controller?.signal.aborted !== true) {
+          this.end(() => this.reject(error))
+        } else this.end(outcome)
+      },
+    )
+  }
+
+  /**
+   * Settles the job, then lets go of what its start made (its slot, its signal, the promise of
+   * its slot's hand-on). A job that waited is in the old generation by then, and what it still
+   * pointed to would outlive every young collection until the next full one: for a busy pool,
+   * most of what a job's start allocates.
+   */
+  private end(outcome: () => void): void {
+    outcome()
+    this.slot = undefined
+    this.controller = undefined
+    this.given = undefined
   }
 }
 

@@ -13,9 +13,15 @@ import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 import { sharedAgent } from '../support/consul-agent.js'
 import { onEnd, testPrefix } from '../support/tracked.js'
 import { eventually, listPrefix, sessionsNamed } from '../support/observe.js'
+import { PARKED_RECHECK_MS } from '../../src/effects/coordinator/prefix-coordinator.js'
 
-/** How soon after the check fails the next contender must hold: far below 2 × the 60 s TTL. */
-const AT_ONCE_MS = 5000
+/**
+ * How soon after the check fails the next contender's command must start: far below 2 × the 60 s
+ * TTL, and below the waiter's own look at the prefix (`PARKED_RECHECK_MS`): a waiter that sleeps
+ * on its own key, as `rxsem run` does, must be handed the slot by the process that lost it, not
+ * find it free at its next listing.
+ */
+const AT_ONCE_MS = PARKED_RECHECK_MS / 2
 
 describe('rxsem run --health-addr and --service-check', { timeout: SUITE_TIMEOUT_MS }, () => {
   let consul: Awaited<ReturnType<typeof sharedAgent>>
@@ -173,7 +179,7 @@ describe('rxsem run --health-addr and --service-check', { timeout: SUITE_TIMEOUT
     return { checkId: `${id}-alive`, fail: () => put(`/v1/agent/check/fail/${id}-alive`) }
   }
 
-  it('stops the command (75) the moment its service check goes critical, and the next contender holds at once', async (t) => {
+  it('stops the command (75) the moment its service check goes critical, and hands the slot to the next contender at once', async (t) => {
     const prefix = testPrefix(t, consul.url, 'cli-service-check')
     const { checkId, fail } = await registerService(t, 'passing')
     const heldFile = file('next-held')

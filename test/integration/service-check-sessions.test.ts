@@ -7,14 +7,17 @@ import { randomUUID } from 'node:crypto'
 import { after, describe, it, type TestContext } from 'node:test'
 import { filter, firstValueFrom, lastValueFrom, type Observable } from 'rxjs'
 import {
+  createConsulClient,
   leaderElection,
   semaphore,
   SemaphoreError,
   type ContenderOptions,
 } from '../../src/index.js'
+import { PARKED_RECHECK_MS } from '../../src/effects/coordinator/prefix-coordinator.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { keep, onEnd, testPrefix } from '../support/tracked.js'
-import { noSessionsNamed, sleep } from '../support/observe.js'
+import { eventually, holdersOf, listPrefix, noSessionsNamed, sleep } from '../support/observe.js'
+import { childStarted, startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
 
 /** What the test reads of a semaphore or a leader election. */
@@ -158,6 +161,99 @@ describe('sessions tied to service checks', { timeout: SUITE_TIMEOUT_MS }, () =>
       )
     })
   }
+
+  it('hands the slot of a holder whose check went critical to a waiter alone in its process, which sleeps on its own key', async (t) => {
+    const checkId = await registerService(t, agent.url, 'passing')
+    const { prefix, options } = contenders(t, 'svc-check-alone')
+    // Two clients: each is a process of one contender, as replicas are, so the waiter long-polls
+    // only its own key and would see a slot freed without a hand-off only at its next listing.
+    const clients = [
+      createConsulClient({ address: agent.addr }),
+      createConsulClient({ address: agent.addr }),
+    ]
+    for (const client of clients) onEnd(t, () => client.close())
+    const [holderClient, waiterClient] = clients
+    const holder = semaphore({
+      ...options({ consul: holderClient, serviceChecks: [checkId], value: 'holder' }),
+      limit: 1,
+    })
+    onEnd(t, () => holder.close())
+    // Subscribed throughout: the holder contends for as long as someone listens.
+    const watched = keep(t, holder.state$.subscribe({ error: () => undefined }))
+    onEnd(t, () => watched.unsubscribe())
+    const holderSession = (await firstValueFrom(holder.state$.pipe(filter((s) => s.holding))))
+      .session
+    const next = semaphore({ ...options({ consul: waiterClient, value: 'next' }), limit: 1 })
+    onEnd(t, () => next.close())
+    const nextHolds = firstValueFrom(next.state$.pipe(filter((s) => s.holding)))
+    await firstValueFrom(next.state$.pipe(filter((s) => s.rank === 0)))
+
+    const failedAt = Date.now()
+    await agentPut(agent.url, `/v1/agent/check/fail/${checkId}`)
+    const bound = PARKED_RECHECK_MS / 2
+    const held = await Promise.race([nextHolds.then(() => true), sleep(bound).then(() => false)])
+    const tookMs = Date.now() - failedAt
+    assert.ok(held, `the waiter did not hold within ${bound} ms: it found the slot on its own`)
+    t.diagnostic(`the waiter held ${tookMs} ms after the check went critical`)
+    const lock = await (await fetch(`${agent.url}/v1/kv/${prefix}/.lock?raw`)).text()
+    assert.ok(holderSession !== undefined && !lock.includes(holderSession), `.lock: ${lock}`)
+  })
+
+  it('gives the slot of a holder whose check went critical to one contender only, ours first in line or `consul lock -n 2` beside it', async (t) => {
+    const checkId = await registerService(t, agent.url, 'passing')
+    const { prefix, options } = contenders(t, 'svc-check-go')
+    // Three clients: three processes of one contender each, as replicas are.
+    const clients = [0, 1, 2].map(() => createConsulClient({ address: agent.addr }))
+    for (const client of clients) onEnd(t, () => client.close())
+    const contender = (client: number, more: Partial<ContenderOptions>) => {
+      const c = semaphore({ ...options({ consul: clients[client], ...more }), limit: 2 })
+      onEnd(t, () => c.close())
+      const states = keep(t, c.state$.subscribe({ error: () => undefined }))
+      onEnd(t, () => states.unsubscribe())
+      return c
+    }
+    const lost = contender(0, { serviceChecks: [checkId], value: 'lost' })
+    await firstValueFrom(lost.state$.pipe(filter((s) => s.holding)))
+    const kept = contender(1, { value: 'kept' })
+    await firstValueFrom(kept.state$.pipe(filter((s) => s.holding)))
+    // Ours first in line, asleep on its own key; Go's semaphore behind it, watching the prefix.
+    const next = contender(2, { value: 'next' })
+    await firstValueFrom(next.state$.pipe(filter((s) => s.rank === 0)))
+    const go = startConsulLock(agent.addr, ['-n=2', prefix, 'echo started; exec sleep 300'])
+    onEnd(t, () => stopAllConsulLocks([go]))
+    await eventually('consul lock waiting', async () =>
+      (await listPrefix(agent.url, prefix)).length === 5 ? true : undefined,
+    )
+    const lockHolders = async (): Promise<string[]> => {
+      const lock = (await listPrefix(agent.url, prefix)).find((e) => e.Key === `${prefix}/.lock`)
+      const body = lock?.Value ? Buffer.from(lock.Value, 'base64').toString('utf8') : '{}'
+      return holdersOf(JSON.parse(body) as unknown)
+    }
+
+    // Go prunes the dead holder and CASes itself in while our process hands the slot to ours:
+    // one of the two writes of `.lock` wins, and the other contender waits for the winner.
+    await agentPut(agent.url, `/v1/agent/check/fail/${checkId}`)
+    const goStarted = (): boolean => go.stdout().includes('started')
+    const first = await eventually('a new holder', () =>
+      next.isHolding() ? 'ours' : goStarted() ? 'go' : undefined,
+    )
+    t.diagnostic(`the slot went to ${first === 'ours' ? 'ours (the hand-off)' : 'consul lock'}`)
+    assert.equal((await lockHolders()).length, 2, 'two holders in .lock')
+    assert.ok(!(next.isHolding() && goStarted()), 'never both')
+    assert.equal(kept.isHolding(), true, 'the other holder kept its slot')
+
+    // The winner gives the slot back; the other takes it.
+    if (first === 'ours') {
+      assert.equal(goStarted(), false, 'consul lock waits while ours holds')
+      await next.close()
+      await childStarted(go)
+    } else {
+      assert.equal(next.isHolding(), false, 'ours waits while consul lock holds')
+      await stopAllConsulLocks([go])
+      await firstValueFrom(next.state$.pipe(filter((s) => s.holding)))
+    }
+    assert.equal((await lockHolders()).length, 2, 'two holders in .lock')
+  })
 
   it('fails with a typed error naming the check when the service check is critical at the start', async (t) => {
     const checkId = await registerService(t, agent.url, 'critical')

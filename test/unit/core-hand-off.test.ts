@@ -62,6 +62,30 @@ describe('handOffSlot', () => {
     assert.equal(handOffSlot(otherLimit, options), undefined)
   })
 
+  it('hands on the slot of its own session that Consul ended (its key gone, .lock naming it)', () => {
+    const snapshot = snapshotOf([
+      lock('{"Limit":2,"Holders":{"other":true,"me":true}}'),
+      ours('other', 2n),
+      ours('w', 10n),
+    ])
+    const handOff = handOffSlot(snapshot, options)
+    assert.equal(handOff?.heir, 'w')
+    assert.equal(
+      text(handOff?.body ?? new Uint8Array()),
+      '{"Limit":2,"Holders":{"other":true,"w":true}}',
+    )
+  })
+
+  it('hands nothing for its dead session when the live holders fill the limit without it', () => {
+    const snapshot = snapshotOf([
+      lock('{"Limit":2,"Holders":{"a":true,"b":true,"me":true}}'),
+      ours('a', 2n),
+      ours('b', 3n),
+      ours('w', 10n),
+    ])
+    assert.equal(handOffSlot(snapshot, options), undefined)
+  })
+
   it('prunes dead holders from the body it writes, as any acquisition does', () => {
     const snapshot = snapshotOf([
       lock('{"Limit":2,"Holders":{"dead":true,"me":true}}'),

@@ -109,6 +109,12 @@ describe('watchTarget', () => {
       assert.deepEqual(alone(queue, 'w3'), own('w3', 13n))
     })
 
+    it('watches the prefix as a holder with nobody waiting: the first to join is its heir, which its key and `.lock` would not show', () => {
+      const nobodyWaits = snapshotOf([held, holder])
+      assert.deepEqual(alone(nobodyWaits, 'h'), { type: 'prefix' })
+      assert.deepEqual(alone(snapshotOf([held, holder, ours('w0', 10n)]), 'h'), own('h', 50n, 50n))
+    })
+
     it('watches as any process does when a Go contender is ahead of it or holds, a slot is free, or it was asked to give its slot back', () => {
       const mixed = snapshotOf([held, holder, ours('w0', 10n), go('g1', 11n), ours('w2', 12n)])
       assert.deepEqual(alone(mixed, 'w2'), { type: 'prefix' }, 'a Go waiter ahead')

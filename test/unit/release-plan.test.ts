@@ -654,3 +654,35 @@ describe('releaseStart / releaseNext: keeping the session for another contender'
     assert.deepEqual(result, E.left(failure.denied()))
   })
 })
+
+describe('releaseStart / releaseNext: the slot of a session Consul ended', () => {
+  const gone = { ...input, sessionGone: true, listReads: true }
+  const list = `list ${prefix}/`
+  /** `.lock` still lists the session; its key went with it. */
+  const deadHint = snapshotOf([listsMe, ours('w1', 10n)])
+
+  it('should hand the slot it still holds in .lock to the first waiter, with no destroy', () => {
+    const { calls, result } = play(releaseStart({ ...gone, hint: deadHint }), releaseNext, [
+      committed(),
+    ])
+    assert.deepEqual(calls, [call.handOff(40n, '"w1":true')])
+    assert.deepEqual(result, E.right({ type: 'HandedOff', heir: 'w1' }))
+  })
+
+  it('should list first without a hint, and CAS it out when nobody waits, with no destroy', () => {
+    const { calls, result } = play(releaseStart(gone), releaseNext, [
+      answer.listing(snapshotOf([listsMe])),
+      committed(),
+    ])
+    assert.deepEqual(calls, [list, call.casOut(40n)])
+    assert.deepEqual(result, E.right({ type: 'Released' }))
+  })
+
+  it('should end at once, with no delete, when .lock no longer lists it (someone pruned it)', () => {
+    const { calls, result } = play(releaseStart(gone), releaseNext, [
+      answer.listing(snapshotOf([lock('"other":true', 44n), ours('w1', 10n)])),
+    ])
+    assert.deepEqual(calls, [list])
+    assert.deepEqual(result, E.right({ type: 'NotListed' }))
+  })
+})

@@ -118,7 +118,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       return { sem, seen: follow(name, sem) }
     }
 
-    it('acquires uncontended in five requests and two polls of the watch after them, and releases in three', async () => {
+    it('acquires uncontended in five requests and two polls of the watch after them, and releases in two', async () => {
       const a = contender('a')
       await until('a holds', () => a.seen.last?.holding === true)
       await quiet()
@@ -132,17 +132,14 @@ describe('request counts, in virtual time on the Consul double', () => {
         `a: ${poll(1)}`,
         // CAS .lock, check the session's key, mark the key holder: one transaction.
         `a: ${TXN}`,
-        // The watch follows: the answer that shows the CAS; then, alone in its process and
-        // holding, a long-polls only its own key and `.lock`.
+        // The watch follows: the answer that shows the CAS; then, holding with nobody waiting, a
+        // long-polls the prefix, where the first to join would show.
         `a: ${poll(12)}`,
-        `a: ${ownPoll('a', 13)}`,
-        `a: ${lockPoll(13)}`,
+        `a: ${poll(13)}`,
       ])
       await close(a.sem)
       assert.deepEqual(requests(), [
-        // It saw nothing but its key since: the prefix first, for a waiter to hand the slot to.
-        `a: ${LIST_PREFIX}`,
-        // CAS the session out of .lock and delete the key.
+        // Its watch shows nobody waiting: CAS the session out of .lock and delete the key.
         `a: ${TXN}`,
         'a: PUT /v1/session/destroy/<a>',
       ])
@@ -168,8 +165,7 @@ describe('request counts, in virtual time on the Consul double', () => {
         // (the interpreter steps on the answer once following it has started).
         `a: ${poll(17)}`,
         `a: ${TXN}`,
-        `a: ${ownPoll('a2', 18)}`,
-        `a: ${lockPoll(18)}`,
+        `a: ${poll(18)}`,
       ])
       await close(second)
     })
@@ -223,7 +219,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       requests()
     })
 
-    it('hands the slot to a waiter in five requests and its polls: the holder’s listing, transaction and destroy, the waiter’s listing, and its polls as holder', async () => {
+    it('hands the slot to a waiter in four requests and its polls: the holder’s transaction and destroy, the waiter’s listing, and its poll as holder', async () => {
       const a = contender('a')
       await until('a holds', () => a.seen.last?.holding === true)
       await quiet()
@@ -235,25 +231,27 @@ describe('request counts, in virtual time on the Consul double', () => {
         `b: ${CREATE}`,
         `b: ${LIST}`,
         `b: ${joinKey('b')}`,
+        // b's key wakes a, which long-polled the prefix while nobody waited: a knows its heir,
+        // and long-polls only its own key and `.lock` from now on.
+        `a: ${ownPoll('a', 13)}`,
+        `a: ${lockPoll(13)}`,
+        // b, in line behind a holder of this library, long-polls only its own key: the hand-off
+        // will rewrite it.
         `b: ${poll(13)}`,
-        // b's key does not wake a, which long-polls only its own; b, in line behind a holder of
-        // this library, long-polls only its own key too: the hand-off will rewrite it.
         `b: ${ownPoll('b', 15)}`,
       ])
       await close(a.sem)
       await until('b holds', () => b.seen.last?.holding === true)
       await quiet()
       assert.deepEqual(requests(), [
-        // a reads the prefix (it saw nothing but its key since it took the slot), then one
-        // transaction: check b's key, CAS .lock a → b, delete a's key, mark b's key holder.
-        `a: ${LIST_PREFIX}`,
+        // a knows its heir from the listing b's join woke it with: one transaction, no read
+        // first: check b's key, CAS .lock a → b, delete a's key, mark b's key holder.
         `a: ${TXN}`,
         'a: PUT /v1/session/destroy/<a>',
         // b's poll answers with its key rewritten: b holds on that (no CAS of its own), lists
-        // the prefix to confirm it, then long-polls its key again, and `.lock`.
+        // the prefix to confirm it, then, nobody waiting, long-polls the prefix.
         `b: ${LIST_PREFIX}`,
-        `b: ${ownPoll('b', 16)}`,
-        `b: ${lockPoll(16)}`,
+        `b: ${poll(16)}`,
       ])
       await close(b.sem)
       requests()
@@ -340,17 +338,14 @@ describe('request counts, in virtual time on the Consul double', () => {
         'd sent nothing: its key did not change',
       )
       assert.equal(rank(d), 2, 'd still shows the rank it last saw')
-      // c hands the slot to d: d's poll answers, d holds and lists the prefix at once.
+      // c hands the slot to d: d's poll answers, d holds and lists the prefix at once; last in
+      // line, it then long-polls the prefix, where the next to join would show.
       await close(c.sem)
       await until('d holds', () => d.seen.last?.holding === true)
       await quiet()
       const ofD = requests().filter((line) => line.startsWith('d: '))
       const handOff = /index=(\d+)/.exec(ofD[1] ?? '')?.[1]
-      assert.deepEqual(ofD, [
-        `d: ${LIST_PREFIX}`,
-        `d: ${ownPoll('d', Number(handOff))}`,
-        `d: ${lockPoll(Number(handOff))}`,
-      ])
+      assert.deepEqual(ofD, [`d: ${LIST_PREFIX}`, `d: ${poll(Number(handOff))}`])
       await close(d.sem)
       requests()
     })

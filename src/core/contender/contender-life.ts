@@ -122,8 +122,11 @@ export type GiveUp =
 
 /** What the release of a run keeps and what it starts from. */
 export interface RunRelease {
-  /** Keep the session (on the shelf), destroy it, or leave an adopted one to its owner. */
-  readonly keep: boolean | 'adopted'
+  /**
+   * Keep the session (on the shelf), destroy it, leave an adopted one to its owner, or, 'gone',
+   * give back the slot of a session Consul has ended (nothing left to destroy).
+   */
+  readonly keep: boolean | 'adopted' | 'gone'
   readonly snapshot: KVSnapshot | undefined
   readonly renewal: Run['renewal']
 }
@@ -462,7 +465,7 @@ class LifeSteps {
     life: Running | Closing,
     end: Extract<ContenderCommand, { type: 'end' }>,
   ): ContenderLife {
-    this.endRun(life, end.release)
+    this.endRun(life, end.release, end.why === 'session-gone')
     const { problem } = life.state
     if (end.why === 'problem' && problem !== undefined) {
       return this.finish({ why: 'problem', problem }, false, life.state)
@@ -484,14 +487,18 @@ class LifeSteps {
    * Ends a run: its lease, watch and writes stop, and, when asked, it releases. Only a contender
    * that keeps its sessions on a shelf, closed, keeps it; a failed or stopped one destroys it, and
    * an adopted session is its owner's. A session asked to give its slot back is destroyed too:
-   * taken from the shelf, it would contend again under the name the request gives.
+   * taken from the shelf, it would contend again under the name the request gives. A session
+   * Consul has ended (`gone`) is neither kept nor destroyed: only its slot is given back.
    */
-  private endRun(life: Running | Closing, release: boolean): void {
+  private endRun(life: Running | Closing, release: boolean, gone = false): void {
     const { adoptedSession, shelf } = this.options
     const { run, state } = life
     const asked = state.decision?.type === 'Held' && state.decision.revokeRequested !== undefined
-    const keep =
-      adoptedSession !== undefined ? 'adopted' : shelf && life.phase === 'closing' && !asked
+    const keep = gone
+      ? 'gone'
+      : adoptedSession !== undefined
+        ? 'adopted'
+        : shelf && life.phase === 'closing' && !asked
     this.commands.push({
       type: 'end-run',
       session: run.session,
@@ -602,21 +609,22 @@ function dropHold(state: ContenderState): ContenderState {
 
 /**
  * The per-session step's options of a run: the contender's, with the run's lease margin and the
- * try-once flag. Made once per combination (a contender has at most a few), since the step is
- * taken on every input of every contender.
+ * try-once flag. The last one made is kept per contender and made again only when one of the two
+ * changes (a new run's margin, the end of try-once), since the step is taken on every input of
+ * every contender.
  */
-const stepOptionsMemo = new WeakMap<LifeOptions, Map<string, ContenderStateOptions>>()
+const stepOptionsMemo = new WeakMap<LifeOptions, ContenderStateOptions>()
 function stepOptionsOf(
   options: LifeOptions,
   leaseMarginMs: number | undefined,
   tryOnce: boolean,
 ): ContenderStateOptions {
-  let known = stepOptionsMemo.get(options)
-  if (known === undefined)
-    stepOptionsMemo.set(options, (known = new Map<string, ContenderStateOptions>()))
-  const key = `${leaseMarginMs}:${tryOnce}`
-  let made = known.get(key)
-  if (made === undefined) known.set(key, (made = { ...options.step, leaseMarginMs, tryOnce }))
+  const known = stepOptionsMemo.get(options)
+  if (known !== undefined && known.leaseMarginMs === leaseMarginMs && known.tryOnce === tryOnce) {
+    return known
+  }
+  const made = { ...options.step, leaseMarginMs, tryOnce }
+  stepOptionsMemo.set(options, made)
   return made
 }
 

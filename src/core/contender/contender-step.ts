@@ -21,8 +21,11 @@ import { tryOnceRefused } from './try-once-refused.js'
  * - `end`: this session's run is over: tear down its write, wake-up, lease and watch, then release
  *   the slot (CAS out of `.lock`, delete the key, destroy the session) when `release` is true.
  *   `why` says what ended it: the user's release, the session's loss, a prefix problem that no
- *   retry fixes (`state.problem`), or a try-once contender's refusal. Nothing follows an `end`:
- *   the interpreter steps this session no more.
+ *   retry fixes (`state.problem`), or a try-once contender's refusal. A session lost while `.lock`
+ *   listed it is released too: Consul deleted its key with it, but `.lock` names it until
+ *   someone prunes it, and a waiter that long-polls only its own key would see that free slot
+ *   only at its next listing; the process, still alive, hands it on at once. Nothing follows an
+ *   `end`: the interpreter steps this session no more.
  */
 export type ContenderCommand =
   | { readonly type: 'write'; readonly action: ContenderAction }
@@ -95,18 +98,27 @@ function commandsBetween(
     )
   }
   if (after.wakeAt !== before.wakeAt) commands.push({ type: 'wake', at: after.wakeAt })
-  const end = endOf(after, options)
+  const end = endOf(before, after, options)
   if (end !== undefined) commands.push(end)
   return commands
 }
 
 /** Whether the run of this session is over after the step, and whether to release its slot. */
 function endOf(
+  before: ContenderState,
   after: ContenderState,
   options: ContenderStateOptions,
 ): Extract<ContenderCommand, { type: 'end' }> | undefined {
   if (after.problem !== undefined) return { type: 'end', why: 'problem', release: true }
-  if (after.retired === 'session-gone') return { type: 'end', why: 'session-gone', release: false }
+  if (after.retired === 'session-gone') {
+    // The slot `.lock` still lists under the lost session is given back (see `end` above): the
+    // contender believed it listed, or its last view found it a dead holder (its key gone).
+    const session = before.session
+    const listed =
+      before.listed ||
+      (session !== undefined && before.view?.deadHolders.includes(session) === true)
+    return { type: 'end', why: 'session-gone', release: before.retired === undefined && listed }
+  }
   if (after.retired === 'released') return { type: 'end', why: 'released', release: true }
   // A try-once contender that does not hold gives up at the first refusal (`tryOnceRefused`).
   if (options.tryOnce === true && !after.holding && tryOnceRefused(after)) {

@@ -1,4 +1,7 @@
-import type { ContenderState } from './contender-state-model.js'
+import { initialContenderState, type ContenderState } from './contender-state-model.js'
+
+/** A state's fields, listed once: every state has the same ones (the initial state's). */
+const FIELDS = Object.keys(initialContenderState) as (keyof ContenderState)[]
 
 /**
  * Whether two states are field by field identical (`Object.is` on each field): the step
@@ -11,5 +14,5 @@ import type { ContenderState } from './contender-state-model.js'
  * @returns True when no field differs.
  */
 export function sameContenderState(a: ContenderState, b: ContenderState): boolean {
-  return (Object.keys(a) as (keyof ContenderState)[]).every((key) => Object.is(a[key], b[key]))
+  return FIELDS.every((key) => Object.is(a[key], b[key]))
 }

@@ -62,7 +62,7 @@ export function settleContender(
     // The slot is counted from its first holding, across the re-fences that keep it.
     slotSince: !s.listed ? undefined : (s.slotSince ?? (holding ? now : undefined)),
     write,
-    wakeAt: earliestAfter(now, [s.leaseDeadline, s.patientAt, s.retryAt]),
+    wakeAt: earliestAfter(now, s.leaseDeadline, earliestAfter(now, s.patientAt, s.retryAt)),
   }
 }
 
@@ -119,9 +119,16 @@ function actionOf(
     : undefined
 }
 
-function earliestAfter(now: number, times: readonly (number | undefined)[]): number | undefined {
-  const future = times.filter((t): t is number => t !== undefined && t > now)
-  return future.length === 0 ? undefined : Math.min(...future)
+/** The earlier of two times after `now` (undefined when neither is). */
+function earliestAfter(
+  now: number,
+  a: number | undefined,
+  b: number | undefined,
+): number | undefined {
+  const first = a !== undefined && a > now ? a : undefined
+  const second = b !== undefined && b > now ? b : undefined
+  if (first === undefined || second === undefined) return first ?? second
+  return Math.min(first, second)
 }
 
 /**

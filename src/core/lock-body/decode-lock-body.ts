@@ -38,12 +38,11 @@ export function decodeLockBody(
   key: string,
 ): E.Either<CorruptLock, LockBodyRecord | undefined> {
   if (value === null || value.length === 0) return E.right(undefined)
-  return pipe(
-    parseJson(value),
-    E.flatMap(asObject),
-    E.flatMap(recordOf),
-    E.mapLeft((reason) => corruptLockBody(key, reason)),
-  )
+  // Each step in turn, without fp-ts's `pipe`: a holder reads `.lock` on every re-fence.
+  const json = parseJson(value)
+  const body = E.isLeft(json) ? json : asObject(json.right)
+  const record = E.isLeft(body) ? body : recordOf(body.right)
+  return E.isLeft(record) ? E.left(corruptLockBody(key, record.left)) : record
 }
 
 function parseJson(value: Uint8Array): E.Either<string, unknown> {
@@ -86,17 +85,12 @@ function recordOf(body: Record<string, unknown>): E.Either<string, LockBodyRecor
           CapitalisedLimit.decode(body),
           E.map((b) => b.Limit),
         )
+  if (E.isLeft(limit)) return E.left(describeValidationErrors(limit.left))
   const holdersField = lowercase ? 'holders' : 'Holders'
-  return pipe(
-    limit,
-    E.mapLeft((errors) => describeValidationErrors(errors)),
-    E.flatMap((n) =>
-      pipe(
-        holdersOf(body[holdersField], holdersField, lowercase),
-        E.map(({ holders, shape }): LockBodyRecord => ({ limit: n, holders, shape })),
-      ),
-    ),
-  )
+  const listed = holdersOf(body[holdersField], holdersField, lowercase)
+  if (E.isLeft(listed)) return listed
+  const { holders, shape } = listed.right
+  return E.right({ limit: limit.right, holders, shape })
 }
 
 function holdersOf(
@@ -119,8 +113,8 @@ function holdersOf(
     // A map used as a set (Go's shape): what counts is the keys, every value a flag. Checked in
     // place rather than by a record codec: this runs on every `.lock` read.
     const keys = Object.keys(holders)
-    for (const key of keys) {
-      if (!HolderFlag.is(holders[key])) return E.left(nonBooleanHolders(holders, field))
+    if (!keys.every((key) => HolderFlag.is(holders[key]))) {
+      return E.left(nonBooleanHolders(holders, field))
     }
     return E.right({ holders: keys, shape: 'go-map' })
   }

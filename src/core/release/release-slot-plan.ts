@@ -67,6 +67,12 @@ export interface ReleaseInput {
    * the session's until its owner destroys it. Default false.
    */
   readonly adopted?: boolean | undefined
+  /**
+   * Consul has ended the session (its key went with it): the plan gives back the slot `.lock`
+   * still lists under it, handing it to the first waiter as any release does, and ends where the
+   * destroy would come. Default false.
+   */
+  readonly sessionGone?: boolean | undefined
 }
 
 /**
@@ -129,6 +135,8 @@ export interface ReleaseState {
   readonly keepSession: boolean
   /** Never destroy the session (`ReleaseInput.adopted`). */
   readonly adopted: boolean
+  /** Nothing to destroy (`ReleaseInput.sessionGone`). */
+  readonly sessionGone: boolean
 }
 
 /** What the release has done so far, besides the call in flight. */
@@ -189,9 +197,11 @@ export function releaseStart(input: ReleaseInput): ReleaseStep {
     followLimit,
     attempts: input.attempts ?? 10,
     casSent: 0,
-    keyGone: false,
+    // Consul deleted the key of a session it ended.
+    keyGone: input.sessionGone === true,
     keepSession: input.keepSession === true,
     adopted: input.adopted === true,
+    sessionGone: input.sessionGone === true,
     listReads: input.listReads === true,
   }
   if (input.hint === undefined) return read(state)
@@ -353,6 +363,7 @@ function read(state: Progress): ReleaseStep {
 const readCall = (state: Progress): ReleaseCall => ({ type: 'get', key: lockKey(state.prefix) })
 
 function destroy(state: Progress, settled: E.Either<ConsulError, ReleaseOutcome>): ReleaseStep {
+  if (state.sessionGone) return { type: 'done', result: settled }
   const outcome = E.isRight(settled) ? settled.right : undefined
   // Clean: Consul holds nothing of the session but the session itself.
   if ((state.keepSession || state.adopted) && outcome !== undefined && CLEAN.has(outcome.type)) {

@@ -45,8 +45,11 @@ export interface HandOffOptions {
 
 /**
  * Whether this holder's release can hand its slot straight to the next waiter, from a snapshot
- * that lists it: only when `.lock` is readable and agrees with the limit, this session is a live
- * holder in it, the holders are not more than the limit (an operator may have lowered it), and the first waiter in line runs this library (its key has CONTENDER_FLAGS). A
+ * that lists it: only when `.lock` is readable and agrees with the limit, lists this session (a
+ * live holder, or a dead one: a session Consul ended, whose process, still running, hands its slot
+ * on rather than leave it to the next listing of a waiter), leaves room for the heir once this
+ * session is out (an operator may have lowered the limit), and the first waiter in line runs this
+ * library (its key has CONTENDER_FLAGS). A
  * Go waiter would not know that it was handed a slot (its loop only counts holders), so when one
  * is first in line, or there is no waiter, the release is the plain one
  * (`releaseFromLockBody`). Dead holders are pruned, as any acquisition prunes them: the heir's
@@ -73,13 +76,14 @@ export function handOffSlot(
   if (E.isLeft(shared) || shared.right.limitConflict !== undefined) return undefined
   const { view, holders } = shared.right
   const heir = view.waiting[0]?.session
-  if (heir === undefined || !holders.has(options.session)) return undefined
+  const listed = holders.has(options.session) || view.deadHolders.includes(options.session)
+  if (heir === undefined || !listed) return undefined
+  const kept = view.liveHolders.filter((holder) => holder !== options.session)
   // A limit lowered under its holders admits no one until they are fewer than it.
-  if (view.liveHolders.length > view.limit) return undefined
+  if (kept.length >= view.limit) return undefined
   const key = contenderKey(options.prefix, heir)
   const heirEntry = snapshot.entries.find((entry) => entry.key === key)
   if (heirEntry?.flags !== CONTENDER_FLAGS || heirEntry.session !== heir) return undefined
-  const kept = view.liveHolders.filter((holder) => holder !== options.session)
   return {
     heir,
     heirEntry,

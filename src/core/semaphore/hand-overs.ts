@@ -88,9 +88,7 @@ export function noteHandOvers(
 export function handOverIntervalMs(log: HandOverLog, at: number): number | undefined {
   const { intervals, last } = log
   if (intervals.length === 0) return undefined
-  let sum = 0
-  for (const interval of intervals) sum += interval
-  const mean = sum / intervals.length
+  const mean = intervals.reduce((sum, interval) => sum + interval, 0) / intervals.length
   if (mean <= 0) return undefined
   return last === undefined ? mean : Math.max(mean, at - last)
 }

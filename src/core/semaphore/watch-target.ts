@@ -151,21 +151,23 @@ export function watchTarget(
 /**
  * The own key of a process's only contender, when nothing but a change of that key concerns it:
  *
- * - a holder (HOLDER_FLAGS on its key) that nobody asked to give its slot back: the slot is lost
- *   only with its key (its session gone: Consul deletes the key) or by an edit of `.lock` by hand,
- *   so it long-polls `.lock` too, and lists the prefix when either changes to its loss; its
- *   release builds on the newest `.lock` it saw, and lists the prefix when that was not enough
- *   (`ReleaseInput.listReads`);
+ * - a holder (HOLDER_FLAGS on its key) that nobody asked to give its slot back, once someone
+ *   waits (until then it watches the prefix, whose first join names the heir its release hands
+ *   the slot to without a listing first): the slot is lost only with its key (its session gone:
+ *   Consul deletes the key) or by an edit of `.lock` by hand, so it long-polls `.lock` too, and
+ *   lists the prefix when either changes to its loss; its release builds on the newest `.lock` it
+ *   saw, and lists the prefix when that was not enough (`ReleaseInput.listReads`);
  * - a waiter of one permit in line while every slot is taken by a holder of this library of one
  *   permit (HOLDER_FLAGS) and every waiter ahead of it runs this library (CONTENDER_FLAGS): each
  *   release then hands its slot to the first in line, rewriting that waiter's key, so this
  *   waiter's turn comes as a change of its own key, and nothing before it is news to it.
  *
  * What a waiter sees only when it lists the prefix again, every 5 s (`PARKED_RECHECK_MS`): a slot
- * freed without a hand-off (a holder that died, whose session Consul expired; an eviction by
- * force; a limit raised). A holder misses nothing that concerns it: a revoke request (`evict` with
- * a grace) rewrites its key as it is, so it sees the request at once; a new limit in `.lock` that
- * still lists it is seen at its release.
+ * freed without a hand-off (a holder whose process died, whose session Consul expired; an
+ * eviction by force; a limit raised). A holder that loses its session while its process runs
+ * hands its slot on all the same (`handOffSlot` takes a dead holder's slot too). A holder misses
+ * nothing that concerns it: a revoke request (`evict` with a grace) rewrites its key as it is, so
+ * it sees the request at once; a new limit in `.lock` that still lists it is seen at its release.
  */
 function ownTarget(
   snapshot: KVSnapshot,
@@ -181,6 +183,9 @@ function ownTarget(
   if (view.sharedHolders.length > 0) return undefined
   if (decision.type === 'Held') {
     if (entry.flags !== HOLDER_FLAGS || decision.revokeRequested !== undefined) return undefined
+    // Nobody waits: the first to join is the heir of its release, which the prefix shows at once
+    // and its own key and `.lock` never would (its release would list the prefix first).
+    if (view.waiting.length === 0) return undefined
     const held = { lockIndex: view.lockIndex }
     return { type: 'own', key, session, modifyIndex: entry.modifyIndex, held }
   }

@@ -1,4 +1,10 @@
-import { Observable, type OperatorFunction, type SchedulerLike, type Subscription } from 'rxjs'
+import {
+  Observable,
+  type OperatorFunction,
+  type SchedulerAction,
+  type SchedulerLike,
+  type Subscription,
+} from 'rxjs'
 import type { KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
 import type { DecidedSnapshot } from '../../core/contender/contender-input.js'
 import type { Decision, Handed } from '../../core/events.js'
@@ -21,7 +27,7 @@ import type { FollowEvent } from './contender-port.js'
  *
  * @example
  * const held = new HeldBack(scheduler)
- * member.onWatch = heldBackTo(held, decideOn, subscriber.next) // the run's follow
+ * followWatch(held, run, event) // the run's follow, on each event of the watch
  * held.hold(until) // the machine's hold-back command
  * held.clear() // the run's follow ends
  */
@@ -32,6 +38,8 @@ export class HeldBack {
   private decision: Decision | undefined = undefined
   /** The refresh of what is kept: set when the first snapshot is kept, for the end of the hold. */
   private refresh: Subscription | undefined = undefined
+  /** Where the refresh hands what is kept: the run that offered the first of it. */
+  private sink: FollowSink | undefined = undefined
 
   constructor(private readonly scheduler: SchedulerLike) {}
 
@@ -57,14 +65,14 @@ export class HeldBack {
   /**
    * A decided snapshot of the watch: `pass` (it reaches the machine, and anything kept is older,
    * dropped with its refresh), `held` or, for the first held since the last that passed,
-   * `first-held`: then `due` is called with it, or a later one held back, at the end of the hold,
-   * unless it is dropped before. A reset is never held.
+   * `first-held`: then `sink` is handed it, or a later one held back, as `refresh-due` at the end
+   * of the hold, unless it is dropped before. A reset is never held.
    */
   offer(
     snapshot: KVSnapshot,
     reset: boolean | undefined,
     decision: Decision,
-    due: (held: DecidedSnapshot) => void,
+    sink: FollowSink,
   ): Offered {
     // Without a hold (most snapshots of most contenders) the clock is not read.
     const { until } = this
@@ -77,32 +85,73 @@ export class HeldBack {
     this.snapshot = snapshot
     this.decision = decision
     if (!first) return 'held'
-    this.refresh = this.scheduler.schedule(() => {
-      this.refresh = undefined
-      const held = this.take()
-      if (held !== undefined) due(held)
-    }, until - now)
+    this.sink = sink
+    this.refresh = this.scheduler.schedule(refreshNow, until - now, this)
     return 'first-held'
+  }
+
+  /** The end of the hold (the refresh's work): what is kept goes to its sink as `refresh-due`. */
+  refreshed(): void {
+    this.refresh = undefined
+    const { sink } = this
+    const held = this.take()
+    if (held !== undefined) sink?.next({ type: 'refresh-due', held })
   }
 
   private forget(): void {
     this.snapshot = undefined
     this.decision = undefined
+    this.sink = undefined
     if (this.refresh === undefined) return
     this.refresh.unsubscribe()
     this.refresh = undefined
   }
 }
 
+/** The refresh's work: one module-level function for every hold (its state says which). */
+function refreshNow(this: SchedulerAction<HeldBack>, held?: HeldBack): void {
+  held?.refreshed()
+}
+
 /** What becomes of a snapshot offered to `HeldBack`. */
 export type Offered = 'pass' | 'held' | 'first-held'
 
+/** Where a run's follow hands the events that reach its machine. */
+export interface FollowSink {
+  readonly next: (event: FollowEvent) => void
+}
+
+/** A run's follow, as `followWatch` hands it the watch's events: its decision and its sink. */
+export interface FollowingRun extends FollowSink {
+  /** The run's decision on a snapshot (made once per snapshot). */
+  readonly decisionOn: (snapshot: KVSnapshot) => Decision
+}
+
 /**
- * What a run's follow does with each watch event: a snapshot is decided (`decideOn`) and offered
- * to `held`; those it holds back stay there, and the last of them is told to `next` as
- * `refresh-due` at the end of the hold. Other events pass as they are. The port's follow calls it
- * on each event the coordinator hands its member (no Observable of its own per contender);
- * `heldBackBy` is the same as an operator.
+ * What a run's follow does with one watch event: a snapshot is decided (`run.decisionOn`) and
+ * offered to `held`; those it holds back stay there, and the last of them is told to the run as
+ * `refresh-due` at the end of the hold. Other events pass as they are.
+ *
+ * @example
+ * followWatch(held, run, { type: 'snapshot', snapshot })
+ * @param held - The run's held-back snapshots.
+ * @param run - The run's decision and where its events go.
+ * @param event - One event of the prefix's watch.
+ */
+export function followWatch(held: HeldBack, run: FollowingRun, event: WatchEvent | Handed): void {
+  if (event.type !== 'snapshot') return run.next(event)
+  const { snapshot, reset } = event
+  const decision = run.decisionOn(snapshot)
+  if (held.offer(snapshot, reset, decision, run) === 'pass') {
+    run.next({ type: 'snapshot', snapshot, reset, decision })
+  }
+}
+
+/**
+ * `followWatch` as the handler of one watch event, made once per run: a snapshot is decided
+ * (`decideOn`) and offered to `held`; those it holds back stay there, and the last of them is told
+ * to `next` as `refresh-due` at the end of the hold. Other events pass as they are. `heldBackBy`
+ * is the same as an operator.
  *
  * ```
  * events:    a--b--c-------    b, c: far back within the hold (until: the end of the line)
@@ -122,15 +171,8 @@ export function heldBackTo(
   next: (event: FollowEvent) => void,
 ): (event: WatchEvent | Handed) => void {
   // Made once per run: a refresh allocates its event only.
-  const due = (snapshot: DecidedSnapshot): void => next({ type: 'refresh-due', held: snapshot })
-  return (event) => {
-    if (event.type !== 'snapshot') return next(event)
-    const { snapshot, reset } = event
-    const decision = decideOn(snapshot)
-    if (held.offer(snapshot, reset, decision, due) === 'pass') {
-      next({ type: 'snapshot', snapshot, reset, decision })
-    }
-  }
+  const run: FollowingRun = { decisionOn: decideOn, next }
+  return (event) => followWatch(held, run, event)
 }
 
 /**

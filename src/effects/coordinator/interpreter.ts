@@ -3,10 +3,11 @@ import {
   asyncScheduler,
   defaultIfEmpty,
   take,
-  type Observer,
+  type SchedulerAction,
   type SchedulerLike,
-  Subscription,
+  type Subscription,
 } from 'rxjs'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import {
   lifeStep,
   unstarted,
@@ -15,8 +16,9 @@ import {
   type LifeInput,
   type LifeOptions,
   type LifeTimer,
+  type SessionGrant,
 } from '../../core/contender/contender-life.js'
-import type { ContenderState } from '../../core/contender/contender-state-model.js'
+import type { ContenderAction, ContenderState } from '../../core/contender/contender-state-model.js'
 import type { SemaphoreError } from '../../base/semaphore-error.js'
 import type { ContenderPort } from './contender-port.js'
 
@@ -30,7 +32,46 @@ export interface ContenderObserver {
 }
 
 /** The calls a contender has out, at most one of each. */
-type Call = 'session' | 'lease' | 'join' | 'follow' | 'write'
+type CallKind = 'session' | 'lease' | 'join' | 'follow' | 'write'
+
+/**
+ * One call of the interpreter's port, as the observer of its Observable: it hands what the call
+ * says to its interpreter. One object per call, with its methods on the prototype: the calls of a
+ * waiting contender (its lease, its watch) are out for its whole life, thousands of times over in
+ * a process.
+ */
+class Call {
+  /** What the call's subscribe returned, once it returned (unless it ended first). */
+  subscription: Subscription | undefined = undefined
+  ended = false
+
+  constructor(
+    private readonly interpreter: Interpreter,
+    readonly kind: CallKind,
+    /** A write's action, for `written` when it completes. */
+    readonly action?: ContenderAction,
+  ) {}
+
+  next(value: unknown): void {
+    this.interpreter.answered(this, value)
+  }
+
+  error(error: unknown): void {
+    this.interpreter.failed(this, error)
+  }
+
+  complete(): void {
+    this.interpreter.completed(this)
+  }
+}
+
+/** A timer's work: one module-level function for every timer (its state says whose, which). */
+function fireTimer(
+  this: SchedulerAction<{ readonly interpreter: Interpreter; readonly name: LifeTimer }>,
+  state?: { readonly interpreter: Interpreter; readonly name: LifeTimer },
+): void {
+  state?.interpreter.fired(state.name)
+}
 
 /**
  * The one interpreter of a contender's machine (`lifeStep`): it feeds each input through the
@@ -55,7 +96,7 @@ export class Interpreter {
   private life: ContenderLife = unstarted
   private readonly inbox: LifeInput[] = []
   // One field per kind: a contender is thousands of times in a process, and a Map costs more.
-  private readonly calls: Record<Call, Subscription | undefined> = {
+  private readonly calls: Record<CallKind, Call | undefined> = {
     session: undefined,
     lease: undefined,
     join: undefined,
@@ -107,7 +148,7 @@ export class Interpreter {
       for (let next = this.inbox[0]; next !== undefined; next = this.inbox[0]) {
         const step = lifeStep(this.life, next, this.scheduler.now(), this.options)
         this.life = step.life
-        for (const command of step.commands) this.carryOut(command)
+        step.commands.forEach((command) => this.carryOut(command))
         this.inbox.shift()
       }
     } finally {
@@ -119,34 +160,21 @@ export class Interpreter {
     const { port } = this
     switch (command.type) {
       case 'create-session':
-        return this.call('session', port.session(command.from), {
-          next: (created) => this.input({ type: 'session', ...created, mayJoin: port.mayJoin() }),
-          error: (error: unknown) => this.input({ type: 'session-failed', error }),
-        })
+        return this.call(new Call(this, 'session'), port.session(command.from))
       case 'lease':
-        return this.call('lease', port.lease(command), {
-          next: (event) => this.input(event),
-          error: (error: unknown) => this.input({ type: 'run-failed', error }),
-        })
+        return this.call(new Call(this, 'lease'), port.lease(command))
       case 'join':
         return this.call(
-          'join',
+          new Call(this, 'join'),
           port.join(command.session).pipe(defaultIfEmpty(undefined), take(1)),
-          { next: (seed) => this.input({ type: 'joined', seed }) },
         )
       case 'follow':
-        return this.call('follow', port.follow(command.session, command.seed), {
-          next: (event) => this.input(event),
-          error: (error: unknown) => this.input({ type: 'run-failed', error }),
-        })
-      case 'write': {
-        const { action } = command
-        return this.call('write', port.perform(command.session, action), {
-          next: (event) => this.input(event),
-          error: (error: unknown) => this.input({ type: 'run-failed', error }),
-          complete: () => this.input({ type: 'written', action }),
-        })
-      }
+        return this.call(new Call(this, 'follow'), port.follow(command.session, command.seed))
+      case 'write':
+        return this.call(
+          new Call(this, 'write', command.action),
+          port.perform(command.session, command.action),
+        )
       case 'cancel-write':
         return this.cancel('write')
       case 'timer':
@@ -167,49 +195,68 @@ export class Interpreter {
   }
 
   /** Starts a call, in place of the one of its kind; it is forgotten once it ends. */
-  private call<T>(
-    kind: Call,
-    source: Observable<T>,
-    observer: Partial<Observer<T>> & { readonly next: (value: T) => void },
-  ): void {
+  private call(call: Call, source: Observable<unknown>): void {
+    const { kind } = call
     this.cancel(kind)
+    const subscription = source.subscribe(call)
     // A call may end before subscribe() returns (an answer already known).
-    const subscription = new Subscription()
-    let ended = false
-    const end = (): void => {
-      ended = true
-      if (this.calls[kind] === subscription) this.calls[kind] = undefined
-    }
-    subscription.add(
-      source.subscribe({
-        next: observer.next,
-        error: (error: unknown) => {
-          end()
-          observer.error?.(error)
-        },
-        complete: () => {
-          end()
-          observer.complete?.()
-        },
-      }),
-    )
-    if (!ended) this.calls[kind] = subscription
+    if (call.ended) return
+    call.subscription = subscription
+    this.calls[kind] = call
   }
 
-  private cancel(kind: Call): void {
-    this.calls[kind]?.unsubscribe()
+  private cancel(kind: CallKind): void {
+    this.calls[kind]?.subscription?.unsubscribe()
     this.calls[kind] = undefined
+  }
+
+  /** @internal A call's answer, as its machine's input. */
+  answered(call: Call, value: unknown): void {
+    switch (call.kind) {
+      case 'session':
+        return this.input({
+          type: 'session',
+          ...(value as SessionGrant),
+          mayJoin: this.port.mayJoin(),
+        })
+      case 'join':
+        return this.input({ type: 'joined', seed: value as KVSnapshot | undefined })
+      default:
+        // The lease's, the watch's and the write's events are the machine's inputs as they are.
+        return this.input(value as LifeInput)
+    }
+  }
+
+  /** @internal A call that failed (the join fails quietly: the machine goes on without it). */
+  failed(call: Call, error: unknown): void {
+    this.ended(call)
+    if (call.kind === 'session') return this.input({ type: 'session-failed', error })
+    if (call.kind !== 'join') this.input({ type: 'run-failed', error })
+  }
+
+  /** @internal A call that completed: only a write's completion is news (`written`). */
+  completed(call: Call): void {
+    this.ended(call)
+    if (call.action !== undefined) this.input({ type: 'written', action: call.action })
+  }
+
+  private ended(call: Call): void {
+    call.ended = true
+    if (this.calls[call.kind] === call) this.calls[call.kind] = undefined
   }
 
   private setTimer(name: LifeTimer, at: number | undefined): void {
     this.timers[name]?.unsubscribe()
     this.timers[name] = undefined
     if (at === undefined) return
-    const fire = (): void => {
-      this.timers[name] = undefined
-      this.input(this.due(name))
-    }
-    this.timers[name] = this.scheduler.schedule(fire, Math.max(0, at - this.scheduler.now()))
+    const delay = Math.max(0, at - this.scheduler.now())
+    this.timers[name] = this.scheduler.schedule(fireTimer, delay, { interpreter: this, name })
+  }
+
+  /** @internal A timer fired (the timer's work): it is fed to the machine. */
+  fired(name: LifeTimer): void {
+    this.timers[name] = undefined
+    this.input(this.due(name))
   }
 
   private due(name: LifeTimer): LifeInput {
@@ -224,7 +271,7 @@ export class Interpreter {
   }
 
   private finish(command: Extract<LifeCommand, { type: 'finish' }>): void {
-    for (const call of Object.keys(this.calls) as Call[]) this.cancel(call)
+    for (const call of Object.keys(this.calls) as CallKind[]) this.cancel(call)
     for (const name of Object.keys(this.timers) as LifeTimer[]) this.setTimer(name, undefined)
     const { outcome } = command
     const error = typeof outcome === 'string' ? undefined : this.port.failure(outcome)

@@ -146,12 +146,15 @@ export interface ContenderProtocol {
    * semaphore's release then ends without the destroy and its outcome says `sessionKept`; a lock's
    * destroys it all the same. 'adopted': the session is not the contender's
    * (`ContenderOptions.session`) and is never destroyed, by either protocol, whatever the outcome.
+   * 'gone': Consul has ended the session; a semaphore's release gives back the slot `.lock` still
+   * lists under it (handing it on) and destroys nothing; a lock's has nothing to do (Consul
+   * released the key with the session).
    */
   readonly release: (
     contender: ProtocolMember,
     session: string,
     lastSeen: KVSnapshot | undefined,
-    keepSession?: boolean | 'adopted',
+    keepSession?: boolean | 'adopted' | 'gone',
   ) => Promise<E.Either<ConsulError, ReleaseOutcome | void>>
   /** The public error for a prefix problem the core found. */
   readonly problemError: (problem: PrefixProblem) => SemaphoreError

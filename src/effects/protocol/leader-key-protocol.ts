@@ -1,3 +1,4 @@
+import * as E from 'fp-ts/lib/Either.js'
 import { SEMAPHORE_FLAGS } from '../../base/flags.js'
 import type { PrefixProblem } from '../../core/events.js'
 import { LOCK_FLAGS } from '../../base/flags.js'
@@ -60,16 +61,19 @@ export const leaderKeyProtocol: ContenderProtocol = {
       queued: queues(contender),
       scheduler: contender.scheduler,
     }),
+  // A session Consul has ended holds nothing: the key was released with it (behavior `release`).
   release: (contender, session, _lastSeen, keepSession) =>
-    releaseLeaderKey({
-      client: contender.client,
-      prefix: contender.prefix,
-      session,
-      value: contender.value,
-      scheduler: contender.scheduler,
-      adopted: keepSession === 'adopted',
-      queued: queues(contender),
-    }),
+    keepSession === 'gone'
+      ? Promise.resolve(E.right(undefined))
+      : releaseLeaderKey({
+          client: contender.client,
+          prefix: contender.prefix,
+          session,
+          value: contender.value,
+          scheduler: contender.scheduler,
+          adopted: keepSession === 'adopted',
+          queued: queues(contender),
+        }),
   problemError: leaderKeyProblemError,
 }
 

@@ -1,17 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
-import {
-  EMPTY,
-  asyncScheduler,
-  defer,
-  map,
-  mergeMap,
-  type Observable,
-  of,
-  switchMap,
-  take,
-  tap,
-  timer,
-} from 'rxjs'
+import type { TaskEither } from 'fp-ts/lib/TaskEither.js'
+import { EMPTY, Observable, asyncScheduler, map, mergeMap, of, switchMap, take, timer } from 'rxjs'
 import type { ConsulError } from '../../base/consul-error.js'
 import type { TxnOp, TxnResult } from '../../base/txn.js'
 import type { ConsulClient } from '../../consul/client-api.js'
@@ -23,7 +12,7 @@ import { refenceOps } from '../../core/release/release-ops.js'
 import { refenceKept } from '../../core/semaphore/refencing.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import type { ContenderEvent } from '../../core/events.js'
-import { fromCall, orThrow, retryTransient } from '../call-policy.js'
+import { fromCall, retryTransient, rightOf } from '../call-policy.js'
 import type { FreshLock } from '../fresh-lock.js'
 import type { Performer, PerformerOptions } from './contender-protocol.js'
 import { endOnSessionGone } from './session-gone.js'
@@ -65,12 +54,13 @@ function txnTold(
   client: ConsulClient,
   ops: readonly TxnOp[],
   fresh: FreshLock | undefined,
-): Observable<E.Either<ConsulError, TxnResult>> {
-  const send = fromCall((signal) => client.kv.txn(ops, { signal }))
-  if (fresh === undefined) return send
-  return defer(() => {
+): Observable<TxnResult> {
+  const call = (signal: AbortSignal): TaskEither<ConsulError, TxnResult> =>
+    client.kv.txn(ops, { signal })
+  if (fresh === undefined) return rightOf(call)
+  return new Observable((subscriber) => {
     const feed = fresh.sending()
-    return send.pipe(tap((answer) => E.isRight(answer) && feed.txn(ops, answer.right)))
+    return rightOf(call, (result) => feed.txn(ops, result)).subscribe(subscriber)
   })
 }
 
@@ -84,10 +74,10 @@ function txnInTurn(
   client: ConsulClient,
   ops: readonly TxnOp[],
   fresh: FreshLock | undefined,
-): Observable<E.Either<ConsulError, TxnResult>> {
+): Observable<TxnResult> {
   if (fresh === undefined) return txnTold(client, ops, undefined)
   return fresh.turn().pipe(
-    switchMap(() => (fresh.stale(ops) ? of(E.right(notSent(ops))) : txnTold(client, ops, fresh))),
+    switchMap(() => (fresh.stale(ops) ? of(notSent(ops)) : txnTold(client, ops, fresh))),
     take(1),
   )
 }
@@ -142,7 +132,6 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
       const sent =
         action.type === 'Rotate' ? txnInTurn(client, ops, fresh) : txnTold(client, ops, fresh)
       return sent.pipe(
-        mergeMap(orThrow),
         retryTransient(scheduler, random),
         map((result): ContenderEvent => {
           const ok =
@@ -187,7 +176,6 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
         { verb: 'set', key: ownKey, value, flags: HOLDER_FLAGS },
       ]
       return txnInTurn(client, ops, fresh).pipe(
-        mergeMap(orThrow),
         retryTransient(scheduler, random),
         mergeMap((result) =>
           of<ContenderEvent>(
@@ -203,7 +191,7 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
         ),
       )
     }
-    const acquireKey: Observable<ContenderEvent> = fromCall((signal) =>
+    const acquireKey: Observable<ContenderEvent> = rightOf((signal) =>
       client.kv.put(contenderKey(prefix, session), options.value, {
         acquire: session,
         // The semaphore's flags plus one: "this contender takes a slot handed to it directly";
@@ -212,15 +200,13 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
         signal,
       }),
     ).pipe(
-      mergeMap(orThrow),
       retryTransient(scheduler, random),
       // false: after an invalidation Consul refuses the key for the session's lock-delay before it
       // even looks at the session, so ask whether the session still exists.
       mergeMap((acquired) =>
         acquired
           ? EMPTY
-          : fromCall((signal) => client.session.info(session, { signal })).pipe(
-              mergeMap(orThrow),
+          : rightOf((signal) => client.session.info(session, { signal })).pipe(
               retryTransient(scheduler, random),
               mergeMap((info) =>
                 info === null

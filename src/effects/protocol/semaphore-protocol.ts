@@ -104,6 +104,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       listReads,
       keepSession: keepSession === true,
       adopted: keepSession === 'adopted',
+      sessionGone: keepSession === 'gone',
       fresh: contender.fresh,
       view: (snapshot) => contender.cache.view(snapshot, contender),
     })

@@ -318,8 +318,11 @@ export interface ProcessCost {
  * through GNU time (`/usr/bin/time`, Debian's `time` package), the CPU through bash's `times`
  * (Node cannot read a child's resource usage). GNU time prints CPU seconds to two decimals, 10 ms
  * steps, as coarse as a bare node's whole start; `times` prints the user and system time of the
- * shell's reaped children (the command, its own children, and GNU time around it, whose share is
- * well under a millisecond) to the millisecond. Undefined when GNU time is missing.
+ * shell's reaped children to the millisecond, read before and after the command: what the shell
+ * reaped before it runs is not the command's (a shell started from a process without a terminal
+ * was seen to count some 90 ms there), and what it reaps during it is the command, its own
+ * children, and GNU time around it (well under a millisecond). Undefined when GNU time is
+ * missing.
  */
 export function processCosts(
   argvs: readonly (readonly string[])[],
@@ -329,8 +332,8 @@ export function processCosts(
   if (!existsSync(time)) return undefined
   const dir = mkdtempSync(join(tmpdir(), 'rxsem-cost-'))
   const out = join(dir, 'time')
-  // The command's own output is dropped; `times`' second line is the children's user and system.
-  const script = '"$@" </dev/null >/dev/null 2>&1; times'
+  // The command's own output is dropped; each `times` prints the shell's time, then its children's.
+  const script = 'times; "$@" </dev/null >/dev/null 2>&1; times'
   try {
     const costs = argvs.map((): ProcessCost[] => [])
     for (let i = 0; i < runs; i++) {
@@ -359,12 +362,19 @@ export function processCosts(
 }
 
 /**
- * The reaped children's user + system CPU (ms) from what bash's `times` printed: two lines of
- * `<m>m<s>s <m>m<s>s`, the shell's own then its children's. NaN when it printed something else.
+ * The user + system CPU (ms) of the children a shell reaped between two `times`: what bash printed
+ * is two pairs of lines of `<m>m<s>s <m>m<s>s`, the shell's own time then its children's, before
+ * and after. NaN when it printed something else.
  */
 export function childrenCpuMs(printed: string): number {
-  const children = printed.trim().split('\n').at(-1) ?? ''
-  const parts = [...children.matchAll(/(\d+)m([\d.]+)s/g)]
+  const lines = printed.trim().split('\n')
+  if (lines.length !== 4) return Number.NaN
+  return childrenMs(lines[3] ?? '') - childrenMs(lines[1] ?? '')
+}
+
+/** One line of `times` (`<m>m<s>s <m>m<s>s`): user + system, ms; NaN for anything else. */
+function childrenMs(line: string): number {
+  const parts = [...line.matchAll(/(\d+)m([\d.]+)s/g)]
   if (parts.length !== 2) return Number.NaN
   return parts.reduce(
     (ms, [, minutes, seconds]) => ms + (Number(minutes) * 60 + Number(seconds)) * 1000,

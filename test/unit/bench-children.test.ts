@@ -4,12 +4,15 @@ import { describe, it } from 'node:test'
 import { childrenCpuMs, processCosts } from '../../bench/children.js'
 
 describe('childrenCpuMs', () => {
-  it("adds the children's user and system time, the second line, to the millisecond", () => {
-    assert.equal(childrenCpuMs('0m0.003s 0m0.001s\n0m0.045s 0m0.012s\n'), 57)
+  it('adds the user and system time of the children reaped between the two readings', () => {
+    const before = '0m0.001s 0m0.000s\n0m0.060s 0m0.030s\n'
+    const after = '0m0.003s 0m0.001s\n0m0.105s 0m0.042s\n'
+    assert.equal(childrenCpuMs(before + after), 57)
   })
 
   it('reads minutes too', () => {
-    assert.equal(childrenCpuMs('0m0.000s 0m0.000s\n1m2.500s 0m0.250s'), 62_750)
+    const zero = '0m0.000s 0m0.000s\n'
+    assert.equal(childrenCpuMs(`${zero}${zero}${zero}1m2.500s 0m0.250s`), 62_750)
   })
 
   it('is NaN for anything else, so that a broken reading is not a figure', () => {

@@ -93,12 +93,12 @@ describe('watchTarget', () => {
   })
 
   describe('a process whose only contender may watch its own key alone', () => {
-    const own = (session: string, modifyIndex: bigint, lockIndex?: bigint) => ({
+    const own = (session: string, modifyIndex: bigint, lockIndex?: bigint, othersHold = false) => ({
       type: 'own',
       key: `${prefix}/${session}`,
       session,
       modifyIndex,
-      ...(lockIndex === undefined ? {} : { held: { lockIndex } }),
+      ...(lockIndex === undefined ? {} : { held: { lockIndex, othersHold } }),
     })
     const alone = (snapshot: KVSnapshot, session: string) =>
       watchTarget(snapshot, prefix, decisions(snapshot, [local(session)]), session)
@@ -113,6 +113,20 @@ describe('watchTarget', () => {
       const nobodyWaits = snapshotOf([held, holder])
       assert.deepEqual(alone(nobodyWaits, 'h'), { type: 'prefix' })
       assert.deepEqual(alone(snapshotOf([held, holder, ours('w0', 10n)]), 'h'), own('h', 50n, 50n))
+    })
+
+    it('tells a holder whether others hold beside it: their hand-overs rewrite `.lock`', () => {
+      const two = lockEntry(prefix, '{"Limit":2,"Holders":{"h":true,"k":true}}', 60n)
+      const other = contenderEntry(prefix, 'k', 2n, { flags: HOLDER_FLAGS, modifyIndex: 60n })
+      const shared = snapshotOf([two, holder, other, ours('w0', 10n)])
+      const target = watchTarget(
+        shared,
+        prefix,
+        [decide(shared, { prefix, session: 'h', limit: 2 })],
+        'h',
+      )
+      assert.deepEqual(target, own('h', 50n, 60n, true))
+      assert.deepEqual(alone(queue, 'h'), own('h', 50n, 50n, false), 'the sole holder of limit 1')
     })
 
     it('watches as any process does when a Go contender is ahead of it or holds, a slot is free, or it was asked to give its slot back', () => {
@@ -176,9 +190,10 @@ describe('watchTarget', () => {
     assert.ok(sameWatchTarget({ type: 'prefix' }, { type: 'prefix' }))
     const own = { type: 'own', key: 'k', session: 's', modifyIndex: 1n } as const
     assert.ok(!sameWatchTarget(a, own), 'the key ahead is not the own key, though the same')
-    const held = { ...own, held: { lockIndex: 5n } }
-    assert.ok(sameWatchTarget(held, { ...held, held: { lockIndex: 5n } }))
-    assert.ok(!sameWatchTarget(held, { ...held, held: { lockIndex: 6n } }))
+    const held = { ...own, held: { lockIndex: 5n, othersHold: false } }
+    assert.ok(sameWatchTarget(held, { ...held, held: { lockIndex: 5n, othersHold: false } }))
+    assert.ok(!sameWatchTarget(held, { ...held, held: { lockIndex: 6n, othersHold: false } }))
+    assert.ok(!sameWatchTarget(held, { ...held, held: { lockIndex: 5n, othersHold: true } }))
   })
 
   describe('handedTo: a slot handed to a waiter asleep on its own key', () => {
@@ -216,7 +231,7 @@ describe('watchTarget', () => {
     })
 
     it('reads nothing for a holder, or a process parked on the key ahead', () => {
-      const held = { ...asleep, held: { lockIndex: 5n } }
+      const held = { ...asleep, held: { lockIndex: 5n, othersHold: false } }
       assert.equal(handedTo(held, entry(HOLDER_FLAGS, 40n)), undefined)
       assert.equal(
         handedTo({ type: 'key', key, modifyIndex: 7n }, entry(HOLDER_FLAGS, 40n)),

@@ -403,11 +403,15 @@ describe('request counts, in virtual time on the Consul double', () => {
       return { sem, seen: follow(name, sem) }
     }
     const holding = (c: { seen: Followed }): boolean => c.seen.last?.holding === true
+    const LOCK_POLL_OF_A = new RegExp(
+      `^a: GET /v1/kv/${prefix}/\\.lock\\?recurse&index=\\d+&wait=30000ms$`,
+    )
 
     /**
      * x, y and z hold; a, p and q wait, in that order; x leaves, handing a its slot: a lists the
-     * prefix then, and knows p and q. y leaves next, handing p its slot, which a's poll of `.lock`
-     * sees: the `.lock` a knows lists a, z and p, and q is the first in line.
+     * prefix then, and knows p and q. y leaves next, handing p its slot, which a's first poll of
+     * `.lock` sees: a holds beside others, so that poll goes out HELD_LOCK_POLL_MS into its hold.
+     * The `.lock` a knows then lists a, z and p, and q is the first in line.
      */
     async function aHoldsBehindTwoHandOvers() {
       const [x, y, z] = ['x', 'y', 'z'].map(contender) as [
@@ -426,10 +430,19 @@ describe('request counts, in virtual time on the Consul double', () => {
       await close(x.sem)
       await until('a holds', () => holding(a))
       await quiet()
+      requests()
       await close(y.sem)
       await until('p holds', () => holding(p))
       await quiet()
-      requests()
+      const beforePoll = requests().filter(
+        (line) => line.startsWith('a: ') && line.includes('.lock'),
+      )
+      assert.deepEqual(beforePoll, [], 'a has not polled .lock yet')
+      await advanceBy(scheduler, HELD_LOCK_POLL_MS)
+      await quiet()
+      const firstPoll = requests().filter((line) => line.startsWith('a: '))
+      assert.equal(firstPoll.length, 1, `a's first poll of .lock: ${firstPoll.join(', ')}`)
+      assert.match(firstPoll[0] ?? '', LOCK_POLL_OF_A)
       return { a, p, q, z }
     }
 
@@ -437,7 +450,9 @@ describe('request counts, in virtual time on the Consul double', () => {
       const { a, q, z } = await aHoldsBehindTwoHandOvers()
       // The poll after the last answer goes out HELD_LOCK_POLL_MS after the one before it.
       await advanceBy(scheduler, HELD_LOCK_POLL_MS)
-      requests()
+      const ofA = requests().filter((line) => line.startsWith('a: '))
+      assert.equal(ofA.length, 1, `a's second poll of .lock: ${ofA.join(', ')}`)
+      assert.match(ofA[0] ?? '', LOCK_POLL_OF_A)
       await close(a.sem)
       await until('q holds', () => holding(q))
       await quiet()

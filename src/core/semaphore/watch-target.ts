@@ -63,10 +63,12 @@ export type WatchTarget =
       /** Its ModifyIndex in the snapshot the target was chosen on. */
       readonly modifyIndex: bigint
       /**
-       * For a holder: `.lock`'s ModifyIndex in the snapshot. A holder long-polls `.lock` beside
-       * its key, and the prefix is listed when `.lock` no longer lists it.
+       * For a holder: `.lock`'s ModifyIndex in the snapshot, and whether other live holders share
+       * the semaphore with it (`othersHold`: their hand-overs rewrite `.lock`). A holder
+       * long-polls `.lock` beside its key, and the prefix is listed when `.lock` no longer lists
+       * it.
        */
-      readonly held?: { readonly lockIndex: bigint } | undefined
+      readonly held?: { readonly lockIndex: bigint; readonly othersHold: boolean } | undefined
     }
 
 /** The target that never misses anything. */
@@ -186,7 +188,7 @@ function ownTarget(
     // Nobody waits: the first to join is the heir of its release, which the prefix shows at once
     // and its own key and `.lock` never would (its release would list the prefix first).
     if (view.waiting.length === 0) return undefined
-    const held = { lockIndex: view.lockIndex }
+    const held = { lockIndex: view.lockIndex, othersHold: view.liveHolders.length > 1 }
     return { type: 'own', key, session, modifyIndex: entry.modifyIndex, held }
   }
   const own: WatchTarget = { type: 'own', key, session, modifyIndex: entry.modifyIndex }
@@ -254,6 +256,10 @@ export function sameWatchTarget(a: WatchTarget, b: WatchTarget): boolean {
   // A watch of `.lock` follows the key from its own answers: a target chosen on one of them is
   // where the watch already is.
   if (a.type === 'lock' || b.type === 'lock') return a.type === b.type && a.key === b.key
-  if (a.type === 'own' && b.type === 'own' && a.held?.lockIndex !== b.held?.lockIndex) return false
+  if (a.type === 'own' && b.type === 'own') {
+    if (a.held?.lockIndex !== b.held?.lockIndex || a.held?.othersHold !== b.held?.othersHold) {
+      return false
+    }
+  }
   return a.type === b.type && a.key === b.key && a.modifyIndex === b.modifyIndex
 }

@@ -15,6 +15,7 @@ import {
   switchMap,
   takeWhile,
   throwError,
+  timer,
   type Observable,
   type SchedulerLike,
   type Subscription,
@@ -101,7 +102,11 @@ export const WAKE_WAIT_MS = 100
  * one request per 100 ms at most instead of one per hand-over. Its release builds on the `.lock`
  * it knows only while a poll has been out since the last answer (`knowsCurrentLock`), and lists
  * the prefix first otherwise: a `.lock` that changed during the pause would cost a lost CAS and a
- * listing, where the listing alone costs one request. An edit of `.lock` by hand that takes it out
+ * listing, where the listing alone costs one request. A holder beside others (`othersHold`) sends
+ * its first poll 100 ms into its hold too: their hand-overs would answer a poll sent at once, and
+ * a tenure shorter than that would pay the poll and the listing both, where it now pays the
+ * listing alone. A sole holder's first poll goes out at once: nobody else rewrites `.lock`, so
+ * that poll stays out and its release needs no read. An edit of `.lock` by hand that takes it out
  * is seen within 100 ms and a round trip (the poll sent after the pause answers at once); the
  * loss of its session or key, at once, on its key's poll.
  */
@@ -153,8 +158,12 @@ export class PrefixCoordinator {
   private joining = 0
   /** The dead waiters' keys this process is removing (`sweep`), as `<key>@<ModifyIndex>`. */
   private readonly removing = new Set<string>()
-  /** Scheduler ms of the last answer of a lone holder's `.lock` poll (`knowsCurrentLock`). */
-  private lockAnsweredAt: number | undefined
+  /**
+   * Scheduler ms of the last read of `.lock` that a lone holder knows and has no poll out since
+   * (`knowsCurrentLock`): the start of a hold beside others, then each answer of its `.lock`
+   * poll.
+   */
+  private lockReadAt: number | undefined
   /** The first member's scheduler, or `asyncScheduler`: the clock of the prefix's timers. */
   private readonly scheduler: SchedulerLike
 
@@ -339,14 +348,15 @@ export class PrefixCoordinator {
   /**
    * Whether the `.lock` the process knows is as fresh as a long poll makes it: the watch
    * long-polls its one member's key as a holder's, and the `.lock` poll beside it has been out
-   * since its last answer (`HELD_LOCK_POLL_MS` after it, or no answer yet), so that only a change
-   * still on its way is unknown. Between an answer and the next poll, `.lock` may change unseen.
+   * since the last read (`HELD_LOCK_POLL_MS` after it; at once when the hold began as the sole
+   * holder), so that only a change still on its way is unknown. Before that poll goes out,
+   * `.lock` may change unseen.
    */
   knowsCurrentLock(): boolean {
     const target = this.target.value
     if (target.type !== 'own' || target.held === undefined) return false
-    const answered = this.lockAnsweredAt
-    return answered === undefined || this.scheduler.now() - answered >= HELD_LOCK_POLL_MS
+    const read = this.lockReadAt
+    return read === undefined || this.scheduler.now() - read >= HELD_LOCK_POLL_MS
   }
 
   private *decisionsOn(snapshot: KVSnapshot): Iterable<Decision | undefined> {
@@ -366,7 +376,8 @@ export class PrefixCoordinator {
       // too, falls back here): a poll blocking on the last index would leave them disconnected
       // until the prefix next changes, so the prefix is read at once.
       switchMap((to) => {
-        this.lockAnsweredAt = undefined
+        this.lockReadAt =
+          to.type === 'own' && to.held?.othersHold === true ? this.scheduler.now() : undefined
         return to.type === 'prefix'
           ? this.client.watchPrefix(`${this.prefix}/`, {
               ...options,
@@ -383,7 +394,7 @@ export class PrefixCoordinator {
               () => this.target.next(WHOLE_PREFIX),
               (entry) => {
                 this.fresh.sending().lock(entry)
-                this.lockAnsweredAt = this.scheduler.now()
+                this.lockReadAt = this.scheduler.now()
               },
               () => this.last,
             )
@@ -485,7 +496,13 @@ function waitForKey(
     }
     const pace = { minIntervalMs: HELD_LOCK_POLL_MS, progressBurst: 0 }
     const lockRound = round(lock, held.lockIndex, stillListed, pace)
-    return merge(keyRound.pipe(repeat()), lockRound.pipe(repeat()))
+    const lockPolls = lockRound.pipe(repeat())
+    // Beside others, the first poll of `.lock` waits as the next ones do: a short tenure sends none.
+    const scheduler = options.scheduler ?? asyncScheduler
+    const firstPolls = held.othersHold
+      ? timer(HELD_LOCK_POLL_MS, scheduler).pipe(concatMap(() => lockPolls))
+      : lockPolls
+    return merge(keyRound.pipe(repeat()), firstPolls)
   }
   return defer(() => {
     const keyEvents = keyRound.pipe(repeat())

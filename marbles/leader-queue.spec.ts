@@ -4,11 +4,12 @@
 // `consul lock` holds `.lock` without a waiter key: it keeps no place in the line.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { map } from 'rxjs'
+import { map, scan } from 'rxjs'
 import { TestScheduler } from 'rxjs/testing'
 import { LOCK_FLAGS, LOCK_WAITER_FLAGS } from '../src/base/flags.js'
 import type { KVEntry, KVSnapshot } from '../src/base/kv-snapshot.js'
-import { decideLeaderKey } from '../src/core/leader-key/decide-leader-key.js'
+import { decidePatiently, type PatientDecision } from '../src/core/contender/decide-patiently.js'
+import { decideLeaderKey, leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
 import { leaderWatchTarget } from '../src/core/leader-key/leader-watch-target.js'
 import { deadWaitersToRemove } from '../src/core/leader-key/lock-queue.js'
 import { snapshotOf } from './support/snapshot.js'
@@ -138,6 +139,62 @@ describe('the leader lock’s queue (decideLeaderKey, leaderWatchTarget)', () =>
         a: 'TryAcquire0 lock',
         b: 'NotContending prefix',
         c: 'Held prefix',
+      })
+    })
+  })
+
+  describe('the fairness grace (decidePatiently with the queued leader decider)', () => {
+    // As leaderElection sets it up: the queued decider, fairness on, the default grace (2 s for
+    // the first place behind the front, a quarter more per place further back).
+    const options = { prefix, limit: 1, fairness: true, decide: leaderKeyDecider('me', true) }
+    const notCounting: Pick<PatientDecision, 'graceFront' | 'graceSince'> & {
+      decision?: PatientDecision['decision']
+    } = { graceFront: undefined, graceSince: undefined }
+
+    /** Decides `me` on each snapshot at its virtual time, carrying the grace counted so far. */
+    function patiently(scheduler: TestScheduler) {
+      return scan(
+        (counting: typeof notCounting, snapshot: KVSnapshot) =>
+          decidePatiently(snapshot, 'me', scheduler.now(), counting, options),
+        notCounting,
+      )
+    }
+    const named = (p: typeof notCounting) =>
+      `${p.decision?.type ?? ''}${p.decision !== undefined && 'rank' in p.decision ? (p.decision.rank ?? '') : ''}`
+
+    it('should try a free key out of turn once it stood free for the grace, the first in line never trying it', () => {
+      const scheduler = new TestScheduler((actual, expected) =>
+        assert.deepStrictEqual(actual, expected),
+      )
+      scheduler.run(({ cold, expectObservable }) => {
+        // a is first in line and dead: its session not yet expired, its key kept, it never tries.
+        const free = snapshotOf([lock(undefined, 9n), waiter('a', 6n), waiter('me', 8n)])
+        const snapshots = cold('f 1998ms f f|', { f: free })
+        expectObservable(snapshots.pipe(patiently(scheduler), map(named))).toBe('w 1998ms w t|', {
+          w: 'Wait1',
+          t: 'TryAcquire1',
+        })
+      })
+    })
+
+    it('should start the grace over when the first in line takes the key', () => {
+      const scheduler = new TestScheduler((actual, expected) =>
+        assert.deepStrictEqual(actual, expected),
+      )
+      scheduler.run(({ cold, expectObservable }) => {
+        const free = snapshotOf([lock(undefined, 9n), waiter('a', 6n), waiter('me', 8n)])
+        const aLeads = snapshotOf([lock('a', 10n), waiter('me', 8n)])
+        const freeAgain = snapshotOf([lock(undefined, 11n), waiter('b', 7n), waiter('me', 8n)])
+        // a leads at 1.5 s; the key is free again at 1.9 s, b first in line: me counts from there.
+        const snapshots = cold('f 1499ms a 399ms g 1599ms g|', {
+          f: free,
+          a: aLeads,
+          g: freeAgain,
+        })
+        expectObservable(snapshots.pipe(patiently(scheduler), map(named))).toBe(
+          'w 1499ms z 399ms w 1599ms w|',
+          { w: 'Wait1', z: 'Wait0' },
+        )
       })
     })
   })

@@ -18,6 +18,7 @@ import {
   type LeaderElectionState,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
+import { startCli } from '../support/cli.js'
 import { consulBin } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy, type SeenRequest } from '../support/fault-proxy.js'
 import {
@@ -310,6 +311,43 @@ describe('the leader lock’s queue', { timeout: SUITE_TIMEOUT_MS }, () => {
     await leads(d3)
     assert.equal(d2.last()?.holding, false)
     await d3.election.close()
+  })
+
+  it('passes over a first in line whose process was SIGKILLed: the next in line leads after its recheck and grace, while the dead session still locks its waiter key', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'queue-killed')
+    const leader = await contender(t, prefix, 'k0')
+    await leads(leader)
+    // First in line: an rxsem run --leader whose session outlives its process by 30 to 60 s.
+    const killed = startCli(
+      ['run', '--leader', '--prefix', prefix, '--ttl', '30s', '--', 'sleep', '600'],
+      { addr: agent.addr },
+    )
+    onEnd(t, async () => {
+      killTree(killed.pid, 'SIGKILL')
+      await killed.exited
+    })
+    const first = await eventually(
+      'rxsem run in line',
+      async () => (await waiterKeys(prefix))[0],
+      30_000,
+    )
+    const deadSession = first.Session
+    assert.ok(deadSession)
+    onEnd(t, () => destroyRawSession(agent.url, deadSession))
+    const behind = await contender(t, prefix, 'k1')
+    await inLine(prefix, behind)
+    killTree(killed.pid, 'SIGKILL')
+    await killed.exited
+    // The key goes free with nobody of ours first in line alive to try it.
+    const releasedAt = Date.now()
+    await leader.election.close()
+    await eventually('k1 leads', () => behind.last()?.holding || undefined, 20_000)
+    const took = Date.now() - releasedAt
+    const dead = (await waiterKeys(prefix)).find((e) => e.Key === first.Key)
+    assert.equal(dead?.Session, deadSession, 'the SIGKILLed waiter’s session still locks its key')
+    process.stderr.write(`# the next in line led ${took} ms after the release\n`)
+    assert.equal((await lockOf(prefix))?.Session, behind.last()?.session)
+    await behind.election.close()
   })
 
   it('leaves no waiter key and no session when closed while waiting, first in line, or leading', async (t) => {

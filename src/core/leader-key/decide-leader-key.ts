@@ -48,6 +48,12 @@ export interface DecideLeaderKeyOptions {
    * whenever the key is free, as Go's `Lock` does. Default false.
    */
   readonly queued?: boolean | undefined
+  /**
+   * Try a free key whatever the place in line: a waiter whose fairness grace ran out while the key
+   * stood free (`decidePatiently`), the first in line having left it untried (its process dead,
+   * its session not yet expired). Default false.
+   */
+  readonly ignoreRank?: boolean | undefined
 }
 
 const utf8 = new TextEncoder()
@@ -93,7 +99,7 @@ export function readLeaderKey(snapshot: KVSnapshot, prefix: string): Leader | nu
  *    (LOCK_WAITER_FLAGS). With the key free and nobody in line it would be first: it tries first.
  * 4. `TryAcquire`: the key is missing or nobody holds it, and this contender is first in line
  *    among the live waiters (`lockQueue`: by arrival, keys with no session skipped), or does not
- *    queue: acquire it with this session (txn `lock`, i.e. `?acquire=<session>`), `body` (this
+ *    queue, or its fairness grace is over (`ignoreRank`): acquire it with this session (txn `lock`, i.e. `?acquire=<session>`), `body` (this
  *    contender's value) and LOCK_FLAGS; a queued one deletes its waiter key in the same
  *    transaction. `cas` is not used by the acquisition (the session, not an index, serialises
  *    writers); it carries the key's ModifyIndex (0n when missing) so that a changed key makes a
@@ -160,11 +166,17 @@ export function decideLeaderKey(snapshot: KVSnapshot, options: DecideLeaderKeyOp
     if (freeSlots === 0 || view.waiting.length > 0) return { type: 'NotContending', view }
     rank = 0
   }
-  if (freeSlots === 0 || (rank !== undefined && rank > 0)) {
+  if (freeSlots === 0 || (rank !== undefined && rank > 0 && options.ignoreRank !== true)) {
     return { type: 'Wait', view, rank, freeSlots }
   }
   const body = typeof options.value === 'string' ? utf8.encode(options.value) : options.value
-  return { type: 'TryAcquire', view, body, cas: view.lockIndex, ...(rank === 0 ? { rank } : {}) }
+  return {
+    type: 'TryAcquire',
+    view,
+    body,
+    cas: view.lockIndex,
+    ...(rank === undefined ? {} : { rank }),
+  }
 }
 
 /**
@@ -174,11 +186,12 @@ export function decideLeaderKey(snapshot: KVSnapshot, options: DecideLeaderKeyOp
  * contenderStep(state, input, now, { prefix, limit: 1, fairness: false, decide: leaderKeyDecider('node-a', true) })
  * @param value - This contender's value, written with each acquisition.
  * @param queued - Whether it waits in line (`DecideLeaderKeyOptions.queued`); default false.
- * @returns A DecideStep that ignores the semaphore-only options (limit, fairness).
+ * @returns A DecideStep that reads `ignoreRank` and ignores the semaphore-only options (limit,
+ *   fairness).
  */
 export function leaderKeyDecider(value: Uint8Array | string, queued = false): DecideStep {
-  return (snapshot, options) =>
-    decideLeaderKey(snapshot, { prefix: options.prefix, session: options.session, value, queued })
+  return (snapshot, { prefix, session, ignoreRank }) =>
+    decideLeaderKey(snapshot, { prefix, session, value, queued, ignoreRank })
 }
 
 /** The revoke key of `session` in the snapshot (`evict` with a grace), if any. */

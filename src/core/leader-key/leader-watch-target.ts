@@ -13,10 +13,13 @@ import { lockQueue } from './lock-queue.js'
  * - A process whose best-placed waiter is first in line long-polls `.lock` alone (`lock`): it tries
  *   the key when a change shows it free, racing Go's waiters, which long-poll the same key.
  * - A process whose best-placed waiter is further back long-polls the waiter key just ahead of it
- *   (`key`, without the semaphore's rechecks): that key goes when its waiter takes the lock (the
- *   acquisition deletes it) or leaves (its release deletes it), and loses its session when its
- *   session ends. A release of the lock thus wakes one process of ours, the first in line, and
- *   its acquisition wakes the next one, which moves up.
+ *   (`key`): that key goes when its waiter takes the lock (the acquisition deletes it) or leaves
+ *   (its release deletes it), and loses its session when its session ends. A release of the lock
+ *   thus wakes one process of ours, the first in line, and its acquisition wakes the next one,
+ *   which moves up. Such a process still lists the prefix every `PARKED_RECHECK_MS`, as a
+ *   semaphore's parked waiter does: a waiter ahead whose process died keeps its key until Consul
+ *   expires its session (TTL to 2 × TTL), and a free key that the first in line leaves untried
+ *   for the fairness grace goes to the next in line (`decidePatiently`).
  * - Anything else watches the whole prefix: a leader (its revoke request, `<prefix>/.revoke/…`,
  *   and the loss of the key must reach it), a contender whose waiter key is not there yet, one
  *   that does not queue (`tryLead`), a prefix problem, no decision yet.
@@ -64,5 +67,5 @@ export function leaderWatchTarget(
   }
   const ahead = lockQueue(snapshot, prefix, best.holder).keys[best.rank - 1]
   if (ahead === undefined) return WHOLE_PREFIX
-  return { type: 'key', key: ahead.key, modifyIndex: ahead.modifyIndex, recheck: false }
+  return { type: 'key', key: ahead.key, modifyIndex: ahead.modifyIndex }
 }

@@ -28,12 +28,6 @@ export type WatchTarget =
       readonly key: string
       /** Its ModifyIndex in the snapshot the target was chosen on. */
       readonly modifyIndex: bigint
-      /**
-       * List the prefix every `PARKED_RECHECK_MS` while parked (default true): the semaphore's
-       * fairness grace counts on those listings. A waiter of a leader lock has nothing to count,
-       * and every way the waiter ahead leaves the line changes its key (`leaderWatchTarget`).
-       */
-      readonly recheck?: boolean | undefined
     }
   /**
    * `<prefix>/.lock` alone, for the first in line of a leader lock's queue (`leaderWatchTarget`):

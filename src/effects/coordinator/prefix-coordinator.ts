@@ -484,7 +484,6 @@ function waitForKey(
     })
   if (to.type === 'lock') return lockChanges(client, to, options, lastListing, listOnce)
   const keyRound = round(to.key, to.modifyIndex, (entry) => entry?.modifyIndex === to.modifyIndex)
-  if (to.type === 'key' && to.recheck === false) return keyRound.pipe(repeat())
   if (to.type === 'own' && to.held !== undefined) {
     const { held, session } = to
     const lock = lockKey(prefix)

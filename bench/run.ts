@@ -66,6 +66,14 @@ const log = (line: string): void =>
     `[bench ${((performance.now() - started) / 1000).toFixed(0)}s] ${line}\n`,
   )
 
+/** Where a run's requests went (its proxies' counts), for reading a req/acq figure. */
+function logRequestKinds(kinds: ReadonlyMap<string, number>, acquisitions: number): void {
+  const perAcquisition = [...kinds]
+    .sort((a, b) => b[1] - a[1])
+    .map(([kind, count]) => `${kind} ${(count / Math.max(1, acquisitions)).toFixed(2)}`)
+  log(`  requests per acquisition by kind: ${perAcquisition.join('; ')}`)
+}
+
 /** A figure that fails is reported as not measured with its error, and the run goes on. */
 async function attempt<T extends object>(
   what: string,
@@ -269,11 +277,11 @@ async function main(): Promise<void> {
     const leaderClis = clis.includes(rxsemRun) ? [consulLock, rxsemRunLeader] : clis
     const leaderContention = []
     for (const cli of on('contention') ? leaderClis : []) {
-      leaderContention.push(
-        await attempt('leader contention', cli.name, () =>
-          cliContention(cli, addr, config.leaderContention),
-        ),
+      const run = await attempt('leader contention', cli.name, () =>
+        cliContention(cli, addr, config.leaderContention),
       )
+      if (measured(run)) logRequestKinds(run.requestsByKind, run.acquisitions)
+      leaderContention.push(run)
     }
     if (on('contention')) leaderContention.push(...skipped)
 
@@ -357,18 +365,7 @@ async function main(): Promise<void> {
             measureReplicas(impl, topology, { ...config.replicas, replicas: n }),
           )
           replicas.push(measured(run) ? run : { ...run, topology: topology.name, replicas: n })
-          // Where the requests go (the proxies' counts), for reading a req/acq figure.
-          if (measured(run)) {
-            const kinds = [...run.requestsByKind].sort((a, b) => b[1] - a[1])
-            log(
-              `  requests per acquisition by kind: ${kinds
-                .map(
-                  ([kind, count]) =>
-                    `${kind} ${(count / Math.max(1, run.acquisitions)).toFixed(2)}`,
-                )
-                .join('; ')}`,
-            )
-          }
+          if (measured(run)) logRequestKinds(run.requestsByKind, run.acquisitions)
         }
       }
     }

@@ -26,6 +26,20 @@ export const SEMAPHORE_FLAGS = 0xe0f69a2baa414de0n
 export const LOCK_FLAGS = 0x2ddccbc058a50c18n
 
 /**
+ * Flags on the waiter key of a leader-election contender of this library: the lock's plus one. A
+ * waiter of the single-key lock takes `<prefix>/.queue/<session>` with its session and these flags,
+ * so that its waiters queue by arrival and each waits on the one ahead (docs/design.md, "Leader
+ * election"). Consul's Go `Lock` reads `<prefix>/.lock` only, so it never sees these keys.
+ *
+ * @example
+ * ```ts
+ * const waiter = snapshot.entries.find((e) => e.key === waiterKey(prefix, session))
+ * if (waiter?.flags === LOCK_WAITER_FLAGS) console.log(session, 'waits in line for the lock')
+ * ```
+ */
+export const LOCK_WAITER_FLAGS = LOCK_FLAGS + 1n
+
+/**
  * Flags on the contender key of a semaphore contender of this library: the semaphore's plus one.
  * They say "hand me a slot directly": a holder of this library that releases may name such a
  * waiter holder in its own release (docs/interop.md). Consul's Go client reads only `.lock`'s

@@ -224,8 +224,11 @@ export function contendForLead(
       ...resolved,
       protocol: leaderKeyProtocol,
       limit: 1,
-      // No queue on a lock: whoever acquires first after a release leads, as with Go's Lock.
-      fairness: false,
+      // The first in line tries whenever the key is free, and a waiter waits on the key of the
+      // one ahead (`leaderWatchTarget`). The fairness grace covers a first in line that died with
+      // its session still alive: a waiter that sees the key stand free for the grace (2 s, a
+      // quarter more per place further back) tries it whatever its place.
+      fairness: true,
       fairnessGraceMs: undefined,
       scheduler: options.scheduler,
       tryOnce: internal.tryOnce,

@@ -20,6 +20,7 @@ import {
   createRawSession,
   destroyRawSession,
   eventually,
+  listPrefix,
   putRaw,
 } from '../support/observe.js'
 
@@ -226,7 +227,7 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     await stopAllConsulLocks([lock])
   })
 
-  it('counts no waiters of a leader lock: two rxsem run --leader and a consul lock wait, unseen in KV', async (t) => {
+  it('lists the rxsem run --leader waiters of a leader lock in line, and says a consul lock waiter is not counted', async (t) => {
     const prefix = testPrefix(t, consul.url, 'cli-status-lead-wait')
     const leader = (who: string) =>
       startCli(
@@ -240,30 +241,37 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       await until('the leader', prefix, (s) => s.holders.length === 1)
       waiters.push(leader('waiter'), leader('waiter'))
       goWaiters.push(startConsulLock(consul.addr, [prefix, 'sleep 300']))
-      // Every waiter is contending: it has its session, which is all it has in Consul.
+      // Every waiter is contending: ours are in line (a key each under .queue/), Go's has its
+      // session, which is all it has in Consul.
       await eventually(
-        'the sessions of the three waiters',
+        'the three waiters',
         async () => {
-          const ours = await sessionsNamed(consul.url, `waiter ${prefix}`)
+          const inLine = (await listPrefix(consul.url, prefix)).filter((e) =>
+            e.Key.startsWith(`${prefix}/.queue/`),
+          )
           const go = (await sessionsNamed(consul.url, 'Consul lock for')).filter((s) =>
             s.Name.includes(prefix),
           )
-          return ours.length === 2 && go.length === 1 ? true : undefined
+          return inLine.length === 2 && go.length === 1 ? true : undefined
         },
         CLI_START_MS,
       )
       const seen = await status(prefix)
       assert.equal(seen.holders[0]?.name, `holder ${prefix}`)
-      assert.equal(seen.waiting, null, 'no count of waiters it cannot see')
-      assert.match(
-        seen.waitingNote ?? '',
-        /write nothing under the prefix .* cannot be listed or counted/,
+      assert.deepEqual(
+        seen.waiting?.map(({ rank, name }) => ({ rank, name })),
+        [
+          { rank: 0, name: `waiter ${prefix}` },
+          { rank: 1, name: `waiter ${prefix}` },
+        ],
+        'our two waiters, in line; not the consul lock one',
       )
+      assert.match(seen.waitingNote ?? '', /waiters of consul lock .* not listed or counted/)
 
       const text = await runCli(['status', '--prefix', prefix], { addr: consul.addr })
       assert.equal(text.code, 0, text.stderr)
-      assert.doesNotMatch(text.stdout, /^waiting +\d/m)
-      assert.match(text.stdout, /^waiting {2}not visible: contenders waiting for a leader lock/m)
+      assert.match(text.stdout, /^waiting {2}2$/m)
+      assert.match(text.stdout, /waiters of consul lock/)
     } finally {
       for (const run of [holder, ...waiters]) run.child.kill('SIGTERM')
       await Promise.all([holder.exited, ...waiters.map((w) => w.exited)])

@@ -27,6 +27,9 @@ const CONTENDER = (BigInt(SEMAPHORE_FLAGS) + 1n).toString()
 const poll = (index: number): string => `GET /v1/kv/${prefix}?recurse&index=${index}&wait=30000ms`
 /** The first listing of the prefix (does not block). */
 const LIST = `GET /v1/kv/${prefix}?recurse`
+/** A long poll of `.lock` alone, by the first in line of a leader lock's queue. */
+const pollLock = (index: number): string =>
+  `GET /v1/kv/${prefix}/.lock?recurse&index=${index}&wait=30000ms`
 /** A holder's long poll of `.lock`, beside its own key's. */
 const lockPoll = (index: number): string =>
   `GET /v1/kv/${prefix}/.lock?recurse&index=${index}&wait=30000ms`
@@ -534,9 +537,12 @@ describe('request counts, in virtual time on the Consul double', () => {
       assert.deepEqual(requests(), [
         `a: ${CREATE}`,
         `a: ${LIST}`,
-        // The lock operation on .lock, in a transaction.
+        // The lock operation on .lock, in a transaction: nobody in line and the key free, it
+        // tries before it takes a place in line.
         `a: ${TXN}`,
-        `a: ${poll(1)}`,
+        // First in line, it long-polled .lock alone, which answers with its own write; leading,
+        // it watches the prefix.
+        `a: ${pollLock(1)}`,
         `a: ${poll(12)}`,
       ])
       await close(a.election)
@@ -571,8 +577,13 @@ describe('request counts, in virtual time on the Consul double', () => {
       assert.deepEqual(requests(), [
         `b: ${CREATE}`,
         `b: ${LIST}`,
-        // The key is a's: b does not try it, it waits on the watch.
+        // The key is a's: b does not try it, it takes its place in line, which wakes its watch
+        // and a's (a leader watches the prefix).
+        `b: PUT /v1/kv/${prefix}/.queue/<b>?flags=${LOCK_FLAGS + 1n}&acquire=<b>`,
         `b: ${poll(12)}`,
+        `a: ${poll(14)}`,
+        // First in line, b long-polls .lock alone.
+        `b: ${pollLock(12)}`,
       ])
       await close(a.election)
       await until('b leads', () => b.seen.last?.holding === true)
@@ -580,10 +591,11 @@ describe('request counts, in virtual time on the Consul double', () => {
       assert.deepEqual(requests(), [
         `a: PUT /v1/kv/${prefix}/.lock?flags=${LOCK_FLAGS}&release=<a>`,
         'a: PUT /v1/session/destroy/<a>',
-        // The poll answers with the key free; b takes it, and the watch follows its write.
+        // The poll answers with the key free; b takes it (and deletes its waiter key), and its
+        // poll of .lock answers with that write.
         `b: ${TXN}`,
-        `b: ${poll(14)}`,
-        `b: ${poll(16)}`,
+        `b: ${pollLock(15)}`,
+        `b: ${poll(17)}`,
       ])
       await close(b.election)
       requests()

@@ -11,6 +11,7 @@ import { decodeLockBody } from '../../core/lock-body/decode-lock-body.js'
 import type { LockBodyShape, PrefixProblem } from '../../core/events.js'
 import { liveSessions } from '../../core/semaphore/live-sessions.js'
 import { lockKey } from '../../core/keys/lock-key.js'
+import { lockQueue } from '../../core/leader-key/lock-queue.js'
 import { revokeKey } from '../../core/keys/revoke-key.js'
 import { readRevokeRequest, type RevokeRequest } from '../../core/revoke/revoke-request.js'
 import { pruneHolders } from '../../core/semaphore/prune-holders.js'
@@ -54,19 +55,27 @@ export interface PrefixStatus {
   /** Live holders first, then dead ones, each in listed order. */
   readonly holders: readonly HolderStatus[]
   /**
-   * In the order they will be served; null for a leader lock (shape 'lock'), whose waiters write
-   * nothing under the prefix, so no one can list or count them (`waitingNote` says so).
+   * In the order they will be served. For a leader lock (shape 'lock'), the waiters of this
+   * library in line (`<prefix>/.queue/<session>`), or null when there are none: `consul lock`'s
+   * waiters write nothing under the prefix, so no one can list or count them (`waitingNote` says
+   * so).
    */
   readonly waiting: readonly WaiterStatus[] | null
-  /** Why `waiting` is null; present only then. */
+  /** For a leader lock: why `waiting` is null, or whom it leaves out. */
   readonly waitingNote?: string
 }
 
 /** Why the waiters of a leader lock are not shown: they are not in Consul's KV. */
 export const LEADER_WAITERS_NOTE =
-  'contenders waiting for a leader lock (consul lock without -n, rxsem run --leader, ' +
-  "leaderElection) write nothing under the prefix until they hold it (Consul's lock recipe), " +
-  'so they cannot be listed or counted'
+  'contenders waiting for a leader lock (consul lock without -n, rxsem run --leader --timeout 0, ' +
+  "tryLead) write nothing under the prefix until they hold it (Consul's lock recipe), " +
+  'so they cannot be listed or counted; waiters of rxsem run --leader and leaderElection are ' +
+  'listed while they wait in line'
+
+/** Whom the waiters of a leader lock that are listed leave out. */
+export const LEADER_QUEUE_NOTE =
+  'the waiters in line of rxsem run --leader and leaderElection; waiters of consul lock ' +
+  '(without -n) write nothing under the prefix, so they are not listed or counted'
 
 const utf8 = new TextDecoder('utf-8')
 const text = (entry: KVEntry | undefined): string | null =>
@@ -103,13 +112,17 @@ export function prefixStatus(
     const holders = session
       ? [{ session, alive: true, value: text(lockEntry), name: null, revoke: revokeOf(session) }]
       : []
+    const { waiting } = lockQueue(snapshot, prefix, session)
     return E.right({
       prefix,
       limit: 1,
       shape: 'lock',
       holders,
-      waiting: null,
-      waitingNote: LEADER_WAITERS_NOTE,
+      waiting:
+        waiting.length === 0
+          ? null
+          : waiting.map((w) => ({ session: w.session, rank: w.rank, value: w.value, name: null })),
+      waitingNote: waiting.length === 0 ? LEADER_WAITERS_NOTE : LEADER_QUEUE_NOTE,
     })
   }
 

@@ -156,6 +156,9 @@ export function renderFrame(
         `${wait.padEnd(12)}${fit(waiter.value ?? '-', 20)}  ${waiter.name ?? '-'}`
       lines.push(fit(row, w, false))
     }
+    if (status.waiting !== null && status.waitingNote !== undefined) {
+      lines.push(...wrap(`(${status.waitingNote})`, w))
+    }
   }
   lines.push('', ...legend(view), ...(keyHint === undefined ? [] : [keyHint]))
   return lines.map((line) => fit(line, w, false))

@@ -2,6 +2,7 @@ import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulError } from '../../base/consul-error.js'
 import { LOCK_FLAGS } from '../../base/flags.js'
 import { lockKey } from '../keys/lock-key.js'
+import { waiterKey } from '../keys/waiter-key.js'
 import {
   answerValue,
   firstTry,
@@ -25,6 +26,11 @@ export interface LeaderKeyReleaseInput {
    * the plan ends without destroying it. Default false.
    */
   readonly adopted?: boolean | undefined
+  /**
+   * The contender waited in line (`DecideLeaderKeyOptions.queued`): a release that did not hold the
+   * key deletes its waiter key, `<prefix>/.queue/<session>`, before the destroy. Default false.
+   */
+  readonly queued?: boolean | undefined
 }
 
 /** Whether the key was this session's to give back (`?release` answered true). */
@@ -35,12 +41,14 @@ export interface LeaderKeyReleaseState {
   readonly session: string
   /** Never destroy the session (`LeaderKeyReleaseInput.adopted`). */
   readonly adopted?: boolean | undefined
+  /** The waiter key to delete when the key was not held, if the contender waited in line. */
+  readonly waiterKey?: string | undefined
   readonly phase: ReleasePhase | DestroyPhase<LeaderKeyReleaseOutcome>
   readonly inFlight: CallInFlight
 }
 
-/** The one phase before the destroy: `?release` of the key. */
-type ReleasePhase = { readonly type: 'Release' }
+/** The phases before the destroy: `?release` of the key, then, for a waiter, out of the line. */
+type ReleasePhase = { readonly type: 'Release' } | { readonly type: 'Leave' }
 
 /** A step of the lock release: a call to make, or the result. */
 export type LeaderKeyReleaseStep = ReleasePlanStep<LeaderKeyReleaseState, LeaderKeyReleaseOutcome>
@@ -52,8 +60,15 @@ export type LeaderKeyReleaseStep = ReleasePlanStep<LeaderKeyReleaseState, Leader
  * release failed (Consul then frees the key itself after the lock-delay, not after the TTL).
  *
  * ```
- * put ?release ─► destroy      (each call tried again after a transient failure)
+ * put ?release ─► destroy                     true: it held the key
+ * put ?release ─► delete waiter key ─► destroy   false: it waited in line (queued)
  * ```
+ *
+ * (each call tried again after a transient failure.) A contender that held the key has no waiter
+ * key: its acquisition deleted it in the same transaction. One that waited deletes its own, so
+ * that the waiter behind it (asleep on that key) wakes at once and no dead key is left; the
+ * `?release` comes first all the same, since an acquisition whose answer was lost to the close may
+ * have made it the holder.
  *
  * The order matters for the handover: an explicit release sets no lock-delay, so a waiter can
  * acquire at once; destroying a session that still holds the key would invalidate it and make
@@ -79,6 +94,7 @@ export function leaderKeyReleaseStart(input: LeaderKeyReleaseInput): LeaderKeyRe
   const state: LeaderKeyReleaseState = {
     session: input.session,
     adopted: input.adopted === true,
+    waiterKey: input.queued === true ? waiterKey(input.prefix, input.session) : undefined,
     phase: { type: 'Release' },
     inFlight: firstTry(call),
   }
@@ -104,14 +120,26 @@ export function leaderKeyReleaseNext(
   return releaseStep(state, answer, leaderKeyReleasePlan)
 }
 
-/** The `?release` answered: destroy the session (`releaseStep` does the rest). */
+/**
+ * The `?release` answered: destroy the session, or, when it did not hold the key and waited in
+ * line, delete its waiter key first (`releaseStep` does the rest).
+ */
 const leaderKeyReleasePlan: ReleasePlan<
   LeaderKeyReleaseState,
   ReleasePhase,
   LeaderKeyReleaseOutcome
 > = {
-  answered: (state, _release, answer) =>
-    destroy(state, E.right({ type: answerValue(answer, 'put') ? 'Released' : 'NotHeld' })),
+  answered: (state, phase, answer) => {
+    if (phase.type === 'Leave') return destroy(state, E.right({ type: 'NotHeld' }))
+    if (answerValue(answer, 'put')) return destroy(state, E.right({ type: 'Released' }))
+    if (state.waiterKey === undefined) return destroy(state, E.right({ type: 'NotHeld' }))
+    const call: ReleaseCall = { type: 'delete', key: state.waiterKey }
+    return {
+      type: 'call',
+      call,
+      state: { ...state, phase: { type: 'Leave' }, inFlight: firstTry(call) },
+    }
+  },
   destroy,
 }
 

@@ -30,6 +30,20 @@ export type WatchTarget =
       readonly modifyIndex: bigint
     }
   /**
+   * `<prefix>/.lock` alone, for the first in line of a leader lock's queue (`leaderWatchTarget`):
+   * each change of the key is the news, delivered as the last listing with the new `.lock` in it,
+   * without listing the prefix. Whatever else changes under the prefix (waiters joining behind)
+   * does not concern it.
+   */
+  | {
+      /** Discriminant. */
+      readonly type: 'lock'
+      /** The `.lock` key. */
+      readonly key: string
+      /** Its ModifyIndex in the snapshot the target was chosen on (the snapshot's index if none). */
+      readonly modifyIndex: bigint
+    }
+  /**
    * The contender key of the process's only contender, as the snapshot showed it: its change is
    * the contender's own news (a slot handed to it, its session gone), to be read at once.
    */
@@ -228,11 +242,14 @@ export function handedTo(target: WatchTarget, entry: KVEntry | undefined): Hande
  * targets.pipe(distinctUntilChanged(sameWatchTarget))
  * @param a - A target.
  * @param b - Another.
- * @returns True when both watch the prefix, or the same key at the same index (and, for a
- *   holder's own key, `.lock` at the same index).
+ * @returns True when both watch the prefix, or `.lock` (whatever its index), or the same key at
+ *   the same index (and, for a holder's own key, `.lock` at the same index).
  */
 export function sameWatchTarget(a: WatchTarget, b: WatchTarget): boolean {
   if (a.type === 'prefix' || b.type === 'prefix') return a.type === b.type
+  // A watch of `.lock` follows the key from its own answers: a target chosen on one of them is
+  // where the watch already is.
+  if (a.type === 'lock' || b.type === 'lock') return a.type === b.type && a.key === b.key
   if (a.type === 'own' && b.type === 'own') {
     if (a.held?.lockIndex !== b.held?.lockIndex || a.held?.othersHold !== b.held?.othersHold) {
       return false

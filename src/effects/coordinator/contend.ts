@@ -170,6 +170,7 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
   readonly followLimit: boolean
   readonly value: string
   readonly fairness: boolean
+  readonly tryOnce: boolean
   readonly cache: ViewCache
   readonly fresh: FreshLock
   /** The per-session step's options, for the contender's machine. */
@@ -207,6 +208,7 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
     this.followLimit = options.followLimit === true
     this.value = options.value
     this.fairness = options.fairness
+    this.tryOnce = options.tryOnce === true
     this.protocol = protocol
     this.shelf = options.shelf
     this.permits = options.permits ?? 1

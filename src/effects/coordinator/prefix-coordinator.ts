@@ -27,6 +27,7 @@ import type { KVEntry, KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
 import type { Decision, Handed } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import { readLockBody } from '../../core/lock-body/read-lock-body.js'
+import { patchLock } from '../../core/leader-key/patch-lock.js'
 import type { CountedGrace } from '../../core/contender/contender-state-model.js'
 import { viewCache, type ViewCache } from '../../core/semaphore/view-cache.js'
 import {
@@ -38,10 +39,9 @@ import {
   WHOLE_PREFIX,
   handedTo,
   sameWatchTarget,
-  watchTarget,
   type WatchTarget,
 } from '../../core/semaphore/watch-target.js'
-import type { ContenderProtocol } from '../protocol/contender-protocol.js'
+import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-protocol.js'
 import { refCountedRegistry, type Borrowed } from '../registry.js'
 import { commonWatch } from '../common-watch.js'
 import { fromCall } from '../call-policy.js'
@@ -113,6 +113,13 @@ export const WAKE_WAIT_MS = 100
 export const HELD_LOCK_POLL_MS = 100
 
 /**
+ * How long the coordinator remembers a dead waiter's key it asked Consul to remove, so that the
+ * listings that still show it meanwhile do not ask again: longer than a removal takes, short
+ * enough that a removal lost on the way is asked again.
+ */
+export const SWEEP_FORGET_MS = 5000
+
+/**
  * One per (client, prefix, protocol) in a process: the prefix's one watch, its last snapshot, the
  * views its contenders share (`viewCache`), and the members to step on each event. On every
  * snapshot it hands the event to each member (which decides once, in O(1), on the shared view, and
@@ -149,6 +156,8 @@ export class PrefixCoordinator {
   private delivered: KVSnapshot | undefined
   private failing: WatchEvent | undefined
   private joining = 0
+  /** The dead waiters' keys this process is removing (`sweep`), as `<key>@<ModifyIndex>`. */
+  private readonly removing = new Set<string>()
   /**
    * Scheduler ms of the last read of `.lock` that a lone holder knows and has no poll out since
    * (`knowsCurrentLock`): the start of a hold beside others, then each answer of its `.lock`
@@ -180,19 +189,19 @@ export class PrefixCoordinator {
   }
 
   /**
-   * Whether a member of `limit` (or one that follows `.lock`'s) may join in one transaction (`ContenderProtocol.join`): it is the
-   * only member, nobody else is joining, and a snapshot of this prefix showed a `.lock` such a
-   * contender may write. A join writes its key before it reads `.lock`, and a contender must write
-   * nothing under a prefix held by `consul lock`, or with a `.lock` it cannot read or whose limit
-   * differs.
+   * Whether a member may join in one transaction (`ContenderProtocol.join`): it is the only member,
+   * nobody else is joining, and a snapshot of this prefix showed a `.lock` such a contender may
+   * write (`ContenderProtocol.joinsOn`). A join writes its key before it reads `.lock`, and a
+   * contender must write nothing under a prefix whose `.lock` it may not write: for a semaphore, a
+   * prefix held by `consul lock`, or with a `.lock` it cannot read or whose limit differs; for a
+   * leader lock, a `.lock` that is not a lock.
    */
-  mayJoin(member: { readonly limit: number; readonly followLimit: boolean }): boolean {
-    if (this.protocol.join === undefined || this.watching.size > 0 || this.joining > 0) return false
+  mayJoin(member: ProtocolMember): boolean {
+    const { join, joinsOn } = this.protocol
+    if (join === undefined || joinsOn === undefined) return false
+    if (this.watching.size > 0 || this.joining > 0) return false
     const lock = this.memory.lock
-    const limit = member.followLimit ? undefined : member.limit
-    return (
-      lock !== undefined && E.isRight(readLockBody(lock ?? undefined, lockKey(this.prefix), limit))
-    )
+    return lock !== undefined && joinsOn(lock, member)
   }
 
   /** Counts a join in flight; returns its end (idempotent). */
@@ -303,7 +312,28 @@ export class PrefixCoordinator {
     }
     let alone: string | undefined
     if (this.watching.size === 1) for (const member of this.watching) alone = member.alone
-    this.target.next(watchTarget(last, this.prefix, this.decisionsOn(last), alone))
+    this.target.next(this.protocol.watchTarget(last, this.prefix, this.decisionsOn(last), alone))
+    this.sweep(last)
+  }
+
+  /**
+   * Removes the dead waiters' keys this process is to remove (`ContenderProtocol.sweep`), each by
+   * a delete on its ModifyIndex, once: a failed or lost delete is left to the next listing that
+   * still shows the key at a new index, or to whoever removes it first.
+   */
+  private sweep(snapshot: KVSnapshot): void {
+    const sweep = this.protocol.sweep
+    if (sweep === undefined) return
+    for (const entry of sweep(snapshot, this.prefix, this.decisionsOn(snapshot))) {
+      const removal = `${entry.key}@${entry.modifyIndex}`
+      if (this.removing.has(removal)) continue
+      this.removing.add(removal)
+      // Forgotten after a while, so that the set stays small whatever happens to the key.
+      const forget = () => void this.removing.delete(removal)
+      void this.client.kv
+        .txn([{ verb: 'delete-cas', key: entry.key, index: entry.modifyIndex }])()
+        .then(() => this.scheduler.schedule(forget, SWEEP_FORGET_MS))
+    }
   }
 
   /**
@@ -366,6 +396,7 @@ export class PrefixCoordinator {
                 this.fresh.sending().lock(entry)
                 this.lockReadAt = this.scheduler.now()
               },
+              () => this.last,
             )
       }),
     )
@@ -392,6 +423,7 @@ function waitForKey(
   options: WatchOptions,
   fallBack: () => void,
   onLock: (entry: KVEntry) => void,
+  lastListing: () => KVSnapshot | undefined,
 ): Observable<WatchEvent | Handed> {
   /** One listing of the prefix; `after`: blocking on that index for `WAKE_WAIT_MS` at most. */
   const listOnce = (after?: bigint): Observable<WatchEvent> =>
@@ -450,6 +482,7 @@ function waitForKey(
         }),
       )
     })
+  if (to.type === 'lock') return lockChanges(client, to, options, lastListing, listOnce)
   const keyRound = round(to.key, to.modifyIndex, (entry) => entry?.modifyIndex === to.modifyIndex)
   if (to.type === 'own' && to.held !== undefined) {
     const { held, session } = to
@@ -476,6 +509,44 @@ function waitForKey(
       concatMap(() => listOnce()),
     )
     return merge(keyEvents, rechecks)
+  })
+}
+
+/**
+ * The first in line of a leader lock's queue (`lock` target): long-polls `.lock` alone, from the
+ * index the target was chosen at, and emits each change of the key as the last listing with the
+ * new `.lock` in it (`patchLock`), so that the members decide on it at once, without a listing.
+ * The first answer after a reconnection or a reset, or one that comes before any listing, lists
+ * the prefix instead. The poll goes on from its own answers while the target stays `.lock`.
+ */
+function lockChanges(
+  client: ConsulClient,
+  to: Extract<WatchTarget, { type: 'lock' }>,
+  options: WatchOptions,
+  lastListing: () => KVSnapshot | undefined,
+  listOnce: () => Observable<WatchEvent>,
+): Observable<WatchEvent> {
+  return defer(() => {
+    let reconnected = false
+    const watch = { ...options, reuse: undefined, startIndex: to.modifyIndex }
+    return client.watchPrefix(to.key, watch).pipe(
+      concatMap((event): Observable<WatchEvent> => {
+        if (event.type === 'disconnected') {
+          reconnected = true
+          return of(event)
+        }
+        const last = lastListing()
+        if (reconnected || event.reset === true || last === undefined) {
+          reconnected = false
+          return listOnce()
+        }
+        const entry = event.snapshot.entries.find((e) => e.key === to.key)
+        const before = last.entries.find((e) => e.key === to.key)
+        if (entry?.modifyIndex === before?.modifyIndex) return EMPTY
+        const snapshot = patchLock(last, to.key, entry, event.snapshot.index)
+        return of<WatchEvent>({ type: 'snapshot', snapshot })
+      }),
+    )
   })
 }
 

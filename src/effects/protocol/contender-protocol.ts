@@ -2,7 +2,7 @@ import type * as E from 'fp-ts/lib/Either.js'
 import type { Observable, SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../../consul/client-api.js'
 import type { ConsulError } from '../../base/consul-error.js'
-import type { KVSnapshot } from '../../base/kv-snapshot.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import type {
   ContenderAction,
   DecideStep,
@@ -11,7 +11,8 @@ import type {
 } from '../../core/contender/contender-state-model.js'
 import type { ReleaseOutcome } from '../../core/release/release-slot-plan.js'
 import type { ViewCache } from '../../core/semaphore/view-cache.js'
-import type { ContenderEvent, PrefixProblem } from '../../core/events.js'
+import type { ContenderEvent, Decision, PrefixProblem } from '../../core/events.js'
+import type { WatchTarget } from '../../core/semaphore/watch-target.js'
 import type { FreshLock } from '../fresh-lock.js'
 import type { SemaphoreError } from '../../base/semaphore-error.js'
 
@@ -23,6 +24,11 @@ export interface ProtocolMember {
   readonly followLimit: boolean
   readonly value: string
   readonly fairness: boolean
+  /**
+   * A contender that tries once (`tryAcquire`, `tryLead`): it keeps no place in a leader lock's
+   * queue. Default false.
+   */
+  readonly tryOnce?: boolean | undefined
   readonly scheduler: SchedulerLike
   /** The views of the prefix's snapshots, shared by the contenders of the prefix. */
   readonly cache: ViewCache
@@ -80,10 +86,38 @@ export interface ContenderProtocol {
   /**
    * Herd-free waiting: the coordinator long-polls only the key of the waiter ahead while every
    * contender of the process waits far back (`watchTarget`), and a waiter far back steps only on
-   * the snapshots that concern it (`holdsBack`). The semaphore's queue has it; the lock has no
-   * queue.
+   * the snapshots that concern it (`holdsBack`). Both protocols have a queue: the semaphore's
+   * contender keys, the leader lock's waiter keys (`<prefix>/.queue/<session>`).
    */
   readonly herdFree: boolean
+  /**
+   * What the process long-polls next for its members of the prefix, from their decisions on the
+   * last snapshot (`alone`: the session of its only member, when it may watch its own key): the
+   * semaphore's `watchTarget`, the leader lock's `leaderWatchTarget`.
+   */
+  readonly watchTarget: (
+    snapshot: KVSnapshot,
+    prefix: string,
+    decisions: Iterable<Decision | undefined>,
+    alone: string | undefined,
+  ) => WatchTarget
+  /**
+   * The keys of dead waiters (their session ended) that this process removes, by a delete on
+   * their ModifyIndex, from its members' decisions on the last snapshot: the leader lock's
+   * (`deadWaitersToRemove`). The semaphore's sessions have behavior `delete`: Consul removes
+   * their keys.
+   */
+  readonly sweep?: (
+    snapshot: KVSnapshot,
+    prefix: string,
+    decisions: Iterable<Decision | undefined>,
+  ) => readonly KVEntry[]
+  /**
+   * Whether a member may join in one transaction on a prefix whose `.lock` the client last saw
+   * as `lock` (null: none): the join writes its key before it reads `.lock`, and nothing may be
+   * written under a prefix whose `.lock` the member may not write.
+   */
+  readonly joinsOn?: (lock: KVEntry | null, member: ProtocolMember) => boolean
   /** The core's decide step for a contender. */
   readonly decide: (contender: ProtocolMember) => DecideStep
   /** The fairness grace a contender shares with the others of its prefix, if any. */

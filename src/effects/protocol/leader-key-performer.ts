@@ -1,9 +1,13 @@
-import { EMPTY, asyncScheduler, map, mergeMap } from 'rxjs'
+import * as E from 'fp-ts/lib/Either.js'
+import { EMPTY, type Observable, asyncScheduler, map, mergeMap, of, timer } from 'rxjs'
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'
 import type { TxnResult } from '../../consul/client-api.js'
-import { LOCK_FLAGS } from '../../base/flags.js'
+import { LOCK_FLAGS, LOCK_WAITER_FLAGS } from '../../base/flags.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
+import type { TxnOp } from '../../base/txn.js'
 import type { ContenderEvent } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
+import { waiterKey } from '../../core/keys/waiter-key.js'
 import { fromCall, orThrow, retryTransient } from '../call-policy.js'
 import type { Performer, PerformerOptions } from './contender-protocol.js'
 import { lockAnswer } from './lock-answer.js'
@@ -26,19 +30,36 @@ import { endOnSessionGone } from './session-gone.js'
 export const lockDelayBackoffMs = (attempt: number, random: () => number = Math.random): number =>
   Math.round(backoffDelay(BACKOFF.lockDelay, attempt, { random }))
 
+/** What the leader key's performer is made with. */
+export interface LeaderKeyPerformerOptions extends PerformerOptions {
+  /** The value of the contender's waiter key (the lock's value is the action's body). */
+  readonly value: string
+  /**
+   * The contender waits in line (`DecideLeaderKeyOptions.queued`): its acquisition deletes its
+   * waiter key. Default false.
+   */
+  readonly queued?: boolean | undefined
+}
+
 /**
- * The leader key's performer for one session: makes the acquisition the core asks for and reports
- * its answer. Created once per session, so it counts the lock-delay refusals of that session in a
+ * The leader key's performer for one session: makes the write the core asks for and reports its
+ * answer. Created once per session, so it counts the lock-delay refusals of that session in a
  * row.
  *
  * `TryAcquire` → one txn `[{ verb: 'lock', key: <prefix>/.lock, value, flags: LOCK_FLAGS, session }]`
- * (a txn rather than `PUT ?acquire` because its answer carries the ModifyIndex written: the fencing
- * token, strictly increasing over acquisitions of the key):
+ * and, for a waiter in line, `{ verb: 'delete', key: <prefix>/.queue/<session> }` in the same
+ * transaction, so that the waiter behind, which long-polls that key, wakes once, when the lock is
+ * taken (a txn rather than `PUT ?acquire` because its answer carries the ModifyIndex written: the
+ * fencing token, strictly increasing over acquisitions of the key):
  * - committed → `cas-result` ok with that ModifyIndex;
- * - rolled back "lock is already held" → `cas-result` not ok (the next snapshot shows the holder);
+ * - rolled back "lock is already held" → `cas-result` not ok (the next snapshot shows the holder;
+ *   the waiter key stays, so the waiter keeps its place);
  * - rolled back "due to lock delay" → `retry` after `lockDelayBackoffMs` (no snapshot shows a
  *   lock-delay ending, so the core must be told to decide again);
  * - invalid session (rolled back or 500) → `session-gone`.
+ *
+ * `NotContending` → `?acquire=<session>` of the waiter key with LOCK_WAITER_FLAGS → nothing (the
+ * next snapshot shows the key), or `session-gone` when Consul no longer has the session.
  *
  * Transient failures are retried a few times with backoff. A lost answer of a committed lock is
  * harmless: the retry re-acquires with the same session (Consul answers true, nothing changes) or
@@ -50,13 +71,13 @@ export const lockDelayBackoffMs = (attempt: number, random: () => number = Math.
  * ```
  *
  * @example
- * const perform = leaderKeyPerformer({ client, prefix, session })
+ * const perform = leaderKeyPerformer({ client, prefix, session, value: 'node-a', queued: true })
  * states.pipe(map((s) => s.write), distinctUntilChanged(), switchMap((a) => (a ? perform(a) : EMPTY)))
- * @param options - Client, prefix, session, scheduler.
+ * @param options - Client, prefix, session, value, whether it queues, scheduler.
  * @returns The performer: each action's events to feed back to the core; errors with a permanent
  *   ConsulError.
  */
-export function leaderKeyPerformer(options: PerformerOptions): Performer {
+export function leaderKeyPerformer(options: LeaderKeyPerformerOptions): Performer {
   const { client, prefix, session, random } = options
   const scheduler = options.scheduler ?? asyncScheduler
   let delayedInARow = 0
@@ -72,14 +93,88 @@ export function leaderKeyPerformer(options: PerformerOptions): Performer {
       ? { type: 'cas-result', ok: true, holders: [session], modifyIndex: lock.modifyIndex }
       : { type: 'cas-result', ok: false, holders: [] }
   }
+  const ownKey = waiterKey(prefix, session)
+  const takeWaiterKey: Observable<ContenderEvent> = fromCall((signal) =>
+    client.kv.put(ownKey, options.value, { acquire: session, flags: LOCK_WAITER_FLAGS, signal }),
+  ).pipe(
+    mergeMap(orThrow),
+    retryTransient(scheduler, random),
+    // false: after an invalidation Consul refuses a key for the session's lock-delay before it
+    // looks at the session, so ask whether the session still exists.
+    mergeMap((acquired) =>
+      acquired
+        ? EMPTY
+        : fromCall((signal) => client.session.info(session, { signal })).pipe(
+            mergeMap(orThrow),
+            retryTransient(scheduler, random),
+            mergeMap((info) =>
+              info === null
+                ? of<ContenderEvent>({ type: 'session-gone' })
+                : timer(backoffDelay(BACKOFF.recheck, 1), scheduler).pipe(
+                    mergeMap(() => takeWaiterKey),
+                  ),
+            ),
+          ),
+    ),
+    endOnSessionGone,
+  )
   return (action) => {
-    // The leader key's decide step never asks for a contender key.
+    if (action.type === 'NotContending') return takeWaiterKey
     if (action.type !== 'TryAcquire') return EMPTY
-    return fromCall((signal) =>
-      client.kv.txn(
-        [{ verb: 'lock', key: lockKey(prefix), value: action.body, flags: LOCK_FLAGS, session }],
-        { signal },
-      ),
-    ).pipe(mergeMap(orThrow), retryTransient(scheduler, random), map(answer), endOnSessionGone)
+    const ops: TxnOp[] = [
+      { verb: 'lock', key: lockKey(prefix), value: action.body, flags: LOCK_FLAGS, session },
+      // Out of the line in the same write: the waiter behind wakes once, as the lock is taken.
+      ...(options.queued === true ? [{ verb: 'delete', key: ownKey } as const] : []),
+    ]
+    return fromCall((signal) => client.kv.txn(ops, { signal })).pipe(
+      mergeMap(orThrow),
+      retryTransient(scheduler, random),
+      map(answer),
+      endOnSessionGone,
+    )
   }
 }
+
+/**
+ * Joins the leader lock's queue in one request, for a contender whose session is new: a
+ * transaction that takes its waiter key (the `NotContending` write: `lock` with
+ * LOCK_WAITER_FLAGS) and reads the prefix right after it (`get-tree`). The answer is the prefix as
+ * of that write, the contender's own key included, so the contender decides on it at once,
+ * instead of listing the prefix, taking its key and waking for its own write: one request instead
+ * of three. Undefined when the transaction failed or rolled back: the contender then goes the
+ * usual way, which reports and retries what went wrong.
+ *
+ * @example
+ * joinLine({ client, prefix: 'svc/leader', session, value: 'node-a' }).subscribe((seed) => ...)
+ * @returns The prefix as of the join, or undefined; then completes.
+ */
+export function joinLine(
+  options: Pick<LeaderKeyPerformerOptions, 'client' | 'prefix' | 'session' | 'value'>,
+): Observable<KVSnapshot | undefined> {
+  const { client, prefix, session } = options
+  return fromCall((signal) =>
+    client.kv.txn(
+      [
+        {
+          verb: 'lock',
+          key: waiterKey(prefix, session),
+          value: utf8.encode(options.value),
+          flags: LOCK_WAITER_FLAGS,
+          session,
+        },
+        { verb: 'get-tree', key: `${prefix}/` },
+      ],
+      { signal },
+    ),
+  ).pipe(
+    map((answer) => {
+      if (E.isLeft(answer) || !answer.right.committed) return undefined
+      const entries = answer.right.results.slice(1)
+      // The largest ModifyIndex read is the join's own write: nothing under the prefix is newer.
+      const index = entries.reduce((max, e) => (e.modifyIndex > max ? e.modifyIndex : max), 0n)
+      return index === 0n ? undefined : { index, entries }
+    }),
+  )
+}
+
+const utf8 = new TextEncoder()

@@ -1,39 +1,64 @@
 import * as E from 'fp-ts/lib/Either.js'
 import { SEMAPHORE_FLAGS } from '../../base/flags.js'
 import type { PrefixProblem } from '../../core/events.js'
+import { LOCK_FLAGS } from '../../base/flags.js'
 import { leaderKeyDecider } from '../../core/leader-key/decide-leader-key.js'
+import { leaderWatchTarget } from '../../core/leader-key/leader-watch-target.js'
+import { deadWaitersToRemove } from '../../core/leader-key/lock-queue.js'
 import { SemaphoreError, problemError } from '../../base/semaphore-error.js'
-import { leaderKeyPerformer } from './leader-key-performer.js'
+import { joinLine, leaderKeyPerformer } from './leader-key-performer.js'
 import { releaseLeaderKey } from '../release/leader-key-release.js'
-import type { ContenderProtocol } from './contender-protocol.js'
+import type { ContenderProtocol, ProtocolMember } from './contender-protocol.js'
 
 /**
  * Consul's single-key lock, as `consul lock <prefix>` (no `-n`) and Consul's leader-election guide
- * run it, read top to bottom:
+ * run it, with a queue of this library's waiters beside it that Go's `Lock` never reads, read top
+ * to bottom:
  *
  * 1. a session with behavior `release` (the member creates it), so the key and its value stay when
  *    the session ends, and only its holder is cleared;
- * 2. decide on each snapshot of the prefix: is `<prefix>/.lock` free, ours, or another's; a key
- *    with other flags than the lock's is a conflict, never written (`decideLeaderKey`);
- * 3. acquire: a transaction `lock` of the key with the session and LOCK_FLAGS; a refusal during
- *    Consul's lock-delay is retried after a short backoff, since no snapshot shows it ending
- *    (`leaderKeyPerformer`);
- * 4. release: `?release=` with the same value and flags, then destroy the session
- *    (`releaseLeaderKey`).
+ * 2. join: the waiter key `<prefix>/.queue/<session>` taken with the session (`?acquire=`, flags
+ *    LOCK_WAITER_FLAGS), or in one transaction with a read of the prefix when the process has seen
+ *    a lock (or none) at `.lock` (`joinLine`); a contender that tries once (`tryLead`) keeps no
+ *    place and writes no key;
+ * 3. decide on each snapshot of the prefix: is `<prefix>/.lock` free, ours, or another's, and is
+ *    this contender first in line (`decideLeaderKey`); a key with other flags than the lock's is a
+ *    conflict, never written. The first in line long-polls `.lock` alone, every other waiter the
+ *    key of the waiter ahead (`leaderWatchTarget`), and the dead waiters' keys are removed
+ *    (`deadWaitersToRemove`);
+ * 4. acquire: a transaction `lock` of the key with the session and LOCK_FLAGS that deletes the
+ *    waiter key; a refusal during Consul's lock-delay is retried after a short backoff, since no
+ *    snapshot shows it ending (`leaderKeyPerformer`);
+ * 5. release: `?release=` with the same value and flags (a waiter that did not hold the key then
+ *    deletes its waiter key), then destroy the session (`releaseLeaderKey`).
  *
- * There is no queue: whoever acquires first after a release leads, as with Go's Lock.
+ * Go's contenders keep no place: whoever acquires first after a release leads, as with Go's Lock,
+ * and of ours only the first in line tries.
  */
 export const leaderKeyProtocol: ContenderProtocol = {
   kind: 'lock',
   behavior: 'release',
-  herdFree: false,
-  decide: (contender) => leaderKeyDecider(contender.value),
+  herdFree: true,
+  watchTarget: (snapshot, prefix, decisions) => leaderWatchTarget(snapshot, prefix, decisions),
+  sweep: deadWaitersToRemove,
+  decide: (contender) => leaderKeyDecider(contender.value, queues(contender)),
   sharedGrace: () => undefined,
+  // None yet, or a lock: never a key under a prefix whose `.lock` is not one.
+  joinsOn: (lock, member) => queues(member) && (lock === null || lock.flags === LOCK_FLAGS),
+  join: (contender, session) =>
+    joinLine({
+      client: contender.client,
+      prefix: contender.prefix,
+      session,
+      value: contender.value,
+    }),
   performer: (contender, session) =>
     leaderKeyPerformer({
       client: contender.client,
       prefix: contender.prefix,
       session,
+      value: contender.value,
+      queued: queues(contender),
       scheduler: contender.scheduler,
     }),
   // A session Consul has ended holds nothing: the key was released with it (behavior `release`).
@@ -47,9 +72,13 @@ export const leaderKeyProtocol: ContenderProtocol = {
           value: contender.value,
           scheduler: contender.scheduler,
           adopted: keepSession === 'adopted',
+          queued: queues(contender),
         }),
   problemError: leaderKeyProblemError,
 }
+
+/** A contender that tries once keeps no place in line. */
+const queues = (contender: ProtocolMember): boolean => contender.tryOnce !== true
 
 function leaderKeyProblemError(problem: PrefixProblem): SemaphoreError {
   if (problem.type !== 'Conflict') return problemError(problem)

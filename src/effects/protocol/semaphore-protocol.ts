@@ -6,6 +6,9 @@ import { withoutDepartedHolders } from '../../core/semaphore/hand-off.js'
 import { releaseSlot } from '../release/release-slot.js'
 import type { ContenderProtocol } from './contender-protocol.js'
 import type { KVSnapshot } from '../../base/kv-snapshot.js'
+import { watchTarget } from '../../core/semaphore/watch-target.js'
+import { lockKey } from '../../core/keys/lock-key.js'
+import { readLockBody } from '../../core/lock-body/read-lock-body.js'
 
 /**
  * Consul's semaphore, as `consul lock -n <limit>` and Consul's semaphore guide run it, read top to
@@ -30,6 +33,7 @@ export const semaphoreProtocol: ContenderProtocol = {
   kind: 'semaphore',
   behavior: 'delete',
   herdFree: true,
+  watchTarget,
   decide: (contender) => contender.cache.decide,
   sharedGrace: (contender) => contender.cache.grace,
   performer: (contender, session) =>
@@ -42,6 +46,16 @@ export const semaphoreProtocol: ContenderProtocol = {
       fresh: contender.fresh,
       companions: contender.companionsOf(session),
     }),
+  // None yet, or a semaphore's it can read, of its limit unless it follows the limit `.lock`
+  // states (never a prefix held by `consul lock`).
+  joinsOn: (lock, member) =>
+    E.isRight(
+      readLockBody(
+        lock ?? undefined,
+        lockKey(member.prefix),
+        member.followLimit ? undefined : member.limit,
+      ),
+    ),
   join: (contender, session) =>
     joinQueue({
       client: contender.client,

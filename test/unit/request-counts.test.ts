@@ -530,7 +530,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       return { election, seen: follow(name, election) }
     }
 
-    it('leads uncontended in three requests and two polls of the watch after them, and gives the lead back in two', async () => {
+    it('leads uncontended in three requests and its poll as leader after them, and gives the lead back in two', async () => {
       const a = contender('a')
       await until('a leads', () => a.seen.last?.holding === true)
       await quiet()
@@ -540,9 +540,9 @@ describe('request counts, in virtual time on the Consul double', () => {
         // The lock operation on .lock, in a transaction: nobody in line and the key free, it
         // tries before it takes a place in line.
         `a: ${TXN}`,
-        // First in line, it long-polled .lock alone, which answers with its own write; leading,
-        // it watches the prefix.
-        `a: ${pollLock(1)}`,
+        // First in line, it would long-poll .lock alone, but not while its acquisition is on its
+        // way: that answers with the prefix as of its write, and, leading, it long-polls the
+        // prefix from there.
         `a: ${poll(12)}`,
       ])
       await close(a.election)
@@ -566,7 +566,54 @@ describe('request counts, in virtual time on the Consul double', () => {
       requests()
     })
 
-    it('passes the lead to a waiter in five requests: the leader’s release and destroy, the waiter’s lock and polls', async () => {
+    it('polls .lock after a refused acquisition, from the index of the free key: it answers at once with who took it', async () => {
+      const a = contender('a')
+      await until('a leads', () => a.seen.last?.holding === true)
+      const b = contender('b')
+      await until('b waits', () => (b.seen.last as LeaderElectionState | undefined)?.leader != null)
+      await quiet()
+      requests()
+      const gate = double.hold('kv.txn', { when: (call) => call.client === 'b' })
+      let reached = false
+      void gate.reached.then(() => (reached = true))
+      await close(a.election)
+      await until('b tries the free key', () => reached)
+      // g (a consul lock, say) takes the key while b's transaction is on its way.
+      const g = double.connect('g')
+      const lockIndex = async (): Promise<number> => {
+        const entry = E.getOrElseW(() => undefined)(await g.kv.get(`${prefix}/.lock`)())
+        return Number(entry?.modifyIndex)
+      }
+      const freedAt = await lockIndex()
+      const session = E.getOrElse<unknown, string>(() => assert.fail('no session'))(
+        await g.session.create({ lockDelay: 0 })(),
+      )
+      await g.kv.put(`${prefix}/.lock`, '', { acquire: session, flags: LOCK_FLAGS })()
+      const takenAt = await lockIndex()
+      await quiet()
+      assert.deepEqual(
+        requests().filter((line) => line.startsWith('b: ')),
+        [],
+        'no poll of .lock while b’s acquisition is on its way',
+      )
+      gate.release()
+      await until(
+        'b sees g lead',
+        () => (b.seen.last as LeaderElectionState | undefined)?.leader?.session === session,
+      )
+      await quiet()
+      assert.equal(b.seen.last?.holding, false)
+      assert.deepEqual(
+        requests().filter((line) => line.startsWith('b: ')),
+        // Refused: the poll from the free key's index answers at once with g's acquisition, and
+        // b, still first in line, polls on from there.
+        [`b: ${TXN}`, `b: ${pollLock(freedAt)}`, `b: ${pollLock(takenAt)}`],
+      )
+      await close(b.election)
+      requests()
+    })
+
+    it('passes the lead to a waiter in four requests: the leader’s release and destroy, the waiter’s lock and its poll as leader', async () => {
       const a = contender('a')
       await until('a leads', () => a.seen.last?.holding === true)
       await quiet()
@@ -591,10 +638,10 @@ describe('request counts, in virtual time on the Consul double', () => {
       assert.deepEqual(requests(), [
         `a: PUT /v1/kv/${prefix}/.lock?flags=${LOCK_FLAGS}&release=<a>`,
         'a: PUT /v1/session/destroy/<a>',
-        // The poll answers with the key free; b takes it (and deletes its waiter key), and its
-        // poll of .lock answers with that write.
+        // The poll answers with the key free; b takes it (and deletes its waiter key) in a
+        // transaction that reads the prefix too, and no poll of .lock goes out meanwhile: leading,
+        // it long-polls the prefix from the index of its own write.
         `b: ${TXN}`,
-        `b: ${pollLock(15)}`,
         `b: ${poll(17)}`,
       ])
       await close(b.election)

@@ -270,6 +270,10 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
     return this.coordinator.value.knowsCurrentLock()
   }
 
+  acquiring(): (answered: KVSnapshot | undefined) => void {
+    return this.coordinator.value.acquiring()
+  }
+
   answers(): number {
     return this.client.network?.answers?.() ?? 0
   }

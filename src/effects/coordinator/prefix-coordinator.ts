@@ -12,8 +12,11 @@ import {
   mergeMap,
   of,
   repeat,
+  Subject,
   switchMap,
+  take,
   takeWhile,
+  tap,
   throwError,
   timer,
   type Observable,
@@ -166,6 +169,10 @@ export class PrefixCoordinator {
   private lockReadAt: number | undefined
   /** The first member's scheduler, or `asyncScheduler`: the clock of the prefix's timers. */
   private readonly scheduler: SchedulerLike
+  /** The members' acquisitions of a leader lock's `.lock` on their way (`acquiring`). */
+  private acquisitions = 0
+  /** Emits when the last acquisition on its way answered. */
+  private readonly acquired = new Subject<void>()
 
   constructor(
     private readonly client: ConsulClient,
@@ -359,6 +366,38 @@ export class PrefixCoordinator {
     return read === undefined || this.scheduler.now() - read >= HELD_LOCK_POLL_MS
   }
 
+  /**
+   * Counts a member's acquisition of a leader lock's `.lock` on its way. The first in line's poll
+   * of `.lock` waits for its answer after it showed the key free (`lockChanges`): that poll would
+   * otherwise answer with the acquisition's own write. Returns the function that tells the answer
+   * (once; later calls do nothing): the prefix as of the committed write, which the members are
+   * given as a listing of the watch would be when it is newer than the last, or undefined (a
+   * refusal, a failure, a write given up). So a committed acquisition moves the watch on from its
+   * own index without a read; a refused one lets the poll of `.lock` go out, which answers at once
+   * with whoever took the key.
+   */
+  acquiring(): (answered: KVSnapshot | undefined) => void {
+    this.acquisitions++
+    let told = false
+    return (answered) => {
+      if (told) return
+      told = true
+      if (
+        answered !== undefined &&
+        this.subscription !== undefined &&
+        (this.last === undefined || answered.index > this.last.index)
+      ) {
+        this.deliver({ type: 'snapshot', snapshot: answered })
+      }
+      if (--this.acquisitions === 0) this.acquired.next()
+    }
+  }
+
+  /** Emits once no acquisition of the members is on its way: at once when none is. */
+  private acquisitionsAnswered(): Observable<unknown> {
+    return defer(() => (this.acquisitions === 0 ? of(undefined) : this.acquired.pipe(take(1))))
+  }
+
   private *decisionsOn(snapshot: KVSnapshot): Iterable<Decision | undefined> {
     for (const member of this.watching) yield member.decisionOn(snapshot)
   }
@@ -391,16 +430,31 @@ export class PrefixCoordinator {
               this.prefix,
               to,
               { ...options, reuse: this.entries },
-              () => this.target.next(WHOLE_PREFIX),
-              (entry) => {
-                this.fresh.sending().lock(entry)
-                this.lockReadAt = this.scheduler.now()
+              {
+                fallBack: () => this.target.next(WHOLE_PREFIX),
+                onLock: (entry) => {
+                  this.fresh.sending().lock(entry)
+                  this.lockReadAt = this.scheduler.now()
+                },
+                lastListing: () => this.last,
+                acquisitionsAnswered: () => this.acquisitionsAnswered(),
               },
-              () => this.last,
             )
       }),
     )
   }
+}
+
+/** What the watch of a key tells its coordinator, and asks of it (`waitForKey`). */
+interface KeyWatchHooks {
+  /** A listing failed: back to the prefix watch, whose loop reports and retries failures. */
+  readonly fallBack: () => void
+  /** A holder's poll of `.lock` answered with a `.lock` that still lists it. */
+  readonly onLock: (entry: KVEntry) => void
+  /** The watch's last listing, if any. */
+  readonly lastListing: () => KVSnapshot | undefined
+  /** Emits once no acquisition of the members is on its way (`PrefixCoordinator.acquiring`). */
+  readonly acquisitionsAnswered: () => Observable<unknown>
 }
 
 /**
@@ -421,10 +475,9 @@ function waitForKey(
   prefix: string,
   to: Exclude<WatchTarget, { type: 'prefix' }>,
   options: WatchOptions,
-  fallBack: () => void,
-  onLock: (entry: KVEntry) => void,
-  lastListing: () => KVSnapshot | undefined,
+  hooks: KeyWatchHooks,
 ): Observable<WatchEvent | Handed> {
+  const { fallBack, onLock } = hooks
   /** One listing of the prefix; `after`: blocking on that index for `WAKE_WAIT_MS` at most. */
   const listOnce = (after?: bigint): Observable<WatchEvent> =>
     fromCall((signal) =>
@@ -482,7 +535,7 @@ function waitForKey(
         }),
       )
     })
-  if (to.type === 'lock') return lockChanges(client, to, options, lastListing, listOnce)
+  if (to.type === 'lock') return lockChanges(client, to, options, hooks, listOnce)
   const keyRound = round(to.key, to.modifyIndex, (entry) => entry?.modifyIndex === to.modifyIndex)
   if (to.type === 'own' && to.held !== undefined) {
     const { held, session } = to
@@ -517,38 +570,58 @@ function waitForKey(
  * index the target was chosen at, and emits each change of the key as the last listing with the
  * new `.lock` in it (`patchLock`), so that the members decide on it at once, without a listing.
  * The first answer after a reconnection or a reset, or one that comes before any listing, lists
- * the prefix instead. The poll goes on from its own answers while the target stays `.lock`.
+ * the prefix instead. The poll goes on from its own answers while the target stays `.lock`, except
+ * after an answer that shows the key free: the first in line tries it then. No poll goes out
+ * while an acquisition of the process is on its way (`acquisitionsAnswered`): a committed one
+ * moves the watch to the leader's target from its own index (the coordinator is given the prefix
+ * as of that write), so no poll answers with it; after a refusal the poll goes out from the index
+ * of the free key, and answers at once with whoever took it.
  */
 function lockChanges(
   client: ConsulClient,
   to: Extract<WatchTarget, { type: 'lock' }>,
   options: WatchOptions,
-  lastListing: () => KVSnapshot | undefined,
+  hooks: Pick<KeyWatchHooks, 'lastListing' | 'acquisitionsAnswered'>,
   listOnce: () => Observable<WatchEvent>,
 ): Observable<WatchEvent> {
   return defer(() => {
     let reconnected = false
-    const watch = { ...options, reuse: undefined, startIndex: to.modifyIndex }
-    return client.watchPrefix(to.key, watch).pipe(
-      concatMap((event): Observable<WatchEvent> => {
+    let from = to.modifyIndex
+    const listed = (event: WatchEvent): void => {
+      if (event.type === 'snapshot') from = event.snapshot.index
+    }
+    // One round: once no acquisition of the process is on its way, the polls up to an answer
+    // that shows the key free, emitted with its end.
+    const round = hooks.acquisitionsAnswered().pipe(
+      concatMap(() =>
+        client.watchPrefix(to.key, { ...options, reuse: undefined, startIndex: from }),
+      ),
+      concatMap((event): Observable<WatchEvent | typeof KEY_FREE> => {
         if (event.type === 'disconnected') {
           reconnected = true
           return of(event)
         }
-        const last = lastListing()
+        const last = hooks.lastListing()
         if (reconnected || event.reset === true || last === undefined) {
           reconnected = false
-          return listOnce()
+          return listOnce().pipe(tap(listed))
         }
+        from = event.snapshot.index
         const entry = event.snapshot.entries.find((e) => e.key === to.key)
         const before = last.entries.find((e) => e.key === to.key)
         if (entry?.modifyIndex === before?.modifyIndex) return EMPTY
         const snapshot = patchLock(last, to.key, entry, event.snapshot.index)
-        return of<WatchEvent>({ type: 'snapshot', snapshot })
+        const change = of<WatchEvent>({ type: 'snapshot', snapshot })
+        return entry?.session === undefined ? concat(change, of(KEY_FREE)) : change
       }),
+      takeWhile((event): event is WatchEvent => event !== KEY_FREE),
     )
+    return round.pipe(repeat())
   })
 }
+
+/** The end of a round of `lockChanges`: the key showed free. */
+const KEY_FREE = Symbol('key free')
 
 /**
  * A key's answer that is news: the index of its change (none after a reconnection), and the

@@ -50,6 +50,12 @@ export interface ProtocolMember {
    * (`PrefixCoordinator.knowsCurrentLock`). Default false.
    */
   readonly knowsCurrentLock?: (() => boolean) | undefined
+  /**
+   * Tells the prefix's coordinator that this member's acquisition of a leader lock's `.lock` is
+   * on its way (`PrefixCoordinator.acquiring`); the function returned tells it the answer: the
+   * prefix as of the committed write, or undefined. Default: nobody is told.
+   */
+  readonly acquiring?: (() => (answered: KVSnapshot | undefined) => void) | undefined
 }
 
 /**

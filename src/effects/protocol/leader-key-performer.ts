@@ -1,9 +1,20 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { EMPTY, type Observable, asyncScheduler, map, mergeMap, of, timer } from 'rxjs'
+import {
+  EMPTY,
+  type Observable,
+  asyncScheduler,
+  defer,
+  finalize,
+  map,
+  mergeMap,
+  of,
+  tap,
+  timer,
+} from 'rxjs'
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'
 import type { TxnResult } from '../../consul/client-api.js'
 import { LOCK_FLAGS, LOCK_WAITER_FLAGS } from '../../base/flags.js'
-import type { KVSnapshot } from '../../base/kv-snapshot.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import type { TxnOp } from '../../base/txn.js'
 import type { ContenderEvent } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
@@ -39,6 +50,11 @@ export interface LeaderKeyPerformerOptions extends PerformerOptions {
    * waiter key. Default false.
    */
   readonly queued?: boolean | undefined
+  /**
+   * Tells the prefix's coordinator that an acquisition is on its way; the function returned tells
+   * it the answer (`ProtocolMember.acquiring`). Default: nobody is told.
+   */
+  readonly acquiring?: (() => (answered: KVSnapshot | undefined) => void) | undefined
 }
 
 /**
@@ -125,13 +141,20 @@ export function leaderKeyPerformer(options: LeaderKeyPerformerOptions): Performe
       { verb: 'lock', key: lockKey(prefix), value: action.body, flags: LOCK_FLAGS, session },
       // Out of the line in the same write: the waiter behind wakes once, as the lock is taken.
       ...(options.queued === true ? [{ verb: 'delete', key: ownKey } as const] : []),
+      // The prefix as of the acquisition: the watch goes on from there, not from its own write.
+      { verb: 'get-tree', key: `${prefix}/` },
     ]
-    return fromCall((signal) => client.kv.txn(ops, { signal })).pipe(
-      mergeMap(orThrow),
-      retryTransient(scheduler, random),
-      map(answer),
-      endOnSessionGone,
-    )
+    return defer(() => {
+      const told = options.acquiring?.()
+      return fromCall((signal) => client.kv.txn(ops, { signal })).pipe(
+        mergeMap(orThrow),
+        retryTransient(scheduler, random),
+        tap((result) => told?.(prefixAsOf(result))),
+        map(answer),
+        endOnSessionGone,
+        finalize(() => told?.(undefined)),
+      )
+    })
   }
 }
 
@@ -175,6 +198,21 @@ export function joinLine(
       return index === 0n ? undefined : { index, entries }
     }),
   )
+}
+
+/**
+ * The prefix as a committed transaction read it last (`get-tree`, its last operation), at the
+ * index of its own write: the largest ModifyIndex read, since nothing under the prefix is newer.
+ * The `lock` before it answers with one entry (its value left out), a `delete` with none; the
+ * tree's entries come last, and each key's last entry is the one kept. Undefined for a rollback.
+ */
+function prefixAsOf(result: TxnResult): KVSnapshot | undefined {
+  if (!result.committed) return undefined
+  const byKey = new Map<string, KVEntry>()
+  for (const entry of result.results.slice(1)) byKey.set(entry.key, entry)
+  let index = 0n
+  for (const entry of byKey.values()) if (entry.modifyIndex > index) index = entry.modifyIndex
+  return index === 0n ? undefined : { index, entries: [...byKey.values()] }
 }
 
 const utf8 = new TextEncoder()

@@ -60,6 +60,7 @@ export const leaderKeyProtocol: ContenderProtocol = {
       value: contender.value,
       queued: queues(contender),
       scheduler: contender.scheduler,
+      acquiring: contender.acquiring?.bind(contender),
     }),
   // A session Consul has ended holds nothing: the key was released with it (behavior `release`).
   release: (contender, session, _lastSeen, keepSession) =>

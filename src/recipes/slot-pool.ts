@@ -36,6 +36,15 @@ export interface PoolJob {
   start(slot: JobSlot): void
   /** The job left the queue for good: its pool failed (`error`), nothing was started. */
   fail(error: SemaphoreError): void
+  /**
+   * Called while the job runs when it must stop (its signal aborts with `error`): its slot was
+   * lost, or its holder was asked to give the slot back (`RevokeRequested`; the slot is given back
+   * when the job settles). May be called more than once, and before `start` has made its signal
+   * (then it does nothing). A method of the job rather than a callback that `start` stores on the
+   * slot: a closure made in `start` and kept on the slot outlived every young collection in V8
+   * (Maglev-compiled), and took the job's signal and guard with it to the old generation.
+   */
+  stop(error: SemaphoreError): void
   /** The pool's own mark, set while the job waits in its queue (false before and after). */
   queued: boolean
 }
@@ -45,12 +54,6 @@ export interface JobSlot {
   readonly guard: SlotGuard
   /** The fencing token this job runs under (no other job of the prefix ran under it). */
   readonly token: bigint
-  /**
-   * Called when the job must stop (its signal aborts with `error`): its slot was lost, or its
-   * holder was asked to give the slot back (`RevokeRequested`; the slot is given back when the job
-   * settles). May be called more than once.
-   */
-  onStop: ((error: SemaphoreError) => void) | undefined
   /**
    * The job is over: the slot goes to the next queued job (a renewal) or is given back. Resolves
    * when that is done for a given-back slot (rejects as `close()` does), at once otherwise.
@@ -64,7 +67,7 @@ interface Worker {
   subscription: Subscription | undefined
   state: SemaphoreState | undefined
   /** The job running on it, if any. */
-  job: JobSlot | undefined
+  job: PoolSlot | undefined
   /** The last job's token: never handed to another job. */
   spent: bigint | undefined
   closing: boolean
@@ -198,7 +201,7 @@ export class SlotPool {
     const job = this.takeNext()
     if (job === undefined) return
     worker.spent = token
-    const slot = new PoolSlot(this, worker, token)
+    const slot = new PoolSlot(this, worker, token, job)
     worker.job = slot
     // Another job waits: its token is written now, while this one runs, if the slot is kept.
     if (this.queued > 0) worker.handle.refence(true)
@@ -206,7 +209,7 @@ export class SlotPool {
   }
 
   /** `slot.done()`: see JobSlot. */
-  jobDone(worker: Worker, slot: JobSlot): Promise<void> {
+  jobDone(worker: Worker, slot: PoolSlot): Promise<void> {
     if (worker.job !== slot) return SETTLED
     worker.job = undefined
     if (this.ended === undefined || slot.token > this.ended) this.ended = slot.token
@@ -243,10 +246,9 @@ export class SlotPool {
     const job = worker.job
     if (job !== undefined) {
       // Lost under the job (not the renewal after it, which runs only once the job is over).
-      if (!state.holding)
-        job.onStop?.(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
+      if (!state.holding) job.stop(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
       else if (state.revokeRequested !== undefined) {
-        job.onStop?.(revokeRequestedError(this.prefix, state.revokeRequested))
+        job.stop(revokeRequestedError(this.prefix, state.revokeRequested))
       }
       return
     }
@@ -275,7 +277,7 @@ export class SlotPool {
       error instanceof SemaphoreError
         ? error
         : new SemaphoreError('Unreachable', String(error), { cause: error })
-    worker.job?.onStop?.(failure)
+    worker.job?.stop(failure)
     this.forget(worker)
     const queued: PoolJob[] = []
     for (let job = this.takeNext(); job !== undefined; job = this.takeNext()) queued.push(job)
@@ -310,21 +312,26 @@ export function revokeRequestedError(prefix: string, request: RevokeRequest): Se
 /** A resolved promise, shared: what a pool method answers when there is nothing to wait for. */
 const SETTLED = Promise.resolve()
 
-/** A running job's slot: one object per job, its `done` on the prototype. */
+/** A running job's slot: one object per job, its `done` and `stop` on the prototype. */
 class PoolSlot implements JobSlot {
   readonly guard: SlotGuard
-  onStop: ((error: SemaphoreError) => void) | undefined = undefined
 
   constructor(
     private readonly pool: SlotPool,
     private readonly worker: Worker,
     readonly token: bigint,
+    private readonly job: PoolJob,
   ) {
     this.guard = new JobGuard(worker.handle.guard, token)
   }
 
   done(): Promise<void> {
     return this.pool.jobDone(this.worker, this)
+  }
+
+  /** The job must stop (see PoolJob.stop). */
+  stop(error: SemaphoreError): void {
+    this.job.stop(error)
   }
 }
 

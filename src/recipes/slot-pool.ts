@@ -27,6 +27,7 @@ import {
 import { slotContender, type SemaphoreState } from './semaphore.js'
 import { SEMAPHORE_OPTION_NAMES } from '../options/known-options.js'
 import type { SlotGuard } from '../handle/slot-guard.js'
+import type { TxnOp, TxnResult } from '../consul/client-api.js'
 import type { RevokeRequest } from '../core/revoke/revoke-request.js'
 import { formatGoDuration } from '../consul/durations.js'
 
@@ -374,8 +375,8 @@ class JobGuard implements SlotGuard {
   }
 
   /** The worker's `fencedTxn`, while it holds under this job's token. */
-  txn(...args: Parameters<SlotGuard['fencedTxn']>): ReturnType<SlotGuard['fencedTxn']> {
-    return this.holds() ? this.worker.fencedTxn(...args) : Promise.reject(this.lost())
+  txn(ops: readonly TxnOp[], options?: { signal?: AbortSignal }): Promise<TxnResult> {
+    return this.holds() ? this.worker.fencedTxn(ops, options) : Promise.reject(this.lost())
   }
 
   /** The error of a check made once the job's slot is no longer held. */

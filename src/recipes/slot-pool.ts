@@ -27,6 +27,7 @@ import {
 import { slotContender, type SemaphoreState } from './semaphore.js'
 import { SEMAPHORE_OPTION_NAMES } from '../options/known-options.js'
 import type { SlotGuard } from '../handle/slot-guard.js'
+import type { TxnOp, TxnResult } from '../consul/client-api.js'
 import type { RevokeRequest } from '../core/revoke/revoke-request.js'
 import { formatGoDuration } from '../consul/durations.js'
 
@@ -36,6 +37,15 @@ export interface PoolJob {
   start(slot: JobSlot): void
   /** The job left the queue for good: its pool failed (`error`), nothing was started. */
   fail(error: SemaphoreError): void
+  /**
+   * Called while the job runs when it must stop (its signal aborts with `error`): its slot was
+   * lost, or its holder was asked to give the slot back (`RevokeRequested`; the slot is given back
+   * when the job settles). May be called more than once, and before `start` has made its signal
+   * (then it does nothing). A method of the job rather than a callback that `start` stores on the
+   * slot: a closure made in `start` and kept on the slot outlived every young collection in V8
+   * (Maglev-compiled), and took the job's signal and guard with it to the old generation.
+   */
+  stop(error: SemaphoreError): void
   /** The pool's own mark, set while the job waits in its queue (false before and after). */
   queued: boolean
 }
@@ -45,12 +55,6 @@ export interface JobSlot {
   readonly guard: SlotGuard
   /** The fencing token this job runs under (no other job of the prefix ran under it). */
   readonly token: bigint
-  /**
-   * Called when the job must stop (its signal aborts with `error`): its slot was lost, or its
-   * holder was asked to give the slot back (`RevokeRequested`; the slot is given back when the job
-   * settles). May be called more than once.
-   */
-  onStop: ((error: SemaphoreError) => void) | undefined
   /**
    * The job is over: the slot goes to the next queued job (a renewal) or is given back. Resolves
    * when that is done for a given-back slot (rejects as `close()` does), at once otherwise.
@@ -64,7 +68,7 @@ interface Worker {
   subscription: Subscription | undefined
   state: SemaphoreState | undefined
   /** The job running on it, if any. */
-  job: JobSlot | undefined
+  job: PoolSlot | undefined
   /** The last job's token: never handed to another job. */
   spent: bigint | undefined
   closing: boolean
@@ -198,7 +202,7 @@ export class SlotPool {
     const job = this.takeNext()
     if (job === undefined) return
     worker.spent = token
-    const slot = new PoolSlot(this, worker, token)
+    const slot = new PoolSlot(this, worker, token, job)
     worker.job = slot
     // Another job waits: its token is written now, while this one runs, if the slot is kept.
     if (this.queued > 0) worker.handle.refence(true)
@@ -206,7 +210,7 @@ export class SlotPool {
   }
 
   /** `slot.done()`: see JobSlot. */
-  jobDone(worker: Worker, slot: JobSlot): Promise<void> {
+  jobDone(worker: Worker, slot: PoolSlot): Promise<void> {
     if (worker.job !== slot) return SETTLED
     worker.job = undefined
     if (this.ended === undefined || slot.token > this.ended) this.ended = slot.token
@@ -243,10 +247,9 @@ export class SlotPool {
     const job = worker.job
     if (job !== undefined) {
       // Lost under the job (not the renewal after it, which runs only once the job is over).
-      if (!state.holding)
-        job.onStop?.(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
+      if (!state.holding) job.stop(new SemaphoreError('SlotLost', 'the semaphore slot was lost'))
       else if (state.revokeRequested !== undefined) {
-        job.onStop?.(revokeRequestedError(this.prefix, state.revokeRequested))
+        job.stop(revokeRequestedError(this.prefix, state.revokeRequested))
       }
       return
     }
@@ -275,7 +278,7 @@ export class SlotPool {
       error instanceof SemaphoreError
         ? error
         : new SemaphoreError('Unreachable', String(error), { cause: error })
-    worker.job?.onStop?.(failure)
+    worker.job?.stop(failure)
     this.forget(worker)
     const queued: PoolJob[] = []
     for (let job = this.takeNext(); job !== undefined; job = this.takeNext()) queued.push(job)
@@ -310,15 +313,15 @@ export function revokeRequestedError(prefix: string, request: RevokeRequest): Se
 /** A resolved promise, shared: what a pool method answers when there is nothing to wait for. */
 const SETTLED = Promise.resolve()
 
-/** A running job's slot: one object per job, its `done` on the prototype. */
+/** A running job's slot: one object per job, its `done` and `stop` on the prototype. */
 class PoolSlot implements JobSlot {
   readonly guard: SlotGuard
-  onStop: ((error: SemaphoreError) => void) | undefined = undefined
 
   constructor(
     private readonly pool: SlotPool,
     private readonly worker: Worker,
     readonly token: bigint,
+    private readonly job: PoolJob,
   ) {
     this.guard = new JobGuard(worker.handle.guard, token)
   }
@@ -326,12 +329,19 @@ class PoolSlot implements JobSlot {
   done(): Promise<void> {
     return this.pool.jobDone(this.worker, this)
   }
+
+  /** The job must stop (see PoolJob.stop). */
+  stop(error: SemaphoreError): void {
+    this.job.stop(error)
+  }
 }
 
 /**
  * A job's guard: its worker's, for as long as the worker holds under this job's token. Its
  * members are plain functions, as every guard's are (they may be passed on detached), each made
- * on first use: most jobs read one of them, if any.
+ * on first use: most jobs read one of them, if any. They are made by the functions below rather
+ * than in the getters: a closure made in a Maglev-compiled getter (V8 13.6, Node 24) and kept on
+ * the guard outlived every young collection, and took the guard to the old generation with it.
  */
 class JobGuard implements SlotGuard {
   private holdingCheck: (() => boolean) | undefined
@@ -340,26 +350,23 @@ class JobGuard implements SlotGuard {
 
   constructor(
     private readonly worker: SlotGuard,
-    private readonly token: bigint,
+    readonly token: bigint,
   ) {}
 
   get isHolding(): () => boolean {
-    return (this.holdingCheck ??= () => this.holds())
+    return (this.holdingCheck ??= isHoldingOf(this))
   }
 
   get assertHolding(): () => bigint {
-    return (this.holdingAssert ??= () => {
-      if (!this.holds()) throw this.lost()
-      return this.token
-    })
+    return (this.holdingAssert ??= assertHoldingOf(this))
   }
 
   get fencedTxn(): SlotGuard['fencedTxn'] {
-    return (this.fenced ??= (ops, options) =>
-      this.holds() ? this.worker.fencedTxn(ops, options) : Promise.reject(this.lost()))
+    return (this.fenced ??= fencedTxnOf(this))
   }
 
-  private holds(): boolean {
+  /** Whether the worker still holds under this job's token. */
+  holds(): boolean {
     try {
       return this.worker.assertHolding() === this.token
     } catch {
@@ -367,13 +374,37 @@ class JobGuard implements SlotGuard {
     }
   }
 
-  private lost(): SemaphoreError {
+  /** The worker's `fencedTxn`, while it holds under this job's token. */
+  txn(ops: readonly TxnOp[], options?: { signal?: AbortSignal }): Promise<TxnResult> {
+    return this.holds() ? this.worker.fencedTxn(ops, options) : Promise.reject(this.lost())
+  }
+
+  /** The error of a check made once the job's slot is no longer held. */
+  lost(): SemaphoreError {
     return new SemaphoreError(
       'SlotLost',
       `this job's slot (fencing token ${this.token}) is no longer held. Stop touching the ` +
         'guarded resource.',
     )
   }
+}
+
+/** `guard.isHolding`, detached. */
+function isHoldingOf(guard: JobGuard): () => boolean {
+  return () => guard.holds()
+}
+
+/** `guard.assertHolding`, detached. */
+function assertHoldingOf(guard: JobGuard): () => bigint {
+  return () => {
+    if (!guard.holds()) throw guard.lost()
+    return guard.token
+  }
+}
+
+/** `guard.fencedTxn`, detached. */
+function fencedTxnOf(guard: JobGuard): SlotGuard['fencedTxn'] {
+  return (ops, options) => guard.txn(ops, options)
 }
 
 const pools = new Map<string, SlotPool>()

@@ -134,9 +134,6 @@ class SlotJob<T> implements PoolJob {
       return
     }
     const controller = (this.controller = new AbortController())
-    slot.onStop = (error) => {
-      if (!controller.signal.aborted) controller.abort(error)
-    }
     new Promise<T>((settle) => settle(this.work(controller.signal, slot.guard))).then(
       (value) => this.finish(() => this.resolve(value), true),
       (error: unknown) => this.finish(() => this.reject(error), false),
@@ -147,6 +144,11 @@ class SlotJob<T> implements PoolJob {
     this.waitTimer?.unsubscribe()
     this.stopListening?.()
     this.reject(error)
+  }
+
+  stop(error: SemaphoreError): void {
+    const controller = this.controller
+    if (controller !== undefined && !controller.signal.aborted) controller.abort(error)
   }
 
   private aborted(signal: AbortSignal): void {

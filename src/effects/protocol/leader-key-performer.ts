@@ -1,4 +1,3 @@
-import * as E from 'fp-ts/lib/Either.js'
 import {
   EMPTY,
   type Observable,
@@ -14,7 +13,7 @@ import {
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'
 import type { TxnResult } from '../../consul/client-api.js'
 import { LOCK_FLAGS, LOCK_WAITER_FLAGS } from '../../base/flags.js'
-import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { TxnOp } from '../../base/txn.js'
 import type { ContenderEvent } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
@@ -23,6 +22,7 @@ import { fromCall, orThrow, retryTransient } from '../call-policy.js'
 import type { Performer, PerformerOptions } from './contender-protocol.js'
 import { lockAnswer } from './lock-answer.js'
 import { endOnSessionGone } from './session-gone.js'
+import { prefixAfterWrite } from './prefix-after-write.js'
 
 /**
  * Delay before asking again after the n-th lock-delay refusal in a row (`BACKOFF.lockDelay`):
@@ -149,7 +149,7 @@ export function leaderKeyPerformer(options: LeaderKeyPerformerOptions): Performe
       return fromCall((signal) => client.kv.txn(ops, { signal })).pipe(
         mergeMap(orThrow),
         retryTransient(scheduler, random),
-        tap((result) => told?.(prefixAsOf(result))),
+        tap((result) => told?.(prefixAfterWrite(result))),
         map(answer),
         endOnSessionGone,
         finalize(() => told?.(undefined)),
@@ -189,30 +189,7 @@ export function joinLine(
       ],
       { signal },
     ),
-  ).pipe(
-    map((answer) => {
-      if (E.isLeft(answer) || !answer.right.committed) return undefined
-      const entries = answer.right.results.slice(1)
-      // The largest ModifyIndex read is the join's own write: nothing under the prefix is newer.
-      const index = entries.reduce((max, e) => (e.modifyIndex > max ? e.modifyIndex : max), 0n)
-      return index === 0n ? undefined : { index, entries }
-    }),
-  )
-}
-
-/**
- * The prefix as a committed transaction read it last (`get-tree`, its last operation), at the
- * index of its own write: the largest ModifyIndex read, since nothing under the prefix is newer.
- * The `lock` before it answers with one entry (its value left out), a `delete` with none; the
- * tree's entries come last, and each key's last entry is the one kept. Undefined for a rollback.
- */
-function prefixAsOf(result: TxnResult): KVSnapshot | undefined {
-  if (!result.committed) return undefined
-  const byKey = new Map<string, KVEntry>()
-  for (const entry of result.results.slice(1)) byKey.set(entry.key, entry)
-  let index = 0n
-  for (const entry of byKey.values()) if (entry.modifyIndex > index) index = entry.modifyIndex
-  return index === 0n ? undefined : { index, entries: [...byKey.values()] }
+  ).pipe(map(prefixAfterWrite))
 }
 
 const utf8 = new TextEncoder()

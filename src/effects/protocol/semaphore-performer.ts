@@ -1,4 +1,3 @@
-import * as E from 'fp-ts/lib/Either.js'
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js'
 import { EMPTY, Observable, asyncScheduler, map, mergeMap, of, switchMap, take, timer } from 'rxjs'
 import type { ConsulError } from '../../base/consul-error.js'
@@ -16,6 +15,7 @@ import { fromCall, retryTransient, rightOf } from '../call-policy.js'
 import type { FreshLock } from '../fresh-lock.js'
 import type { Performer, PerformerOptions } from './contender-protocol.js'
 import { endOnSessionGone } from './session-gone.js'
+import { prefixAfterWrite } from './prefix-after-write.js'
 
 const utf8 = new TextEncoder()
 
@@ -257,12 +257,5 @@ export function joinQueue(
       ],
       { signal },
     ),
-  ).pipe(
-    map((answer) => {
-      if (E.isLeft(answer) || !answer.right.committed) return undefined
-      const entries = answer.right.results.slice(1)
-      const index = entries.reduce((max, e) => (e.modifyIndex > max ? e.modifyIndex : max), 0n)
-      return index === 0n ? undefined : { index, entries }
-    }),
-  )
+  ).pipe(map(prefixAfterWrite))
 }

@@ -159,8 +159,11 @@ export class PrefixCoordinator {
   private delivered: KVSnapshot | undefined
   private failing: WatchEvent | undefined
   private joining = 0
-  /** The dead waiters' keys this process is removing (`sweep`), as `<key>@<ModifyIndex>`. */
-  private readonly removing = new Set<string>()
+  /**
+   * The dead waiters' keys this process is removing (`sweep`), as `<key>@<ModifyIndex>`, each with
+   * the timer that forgets it once its removal answered.
+   */
+  private readonly removing = new Map<string, Subscription | undefined>()
   /**
    * Scheduler ms of the last read of `.lock` that a lone holder knows and has no poll out since
    * (`knowsCurrentLock`): the start of a hold beside others, then each answer of its `.lock`
@@ -259,6 +262,8 @@ export class PrefixCoordinator {
   private stop(): void {
     this.subscription?.unsubscribe()
     this.subscription = undefined
+    for (const timer of this.removing.values()) timer?.unsubscribe()
+    this.removing.clear()
     this.last = undefined
     this.delivered = undefined
     this.fresh.stopped()
@@ -334,12 +339,17 @@ export class PrefixCoordinator {
     for (const entry of sweep(snapshot, this.prefix, this.decisionsOn(snapshot))) {
       const removal = `${entry.key}@${entry.modifyIndex}`
       if (this.removing.has(removal)) continue
-      this.removing.add(removal)
-      // Forgotten after a while, so that the set stays small whatever happens to the key.
+      this.removing.set(removal, undefined)
+      // Forgotten after a while, so that the map stays small whatever happens to the key; a
+      // coordinator that stops forgets them all (`stop`), and leaves no timer behind.
       const forget = () => void this.removing.delete(removal)
       void this.client.kv
         .txn([{ verb: 'delete-cas', key: entry.key, index: entry.modifyIndex }])()
-        .then(() => this.scheduler.schedule(forget, SWEEP_FORGET_MS))
+        .then(() => {
+          if (this.removing.has(removal)) {
+            this.removing.set(removal, this.scheduler.schedule(forget, SWEEP_FORGET_MS))
+          }
+        })
     }
   }
 

@@ -271,7 +271,9 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
       const text = await runCli(['status', '--prefix', prefix], { addr: consul.addr })
       assert.equal(text.code, 0, text.stderr)
       assert.match(text.stdout, /^waiting {2}2$/m)
-      assert.match(text.stdout, /waiters of consul lock/)
+      // The note on whom the list leaves out, laid out as the notes above it are.
+      assert.match(text.stdout, /^note {5}these are the waiters in line of rxsem run --leader /m)
+      assert.match(text.stdout, /^ {9}.*counted\.\n$/m)
     } finally {
       for (const run of [holder, ...waiters]) run.child.kill('SIGTERM')
       await Promise.all([holder.exited, ...waiters.map((w) => w.exited)])

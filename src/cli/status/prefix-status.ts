@@ -74,7 +74,7 @@ export const LEADER_WAITERS_NOTE =
 
 /** Whom the waiters of a leader lock that are listed leave out. */
 export const LEADER_QUEUE_NOTE =
-  'the waiters in line of rxsem run --leader and leaderElection; waiters of consul lock ' +
+  'these are the waiters in line of rxsem run --leader and leaderElection; waiters of consul lock ' +
   '(without -n) write nothing under the prefix, so they are not listed or counted'
 
 const utf8 = new TextDecoder('utf-8')

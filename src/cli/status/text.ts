@@ -48,7 +48,7 @@ export function formatStatus(status: PrefixStatus): string {
         : `  wait ${w.estimatedWaitMs === null ? 'unknown (too few hand-overs seen)' : `~${waitFor(w.estimatedWaitMs)}`}`
     lines.push(`  #${w.rank} ${w.session}  value ${quoted(w.value)}  name ${quoted(w.name)}${wait}`)
   }
-  if (status.waitingNote !== undefined) lines.push(...wrapNote(`  (${status.waitingNote})`))
+  if (status.waitingNote !== undefined) lines.push(...wrapNote(`note     ${status.waitingNote}.`))
   return lines.join('\n') + '\n'
 }
 

@@ -93,7 +93,7 @@ await lastValueFrom(
     tap(console.log),
   ),
 )
-await election.close() // steps down: a waiting contender leads at once (the first to try)
+await election.close() // steps down: the first in line leads at once
 
 // The tour cleans up the key it wrote, and closes the client's connections.
 await consul.kv.delete('service/db/state')()

@@ -4,7 +4,12 @@ import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import { VirtualTimeScheduler, type Subscription } from 'rxjs'
 import { leaderElection, type LeaderElectionState } from '../../src/recipes/leader-election.js'
-import { advanceBy, createConsulDouble, type ConsulDouble } from '../support/consul-double.js'
+import {
+  advanceBy,
+  advanceUntil,
+  createConsulDouble,
+  type ConsulDouble,
+} from '../support/consul-double.js'
 
 const prefix = 'svc/swept'
 
@@ -33,14 +38,9 @@ describe('the leader lock’s queue: removing a dead waiter’s key (virtual tim
     subscriptions.push(election.state$.subscribe((s) => (seen.last = s)))
     return { election, seen }
   }
-  async function until(what: string, done: () => boolean, limitMs = 10_000): Promise<void> {
-    await advanceBy(scheduler, 0)
-    const end = scheduler.now() + limitMs
-    while (!done()) {
-      if (scheduler.now() >= end) assert.fail(`${what}: not reached in ${limitMs} virtual ms`)
-      await advanceBy(scheduler, 1)
-    }
-  }
+  /** Moves virtual time a millisecond at a time until `done()`, at most `limitMs`. */
+  const until = (what: string, done: () => boolean, limitMs?: number): Promise<void> =>
+    advanceUntil(scheduler, what, done, limitMs)
   async function close(c: { election: { close(): Promise<void> } }): Promise<void> {
     let closed = false
     const closing = c.election.close().then(() => (closed = true))

@@ -18,7 +18,12 @@ import {
   WAKE_WAIT_MS,
   rememberLock,
 } from '../../src/effects/coordinator/prefix-coordinator.js'
-import { advanceBy, createConsulDouble, type ConsulDouble } from '../support/consul-double.js'
+import {
+  advanceBy,
+  advanceUntil,
+  createConsulDouble,
+  type ConsulDouble,
+} from '../support/consul-double.js'
 
 const prefix = 'svc/counted'
 /** The flags of a semaphore contender key (the semaphore's + 1), as the request line has them. */
@@ -92,14 +97,8 @@ describe('request counts, in virtual time on the Consul double', () => {
   }
 
   /** Moves virtual time a millisecond at a time until `done()`, at most `limitMs`. */
-  async function until(what: string, done: () => boolean, limitMs = 10_000): Promise<void> {
-    await advanceBy(scheduler, 0)
-    const end = scheduler.now() + limitMs
-    while (!done()) {
-      if (scheduler.now() >= end) assert.fail(`${what}: not reached in ${limitMs} virtual ms`)
-      await advanceBy(scheduler, 1)
-    }
-  }
+  const until = (what: string, done: () => boolean, limitMs?: number): Promise<void> =>
+    advanceUntil(scheduler, what, done, limitMs)
 
   /** Closes `contender`, moving virtual time until close() resolved. */
   async function close(contender: { close(): Promise<void> }): Promise<void> {

@@ -24,6 +24,7 @@ import {
 import type { SemaphoreError } from '../../src/base/semaphore-error.js'
 import {
   advanceBy,
+  advanceUntil,
   createConsulDouble,
   httpFailure,
   type ConsulDouble,
@@ -98,14 +99,8 @@ describe('the session shelf, in virtual time on the Consul double', () => {
   }
 
   /** Moves virtual time a millisecond at a time until `done()`, at most `limitMs`. */
-  async function until(what: string, done: () => boolean, limitMs = 10_000): Promise<void> {
-    await advanceBy(scheduler, 0)
-    const end = scheduler.now() + limitMs
-    while (!done()) {
-      if (scheduler.now() >= end) assert.fail(`${what}: not reached in ${limitMs} virtual ms`)
-      await advanceBy(scheduler, 1)
-    }
-  }
+  const until = (what: string, done: () => boolean, limitMs?: number): Promise<void> =>
+    advanceUntil(scheduler, what, done, limitMs)
 
   const holds = (t: Tenure) => () => t.last()?.holding === true
   const count = (method: 'session.create' | 'session.destroy'): number =>

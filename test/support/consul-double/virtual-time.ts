@@ -47,6 +47,33 @@ export async function advanceBy(scheduler: VirtualTimeScheduler, ms: number): Pr
 }
 
 /**
+ * Moves virtual time forward a millisecond at a time until `done()` holds; fails the test with
+ * `what` when it does not within `limitMs` virtual ms.
+ *
+ * @example
+ * ```ts
+ * await advanceUntil(scheduler, 'a holds', () => a.last?.holding === true)
+ * ```
+ * @param scheduler - The virtual scheduler of the double and of the code under test.
+ * @param what - The state waited for, for the failure's message.
+ * @param done - Whether it is reached.
+ * @param limitMs - How long it may take, in virtual ms; default 10 s.
+ */
+export async function advanceUntil(
+  scheduler: VirtualTimeScheduler,
+  what: string,
+  done: () => boolean,
+  limitMs = 10_000,
+): Promise<void> {
+  await advanceBy(scheduler, 0)
+  const end = scheduler.now() + limitMs
+  while (!done()) {
+    if (scheduler.now() >= end) throw new Error(`${what}: not reached in ${limitMs} virtual ms`)
+    await advanceBy(scheduler, 1)
+  }
+}
+
+/**
  * Whenever the test has nothing left to run but timers, jumps virtual time to the next one and
  * runs it. Returns the stop function (call it before the test ends).
  *

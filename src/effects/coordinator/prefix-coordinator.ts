@@ -107,8 +107,8 @@ export const WAKE_WAIT_MS = 100
  * the prefix first otherwise: a `.lock` that changed during the pause would cost a lost CAS and a
  * listing, where the listing alone costs one request. A holder beside others (`othersHold`) sends
  * its first poll 100 ms into its hold too: their hand-overs would answer a poll sent at once, and
- * a tenure shorter than that would pay the poll and the listing both, where it now pays the
- * listing alone. A sole holder's first poll goes out at once: nobody else rewrites `.lock`, so
+ * a tenure shorter than that would pay the poll and the listing both; it pays the listing
+ * alone. A sole holder's first poll goes out at once: nobody else rewrites `.lock`, so
  * that poll stays out and its release needs no read. An edit of `.lock` by hand that takes it out
  * is seen within 100 ms and a round trip (the poll sent after the pause answers at once); the
  * loss of its session or key, at once, on its key's poll.

@@ -35,7 +35,13 @@ import type { KVEntry } from '../../src/base/kv-snapshot.js'
 import { watchPrefix } from '../../src/consul/watch-prefix.js'
 import { DoubleServer } from './consul-double/server.js'
 
-export { advanceBy, advanceUntil, autoAdvance, settle } from './consul-double/virtual-time.js'
+export {
+  advanceBy,
+  advanceUntil,
+  autoAdvance,
+  closeInVirtualTime,
+  settle,
+} from './consul-double/virtual-time.js'
 
 /** The client calls a test can fail, hold and find in the call log. */
 export type DoubleMethod =

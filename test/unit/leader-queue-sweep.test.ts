@@ -7,6 +7,7 @@ import { leaderElection, type LeaderElectionState } from '../../src/recipes/lead
 import {
   advanceBy,
   advanceUntil,
+  closeInVirtualTime,
   createConsulDouble,
   type ConsulDouble,
 } from '../support/consul-double.js'
@@ -41,12 +42,8 @@ describe('the leader lock’s queue: removing a dead waiter’s key (virtual tim
   /** Moves virtual time a millisecond at a time until `done()`, at most `limitMs`. */
   const until = (what: string, done: () => boolean, limitMs?: number): Promise<void> =>
     advanceUntil(scheduler, what, done, limitMs)
-  async function close(c: { election: { close(): Promise<void> } }): Promise<void> {
-    let closed = false
-    const closing = c.election.close().then(() => (closed = true))
-    await until('close() resolved', () => closed)
-    await closing
-  }
+  const close = (c: { election: { close(): Promise<void> } }): Promise<void> =>
+    closeInVirtualTime(scheduler, c.election)
   const waiterKeys = () => double.entries(`${prefix}/.queue/`)
 
   it('removes the key once, and its coordinator leaves no timer when it stops', async () => {

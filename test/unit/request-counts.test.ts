@@ -21,6 +21,7 @@ import {
 import {
   advanceBy,
   advanceUntil,
+  closeInVirtualTime,
   createConsulDouble,
   type ConsulDouble,
 } from '../support/consul-double.js'
@@ -101,12 +102,8 @@ describe('request counts, in virtual time on the Consul double', () => {
     advanceUntil(scheduler, what, done, limitMs)
 
   /** Closes `contender`, moving virtual time until close() resolved. */
-  async function close(contender: { close(): Promise<void> }): Promise<void> {
-    let closed = false
-    const closing = contender.close().then(() => (closed = true))
-    await until('close() resolved', () => closed)
-    await closing
-  }
+  const close = (contender: { close(): Promise<void> }): Promise<void> =>
+    closeInVirtualTime(scheduler, contender)
 
   /** Lets every request the last step caused go out (the long polls that follow a write). */
   const quiet = (): Promise<void> => advanceBy(scheduler, 10)

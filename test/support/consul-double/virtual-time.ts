@@ -74,6 +74,26 @@ export async function advanceUntil(
 }
 
 /**
+ * Calls `closable.close()` and moves virtual time until it resolved (`advanceUntil`).
+ *
+ * @example
+ * ```ts
+ * await closeInVirtualTime(scheduler, sem) // its release's requests answered, its session gone
+ * ```
+ * @param scheduler - The virtual scheduler of the double and of the code under test.
+ * @param closable - A contender, a client: anything with `close()`.
+ */
+export async function closeInVirtualTime(
+  scheduler: VirtualTimeScheduler,
+  closable: { close(): Promise<void> },
+): Promise<void> {
+  let closed = false
+  const closing = closable.close().then(() => (closed = true))
+  await advanceUntil(scheduler, 'close() resolved', () => closed)
+  await closing
+}
+
+/**
  * Whenever the test has nothing left to run but timers, jumps virtual time to the next one and
  * runs it. Returns the stop function (call it before the test ends).
  *

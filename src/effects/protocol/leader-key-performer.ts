@@ -1,15 +1,4 @@
-import {
-  EMPTY,
-  type Observable,
-  asyncScheduler,
-  defer,
-  finalize,
-  map,
-  mergeMap,
-  of,
-  tap,
-  timer,
-} from 'rxjs'
+import { EMPTY, type Observable, asyncScheduler, defer, finalize, map, mergeMap, tap } from 'rxjs'
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'
 import type { TxnResult } from '../../consul/client-api.js'
 import { LOCK_FLAGS, LOCK_WAITER_FLAGS } from '../../base/flags.js'
@@ -23,6 +12,7 @@ import type { Performer, PerformerOptions } from './contender-protocol.js'
 import { lockAnswer } from './lock-answer.js'
 import { endOnSessionGone } from './session-gone.js'
 import { prefixAfterWrite } from './prefix-after-write.js'
+import { takeOwnKey } from './take-own-key.js'
 
 /**
  * Delay before asking again after the n-th lock-delay refusal in a row (`BACKOFF.lockDelay`):
@@ -110,30 +100,15 @@ export function leaderKeyPerformer(options: LeaderKeyPerformerOptions): Performe
       : { type: 'cas-result', ok: false, holders: [] }
   }
   const ownKey = waiterKey(prefix, session)
-  const takeWaiterKey: Observable<ContenderEvent> = fromCall((signal) =>
-    client.kv.put(ownKey, options.value, { acquire: session, flags: LOCK_WAITER_FLAGS, signal }),
-  ).pipe(
-    mergeMap(orThrow),
-    retryTransient(scheduler, random),
-    // false: after an invalidation Consul refuses a key for the session's lock-delay before it
-    // looks at the session, so ask whether the session still exists.
-    mergeMap((acquired) =>
-      acquired
-        ? EMPTY
-        : fromCall((signal) => client.session.info(session, { signal })).pipe(
-            mergeMap(orThrow),
-            retryTransient(scheduler, random),
-            mergeMap((info) =>
-              info === null
-                ? of<ContenderEvent>({ type: 'session-gone' })
-                : timer(backoffDelay(BACKOFF.recheck, 1), scheduler).pipe(
-                    mergeMap(() => takeWaiterKey),
-                  ),
-            ),
-          ),
-    ),
-    endOnSessionGone,
-  )
+  const takeWaiterKey = takeOwnKey({
+    client,
+    key: ownKey,
+    value: options.value,
+    flags: LOCK_WAITER_FLAGS,
+    session,
+    scheduler,
+    random,
+  })
   return (action) => {
     if (action.type === 'NotContending') return takeWaiterKey
     if (action.type !== 'TryAcquire') return EMPTY

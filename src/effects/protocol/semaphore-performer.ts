@@ -1,9 +1,8 @@
 import type { TaskEither } from 'fp-ts/lib/TaskEither.js'
-import { EMPTY, Observable, asyncScheduler, map, mergeMap, of, switchMap, take, timer } from 'rxjs'
+import { Observable, asyncScheduler, map, mergeMap, of, switchMap, take } from 'rxjs'
 import type { ConsulError } from '../../base/consul-error.js'
 import type { TxnOp, TxnResult } from '../../base/txn.js'
 import type { ConsulClient } from '../../consul/client-api.js'
-import { BACKOFF, backoffDelay } from '../../base/backoff.js'
 import { COMPANION_FLAGS, HOLDER_FLAGS, SEMAPHORE_FLAGS, waitingFlags } from '../../base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import { contenderKey } from '../../core/keys/contender-key.js'
@@ -14,7 +13,7 @@ import type { ContenderEvent } from '../../core/events.js'
 import { fromCall, retryTransient, rightOf } from '../call-policy.js'
 import type { FreshLock } from '../fresh-lock.js'
 import type { Performer, PerformerOptions } from './contender-protocol.js'
-import { endOnSessionGone } from './session-gone.js'
+import { takeOwnKey } from './take-own-key.js'
 import { prefixAfterWrite } from './prefix-after-write.js'
 
 const utf8 = new TextEncoder()
@@ -191,35 +190,17 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
         ),
       )
     }
-    const acquireKey: Observable<ContenderEvent> = rightOf((signal) =>
-      client.kv.put(contenderKey(prefix, session), options.value, {
-        acquire: session,
-        // The semaphore's flags plus one: "this contender takes a slot handed to it directly";
-        // for several permits, how many it asks for.
-        flags: waiting,
-        signal,
-      }),
-    ).pipe(
-      retryTransient(scheduler, random),
-      // false: after an invalidation Consul refuses the key for the session's lock-delay before it
-      // even looks at the session, so ask whether the session still exists.
-      mergeMap((acquired) =>
-        acquired
-          ? EMPTY
-          : rightOf((signal) => client.session.info(session, { signal })).pipe(
-              retryTransient(scheduler, random),
-              mergeMap((info) =>
-                info === null
-                  ? of<ContenderEvent>({ type: 'session-gone' })
-                  : timer(backoffDelay(BACKOFF.recheck, 1), scheduler).pipe(
-                      mergeMap(() => acquireKey),
-                    ),
-              ),
-            ),
-      ),
-      endOnSessionGone,
-    )
-    return acquireKey
+    return takeOwnKey({
+      client,
+      key: contenderKey(prefix, session),
+      value: options.value,
+      // The semaphore's flags plus one: "this contender takes a slot handed to it directly"; for
+      // several permits, how many it asks for.
+      flags: waiting,
+      session,
+      scheduler,
+      random,
+    })
   }
 }
 

@@ -1,0 +1,60 @@
+import { EMPTY, type Observable, type SchedulerLike, mergeMap, of, timer } from 'rxjs'
+import { BACKOFF, backoffDelay } from '../../base/backoff.js'
+import type { ConsulClient } from '../../consul/client-api.js'
+import type { ContenderEvent } from '../../core/events.js'
+import { retryTransient, rightOf } from '../call-policy.js'
+import { endOnSessionGone } from './session-gone.js'
+
+/** What `takeOwnKey` writes, and with whom. */
+export interface OwnKeyWrite {
+  readonly client: ConsulClient
+  /** The key to take: a semaphore's contender key, a leader lock's waiter key. */
+  readonly key: string
+  readonly value: string
+  readonly flags: bigint
+  /** The contender's session, which locks the key. */
+  readonly session: string
+  readonly scheduler: SchedulerLike
+  readonly random?: (() => number) | undefined
+}
+
+/**
+ * A contender's `NotContending` write, for both performers: `?acquire=<session>` of its own key
+ * with its flags, which emits nothing when it is taken (the next snapshot shows the key). Answered
+ * false, it asks whether the session still exists, since after an invalidation Consul refuses a
+ * key for the session's lock-delay before it even looks at the session: gone → `session-gone`;
+ * still there → the same write again after `BACKOFF.recheck`. Transient failures are retried
+ * (`retryTransient`), and a 500 `invalid session` ends as `session-gone` (`endOnSessionGone`).
+ *
+ * ```
+ * put ?acquire:  --t|            --f  info: --s  (recheck) --t|       --f  info: --null
+ * events:        ----|           -------------------------- |         ------------(g|)
+ * ```
+ *
+ * @example
+ * takeOwnKey({ client, key: contenderKey(prefix, session), value, flags, session, scheduler })
+ * @param write - The key, its value and flags, the session, the client and scheduler.
+ * @returns The write's events: none, or `session-gone`; errors with a permanent ConsulError.
+ */
+export function takeOwnKey(write: OwnKeyWrite): Observable<ContenderEvent> {
+  const { client, key, value, flags, session, scheduler, random } = write
+  const take: Observable<ContenderEvent> = rightOf((signal) =>
+    client.kv.put(key, value, { acquire: session, flags, signal }),
+  ).pipe(
+    retryTransient(scheduler, random),
+    mergeMap((acquired) =>
+      acquired
+        ? EMPTY
+        : rightOf((signal) => client.session.info(session, { signal })).pipe(
+            retryTransient(scheduler, random),
+            mergeMap((info) =>
+              info === null
+                ? of<ContenderEvent>({ type: 'session-gone' })
+                : timer(backoffDelay(BACKOFF.recheck, 1), scheduler).pipe(mergeMap(() => take)),
+            ),
+          ),
+    ),
+    endOnSessionGone,
+  )
+  return take
+}

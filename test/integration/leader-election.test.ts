@@ -17,6 +17,7 @@ import {
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { consulBin } from '../support/consul-agent.js'
+import { intervalsIn } from '../support/cli.js'
 import { keep, testPrefix } from '../support/tracked.js'
 import {
   LOCK_FLAGS,
@@ -108,23 +109,6 @@ describe('leaderElection', { timeout: SUITE_TIMEOUT_MS }, () => {
       },
       60_000,
     )
-  }
-
-  /** The start/end intervals a `consul lock` child logged. */
-  function intervalsIn(log: string, who: string) {
-    if (!existsSync(log)) return []
-    const lines = readFileSync(log, 'utf8').trim().split('\n')
-    const out: { who: string; from: number; to: number }[] = []
-    let from: number | undefined
-    for (const line of lines) {
-      const [what, at] = line.split(' ')
-      if (what === 'start') from = Number(at)
-      if (what === 'end' && from !== undefined) {
-        out.push({ who: `${who}#${out.length}`, from, to: Number(at) })
-        from = undefined
-      }
-    }
-    return out
   }
 
   it('leads when uncontended, names itself in leader$, and close() leaves the key unheld and no session', async (t) => {

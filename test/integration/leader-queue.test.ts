@@ -5,7 +5,7 @@
 // sees it, its requests counted.
 import assert from 'node:assert/strict'
 import { spawn, type ChildProcess } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, it } from 'node:test'
@@ -18,7 +18,7 @@ import {
   type LeaderElectionState,
 } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
-import { startCli } from '../support/cli.js'
+import { intervalsIn, startCli } from '../support/cli.js'
 import { consulBin } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy, type SeenRequest } from '../support/fault-proxy.js'
 import {
@@ -175,22 +175,6 @@ describe('the leader lock’s queue', { timeout: SUITE_TIMEOUT_MS }, () => {
     })
     children.add(child)
     return killing(t, child)
-  }
-
-  /** The start/end intervals a `consul lock` child logged. */
-  function intervalsIn(log: string, who: string) {
-    if (!existsSync(log)) return []
-    const out: { who: string; from: number; to: number }[] = []
-    let from: number | undefined
-    for (const line of readFileSync(log, 'utf8').trim().split('\n')) {
-      const [what, at] = line.split(' ')
-      if (what === 'start') from = Number(at)
-      if (what === 'end' && from !== undefined) {
-        out.push({ who: `${who}#${out.length}`, from, to: Number(at) })
-        from = undefined
-      }
-    }
-    return out
   }
 
   /** Our contender leads once for `ms`, its holding recorded, then closes. */

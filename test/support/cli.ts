@@ -1,7 +1,7 @@
 // Runs the `rxsem` command line as a real child process, the built bin of package.json (or a
 // given entry), and records every process it starts so a test's `after` can kill what is left.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { constants, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { builtFile } from './build.js'
@@ -241,4 +241,23 @@ async function stopConsulLock({ child, exited: closed }: Pick<CliRun, 'child' | 
     killGroup()
   }
   await closed
+}
+
+/**
+ * The tenures a `consul lock` child logged to `log`, one `start <ms>` and one `end <ms>` line
+ * around its command, as intervals named `<who>#<n>`; none when the log is not there yet.
+ */
+export function intervalsIn(log: string, who: string): { who: string; from: number; to: number }[] {
+  if (!existsSync(log)) return []
+  const out: { who: string; from: number; to: number }[] = []
+  let from: number | undefined
+  for (const line of readFileSync(log, 'utf8').trim().split('\n')) {
+    const [what, at] = line.split(' ')
+    if (what === 'start') from = Number(at)
+    if (what === 'end' && from !== undefined) {
+      out.push({ who: `${who}#${out.length}`, from, to: Number(at) })
+      from = undefined
+    }
+  }
+  return out
 }

@@ -12,7 +12,7 @@ import type { Performer, PerformerOptions } from './contender-protocol.js'
 import { lockAnswer } from './lock-answer.js'
 import { endOnSessionGone } from './session-gone.js'
 import { prefixAfterWrite } from './prefix-after-write.js'
-import { takeOwnKey } from './take-own-key.js'
+import { joinWithRead, takeOwnKey } from './take-own-key.js'
 
 /**
  * Delay before asking again after the n-th lock-delay refusal in a row (`BACKOFF.lockDelay`):
@@ -134,13 +134,9 @@ export function leaderKeyPerformer(options: LeaderKeyPerformerOptions): Performe
 }
 
 /**
- * Joins the leader lock's queue in one request, for a contender whose session is new: a
- * transaction that takes its waiter key (the `NotContending` write: `lock` with
- * LOCK_WAITER_FLAGS) and reads the prefix right after it (`get-tree`). The answer is the prefix as
- * of that write, the contender's own key included, so the contender decides on it at once,
- * instead of listing the prefix, taking its key and waking for its own write: one request instead
- * of three. Undefined when the transaction failed or rolled back: the contender then goes the
- * usual way, which reports and retries what went wrong.
+ * Joins the leader lock's queue in one request, for a contender whose session is new: its waiter
+ * key (the `NotContending` write, LOCK_WAITER_FLAGS) taken in a transaction that reads the prefix
+ * right after it (`joinWithRead`).
  *
  * @example
  * joinLine({ client, prefix: 'svc/leader', session, value: 'node-a' }).subscribe((seed) => ...)
@@ -149,22 +145,7 @@ export function leaderKeyPerformer(options: LeaderKeyPerformerOptions): Performe
 export function joinLine(
   options: Pick<LeaderKeyPerformerOptions, 'client' | 'prefix' | 'session' | 'value'>,
 ): Observable<KVSnapshot | undefined> {
-  const { client, prefix, session } = options
-  return fromCall((signal) =>
-    client.kv.txn(
-      [
-        {
-          verb: 'lock',
-          key: waiterKey(prefix, session),
-          value: utf8.encode(options.value),
-          flags: LOCK_WAITER_FLAGS,
-          session,
-        },
-        { verb: 'get-tree', key: `${prefix}/` },
-      ],
-      { signal },
-    ),
-  ).pipe(map(prefixAfterWrite))
+  const { client, prefix, session, value } = options
+  const key = waiterKey(prefix, session)
+  return joinWithRead({ client, prefix, key, value, flags: LOCK_WAITER_FLAGS, session })
 }
-
-const utf8 = new TextEncoder()

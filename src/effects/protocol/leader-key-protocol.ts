@@ -1,7 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { SEMAPHORE_FLAGS } from '../../base/flags.js'
+import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../base/flags.js'
 import type { PrefixProblem } from '../../core/events.js'
-import { LOCK_FLAGS } from '../../base/flags.js'
 import { leaderKeyDecider } from '../../core/leader-key/decide-leader-key.js'
 import { leaderWatchTarget } from '../../core/leader-key/leader-watch-target.js'
 import { deadWaitersToRemove } from '../../core/leader-key/lock-queue.js'

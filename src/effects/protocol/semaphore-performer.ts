@@ -10,11 +10,10 @@ import { refenceOps } from '../../core/release/release-ops.js'
 import { refenceKept } from '../../core/semaphore/refencing.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import type { ContenderEvent } from '../../core/events.js'
-import { fromCall, retryTransient, rightOf } from '../call-policy.js'
+import { retryTransient, rightOf } from '../call-policy.js'
 import type { FreshLock } from '../fresh-lock.js'
 import type { Performer, PerformerOptions } from './contender-protocol.js'
-import { takeOwnKey } from './take-own-key.js'
-import { prefixAfterWrite } from './prefix-after-write.js'
+import { joinWithRead, takeOwnKey } from './take-own-key.js'
 
 const utf8 = new TextEncoder()
 
@@ -205,16 +204,9 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
 }
 
 /**
- * Joins the queue in one request, for a contender whose session is new: a transaction that takes
- * its contender key (the `NotContending` write: `lock` with CONTENDER_FLAGS) and reads the prefix
- * right after it (`get-tree`). The answer is the prefix as of that write, the contender's own key
- * included, so the contender decides on it at once, instead of listing the prefix (to find its
- * key missing), acquiring the key, and waking for its own write: one request instead of three.
- *
- * A transaction has no index of its own; the snapshot's index is the largest ModifyIndex read,
- * which is the join's own write (nothing under the prefix can be newer), as a listing's index
- * would be. Undefined when the transaction failed or rolled back (the key could not be taken):
- * the contender then goes the usual way, which reports and retries what went wrong.
+ * Joins the queue in one request, for a contender whose session is new: its contender key (the
+ * `NotContending` write, with its waiting flags) taken in a transaction that reads the prefix
+ * right after it (`joinWithRead`).
  *
  * @example
  * joinQueue({ client, prefix: 'svc/lock', session, value: 'web-1' }).subscribe((seed) => ...)
@@ -223,20 +215,8 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
 export function joinQueue(
   options: Omit<SemaphorePerformerOptions, 'scheduler' | 'random'>,
 ): Observable<KVSnapshot | undefined> {
-  const { client, prefix, session } = options
-  return fromCall((signal) =>
-    client.kv.txn(
-      [
-        {
-          verb: 'lock',
-          key: contenderKey(prefix, session),
-          value: utf8.encode(options.value),
-          flags: waitingFlags(1 + (options.companions?.length ?? 0)),
-          session,
-        },
-        { verb: 'get-tree', key: `${prefix}/` },
-      ],
-      { signal },
-    ),
-  ).pipe(map(prefixAfterWrite))
+  const { client, prefix, session, value } = options
+  const key = contenderKey(prefix, session)
+  const flags = waitingFlags(1 + (options.companions?.length ?? 0))
+  return joinWithRead({ client, prefix, key, value, flags, session })
 }

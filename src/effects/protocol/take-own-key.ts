@@ -1,8 +1,10 @@
-import { EMPTY, type Observable, type SchedulerLike, mergeMap, of, timer } from 'rxjs'
+import { EMPTY, type Observable, type SchedulerLike, map, mergeMap, of, timer } from 'rxjs'
 import { BACKOFF, backoffDelay } from '../../base/backoff.js'
 import type { ConsulClient } from '../../consul/client-api.js'
+import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { ContenderEvent } from '../../core/events.js'
-import { retryTransient, rightOf } from '../call-policy.js'
+import { fromCall, retryTransient, rightOf } from '../call-policy.js'
+import { prefixAfterWrite } from './prefix-after-write.js'
 import { endOnSessionGone } from './session-gone.js'
 
 /** What `takeOwnKey` writes, and with whom. */
@@ -58,3 +60,34 @@ export function takeOwnKey(write: OwnKeyWrite): Observable<ContenderEvent> {
   )
   return take
 }
+
+/**
+ * The same write as `takeOwnKey`, for a contender whose session is new, in one request: a
+ * transaction that takes the key (`lock` with the session) and reads the prefix right after it
+ * (`get-tree`). The answer is the prefix as of that write (`prefixAfterWrite`), the contender's
+ * own key included, so the contender decides on it at once, instead of listing the prefix (to
+ * find its key missing), taking its key and waking for its own write: one request instead of
+ * three. Undefined when the transaction failed or rolled back (the key could not be taken): the
+ * contender then goes the usual way, which reports and retries what went wrong.
+ *
+ * @example
+ * joinWithRead({ client, prefix: 'svc/lock', key: contenderKey('svc/lock', session), value, flags, session })
+ * @param write - The prefix, the key, its value and flags, the session, the client.
+ * @returns The prefix as of the join, or undefined; then completes.
+ */
+export function joinWithRead(
+  write: Omit<OwnKeyWrite, 'scheduler' | 'random'> & { readonly prefix: string },
+): Observable<KVSnapshot | undefined> {
+  const { client, prefix, key, value, flags, session } = write
+  return fromCall((signal) =>
+    client.kv.txn(
+      [
+        { verb: 'lock', key, value: utf8.encode(value), flags, session },
+        { verb: 'get-tree', key: `${prefix}/` },
+      ],
+      { signal },
+    ),
+  ).pipe(map(prefixAfterWrite))
+}
+
+const utf8 = new TextEncoder()

@@ -9,6 +9,7 @@ import { TestScheduler } from 'rxjs/testing'
 import { LOCK_FLAGS, LOCK_WAITER_FLAGS } from '../src/base/flags.js'
 import type { KVEntry, KVSnapshot } from '../src/base/kv-snapshot.js'
 import { decidePatiently, type PatientDecision } from '../src/core/contender/decide-patiently.js'
+import { revokeKey } from '../src/core/keys/revoke-key.js'
 import { decideLeaderKey, leaderKeyDecider } from '../src/core/leader-key/decide-leader-key.js'
 import { leaderWatchTarget } from '../src/core/leader-key/leader-watch-target.js'
 import { deadWaitersToRemove } from '../src/core/leader-key/lock-queue.js'
@@ -35,6 +36,17 @@ const waiter = (session: string, index: bigint, dead = false): KVEntry => ({
   lockIndex: 1n,
   createIndex: index,
   modifyIndex: dead ? index + 100n : index,
+})
+
+/** A request that `session` step down (`evict` with a grace), written at `index`. */
+const revoke = (session: string, index: bigint): KVEntry => ({
+  key: revokeKey(prefix, session),
+  value: null,
+  flags: 0n,
+  session: 'evictor',
+  lockIndex: 1n,
+  createIndex: index,
+  modifyIndex: index,
 })
 
 /** What `me` does on a snapshot: its decision (with its rank), and what its process polls. */
@@ -138,7 +150,38 @@ describe('the leader lock’s queue (decideLeaderKey, leaderWatchTarget)', () =>
       expectObservable(snapshots.pipe(map(step))).toBe('a-b-c|', {
         a: 'TryAcquire0 lock',
         b: 'NotContending prefix',
-        c: 'Held prefix',
+        c: 'Held lock',
+      })
+    })
+  })
+
+  it('should watch .lock alone while it leads, a request to step down included, unless a contender of its process waits further back', () => {
+    /** What a process with contenders `sessions` long-polls on `snapshot`. */
+    const watched = ({ snapshot, sessions }: { snapshot: KVSnapshot; sessions: string[] }) => {
+      const decisions = sessions.map((session) =>
+        decideLeaderKey(snapshot, { prefix, session, value: session, queued: true }),
+      )
+      const target = leaderWatchTarget(snapshot, prefix, decisions)
+      return target.type === 'key' ? `key:${target.key.split('/').at(-1)}` : target.type
+    }
+    marbles(({ cold, expectObservable }) => {
+      const frames = cold('a-b-c|', {
+        a: { snapshot: snapshotOf([lock('me', 5n), waiter('a', 6n)]), sessions: ['me'] },
+        b: {
+          snapshot: snapshotOf([lock('me', 5n), revoke('me', 7n), waiter('a', 6n)]),
+          sessions: ['me'],
+        },
+        // b, second in line, runs in the leader's process: it waits on the key ahead, which
+        // only the prefix covers with .lock.
+        c: {
+          snapshot: snapshotOf([lock('me', 5n), waiter('a', 6n), waiter('b', 8n)]),
+          sessions: ['me', 'b'],
+        },
+      })
+      expectObservable(frames.pipe(map(watched))).toBe('a-b-c|', {
+        a: 'lock',
+        b: 'lock',
+        c: 'prefix',
       })
     })
   })

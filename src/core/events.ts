@@ -131,7 +131,7 @@ export type Decision =
        */
       readonly acquiredAt?: bigint | undefined
       /**
-       * Someone asked this holder to give its slot back (`<prefix>/.revoke/<session>`, written by
+       * Someone asked this holder to give its slot back (`<prefix>/.lock.revoke/<session>`, written by
        * `evict` with a grace); absent when nobody did.
        */
       readonly revokeRequested?: RevokeRequest | undefined

@@ -114,7 +114,7 @@ export interface Eviction {
  * Takes a holder out of the semaphore or leader lock at `prefix`, whoever it is (a contender of
  * this library, `consul lock -n`, `consul lock`).
  *
- * 1. With a `grace`, ask first: write `<prefix>/.revoke/<session>` under a session of the
+ * 1. With a `grace`, ask first: write `<prefix>/.lock.revoke/<session>` under a session of the
  *    eviction's own (behavior 'delete', so that the request goes with it if this process dies),
  *    write the holder's contender key again as it is when it is this library's (which wakes a
  *    holder that long-polls only its key), then watch the prefix until the holder is out or the
@@ -293,7 +293,7 @@ interface Requester {
 }
 
 /**
- * Step 1 of `evict`: the request, `<prefix>/.revoke/<session>` locked by a session of its own with
+ * Step 1 of `evict`: the request, `<prefix>/.lock.revoke/<session>` locked by a session of its own with
  * behavior 'delete'. That session's TTL outlasts the grace, with no renewal: if this process dies,
  * Consul deletes the request within twice the TTL. A request already there (another `evict`) is
  * left as it is, and this one waits all the same.

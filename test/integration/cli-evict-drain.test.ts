@@ -155,7 +155,7 @@ describe('rxsem evict and rxsem drain', { timeout: SUITE_TIMEOUT_MS }, () => {
       /asked to give the slot back within 60s: deploy; stopping the command/,
     )
     assert.deepEqual(
-      (await listPrefix(agent.url, prefix)).filter((e) => e.Key.includes('/.revoke/')),
+      (await listPrefix(agent.url, prefix)).filter((e) => e.Key.includes('/.lock.revoke/')),
       [],
       'the request is withdrawn',
     )

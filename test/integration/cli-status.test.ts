@@ -153,7 +153,7 @@ describe('rxsem status', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     // A request that one holder give its slot back, as `rxsem evict --grace` writes it.
     const asked = seen.holders[1]?.session ?? ''
     const request = JSON.stringify({ graceMs: 30_000, reason: 'maintenance' })
-    assert.equal(await putRaw(consul.url, `${prefix}/.revoke/${asked}`, request, ''), true)
+    assert.equal(await putRaw(consul.url, `${prefix}/.lock.revoke/${asked}`, request, ''), true)
     const shown = await status(prefix)
     assert.deepEqual(
       shown.holders.map((h) => (h.session === asked ? h.revoke : null)),

@@ -24,7 +24,7 @@ describe('cooperative revoke (evict with a grace)', { timeout: SUITE_TIMEOUT_MS 
 
   /** The revoke requests left under the prefix. */
   const requests = async (prefix: string) =>
-    (await listPrefix(agent.url, prefix)).filter((e) => e.Key.includes('/.revoke/'))
+    (await listPrefix(agent.url, prefix)).filter((e) => e.Key.includes('/.lock.revoke/'))
 
   /** Closes `handle` as soon as its state says it was asked to give its slot back. */
   const givesBackWhenAsked = (

@@ -143,7 +143,7 @@ describe('watchTarget', () => {
       assert.deepEqual(alone(free, 'w0'), { type: 'prefix' }, 'a free slot')
       const asked = snapshotOf([
         ...queue.entries,
-        contenderEntry(`${prefix}/.revoke`, 'h', 60n, {
+        contenderEntry(`${prefix}/.lock.revoke`, 'h', 60n, {
           value: encodeRevokeRequest({ graceMs: 30_000, reason: 'deploy' }),
           session: 'requester',
         }),

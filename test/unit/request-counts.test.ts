@@ -11,6 +11,8 @@ import { afterEach, beforeEach, describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
 import { VirtualTimeScheduler, type Observable, type Subscription } from 'rxjs'
 import { LOCK_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import { revokeKey } from '../../src/core/keys/revoke-key.js'
+import { encodeRevokeRequest } from '../../src/core/revoke/revoke-request.js'
 import { leaderElection, type LeaderElectionState } from '../../src/recipes/leader-election.js'
 import { semaphore, type SemaphoreState } from '../../src/recipes/semaphore.js'
 import {
@@ -526,7 +528,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       return { election, seen: follow(name, election) }
     }
 
-    it('leads uncontended in three requests and its poll as leader after them, and gives the lead back in two', async () => {
+    it('leads uncontended in three requests and its poll of .lock as leader after them, and gives the lead back in two', async () => {
       const a = contender('a')
       await until('a leads', () => a.seen.last?.holding === true)
       await quiet()
@@ -536,16 +538,38 @@ describe('request counts, in virtual time on the Consul double', () => {
         // The lock operation on .lock, in a transaction: nobody in line and the key free, it
         // tries before it takes a place in line.
         `a: ${TXN}`,
-        // First in line, it would long-poll .lock alone, but not while its acquisition is on its
-        // way: that answers with the prefix as of its write, and, leading, it long-polls the
-        // prefix from there.
-        `a: ${poll(12)}`,
+        // It long-polls .lock alone (as a prefix: its revoke request would answer it too), but
+        // not while its acquisition is on its way: that answers with the prefix as of its write,
+        // and the poll goes out from there.
+        `a: ${pollLock(12)}`,
       ])
       await close(a.election)
       assert.deepEqual(requests(), [
         `a: PUT /v1/kv/${prefix}/.lock?flags=${LOCK_FLAGS}&release=<a>`,
         'a: PUT /v1/session/destroy/<a>',
       ])
+    })
+
+    it('sees a request to step down in the answer of its poll of .lock, with no listing', async () => {
+      const a = contender('a')
+      await until('a leads', () => a.seen.last?.holding === true)
+      await quiet()
+      requests()
+      const session = a.seen.last?.session ?? assert.fail('no session')
+      // An evict with a grace writes the request (a double's client stands in for it).
+      const e = double.connect('e')
+      const body = encodeRevokeRequest({ graceMs: 30_000, reason: 'deploy' })
+      await e.kv.put(revokeKey(prefix, session), body)()
+      await until('a sees the request', () => a.seen.last?.revokeRequested?.reason === 'deploy')
+      await quiet()
+      const lines = requests().filter((line) => line.startsWith('a: '))
+      assert.deepEqual(
+        lines,
+        [`a: ${pollLock(13)}`],
+        'the poll goes on from the answer, no listing',
+      )
+      await close(a.election)
+      requests()
     })
 
     it('renews its session every TTL/2 and sends nothing else while it leads', async () => {
@@ -609,7 +633,7 @@ describe('request counts, in virtual time on the Consul double', () => {
       requests()
     })
 
-    it('passes the lead to a waiter in four requests: the leader’s release and destroy, the waiter’s lock and its poll as leader', async () => {
+    it('passes the lead to a waiter in four requests: the leader’s release and destroy, the waiter’s lock and its poll of .lock as leader, which no join behind it answers', async () => {
       const a = contender('a')
       await until('a leads', () => a.seen.last?.holding === true)
       await quiet()
@@ -620,13 +644,12 @@ describe('request counts, in virtual time on the Consul double', () => {
       assert.deepEqual(requests(), [
         `b: ${CREATE}`,
         `b: ${LIST}`,
-        // The key is a's: b does not try it, it takes its place in line, which wakes its watch
-        // and a's (a leader watches the prefix).
+        // The key is a's: b does not try it, it takes its place in line, which wakes its own
+        // watch and not a's (a leader long-polls .lock alone).
         `b: PUT /v1/kv/${prefix}/.queue/<b>?flags=${LOCK_FLAGS + 1n}&acquire=<b>`,
         `b: ${poll(12)}`,
-        `a: ${poll(14)}`,
-        // First in line, b long-polls .lock alone.
-        `b: ${pollLock(12)}`,
+        // First in line, b long-polls .lock alone, from the listing its join answered.
+        `b: ${pollLock(14)}`,
       ])
       await close(a.election)
       await until('b leads', () => b.seen.last?.holding === true)
@@ -636,9 +659,9 @@ describe('request counts, in virtual time on the Consul double', () => {
         'a: PUT /v1/session/destroy/<a>',
         // The poll answers with the key free; b takes it (and deletes its waiter key) in a
         // transaction that reads the prefix too, and no poll of .lock goes out meanwhile: leading,
-        // it long-polls the prefix from the index of its own write.
+        // it long-polls .lock from the index of its own write.
         `b: ${TXN}`,
-        `b: ${poll(17)}`,
+        `b: ${pollLock(17)}`,
       ])
       await close(b.election)
       requests()

@@ -1,6 +1,6 @@
 // What a revoke key says, and who it names: its value read leniently (the key's presence is the
 // request), the holder it names found by the prefix's view only for a key right under
-// `<prefix>/.revoke/`, and a holder's decision carrying it.
+// `<prefix>/.lock.revoke/`, and a holder's decision carrying it.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
@@ -42,9 +42,9 @@ const snapshot = (...extra: KVEntry[]) => ({
 })
 
 describe('revoke requests', () => {
-  it('names its key under <prefix>/.revoke/, joined as Go joins keys', () => {
-    assert.equal(revokeKey('svc/jobs/', 'a'), 'svc/jobs/.revoke/a')
-    assert.equal(revokeKey('svc//jobs', 'a'), 'svc/jobs/.revoke/a')
+  it('names its key under <prefix>/.lock.revoke/, joined as Go joins keys', () => {
+    assert.equal(revokeKey('svc/jobs/', 'a'), 'svc/jobs/.lock.revoke/a')
+    assert.equal(revokeKey('svc//jobs', 'a'), 'svc/jobs/.lock.revoke/a')
   })
 
   it('reads back what it wrote: the grace and the reason', () => {
@@ -82,14 +82,14 @@ describe('revoke requests', () => {
     assert.ok(sameRevokeRequest(undefined, undefined))
   })
 
-  it('finds in a prefix’s view only the keys right under <prefix>/.revoke/, locked or not', () => {
+  it('finds in a prefix’s view only the keys right under <prefix>/.lock.revoke/, locked or not', () => {
     const view = prefixView(
       snapshot(
-        entry(`${prefix}/.revoke/a`, '{}', 'evictor'),
-        entry(`${prefix}/.revoke/b`, '{}'),
-        entry(`${prefix}/.revoke/c/deeper`, '{}', 'evictor'),
-        entry(`${prefix}/.revoked/c`, '{}', 'evictor'),
-        entry(`svc/jobs2/.revoke/c`, '{}', 'evictor'),
+        entry(`${prefix}/.lock.revoke/a`, '{}', 'evictor'),
+        entry(`${prefix}/.lock.revoke/b`, '{}'),
+        entry(`${prefix}/.lock.revoke/c/deeper`, '{}', 'evictor'),
+        entry(`${prefix}/.lock.revoked/c`, '{}', 'evictor'),
+        entry(`svc/jobs2/.lock.revoke/c`, '{}', 'evictor'),
       ),
       { prefix, limit: 2 },
     )
@@ -102,7 +102,7 @@ describe('revoke requests', () => {
 
   it('puts the request on the decision of the holder it names, and on no other', () => {
     const asked = snapshot(
-      entry(`${prefix}/.revoke/a`, encodeRevokeRequest({ graceMs: 5000, reason: 'r' }), 'e'),
+      entry(`${prefix}/.lock.revoke/a`, encodeRevokeRequest({ graceMs: 5000, reason: 'r' }), 'e'),
     )
     const a = decide(asked, { prefix, session: 'a', limit: 2 })
     const b = decide(asked, { prefix, session: 'b', limit: 2 })

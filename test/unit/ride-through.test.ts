@@ -52,7 +52,9 @@ describe('rideThrough, in virtual time on the Consul double', () => {
   /** The watch's next long poll fails, and `times` tries after it: Consul answers no reads. */
   const watchFails = (times: number): void => {
     double.fail('kv.list', unreachable(), { times })
-    double.put(`${prefix}/unrelated`, 'x') // wakes the long poll, which then fails
+    // Wakes the long poll, which then fails: a key of the prefix that starts with `.lock`, so that
+    // a leader's poll of `.lock` alone wakes too.
+    double.put(`${prefix}/.lock.unrelated`, 'x')
   }
 
   it('keeps holding while the watch and the renewals fail, until exactly the lease deadline', async () => {

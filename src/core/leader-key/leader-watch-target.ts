@@ -20,9 +20,14 @@ import { lockQueue } from './lock-queue.js'
  *   semaphore's parked waiter does: a waiter ahead whose process died keeps its key until Consul
  *   expires its session (TTL to 2 × TTL), and a free key that the first in line leaves untried
  *   for the fairness grace goes to the next in line (`decidePatiently`).
- * - Anything else watches the whole prefix: a leader (its revoke request, `<prefix>/.revoke/…`,
- *   and the loss of the key must reach it), a contender whose waiter key is not there yet, one
- *   that does not queue (`tryLead`), a prefix problem, no decision yet.
+ * - A leader long-polls `.lock` alone too, as a prefix: the loss of the key changes `.lock`, and a
+ *   request to give it back (`<prefix>/.lock.revoke/<session>`) starts with `.lock`, so both answer
+ *   the poll, and waiters joining behind it do not. Its view of the queue is thus the one of its
+ *   acquisition and of the last change of `.lock` (`state$`'s waiters), and a waiter that dies at
+ *   the end of the line keeps its key until a waiter of ours joins behind it, as behind a Go
+ *   leader. A process with a waiter further back besides its leader watches the whole prefix.
+ * - Anything else watches the whole prefix: a contender whose waiter key is not there yet, one that
+ *   does not queue (`tryLead`), a prefix problem, no decision yet.
  *
  * ```
  * .lock: held by g (Go)    queue: a  b  c       (g2, g3: Go waiters, not in the queue)
@@ -47,7 +52,12 @@ export function leaderWatchTarget(
   decisions: Iterable<Decision | undefined>,
 ): WatchTarget {
   let best: { rank: number; holder: string | undefined } | undefined
+  let leads = false
   for (const decision of decisions) {
+    if (decision?.type === 'Held') {
+      leads = true
+      continue
+    }
     if (
       decision === undefined ||
       (decision.type !== 'Wait' && decision.type !== 'TryAcquire') ||
@@ -59,12 +69,10 @@ export function leaderWatchTarget(
       best = { rank: decision.rank, holder: decision.view.liveHolders[0] }
     }
   }
-  if (best === undefined) return WHOLE_PREFIX
-  if (best.rank === 0) {
-    const key = lockKey(prefix)
-    const lock = snapshot.entries.find((entry) => entry.key === key)
-    return { type: 'lock', key, modifyIndex: lock?.modifyIndex ?? snapshot.index }
-  }
+  // A leader's process watches `.lock` unless a contender of it waits further back.
+  if (best === undefined) return leads ? { type: 'lock', key: lockKey(prefix) } : WHOLE_PREFIX
+  if (best.rank === 0) return { type: 'lock', key: lockKey(prefix) }
+  if (leads) return WHOLE_PREFIX
   const ahead = lockQueue(snapshot, prefix, best.holder).keys[best.rank - 1]
   if (ahead === undefined) return WHOLE_PREFIX
   return { type: 'key', key: ahead.key, modifyIndex: ahead.modifyIndex }

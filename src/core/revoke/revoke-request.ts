@@ -1,7 +1,7 @@
 /**
  * Cooperative revoke, the part that depends only on KV data: what a revoke key says, and how it
  * is written. An operator (`rxsem evict --grace`, `evict({ grace })`) writes
- * `<prefix>/.revoke/<session>` under a session of its own; the holder `session` sees the key in
+ * `<prefix>/.lock.revoke/<session>` under a session of its own; the holder `session` sees the key in
  * its next snapshot of the prefix and may give its slot back before the grace ends, after which
  * the operator forces the eviction.
  */

@@ -32,7 +32,7 @@ export interface PrefixView {
   readonly ranks: ReadonlyMap<string, number>
   /** Holders whose key the write that made them holders rewrote: its index (HOLDER_FLAGS). */
   readonly acquired: ReadonlyMap<string, bigint>
-  /** The revoke keys `<prefix>/.revoke/<session>` of the listing, by the session they name. */
+  /** The revoke keys `<prefix>/.lock.revoke/<session>` of the listing, by the session they name. */
   readonly revokes: ReadonlyMap<string, KVEntry>
   /**
    * `.lock` states another limit than the contender's own, which does not follow it: the
@@ -180,7 +180,7 @@ function ownKeys(
 
 const NO_REVOKES: ReadonlyMap<string, KVEntry> = new Map()
 
-/** The session a key under `<prefix>/.revoke/` names, when it is a direct child of that folder. */
+/** The session a key under `<prefix>/.lock.revoke/` names, when it is a direct child of that folder. */
 function revokedSession(key: string, start: number): string | undefined {
   return key.charCodeAt(start - 1) === SLASH && key.indexOf('/', start) < 0
     ? key.slice(start)

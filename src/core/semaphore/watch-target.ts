@@ -30,18 +30,17 @@ export type WatchTarget =
       readonly modifyIndex: bigint
     }
   /**
-   * `<prefix>/.lock` alone, for the first in line of a leader lock's queue (`leaderWatchTarget`):
-   * each change of the key is the news, delivered as the last listing with the new `.lock` in it,
-   * without listing the prefix. Whatever else changes under the prefix (waiters joining behind)
-   * does not concern it.
+   * `<prefix>/.lock` alone (as a prefix, so with the revoke requests named after it), for the
+   * first in line of a leader lock's queue and for its leader (`leaderWatchTarget`): each change
+   * of those keys is the news, delivered as the last listing with them patched in, without listing
+   * the prefix. Whatever else changes under the prefix (waiters joining behind) does not concern
+   * them. The poll goes on from the last listing.
    */
   | {
       /** Discriminant. */
       readonly type: 'lock'
       /** The `.lock` key. */
       readonly key: string
-      /** Its ModifyIndex in the snapshot the target was chosen on (the snapshot's index if none). */
-      readonly modifyIndex: bigint
     }
   /**
    * The contender key of the process's only contender, as the snapshot showed it: its change is
@@ -247,8 +246,8 @@ export function handedTo(target: WatchTarget, entry: KVEntry | undefined): Hande
  */
 export function sameWatchTarget(a: WatchTarget, b: WatchTarget): boolean {
   if (a.type === 'prefix' || b.type === 'prefix') return a.type === b.type
-  // A watch of `.lock` follows the key from its own answers: a target chosen on one of them is
-  // where the watch already is.
+  // A watch of `.lock` follows the key from its own answers and the listings: a target chosen on
+  // one of them is where the watch already is.
   if (a.type === 'lock' || b.type === 'lock') return a.type === b.type && a.key === b.key
   if (a.type === 'own' && b.type === 'own') {
     if (a.held?.lockIndex !== b.held?.lockIndex || a.held?.othersHold !== b.held?.othersHold) {

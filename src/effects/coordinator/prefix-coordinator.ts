@@ -30,7 +30,7 @@ import type { KVEntry, KVSnapshot, WatchEvent } from '../../base/kv-snapshot.js'
 import type { Decision, Handed } from '../../core/events.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import { readLockBody } from '../../core/lock-body/read-lock-body.js'
-import { patchLock } from '../../core/leader-key/patch-lock.js'
+import { patchLock, sameLockKeys } from '../../core/leader-key/patch-lock.js'
 import type { CountedGrace } from '../../core/contender/contender-state-model.js'
 import { viewCache, type ViewCache } from '../../core/semaphore/view-cache.js'
 import {
@@ -576,16 +576,16 @@ function waitForKey(
 }
 
 /**
- * The first in line of a leader lock's queue (`lock` target): long-polls `.lock` alone, from the
- * index the target was chosen at, and emits each change of the key as the last listing with the
- * new `.lock` in it (`patchLock`), so that the members decide on it at once, without a listing.
- * The first answer after a reconnection or a reset, or one that comes before any listing, lists
- * the prefix instead. The poll goes on from its own answers while the target stays `.lock`, except
- * after an answer that shows the key free: the first in line tries it then. No poll goes out
- * while an acquisition of the process is on its way (`acquisitionsAnswered`): a committed one
- * moves the watch to the leader's target from its own index (the coordinator is given the prefix
- * as of that write), so no poll answers with it; after a refusal the poll goes out from the index
- * of the free key, and answers at once with whoever took it.
+ * The first in line of a leader lock's queue, and the leader (`lock` target): long-polls `.lock`
+ * as a prefix (the key, and a revoke request `.lock.revoke/<session>`), from the last listing the
+ * members were given, and emits each change of those keys as that listing with them patched in
+ * (`patchLock`), so that the members decide on it at once, without a listing. The first answer
+ * after a reconnection or a reset, or one that comes before any listing, lists the prefix instead.
+ * The poll goes on from its own answers, except after an answer that shows the key free: the first
+ * in line tries it then. No poll goes out while an acquisition of the process is on its way
+ * (`acquisitionsAnswered`): a committed one gives the members the prefix as of that write, and the
+ * leader's poll goes out from its index, so no poll answers with it; after a refusal the poll goes
+ * out from the index of the free key, and answers at once with whoever took it.
  */
 function lockChanges(
   client: ConsulClient,
@@ -596,16 +596,20 @@ function lockChanges(
 ): Observable<WatchEvent> {
   return defer(() => {
     let reconnected = false
-    let from = to.modifyIndex
+    let from = 0n
     const listed = (event: WatchEvent): void => {
       if (event.type === 'snapshot') from = event.snapshot.index
     }
     // One round: once no acquisition of the process is on its way, the polls up to an answer
     // that shows the key free, emitted with its end.
     const round = hooks.acquisitionsAnswered().pipe(
-      concatMap(() =>
-        client.watchPrefix(to.key, { ...options, reuse: undefined, startIndex: from }),
-      ),
+      concatMap(() => {
+        // A listing the members were given since (an acquisition's, say) shows the keys as of
+        // its index: the poll goes on from there.
+        const last = hooks.lastListing()
+        if (last !== undefined && last.index > from) from = last.index
+        return client.watchPrefix(to.key, { ...options, reuse: undefined, startIndex: from })
+      }),
       concatMap((event): Observable<WatchEvent | typeof KEY_FREE> => {
         if (event.type === 'disconnected') {
           reconnected = true
@@ -617,10 +621,10 @@ function lockChanges(
           return listOnce().pipe(tap(listed))
         }
         from = event.snapshot.index
-        const entry = event.snapshot.entries.find((e) => e.key === to.key)
-        const before = last.entries.find((e) => e.key === to.key)
-        if (entry?.modifyIndex === before?.modifyIndex) return EMPTY
-        const snapshot = patchLock(last, to.key, entry, event.snapshot.index)
+        const polled = event.snapshot.entries
+        if (sameLockKeys(last, to.key, polled)) return EMPTY
+        const snapshot = patchLock(last, to.key, polled, from)
+        const entry = polled.find((e) => e.key === to.key)
         const change = of<WatchEvent>({ type: 'snapshot', snapshot })
         return entry?.session === undefined ? concat(change, of(KEY_FREE)) : change
       }),

@@ -1,6 +1,7 @@
 import type { ConsulClient } from '../consul/client-api.js'
 import { destroySession } from '../effects/release/destroy-session.js'
-import type { KVEntry } from '../base/kv-snapshot.js'
+import type { KVEntry, KVSnapshot } from '../base/kv-snapshot.js'
+import type { TxnOp } from '../base/txn.js'
 import { lockKey } from '../core/keys/lock-key.js'
 import { releaseFromLockBody } from '../core/lock-body/release-from-lock-body.js'
 import { SemaphoreError, problemError } from '../base/semaphore-error.js'
@@ -25,8 +26,9 @@ import { liveSessions } from '../core/semaphore/live-sessions.js'
 import { durationMs, formatGoDuration } from '../consul/durations.js'
 import { resolveContenderOptions, type Duration } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
-import { HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
-import { rewriteHolderKeyOps } from '../core/release/release-ops.js'
+import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
+import { rewriteKeyOps } from '../core/release/release-ops.js'
+import { handOffSlot } from '../core/semaphore/hand-off.js'
 import { contenderKey } from '../core/keys/contender-key.js'
 import {
   OPERATOR_OPTION_NAMES,
@@ -122,9 +124,12 @@ export interface Eviction {
  *    slot back; one that does is not forced ('given-back'). The request is withdrawn when `evict`
  *    returns, whatever happened.
  * 2. Force, semaphore: remove the session from `.lock`'s holders by a CAS on its ModifyIndex (a
- *    lost CAS reads `.lock` again; a `.lock` it cannot read is never written over), then destroy
- *    the session, which releases its contender key. The holder sees itself no longer listed at
- *    its next read of the prefix: this library's contenders and Go's monitor both drop the slot.
+ *    lost CAS reads the prefix again; a `.lock` it cannot read is never written over), then
+ *    destroy the session, which releases its contender key. The holder sees itself no longer
+ *    listed at its next read of the prefix: this library's contenders and Go's monitor both drop
+ *    the slot. The same transaction writes the key of the first waiter in line again as it is,
+ *    when that waiter is this library's and the freed slot is for it, which wakes it to take the
+ *    slot (a Go waiter watches the prefix and needs no waking).
  * 3. Force, leader lock (`.lock` held with `?acquire` by that session): destroy the session, which
  *    releases `.lock`; the next leader acquires it after the session's lock-delay.
  *
@@ -221,9 +226,10 @@ async function force(
   const doing = `evicting session ${session} from ${prefix}`
   for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
     calls.checkAborted()
-    const entry = await calls.call((s) =>
-      client.kv.get(key, { consistency: 'consistent', signal: s }),
+    const listed = await calls.call((s) =>
+      client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
     )
+    const entry = listed.entries.find((e) => e.key === key) ?? null
     const held = readHolder(entry, prefix, session)
     if (held === undefined) return { type: 'not-holder', lock: entry }
     // 3. A leader lock that this very session holds with ?acquire.
@@ -232,24 +238,42 @@ async function force(
       const floor = await leaderFloor(client, calls.call, key, session)
       return evicted({ prefix, session, lock: 'leader', how: 'forced', floor })
     }
-    // 2. A semaphore: `.lock` without this session, in the shape read.
+    // 2. A semaphore: `.lock` without this session, in the shape read, and the waiter the freed
+    // slot is for woken.
     const { release } = held
+    const wake = waiterToWake(listed, prefix, session)
+    const ops: TxnOp[] = [
+      { verb: 'cas', key, value: release.body, flags: SEMAPHORE_FLAGS, index: release.cas },
+      ...(wake === undefined
+        ? []
+        : rewriteKeyOps(wake.key, wake.value, CONTENDER_FLAGS, wake.modifyIndex)),
+    ]
     // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
-    const answer = await calls.call((s) =>
-      client.kv.txn(
-        [{ verb: 'cas', key, value: release.body, flags: SEMAPHORE_FLAGS, index: release.cas }],
-        { signal: s },
-      ),
-    )
+    const answer = await calls.call((s) => client.kv.txn(ops, { signal: s }))
     if (answer.committed) {
       const floor = answer.results[0]?.modifyIndex ?? release.cas
       await calls.call((s) => client.session.destroy(session, { signal: s }))
       return evicted({ prefix, session, lock: 'semaphore', how: 'forced', floor })
     }
     throwIfRefused(answer.errors, doing, key, prefix)
-    // Otherwise a lost CAS: another writer came first; read again.
+    // Otherwise a lost CAS (of `.lock`, or of the waiter's key): another writer came first; read
+    // again.
   }
   throw churnError(key, `evict ${session}`)
+}
+
+/**
+ * The waiter that a forced eviction's freed slot is for, when it is one of this library's, first
+ * in line, and admitted once the evicted session is out of `.lock` (as a release would hand it the
+ * slot, `handOffSlot`): its key, to be written again as it is in the eviction's transaction. A
+ * waiter alone in its process long-polls only its own key, and without the write it would see the
+ * free slot only at its next recheck; woken, it lists the prefix and takes the slot by its own
+ * CAS, so its fencing token is above the eviction's floor. A Go waiter first in line watches the
+ * prefix itself, and is left to it.
+ */
+function waiterToWake(listed: KVSnapshot, prefix: string, session: string): KVEntry | undefined {
+  // The limit `.lock` states: an operator knows no other.
+  return handOffSlot(listed, { prefix, session, limit: 1, followLimit: true })?.heirEntry
 }
 
 function evicted(eviction: Eviction): Forced {
@@ -352,7 +376,7 @@ async function wakeHolder(
     client.kv.get(key, { consistency: 'consistent', signal: s }),
   )
   if (entry === null || entry.session !== session || entry.flags !== HOLDER_FLAGS) return
-  const ops = rewriteHolderKeyOps(key, entry.value, entry.modifyIndex)
+  const ops = rewriteKeyOps(key, entry.value, HOLDER_FLAGS, entry.modifyIndex)
   await calls.call((s) => client.kv.txn(ops, { signal: s }))
 }
 

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
 import { filter, firstValueFrom } from 'rxjs'
 import {
+  createConsulClient,
   evict,
   leaderElection,
   semaphore,
@@ -20,6 +21,7 @@ import {
   destroyRawSession,
   eventually,
   holdersOf,
+  listPrefix,
   putRaw,
   readLock,
   SEMAPHORE_FLAGS,
@@ -53,6 +55,73 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
       `the next token ${next.fencingToken} is above the floor ${eviction.floor}`,
     )
     assert.equal(next.session, waiting.session)
+  })
+
+  it('wakes the first waiter of ours, alone on its client: it takes the freed slot before the evicted process, contending again behind it, could', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'evict-wake')
+    // Each on a client of its own, so each long-polls only its own key (`watchTarget`'s `own`).
+    const clients = [1, 2].map(() => createConsulClient({ address: agent.addr }))
+    // Closed after the contenders on them (clean-ups run last registered first).
+    onEnd(t, () => Promise.all(clients.map((c) => c.close())))
+    const a = tracked(t, semaphore({ prefix, limit: 1, consul: clients[0], value: 'a' })).when
+    const held = await a((s) => s.holding)
+    const b = tracked(t, semaphore({ prefix, limit: 1, consul: clients[1], value: 'b' })).when
+    const waiting = await b((s) => s.rank === 0)
+
+    const eviction = await evict({ prefix, session: held.session ?? '', consul: agent.client })
+    // Not woken, b would see the slot free only at its recheck, 5 s on; a, evicted, joins again
+    // behind it and takes a slot left free for its fairness grace (2 s).
+    const next = await Promise.race([
+      b((s) => s.holding).then((s) => ({ who: 'b', state: s })),
+      a((s) => s.holding && s.session !== held.session).then((s) => ({ who: 'a', state: s })),
+    ])
+    assert.equal(next.who, 'b', 'the waiter first in line holds next')
+    assert.equal(next.state.session, waiting.session)
+    assert.ok(
+      eviction.floor < (next.state.fencingToken ?? 0n),
+      `its token ${next.state.fencingToken} is above the floor ${eviction.floor}: it took the slot by its own write`,
+    )
+  })
+
+  it('leaves a consul lock -n waiter first in line to take the freed slot, and wakes none of ours behind it', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'evict-go-first')
+    const other = createConsulClient({ address: agent.addr })
+    onEnd(t, () => other.close())
+    const a = tracked(t, semaphore({ prefix, limit: 2, consul: agent.client, value: 'a' })).when
+    const held = await a((s) => s.holding)
+    const c = tracked(t, semaphore({ prefix, limit: 2, consul: agent.client, value: 'c' })).when
+    const ours = [held.session, (await c((s) => s.holding)).session]
+    const go = startConsulLock(agent.addr, ['-n=2', prefix, 'echo started; exec sleep 300'])
+    onEnd(t, () => stopAllConsulLocks([go]))
+    // Go waits once its contender key is there: a key locked by another session than ours.
+    const goKey = await eventually(
+      'consul lock waiting',
+      async () =>
+        (await listPrefix(agent.url, prefix)).find(
+          (e) => e.Session !== undefined && !ours.includes(e.Session),
+        ),
+      30_000,
+    )
+    const b = tracked(t, semaphore({ prefix, limit: 2, consul: other, value: 'b' })).when
+    const behind = await b((s) => s.rank === 1)
+    const keyOf = async (session: string | undefined) =>
+      (await listPrefix(agent.url, prefix)).find((e) => e.Key === `${prefix}/${session}`)
+    const before = await keyOf(behind.session)
+
+    await evict({ prefix, session: held.session ?? '', consul: agent.client })
+    await eventually(
+      'consul lock holding',
+      async () =>
+        holdersOf((await readLock(agent.url, prefix))?.body).includes(goKey.Session ?? '') ||
+        undefined,
+      30_000,
+    )
+    assert.equal(
+      (await keyOf(behind.session))?.ModifyIndex,
+      before?.ModifyIndex,
+      'our waiter behind Go’s was not written',
+    )
+    assert.equal((await b(() => true)).holding, false)
   })
 
   it('refuses a session that does not hold, a waiter’s or an unknown one, and writes nothing', async (t) => {

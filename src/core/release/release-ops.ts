@@ -91,7 +91,7 @@ export function refenceOps(
   if (write.type === 'Refence') {
     return [
       { verb: 'check-session', key: ownKey, session },
-      ...rewriteHolderKeyOps(ownKey, value),
+      ...rewriteKeyOps(ownKey, value, HOLDER_FLAGS),
       { verb: 'get', key: lockKey(prefix) },
     ]
   }
@@ -103,30 +103,33 @@ export function refenceOps(
 }
 
 /**
- * A holder's key written again as it is, at the index of the transaction it is part of: to
- * RENEWING_FLAGS and back to HOLDER_FLAGS (Consul skips a write that changes nothing; the write
- * keeps the key's lock). Its new ModifyIndex wakes whoever long-polls the key: a renewal's next
- * fencing token (`refenceOps`), or a holder asked to give its slot back (`evict`). With `index`,
- * only while the key is still at that ModifyIndex.
+ * A contender key written again as it is, at the index of the transaction it is part of: to
+ * RENEWING_FLAGS and back to `flags` (Consul skips a write that changes nothing; the write keeps
+ * the key's lock; the transaction is atomic, so nobody reads the flags in between). Its new
+ * ModifyIndex wakes whoever long-polls the key: a renewal's next fencing token (`refenceOps`), a
+ * holder asked to give its slot back, a waiter whose slot an eviction freed (`evict`). With
+ * `index`, only while the key is still at that ModifyIndex.
  *
  * @example
  * ```ts
- * const ops = rewriteHolderKeyOps('svc/lock/4ca8e74b-…', value, 812n)
+ * const ops = rewriteKeyOps('svc/lock/4ca8e74b-…', value, HOLDER_FLAGS, 812n)
  * ```
- * @param key - The holder's contender key.
+ * @param key - The contender key.
  * @param value - Its value, as it is.
+ * @param flags - Its flags, as they are: HOLDER_FLAGS or CONTENDER_FLAGS.
  * @param index - The ModifyIndex it must still have, if any.
  * @returns The two operations, in order.
  */
-export function rewriteHolderKeyOps(
+export function rewriteKeyOps(
   key: string,
   value: Uint8Array | null,
+  flags: bigint,
   index?: bigint,
 ): TxnOp[] {
   return [
     index === undefined
       ? { verb: 'set', key, value, flags: RENEWING_FLAGS }
       : { verb: 'cas', key, value, flags: RENEWING_FLAGS, index },
-    { verb: 'set', key, value, flags: HOLDER_FLAGS },
+    { verb: 'set', key, value, flags },
   ]
 }

@@ -1,6 +1,9 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../consul/client-api.js'
-import { SEMAPHORE_FLAGS } from '../base/flags.js'
+import { CONTENDER_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
+import type { TxnOp } from '../base/txn.js'
+import { rewriteKeyOps } from '../core/release/release-ops.js'
+import { waitersToWake } from '../core/semaphore/wake-waiters.js'
 import { lockKey } from '../core/keys/lock-key.js'
 import { relimitLockBody } from '../core/lock-body/relimit-lock-body.js'
 import { problemError } from '../base/semaphore-error.js'
@@ -61,13 +64,22 @@ export interface LimitChange {
 }
 
 /**
+ * The most waiters a raise wakes in its transaction: with `.lock`'s CAS, 63 operations, within the
+ * 64 of a transaction on every Consul version. Waiters admitted beyond them find their slot at
+ * their next listing.
+ */
+const MOST_WOKEN = 31
+
+/**
  * Changes the limit of the semaphore at `prefix` live, by a CAS of `<prefix>/.lock` that keeps its
  * holders and its shape: no one's slot is taken, and no acquisition or release in between is lost
- * (a lost CAS reads `.lock` again). Contenders with `followLimit` take the new limit at their next
- * snapshot: a raise admits waiters at once; a lowering lets the holders finish and admits no one
- * until they are fewer than the new limit. Contenders that do not follow it (and `consul lock -n`
- * with the old limit) fail with LimitConflict when they next try for a slot; those that hold keep
- * their slot until they give it back.
+ * (a lost CAS reads the prefix again). Contenders with `followLimit` take the new limit at their
+ * next snapshot: a raise admits waiters at once (the same transaction writes the keys of the
+ * waiters of this library it admits again as they are, which wakes those that long-poll only their
+ * own key); a lowering lets the holders finish and admits no one until they are fewer than the new
+ * limit. Contenders that do not follow it (and `consul lock -n` with the old limit) fail with
+ * LimitConflict when they next try for a slot; those that hold keep their slot until they give it
+ * back.
  *
  * Without a `.lock` (no one ever held), it creates one with no holders, which contenders then
  * find. It never writes over a `.lock` it cannot read or of another tool.
@@ -92,10 +104,11 @@ export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
   return withOperatorClient(options.consul, options.signal, what, async (client, calls) => {
     for (let lost = 0; lost < CAS_ATTEMPTS; lost++) {
       calls.checkAborted()
-      const entry = await calls.call((s) =>
-        client.kv.get(key, { consistency: 'consistent', signal: s }),
+      const listed = await calls.call((s) =>
+        client.kv.list(`${prefix}/`, { consistency: 'consistent', signal: s }),
       )
-      const write = relimitLockBody(entry ?? undefined, key, limit)
+      const entry = listed.entries.find((e) => e.key === key)
+      const write = relimitLockBody(entry, key, limit)
       if (E.isLeft(write)) throw problemError(write.left)
       const changed = (index: bigint): LimitChange =>
         serializable({
@@ -107,16 +120,22 @@ export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
         })
       // Already so: no write, so no contender wakes for nothing.
       if (write.right.previous === limit) return changed(write.right.cas)
-      // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
+      // A transaction rather than a PUT: its answer carries the ModifyIndex the write made. A
+      // raise wakes the waiters of ours it admits.
       const { body, cas } = write.right
-      const answer = await calls.call((s) =>
-        client.kv.txn([{ verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: cas }], {
-          signal: s,
-        }),
-      )
+      const woken =
+        limit > (write.right.previous ?? limit)
+          ? waitersToWake(listed, prefix, limit, MOST_WOKEN)
+          : []
+      const ops: TxnOp[] = [
+        { verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: cas },
+        ...woken.flatMap((e) => rewriteKeyOps(e.key, e.value, CONTENDER_FLAGS, e.modifyIndex)),
+      ]
+      const answer = await calls.call((s) => client.kv.txn(ops, { signal: s }))
       if (answer.committed) return changed(answer.results[0]?.modifyIndex ?? cas)
       throwIfRefused(answer.errors, doing, key, prefix)
-      // Otherwise a lost CAS: another writer came first; read again.
+      // Otherwise a lost CAS (of `.lock`, or of a waiter's key): another writer came first; read
+      // again.
     }
     throw churnError(key, 'set its limit')
   })

@@ -15,6 +15,7 @@ import { revokeKey } from '../../src/core/keys/revoke-key.js'
 import { encodeRevokeRequest } from '../../src/core/revoke/revoke-request.js'
 import { leaderElection, type LeaderElectionState } from '../../src/recipes/leader-election.js'
 import { semaphore, type SemaphoreState } from '../../src/recipes/semaphore.js'
+import { setLimit } from '../../src/operator/set-limit.js'
 import {
   HELD_LOCK_POLL_MS,
   WAKE_WAIT_MS,
@@ -345,6 +346,41 @@ describe('request counts, in virtual time on the Consul double', () => {
       const handOff = /index=(\d+)/.exec(ofD[1] ?? '')?.[1]
       assert.deepEqual(ofD, [`d: ${LIST_PREFIX}`, `d: ${poll(Number(handOff))}`])
       await close(d.sem)
+      requests()
+    })
+
+    it('wakes the waiters a raise of the limit admits, asleep on their own keys, long before their recheck', async () => {
+      const follower = (name: string) => {
+        const consul = double.connect(name)
+        const sem = semaphore({ prefix, limit: 1, followLimit: true, consul, scheduler })
+        return { sem, seen: follow(name, sem) }
+      }
+      const [a, b, c, d] = ['a', 'b', 'c', 'd'].map(follower) as [
+        ReturnType<typeof follower>,
+        ReturnType<typeof follower>,
+        ReturnType<typeof follower>,
+        ReturnType<typeof follower>,
+      ]
+      await until('a holds', () => a.seen.last?.holding === true)
+      await until('the queue b, c, d', () => rank(b) === 0 && rank(c) === 1 && rank(d) === 2)
+      await quiet()
+      requests()
+      const raised = setLimit({ prefix, limit: 3, consul: double.connect('op') })
+      // Their recheck would come PARKED_RECHECK_MS after they parked.
+      await until(
+        'b and c hold',
+        () => b.seen.last?.holding === true && c.seen.last?.holding === true,
+        100,
+      )
+      assert.equal((await raised).limit, 3)
+      await quiet()
+      assert.equal(d.seen.last?.holding, false, 'd, not admitted, still waits')
+      assert.deepEqual(
+        requests().filter((line) => line.startsWith('d: ')),
+        [],
+        'd was not woken',
+      )
+      for (const x of [a, b, c, d]) await close(x.sem)
       requests()
     })
 

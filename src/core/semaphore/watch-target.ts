@@ -158,9 +158,9 @@ export function watchTarget(
  *   waiter's turn comes as a change of its own key, and nothing before it is news to it.
  *
  * What a waiter sees only when it lists the prefix again, every 5 s (`PARKED_RECHECK_MS`): a slot
- * freed without a hand-off (a holder whose process died, whose session Consul expired; a limit
- * raised). An eviction by force writes the key of the first waiter in line again when it is this
- * library's (`evict`), which wakes it. A holder that loses its session while its process runs
+ * freed without a hand-off (a holder whose process died, whose session Consul expired). An
+ * eviction by force and a raise of the limit write the keys of the waiters of this library they
+ * admit again as they are (`evict`, `setLimit`), which wakes them. A holder that loses its session while its process runs
  * hands its slot on all the same (`handOffSlot` takes a dead holder's slot too). A holder misses
  * nothing that concerns it: a revoke request (`evict` with a grace) rewrites its key as it is, so
  * it sees the request at once; a new limit in `.lock` that still lists it is seen at its release.

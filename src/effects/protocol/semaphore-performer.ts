@@ -122,10 +122,13 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
   const companions = options.companions ?? []
   // How many permits its key asks for while it waits (no slot is handed to several permits).
   const waiting = waitingFlags(1 + companions.length)
+  // The same for every write of the session: made once, not for each job's re-fence.
+  const ownKey = contenderKey(prefix, session)
+  const value = utf8.encode(options.value)
+  const lock = lockKey(prefix)
   return (action) => {
     if (action.type === 'Refence' || action.type === 'Rotate') {
-      const ownKey = contenderKey(prefix, session)
-      const ops = refenceOps(prefix, ownKey, session, utf8.encode(options.value), action, waiting)
+      const ops = refenceOps(prefix, ownKey, session, value, action, waiting)
       // A Refence reads `.lock` and writes only its key: it need not wait for the turn.
       const sent =
         action.type === 'Rotate' ? txnInTurn(client, ops, fresh) : txnTold(client, ops, fresh)
@@ -135,7 +138,7 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
           const ok =
             result.committed &&
             (action.type === 'Rotate' ||
-              refenceKept(action, session, entryOf(result.results, lockKey(prefix)), companions))
+              refenceKept(action, session, entryOf(result.results, lock), companions))
           return {
             type: 'refenced',
             ok,
@@ -147,8 +150,6 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
     }
     if (action.type === 'TryAcquire') {
       const holders = [...action.view.liveHolders, session, ...companions]
-      const ownKey = contenderKey(prefix, session)
-      const value = utf8.encode(options.value)
       const ops: TxnOp[] = [
         // Only while this session still locks its key: never recreate a key Consul deleted.
         { verb: 'check-session', key: ownKey, session },
@@ -164,7 +165,7 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
         })),
         {
           verb: 'cas',
-          key: lockKey(prefix),
+          key: lock,
           value: action.body,
           flags: SEMAPHORE_FLAGS,
           index: action.cas,
@@ -182,7 +183,7 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
                   type: 'cas-result',
                   ok: true,
                   holders,
-                  modifyIndex: writtenIndex(result.results, lockKey(prefix)),
+                  modifyIndex: writtenIndex(result.results, lock),
                 }
               : { type: 'cas-result', ok: false, holders },
           ),
@@ -191,7 +192,7 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
     }
     return takeOwnKey({
       client,
-      key: contenderKey(prefix, session),
+      key: ownKey,
       value: options.value,
       // The semaphore's flags plus one: "this contender takes a slot handed to it directly"; for
       // several permits, how many it asks for.

@@ -131,8 +131,8 @@ export type Decision =
        */
       readonly acquiredAt?: bigint | undefined
       /**
-       * Someone asked this holder to give its slot back (`<prefix>/.lock.revoke/<session>`, written by
-       * `evict` with a grace); absent when nobody did.
+       * Someone asked this holder to give its slot back (`<prefix>/.lock.revoke/<session>`,
+       * written by `evict` with a grace); absent when nobody did.
        */
       readonly revokeRequested?: RevokeRequest | undefined
     }

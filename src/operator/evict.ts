@@ -317,10 +317,10 @@ interface Requester {
 }
 
 /**
- * Step 1 of `evict`: the request, `<prefix>/.lock.revoke/<session>` locked by a session of its own with
- * behavior 'delete'. That session's TTL outlasts the grace, with no renewal: if this process dies,
- * Consul deletes the request within twice the TTL. A request already there (another `evict`) is
- * left as it is, and this one waits all the same.
+ * Step 1 of `evict`: the request, `<prefix>/.lock.revoke/<session>` locked by a session of its own
+ * with behavior 'delete'. That session's TTL outlasts the grace, with no renewal: if this process
+ * dies, Consul deletes the request within twice the TTL. A request already there (another `evict`)
+ * is left as it is, and this one waits all the same.
  */
 async function requestRevoke(
   client: ConsulClient,

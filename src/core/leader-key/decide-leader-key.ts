@@ -92,8 +92,8 @@ export function readLeaderKey(snapshot: KVSnapshot, prefix: string): Leader | nu
  *    that sets no flags (0) is refused, never written over, exactly as Go's `Lock` refuses it
  *    ("Existing key does not match lock use"): adopting a flag-less key would make this library
  *    and `consul lock` disagree about the same prefix.
- * 2. `Held`: the key's session is this one (with the revoke request, if `<prefix>/.lock.revoke/<session>`
- *    asks it to give the lock back).
+ * 2. `Held`: the key's session is this one (with the revoke request, if
+ *    `<prefix>/.lock.revoke/<session>` asks it to give the lock back).
  * 3. `NotContending` (queued only): this contender's waiter key `<prefix>/.queue/<session>` is not
  *    in the snapshot, locked by its session, and the key is held or others wait: take it
  *    (LOCK_WAITER_FLAGS). With the key free and nobody in line it would be first: it tries first.

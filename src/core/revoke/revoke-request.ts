@@ -1,9 +1,9 @@
 /**
  * Cooperative revoke, the part that depends only on KV data: what a revoke key says, and how it
  * is written. An operator (`rxsem evict --grace`, `evict({ grace })`) writes
- * `<prefix>/.lock.revoke/<session>` under a session of its own; the holder `session` sees the key in
- * its next snapshot of the prefix and may give its slot back before the grace ends, after which
- * the operator forces the eviction.
+ * `<prefix>/.lock.revoke/<session>` under a session of its own; the holder `session` sees the key
+ * in its next snapshot of the prefix (a leader, in its next answer of its long poll of `.lock`)
+ * and may give its slot back before the grace ends, after which the operator forces the eviction.
  */
 import * as E from 'fp-ts/lib/Either.js'
 import * as t from 'io-ts'

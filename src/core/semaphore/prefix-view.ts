@@ -180,7 +180,7 @@ function ownKeys(
 
 const NO_REVOKES: ReadonlyMap<string, KVEntry> = new Map()
 
-/** The session a key under `<prefix>/.lock.revoke/` names, when it is a direct child of that folder. */
+/** The session a key under `<prefix>/.lock.revoke/` names, when it is a direct child of it. */
 function revokedSession(key: string, start: number): string | undefined {
   return key.charCodeAt(start - 1) === SLASH && key.indexOf('/', start) < 0
     ? key.slice(start)

@@ -160,10 +160,11 @@ export function watchTarget(
  * What a waiter sees only when it lists the prefix again, every 5 s (`PARKED_RECHECK_MS`): a slot
  * freed without a hand-off (a holder whose process died, whose session Consul expired). An
  * eviction by force and a raise of the limit write the keys of the waiters of this library they
- * admit again as they are (`evict`, `setLimit`), which wakes them. A holder that loses its session while its process runs
- * hands its slot on all the same (`handOffSlot` takes a dead holder's slot too). A holder misses
- * nothing that concerns it: a revoke request (`evict` with a grace) rewrites its key as it is, so
- * it sees the request at once; a new limit in `.lock` that still lists it is seen at its release.
+ * admit again as they are (`evict`, `setLimit`), which wakes them. A holder that loses its session
+ * while its process runs hands its slot on all the same (`handOffSlot` takes a dead holder's slot
+ * too). A holder misses nothing that concerns it: a revoke request (`evict` with a grace) rewrites
+ * its key as it is, so it sees the request at once; a new limit in `.lock` that still lists it is
+ * seen at its release.
  */
 function ownTarget(
   snapshot: KVSnapshot,

@@ -26,8 +26,8 @@ import { liveSessions } from '../core/semaphore/live-sessions.js'
 import { durationMs, formatGoDuration } from '../consul/durations.js'
 import { resolveContenderOptions, type Duration } from '../options/contender-options.js'
 import { serializable } from '../handle/serializable-state.js'
-import { CONTENDER_FLAGS, HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
-import { rewriteKeyOps } from '../core/release/release-ops.js'
+import { HOLDER_FLAGS, LOCK_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
+import { rewriteKeyOps, wakeOps } from '../core/release/release-ops.js'
 import { handOffSlot } from '../core/semaphore/hand-off.js'
 import { contenderKey } from '../core/keys/contender-key.js'
 import {
@@ -244,9 +244,7 @@ async function force(
     const wake = waiterToWake(listed, prefix, session)
     const ops: TxnOp[] = [
       { verb: 'cas', key, value: release.body, flags: SEMAPHORE_FLAGS, index: release.cas },
-      ...(wake === undefined
-        ? []
-        : rewriteKeyOps(wake.key, wake.value, CONTENDER_FLAGS, wake.modifyIndex)),
+      ...wakeOps(wake === undefined ? [] : [wake]),
     ]
     // A transaction rather than a PUT: its answer carries the ModifyIndex the write made.
     const answer = await calls.call((s) => client.kv.txn(ops, { signal: s }))

@@ -1,8 +1,8 @@
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient } from '../consul/client-api.js'
-import { CONTENDER_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
+import { SEMAPHORE_FLAGS } from '../base/flags.js'
 import type { TxnOp } from '../base/txn.js'
-import { rewriteKeyOps } from '../core/release/release-ops.js'
+import { wakeOps } from '../core/release/release-ops.js'
 import { waitersToWake } from '../core/semaphore/wake-waiters.js'
 import { lockKey } from '../core/keys/lock-key.js'
 import { relimitLockBody } from '../core/lock-body/relimit-lock-body.js'
@@ -129,7 +129,7 @@ export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
           : []
       const ops: TxnOp[] = [
         { verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: cas },
-        ...woken.flatMap((e) => rewriteKeyOps(e.key, e.value, CONTENDER_FLAGS, e.modifyIndex)),
+        ...wakeOps(woken),
       ]
       const answer = await calls.call((s) => client.kv.txn(ops, { signal: s }))
       if (answer.committed) return changed(answer.results[0]?.modifyIndex ?? cas)

@@ -1,3 +1,4 @@
+import type { KVEntry } from '../../base/kv-snapshot.js'
 import type { TxnOp } from '../../base/txn.js'
 import { CONTENDER_FLAGS, HOLDER_FLAGS, RENEWING_FLAGS, SEMAPHORE_FLAGS } from '../../base/flags.js'
 import { lockKey } from '../keys/lock-key.js'
@@ -132,4 +133,20 @@ export function rewriteKeyOps(
       : { verb: 'cas', key, value, flags: RENEWING_FLAGS, index },
     { verb: 'set', key, value, flags },
   ]
+}
+
+/**
+ * Waiters' keys written again as they are (`rewriteKeyOps`, CONTENDER_FLAGS, each only while at
+ * the ModifyIndex it was listed at): added to an operator's write that frees slots for them, so
+ * that a waiter long-polling only its own key wakes and takes its slot (`evict`, `setLimit`).
+ *
+ * @example
+ * ```ts
+ * const ops = [casOfLock, ...wakeOps(waitersToWake(listing, prefix, 5, 31))]
+ * ```
+ * @param waiters - The waiters' entries, as listed.
+ * @returns Two operations per waiter, in order.
+ */
+export function wakeOps(waiters: readonly KVEntry[]): TxnOp[] {
+  return waiters.flatMap((e) => rewriteKeyOps(e.key, e.value, CONTENDER_FLAGS, e.modifyIndex))
 }

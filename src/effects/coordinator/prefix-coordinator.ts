@@ -456,7 +456,7 @@ export class PrefixCoordinator {
 }
 
 /** What the watch of a key tells its coordinator, and asks of it (`waitForKey`). */
-interface KeyWatchHooks {
+export interface KeyWatchHooks {
   /** A listing failed: back to the prefix watch, whose loop reports and retries failures. */
   readonly fallBack: () => void
   /** A holder's poll of `.lock` answered with a `.lock` that still lists it. */
@@ -585,10 +585,12 @@ function waitForKey(
  * in line tries it then. No poll goes out while an acquisition of the process is on its way
  * (`acquisitionsAnswered`): a committed one gives the members the prefix as of that write, and the
  * leader's poll goes out from its index, so no poll answers with it; after a refusal the poll goes
- * out from the index of the free key, and answers at once with whoever took it.
+ * out from the index of the free key, and answers at once with whoever took it. An answer no newer
+ * than the last listing is passed over: a poll already out when an acquisition began can answer
+ * after it, from before its write, and would undo it in the listing.
  */
-function lockChanges(
-  client: ConsulClient,
+export function lockChanges(
+  client: Pick<ConsulClient, 'watchPrefix'>,
   to: Extract<WatchTarget, { type: 'lock' }>,
   options: WatchOptions,
   hooks: Pick<KeyWatchHooks, 'lastListing' | 'acquisitionsAnswered'>,
@@ -620,6 +622,9 @@ function lockChanges(
           reconnected = false
           return listOnce().pipe(tap(listed))
         }
+        // An answer no newer than the members' last listing tells nothing it does not (a poll
+        // sent before an acquisition, answered after it at an index below that write's).
+        if (event.snapshot.index <= last.index) return EMPTY
         from = event.snapshot.index
         const polled = event.snapshot.entries
         if (sameLockKeys(last, to.key, polled)) return EMPTY

@@ -1,7 +1,7 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../base/flags.js'
+import { HOLDER_FLAGS } from '../../base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
-import { contenderKey } from '../keys/contender-key.js'
+import { ownWaiterKey } from './waiting-contenders.js'
 import { directChild } from '../keys/direct-child.js'
 import { lockKey } from '../keys/lock-key.js'
 import { readLockBody } from '../lock-body/read-lock-body.js'
@@ -81,9 +81,8 @@ export function handOffSlot(
   const kept = view.liveHolders.filter((holder) => holder !== options.session)
   // A limit lowered under its holders admits no one until they are fewer than it.
   if (kept.length >= view.limit) return undefined
-  const key = contenderKey(options.prefix, heir)
-  const heirEntry = snapshot.entries.find((entry) => entry.key === key)
-  if (heirEntry?.flags !== CONTENDER_FLAGS || heirEntry.session !== heir) return undefined
+  const heirEntry = ownWaiterKey(snapshot, options.prefix, heir)
+  if (heirEntry === undefined) return undefined
   return {
     heir,
     heirEntry,

@@ -1,5 +1,6 @@
-import { weightOfFlags } from '../../base/flags.js'
-import type { KVEntry } from '../../base/kv-snapshot.js'
+import { CONTENDER_FLAGS, weightOfFlags } from '../../base/flags.js'
+import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
+import { contenderKey } from '../keys/contender-key.js'
 import { directChild } from '../keys/direct-child.js'
 import type { RankedContender } from '../events.js'
 import { LOCK_KEY_NAME } from '../keys/lock-key.js'
@@ -248,4 +249,28 @@ function processNamed(value: string | null): string | undefined {
 function byArrival(a: KVEntry, b: KVEntry): number {
   if (a.createIndex !== b.createIndex) return a.createIndex < b.createIndex ? -1 : 1
   return a.key < b.key ? -1 : a.key > b.key ? 1 : 0
+}
+
+/**
+ * The key of the waiter `session` when it is this library's one-permit waiter: its contender key
+ * in the snapshot, with CONTENDER_FLAGS and locked by that session. Such a key is what a hand-off
+ * rewrites (`handOffSlot`), what an operator's write wakes (`waitersToWake`) and what a waiter
+ * parked behind it long-polls (`watchTarget`); a Go waiter's key, or one of several permits, is
+ * none of these.
+ *
+ * @example
+ * const entry = ownWaiterKey(snapshot, 'svc/lock', view.waiting[0].session)
+ * @param snapshot - The prefix listing.
+ * @param prefix - The semaphore prefix.
+ * @param session - The waiter's session.
+ * @returns Its entry, or undefined.
+ */
+export function ownWaiterKey(
+  snapshot: KVSnapshot,
+  prefix: string,
+  session: string,
+): KVEntry | undefined {
+  const key = contenderKey(prefix, session)
+  const entry = snapshot.entries.find((e) => e.key === key)
+  return entry?.flags === CONTENDER_FLAGS && entry.session === session ? entry : undefined
 }

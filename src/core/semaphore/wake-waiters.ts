@@ -1,7 +1,6 @@
 import * as E from 'fp-ts/lib/Either.js'
-import { CONTENDER_FLAGS } from '../../base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
-import { contenderKey } from '../keys/contender-key.js'
+import { ownWaiterKey } from './waiting-contenders.js'
 import { prefixView } from './prefix-view.js'
 
 /**
@@ -38,11 +37,5 @@ export function waitersToWake(
     0,
     Math.max(0, Math.min(limit - view.liveHolders.length, most)),
   )
-  const woken: KVEntry[] = []
-  for (const { session } of admitted) {
-    const key = contenderKey(prefix, session)
-    const entry = snapshot.entries.find((e) => e.key === key)
-    if (entry?.flags === CONTENDER_FLAGS && entry.session === session) woken.push(entry)
-  }
-  return woken
+  return admitted.flatMap(({ session }) => ownWaiterKey(snapshot, prefix, session) ?? [])
 }

@@ -2,6 +2,7 @@ import { CONTENDER_FLAGS, HOLDER_FLAGS } from '../../base/flags.js'
 import type { KVEntry, KVSnapshot } from '../../base/kv-snapshot.js'
 import type { Decision, Handed } from '../events.js'
 import { contenderKey } from '../keys/contender-key.js'
+import { ownWaiterKey } from './waiting-contenders.js'
 import { FRONT_PLACES } from './hold-back.js'
 
 /**
@@ -137,10 +138,9 @@ export function watchTarget(
     if (best === undefined || decision.rank < best.rank) best = { rank: decision.rank, ahead }
   }
   if (best === undefined) return WHOLE_PREFIX
-  const key = contenderKey(prefix, best.ahead)
-  const entry = snapshot.entries.find((e) => e.key === key)
-  if (entry?.flags !== CONTENDER_FLAGS || entry.session !== best.ahead) return WHOLE_PREFIX
-  return { type: 'key', key, modifyIndex: entry.modifyIndex }
+  const entry = ownWaiterKey(snapshot, prefix, best.ahead)
+  if (entry === undefined) return WHOLE_PREFIX
+  return { type: 'key', key: entry.key, modifyIndex: entry.modifyIndex }
 }
 
 /**

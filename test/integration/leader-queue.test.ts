@@ -193,6 +193,31 @@ describe('the leader lock’s queue', { timeout: SUITE_TIMEOUT_MS }, () => {
     await c.election.close()
   }
 
+  /**
+   * The end of a run shared with `consul lock` children (`locks`, each logging its tenures to the
+   * log of the same place in `logs`, as go0, go1…): every child exited 0, the tenures of ours
+   * (recorded) and of Go's add up to `tenures`, never two at once, and no waiter key is left.
+   */
+  async function ledOneAtATime(
+    prefix: string,
+    recorder: SafetyRecorder,
+    locks: readonly ChildProcess[],
+    logs: readonly string[],
+    tenures: number,
+  ): Promise<void> {
+    assert.deepEqual(
+      await Promise.all(locks.map(exited)),
+      locks.map(() => 0),
+    )
+    for (const [i, log] of logs.entries()) {
+      for (const interval of intervalsIn(log, `go${i}`)) recorder.addInterval(interval)
+    }
+    const intervals = recorder.intervals()
+    assert.equal(intervals.length, tenures, JSON.stringify(intervals))
+    assert.equal(recorder.maxConcurrent(), 1, JSON.stringify(intervals))
+    assert.deepEqual(await waiterKeys(prefix), [], 'no waiter key left')
+  }
+
   /** A `consul lock` child that holds the key now (its log says so), and the session on it. */
   const goHolds = (prefix: string, log: string) =>
     eventually(
@@ -222,14 +247,7 @@ describe('the leader lock’s queue', { timeout: SUITE_TIMEOUT_MS }, () => {
         undefined,
     )
     await Promise.all(ours.map((c) => leadOnce(t, c, recorder, 300)))
-    assert.deepEqual(await Promise.all(locks.map(exited)), [0, 0])
-    for (const [i, log] of logs.entries()) {
-      for (const interval of intervalsIn(log, `go${i}`)) recorder.addInterval(interval)
-    }
-    const intervals = recorder.intervals()
-    assert.equal(intervals.length, 5, JSON.stringify(intervals))
-    assert.equal(recorder.maxConcurrent(), 1, JSON.stringify(intervals))
-    assert.deepEqual(await waiterKeys(prefix), [], 'no waiter key left')
+    await ledOneAtATime(prefix, recorder, locks, logs, 5)
   })
 
   it('shares the key with `consul lock` waiters behind and beside ours first in line: one leader at a time, all lead', async (t) => {
@@ -254,14 +272,7 @@ describe('the leader lock’s queue', { timeout: SUITE_TIMEOUT_MS }, () => {
       60_000,
     )
     await Promise.all(ours.map((c) => leadOnce(t, c, recorder, 300)))
-    assert.deepEqual(await Promise.all(locks.map(exited)), [0, 0, 0])
-    for (const [i, log] of logs.entries()) {
-      for (const interval of intervalsIn(log, `go${i}`)) recorder.addInterval(interval)
-    }
-    const intervals = recorder.intervals()
-    assert.equal(intervals.length, 6, JSON.stringify(intervals))
-    assert.equal(recorder.maxConcurrent(), 1, JSON.stringify(intervals))
-    assert.deepEqual(await waiterKeys(prefix), [], 'no waiter key left')
+    await ledOneAtATime(prefix, recorder, locks, logs, 6)
   })
 
   it('skips a dead waiter in the middle of the line: the one behind takes its place, leads in turn, and removes its key', async (t) => {

@@ -24,8 +24,8 @@ import { lockQueue } from './lock-queue.js'
  *   request to give it back (`<prefix>/.lock.revoke/<session>`) starts with `.lock`, so both answer
  *   the poll, and waiters joining behind it do not. Its view of the queue is thus the one of its
  *   acquisition and of the last change of `.lock` (`state$`'s waiters), and a waiter that dies at
- *   the end of the line keeps its key until a waiter of ours joins behind it, as behind a Go
- *   leader. A process with a waiter further back besides its leader watches the whole prefix.
+ *   the end of the line while it leads keeps its key until a waiter of ours joins behind it, as
+ *   behind a Go leader. A process with a waiter further back besides its leader watches the whole prefix.
  * - Anything else watches the whole prefix: a contender whose waiter key is not there yet, one that
  *   does not queue (`tryLead`), a prefix problem, no decision yet.
  *

@@ -69,9 +69,10 @@ export function lockQueue(snapshot: KVSnapshot, prefix: string, holder?: string)
  * The dead waiter keys that this process removes, from the decisions of its members on the
  * snapshot: each dead key is removed by the process of the first live waiter behind it (the one
  * that long-polled it, and woke when Consul cleared its session); a dead key with no live waiter
- * behind it, by the process that leads (a member `Held`), which watches the prefix. So every dead
- * key has one remover while one of ours waits behind it or leads; one left behind a Go leader with
- * nobody of ours behind it stays until a waiter of ours joins behind it. Each removal is a delete
+ * behind it, by the process that leads (a member `Held`), when a listing it has shows the key (the
+ * one its acquisition read: a leader then long-polls `.lock` alone). So a dead key with one of ours
+ * behind it always has a remover; one at the end of the line that the leader does not see (it died
+ * later, or a Go process leads) stays until a waiter of ours joins behind it. Each removal is a delete
  * on the key's ModifyIndex (`delete-cas`), which cannot remove a newer key.
  *
  * ```

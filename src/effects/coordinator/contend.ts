@@ -134,7 +134,9 @@ export function contend(given: ContendOptions, observer: ContenderObserver): Mem
       startupTimeoutMs: options.startupTimeoutMs,
       serviceChecks: options.serviceChecks,
       joins: options.protocol.join !== undefined,
-      herdFree: options.protocol.herdFree,
+      // Both protocols queue (the semaphore's contender keys, the leader lock's waiter keys), so a
+      // waiter far back steps only on the snapshots that concern it (`holdsBack`).
+      herdFree: true,
       // 1 to 2 s, so that a thousand waiters of a process do not all refresh on one snapshot.
       refreshMs: WAITER_REFRESH_MS * (1 + random()),
       random,

@@ -46,7 +46,6 @@ import {
 } from '../../core/semaphore/watch-target.js'
 import type { ContenderProtocol, ProtocolMember } from '../protocol/contender-protocol.js'
 import { refCountedRegistry, type Borrowed } from '../registry.js'
-import { commonWatch } from '../common-watch.js'
 import { fromCall } from '../call-policy.js'
 import { FreshLock } from '../fresh-lock.js'
 
@@ -318,7 +317,7 @@ export class PrefixCoordinator {
   private retarget(): void {
     // The members decided on the listing as delivered: the target is chosen on the same object.
     const last = this.delivered
-    if (last === undefined || !this.protocol.herdFree) {
+    if (last === undefined) {
       this.target.next(WHOLE_PREFIX)
       return
     }
@@ -414,9 +413,6 @@ export class PrefixCoordinator {
 
   private watch(): Observable<WatchEvent | Handed> {
     const options: WatchOptions = this.options
-    // Without a queue there is no target to choose: the prefix watch of the process, which a
-    // leader election's `leader$` reads too (one long poll for both).
-    if (!this.protocol.herdFree) return commonWatch(this.client, `${this.prefix}/`, options)
     return this.target.pipe(
       distinctUntilChanged(sameWatchTarget),
       // Each long poll starts from what the members have already seen: the last snapshot's index

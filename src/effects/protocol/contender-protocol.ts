@@ -90,13 +90,6 @@ export interface ContenderProtocol {
    */
   readonly behavior: 'release' | 'delete'
   /**
-   * Herd-free waiting: the coordinator long-polls only the key of the waiter ahead while every
-   * contender of the process waits far back (`watchTarget`), and a waiter far back steps only on
-   * the snapshots that concern it (`holdsBack`). Both protocols have a queue: the semaphore's
-   * contender keys, the leader lock's waiter keys (`<prefix>/.queue/<session>`).
-   */
-  readonly herdFree: boolean
-  /**
    * What the process long-polls next for its members of the prefix, from their decisions on the
    * last snapshot (`alone`: the session of its only member, when it may watch its own key): the
    * semaphore's `watchTarget`, the leader lock's `leaderWatchTarget`.

@@ -37,7 +37,6 @@ import type { ContenderProtocol, ProtocolMember } from './contender-protocol.js'
 export const leaderKeyProtocol: ContenderProtocol = {
   kind: 'lock',
   behavior: 'release',
-  herdFree: true,
   watchTarget: (snapshot, prefix, decisions) => leaderWatchTarget(snapshot, prefix, decisions),
   sweep: deadWaitersToRemove,
   decide: (contender) => leaderKeyDecider(contender.value, queues(contender)),

@@ -32,7 +32,6 @@ import { readLockBody } from '../../core/lock-body/read-lock-body.js'
 export const semaphoreProtocol: ContenderProtocol = {
   kind: 'semaphore',
   behavior: 'delete',
-  herdFree: true,
   watchTarget,
   decide: (contender) => contender.cache.decide,
   sharedGrace: (contender) => contender.cache.grace,

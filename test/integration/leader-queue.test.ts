@@ -124,14 +124,7 @@ describe('the leader lock’s queue', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('wakes one waiter per release, which alone tries the key, and leads in arrival order', async (t) => {
     const prefix = testPrefix(t, agent.url, 'queue-herd')
-    const all: Contender[] = []
-    for (const who of ['a0', 'a1', 'a2', 'a3', 'a4']) {
-      const c = await contender(t, prefix, who)
-      all.push(c)
-      // One at a time, so that the arrival order is theirs.
-      if (who === 'a0') await leads(c)
-      else await inLine(prefix, c)
-    }
+    const all = await lineUp(t, prefix, ['a0', 'a1', 'a2', 'a3', 'a4'])
     const order: string[] = ['a0']
     for (let turn = 1; turn < all.length; turn++) {
       const [leader, next, ...behind] = all.slice(turn - 1)
@@ -218,6 +211,20 @@ describe('the leader lock’s queue', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.deepEqual(await waiterKeys(prefix), [], 'no waiter key left')
   }
 
+  /**
+   * Contenders named `names`, started one at a time so that the arrival order is theirs: the
+   * first leads, and each other is in line before the next one starts.
+   */
+  async function lineUp(t: Scope, prefix: string, names: readonly string[]): Promise<Contender[]> {
+    const line: Contender[] = []
+    for (const who of names) {
+      const c = await contender(t, prefix, who)
+      await (line.length === 0 ? leads(c) : inLine(prefix, c))
+      line.push(c)
+    }
+    return line
+  }
+
   /** A `consul lock` child that holds the key now (its log says so), and the session on it. */
   const goHolds = (prefix: string, log: string) =>
     eventually(
@@ -253,13 +260,7 @@ describe('the leader lock’s queue', { timeout: SUITE_TIMEOUT_MS }, () => {
   it('shares the key with `consul lock` waiters behind and beside ours first in line: one leader at a time, all lead', async (t) => {
     const prefix = testPrefix(t, agent.url, 'queue-ours-first')
     const recorder = new SafetyRecorder(1)
-    const ours = [await contender(t, prefix, 'c0')]
-    await leads(ours[0] as Contender)
-    for (const who of ['c1', 'c2']) {
-      const c = await contender(t, prefix, who)
-      await inLine(prefix, c)
-      ours.push(c)
-    }
+    const ours = await lineUp(t, prefix, ['c0', 'c1', 'c2'])
     const logs = [0, 1, 2].map((i) => join(scratch, `ours-first-${i}.log`))
     const locks = logs.map((log) => consulLock(t, prefix, log, 0.3))
     // The Go waiters are in: their sessions exist (named after their command, which names the log).
@@ -277,15 +278,12 @@ describe('the leader lock’s queue', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('skips a dead waiter in the middle of the line: the one behind takes its place, leads in turn, and removes its key', async (t) => {
     const prefix = testPrefix(t, agent.url, 'queue-dead')
-    const leader = await contender(t, prefix, 'd0')
-    await leads(leader)
-    // One at a time, so that the line is d1, d2, d3.
-    const d1 = await contender(t, prefix, 'd1')
-    await inLine(prefix, d1)
-    const d2 = await contender(t, prefix, 'd2')
-    await inLine(prefix, d2)
-    const d3 = await contender(t, prefix, 'd3')
-    await inLine(prefix, d3)
+    const [leader, d1, d2, d3] = (await lineUp(t, prefix, ['d0', 'd1', 'd2', 'd3'])) as [
+      Contender,
+      Contender,
+      Contender,
+      Contender,
+    ]
     await polling(d3, 'd2’s key', (r) => r.path.endsWith(`/.queue/${d2.last()?.session ?? ''}`))
     const dead = d2.last()?.session
     assert.ok(dead)
@@ -347,12 +345,11 @@ describe('the leader lock’s queue', { timeout: SUITE_TIMEOUT_MS }, () => {
 
   it('leaves no waiter key and no session when closed while waiting, first in line, or leading', async (t) => {
     const prefix = testPrefix(t, agent.url, 'queue-close')
-    const e0 = await contender(t, prefix, 'e0')
-    await leads(e0)
-    const e1 = await contender(t, prefix, 'e1')
-    await inLine(prefix, e1)
-    const e2 = await contender(t, prefix, 'e2')
-    await inLine(prefix, e2)
+    const [e0, e1, e2] = (await lineUp(t, prefix, ['e0', 'e1', 'e2'])) as [
+      Contender,
+      Contender,
+      Contender,
+    ]
     await polling(e2, 'the key ahead', (r) => r.path.includes('/.queue/'))
     // Waiting behind another: its key goes, and e1 stays first in line.
     await e2.election.close()

@@ -111,6 +111,34 @@ export interface BenchConfig {
 }
 
 /**
+ * V8's own parts of a process's RSS, held down by flags in control runs of figure 7's largest
+ * size, each alone and both together: the young generation (its semi-spaces, which a busy process
+ * grows to their maximum) and the optimising compilers (Maglev and TurboFan, whose working memory
+ * their background threads allocate).
+ */
+export const JOBS_V8_CONTROLS: readonly (readonly string[])[] = [
+  ['--max-semi-space-size=1'],
+  ['--max-opt=1'],
+  ['--max-semi-space-size=1', '--max-opt=1'],
+]
+
+/** Figure 7's runs: each size, then the largest again under each of `JOBS_V8_CONTROLS`. */
+function jobsSetups(sizes: readonly number[], quick: boolean): JobsSetup[] {
+  const setups = sizes.map((jobs) => ({
+    jobs,
+    limit: 10,
+    holdMs: 2,
+    deadlineMs: 1000 * count('BENCH_JOBS_DEADLINE', quick ? 45 : jobs >= 10_000 ? 120 : 90),
+  }))
+  const largest = setups.reduce<JobsSetup | undefined>(
+    (most, setup) => (most === undefined || setup.jobs > most.jobs ? setup : most),
+    undefined,
+  )
+  if (largest === undefined) return setups
+  return [...setups, ...JOBS_V8_CONTROLS.map((v8Flags) => ({ ...largest, v8Flags }))]
+}
+
+/**
  * A comma-separated list of counts >= 1 in the environment variable `name` (BENCH_JOBS,
  * BENCH_REPLICAS), or undefined when unset. `what` and `example` word the error.
  */
@@ -248,14 +276,10 @@ export function benchConfig(): BenchConfig {
     cli: process.env['BENCH_NO_CLI'] !== '1',
     // Each size runs until every job settled or its deadline, whichever comes first: a slow
     // implementation is reported as "n of N done in T s".
-    jobs: (
-      countList('BENCH_JOBS', 'job counts', '1000,10000') ?? (quick ? [100, 500] : [1000, 10_000])
-    ).map((jobs) => ({
-      jobs,
-      limit: 10,
-      holdMs: 2,
-      deadlineMs: 1000 * count('BENCH_JOBS_DEADLINE', quick ? 45 : jobs >= 10_000 ? 120 : 90),
-    })),
+    jobs: jobsSetups(
+      countList('BENCH_JOBS', 'job counts', '1000,10000') ?? (quick ? [100, 500] : [1000, 10_000]),
+      quick,
+    ),
     jobsFair: {
       bigJobs: quick ? 200 : 1000,
       smallJobs: 40,
@@ -278,6 +302,9 @@ export function benchConfig(): BenchConfig {
             [1, 10_000, 2],
             [4, 500, 20],
             [1, 2000, 20],
+            // Four times the jobs: the CPU per job at two sizes tells a cost per job from the
+            // processes' start-up (their first requests, V8 warming up).
+            [4, 2000, 20],
           ])
     ).map(([processes = 1, jobsPerProcess = 1, holdMs = 2]) => ({
       processes,

@@ -32,6 +32,11 @@ export interface JobsSetup {
   readonly limit: number
   readonly holdMs: number
   readonly deadlineMs: number
+  /**
+   * V8 flags of the child, for a control run that tells what part of the RSS is V8's own (its
+   * young generation, its optimising compilers' working memory); none in the measured runs.
+   */
+  readonly v8Flags?: readonly string[] | undefined
 }
 
 export interface JobsFairSetup {
@@ -71,6 +76,8 @@ export interface JobsRun {
   readonly limit: number
   readonly holdMs: number
   readonly deadlineMs: number
+  /** The child's V8 flags in a control run (`JobsSetup.v8Flags`). */
+  readonly v8Flags?: readonly string[] | undefined
   readonly done: number
   /** Jobs that settled with an error, by the error's kind. */
   readonly failures: Readonly<Record<string, number>>
@@ -233,6 +240,7 @@ function startChild(
   limit: number,
   jobs: number,
   holdMs: number,
+  v8Flags: readonly string[] = [],
 ): Child {
   const env = {
     ...Object.fromEntries(
@@ -243,6 +251,7 @@ function startChild(
   const proc = spawn(
     process.execPath,
     [
+      ...v8Flags,
       builtChild('jobs-child', 'the jobs figures'),
       prefix,
       String(limit),
@@ -450,7 +459,7 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
   // The deadline's timer, cancelled at the end.
   const timers = new AbortController()
   try {
-    child = startChild(agentAddr, prefix, setup.limit, setup.jobs, setup.holdMs)
+    child = startChild(agentAddr, prefix, setup.limit, setup.jobs, setup.holdMs, setup.v8Flags)
     await child.line('U')
     poller = pollSessions(agentAddr, before)
     child.send('go')

@@ -801,11 +801,10 @@ function jobsFigure(
     title: `7. Pooled jobs: withSlot jobs submitted at once in one process (one prefix, limit ${first?.limit ?? 10}, each holding ${first?.holdMs ?? 2} ms, the default client)`,
     head: [
       'figure',
-      ...runs.map((x) =>
-        measured<JobsRun>(x)
-          ? `${count(x.jobs)} jobs`
-          : `${count(x.jobs)} jobs: not measured: ${x.notMeasured}`,
-      ),
+      ...runs.map((x) => {
+        const label = `${count(x.jobs)} jobs${x.v8Flags ? `, control: node ${x.v8Flags.join(' ')}` : ''}`
+        return measured<JobsRun>(x) ? label : `${label}: not measured: ${x.notMeasured}`
+      }),
     ],
     rows: [
       row('jobs done', doneCell),
@@ -828,6 +827,7 @@ function jobsFigure(
     notes: [
       'One child process (bench/jobs-child.ts, the built package under plain node) submits every job at once: `withSlot({ prefix, limit }, work)` with no `consul` option, so on the default client, whose CONSUL_HTTP_ADDR is the address of the agent. The child counts the requests its client sends, with the status of their answers, from the diagnostics channels of undici (a proxy in between took as much CPU as the jobs on this machine). Each job reads `slot.assertHolding()` first, then awaits a 2 ms timer. A size runs until every job settled or its deadline, whichever comes first; the figures are of what was done by then (jobs still waiting are then removed from Consul by the bench). BENCH_JOBS sets the sizes.',
       "Wall time: from submitting to the last job settled (or the deadline). Sessions: /v1/session/list read on the agent itself, 100 ms after each answer, counting the sessions that were not there before the run (nothing else makes sessions on the bench's agent meanwhile). RSS: the child's peak as the kernel counts it (getrusage's ru_maxrss, read at the end: no sampler runs beside the jobs) minus its RSS right before submitting (the library loaded by then, so its start-up does not raise the peak). CPU: the child's user + system time from submitting to the end / jobs done. Writes: the requests the child sent from submitting to the end that change Consul's state (PUT session/create, PUT session/destroy, PUT /v1/txn, PUT and DELETE of a key) / jobs done; lost = transactions the agent rolled back (409); renewals and reads are counted beside.",
+      "Control columns (`node --max-semi-space-size=1`, `node --max-opt=1`, both): the largest size again, its child started under those V8 flags, to tell what part of the RSS added is V8's own rather than the library's: the first holds V8's young generation at 1 MB per semi-space (a busy process grows it to its maximum, 16 MB each by default on 64-bit), the second stops V8 at its baseline compiler, so that neither Maglev nor TurboFan compiles the code the jobs make hot (their working memory is allocated by V8's background threads). The flags slow the jobs down, and the library sets neither: the targets are judged on the run without flags.",
       'Fencing tokens: up to `limit` jobs run at once on different slots, and which of two jobs starting at the same moment gets the greater token is no order anyone can rely on. The check is therefore: no two jobs ran under the same token, and every job that started after another job had ended (wall clock, in the one process) has a greater token than that job. Neighbours in start order whose tokens go down (concurrent starts) are counted beside, for information.',
     ],
   }
@@ -885,7 +885,7 @@ function jobsFigure(
   }
 
   const find = (n: number): JobsRun | undefined =>
-    runs.find((x): x is JobsRun => measured<JobsRun>(x) && x.jobs === n)
+    runs.find((x): x is JobsRun => measured<JobsRun>(x) && x.jobs === n && !x.v8Flags)
   const tenThousand = find(10_000)
   const thousand = find(1000)
   const at = '10,000 pending withSlot jobs, limit 10'
@@ -983,6 +983,16 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
         y.holdMs === x.holdMs &&
         y.jobsPerProcess === x.processes * x.jobsPerProcess,
     )
+  /** The same setup with fewer jobs per process, if measured and with fewer jobs done. */
+  const smallerOf = (x: JobsFleetRun): JobsFleetRun | undefined =>
+    runs.find(
+      (y): y is JobsFleetRun =>
+        isRun(y) &&
+        y.processes === x.processes &&
+        y.holdMs === x.holdMs &&
+        y.jobsPerProcess < x.jobsPerProcess &&
+        y.done < x.done,
+    )
   const limitRate = (x: JobsFleetRun): number => (x.limit * 1000) / x.holdMs
   const vsAlone = (x: JobsFleetRun): number | undefined => {
     const one = x.processes > 1 ? alone(x) : undefined
@@ -1033,6 +1043,12 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
         count(x.mostAtOnce),
       ),
       row("CPU per job done (the children's, summed)", (x) => per(x, x.cpuMs, ' ms')),
+      row("… beyond the same setup's smaller size: extra CPU ÷ extra jobs", (x) => {
+        const smaller = smallerOf(x)
+        return smaller
+          ? `${((x.cpuMs - smaller.cpuMs) / (x.done - smaller.done)).toFixed(2)} ms (over ${setupOf(smaller)})`
+          : '—'
+      }),
       row('Consul writes per job done', (x) => per(x, writesOf(x.writes))),
       row('… session creates / destroys / transactions (lost) / KV writes', writesCell),
       row('requests per job done (reads included)', (x) => per(x, x.writes.requests)),
@@ -1069,7 +1085,7 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
       "P child processes (bench/jobs-child.ts, as in table 7: the built package under plain node, `withSlot({ prefix, limit }, work)` on the default client) on one prefix, every one's CONSUL_HTTP_ADDR the agent's, each counting its own requests as in table 7. Once every child has loaded the library, each is sent `go` (one after the other, in the same moment) and submits its J jobs at once; a job reads `slot.assertHolding()`, then awaits a timer of the hold. A setup runs until every job settled or its deadline (60 s for jobs under 10 ms, 30 s otherwise; BENCH_JOBS_FLEET_DEADLINE); the figures are of the jobs done by then. Each child records [start order, token, start, end] per job on the machine's monotonic clock (process.hrtime), which its processes share (each process's performance.timeOrigin is read once at its start, and processes started together disagree by tenths of a millisecond). The one-process columns run the same code with P = 1: the ratio compares like with like, not with table 7. BENCH_JOBS_FLEET sets the setups.",
       "Jobs per second: the jobs done in every process / (the last job's end − the first child's `go`). Ratios: that ÷ the one-process column with the same total and hold; ÷ the limit's rate, limit × 1000 / hold ms (every slot busy with back-to-back jobs).",
       "Most at once: the intervals (start to end) of every job of every process, swept in time, an end before a start at the same instant. A job runs inside its holding of a slot, so this exceeds the limit only if two holders overlapped (every time is read from the one clock the machine's processes share).",
-      "CPU: the children's user + system time (process.cpuUsage) from each one's `go` to its report, summed over the children (a process done early idles until the reports are taken) / jobs done. Writes: as in table 7, every request the children sent from their `go` to their reports, of all processes: PUT session/create, PUT session/destroy, PUT /v1/txn, PUT and DELETE of a key / jobs done; lost = transactions the agent rolled back (409).",
+      "CPU: the children's user + system time (process.cpuUsage) from each one's `go` to its report, summed over the children (a process done early idles until the reports are taken) / jobs done. Writes: as in table 7, every request the children sent from their `go` to their reports, of all processes: PUT session/create, PUT session/destroy, PUT /v1/txn, PUT and DELETE of a key / jobs done; lost = transactions the agent rolled back (409). The same setup at two sizes (4 × 500 and 4 × 2,000 jobs of 20 ms) tells a cost per job from what each process pays once (its first requests, V8 warming up its code): the row \"… beyond the same setup's smaller size\" is the extra CPU of the larger over its extra jobs.",
       "Fairness: a process has jobs queued from its `go` until its last job started (until its report, if not all started). Over the span from the last `go` to the first process out of queued jobs, 2 s windows start every 0.5 s (as many as fit inside the span); in each, a process's slot-time is the run time of its jobs clipped to the window, and its share is that / (every process's slot-time in the window / P): 1 is fair. Min and max over every window and process, with which process (from 0) and the window's start after the span's. A span under 2 s gives one window over the whole span, marked SHORTER. The row beside opens the span only once every process has started a job, leaving each one's start-up (its sessions, its first acquisitions) out, as table 7b does for B's arrival.",
       "Fencing tokens: in each process, the check of table 7 (no token twice, a job started after another ended has a greater token); across the fleet, no token that two jobs (of any processes) ran under. Done → done: each process's last job's end; from the first process's to the last's.",
       "Slot empty (information; slots are not named in the records, so this is an estimate): every job's end frees a slot, and each next start in any process takes the slot freed longest ago; the gap is from that end to the start, counted for starts while every process had jobs queued. Slot-time used: the jobs' run time in that span / (limit × span), the rest being slots empty or changing hands while jobs waited.",

@@ -99,6 +99,7 @@ export interface BenchResults {
 /** A size of figure 7 that was not measured. */
 export interface JobsNotMeasured extends NotMeasured {
   readonly jobs: number
+  readonly v8Flags?: readonly string[] | undefined
 }
 
 /** A setup of figure 7c that was not measured. */

@@ -781,8 +781,11 @@ function writesCell(x: JobsTotals): string {
   return x.done > 0 ? cell : `no job done (${cell} in all)`
 }
 
-/** Figure 7's tables and targets (bench/jobs.ts). */
-function jobsFigure(
+/**
+ * Figure 7's tables and targets (bench/jobs.ts). The targets are judged on the runs without V8
+ * flags; a control run (`JobsSetup.v8Flags`) is a column of the table only.
+ */
+export function jobsFigure(
   runs: readonly (JobsRun | JobsNotMeasured)[],
   fair: JobsFairRun | NotMeasured | undefined,
 ): { tables: Table[]; targets: Target[] } {

@@ -3,12 +3,12 @@
 // the variable's name and an example.
 import assert from 'node:assert/strict'
 import { afterEach, describe, it } from 'node:test'
-import { benchConfig, countList } from '../../bench/config.js'
+import { JOBS_V8_CONTROLS, benchConfig, countList } from '../../bench/config.js'
 
 describe('the bench configuration', () => {
   const saved = { ...process.env }
   afterEach(() => {
-    for (const name of ['BENCH_REPLICAS', 'BENCH_QUICK']) {
+    for (const name of ['BENCH_REPLICAS', 'BENCH_QUICK', 'BENCH_JOBS']) {
       if (saved[name] === undefined) delete process.env[name]
       else process.env[name] = saved[name]
     }
@@ -30,6 +30,17 @@ describe('the bench configuration', () => {
     process.env['BENCH_REPLICAS'] = ' 4, 8 '
     process.env['BENCH_QUICK'] = '1'
     assert.deepEqual(benchConfig().replicas.counts, [4, 8])
+  })
+
+  it("runs figure 7's largest size again under each V8 control, after the sizes", () => {
+    delete process.env['BENCH_QUICK']
+    process.env['BENCH_JOBS'] = '10000,1000'
+    const runs = benchConfig().jobs.map((setup) => [setup.jobs, setup.v8Flags])
+    assert.deepEqual(runs, [
+      [10_000, undefined],
+      [1000, undefined],
+      ...JOBS_V8_CONTROLS.map((flags) => [10_000, flags]),
+    ])
   })
 
   it('refuses a count list that is not one, naming the variable and an example', () => {

@@ -10,7 +10,9 @@ import {
   mostAtOnce,
   slotGaps,
   type JobsChildReport,
+  type JobsRun,
 } from '../../bench/jobs.js'
+import { jobsFigure } from '../../bench/report.js'
 import { addWrites, countRequest, noWrites, writesOf } from '../../bench/write-counts.js'
 
 type JobRecord = JobsChildReport['records'][number]
@@ -226,5 +228,43 @@ describe('addWrites', () => {
       renewals: 0,
       requests: 4,
     })
+  })
+})
+
+describe("figure 7's V8 control runs", () => {
+  /** A run of figure 7 with `rssAddedMb`, under `v8Flags` if given; every job done. */
+  const run = (jobs: number, rssAddedMb: number, v8Flags?: readonly string[]): JobsRun => ({
+    jobs,
+    limit: 10,
+    holdMs: 2,
+    deadlineMs: 120_000,
+    v8Flags,
+    done: jobs,
+    failures: {},
+    timedOut: false,
+    wallMs: 1000,
+    jobsPerSecond: jobs,
+    peakSessions: 10,
+    sessionPolls: 10,
+    rssAddedMb,
+    cpuMs: jobs * 0.2,
+    cpuMsPerJob: 0.2,
+    writes: noWrites(),
+    writesPerJob: 1,
+    tokens: checkTokens([job(0, 10, 0, 1), job(1, 20, 2, 3)]),
+  })
+
+  it('are columns of the table, and the targets are judged on the run without flags', () => {
+    // Listed first, the control run would be the one a lookup by size found.
+    const control = run(10_000, 30, ['--max-opt=1'])
+    const { tables, targets } = jobsFigure([control, run(10_000, 70)], undefined)
+    const rss = targets.find((t) => t.what === '10,000 pending withSlot jobs, limit 10: RSS added')
+    assert.equal(rss?.value, '70.0 MB')
+    assert.equal(rss?.pass, false)
+    assert.deepEqual(tables[0]?.head, [
+      'figure',
+      '10,000 jobs, control: node --max-opt=1',
+      '10,000 jobs',
+    ])
   })
 })

@@ -122,6 +122,19 @@ export const JOBS_V8_CONTROLS: readonly (readonly string[])[] = [
   ['--max-semi-space-size=1', '--max-opt=1'],
 ]
 
+/**
+ * The floor of a fleet's 20 ms jobs: the same processes and jobs, each process on a prefix of its
+ * own with its share of the limit (rounded down), so that they share nothing but the agent and
+ * the cores. None for one process, nor for jobs short enough to be bound by the library's cost.
+ */
+function apartOf(setup: JobsFleetSetup): JobsFleetSetup[] {
+  if (setup.processes < 2 || setup.holdMs < 10) return []
+  const limit = Math.max(1, Math.floor(setup.limit / setup.processes))
+  // Fewer slots in all: the deadline grows with them.
+  const deadlineMs = Math.ceil((setup.deadlineMs * setup.limit) / (limit * setup.processes))
+  return [{ ...setup, limit, deadlineMs, apart: true }]
+}
+
 /** Figure 7's runs: each size, then the largest again under each of `JOBS_V8_CONTROLS`. */
 function jobsSetups(sizes: readonly number[], quick: boolean): JobsSetup[] {
   const setups = sizes.map((jobs) => ({
@@ -306,14 +319,16 @@ export function benchConfig(): BenchConfig {
             // processes' start-up (their first requests, V8 warming up).
             [4, 2000, 20],
           ])
-    ).map(([processes = 1, jobsPerProcess = 1, holdMs = 2]) => ({
-      processes,
-      jobsPerProcess,
-      limit: 10,
-      holdMs,
-      deadlineMs:
-        1000 *
-        count('BENCH_JOBS_FLEET_DEADLINE', holdMs < 10 ? (quick ? 30 : 60) : quick ? 20 : 30),
-    })),
+    )
+      .map(([processes = 1, jobsPerProcess = 1, holdMs = 2]): JobsFleetSetup => ({
+        processes,
+        jobsPerProcess,
+        limit: 10,
+        holdMs,
+        deadlineMs:
+          1000 *
+          count('BENCH_JOBS_FLEET_DEADLINE', holdMs < 10 ? (quick ? 30 : 60) : quick ? 20 : 30),
+      }))
+      .flatMap((setup) => [setup, ...apartOf(setup)]),
   }
 }

@@ -54,9 +54,15 @@ export interface JobsFleetSetup {
   readonly processes: number
   /** Jobs each process submits at once. */
   readonly jobsPerProcess: number
+  /** The limit of the prefix (with `apart`, of each process's own prefix). */
   readonly limit: number
   readonly holdMs: number
   readonly deadlineMs: number
+  /**
+   * Each process on a prefix of its own, `limit` slots each: what the processes cost without a
+   * prefix to share, the floor of the same processes sharing one.
+   */
+  readonly apart?: boolean | undefined
 }
 
 /** What the fencing tokens of the jobs done say (see checkTokens). */
@@ -578,7 +584,7 @@ interface JobsChildren {
 async function withJobsChildren<T>(
   agentAddr: string,
   prefix: string,
-  setup: { readonly limit: number; readonly holdMs: number },
+  setup: { readonly limit: number; readonly holdMs: number; readonly apart?: boolean | undefined },
   jobs: readonly number[],
   body: (run: JobsChildren) => Promise<T>,
 ): Promise<T> {
@@ -586,7 +592,10 @@ async function withJobsChildren<T>(
   const children: Child[] = []
   const timers = new AbortController()
   try {
-    for (const n of jobs) children.push(startChild(agentAddr, prefix, setup.limit, n, setup.holdMs))
+    for (const [i, n] of jobs.entries()) {
+      const own = setup.apart === true ? `${prefix}/${i}` : prefix
+      children.push(startChild(agentAddr, own, setup.limit, n, setup.holdMs))
+    }
     await Promise.all(children.map((c) => c.line('U')))
     return await body({
       children,
@@ -797,7 +806,7 @@ export async function measureJobsFleet(
   agentAddr: string,
   setup: JobsFleetSetup,
 ): Promise<JobsFleetRun> {
-  const prefix = `bench-jobs-fleet/${setup.processes}x${setup.jobsPerProcess}-${setup.holdMs}ms-${Date.now()}`
+  const prefix = `bench-jobs-fleet/${setup.processes}x${setup.jobsPerProcess}-${setup.holdMs}ms${setup.apart === true ? '-apart' : ''}-${Date.now()}`
   const jobs = Array.from({ length: setup.processes }, () => setup.jobsPerProcess)
   return withJobsChildren(agentAddr, prefix, setup, jobs, async ({ children, deadline }) => {
     const over = deadline(setup.deadlineMs)

@@ -971,8 +971,10 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
   targets: Target[]
 } {
   const isRun = (x: JobsFleetRun | JobsFleetNotMeasured): x is JobsFleetRun => measured(x)
-  const setupOf = (x: Pick<JobsFleetRun, 'processes' | 'jobsPerProcess' | 'holdMs'>): string =>
-    `${x.processes} process${x.processes === 1 ? '' : 'es'} × ${count(x.jobsPerProcess)} jobs of ${x.holdMs} ms`
+  const setupOf = (
+    x: Pick<JobsFleetRun, 'processes' | 'jobsPerProcess' | 'holdMs' | 'apart'>,
+  ): string =>
+    `${x.processes} process${x.processes === 1 ? '' : 'es'} × ${count(x.jobsPerProcess)} jobs of ${x.holdMs} ms${x.apart === true ? ', apart (a prefix each)' : ''}`
   const row = (label: string, cell: (x: JobsFleetRun) => string): string[] => [
     label,
     ...runs.map((x) => (isRun(x) ? cell(x) : '—')),
@@ -994,23 +996,41 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
         y.processes === x.processes &&
         y.holdMs === x.holdMs &&
         y.jobsPerProcess < x.jobsPerProcess &&
+        y.apart === x.apart &&
         y.done < x.done,
     )
-  const limitRate = (x: JobsFleetRun): number => (x.limit * 1000) / x.holdMs
+  /** For processes sharing a prefix: the same processes and jobs apart, if measured. */
+  const apartOf = (x: JobsFleetRun): JobsFleetRun | undefined =>
+    x.apart === true
+      ? undefined
+      : runs.find(
+          (y): y is JobsFleetRun =>
+            isRun(y) &&
+            y.apart === true &&
+            y.processes === x.processes &&
+            y.jobsPerProcess === x.jobsPerProcess &&
+            y.holdMs === x.holdMs &&
+            y.done > 0,
+        )
+  /** Slots in all: a prefix's limit, or each process's when apart. */
+  const slots = (x: JobsFleetRun): number => (x.apart === true ? x.limit * x.processes : x.limit)
+  const limitRate = (x: JobsFleetRun): number => (slots(x) * 1000) / x.holdMs
   const vsAlone = (x: JobsFleetRun): number | undefined => {
-    const one = x.processes > 1 ? alone(x) : undefined
+    const one = x.processes > 1 && x.apart !== true ? alone(x) : undefined
     return one ? x.jobsPerSecond / one.jobsPerSecond : undefined
   }
   const shareCell = (v: FleetShare): string =>
     `${v.share.toFixed(2)} (process ${v.process}, window at ${s(v.atMs)} s)`
   const fairnessCell = (x: JobsFleetRun, f: JobsFleetRun['fairness']): string => {
     if (x.processes === 1) return '— (one process)'
+    if (x.apart === true) return '— (a prefix each)'
     if (f === undefined) return 'no span where every process had jobs queued'
     return `${shareCell(f.min)} / ${shareCell(f.max)}`
   }
   const spanCell = (x: JobsFleetRun): string => {
     const f = x.fairness
     if (x.processes === 1) return '— (one process)'
+    if (x.apart === true) return '— (a prefix each)'
     if (f === undefined) return 'none'
     return f.short
       ? `${s(f.spanMs)} s: SHORTER than ${s(f.windowMs)} s, one window over the whole span`
@@ -1022,7 +1042,7 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
     if (bad.length === 0 && x.tokensRepeatedAcross === 0) return 'yes'
     return `NO: ${x.tokensRepeatedAcross} jobs share a token; not increasing in process ${bad.join(', ') || '—'}`
   }
-  const first = runs.find(isRun)
+  const first = runs.find((x): x is JobsFleetRun => isRun(x) && x.apart !== true)
   const limit = first?.limit ?? 10
   const table: Table = {
     title: `7c. A fleet: several processes sharing one limit (one prefix, limit ${limit}, the default client)`,
@@ -1043,7 +1063,9 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
         x.done > 0 ? `${ratio(x.jobsPerSecond / limitRate(x))} of ${count(limitRate(x))}` : '—',
       ),
       row(`most jobs running at once, across processes (limit ${limit})`, (x) =>
-        count(x.mostAtOnce),
+        x.apart === true
+          ? `${count(x.mostAtOnce)} (${x.processes} prefixes of limit ${x.limit})`
+          : count(x.mostAtOnce),
       ),
       row("CPU per job done (the children's, summed)", (x) => per(x, x.cpuMs, ' ms')),
       row("… beyond the same setup's smaller size: extra CPU ÷ extra jobs", (x) => {
@@ -1051,6 +1073,10 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
         return smaller
           ? `${((x.cpuMs - smaller.cpuMs) / (x.done - smaller.done)).toFixed(2)} ms (over ${setupOf(smaller)})`
           : '—'
+      }),
+      row('… ÷ the CPU per job of the same processes and jobs apart (a prefix each)', (x) => {
+        const floor = apartOf(x)
+        return floor && x.done > 0 ? ratio(x.cpuMsPerJob / floor.cpuMsPerJob) : '—'
       }),
       row('Consul writes per job done', (x) => per(x, writesOf(x.writes))),
       row('… session creates / destroys / transactions (lost) / KV writes', writesCell),
@@ -1089,6 +1115,7 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
       "Jobs per second: the jobs done in every process / (the last job's end − the first child's `go`). Ratios: that ÷ the one-process column with the same total and hold; ÷ the limit's rate, limit × 1000 / hold ms (every slot busy with back-to-back jobs).",
       "Most at once: the intervals (start to end) of every job of every process, swept in time, an end before a start at the same instant. A job runs inside its holding of a slot, so this exceeds the limit only if two holders overlapped (every time is read from the one clock the machine's processes share).",
       "CPU: the children's user + system time (process.cpuUsage) from each one's `go` to its report, summed over the children (a process done early idles until the reports are taken) / jobs done. Writes: as in table 7, every request the children sent from their `go` to their reports, of all processes: PUT session/create, PUT session/destroy, PUT /v1/txn, PUT and DELETE of a key / jobs done; lost = transactions the agent rolled back (409). The same setup at two sizes (4 × 500 and 4 × 2,000 jobs of 20 ms) tells a cost per job from what each process pays once (its first requests, V8 warming up its code): the row \"… beyond the same setup's smaller size\" is the extra CPU of the larger over its extra jobs.",
+      "Apart (a prefix each): the same processes and jobs of 20 ms, each process on a prefix of its own with its share of the limit (rounded down), so that they share nothing but the agent and the 2 cores: the floor of what those processes cost with no coordination between them. Its row of CPU per job divided into the shared prefix's is what the sharing costs. No target is judged on it.",
       "Fairness: a process has jobs queued from its `go` until its last job started (until its report, if not all started). Over the span from the last `go` to the first process out of queued jobs, 2 s windows start every 0.5 s (as many as fit inside the span); in each, a process's slot-time is the run time of its jobs clipped to the window, and its share is that / (every process's slot-time in the window / P): 1 is fair. Min and max over every window and process, with which process (from 0) and the window's start after the span's. A span under 2 s gives one window over the whole span, marked SHORTER. The row beside opens the span only once every process has started a job, leaving each one's start-up (its sessions, its first acquisitions) out, as table 7b does for B's arrival.",
       "Fencing tokens: in each process, the check of table 7 (no token twice, a job started after another ended has a greater token); across the fleet, no token that two jobs (of any processes) ran under. Done → done: each process's last job's end; from the first process's to the last's.",
       "Slot empty (information; slots are not named in the records, so this is an estimate): every job's end frees a slot, and each next start in any process takes the slot freed longest ago; the gap is from that end to the start, counted for starts while every process had jobs queued. Slot-time used: the jobs' run time in that span / (limit × span), the rest being slots empty or changing hands while jobs waited.",
@@ -1096,7 +1123,7 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
   }
 
   const targets: Target[] = []
-  for (const x of runs.filter((y) => y.processes > 1)) {
+  for (const x of runs.filter((y) => y.processes > 1 && y.apart !== true)) {
     const run = isRun(x) ? x : undefined
     const at = `${setupOf(x)}, limit ${run?.limit ?? limit}`
     const ok = run !== undefined && run.done > 0

@@ -107,6 +107,7 @@ export interface JobsFleetNotMeasured extends NotMeasured {
   readonly processes: number
   readonly jobsPerProcess: number
   readonly holdMs: number
+  readonly apart?: boolean | undefined
 }
 
 export function measured<T extends object>(x: T | NotMeasured): x is T {

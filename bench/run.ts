@@ -435,14 +435,14 @@ async function main(): Promise<void> {
     // Figure 7c: several processes sharing one limit, each beside one process with the same total.
     const jobsFleet: NonNullable<BenchResults['jobsFleet']>[number][] = []
     for (const setup of on('jobs-fleet') ? config.jobsFleet : []) {
-      const { processes, jobsPerProcess, holdMs } = setup
+      const { processes, jobsPerProcess, holdMs, apart } = setup
       const run = await attempt(
-        `jobs-fleet: ${processes} process(es) × ${jobsPerProcess} jobs of ${holdMs} ms (deadline ${setup.deadlineMs / 1000} s)`,
+        `jobs-fleet: ${processes} process(es) × ${jobsPerProcess} jobs of ${holdMs} ms${apart === true ? ', each on a prefix of its own' : ''} (deadline ${setup.deadlineMs / 1000} s)`,
         'library',
         () => measureJobsFleet(addr, setup),
         setup.limit,
       )
-      jobsFleet.push(measured(run) ? run : { ...run, processes, jobsPerProcess, holdMs })
+      jobsFleet.push(measured(run) ? run : { ...run, processes, jobsPerProcess, holdMs, apart })
       if (measured(run))
         log(
           `  ${run.done} of ${run.jobs} done in ${(run.spanMs / 1000).toFixed(1)} s, ${run.jobsPerSecond.toFixed(0)} jobs/s, ${run.done > 0 ? run.writesPerJob.toFixed(2) : '—'} writes/job, at most ${run.mostAtOnce} at once`,

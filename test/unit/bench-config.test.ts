@@ -43,6 +43,24 @@ describe('the bench configuration', () => {
     ])
   })
 
+  it('follows each fleet of 20 ms jobs with the same processes apart, a prefix and a share each', () => {
+    delete process.env['BENCH_QUICK']
+    const fleet = benchConfig().jobsFleet.map((x) => [x.processes, x.jobsPerProcess, x.holdMs])
+    const apart = benchConfig().jobsFleet.filter((x) => x.apart === true)
+    assert.deepEqual(
+      apart.map((x) => [x.processes, x.jobsPerProcess, x.holdMs, x.limit]),
+      [
+        [4, 500, 20, 2],
+        [4, 2000, 20, 2],
+      ],
+    )
+    // Right after the shared setup it is the floor of; 8 slots instead of 10: a longer deadline.
+    const shared = benchConfig().jobsFleet.find((x) => x.processes === 4 && x.holdMs === 20)
+    const index = fleet.findIndex(([p, j, h]) => p === 4 && j === 500 && h === 20)
+    assert.equal(benchConfig().jobsFleet[index + 1]?.apart, true)
+    assert.equal(apart[0]?.deadlineMs, ((shared?.deadlineMs ?? 0) * 10) / 8)
+  })
+
   it('refuses a count list that is not one, naming the variable and an example', () => {
     for (const raw of ['0', '12,x', '1.5', '-3']) {
       process.env['BENCH_REPLICAS'] = raw

@@ -11,7 +11,8 @@
 //               ru_maxrss, minus its RSS right before submitting), CPU per job done (the child's
 //               process.cpuUsage from submitting to the end / jobs done), Consul writes per job
 //               done (session creates and destroys, transactions, KV PUTs and DELETEs as the child
-//               sent them; renewals beside), and the fencing tokens (below).
+//               sent them; renewals beside), and the fencing tokens (below). The largest size
+//               runs again under V8 flags (`JobsSetup.v8Flags`): V8's share of the RSS.
 //   jobs-fair:  two processes on one prefix, limit 4, jobs of 20 ms: A submits its jobs, B its 10
 //               once A has started `limit` jobs (A's jobs have taken every slot). Each process's slot-time (the sum of its jobs'
 //               run time) while both had a backlog, and B's share of it against its fair 0.5.
@@ -19,6 +20,7 @@
 //               ready: the jobs per second of the fleet, the most jobs running at once across
 //               processes, CPU and Consul writes per job, each process's share of the slot-time
 //               over 2 s windows while all have a backlog, and the fencing tokens (fleetFigures).
+//               Apart (`JobsFleetSetup.apart`), each process on a prefix of its own: the floor.
 // A deadline bounds each run: what was done by then is reported as measured.
 import { spawn, type ChildProcess } from 'node:child_process'
 import { setTimeout as sleep } from 'node:timers/promises'

@@ -307,22 +307,31 @@ describe('request counts, in virtual time on the Consul double', () => {
   })
 
   describe('a queue of four processes (limit 1)', () => {
-    const contender = (name: string) => {
-      const sem = semaphore({ prefix, limit: 1, consul: double.connect(name), scheduler })
+    const contender = (name: string, followLimit = false) => {
+      const consul = double.connect(name)
+      const sem = semaphore({ prefix, limit: 1, followLimit, consul, scheduler })
       return { sem, seen: follow(name, sem) }
     }
     const rank = (c: { seen: Followed }): number | undefined =>
       (c.seen.last as SemaphoreState | undefined)?.rank
-
-    it('leaves a waiter alone in its process asleep on its own key while the slot changes hands ahead of it, and wakes it with the hand-off', async () => {
-      const [a, b, c, d] = ['a', 'b', 'c', 'd'].map(contender) as [
-        ReturnType<typeof contender>,
-        ReturnType<typeof contender>,
-        ReturnType<typeof contender>,
-        ReturnType<typeof contender>,
+    type Contender = ReturnType<typeof contender>
+    /** a holds, and b, c and d wait in that order, each a process of its own. */
+    const queueOfFour = async (
+      followLimit = false,
+    ): Promise<[Contender, Contender, Contender, Contender]> => {
+      const [a, b, c, d] = ['a', 'b', 'c', 'd'].map((name) => contender(name, followLimit)) as [
+        Contender,
+        Contender,
+        Contender,
+        Contender,
       ]
       await until('a holds', () => a.seen.last?.holding === true)
       await until('the queue b, c, d', () => rank(b) === 0 && rank(c) === 1 && rank(d) === 2)
+      return [a, b, c, d]
+    }
+
+    it('leaves a waiter alone in its process asleep on its own key while the slot changes hands ahead of it, and wakes it with the hand-off', async () => {
+      const [a, b, c, d] = await queueOfFour()
       await quiet()
       requests()
       // Two hand-overs ahead of d: b is handed a's slot, then c b's.
@@ -350,19 +359,7 @@ describe('request counts, in virtual time on the Consul double', () => {
     })
 
     it('wakes the waiters a raise of the limit admits, asleep on their own keys, long before their recheck', async () => {
-      const follower = (name: string) => {
-        const consul = double.connect(name)
-        const sem = semaphore({ prefix, limit: 1, followLimit: true, consul, scheduler })
-        return { sem, seen: follow(name, sem) }
-      }
-      const [a, b, c, d] = ['a', 'b', 'c', 'd'].map(follower) as [
-        ReturnType<typeof follower>,
-        ReturnType<typeof follower>,
-        ReturnType<typeof follower>,
-        ReturnType<typeof follower>,
-      ]
-      await until('a holds', () => a.seen.last?.holding === true)
-      await until('the queue b, c, d', () => rank(b) === 0 && rank(c) === 1 && rank(d) === 2)
+      const [a, b, c, d] = await queueOfFour(true)
       await quiet()
       requests()
       const raised = setLimit({ prefix, limit: 3, consul: double.connect('op') })
@@ -385,10 +382,10 @@ describe('request counts, in virtual time on the Consul double', () => {
     })
 
     it('wakes a parked waiter with one answer of its key poll and one listing that blocks on the change, and no other poll of the key', async () => {
-      const [a, b, c] = ['a', 'b', 'c'].map(contender) as [
-        ReturnType<typeof contender>,
-        ReturnType<typeof contender>,
-        ReturnType<typeof contender>,
+      const [a, b, c] = ['a', 'b', 'c'].map((name) => contender(name)) as [
+        Contender,
+        Contender,
+        Contender,
       ]
       // d's process runs a second contender, e, behind it: a process of several contenders
       // parks on the key ahead of its best-placed one.

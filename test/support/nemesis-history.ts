@@ -113,11 +113,14 @@ export interface CheckOptions {
 
 /**
  * From `at` until the next one: how many slots live sessions held, as Consul said; undefined
- * when Consul could not be read (no slot counts as free then).
+ * when Consul could not be read (no slot counts as free then). With `keys`, the contender keys
+ * then under the prefix, each as `<session>…@<the last field of its value>#<flags>`: a library
+ * actor's keys end their value with its process id.
  */
 export interface Occupancy {
   readonly at: number
   readonly taken: number | undefined
+  readonly keys?: readonly string[]
 }
 
 /** A stretch of time with more than `limit` actors acting. */
@@ -420,9 +423,9 @@ export function freeTime(
 
 /**
  * What a waiter needs free to be served: its own permits (`least`), and the permits of the
- * library waiters that wanted before it and still wait (`ahead`): the queue is served in arrival
- * order, so a request of several permits at its front that does not fit keeps those behind it
- * waiting, whatever is free for them.
+ * library waiters that wanted before it and still wait (`ahead`; a killed one until its keys are
+ * gone): the queue is served in arrival order, so a request of several permits at its front that
+ * does not fit keeps those behind it waiting, whatever is free for them.
  */
 export interface Needed {
   readonly least: number
@@ -447,25 +450,53 @@ export function waitsOf(
     readonly from: number
     readonly to: number
     readonly permits: number
+    readonly pid: number | undefined
     readonly unserved: boolean
+    /** Until when it stood in the queue: past `to` for a waiter killed while its keys stay. */
+    readonly queuedTo: number
   }
   const raw: Raw[] = []
-  const pending = new Map<string, { from: number; kind: ActorKind; permits: number }>()
-  const finish = (who: string, to: number, unserved: boolean): void => {
+  const pending = new Map<
+    string,
+    { from: number; kind: ActorKind; permits: number; pid: number | undefined }
+  >()
+  const finish = (who: string, to: number, unserved: boolean, killed = false): void => {
     const wait = pending.get(who)
     if (!wait) return
     pending.delete(who)
-    raw.push({ who, ...wait, to, unserved })
+    raw.push({ who, ...wait, to, unserved, queuedTo: killed ? keysGoneAt(wait.pid, to) : to })
+  }
+  // A killed waiter's keys stay in the queue until Consul ends its session (up to 2 × TTL), and
+  // the waiters behind it wait for them as for a live one: no client can tell them apart.
+  const keysGoneAt = (pid: number | undefined, killedAt: number): number => {
+    if (pid === undefined) return killedAt
+    const mark = `@${pid}#`
+    const gone = occupancy.find(
+      (o) =>
+        o.at >= killedAt &&
+        o.taken !== undefined &&
+        o.keys !== undefined &&
+        !o.keys.some((k) => k.includes(mark)),
+    )
+    return gone?.at ?? endAt
   }
   for (const event of [...events].sort(byTime)) {
     if (event.e === 'want') {
       finish(event.who, event.at, true)
-      pending.set(event.who, { from: event.at, kind: event.kind, permits: event.permits ?? 1 })
+      pending.set(event.who, {
+        from: event.at,
+        kind: event.kind,
+        permits: event.permits ?? 1,
+        pid: event.pid,
+      })
     } else if (event.e === 'hold') finish(event.who, event.at, false)
-    else if (event.e === 'killed' || event.e === 'exit') finish(event.who, event.at, true)
+    else if (event.e === 'killed') finish(event.who, event.at, true, true)
+    else if (event.e === 'exit') finish(event.who, event.at, true)
   }
   for (const who of [...pending.keys()]) finish(who, endAt, true)
-  const library = raw.filter((w) => w.kind === 'library')
+  const library = raw
+    .filter((w) => w.kind === 'library')
+    .map((w) => ({ ...w, to: w.queuedTo }))
   return raw.map((wait): Wait => {
     const { who, from, to } = wait
     const needed: Needed = {

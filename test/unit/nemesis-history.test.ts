@@ -154,6 +154,22 @@ describe('the nemesis checker', () => {
     assert.equal(check(servedEarly, taken, [], four, 6000).longWaits.length, 1)
   })
 
+  it('keeps a waiter killed in the queue ahead of those behind it until its keys are gone', () => {
+    const four = { ...options, limit: 4 }
+    // A Go holder keeps one slot; the writer (4 permits, process 7) wants at 0 and is killed at
+    // 1 s, a reader wants at 100 ms and is served at 3.1 s.
+    const writer = [ev('w', 'want', 0, { permits: 4, pid: 7 }), ev('w', 'killed', 1000)]
+    const events = [...writer, ...tenure('r', 100, 3100, 3200, 3)]
+    const keysUntil = (goneAt: number): Occupancy[] => [
+      { at: 0, taken: 1, keys: ['go@1#0', 'w1@7#4', 'r1@8#1'] },
+      { at: goneAt, taken: 1, keys: ['go@1#0', 'r1@8#1'] },
+    ]
+    // Its session ends at 3 s: the reader waited behind its keys, as behind a live writer.
+    assert.deepEqual(check(events, keysUntil(3000), [], four, 4000).longWaits, [])
+    // Its keys gone at 1.1 s: two seconds with three slots free strand the reader.
+    assert.equal(check(events, keysUntil(1100), [], four, 4000).longWaits.length, 1)
+  })
+
   it('judges a long wait only when Consul had a slot free most of it and no fault hit the waiter', () => {
     const events = [...tenure('a', 0, 0, 100, 1), ...tenure('b', 0, 3000, 3100, 2)]
     // Consul: a held until 100, then nobody: b waited 3 s with the slot free.

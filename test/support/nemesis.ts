@@ -675,10 +675,18 @@ export function describeRun(result: NemesisResult): string {
         `lost updates ${report.counter.lost}, CAS conflicts under a holding fence ${report.counter.conflicts}`,
     )
   }
-  for (const c of [...report.crowds, ...report.editWindows, ...report.lossWindows]) {
+  const labelled = [
+    ...report.crowds.map((c) => ({ c, label: 'VIOLATION' })),
+    ...report.editWindows.map((c) => ({ c, label: "OVER THE LIMIT after an operator's delete" })),
+    ...report.lossWindows.map((c) => ({
+      c,
+      label: 'OVER THE LIMIT by consul lock after a state loss',
+    })),
+  ]
+  for (const { c, label } of labelled) {
     const near = result.faults.filter((f) => f.from <= c.to + 1000 && f.to >= c.from - 30_000)
     lines.push(
-      `  VIOLATION at ${t(c.from)}..${t(c.to)}: ${c.actors.length} acting (${c.actors.join(', ')}); ` +
+      `  ${label} at ${t(c.from)}..${t(c.to)}: ${c.actors.length} acting (${c.actors.join(', ')}); ` +
         `faults around it: ${near.map((f) => `${f.kind} ${f.who ?? ''} ${t(f.from)}..${t(f.to)}`).join('; ') || 'none'}`,
     )
   }

@@ -494,9 +494,7 @@ export function waitsOf(
     else if (event.e === 'exit') finish(event.who, event.at, true)
   }
   for (const who of [...pending.keys()]) finish(who, endAt, true)
-  const library = raw
-    .filter((w) => w.kind === 'library')
-    .map((w) => ({ ...w, to: w.queuedTo }))
+  const library = raw.filter((w) => w.kind === 'library').map((w) => ({ ...w, to: w.queuedTo }))
   return raw.map((wait): Wait => {
     const { who, from, to } = wait
     const needed: Needed = {

@@ -25,9 +25,10 @@ import { ALL_SLOTS_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
 import type { KVSnapshot } from '../base/kv-snapshot.js'
 import { problemError, SemaphoreError, toSemaphoreError } from '../base/semaphore-error.js'
 import type { TxnOp } from '../base/txn.js'
-import { TXN_OPS_EVERY_VERSION } from '../base/txn-ops-limit.js'
+import { TXN_OPS_EVERY_VERSION, TXN_OPS_FROM_1_14 } from '../base/txn-ops-limit.js'
 import type { ConsulClient } from '../consul/client-api.js'
 import { borrowDefaultClient, type BorrowedClient } from '../consul/default-client.js'
+import { agentTxnLimit, type TxnLimit } from '../consul/txn-limit.js'
 import { leaseDeadline } from '../core/contender/lease-deadline.js'
 import { contenderKey } from '../core/keys/contender-key.js'
 import { lockKey } from '../core/keys/lock-key.js'
@@ -77,10 +78,12 @@ export interface AllSlots {
 }
 
 /**
- * The most semaphores one contender may list: the grant checks its key and writes `.lock` in each
- * prefix, two operations each, in one transaction of at most 64 (every Consul version).
+ * The most semaphores one contender may list on any agent: the grant checks its key and writes
+ * `.lock` in each prefix, two operations each, in one transaction of at most 128 (Consul 1.14 on).
+ * An agent before 1.14 takes 64 operations, so 32 semaphores: a contender that lists more asks
+ * its agent's version when it starts, and fails before it writes anything if they do not fit.
  */
-export const MAX_SEMAPHORES = TXN_OPS_EVERY_VERSION / 2
+export const MAX_SEMAPHORES = TXN_OPS_FROM_1_14 / 2
 
 /**
  * A contender for a slot of every semaphore listed, or of none. It starts when `holding$` or
@@ -95,7 +98,9 @@ export const MAX_SEMAPHORES = TXN_OPS_EVERY_VERSION / 2
  * @param entries - The semaphores, each with its prefix and limit.
  * @returns The contender.
  * @throws SemaphoreError('InvalidOptions') when an entry is wrong, a prefix is listed twice, the
- *   entries' session options differ, or there are more than MAX_SEMAPHORES.
+ *   entries' session options differ, or there are more than MAX_SEMAPHORES. More than 32 on an
+ *   agent before Consul 1.14 end `state$` with that error when it starts, before anything is
+ *   written.
  */
 export function allSlots(entries: readonly AllSlotsEntry[]): AllSlots {
   const plan = planAll(entries)
@@ -221,7 +226,8 @@ function planAll(entries: readonly AllSlotsEntry[]): AllPlan {
       report(
         'semaphores',
         `${list.length} are more than ${MAX_SEMAPHORES}: the grant writes every .lock in one ` +
-          'Consul transaction of at most 64 operations. List fewer.',
+          `Consul transaction, two operations each, and no Consul version takes more than ` +
+          `${TXN_OPS_FROM_1_14}. List fewer.`,
       )
     }
     const resolved = list.map((entry) =>
@@ -281,6 +287,11 @@ class AllSlotsRun {
   private granted: bigint | undefined
   private writing = false
   private deadline = 0
+  /**
+   * The agent's transaction limit, asked before the first session when the grant has more
+   * operations than every version takes (`agentTxnLimit`); undefined while they fit in those.
+   */
+  private txnLimit: TxnLimit | undefined
 
   constructor(
     private readonly plan: AllPlan,
@@ -291,8 +302,33 @@ class AllSlotsRun {
     void this.begin()
   }
 
+  /**
+   * Whether the grant fits the agent's transactions; when not, fails the contender with a
+   * SemaphoreError('InvalidOptions') that says so, nothing written. Asks only for more than 64.
+   */
+  private async grantFits(): Promise<boolean> {
+    // The grant: a check of the key and a CAS of `.lock` in each prefix.
+    const needed = 2 * this.plan.targets.length
+    if (needed <= TXN_OPS_EVERY_VERSION || this.txnLimit !== undefined) return true
+    const read = await agentTxnLimit(this.client, needed)()
+    // Only a caller's abort fails the read, and none is given: the limit is always known here.
+    if (E.isLeft(read)) return true
+    this.txnLimit = read.right
+    if (needed <= read.right.ops) return true
+    this.fail(
+      new SemaphoreError(
+        'InvalidOptions',
+        `allSlots lists ${this.plan.targets.length} semaphores, and its grant writes every .lock ` +
+          `in one transaction of two operations each, ${needed} in all: ${read.right.why}. List ` +
+          `at most ${read.right.ops / 2} on this agent. Nothing was written.`,
+      ),
+    )
+    return false
+  }
+
   /** Creates a session and its keys, then watches every prefix. */
   private async begin(): Promise<void> {
+    if (!(await this.grantFits())) return
     while (!this.closed) {
       const sentAt = Date.now()
       const created = await this.client.session.create({
@@ -423,6 +459,20 @@ class AllSlotsRun {
     ])
     const answer = await this.client.kv.txn(ops)()
     if (this.closed || this.session !== session) return
+    if (E.isLeft(answer) && answer.left._tag === 'BadRequest' && answer.left.status === 413) {
+      // The agent refused the grant as too large, applying none of it: trying again cannot help.
+      const limit = this.txnLimit
+      return this.fail(
+        new SemaphoreError(
+          'InvalidOptions',
+          `Consul refused the grant of ${ops.length} operations, one transaction for every ` +
+            `.lock (${answer.left.message})` +
+            (limit === undefined ? '' : `; the library counted on ${limit.ops}: ${limit.why}`) +
+            '. List fewer semaphores.',
+          { cause: answer.left },
+        ),
+      )
+    }
     if (E.isRight(answer) && answer.right.committed) {
       const index = answer.right.results.reduce(
         (most, entry) => (entry.modifyIndex > most ? entry.modifyIndex : most),

@@ -3,14 +3,17 @@
 // asking the agent's version once per client and only for more than 64 operations; a client that
 // may not read the version counts on 64; and an agent that claims 1.14 but is not shows what a
 // wrong limit comes to: a clear error, nothing written. The drain batches its writes to the limit.
+// allSlots, whose grant writes two operations per semaphore, asks the version when it lists more
+// than 32, and fails before writing anything when they do not fit.
 // Each test puts its own fault proxy between its client and the agent, to see what was sent.
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
-import { filter, firstValueFrom } from 'rxjs'
-import { SemaphoreError, drain, liftDrain, semaphore } from '../../src/index.js'
+import { filter, firstValueFrom, lastValueFrom } from 'rxjs'
+import { SemaphoreError, allSlots, drain, liftDrain, semaphore } from '../../src/index.js'
 import { createConsulClient, type ConsulHttpClient } from '../../src/consul/client.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { startFaultProxy, type FaultMode, type FaultProxy } from '../support/fault-proxy.js'
+import { eventually, listPrefix } from '../support/observe.js'
 import { closing, keep, testPrefix } from '../support/tracked.js'
 
 const utf8 = new TextEncoder()
@@ -163,6 +166,75 @@ describe("the agent's transaction limit", () => {
     assert.equal(seen(proxy, 'GET /v1/agent/self'), 1)
     assert.equal(sem.isHolding(), true, 'a refused write does not touch the slot')
     assert.equal((await sem.fencedTxn(writes(base, 63))).committed, true)
+  })
+
+  /** An allSlots contender of `n` semaphores under `prefix` on `client`, closed when the test ends. */
+  const ofSemaphores = (t: TestContext, prefix: string, n: number, client: ConsulHttpClient) =>
+    closing(
+      t,
+      allSlots(
+        Array.from({ length: n }, (_, i) => ({
+          prefix: `${prefix}/${i}`,
+          limit: 1,
+          consul: client,
+        })),
+      ),
+    )
+
+  /** Waits until nothing is left under `prefix` (the contender's keys went with its session). */
+  const emptied = (prefix: string) =>
+    eventually(`nothing under ${prefix}`, async () =>
+      (await listPrefix(agent.url, prefix)).length === 0 ? true : undefined,
+    )
+
+  it('allSlots on Consul 1.8.7: 32 semaphores hold unasked, 33 fail before anything is written', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'txn-limit-all')
+    const { proxy, client } = await proxied(t, 'pass')
+
+    const fits = ofSemaphores(t, `${prefix}/fits`, 32, client)
+    keep(t, fits.holding$.subscribe())
+    await firstValueFrom(fits.holding$.pipe(filter(Boolean)))
+    assert.equal(seen(proxy, 'GET /v1/agent/self'), 0, 'a grant of 64 operations asks nothing')
+    await fits.close()
+
+    proxy.resetCounts()
+    const many = ofSemaphores(t, `${prefix}/many`, 33, client)
+    await assert.rejects(
+      lastValueFrom(many.state$),
+      invalid(
+        /allSlots lists 33 semaphores/,
+        /66 in all: Consul 1\.8\.7 takes at most 64 operations in one transaction/,
+        /List at most 32 on this agent\. Nothing was written/,
+      ),
+    )
+    assert.equal(seen(proxy, 'GET /v1/agent/self'), 1)
+    assert.equal(seen(proxy, 'PUT /v1/session/create'), 0, 'no session was made')
+    assert.equal(seen(proxy, 'PUT /v1/txn'), 0, 'no key was written')
+  })
+
+  it('allSlots on an agent that claims 1.14: 33 semaphores join, and the grant refused with 413 ends it clean', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'txn-limit-all-claim')
+    const { proxy, client } = await proxied(
+      t,
+      agentSelf({
+        rewrite: (_path, json) => {
+          const self = json as { Config: Record<string, unknown> }
+          return { ...self, Config: { ...self.Config, Version: '1.14.0' } }
+        },
+      }),
+    )
+    const many = ofSemaphores(t, prefix, 33, client)
+    await assert.rejects(
+      lastValueFrom(many.state$),
+      invalid(
+        /Consul refused the grant of 66 operations/,
+        /413: Transaction contains too many operations \(66 > 64\)/,
+        /counted on 128: Consul 1\.14\.0 takes at most 128 operations/,
+      ),
+    )
+    const grants = proxy.requests().filter((r) => r.path === '/v1/txn' && r.answer?.status === 413)
+    assert.equal(grants.length, 1, 'the refused grant was not sent again')
+    await emptied(prefix)
   })
 
   it('the drain of a limit of 70 on Consul 1.8.7 writes in transactions of at most 64', async (t) => {

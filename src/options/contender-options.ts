@@ -1,4 +1,5 @@
 import { MAX_WEIGHT } from '../base/flags.js'
+import { TXN_OPS_EVERY_VERSION, TXN_OPS_FROM_1_14 } from '../base/txn-ops-limit.js'
 import { hostname } from 'node:os'
 import type { SchedulerLike } from 'rxjs'
 import type { ConsulClient } from '../consul/client-api.js'
@@ -532,16 +533,15 @@ export function resolveSemaphoreOptions(
 }
 
 /**
- * Validates `permits`: an integer from 1 to the limit (and to MAX_WEIGHT, what a key's flags can
- * say); the grant's transaction then has permits + 2 operations, within every agent's limit.
+ * Validates `permits`: an integer from 1 to the limit, and to MAX_PERMITS (the grant's transaction
+ * of permits + 2 operations fits an agent from Consul 1.14 on). Whether it fits the agent at hand
+ * is known only from its version: more than MAX_PERMITS_EVERY_VERSION is checked when the
+ * contender starts (`grantFits` in the contender's effects).
  */
 function checkPermits(permits: unknown, limit: number, report: ReportProblem): number {
   if (permits === undefined) return 1
-  const most = Math.min(
-    Number.isSafeInteger(limit) && limit > 0 ? limit : MAX_WEIGHT,
-    MAX_WEIGHT,
-    MAX_PERMITS,
-  )
+  const ofLimit = Number.isSafeInteger(limit) && limit > 0 ? limit : MAX_PERMITS
+  const most = Math.min(ofLimit, MAX_PERMITS)
   if (
     typeof permits !== 'number' ||
     !Number.isSafeInteger(permits) ||
@@ -550,8 +550,11 @@ function checkPermits(permits: unknown, limit: number, report: ReportProblem): n
   ) {
     report(
       'permits',
-      `${JSON.stringify(permits)} must be a whole number from 1 to ${most} (the limit, ${limit}); ` +
-        'a request for more slots than the limit could never be served.',
+      `${JSON.stringify(permits)} must be a whole number from 1 to ${most}: ` +
+        (ofLimit <= MAX_PERMITS
+          ? `a request for more slots than the limit (${limit}) could never be served.`
+          : `the grant takes them in one transaction of permits + 2 operations, and no Consul ` +
+            `version takes more than ${TXN_OPS_FROM_1_14}.`),
     )
     return 1
   }
@@ -559,11 +562,14 @@ function checkPermits(permits: unknown, limit: number, report: ReportProblem): n
 }
 
 /**
- * The most permits one contender takes: its grant is one transaction of permits + 2 operations
- * (the check of its key, a lock per companion, the CAS, the rewrite of its key), which must fit
- * the 64 operations of Consul up to 1.13.
+ * The most permits one contender takes on any agent: its grant is one transaction of permits + 2
+ * operations (the check of its key, a lock per companion, the CAS, the rewrite of its key), which
+ * must fit the 128 operations of Consul from 1.14 on (and a key's flags say up to MAX_WEIGHT).
  */
-export const MAX_PERMITS = 61
+export const MAX_PERMITS = Math.min(TXN_OPS_FROM_1_14 - 2, MAX_WEIGHT)
+
+/** The most permits whose grant fits the 64 operations of every Consul version: 62. */
+export const MAX_PERMITS_EVERY_VERSION = TXN_OPS_EVERY_VERSION - 2
 
 function checkFollowLimit(followLimit: unknown, report: ReportProblem): boolean {
   if (followLimit !== undefined && typeof followLimit !== 'boolean') {

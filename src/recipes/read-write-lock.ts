@@ -19,7 +19,11 @@ import {
   rejectUnknownOptions,
   type OptionNames,
 } from '../options/known-options.js'
-import { MAX_PERMITS, type SemaphoreOptions } from '../options/contender-options.js'
+import {
+  MAX_PERMITS,
+  MAX_PERMITS_EVERY_VERSION,
+  type SemaphoreOptions,
+} from '../options/contender-options.js'
 import { closeOnDispose, type asyncDispose } from '../handle/close-on-dispose.js'
 import type { SlotGuard } from '../handle/slot-guard.js'
 import { semaphore, type Semaphore } from './semaphore.js'
@@ -164,8 +168,9 @@ function maxReadersOf(options: ReadWriteLockOptions): number {
     throw new SemaphoreError(
       'InvalidOptions',
       `option maxReaders: ${JSON.stringify(maxReaders)} must be a whole number from 1 to ` +
-        `${MAX_PERMITS}. A writer takes every reader's slot in one Consul transaction, which ` +
-        `holds at most 64 operations on every Consul version.`,
+        `${MAX_PERMITS}. A writer takes every reader's slot in one Consul transaction of ` +
+        `maxReaders + 2 operations, and no Consul version takes more than ${MAX_PERMITS + 2} ` +
+        `(more than ${MAX_PERMITS_EVERY_VERSION} readers need Consul 1.14 or later).`,
     )
   }
   return maxReaders

@@ -166,14 +166,32 @@ describe('read-write lock', { timeout: SUITE_TIMEOUT_MS }, () => {
     assert.equal(keys.length, 2, `the reader's key and .lock (${keys.join(', ')})`)
   })
 
-  it('refuses a maxReaders no writer can take in one transaction, and options it does not take', async () => {
+  it('refuses a maxReaders no writer can take in one transaction, and options it does not take', async (t) => {
     assert.throws(
-      () => readWriteLock({ prefix: 'p', maxReaders: 62 }),
+      () => readWriteLock({ prefix: 'p', maxReaders: 127 }),
       (error: unknown) =>
         error instanceof SemaphoreError &&
         error.kind === 'InvalidOptions' &&
-        /maxReaders/.test(error.message),
+        /maxReaders: 127 must be a whole number from 1 to 126/.test(error.message),
     )
+    // 63 readers fit Consul from 1.14 on; on this agent (1.8.7) the writer fails as it starts.
+    const prefix = testPrefix(t, agent.url, 'rw-many-readers')
+    let ran = false
+    await assert.rejects(
+      withWriteLock({ prefix, maxReaders: 63, consul: agent.client }, () => {
+        ran = true
+        return Promise.resolve()
+      }),
+      (error: unknown) =>
+        error instanceof SemaphoreError &&
+        error.kind === 'InvalidOptions' &&
+        /a request of 63 permits .* Consul 1\.8\.7 takes at most 64/.test(error.message),
+    )
+    assert.equal(ran, false)
+    const reader = await withReadLock({ prefix, maxReaders: 63, consul: agent.client }, () =>
+      Promise.resolve('read'),
+    )
+    assert.equal(reader, 'read', 'a reader of the same lock takes one slot')
     await assert.rejects(
       withWriteLock({ prefix: 'p', limit: 3 } as never, () => Promise.resolve()),
       (error: unknown) => error instanceof SemaphoreError && /limit/.test(error.message),

@@ -4,7 +4,8 @@
 // may not read the version counts on 64; and an agent that claims 1.14 but is not shows what a
 // wrong limit comes to: a clear error, nothing written. The drain batches its writes to the limit.
 // allSlots, whose grant writes two operations per semaphore, asks the version when it lists more
-// than 32, and fails before writing anything when they do not fit.
+// than 32, and a request of several permits, whose grant takes permits + 2 operations, when it
+// asks for more than 62: each fails before writing anything when they do not fit.
 // Each test puts its own fault proxy between its client and the agent, to see what was sent.
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
@@ -235,6 +236,82 @@ describe("the agent's transaction limit", () => {
     const grants = proxy.requests().filter((r) => r.path === '/v1/txn' && r.answer?.status === 413)
     assert.equal(grants.length, 1, 'the refused grant was not sent again')
     await emptied(prefix)
+  })
+
+  it('permits on Consul 1.8.7: 62 hold unasked (a grant of 64 operations), 63 fail before any session is made', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'txn-limit-permits')
+    const { proxy, client } = await proxied(t, 'pass')
+
+    // Its 62 sessions are made at once, each request listening to one abort signal.
+    const warnings: string[] = []
+    const onWarning = (warning: Error): void => void warnings.push(warning.name)
+    process.on('warning', onWarning)
+    t.after(() => process.off('warning', onWarning))
+    const fits = closing(
+      t,
+      semaphore({ prefix: `${prefix}/fits`, limit: 62, permits: 62, consul: client }),
+    )
+    keep(t, fits.holding$.subscribe())
+    await firstValueFrom(fits.holding$.pipe(filter(Boolean)))
+    assert.equal(seen(proxy, 'GET /v1/agent/self'), 0, 'a grant of 64 operations asks nothing')
+    assert.deepEqual(warnings, [], 'no warning from Node')
+    await fits.close()
+
+    proxy.resetCounts()
+    const many = closing(
+      t,
+      semaphore({ prefix: `${prefix}/many`, limit: 63, permits: 63, consul: client }),
+    )
+    await assert.rejects(
+      lastValueFrom(many.holding$),
+      invalid(
+        /a request of 63 permits takes them in one transaction of 65 operations/,
+        /Consul 1\.8\.7 takes at most 64 operations in one transaction/,
+        /Ask for at most 62 permits on this agent/,
+        /No session was made/,
+      ),
+    )
+    assert.equal(seen(proxy, 'GET /v1/agent/self'), 1)
+    assert.equal(seen(proxy, 'PUT /v1/session/create'), 0, 'no session was made')
+    assert.equal(seen(proxy, 'PUT /v1/txn'), 0, 'nothing was written')
+  })
+
+  it('permits on an agent that claims 1.14: the grant of 63 refused with 413 ends the contender clean', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'txn-limit-permits-claim')
+    const { proxy, client } = await proxied(
+      t,
+      agentSelf({
+        rewrite: (_path, json) => {
+          const self = json as { Config: Record<string, unknown> }
+          return { ...self, Config: { ...self.Config, Version: '1.14.0' } }
+        },
+      }),
+    )
+    const many = closing(t, semaphore({ prefix, limit: 63, permits: 63, consul: client }))
+    await assert.rejects(lastValueFrom(many.holding$), (error: unknown) => {
+      assert.ok(error instanceof SemaphoreError, String(error))
+      assert.match(error.message, /413: Transaction contains too many operations \(65 > 64\)/)
+      return true
+    })
+    const txns = proxy.requests().filter((r) => r.path === '/v1/txn')
+    assert.deepEqual(
+      txns.map((r) => r.answer?.status),
+      [413],
+      'the refused grant is the only write, and is not sent again',
+    )
+    assert.equal(seen(proxy, 'PUT /v1/session/create'), 63)
+    await emptied(prefix)
+  })
+
+  it('permits beyond what any agent takes are refused at once, saying why', () => {
+    assert.throws(
+      () => semaphore({ prefix: 'p', limit: 200, permits: 127 }),
+      invalid(/127 must be a whole number from 1 to 126: .* no Consul version takes more than 128/),
+    )
+    assert.throws(
+      () => semaphore({ prefix: 'p', limit: 4, permits: 5 }),
+      invalid(/5 must be a whole number from 1 to 4: a request for more slots than the limit/),
+    )
   })
 
   it('the drain of a limit of 70 on Consul 1.8.7 writes in transactions of at most 64', async (t) => {

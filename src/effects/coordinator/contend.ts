@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import * as E from 'fp-ts/lib/Either.js'
 import {
   Observable,
@@ -23,7 +24,8 @@ import { decideOptions } from '../../core/contender/decide-patiently.js'
 import { decide as decideSemaphore, type DecideOptions } from '../../core/semaphore/decide.js'
 import type { ViewCache } from '../../core/semaphore/view-cache.js'
 import type { Decision, Handed } from '../../core/events.js'
-import type { SemaphoreError } from '../../base/semaphore-error.js'
+import { SemaphoreError } from '../../base/semaphore-error.js'
+import { agentTxnLimit } from '../../consul/txn-limit.js'
 import type { ResolvedContenderOptions } from '../../options/contender-options.js'
 import {
   contenderTelemetry,
@@ -283,6 +285,9 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
   session(from: SessionSource): Observable<SessionGrant> {
     return new Observable<SessionGrant>((subscriber) => {
       const controller = new AbortController()
+      // A request of several permits creates a session for each at once, each call listening to
+      // this one signal: that many listeners are expected, not a leak for Node to warn about.
+      if (this.permits >= 10) setMaxListeners(this.permits + 1, controller.signal)
       const { answer, adopted } = this.ask(from, controller.signal)
       let answered = false
       void answer.then((created) => {
@@ -460,8 +465,11 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
       )
       return { answer, adopted: false }
     }
-    // Several permits: a session for each, made together; any failure destroys the others.
-    const answer = Promise.all(Array.from({ length: permits }, create)).then((made) => {
+    // Several permits: a session for each, made together, once the grant is known to fit the
+    // agent's transactions; any failure destroys the others.
+    const answer = grantFits(client, permits, signal).then(async (fits) => {
+      if (E.isLeft(fits)) return fits
+      const made = await Promise.all(Array.from({ length: permits }, create))
       const failed = made.find(E.isLeft)
       const sessions = made.flatMap((one) => (E.isRight(one) ? [one.right] : []))
       if (failed !== undefined) {
@@ -539,6 +547,32 @@ class FollowingMember implements CoordinatedMember, FollowSink, Unsubscribable {
 }
 
 /** A teardown that stops `lease`, and keeps nothing else. */
+/**
+ * Whether the grant of a request of `permits` fits its agent's transactions: one transaction of
+ * permits + 2 operations (its key's check, a lock per companion, the CAS of `.lock`, its key's
+ * rewrite). Up to 64 operations, which every version takes, it answers at once; beyond, the
+ * agent's limit decides (`agentTxnLimit`, asked once per client), and a grant that cannot fit is
+ * the contender's failure, SemaphoreError('InvalidOptions'), before any session is made.
+ */
+async function grantFits(
+  client: ConsulClient,
+  permits: number,
+  signal: AbortSignal,
+): Promise<E.Either<unknown, void>> {
+  const needed = permits + 2
+  const limit = await agentTxnLimit(client, needed, { signal })()
+  if (E.isLeft(limit)) return limit
+  if (needed <= limit.right.ops) return E.right(undefined)
+  return E.left(
+    new SemaphoreError(
+      'InvalidOptions',
+      `a request of ${permits} permits takes them in one transaction of ${needed} operations: ` +
+        `${limit.right.why}. Ask for at most ${limit.right.ops - 2} permits on this agent (a ` +
+        'writer of a read-write lock asks for maxReaders). No session was made.',
+    ),
+  )
+}
+
 function stopping(lease: SessionLease): () => void {
   return () => lease.stop()
 }

@@ -3,6 +3,7 @@ import type { ConsulClient } from '../consul/client-api.js'
 import { SEMAPHORE_FLAGS } from '../base/flags.js'
 import type { TxnOp } from '../base/txn.js'
 import { wakeOps } from '../core/release/release-ops.js'
+import { agentTxnLimit } from '../consul/txn-limit.js'
 import { waitersToWake } from '../core/semaphore/wake-waiters.js'
 import { lockKey } from '../core/keys/lock-key.js'
 import { relimitLockBody } from '../core/lock-body/relimit-lock-body.js'
@@ -64,13 +65,6 @@ export interface LimitChange {
 }
 
 /**
- * The most waiters a raise wakes in its transaction: with `.lock`'s CAS, 63 operations, within the
- * 64 of a transaction on every Consul version. Waiters admitted beyond them find their slot at
- * their next listing.
- */
-const MOST_WOKEN = 31
-
-/**
  * Changes the limit of the semaphore at `prefix` live, by a CAS of `<prefix>/.lock` that keeps its
  * holders and its shape: no one's slot is taken, and no acquisition or release in between is lost
  * (a lost CAS reads the prefix again). Contenders with `followLimit` take the new limit at their
@@ -123,10 +117,16 @@ export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
       // A transaction rather than a PUT: its answer carries the ModifyIndex the write made. A
       // raise wakes the waiters of ours it admits.
       const { body, cas } = write.right
-      const woken =
+      const admitted =
         limit > (write.right.previous ?? limit)
-          ? waitersToWake(listed, prefix, limit, MOST_WOKEN)
+          ? waitersToWake(listed, prefix, limit, Infinity)
           : []
+      // `.lock`'s CAS and two operations per waiter: as many waiters as the agent's transaction
+      // takes (31 before Consul 1.14, 63 from it on); those beyond find their slot at their next
+      // listing.
+      const needed = 1 + 2 * admitted.length
+      const room = await calls.call((s) => agentTxnLimit(client, needed, { signal: s }))
+      const woken = admitted.slice(0, Math.floor((room.ops - 1) / 2))
       const ops: TxnOp[] = [
         { verb: 'cas', key, value: body, flags: SEMAPHORE_FLAGS, index: cas },
         ...wakeOps(woken),

@@ -5,16 +5,24 @@
 // wrong limit comes to: a clear error, nothing written. The drain batches its writes to the limit.
 // allSlots, whose grant writes two operations per semaphore, asks the version when it lists more
 // than 32, and a request of several permits, whose grant takes permits + 2 operations, when it
-// asks for more than 62: each fails before writing anything when they do not fit.
+// asks for more than 62: each fails before writing anything when they do not fit. A raise of the
+// limit wakes as many of the waiters it admits as its transaction takes.
 // Each test puts its own fault proxy between its client and the agent, to see what was sent.
 import assert from 'node:assert/strict'
 import { describe, it, type TestContext } from 'node:test'
 import { filter, firstValueFrom, lastValueFrom } from 'rxjs'
-import { SemaphoreError, allSlots, drain, liftDrain, semaphore } from '../../src/index.js'
+import { SemaphoreError, allSlots, drain, liftDrain, semaphore, setLimit } from '../../src/index.js'
+import { CONTENDER_FLAGS } from '../../src/base/flags.js'
 import { createConsulClient, type ConsulHttpClient } from '../../src/consul/client.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { startFaultProxy, type FaultMode, type FaultProxy } from '../support/fault-proxy.js'
-import { eventually, listPrefix } from '../support/observe.js'
+import {
+  createRawSession,
+  destroyRawSession,
+  eventually,
+  listPrefix,
+  putRaw,
+} from '../support/observe.js'
 import { closing, keep, testPrefix } from '../support/tracked.js'
 
 const utf8 = new TextEncoder()
@@ -312,6 +320,59 @@ describe("the agent's transaction limit", () => {
       () => semaphore({ prefix: 'p', limit: 4, permits: 5 }),
       invalid(/5 must be a whole number from 1 to 4: a request for more slots than the limit/),
     )
+  })
+
+  it('setLimit on Consul 1.8.7 wakes 31 of the 40 waiters a raise admits, in its one transaction of 63 operations', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'txn-limit-relimit')
+    await holder(t, prefix, agent.client)
+    // Forty waiters of this library, as Consul shows them: each key locked by its own session with
+    // the waiting contender's flags. They are keys only, so that what the raise wrote stays.
+    const waiters = await Promise.all(
+      Array.from({ length: 40 }, () =>
+        createRawSession(agent.url, { Name: 'txn-limit waiter', TTL: '30s', Behavior: 'delete' }),
+      ),
+    )
+    t.after(() => Promise.all(waiters.map((id) => destroyRawSession(agent.url, id))))
+    for (const id of waiters) {
+      assert.ok(
+        await putRaw(agent.url, `${prefix}/${id}`, '', `acquire=${id}&flags=${CONTENDER_FLAGS}`),
+      )
+    }
+    const { proxy, client } = await proxied(t, 'pass')
+
+    const change = await setLimit({ prefix, limit: 41, consul: client })
+    const woken = (await listPrefix(agent.url, prefix)).filter(
+      (e) =>
+        waiters.includes(e.Key.slice(prefix.length + 1)) && BigInt(e.ModifyIndex) === change.index,
+    )
+    assert.equal(woken.length, 31, 'the waiters whose keys the raise rewrote')
+    assert.equal(seen(proxy, 'GET /v1/agent/self'), 1, 'the agent was asked its version')
+    assert.deepEqual(
+      proxy
+        .requests()
+        .filter((r) => r.path === '/v1/txn')
+        .map((r) => r.answer?.status),
+      [200],
+    )
+
+    // Raised again through an agent that claims 1.14: all 40 are woken in one transaction of 81
+    // operations, which the real agent refuses whole, so the limit stays as it was.
+    const claimed = await proxied(
+      t,
+      agentSelf({
+        rewrite: (_path, json) => {
+          const self = json as { Config: Record<string, unknown> }
+          return { ...self, Config: { ...self.Config, Version: '1.14.0' } }
+        },
+      }),
+    )
+    await assert.rejects(
+      setLimit({ prefix, limit: 42, consul: claimed.client }),
+      (error: unknown) =>
+        error instanceof SemaphoreError &&
+        /413: Transaction contains too many operations \(81 > 64\)/.test(error.message),
+    )
+    assert.equal((await setLimit({ prefix, limit: 41, consul: agent.client })).previous, 41)
   })
 
   it('the drain of a limit of 70 on Consul 1.8.7 writes in transactions of at most 64', async (t) => {

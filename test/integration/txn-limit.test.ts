@@ -60,6 +60,14 @@ const agentSelf = (then: FaultMode): FaultMode => ({
   then,
 })
 
+/** `/v1/agent/self` answered as the agent does, but naming Consul 1.14.0. */
+const claims114 = agentSelf({
+  rewrite: (_path, json) => {
+    const self = json as { Config: Record<string, unknown> }
+    return { ...self, Config: { ...self.Config, Version: '1.14.0' } }
+  },
+})
+
 describe("the agent's transaction limit", () => {
   const agent = agentSuite()
 
@@ -135,15 +143,7 @@ describe("the agent's transaction limit", () => {
 
   it("an agent that claims 1.14 gets up to 127 of the caller's operations; 1.8.7 refuses 65 and fencedTxn says so", async (t) => {
     const prefix = testPrefix(t, agent.url, 'txn-limit-claim')
-    const { proxy, client } = await proxied(
-      t,
-      agentSelf({
-        rewrite: (_path, json) => {
-          const self = json as { Config: Record<string, unknown> }
-          return { ...self, Config: { ...self.Config, Version: '1.14.0' } }
-        },
-      }),
-    )
+    const { proxy, client } = await proxied(t, claims114)
     const sem = await holder(t, prefix, client)
     const base = `${prefix}-data/w`
     const txnsBefore = seen(proxy, 'PUT /v1/txn')
@@ -223,15 +223,7 @@ describe("the agent's transaction limit", () => {
 
   it('allSlots on an agent that claims 1.14: 33 semaphores join, and the grant refused with 413 ends it clean', async (t) => {
     const prefix = testPrefix(t, agent.url, 'txn-limit-all-claim')
-    const { proxy, client } = await proxied(
-      t,
-      agentSelf({
-        rewrite: (_path, json) => {
-          const self = json as { Config: Record<string, unknown> }
-          return { ...self, Config: { ...self.Config, Version: '1.14.0' } }
-        },
-      }),
-    )
+    const { proxy, client } = await proxied(t, claims114)
     const many = ofSemaphores(t, prefix, 33, client)
     await assert.rejects(
       lastValueFrom(many.state$),
@@ -286,15 +278,7 @@ describe("the agent's transaction limit", () => {
 
   it('permits on an agent that claims 1.14: the grant of 63 refused with 413 ends the contender clean', async (t) => {
     const prefix = testPrefix(t, agent.url, 'txn-limit-permits-claim')
-    const { proxy, client } = await proxied(
-      t,
-      agentSelf({
-        rewrite: (_path, json) => {
-          const self = json as { Config: Record<string, unknown> }
-          return { ...self, Config: { ...self.Config, Version: '1.14.0' } }
-        },
-      }),
-    )
+    const { proxy, client } = await proxied(t, claims114)
     const many = closing(t, semaphore({ prefix, limit: 63, permits: 63, consul: client }))
     await assert.rejects(lastValueFrom(many.holding$), (error: unknown) => {
       assert.ok(error instanceof SemaphoreError, String(error))
@@ -357,15 +341,7 @@ describe("the agent's transaction limit", () => {
 
     // Raised again through an agent that claims 1.14: all 40 are woken in one transaction of 81
     // operations, which the real agent refuses whole, so the limit stays as it was.
-    const claimed = await proxied(
-      t,
-      agentSelf({
-        rewrite: (_path, json) => {
-          const self = json as { Config: Record<string, unknown> }
-          return { ...self, Config: { ...self.Config, Version: '1.14.0' } }
-        },
-      }),
-    )
+    const claimed = await proxied(t, claims114)
     await assert.rejects(
       setLimit({ prefix, limit: 42, consul: claimed.client }),
       (error: unknown) =>

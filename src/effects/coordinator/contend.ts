@@ -546,7 +546,6 @@ class FollowingMember implements CoordinatedMember, FollowSink, Unsubscribable {
   }
 }
 
-/** A teardown that stops `lease`, and keeps nothing else. */
 /**
  * Whether the grant of a request of `permits` fits its agent's transactions: one transaction of
  * permits + 2 operations (its key's check, a lock per companion, the CAS of `.lock`, its key's
@@ -573,6 +572,7 @@ async function grantFits(
   )
 }
 
+/** A teardown that stops `lease`, and keeps nothing else. */
 function stopping(lease: SessionLease): () => void {
   return () => lease.stop()
 }

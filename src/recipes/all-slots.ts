@@ -311,6 +311,7 @@ class AllSlotsRun {
     const needed = 2 * this.plan.targets.length
     if (needed <= TXN_OPS_EVERY_VERSION || this.txnLimit !== undefined) return true
     const read = await agentTxnLimit(this.client, needed)()
+    if (this.closed) return false
     // Only a caller's abort fails the read, and none is given: the limit is always known here.
     if (E.isLeft(read)) return true
     this.txnLimit = read.right

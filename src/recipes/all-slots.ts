@@ -23,7 +23,14 @@ import {
 } from 'rxjs'
 import { ALL_SLOTS_FLAGS, SEMAPHORE_FLAGS } from '../base/flags.js'
 import type { KVSnapshot } from '../base/kv-snapshot.js'
-import { problemError, SemaphoreError, toSemaphoreError } from '../base/semaphore-error.js'
+import {
+  fromConsulError,
+  problemError,
+  SemaphoreError,
+  toSemaphoreError,
+} from '../base/semaphore-error.js'
+import type { ConsulError } from '../base/consul-error.js'
+import { isTransient } from '../base/failure-kinds.js'
 import type { TxnOp } from '../base/txn.js'
 import { TXN_OPS_EVERY_VERSION, TXN_OPS_FROM_1_14 } from '../base/txn-ops-limit.js'
 import type { ConsulClient } from '../consul/client-api.js'
@@ -268,6 +275,9 @@ function planAll(entries: readonly AllSlotsEntry[]): AllPlan {
 
 const utf8 = new TextEncoder()
 
+/** How long a contender waits after a write failed for a transient reason before it writes again. */
+const WRITE_RETRY_MS = 1000
+
 /**
  * One life of the contender, from its first subscription to `close()`: sessions one after the
  * other (a new one after each loss), each with its keys, its watch and its renewals.
@@ -281,8 +291,8 @@ class AllSlotsRun {
   private watch: Subscription | undefined
   private renewals: ReturnType<typeof setInterval> | undefined
   private expiry: ReturnType<typeof setTimeout> | undefined
-  /** The pending wait between two attempts, and how to end it early (close). */
-  private waiting: { timer: ReturnType<typeof setTimeout>; done: () => void } | undefined
+  /** The pending waits between two attempts, and how to end each early (close). */
+  private readonly waits = new Set<{ timer: ReturnType<typeof setTimeout>; done: () => void }>()
   private snapshots: (KVSnapshot | undefined)[] = []
   private granted: bigint | undefined
   private writing = false
@@ -365,7 +375,10 @@ class AllSlotsRun {
     }
   }
 
-  /** Makes the session's key in `prefixes`, in one transaction. */
+  /**
+   * Makes the session's key in `prefixes`, in one transaction: true once made. A refusal no retry
+   * fixes fails the contender; after a transient failure it waits a moment first (`failedWrite`).
+   */
   private async join(session: string, prefixes: readonly string[]): Promise<boolean> {
     const value = utf8.encode(this.plan.value)
     const ops: TxnOp[] = prefixes.map((prefix) => ({
@@ -376,7 +389,22 @@ class AllSlotsRun {
       session,
     }))
     const answer = await this.client.kv.txn(ops)()
+    if (E.isLeft(answer)) await this.failedWrite(answer.left, 'making its keys')
     return E.isRight(answer) && answer.right.committed
+  }
+
+  /**
+   * After a write Consul did not take: a failure no retry fixes (a refusal: ACLs, a bad request)
+   * fails the contender, saying what it was doing; a transient one (unreachable, a timeout, a
+   * 5xx) waits WRITE_RETRY_MS before the next decision writes again, so that an agent that answers
+   * at once with an error is not asked again and again.
+   */
+  private async failedWrite(error: ConsulError, doing: string): Promise<void> {
+    if (this.closed) return
+    if (!isTransient(error)) {
+      return this.fail(fromConsulError(error, `allSlots, ${doing}`))
+    }
+    await this.pause(WRITE_RETRY_MS)
   }
 
   private follow(session: string): void {
@@ -474,7 +502,8 @@ class AllSlotsRun {
         ),
       )
     }
-    if (E.isRight(answer) && answer.right.committed) {
+    if (E.isLeft(answer)) return this.failedWrite(answer.left, 'writing every .lock')
+    if (answer.right.committed) {
       const index = answer.right.results.reduce(
         (most, entry) => (entry.modifyIndex > most ? entry.modifyIndex : most),
         0n,
@@ -577,17 +606,22 @@ class AllSlotsRun {
   private pause(ms: number): Promise<void> {
     if (this.closed) return Promise.resolve()
     return new Promise<void>((done) => {
-      this.waiting = { timer: setTimeout(done, ms), done: () => done() }
-    }).then(() => {
-      this.waiting = undefined
+      const wait = {
+        timer: setTimeout(() => wait.done(), ms),
+        done: () => {
+          this.waits.delete(wait)
+          done()
+        },
+      }
+      this.waits.add(wait)
     })
   }
 
   close(): Promise<void> {
     this.closed = true
-    if (this.waiting !== undefined) {
-      clearTimeout(this.waiting.timer)
-      this.waiting.done()
+    for (const wait of this.waits) {
+      clearTimeout(wait.timer)
+      wait.done()
     }
     // Never rejects: each step gives up on its own (the session then expires by its TTL, and the
     // next writer of each prefix prunes it).

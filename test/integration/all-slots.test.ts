@@ -8,9 +8,18 @@ import { resolve } from 'node:path'
 import { after, describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
 import { ALL_SLOTS_FLAGS } from '../../src/base/flags.js'
-import { allSlots, SemaphoreError, withSlots, type ConsulClient } from '../../src/index.js'
+import { filter, firstValueFrom } from 'rxjs'
+import {
+  allSlots,
+  semaphore,
+  SemaphoreError,
+  withSlots,
+  type ConsulClient,
+} from '../../src/index.js'
+import { createConsulClient } from '../../src/consul/client.js'
 import { holdingConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
+import { startFaultProxy } from '../support/fault-proxy.js'
 import { startChild } from '../support/default-client-child.js'
 import {
   eventually,
@@ -20,7 +29,7 @@ import {
   SEMAPHORE_FLAGS as LOCK_BODY_FLAGS,
 } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { onEnd, testPrefix, type Scope } from '../support/tracked.js'
+import { keep, onEnd, testPrefix, type Scope } from '../support/tracked.js'
 import type { AllSlotsLoopMessage } from './fixtures/all-slots-loop.js'
 
 const fixture = resolve(import.meta.dirname, 'fixtures/all-slots-loop.ts')
@@ -224,6 +233,57 @@ describe('a slot of every one of several semaphores', { timeout: SUITE_TIMEOUT_M
         ? true
         : undefined
     })
+  })
+
+  it('waits a moment after a grant Consul failed to answer, and stops at a grant it refuses', async (t) => {
+    const [a, b] = ['grant-a', 'grant-b'].map((n) =>
+      testPrefix(t, agent.url, `all-slots-${n}`),
+    ) as [string, string]
+    const proxy = await startFaultProxy(agent.addr)
+    onEnd(t, () => proxy.close())
+    const client = createConsulClient({ address: proxy.addr })
+    onEnd(t, () => client.close())
+    // a's slot is held by another contender, so this one joins and waits.
+    const other = semaphore({ prefix: a, limit: 1, consul: agent.client })
+    onEnd(t, () => other.close())
+    keep(t, other.holding$.subscribe())
+    await firstValueFrom(other.holding$.pipe(filter(Boolean)))
+    const both = allSlots([
+      { prefix: a, limit: 1, consul: client },
+      { prefix: b, limit: 1, consul: client },
+    ])
+    onEnd(t, () => both.close())
+    const ended = new Promise<unknown>((resolve) => {
+      const sub = both.state$.subscribe({ error: resolve })
+      onEnd(t, () => sub.unsubscribe())
+    })
+    await firstValueFrom(both.state$.pipe(filter((s) => s.ranks.length === 2)))
+    const grants = () => proxy.requests().filter((r) => r.method === 'PUT' && r.path === '/v1/txn')
+
+    // Every transaction answered 500: the grant is tried again only after a pause.
+    proxy.resetCounts()
+    proxy.setMode({ when: { method: 'PUT', pathPrefix: '/v1/txn' }, then: 'error500' })
+    await other.close()
+    const [first, second] = await eventually(
+      'two grants answered 500',
+      () => (grants().length >= 2 ? grants() : undefined),
+      30_000,
+    )
+    assert.ok(first !== undefined && second !== undefined)
+    assert.ok(second.at - first.at >= 900, `tried again after ${second.at - first.at} ms`)
+
+    // A refusal (403): it stops, saying so, and does not write again.
+    proxy.setMode({
+      when: { method: 'PUT', pathPrefix: '/v1/txn' },
+      then: { status: 403, body: 'Permission denied' },
+    })
+    const failure = await ended
+    assert.ok(failure instanceof SemaphoreError, String(failure))
+    assert.equal(failure.kind, 'PermissionDenied', failure.message)
+    assert.match(failure.message, /allSlots, writing every \.lock/)
+    await both.close()
+    const refused = grants().filter((r) => r.answer?.status === 403)
+    assert.ok(refused.length <= 3, `${refused.length} transactions refused`)
   })
 
   it('refuses more semaphores than one transaction takes, a prefix listed twice, and session options that differ', () => {

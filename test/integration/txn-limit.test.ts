@@ -60,6 +60,13 @@ const agentSelf = (then: FaultMode): FaultMode => ({
   then,
 })
 
+/** The proxy saw the agent's version asked once, and no session made and no transaction sent. */
+function askedAndWroteNothing(proxy: FaultProxy): void {
+  assert.equal(seen(proxy, 'GET /v1/agent/self'), 1)
+  assert.equal(seen(proxy, 'PUT /v1/session/create'), 0, 'no session was made')
+  assert.equal(seen(proxy, 'PUT /v1/txn'), 0, 'nothing was written')
+}
+
 /** `/v1/agent/self` answered as the agent does, but naming Consul 1.14.0. */
 const claims114 = agentSelf({
   rewrite: (_path, json) => {
@@ -216,9 +223,7 @@ describe("the agent's transaction limit", () => {
         /List at most 32 on this agent\. Nothing was written/,
       ),
     )
-    assert.equal(seen(proxy, 'GET /v1/agent/self'), 1)
-    assert.equal(seen(proxy, 'PUT /v1/session/create'), 0, 'no session was made')
-    assert.equal(seen(proxy, 'PUT /v1/txn'), 0, 'no key was written')
+    askedAndWroteNothing(proxy)
   })
 
   it('allSlots on an agent that claims 1.14: 33 semaphores join, and the grant refused with 413 ends it clean', async (t) => {
@@ -271,9 +276,7 @@ describe("the agent's transaction limit", () => {
         /No session was made/,
       ),
     )
-    assert.equal(seen(proxy, 'GET /v1/agent/self'), 1)
-    assert.equal(seen(proxy, 'PUT /v1/session/create'), 0, 'no session was made')
-    assert.equal(seen(proxy, 'PUT /v1/txn'), 0, 'nothing was written')
+    askedAndWroteNothing(proxy)
   })
 
   it('permits on an agent that claims 1.14: the grant of 63 refused with 413 ends the contender clean', async (t) => {

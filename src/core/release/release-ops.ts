@@ -142,7 +142,7 @@ export function rewriteKeyOps(
  *
  * @example
  * ```ts
- * const ops = [casOfLock, ...wakeOps(waitersToWake(listing, prefix, 5, 31))]
+ * const ops = [casOfLock, ...wakeOps(waitersToWake(listing, prefix, 5).slice(0, 31))]
  * ```
  * @param waiters - The waiters' entries, as listed.
  * @returns Two operations per waiter, in order.

@@ -118,9 +118,7 @@ export async function setLimit(options: SetLimitOptions): Promise<LimitChange> {
       // raise wakes the waiters of ours it admits.
       const { body, cas } = write.right
       const admitted =
-        limit > (write.right.previous ?? limit)
-          ? waitersToWake(listed, prefix, limit)
-          : []
+        limit > (write.right.previous ?? limit) ? waitersToWake(listed, prefix, limit) : []
       // `.lock`'s CAS and two operations per waiter: as many waiters as the agent's transaction
       // takes (31 before Consul 1.14, 63 from it on); those beyond find their slot at their next
       // listing.

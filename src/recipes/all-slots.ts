@@ -30,7 +30,7 @@ import {
   toSemaphoreError,
 } from '../base/semaphore-error.js'
 import type { ConsulError } from '../base/consul-error.js'
-import { isTransient } from '../base/failure-kinds.js'
+import { judgeFailure } from '../base/failure-verdict.js'
 import type { TxnOp } from '../base/txn.js'
 import { TXN_OPS_EVERY_VERSION, TXN_OPS_FROM_1_14 } from '../base/txn-ops-limit.js'
 import type { ConsulClient } from '../consul/client-api.js'
@@ -302,6 +302,8 @@ class AllSlotsRun {
    * operations than every version takes (`agentTxnLimit`); undefined while they fit in those.
    */
   private txnLimit: TxnLimit | undefined
+  /** The writes answered in a row with a 500 naming an ACL problem (`judgeFailure`). */
+  private aclInRow = 0
 
   constructor(
     private readonly plan: AllPlan,
@@ -390,20 +392,24 @@ class AllSlotsRun {
     }))
     const answer = await this.client.kv.txn(ops)()
     if (E.isLeft(answer)) await this.failedWrite(answer.left, 'making its keys')
+    else this.aclInRow = 0
     return E.isRight(answer) && answer.right.committed
   }
 
   /**
-   * After a write Consul did not take: a failure no retry fixes (a refusal: ACLs, a bad request)
-   * fails the contender, saying what it was doing; a transient one (unreachable, a timeout, a
-   * 5xx) waits WRITE_RETRY_MS before the next decision writes again, so that an agent that answers
-   * at once with an error is not asked again and again.
+   * After a write Consul did not take, judged as every retry loop of the library judges
+   * (`judgeFailure`): a failure no retry fixes (a refusal: ACLs, a bad request, or the fifth 500
+   * in a row naming an ACL problem) fails the contender, saying what it was doing; a transient
+   * one (unreachable, a timeout, a 5xx) waits WRITE_RETRY_MS before the next decision writes
+   * again, so that an agent that answers at once with an error is not asked again and again.
    */
   private async failedWrite(error: ConsulError, doing: string): Promise<void> {
     if (this.closed) return
-    if (!isTransient(error)) {
-      return this.fail(fromConsulError(error, `allSlots, ${doing}`))
+    const verdict = judgeFailure(error, this.aclInRow)
+    if (verdict.verdict === 'permanent') {
+      return this.fail(fromConsulError(verdict.error, `allSlots, ${doing}`))
     }
+    this.aclInRow = verdict.aclInRow
     await this.pause(WRITE_RETRY_MS)
   }
 
@@ -503,6 +509,7 @@ class AllSlotsRun {
       )
     }
     if (E.isLeft(answer)) return this.failedWrite(answer.left, 'writing every .lock')
+    this.aclInRow = 0
     if (answer.right.committed) {
       const index = answer.right.results.reduce(
         (most, entry) => (entry.modifyIndex > most ? entry.modifyIndex : most),

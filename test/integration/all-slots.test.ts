@@ -235,15 +235,19 @@ describe('a slot of every one of several semaphores', { timeout: SUITE_TIMEOUT_M
     })
   })
 
-  it('waits a moment after a grant Consul failed to answer, and stops at a grant it refuses', async (t) => {
-    const [a, b] = ['grant-a', 'grant-b'].map((n) =>
+  /**
+   * An allSlots contender through a fault proxy, joined in prefixes a and b and waiting for a's
+   * slot, which another contender holds; `free()` gives that slot back, so that it grants next.
+   * `ended` is the error its `state$` ends with; `grants()` the transactions the proxy saw.
+   */
+  async function waitingToGrant(t: Scope, name: string) {
+    const [a, b] = [`${name}-a`, `${name}-b`].map((n) =>
       testPrefix(t, agent.url, `all-slots-${n}`),
     ) as [string, string]
     const proxy = await startFaultProxy(agent.addr)
     onEnd(t, () => proxy.close())
     const client = createConsulClient({ address: proxy.addr })
     onEnd(t, () => client.close())
-    // a's slot is held by another contender, so this one joins and waits.
     const other = semaphore({ prefix: a, limit: 1, consul: agent.client })
     onEnd(t, () => other.close())
     keep(t, other.holding$.subscribe())
@@ -258,12 +262,28 @@ describe('a slot of every one of several semaphores', { timeout: SUITE_TIMEOUT_M
       onEnd(t, () => sub.unsubscribe())
     })
     await firstValueFrom(both.state$.pipe(filter((s) => s.ranks.length === 2)))
-    const grants = () => proxy.requests().filter((r) => r.method === 'PUT' && r.path === '/v1/txn')
-
-    // Every transaction answered 500: the grant is tried again only after a pause.
     proxy.resetCounts()
+    return {
+      proxy,
+      both,
+      ended,
+      free: () => other.close(),
+      grants: () => proxy.requests().filter((r) => r.method === 'PUT' && r.path === '/v1/txn'),
+    }
+  }
+
+  /** `failure` is a PermissionDenied of the grant. */
+  const grantRefused = (failure: unknown): void => {
+    assert.ok(failure instanceof SemaphoreError, String(failure))
+    assert.equal(failure.kind, 'PermissionDenied', failure.message)
+    assert.match(failure.message, /allSlots, writing every \.lock/)
+  }
+
+  it('waits a moment after a grant Consul failed to answer, and stops at a grant it refuses', async (t) => {
+    const { proxy, both, ended, free, grants } = await waitingToGrant(t, 'grant')
+    // Every transaction answered 500: the grant is tried again only after a pause.
     proxy.setMode({ when: { method: 'PUT', pathPrefix: '/v1/txn' }, then: 'error500' })
-    await other.close()
+    await free()
     const [first, second] = await eventually(
       'two grants answered 500',
       () => (grants().length >= 2 ? grants() : undefined),
@@ -273,17 +293,30 @@ describe('a slot of every one of several semaphores', { timeout: SUITE_TIMEOUT_M
     assert.ok(second.at - first.at >= 900, `tried again after ${second.at - first.at} ms`)
 
     // A refusal (403): it stops, saying so, and does not write again.
+    const before = grants().length
     proxy.setMode({
       when: { method: 'PUT', pathPrefix: '/v1/txn' },
       then: { status: 403, body: 'Permission denied' },
     })
-    const failure = await ended
-    assert.ok(failure instanceof SemaphoreError, String(failure))
-    assert.equal(failure.kind, 'PermissionDenied', failure.message)
-    assert.match(failure.message, /allSlots, writing every \.lock/)
+    grantRefused(await ended)
     await both.close()
-    const refused = grants().filter((r) => r.answer?.status === 403)
-    assert.ok(refused.length <= 3, `${refused.length} transactions refused`)
+    assert.equal(
+      grants().length - before,
+      2,
+      "the refused grant, then the give-back's read of every .lock: nothing written again",
+    )
+  })
+
+  it('stops at the fifth grant in a row answered 500 for an ACL problem, as every contender does', async (t) => {
+    const { proxy, both, ended, free, grants } = await waitingToGrant(t, 'grant-acl')
+    proxy.setMode({
+      when: { method: 'PUT', pathPrefix: '/v1/txn' },
+      then: { status: 500, body: 'rpc error making call: ACL not found' },
+    })
+    await free()
+    grantRefused(await ended)
+    await both.close()
+    assert.equal(grants().length, 6, "five grants, then the give-back's read of every .lock")
   })
 
   it('refuses more semaphores than one transaction takes, a prefix listed twice, and session options that differ', () => {

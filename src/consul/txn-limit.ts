@@ -13,6 +13,7 @@ import type { CallOptions, ConsulClient } from './client-api.js'
 import type { ConsulError } from '../base/consul-error.js'
 import { agentVersion } from '../base/consul-version.js'
 import { isTransient } from '../base/failure-kinds.js'
+import { SemaphoreError } from '../base/semaphore-error.js'
 import { maxTxnOps, TXN_OPS_EVERY_VERSION, TXN_OPS_FROM_1_14 } from '../base/txn-ops-limit.js'
 import { statusError, type Transport } from './http.js'
 
@@ -151,6 +152,36 @@ export function agentTxnLimit(
     }
     return untilAborted(lookup(), options.signal)
   }
+}
+
+/**
+ * @internal The error for a transaction the agent refused as too large (413: it applied none of
+ * it), else undefined: SemaphoreError('InvalidOptions') naming what was refused, the agent's own
+ * words, the limit the library counted on when it had asked, and what to do.
+ *
+ * @example
+ * const tooLarge = refusedAsTooLarge(error, 'the grant of 66 operations', limit, 'List fewer.')
+ * if (tooLarge !== undefined) throw tooLarge
+ * @param error - The failure of the transaction.
+ * @param what - What was refused, as the message names it.
+ * @param limit - The agent's limit, when it was asked for this transaction.
+ * @param remedy - The last sentence: what to do instead.
+ * @returns The error, or undefined for any other failure.
+ */
+export function refusedAsTooLarge(
+  error: ConsulError,
+  what: string,
+  limit: TxnLimit | undefined,
+  remedy: string,
+): SemaphoreError | undefined {
+  if (error._tag !== 'BadRequest' || error.status !== 413) return undefined
+  return new SemaphoreError(
+    'InvalidOptions',
+    `Consul refused ${what} (${error.message})` +
+      (limit === undefined ? '' : `; the library counted on ${limit.ops}: ${limit.why}`) +
+      `. ${remedy}`,
+    { cause: error },
+  )
 }
 
 /** `limit`, or Aborted when `signal` fires first. */

@@ -5,7 +5,7 @@
  */
 import * as E from 'fp-ts/lib/Either.js'
 import type { ConsulClient, TxnOp, TxnResult } from '../consul/client-api.js'
-import { agentTxnLimit, type TxnLimit } from '../consul/txn-limit.js'
+import { agentTxnLimit, refusedAsTooLarge, type TxnLimit } from '../consul/txn-limit.js'
 import { SemaphoreError, fromConsulError } from '../base/semaphore-error.js'
 import { TXN_OPS_EVERY_VERSION } from '../base/txn-ops-limit.js'
 
@@ -136,17 +136,13 @@ export function slotGuard(contender: GuardedContender): SlotGuard {
         .kv.txn([{ verb: 'check-session', key, session: now.session }, ...ops], options)()
       if (E.isLeft(answer)) {
         const error = answer.left
-        if (error._tag === 'BadRequest' && error.status === 413) {
-          // The agent refused the transaction as too large before applying any of it.
-          throw new SemaphoreError(
-            'InvalidOptions',
-            `Consul refused the fenced write of ${needed} operations, nothing was written ` +
-              `(${error.message})` +
-              (limit === undefined ? '' : `; the library counted on ${limit.ops}: ${limit.why}`) +
-              '. Split the write into several fenced transactions.',
-            { cause: error },
-          )
-        }
+        const tooLarge = refusedAsTooLarge(
+          error,
+          `the fenced write of ${needed} operations, nothing was written`,
+          limit,
+          'Split the write into several fenced transactions.',
+        )
+        if (tooLarge !== undefined) throw tooLarge
         // Whether it was written is unknown (the answer was lost), so it is not retried here.
         throw fromConsulError(error, 'the fenced write failed, it may or may not be written')
       }

@@ -35,7 +35,7 @@ import type { TxnOp } from '../base/txn.js'
 import { TXN_OPS_EVERY_VERSION, TXN_OPS_FROM_1_14 } from '../base/txn-ops-limit.js'
 import type { ConsulClient } from '../consul/client-api.js'
 import { borrowDefaultClient, type BorrowedClient } from '../consul/default-client.js'
-import { agentTxnLimit, type TxnLimit } from '../consul/txn-limit.js'
+import { agentTxnLimit, refusedAsTooLarge, type TxnLimit } from '../consul/txn-limit.js'
 import { leaseDeadline } from '../core/contender/lease-deadline.js'
 import { contenderKey } from '../core/keys/contender-key.js'
 import { lockKey } from '../core/keys/lock-key.js'
@@ -494,21 +494,17 @@ class AllSlotsRun {
     ])
     const answer = await this.client.kv.txn(ops)()
     if (this.closed || this.session !== session) return
-    if (E.isLeft(answer) && answer.left._tag === 'BadRequest' && answer.left.status === 413) {
-      // The agent refused the grant as too large, applying none of it: trying again cannot help.
-      const limit = this.txnLimit
-      return this.fail(
-        new SemaphoreError(
-          'InvalidOptions',
-          `Consul refused the grant of ${ops.length} operations, one transaction for every ` +
-            `.lock (${answer.left.message})` +
-            (limit === undefined ? '' : `; the library counted on ${limit.ops}: ${limit.why}`) +
-            '. List fewer semaphores.',
-          { cause: answer.left },
-        ),
+    if (E.isLeft(answer)) {
+      // Too large for the agent (it applied none of it): trying again cannot help.
+      const tooLarge = refusedAsTooLarge(
+        answer.left,
+        `the grant of ${ops.length} operations, one transaction for every .lock`,
+        this.txnLimit,
+        'List fewer semaphores.',
       )
+      if (tooLarge !== undefined) return this.fail(tooLarge)
+      return this.failedWrite(answer.left, 'writing every .lock')
     }
-    if (E.isLeft(answer)) return this.failedWrite(answer.left, 'writing every .lock')
     this.aclInRow = 0
     if (answer.right.committed) {
       const index = answer.right.results.reduce(

@@ -1,4 +1,4 @@
-import { setMaxListeners } from 'node:events'
+import { defaultMaxListeners, setMaxListeners } from 'node:events'
 import * as E from 'fp-ts/lib/Either.js'
 import {
   Observable,
@@ -287,7 +287,7 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
       const controller = new AbortController()
       // A request of several permits creates a session for each at once, each call listening to
       // this one signal: that many listeners are expected, not a leak for Node to warn about.
-      if (this.permits >= 10) setMaxListeners(this.permits + 1, controller.signal)
+      if (this.permits >= defaultMaxListeners) setMaxListeners(this.permits + 1, controller.signal)
       const { answer, adopted } = this.ask(from, controller.signal)
       let answered = false
       void answer.then((created) => {

@@ -8,7 +8,17 @@
  * load by path; should a later undici move them, the index is loaded instead (heavier, the same
  * classes). A CommonJS module (`.cts`) in both builds, as src/telemetry/otel-api.cts, so that the
  * load is synchronous under `import` and `require` alike.
+ *
+ * undici's Client loads its HTTP/2 client with it, and that module loads Node's http2, tls,
+ * crypto and fs/promises: a third of the Pool's CPU and memory, for a protocol the library never
+ * speaks (its Pool sets neither `allowH2` nor `useH2c`, so a connection offers HTTP/1.1 alone).
+ * While the Pool loads, `deferHttp2Client` puts a stand-in in that module's place in Node's module
+ * cache: a function that loads the real module the first time it is called, and hands it its
+ * arguments. The stand-in leaves the cache once the Pool is loaded, so that anything else that
+ * asks for the module gets the real one.
  */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- the Module class, in a .cts
+import Module = require('node:module')
 import type { Dispatcher, Pool } from 'undici'
 
 /** What the transport uses of undici. */
@@ -32,10 +42,10 @@ export function undiciPool(): UndiciPool {
   if (loaded === undefined) {
     /* eslint-disable @typescript-eslint/no-require-imports -- loaded on first use, by path */
     try {
-      loaded = {
+      loaded = deferHttp2Client(() => ({
         Pool: require('undici/lib/dispatcher/pool.js') as typeof Pool,
         request: require('undici/lib/api/api-request.js') as UndiciPool['request'],
-      }
+      }))
     } catch {
       const undici = require('undici') as typeof import('undici')
       // eslint-disable-next-line @typescript-eslint/unbound-method -- called with a pool as `this`
@@ -44,4 +54,42 @@ export function undiciPool(): UndiciPool {
     /* eslint-enable @typescript-eslint/no-require-imports */
   }
   return loaded
+}
+
+/** undici's HTTP/2 client, as its Client requires it: one function. */
+type ConnectH2 = (...args: unknown[]) => unknown
+
+/**
+ * Runs `load` with undici's HTTP/2 client replaced, in Node's module cache, by a stand-in that
+ * loads it on first call (see the top of this file). Does nothing when the module is already
+ * loaded, or cannot be found as a file (a bundle of the library): `load` then gets it as usual.
+ *
+ * @param load - Loads undici's modules.
+ * @returns What `load` returns.
+ */
+export function deferHttp2Client<T>(load: () => T): T {
+  let path: string
+  try {
+    path = require.resolve('undici/lib/dispatcher/client-h2.js')
+  } catch {
+    return load()
+  }
+  if (require.cache[path] !== undefined) return load()
+  const standIn = new Module(path)
+  standIn.filename = path
+  standIn.loaded = true
+  const leave = (): void => {
+    if (require.cache[path] === standIn) delete require.cache[path]
+  }
+  standIn.exports = ((...args: unknown[]): unknown => {
+    leave()
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the real module, on demand
+    return (require(path) as ConnectH2)(...args)
+  }) satisfies ConnectH2
+  require.cache[path] = standIn
+  try {
+    return load()
+  } finally {
+    leave()
+  }
 }

@@ -1,6 +1,7 @@
 // What loading the package loads, in plain Node on the build (`npm test` builds dist/ first): no
 // undici until a client is made, and then undici's Pool without its index (fetch, WebSocket,
-// caches, mocks); the same Pool and request as undici's index exports. The bench's `import` step
+// caches, mocks) nor its HTTP/2 client, which stays whole for any other user of undici; the same
+// Pool and request as undici's index exports. The bench's `import` step
 // measures what this saves (bench/import-cost.ts).
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
@@ -19,18 +20,22 @@ const LOADED_UNDICI = `console.log(JSON.stringify(Object.keys(require.cache)
   .filter((path) => /[\\\\/]node_modules[\\\\/]undici[\\\\/]/.test(path))
   .map((path) => path.replace(/^.*[\\\\/]node_modules[\\\\/]undici[\\\\/]/, '').replaceAll('\\\\', '/'))))`
 
-/** Runs `code` in a fresh plain Node at the package root; returns the undici files it loaded. */
-async function undiciLoadedBy(type: 'module' | 'commonjs', code: string): Promise<string[]> {
+/** Runs `code` in a fresh plain Node at the package root, with `require` in an ES module too. */
+function runIn(type: 'module' | 'commonjs', code: string): Promise<{ stdout: string }> {
   // An ES module sees the CommonJS cache, where undici's files are, through createRequire.
   const prelude =
     type === 'module'
       ? "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);"
       : ''
-  const { stdout } = await run(
-    process.execPath,
-    [`--input-type=${type}`, '-e', `${prelude}${code}\n${LOADED_UNDICI}`],
-    { cwd: root, env: { PATH: process.env['PATH'] ?? '' } },
-  )
+  return run(process.execPath, [`--input-type=${type}`, '-e', `${prelude}${code}`], {
+    cwd: root,
+    env: { PATH: process.env['PATH'] ?? '' },
+  })
+}
+
+/** Runs `code` as `runIn` does; returns the undici files it loaded. */
+async function undiciLoadedBy(type: 'module' | 'commonjs', code: string): Promise<string[]> {
+  const { stdout } = await runIn(type, `${code}\n${LOADED_UNDICI}`)
   return JSON.parse(stdout) as string[]
 }
 
@@ -60,6 +65,42 @@ describe('loading the package', () => {
       assert.ok(!loaded.some((path) => path.startsWith('lib/web/')), 'fetch or WebSocket loaded')
     })
   }
+
+  for (const type of ['module', 'commonjs'] as const) {
+    it(`loads neither undici's HTTP/2 client nor node:http2 when a client is made (${type})`, async () => {
+      const { stdout } = await runIn(
+        type,
+        `${load[type]} const client = m.createConsulClient({ address: '127.0.0.1:1' }); void client.close();
+console.log(JSON.stringify({
+  h2Client: Object.keys(require.cache).some((path) => path.endsWith('client-h2.js')),
+  http2: process.moduleLoadList.includes('NativeModule http2'),
+}))`,
+      )
+      assert.deepEqual(JSON.parse(stdout), { h2Client: false, http2: false })
+    })
+  }
+
+  it("leaves undici's HTTP/2 client whole for anyone else who uses undici in the process", async () => {
+    // A user's own undici Client that speaks HTTP/2 (h2c, on loopback), made after the library's
+    // first client: it gets the real HTTP/2 client, loaded when its connection needs it.
+    const { stdout } = await runIn(
+      'module',
+      `${load.module}
+const http2 = await import('node:http2')
+const server = http2.createServer((request, response) => response.end('over ' + request.httpVersion))
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve))
+const ours = m.createConsulClient({ address: '127.0.0.1:1' })
+const before = Object.keys(require.cache).some((path) => path.endsWith('client-h2.js'))
+const { Client } = require('undici')
+const theirs = new Client('http://127.0.0.1:' + server.address().port, { useH2c: true })
+const answer = await theirs.request({ path: '/', method: 'GET' })
+const body = await answer.body.text()
+await theirs.close(); await ours.close(); server.close()
+const after = Object.keys(require.cache).some((path) => path.endsWith('client-h2.js'))
+console.log(JSON.stringify({ before, body, after }))`,
+    )
+    assert.deepEqual(JSON.parse(stdout), { before: false, body: 'over 2.0', after: true })
+  })
 
   it("takes undici's Pool and request from its files, the very ones its index exports", () => {
     const loaded = undiciPool()

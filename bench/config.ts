@@ -135,7 +135,10 @@ function apartOf(setup: JobsFleetSetup): JobsFleetSetup[] {
   return [{ ...setup, limit, deadlineMs, apart: true }]
 }
 
-/** Figure 7's runs: each size, then the largest again under each of `JOBS_V8_CONTROLS`. */
+/**
+ * Figure 7's runs: each size, then the largest again under each of `JOBS_V8_CONTROLS`, and as the
+ * floor (a limit kept in the process).
+ */
 function jobsSetups(sizes: readonly number[], quick: boolean): JobsSetup[] {
   const setups = sizes.map((jobs) => ({
     jobs,
@@ -148,7 +151,11 @@ function jobsSetups(sizes: readonly number[], quick: boolean): JobsSetup[] {
     undefined,
   )
   if (largest === undefined) return setups
-  return [...setups, ...JOBS_V8_CONTROLS.map((v8Flags) => ({ ...largest, v8Flags }))]
+  return [
+    ...setups,
+    ...JOBS_V8_CONTROLS.map((v8Flags) => ({ ...largest, v8Flags })),
+    { ...largest, floor: true },
+  ]
 }
 
 /**

@@ -6,6 +6,9 @@
 // Like bench/replica-child.ts it is bundled to .cache/bench/ and run by
 // plain node, so that it imports the built package by its name.
 //
+// With JOBS_FLOOR=1 in its environment it is the floor of those figures: the same jobs under a limit
+// kept in the process, with tokens from a counter (no Consul, no library call).
+//
 // Usage: node jobs-child.mjs <prefix> <limit> <jobs> <holdMs>
 // stdin:  `go` submits the jobs; `stop` (or stdin's end) reports and exits, whatever still runs.
 // stdout: `U`                the library is loaded, ready for `go`
@@ -67,9 +70,51 @@ subscribe('undici:request:error', (message) =>
 
 const hold = (): Promise<void> => new Promise((done) => setTimeout(done, holdMs))
 
+/** What a job reads of its slot. */
+interface JobSlot {
+  assertHolding(): bigint
+}
+
+/**
+ * The floor's slots: at most `limit` jobs at once in this process, the others in a FIFO, each job's
+ * token the next number of a counter. What any limiter of promises costs Node, and no more.
+ */
+function localSlots(): (
+  work: (signal: AbortSignal, slot: JobSlot) => Promise<void>,
+) => Promise<void> {
+  const queue: (() => void)[] = []
+  let head = 0
+  let running = 0
+  let token = 0n
+  const signal = new AbortController().signal
+  const next = (): void => {
+    running--
+    if (head < queue.length) queue[head++]?.()
+    if (head === queue.length) queue.length = head = 0
+  }
+  return (work) =>
+    new Promise<void>((resolve, reject) => {
+      const run = (): void => {
+        running++
+        const mine = ++token
+        work(signal, { assertHolding: () => mine })
+          .then(resolve, reject)
+          .finally(next)
+      }
+      if (running < limit) run()
+      else queue.push(run)
+    })
+}
+
+const underLimit =
+  process.env['JOBS_FLOOR'] === '1'
+    ? localSlots()
+    : (work: (signal: AbortSignal, slot: JobSlot) => Promise<void>): Promise<void> =>
+        withSlot({ prefix, limit }, work)
+
 async function job(): Promise<void> {
   try {
-    await withSlot({ prefix, limit }, async (_signal, slot) => {
+    await underLimit(async (_signal, slot) => {
       // The token first: the job must not run under a slot it does not hold.
       const token = slot.assertHolding()
       const order = started++

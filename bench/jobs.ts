@@ -39,6 +39,11 @@ export interface JobsSetup {
    * young generation, its optimising compilers' working memory); none in the measured runs.
    */
   readonly v8Flags?: readonly string[] | undefined
+  /**
+   * The floor: the same jobs under a limit kept in the process (no Consul, no library), to tell
+   * what the jobs and their promises cost Node itself.
+   */
+  readonly floor?: boolean | undefined
 }
 
 export interface JobsFairSetup {
@@ -86,6 +91,8 @@ export interface JobsRun {
   readonly deadlineMs: number
   /** The child's V8 flags in a control run (`JobsSetup.v8Flags`). */
   readonly v8Flags?: readonly string[] | undefined
+  /** The floor's run (`JobsSetup.floor`). */
+  readonly floor?: boolean | undefined
   readonly done: number
   /** Jobs that settled with an error, by the error's kind. */
   readonly failures: Readonly<Record<string, number>>
@@ -249,12 +256,16 @@ function startChild(
   jobs: number,
   holdMs: number,
   v8Flags: readonly string[] = [],
+  floor = false,
 ): Child {
   const env = {
     ...Object.fromEntries(
-      Object.entries(process.env).filter(([name]) => !name.startsWith('CONSUL_')),
+      Object.entries(process.env).filter(
+        ([name]) => !name.startsWith('CONSUL_') && name !== 'JOBS_FLOOR',
+      ),
     ),
     CONSUL_HTTP_ADDR: agentAddr,
+    ...(floor ? { JOBS_FLOOR: '1' } : {}),
   }
   const proc = spawn(
     process.execPath,
@@ -467,7 +478,15 @@ export async function measureJobs(agentAddr: string, setup: JobsSetup): Promise<
   // The deadline's timer, cancelled at the end.
   const timers = new AbortController()
   try {
-    child = startChild(agentAddr, prefix, setup.limit, setup.jobs, setup.holdMs, setup.v8Flags)
+    child = startChild(
+      agentAddr,
+      prefix,
+      setup.limit,
+      setup.jobs,
+      setup.holdMs,
+      setup.v8Flags,
+      setup.floor,
+    )
     await child.line('U')
     poller = pollSessions(agentAddr, before)
     child.send('go')

@@ -805,7 +805,7 @@ export function jobsFigure(
     head: [
       'figure',
       ...runs.map((x) => {
-        const label = `${count(x.jobs)} jobs${x.v8Flags ? `, control: node ${x.v8Flags.join(' ')}` : ''}`
+        const label = `${count(x.jobs)} jobs${x.v8Flags ? `, control: node ${x.v8Flags.join(' ')}` : ''}${x.floor === true ? ', floor: a limit kept in the process, no Consul' : ''}`
         return measured<JobsRun>(x) ? label : `${label}: not measured: ${x.notMeasured}`
       }),
     ],
@@ -815,6 +815,14 @@ export function jobsFigure(
       row('jobs per second', (x) => x.jobsPerSecond.toFixed(1)),
       row('most sessions of the process in Consul at once', (x) => count(x.peakSessions)),
       row('RSS added (peak − before submitting)', (x) => `${x.rssAddedMb.toFixed(1)} MB`),
+      row("… ÷ the floor's, as many jobs", (x) => {
+        const floor = runs.find(
+          (f): f is JobsRun => measured<JobsRun>(f) && f.floor === true && f.jobs === x.jobs,
+        )
+        return floor === undefined || x.floor === true
+          ? '—'
+          : ratio(x.rssAddedMb / floor.rssAddedMb)
+      }),
       row('CPU per job done', (x) => per(x, x.cpuMs, ' ms')),
       row('Consul writes per job done', (x) => per(x, writesOf(x.writes))),
       row('… session creates / destroys / transactions (lost) / KV writes', writesCell),
@@ -831,6 +839,7 @@ export function jobsFigure(
       'One child process (bench/jobs-child.ts, the built package under plain node) submits every job at once: `withSlot({ prefix, limit }, work)` with no `consul` option, so on the default client, whose CONSUL_HTTP_ADDR is the address of the agent. The child counts the requests its client sends, with the status of their answers, from the diagnostics channels of undici (a proxy in between took as much CPU as the jobs on this machine). Each job reads `slot.assertHolding()` first, then awaits a 2 ms timer. A size runs until every job settled or its deadline, whichever comes first; the figures are of what was done by then (jobs still waiting are then removed from Consul by the bench). BENCH_JOBS sets the sizes.',
       "Wall time: from submitting to the last job settled (or the deadline). Sessions: /v1/session/list read on the agent itself, 100 ms after each answer, counting the sessions that were not there before the run (nothing else makes sessions on the bench's agent meanwhile). RSS: the child's peak as the kernel counts it (getrusage's ru_maxrss, read at the end: no sampler runs beside the jobs) minus its RSS right before submitting (the library loaded by then, so its start-up does not raise the peak). CPU: the child's user + system time from submitting to the end / jobs done. Writes: the requests the child sent from submitting to the end that change Consul's state (PUT session/create, PUT session/destroy, PUT /v1/txn, PUT and DELETE of a key) / jobs done; lost = transactions the agent rolled back (409); renewals and reads are counted beside.",
       "Control columns (`node --max-semi-space-size=1`, `node --max-opt=1`, both): the largest size again, its child started under those V8 flags, to tell what part of the RSS added is V8's own rather than the library's: the first holds V8's young generation at 1 MB per semi-space (a busy process grows it to its maximum, 16 MB each by default on 64-bit), the second stops V8 at its baseline compiler, so that neither Maglev nor TurboFan compiles the code the jobs make hot (their working memory is allocated by V8's background threads). The flags slow the jobs down, and the library sets neither: the targets are judged on the run without flags.",
+      'Floor column: the largest size again in the same child, the library loaded but not called: each job waits in a FIFO for one of `limit` places kept in the process and takes its token from a counter (no Consul, no request). What the jobs, their promises and their timers cost Node itself, whatever limits them.',
       'Fencing tokens: up to `limit` jobs run at once on different slots, and which of two jobs starting at the same moment gets the greater token is no order anyone can rely on. The check is therefore: no two jobs ran under the same token, and every job that started after another job had ended (wall clock, in the one process) has a greater token than that job. Neighbours in start order whose tokens go down (concurrent starts) are counted beside, for information.',
     ],
   }
@@ -888,7 +897,9 @@ export function jobsFigure(
   }
 
   const find = (n: number): JobsRun | undefined =>
-    runs.find((x): x is JobsRun => measured<JobsRun>(x) && x.jobs === n && !x.v8Flags)
+    runs.find(
+      (x): x is JobsRun => measured<JobsRun>(x) && x.jobs === n && !x.v8Flags && x.floor !== true,
+    )
   const tenThousand = find(10_000)
   const thousand = find(1000)
   const at = '10,000 pending withSlot jobs, limit 10'

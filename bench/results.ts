@@ -100,6 +100,7 @@ export interface BenchResults {
 export interface JobsNotMeasured extends NotMeasured {
   readonly jobs: number
   readonly v8Flags?: readonly string[] | undefined
+  readonly floor?: boolean | undefined
 }
 
 /** A setup of figure 7c that was not measured. */

@@ -411,12 +411,16 @@ async function main(): Promise<void> {
     const jobs: NonNullable<BenchResults['jobs']>[number][] = []
     for (const setup of on('jobs') ? config.jobs : []) {
       const run = await attempt(
-        `jobs: ${setup.jobs} withSlot jobs in one process${setup.v8Flags ? ` (control: node ${setup.v8Flags.join(' ')})` : ''} (deadline ${setup.deadlineMs / 1000} s)`,
+        `jobs: ${setup.jobs} ${setup.floor === true ? 'jobs under a limit kept in the process (the floor)' : 'withSlot jobs in one process'}${setup.v8Flags ? ` (control: node ${setup.v8Flags.join(' ')})` : ''} (deadline ${setup.deadlineMs / 1000} s)`,
         'library',
         () => measureJobs(addr, setup),
         setup.limit,
       )
-      jobs.push(measured(run) ? run : { ...run, jobs: setup.jobs, v8Flags: setup.v8Flags })
+      jobs.push(
+        measured(run)
+          ? run
+          : { ...run, jobs: setup.jobs, v8Flags: setup.v8Flags, floor: setup.floor },
+      )
       if (measured(run))
         log(
           `  ${run.done} of ${run.jobs} done in ${(run.wallMs / 1000).toFixed(1)} s, ${run.done > 0 ? run.writesPerJob.toFixed(2) : '—'} writes/job, peak sessions ${run.peakSessions}`,

@@ -32,14 +32,15 @@ describe('the bench configuration', () => {
     assert.deepEqual(benchConfig().replicas.counts, [4, 8])
   })
 
-  it("runs figure 7's largest size again under each V8 control, after the sizes", () => {
+  it("runs figure 7's largest size again under each V8 control, then as the floor", () => {
     delete process.env['BENCH_QUICK']
     process.env['BENCH_JOBS'] = '10000,1000'
-    const runs = benchConfig().jobs.map((setup) => [setup.jobs, setup.v8Flags])
+    const runs = benchConfig().jobs.map((setup) => [setup.jobs, setup.v8Flags, setup.floor])
     assert.deepEqual(runs, [
-      [10_000, undefined],
-      [1000, undefined],
-      ...JOBS_V8_CONTROLS.map((flags) => [10_000, flags]),
+      [10_000, undefined, undefined],
+      [1000, undefined, undefined],
+      ...JOBS_V8_CONTROLS.map((flags) => [10_000, flags, undefined]),
+      [10_000, undefined, true],
     ])
   })
 

@@ -231,14 +231,20 @@ describe('addWrites', () => {
   })
 })
 
-describe("figure 7's V8 control runs", () => {
+describe("figure 7's V8 control runs and floor", () => {
   /** A run of figure 7 with `rssAddedMb`, under `v8Flags` if given; every job done. */
-  const run = (jobs: number, rssAddedMb: number, v8Flags?: readonly string[]): JobsRun => ({
+  const run = (
+    jobs: number,
+    rssAddedMb: number,
+    v8Flags?: readonly string[],
+    floor?: boolean,
+  ): JobsRun => ({
     jobs,
     limit: 10,
     holdMs: 2,
     deadlineMs: 120_000,
     v8Flags,
+    floor,
     done: jobs,
     failures: {},
     timedOut: false,
@@ -266,5 +272,20 @@ describe("figure 7's V8 control runs", () => {
       '10,000 jobs, control: node --max-opt=1',
       '10,000 jobs',
     ])
+  })
+
+  it("is a column too, and each run's RSS is given as a ratio of the floor's at its size", () => {
+    const floor = run(10_000, 20, undefined, true)
+    const { tables, targets } = jobsFigure([floor, run(1000, 40), run(10_000, 70)], undefined)
+    const rss = targets.find((t) => t.what === '10,000 pending withSlot jobs, limit 10: RSS added')
+    assert.equal(rss?.value, '70.0 MB')
+    assert.deepEqual(tables[0]?.head, [
+      'figure',
+      '10,000 jobs, floor: a limit kept in the process, no Consul',
+      '1,000 jobs',
+      '10,000 jobs',
+    ])
+    const ratios = tables[0]?.rows.find(([label]) => label === "… ÷ the floor's, as many jobs")
+    assert.deepEqual(ratios, ["… ÷ the floor's, as many jobs", '—', '—', '3.50×'])
   })
 })

@@ -196,9 +196,10 @@ export interface WatchOptions {
    */
   readonly minIntervalMs?: number
   /**
-   * How many polls that follow progress (the index moved) may start at once before
-   * `minIntervalMs` applies; default 5: a burst of changes is followed at once. 0: every poll
-   * keeps the interval.
+   * How many polls that follow progress (the index moved) may start at once, saved up at one per
+   * `minIntervalMs` while changes are fewer; default 5: a burst of changes is followed at once.
+   * Each such poll takes one, and waits for it when none is left, so that sustained churn is
+   * followed at one poll per `minIntervalMs`. 0: every poll after progress waits for its own.
    */
   readonly progressBurst?: number
   /** Source of the backoff jitter, in [0, 1); default Math.random. */

@@ -184,10 +184,12 @@ export function watchPrefix(
     /** When the blocking read before the cut started (for `CUT_POLL_SPACING_MS`). */
     let cutPollStart: number | undefined
     let lastStart = Number.NEGATIVE_INFINITY
-    // Token bucket for polls that follow progress (the index moved): a burst of changes, such as a
-    // hand-over (release, then the next holder's CAS), is followed at once, while sustained churn
-    // degrades to one poll per minIntervalMs, as Consul's blocking-query docs advise.
-    let burst = progressBurst
+    // Token bucket for the polls that follow progress (the index moved): a token every
+    // minIntervalMs, at most progressBurst saved up, and every such poll takes one, waiting for it
+    // when there is none. A burst of changes, such as a hand-over (release, then the next holder's
+    // CAS), is followed at once while saved tokens last; sustained churn, at one poll per
+    // minIntervalMs, as Consul's blocking-query docs advise.
+    let tokens = progressBurst
     let refilledAt = scheduler.now()
 
     const schedule = (delayMs: number): void => {
@@ -197,13 +199,13 @@ export function watchPrefix(
     /** Rate limit: a server answering at once with the same index cannot make the loop spin. */
     const untilNextStart = (): number => Math.max(0, lastStart + minIntervalMs - scheduler.now())
 
-    const takeBurstToken = (): boolean => {
+    /** Takes the token of a poll after progress: how long until it is there (0: at once). */
+    const untilToken = (): number => {
       const now = scheduler.now()
-      burst = Math.min(progressBurst, burst + (now - refilledAt) / Math.max(1, minIntervalMs))
+      tokens = Math.min(progressBurst, tokens + (now - refilledAt) / Math.max(1, minIntervalMs))
       refilledAt = now
-      if (burst < 1) return false
-      burst -= 1
-      return true
+      tokens -= 1
+      return tokens >= 0 ? 0 : Math.ceil(-tokens * minIntervalMs)
     }
 
     const onFailure = (error: ConsulError): void => {
@@ -269,7 +271,7 @@ export function watchPrefix(
         )
       }
       blockOn = snapshot.index < 1n ? 1n : snapshot.index
-      const next = progressed && takeBurstToken() ? 0 : untilNextStart()
+      const next = progressed ? untilToken() : untilNextStart()
       const spacing =
         cutPollStart === undefined ? 0 : cutPollStart + CUT_POLL_SPACING_MS - scheduler.now()
       cutPollStart = undefined

@@ -1,6 +1,7 @@
 // watchPrefix against a real agent, through the fault proxy where a failure is needed: snapshots
-// on change only, no busy loop, disconnects with backoff, recovery snapshots, permanent errors,
-// and a clean teardown (no socket, no timer) on unsubscribe.
+// on change only, no busy loop, sustained churn followed at the minimum interval, disconnects with
+// backoff, recovery snapshots, permanent errors, and a clean teardown (no socket, no timer) on
+// unsubscribe.
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { after, before, describe, it } from 'node:test'
@@ -135,6 +136,42 @@ describe('watchPrefix', () => {
       )
       assert.equal(watch.snapshots().length, 1)
     } finally {
+      watch.subscription.unsubscribe()
+    }
+  })
+
+  it('follows sustained churn at one poll per minIntervalMs once its saved burst is spent', async () => {
+    const prefix = await seededPrefix()
+    const minIntervalMs = 50
+    const progressBurst = 3
+    // A writer that changes the prefix as fast as the agent takes it: every poll finds a change.
+    let writing = true
+    let writes = 0
+    const writer = (async () => {
+      while (writing) await ok(direct.kv.put(`${prefix}/churn`, String(++writes)))
+    })()
+    proxy.resetCounts()
+    const started = Date.now()
+    const watch = record(
+      proxied.watchPrefix(`${prefix}/`, { waitMs: 5000, minIntervalMs, progressBurst }),
+    )
+    try {
+      // At least 1 s of churn, and at least ten polls (a loaded machine may poll less often):
+      // the bound is on the rate over the time that really passed, which load only lowers.
+      await sleep(1000)
+      await until(() => proxy.requests().length >= 10, 'ten polls', 20_000)
+      const polls = proxy.requests().length
+      const elapsed = Date.now() - started
+      const snapshots = watch.snapshots().length
+      // The first read, the saved burst, then one a token: one per minIntervalMs.
+      const most = 1 + progressBurst + Math.ceil(elapsed / minIntervalMs)
+      assert.ok(polls <= most, `${polls} polls in ${elapsed} ms of churn: at most ${most}`)
+      assert.ok(writes > polls, `${writes} writes, ${polls} polls: the churn outran the polls`)
+      // Every poll answered found a change (the last one may still be out).
+      assert.ok(snapshots >= polls - 1, `${snapshots} snapshots of ${polls} polls`)
+    } finally {
+      writing = false
+      await writer
       watch.subscription.unsubscribe()
     }
   })

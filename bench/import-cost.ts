@@ -4,7 +4,8 @@
 //   node -e 0         a bare node, reading them at once
 //   rxjs              `await import('rxjs')`: what any process that uses rxjs loads, for scale
 //   rxjs and undici   the same, and undici's Pool and its request API as the library's first
-//                     client loads them (src/consul/undici-pool.cts): the floor of a process that
+//                     client loads them (src/consul/undici-pool.cts, without undici's HTTP/2
+//                     client, which the library never speaks): the floor of a process that
 //                     talks to Consul with the library, before a line of the library runs
 //   import            `await import('rx-consul-semaphore')` (the ES module build)
 //   require           `require('rx-consul-semaphore')` (the CommonJS build)
@@ -56,10 +57,17 @@ const REPORT =
   'const r=process.memoryUsage().rss,c=process.cpuUsage();' +
   'process.stdout.write(JSON.stringify({rssMb:r/1048576,cpuMs:(c.user+c.system)/1000}))'
 
-/** rxjs, then undici's modules as src/consul/undici-pool.cts loads them on the first client. */
+/**
+ * rxjs, then undici's modules as src/consul/undici-pool.cts loads them on the first client: its
+ * HTTP/2 client stood in for while the Pool loads (never called here).
+ */
 const UNDICI_AS_THE_CLIENT =
-  "await import('rxjs');const require=(await import('node:module')).createRequire(process.cwd()+'/');" +
-  "require('undici/lib/dispatcher/pool.js');require('undici/lib/api/api-request.js')"
+  "await import('rxjs');const M=(await import('node:module')).default;" +
+  "const require=M.createRequire(process.cwd()+'/');" +
+  "const h2=require.resolve('undici/lib/dispatcher/client-h2.js');const s=new M(h2);" +
+  's.loaded=true;s.exports=()=>{};require.cache[h2]=s;' +
+  "require('undici/lib/dispatcher/pool.js');require('undici/lib/api/api-request.js');" +
+  'delete require.cache[h2]'
 
 /** How long the replica holds before it reads (see above). */
 const HOLD_BEFORE_READING_MS = 10_000

@@ -288,7 +288,9 @@ describe('the packed package', { timeout: 280_000 }, () => {
       [],
     )
     const code = filesUnder(installed).filter((f) => /\.(js|cjs)$/.test(f))
-    assert.ok(code.length > 100, `only ${code.length} code files installed`)
+    for (const bundle of ['dist/esm/index.js', 'dist/cjs/bundle.js', 'dist/rxsem-cli.cjs']) {
+      assert.ok(code.includes(bundle), `${bundle} not among the code installed: ${code.join(', ')}`)
+    }
     const mapped = code.filter((f) =>
       /^\/\/# sourceMappingURL=/m.test(readFileSync(join(installed, f), 'utf8')),
     )

@@ -1,6 +1,7 @@
 // The code cache of the rxsem bin (src/cli/code-cache.ts): where it lives, when a run uses it,
-// saves it, or leaves it alone. runBundle runs in fresh Node processes (the CommonJS build's
-// dist/cjs/cli/code-cache.js), on a small bundle of its own, with the cache in a temporary folder.
+// saves it, or leaves it alone. runBundle runs in fresh Node processes (src/cli/code-cache.ts,
+// bundled by esbuild as the bin bundles it), on a small bundle of its own, with the cache in a
+// temporary folder.
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import {
@@ -16,6 +17,7 @@ import {
 } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { after, before, describe, it } from 'node:test'
 import {
@@ -24,7 +26,7 @@ import {
   cacheFile,
   type CacheContext,
 } from '../../src/cli/code-cache.js'
-import { builtFile } from '../support/build.js'
+import { buildSync } from 'esbuild'
 
 const run = promisify(execFile)
 const uid = process.getuid?.() ?? 0
@@ -98,8 +100,16 @@ describe('the code cache of the rxsem bin: a run', () => {
   let cacheFolder = ''
 
   before(() => {
-    const module = builtFile('dist/cjs/cli/code-cache.js')
     dir = mkdtempSync(join(tmpdir(), 'rxsem-code-cache-'))
+    const module = join(dir, 'code-cache.cjs')
+    buildSync({
+      entryPoints: [fileURLToPath(new URL('../../src/cli/code-cache.ts', import.meta.url))],
+      outfile: module,
+      bundle: true,
+      platform: 'node',
+      format: 'cjs',
+      logLevel: 'warning',
+    })
     cache = join(dir, 'cache')
     cacheFolder = join(cache, `rxsem-${uid}`)
     // A bundle that shows what it was given, calls a function (compiled lazily, so in the cache

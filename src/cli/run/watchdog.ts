@@ -64,14 +64,13 @@ export interface Watchdog {
 }
 
 /**
- * Where the script is: beside the bundled bin (this module's own file, dist/rxsem.cjs), or else
- * beside the CLI's entry (src/cli/main.ts, dist/cjs/cli/main.js), where the build copies it; the
+ * Where the script is: beside the bundled bin (this module's own file, dist/rxsem.cjs), where the
+ * build copies it, or else beside the CLI's entry (src/cli/main.ts, run from the sources); the
  * first of them that has it.
  */
 export function watchdogScriptPath(): string {
   // The bundled bin is CommonJS (__filename is dist/rxsem.cjs); an ES module run (tsx) has no
-  // __filename. The unbundled CommonJS build has one, but it names dist/cjs/cli/run/, and
-  // the script is beside its entry.
+  // __filename, and the script is beside its entry.
   const places: string[] = []
   if (typeof __filename === 'string') places.push(dirname(__filename))
   try {

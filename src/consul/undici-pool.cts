@@ -9,8 +9,8 @@
  * classes). A CommonJS module (`.cts`) in both builds, as src/telemetry/otel-api.cts, so that the
  * load is synchronous under `import` and `require` alike.
  *
- * undici's Client loads its HTTP/2 client with it, and that module loads Node's http2, tls,
- * crypto and fs/promises: a third of the Pool's CPU and memory, for a protocol the library never
+ * undici's Client loads its HTTP/2 client with it, and that module loads Node's http2, tls and
+ * fs/promises: a third of the Pool's CPU and memory, for a protocol the library never
  * speaks (its Pool sets neither `allowH2` nor `useH2c`, so a connection offers HTTP/1.1 alone).
  * While the Pool loads, `deferHttp2Client` puts a stand-in in that module's place in Node's module
  * cache: a function that loads the real module the first time it is called, and hands it its
@@ -68,7 +68,7 @@ type ConnectH2 = (...args: unknown[]) => unknown
  * @param load - Loads undici's modules.
  * @returns What `load` returns.
  */
-export function deferHttp2Client<T>(load: () => T): T {
+function deferHttp2Client<T>(load: () => T): T {
   let path: string
   try {
     path = require.resolve('undici/lib/dispatcher/client-h2.js')

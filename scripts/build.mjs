@@ -45,18 +45,30 @@ const fpTsAndIoTs = {
   alias: { 'fp-ts/lib': join(packageDir('fp-ts'), 'es6') },
 }
 
+// What both builds of the library share. fp-ts and io-ts are bundled, only the functions used
+// (plain functions and data: nothing a user's copy must be identical to; the declarations still
+// take them from the dependencies). rxjs stays the user's rxjs, never bundled: a user's
+// Observables and ours must be of one rxjs. undici and @opentelemetry/api are required, when first
+// needed, by the sources' CommonJS modules (src/**/*.cts).
+const libraryBuild = {
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  external: ['rxjs', 'rxjs/*', 'undici', 'undici/*', '@opentelemetry/api'],
+  ...fpTsAndIoTs,
+  sourcemap: false,
+  logLevel: 'warning',
+}
+
 // The ES module build: the package's four entries (the root, /testing, /experimental, /consul)
 // and chunks for what they share, so that an error class or a registry is one whichever entry it
-// comes through. Node 20 pays for every module an ES module graph loads before it runs any of it (100
+// comes through. Node pays for every module an ES module graph loads before it runs any of it (100
 // empty ES modules: 9 MB of RSS), and more for each CommonJS package an ES module imports: tsc's
 // output, some 100 modules importing fp-ts, io-ts and rxjs, cost an import 24 MB of RSS over a
-// bare node and 4 times its CPU; this bundle, what bench/results.md's import rows say. fp-ts and io-ts
-// are bundled, only the functions used (plain functions and data: nothing a user's copy must be
-// identical to; the CommonJS build and the declarations still take them from the dependencies).
-// rxjs stays an import of the user's rxjs, never bundled: a user's Observables and ours must be of
-// one rxjs. undici and @opentelemetry/api are required, when first needed, by the sources'
-// CommonJS modules (src/**/*.cts), with the `require` the banner gives each file.
+// bare node and 4 times its CPU; this bundle, what bench/results.md's import rows say. The .cts
+// modules' `require` is the one the banner gives each file.
 await build({
+  ...libraryBuild,
   entryPoints: {
     index: 'src/index.ts',
     'testing/index': 'src/testing/index.ts',
@@ -65,15 +77,9 @@ await build({
   },
   outdir: 'dist/esm',
   chunkNames: 'chunks/[name]-[hash]',
-  bundle: true,
   splitting: true,
   format: 'esm',
-  platform: 'node',
-  target: 'node20',
   tsconfig: 'tsconfig.build.json',
-  external: ['rxjs', 'rxjs/*', 'undici', 'undici/*', '@opentelemetry/api'],
-  ...fpTsAndIoTs,
-  sourcemap: false,
   plugins: [
     {
       // Node's modules through `require`, not `import`: an ES module import of a Node module
@@ -98,15 +104,12 @@ await build({
   banner: {
     js: "import { createRequire as createRequireOfThisFile } from 'node:module';\nconst require = createRequireOfThisFile(import.meta.url);",
   },
-  logLevel: 'warning',
 })
 
 // The CommonJS build: one bundle of the four entries (dist/cjs/bundle.js), each entry's file a
 // line that hands out its part, so that an error class or a registry is one whichever entry it
-// comes through (esbuild splits only ES modules). Against tsc's 150 files: 2 MB of RSS and a
-// quarter of the CPU less for a `require` of the package (bench/results.md's import rows). As in
-// the ES module build, fp-ts and io-ts are bundled, only the functions used; rxjs, undici and
-// @opentelemetry/api are required from the user's node_modules.
+// comes through (esbuild splits only ES modules). One file rather than a module per source file,
+// for the same reason as above: Node pays for each module it loads.
 const cjsEntries = {
   root: ['index.js', 'src/index.ts'],
   testing: ['testing/index.js', 'src/testing/index.ts'],
@@ -114,6 +117,7 @@ const cjsEntries = {
   consul: ['consul/index.js', 'src/consul/index.ts'],
 }
 await build({
+  ...libraryBuild,
   stdin: {
     contents: Object.entries(cjsEntries)
       .map(([name, [, source]]) => `export * as ${name} from './${source}'`)
@@ -122,15 +126,8 @@ await build({
     loader: 'ts',
   },
   outfile: 'dist/cjs/bundle.js',
-  bundle: true,
-  platform: 'node',
-  target: 'node20',
   format: 'cjs',
   tsconfig: 'tsconfig.build.cjs.json',
-  external: ['rxjs', 'rxjs/*', 'undici', 'undici/*', '@opentelemetry/api'],
-  ...fpTsAndIoTs,
-  sourcemap: false,
-  logLevel: 'warning',
 })
 for (const [name, [file]] of Object.entries(cjsEntries)) {
   const bundle = relative(dirname(join('dist/cjs', file)), 'dist/cjs/bundle.js')

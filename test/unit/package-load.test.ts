@@ -80,6 +80,17 @@ console.log(JSON.stringify({
     })
   }
 
+  it("imports Node's modules without their ES module faces (no fs/promises, no readline)", async () => {
+    // An ES module import of node:fs reads every export of fs, `promises` among them, which loads
+    // fs/promises and readline; the build requires Node's modules instead.
+    const { stdout } = await runIn(
+      'module',
+      `${load.module}
+console.log(JSON.stringify(process.moduleLoadList.filter((m) => /fs\\/promises|readline/.test(m))))`,
+    )
+    assert.deepEqual(JSON.parse(stdout), [])
+  })
+
   it("leaves undici's HTTP/2 client whole for anyone else who uses undici in the process", async () => {
     // A user's own undici Client that speaks HTTP/2 (h2c, on loopback), made after the library's
     // first client: it gets the real HTTP/2 client, loaded when its connection needs it.

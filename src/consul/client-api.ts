@@ -199,7 +199,7 @@ export interface WatchOptions {
    * How many polls that follow progress (the index moved) may start at once, saved up at one per
    * `minIntervalMs` while changes are fewer; default 5: a burst of changes is followed at once.
    * Each such poll takes one, and waits for it when none is left, so that sustained churn is
-   * followed at one poll per `minIntervalMs`. 0: every poll after progress waits for its own.
+   * followed at one poll per `minIntervalMs`. 0: every poll keeps the interval.
    */
   readonly progressBurst?: number
   /** Source of the backoff jitter, in [0, 1); default Math.random. */

@@ -185,10 +185,13 @@ export function watchPrefix(
     let cutPollStart: number | undefined
     let lastStart = Number.NEGATIVE_INFINITY
     // Token bucket for the polls that follow progress (the index moved): a token every
-    // minIntervalMs, at most progressBurst saved up, and every such poll takes one, waiting for it
-    // when there is none. A burst of changes, such as a hand-over (release, then the next holder's
-    // CAS), is followed at once while saved tokens last; sustained churn, at one poll per
-    // minIntervalMs, as Consul's blocking-query docs advise.
+    // minIntervalMs, at most progressBurst saved up (one with progressBurst 0), and every such
+    // poll takes one, waiting for it when there is none. A burst of changes, such as a hand-over
+    // (release, then the next holder's CAS), is followed at once while saved tokens last;
+    // sustained churn, at one poll per minIntervalMs, as Consul's blocking-query docs advise.
+    // With progressBurst 0 the watch starts with none: each poll after progress starts at least
+    // minIntervalMs after the one before it.
+    const mostTokens = Math.max(1, progressBurst)
     let tokens = progressBurst
     let refilledAt = scheduler.now()
 
@@ -202,7 +205,7 @@ export function watchPrefix(
     /** Takes the token of a poll after progress: how long until it is there (0: at once). */
     const untilToken = (): number => {
       const now = scheduler.now()
-      tokens = Math.min(progressBurst, tokens + (now - refilledAt) / Math.max(1, minIntervalMs))
+      tokens = Math.min(mostTokens, tokens + (now - refilledAt) / Math.max(1, minIntervalMs))
       refilledAt = now
       tokens -= 1
       return tokens >= 0 ? 0 : Math.ceil(-tokens * minIntervalMs)

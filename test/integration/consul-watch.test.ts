@@ -124,10 +124,10 @@ describe('watchPrefix', () => {
     const started = Date.now()
     const watch = record(proxied.watchPrefix(`${prefix}/`, { waitMs: 1, minIntervalMs: 100 }))
     try {
-      // At least 1 s of polling, and at least five polls (a loaded machine may poll less often):
-      // the bound is on the rate over the time that really passed, which load only lowers.
-      await sleep(1000)
-      await until(() => proxy.requests().length >= 5, 'five polls', 20_000)
+      // Twelve polls, at least 1.1 s of them at the minimum interval (a busy loop would make them
+      // in a few ms): the bound is on the rate over the time that really passed, which load only
+      // lowers.
+      await until(() => proxy.requests().length >= 12, 'twelve polls', 20_000)
       const polls = proxy.requests().length
       const elapsed = Date.now() - started
       assert.ok(
@@ -156,10 +156,10 @@ describe('watchPrefix', () => {
       proxied.watchPrefix(`${prefix}/`, { waitMs: 5000, minIntervalMs, progressBurst }),
     )
     try {
-      // At least 1 s of churn, and at least ten polls (a loaded machine may poll less often):
-      // the bound is on the rate over the time that really passed, which load only lowers.
-      await sleep(1000)
-      await until(() => proxy.requests().length >= 10, 'ten polls', 20_000)
+      // Twenty polls past the first read and the saved burst, at least 1 s of them at the
+      // minimum interval: the bound is on the rate over the time that really passed, which load
+      // only lowers.
+      await until(() => proxy.requests().length >= 1 + progressBurst + 20, 'the polls', 20_000)
       const polls = proxy.requests().length
       const elapsed = Date.now() - started
       const snapshots = watch.snapshots().length

@@ -18,10 +18,6 @@
 //   process's live session still takes its slot until its TTL runs out). While Consul could not
 //   be read, no slot counts as free. A wait of an actor that a fault hit meanwhile is judged only
 //   from the end of the last such fault: once healed, a waiter too must be served within the bound.
-//   A blackhole may have swallowed the answer of the waiter's long poll; while no other request of
-//   the waiter failed, nothing tells its client before the poll's timeout. So a wait that ends
-//   within `silencedPollMs` (that timeout) of the end of a blackhole that hit the waiter is not
-//   judged: the bound then runs to whichever comes later.
 // - Fencing tokens: an actor's tokens only grow, no two tenures share one, a tenure that started
 //   before another one wanted a slot has the smaller token, and a tenure never reads a token of
 //   another writer (`seen`) that is not smaller than its own; all of it within one history of
@@ -106,13 +102,6 @@ export interface CheckOptions {
   readonly gapMs: number
   /** A wait longer than this while slots were mostly free is a violation. */
   readonly longWaitMs: number
-  /**
-   * How long a waiter may stay blind after a blackhole that hit it ends: a long poll whose answer
-   * the blackhole swallowed, while no other request of the waiter failed, is given up only at its
-   * timeout, and no client can know sooner. A wait that ends within this of such a blackhole's end
-   * is not judged; default 0.
-   */
-  readonly silencedPollMs?: number
   /** How long after an operator's delete a moment over the limit is counted apart (ms). */
   readonly editWindowMs: number
   /**
@@ -155,11 +144,6 @@ export interface Wait {
   readonly healedAt?: number
   /** Of the time from `healedAt` to the end, this long at least one slot was free. */
   readonly freeAfterHealMs?: number
-  /**
-   * Until when the waiter may not have known of a free slot: `silencedPollMs` after the end of
-   * the last blackhole that hit it during the wait or ended less than that before the wait began.
-   */
-  readonly blindUntil?: number
   /** The wait ended without a slot (the actor was killed or the run ended). */
   readonly unserved: boolean
 }
@@ -522,13 +506,6 @@ export function waitsOf(
     }
     const own = faults.filter((f) => f.who === actorOf(who) && f.from < to && f.to > from)
     const healedAt = own.length === 0 ? undefined : Math.max(...own.map((f) => f.to))
-    const silencedMs = options.silencedPollMs ?? 0
-    const silenced = faults.filter(
-      (f) =>
-        f.kind === 'blackhole' && f.who === actorOf(who) && f.from < to && f.to + silencedMs > from,
-    )
-    const blindUntil =
-      silenced.length === 0 ? undefined : Math.max(...silenced.map((f) => f.to)) + silencedMs
     return {
       who,
       kind: wait.kind,
@@ -543,7 +520,6 @@ export function waitsOf(
             freeAfterHealMs:
               healedAt < to ? freeTime(occupancy, options.limit, healedAt, to, needed) : 0,
           }),
-      ...(blindUntil === undefined ? {} : { blindUntil }),
       unserved: wait.unserved,
     }
   })
@@ -670,8 +646,7 @@ export function check(
     longWaits: waits.filter((w) => {
       const since = w.healedAt ?? w.from
       const free = w.healedAt === undefined ? w.freeMs : (w.freeAfterHealMs ?? 0)
-      const judgedFrom = Math.max(since + options.longWaitMs, w.blindUntil ?? since)
-      return w.to > judgedFrom && free > (w.to - since) / 2
+      return w.to - since > options.longWaitMs && free > (w.to - since) / 2
     }),
     tokenViolations: tokenViolations(
       tenures,

@@ -23,7 +23,6 @@ import {
   type Report,
 } from './nemesis-history.js'
 import { holdersOf, listPrefix, lockBody, readLock, sessionsNamed } from './observe.js'
-import { SILENCED_POLL_MS } from './nemesis-timing.js'
 import { seededRandom } from './seeded-random.js'
 
 const fixtures = join(import.meta.dirname, '../reliability/fixtures')
@@ -600,7 +599,6 @@ export async function runNemesis(config: NemesisConfig): Promise<NemesisResult> 
       limit: config.limit,
       gapMs: 500,
       longWaitMs: 2 * config.ttlMs.library,
-      silencedPollMs: SILENCED_POLL_MS,
       editWindowMs: 1000,
       lossWindowMs: LOSS_WINDOW_MS,
     },

@@ -217,33 +217,6 @@ describe('the nemesis checker', () => {
     assert.equal(check(events, free, late, options, 6000).longWaits.length, 0)
   })
 
-  it('lets a waiter a blackhole hit stay blind until the long poll it may have lost times out', () => {
-    const free = (servedAt: number): Occupancy[] => [
-      { at: 0, taken: 1 },
-      { at: 100, taken: 0 },
-      { at: servedAt, taken: 1 },
-    ]
-    const run = (wantAt: number, servedAt: number, faults: Fault[], silencedPollMs?: number) =>
-      check(
-        [...tenure('a', 0, 0, 100, 1), ...tenure('b', wantAt, servedAt, servedAt + 100, 2)],
-        free(servedAt),
-        faults,
-        { ...options, ...(silencedPollMs === undefined ? {} : { silencedPollMs }) },
-        servedAt + 1000,
-      ).longWaits.map((w) => w.who)
-    const cut: Fault[] = [{ kind: 'blackhole', who: 'b', from: 500, to: 1500 }]
-    // Served 2.5 s after healing, with the slot free: long, unless its poll may still be silenced.
-    assert.deepEqual(run(0, 4000, cut), ['b'])
-    assert.deepEqual(run(0, 4000, cut, 3000), [])
-    // Past the poll's timeout (1500 + 3000), the wait is judged as before.
-    assert.deepEqual(run(0, 5000, cut, 3000), ['b'])
-    // A blackhole that ended before the wait began may have silenced the watch it goes on with.
-    assert.deepEqual(run(2000, 4000, cut), ['b'])
-    assert.deepEqual(run(2000, 4000, cut, 3000), [])
-    // A pause loses no answer: it gets no such time.
-    assert.deepEqual(run(0, 4000, [{ kind: 'pause', who: 'b', from: 500, to: 1500 }], 3000), ['b'])
-  })
-
   it('compares tokens only within one history of Consul state', () => {
     // After a state-losing restart at 150, indexes (and tokens) start low again.
     const across = [...tenure('a', 0, 10, 100, 500), ...tenure('a', 120, 200, 300, 7)]

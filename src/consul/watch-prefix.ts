@@ -20,8 +20,8 @@ import type { KVSnapshot, WatchEvent } from '../base/kv-snapshot.js'
 
 /**
  * 30 s: an idle watch costs two requests a minute, and a connection that silently stopped
- * answering (dropped by a firewall or NAT, no RST) is noticed within about 30 s + 30/16 s + the
- * request timeout, which is what a semaphore holder can afford to sit on a stale view. Longer
+ * answering (dropped by a firewall or NAT, no RST) is noticed within about 30 s + 30/16 s + 1 s
+ * (`OVERDUE_POLL_GRACE_MS`), which is what a semaphore holder can afford to sit on a stale view. Longer
  * waits (Consul's default is 5 min) would hide such a dead connection for minutes.
  */
 export const DEFAULT_WAIT_MS = 30_000
@@ -43,6 +43,11 @@ const PROGRESS_BURST = 5
  * requests a second rather than a hundred.
  */
 export const CUT_POLL_SPACING_MS = 1000
+/**
+ * 1 s: Consul answers a blocking read within its wait and a sixteenth more; one still unanswered
+ * this long after that is overdue, and a non-blocking read checks the prefix (see `watchPrefix`).
+ */
+export const OVERDUE_POLL_GRACE_MS = 1000
 
 /**
  * Watches every key under `prefix` with blocking queries.
@@ -77,6 +82,12 @@ export const CUT_POLL_SPACING_MS = 1000
  * requests:    b--b'r-b---b'r-b---b'r-b----   b = blocking read, b' = its 500, r = re-read
  * watchPrefix: s0-----------------------s1-   (s1 only when a re-read saw a change)
  * ```
+ *
+ * A blocking read still unanswered a second past its wait and a sixteenth (the most Consul takes)
+ * may have lost its answer on the way, with no other request failing to say so: a read that does
+ * not block (in `consistent` mode unless the watch reads `stale`) checks the prefix and, if it
+ * answers first, stands for the late read, which is given up. If it fails, nothing is emitted and
+ * the late read keeps its own timeout.
  *
  * @example
  * ```ts
@@ -294,9 +305,40 @@ export function watchPrefix(
 
     /** The long poll in flight, and the network failures the client had seen when it left. */
     let inFlight: { readonly stop: AbortController; readonly failuresBefore: number } | undefined
+    /** The check of the blocking read in flight, due once it is overdue. */
+    let overdue: Subscription | undefined
+    const overdueAfterMs = waitMs + Math.ceil(waitMs / 16) + OVERDUE_POLL_GRACE_MS
+
+    /**
+     * The blocking read `late` is overdue: its answer may have been lost on the way. A read that
+     * does not block checks the prefix; if it answers before `late` does, it stands for it and
+     * `late` is given up (its answer, if any, means nothing then). If it fails, nothing is
+     * reported: `late` keeps its own timeout, after which it fails as usual.
+     */
+    const checkOverdue = (late: NonNullable<typeof inFlight>): void => {
+      overdue = undefined
+      if (inFlight !== late) return
+      const consistency = options.consistency === 'stale' ? 'stale' : 'consistent'
+      const stop = new AbortController()
+      const stopWithWatch = (): void => stop.abort()
+      abort.signal.addEventListener('abort', stopWithWatch, { once: true })
+      const startedAt = scheduler.now()
+      client.kv
+        .list(listed, { signal: stop.signal, reuse, consistency })()
+        .then((answer) => {
+          abort.signal.removeEventListener('abort', stopWithWatch)
+          if (inFlight !== late || E.isLeft(answer)) return
+          inFlight = undefined
+          late.stop.abort()
+          onAnswer(E.map(within)(answer), false, startedAt)
+        })
+        .catch((error: unknown) => subscriber.error(error))
+    }
 
     function poll(): void {
       pending = undefined
+      overdue?.unsubscribe()
+      overdue = undefined
       if (subscriber.closed) return
       lastStart = scheduler.now()
       const stop = new AbortController()
@@ -317,6 +359,7 @@ export function watchPrefix(
             : options.consistency,
         ...(blocking ? { index: blockOn, waitMs } : {}),
       })
+      if (blocking) overdue = scheduler.schedule(() => checkOverdue(mine), overdueAfterMs)
       // The TaskEither never rejects; the catch only guards against a bug in this file.
       request()
         .then((answer) => {
@@ -324,6 +367,8 @@ export function watchPrefix(
           // A poll replaced after a network failure: its late answer (Aborted) means nothing.
           if (inFlight !== mine) return
           inFlight = undefined
+          overdue?.unsubscribe()
+          overdue = undefined
           onAnswer(E.map(within)(answer), blocking, startedAt)
         })
         .catch((error: unknown) => subscriber.error(error))
@@ -356,6 +401,8 @@ export function watchPrefix(
       stopListening?.()
       pending?.unsubscribe()
       pending = undefined
+      overdue?.unsubscribe()
+      overdue = undefined
       // Aborting the request in flight is half a millisecond of synchronous work in undici; an
       // unsubscribe is often part of a release whose write should leave first. The answer of a
       // poll is ignored from now on (the subscriber is closed), so the abort can wait a turn.

@@ -344,6 +344,42 @@ describe('watchPrefix', () => {
     }
   })
 
+  it('checks a long poll still unanswered a second past its wait, when nothing else failed', async () => {
+    // A blackhole swallows only the poll's answer and is gone before any other request: nothing
+    // tells the client, and with a 30 s request timeout the poll would end 32 s after it left.
+    const prefix = await seededPrefix()
+    const waitMs = 2000
+    const own = createConsulClient({ address: proxy.addr, env: {}, requestTimeoutMs: 30_000 })
+    try {
+      await until(() => proxy.inFlight() === 0, 'polls of earlier tests to end', 20_000)
+      const watch = record(own.watchPrefix(`${prefix}/`, { waitMs }))
+      await until(
+        () => watch.snapshots().length === 1 && proxy.inFlight() === 1,
+        'a blocking poll in flight',
+        20_000,
+      )
+      const leftBy = Date.now()
+      const droppedBefore = proxy.droppedAnswers()
+      proxy.setMode('blackhole')
+      await ok(direct.kv.put(`${prefix}/during`, 'x'))
+      await until(() => proxy.droppedAnswers() > droppedBefore, 'the answer to be swallowed')
+      proxy.setMode('pass')
+      await until(
+        () => watch.snapshots().some((s) => keysOf(s).includes(`${prefix}/during`)),
+        'the write whose answer was swallowed',
+        40_000,
+      )
+      const seenAfter = Date.now() - leftBy
+      // Overdue at 2000 + 125 + 1000 ms after it left; the poll's own timeout is at 32 s.
+      assert.ok(seenAfter < waitMs + waitMs / 16 + 1000 + 5000, `seen after ${seenAfter} ms`)
+      assert.equal(watch.error(), undefined)
+      assert.equal(watch.disconnects().length, 0, 'the checked poll is not a disconnect')
+      watch.subscription.unsubscribe()
+    } finally {
+      await own.close()
+    }
+  })
+
   /**
    * Runs a child process that watches; on the first `on` event it says 'ready', and once told
    * (SIGUSR2: a signal listener does not keep a process alive) it unsubscribes and closes the

@@ -16,7 +16,11 @@ import { advanceBy, httpFailure, unreachable } from '../support/consul-double.js
 type Answer = E.Either<ConsulError, KVSnapshot>
 const at = (index: bigint): Answer => E.right({ index, entries: [] })
 
-/** A client whose listings answer `answers` in turn (then never), recording each poll's mode. */
+/**
+ * A client whose listings answer `answers` in turn (then never, within the 30 s of virtual time
+ * each test runs: less than a blocking read's wait, so the last one is never overdue), recording
+ * each poll's mode.
+ */
 function stubClient(answers: Answer[]): {
   client: Pick<ConsulClient, 'kv' | 'network'>
   polls: string[]
@@ -45,7 +49,7 @@ describe('watchPrefix: the read after a failure', () => {
       minIntervalMs: 0,
       ...(consistency === undefined ? {} : { consistency }),
     }).subscribe()
-    await advanceBy(scheduler, 60_000)
+    await advanceBy(scheduler, 30_000)
     subscription.unsubscribe()
     return polls
   }

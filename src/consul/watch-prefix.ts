@@ -21,8 +21,8 @@ import type { KVSnapshot, WatchEvent } from '../base/kv-snapshot.js'
 /**
  * 30 s: an idle watch costs two requests a minute, and a connection that silently stopped
  * answering (dropped by a firewall or NAT, no RST) is noticed within about 30 s + 30/16 s + 1 s
- * (`OVERDUE_POLL_GRACE_MS`), which is what a semaphore holder can afford to sit on a stale view. Longer
- * waits (Consul's default is 5 min) would hide such a dead connection for minutes.
+ * (`OVERDUE_POLL_GRACE_MS`), which is what a semaphore holder can afford to sit on a stale view.
+ * Longer waits (Consul's default is 5 min) would hide such a dead connection for minutes.
  */
 export const DEFAULT_WAIT_MS = 30_000
 export const DEFAULT_BACKOFF_INITIAL_MS = BACKOFF.watch.initialMs

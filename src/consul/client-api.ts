@@ -177,7 +177,11 @@ export interface DeleteOptions extends CallOptions {
  * ```
  */
 export interface WatchOptions {
-  /** Blocking wait per request in ms (sent as `wait=<n>ms`); default 30000. */
+  /**
+   * Blocking wait per request in ms (sent as `wait=<n>ms`); default 30000. A request still
+   * unanswered a second past it and Consul's jitter (a sixteenth of it) is checked with a read
+   * that does not block, which stands for it if it answers first.
+   */
   readonly waitMs?: number
   /** Consistency mode of the watch's reads; default the client's. */
   readonly consistency?: 'default' | 'consistent' | 'stale'

@@ -309,6 +309,18 @@ export function watchPrefix(
     let overdue: Subscription | undefined
     const overdueAfterMs = waitMs + Math.ceil(waitMs / 16) + OVERDUE_POLL_GRACE_MS
 
+    /** A request's own stop, which the watch's end also pulls; `detach` once it has answered. */
+    const stopOfRequest = (): { readonly stop: AbortController; readonly detach: () => void } => {
+      const stop = new AbortController()
+      const stopWithWatch = (): void => stop.abort()
+      abort.signal.addEventListener('abort', stopWithWatch, { once: true })
+      return { stop, detach: () => abort.signal.removeEventListener('abort', stopWithWatch) }
+    }
+    const cancelOverdue = (): void => {
+      overdue?.unsubscribe()
+      overdue = undefined
+    }
+
     /**
      * The blocking read `late` is overdue: its answer may have been lost on the way. A read that
      * does not block checks the prefix; if it answers before `late` does, it stands for it and
@@ -319,14 +331,12 @@ export function watchPrefix(
       overdue = undefined
       if (inFlight !== late) return
       const consistency = options.consistency === 'stale' ? 'stale' : 'consistent'
-      const stop = new AbortController()
-      const stopWithWatch = (): void => stop.abort()
-      abort.signal.addEventListener('abort', stopWithWatch, { once: true })
+      const { stop, detach } = stopOfRequest()
       const startedAt = scheduler.now()
       client.kv
         .list(listed, { signal: stop.signal, reuse, consistency })()
         .then((answer) => {
-          abort.signal.removeEventListener('abort', stopWithWatch)
+          detach()
           if (inFlight !== late || E.isLeft(answer)) return
           inFlight = undefined
           late.stop.abort()
@@ -337,13 +347,10 @@ export function watchPrefix(
 
     function poll(): void {
       pending = undefined
-      overdue?.unsubscribe()
-      overdue = undefined
+      cancelOverdue()
       if (subscriber.closed) return
       lastStart = scheduler.now()
-      const stop = new AbortController()
-      const stopWithWatch = (): void => stop.abort()
-      abort.signal.addEventListener('abort', stopWithWatch, { once: true })
+      const { stop, detach } = stopOfRequest()
       const mine = { stop, failuresBefore: client.network?.failures() ?? 0 }
       inFlight = mine
       const startedAt = lastStart
@@ -363,12 +370,11 @@ export function watchPrefix(
       // The TaskEither never rejects; the catch only guards against a bug in this file.
       request()
         .then((answer) => {
-          abort.signal.removeEventListener('abort', stopWithWatch)
+          detach()
           // A poll replaced after a network failure: its late answer (Aborted) means nothing.
           if (inFlight !== mine) return
           inFlight = undefined
-          overdue?.unsubscribe()
-          overdue = undefined
+          cancelOverdue()
           onAnswer(E.map(within)(answer), blocking, startedAt)
         })
         .catch((error: unknown) => subscriber.error(error))
@@ -401,8 +407,7 @@ export function watchPrefix(
       stopListening?.()
       pending?.unsubscribe()
       pending = undefined
-      overdue?.unsubscribe()
-      overdue = undefined
+      cancelOverdue()
       // Aborting the request in flight is half a millisecond of synchronous work in undici; an
       // unsubscribe is often part of a release whose write should leave first. The answer of a
       // poll is ignored from now on (the subscriber is closed), so the abort can wait a turn.

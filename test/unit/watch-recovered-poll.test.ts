@@ -2,66 +2,20 @@
 // the agent again, watchPrefix replaces it. The replacement reads at once (consistent), as after any
 // failure: while the network was away the agent may have lost its state, and a poll blocking on the
 // old index would wait out its whole wait on an agent whose index is far below it. A stub client
-// records each poll and lets the test say when the network failed and recovered.
+// (watchStub) records each poll and lets the test say when the network failed and recovered.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
 import { VirtualTimeScheduler } from 'rxjs'
-import type { ConsulClient, ListOptions } from '../../src/consul/client-api.js'
-import type { ConsulError } from '../../src/base/consul-error.js'
-import type { KVSnapshot, WatchEvent } from '../../src/base/kv-snapshot.js'
+import type { WatchEvent } from '../../src/base/kv-snapshot.js'
 import { watchPrefix } from '../../src/consul/watch-prefix.js'
 import { advanceBy } from '../support/consul-double.js'
-
-type Answer = E.Either<ConsulError, KVSnapshot>
-
-/**
- * A client whose polls wait until the test answers them (`answer`), and whose network the test
- * fails (`fail`) and brings back (`recover`).
- */
-function stubClient(): {
-  client: Pick<ConsulClient, 'kv' | 'network'>
-  polls: string[]
-  answer: (value: Answer) => void
-  fail: () => void
-  recover: () => void
-} {
-  const polls: string[] = []
-  const open: ((value: Answer) => void)[] = []
-  const listeners = new Set<() => void>()
-  let failures = 0
-  const list =
-    (_prefix: string, options: ListOptions = {}) =>
-    () => {
-      polls.push(
-        options.index === undefined
-          ? `read ${options.consistency ?? '-'}`
-          : `block ${options.index} ${options.consistency ?? '-'}`,
-      )
-      return new Promise<Answer>((resolve) => open.push(resolve))
-    }
-  return {
-    client: {
-      kv: { list },
-      network: {
-        failures: () => failures,
-        onRecovered: (listener: () => void) => {
-          listeners.add(listener)
-          return () => listeners.delete(listener)
-        },
-      },
-    } as unknown as Pick<ConsulClient, 'kv' | 'network'>,
-    polls,
-    answer: (value) => open.at(-1)?.(value),
-    fail: () => void failures++,
-    recover: () => [...listeners].forEach((listener) => listener()),
-  }
-}
+import { watchStub } from '../support/watch-stub.js'
 
 describe('watchPrefix: a poll the network silenced', () => {
   it('is replaced by a consistent read at once, which emits an index that went back as a reset', async () => {
     const scheduler = new VirtualTimeScheduler()
-    const stub = stubClient()
+    const stub = watchStub()
     const events: WatchEvent[] = []
     const subscription = watchPrefix(stub.client, 'p/', {
       scheduler,
@@ -93,7 +47,7 @@ describe('watchPrefix: a poll the network silenced', () => {
 
   it('emits nothing when the read finds the index unchanged, and blocks on it again', async () => {
     const scheduler = new VirtualTimeScheduler()
-    const stub = stubClient()
+    const stub = watchStub()
     const events: WatchEvent[] = []
     const subscription = watchPrefix(stub.client, 'p/', {
       scheduler,

@@ -12,6 +12,9 @@
 //   holding one slot  an ES module replica: semaphore({ prefix, limit: 1 }) without a `consul`
 //                     option (the default client), reading 10 s after holding$ turned true, then
 //                     close() and exit
+//   its control       the same replica under the flag the rxsem bin sets (src/cli/v8-flags.ts),
+//                     which keeps undici's parser on V8's baseline WebAssembly compiler: what of
+//                     the replica's figures is that recompile (not run where V8 lacks the flag)
 // The 10 s: in the first seconds of a tenure V8 recompiles undici's WebAssembly HTTP parser with
 // its optimizing compiler (the first answers run it past its budget), in background threads that
 // use tens of MB for a moment, and then, the process being idle, its memory reducer collects and
@@ -25,6 +28,7 @@
 import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { promisify } from 'node:util'
+import { wasmTieringBudgetFlag } from '../src/cli/v8-flags.js'
 import { repoRoot } from './children.js'
 import { percentile } from './stats.js'
 
@@ -50,6 +54,8 @@ export interface ImportCostResult {
   readonly esm: ProcessFootprint
   readonly cjs: ProcessFootprint
   readonly holding: ProcessFootprint
+  /** The replica under the bin's WebAssembly tiering `flag`; undefined where V8 has no such flag. */
+  readonly holdingBaselineParser: (ProcessFootprint & { readonly flag: string }) | undefined
 }
 
 /** Prints the reading as JSON on stdout: the last thing each child does before it exits. */
@@ -132,6 +138,12 @@ export async function measureImportCost(
   runs: number,
   packageRoot: string = repoRoot,
 ): Promise<ImportCostResult> {
+  const replica = (flags: readonly string[]) => () =>
+    reading(packageRoot, [...flags, '--input-type=module', '-e', HOLDING], {
+      CONSUL_HTTP_ADDR: agentAddr,
+      BENCH_IMPORT_PREFIX: `rxsem-bench/import/${randomUUID().slice(0, 8)}`,
+    })
+  const tieringFlag = wasmTieringBudgetFlag()
   const kinds = {
     bare: () => reading(packageRoot, ['-e', REPORT]),
     rxjs: () =>
@@ -145,11 +157,8 @@ export async function measureImportCost(
         `await import('rx-consul-semaphore');${REPORT}`,
       ]),
     cjs: () => reading(packageRoot, ['-e', `require('rx-consul-semaphore');${REPORT}`]),
-    holding: () =>
-      reading(packageRoot, ['--input-type=module', '-e', HOLDING], {
-        CONSUL_HTTP_ADDR: agentAddr,
-        BENCH_IMPORT_PREFIX: `rxsem-bench/import/${randomUUID().slice(0, 8)}`,
-      }),
+    holding: replica([]),
+    ...(tieringFlag === undefined ? {} : { holdingBaselineParser: replica([tieringFlag]) }),
   }
   const readings = new Map<keyof typeof kinds, ProcessReading[]>()
   for (let round = 0; round < runs; round++) {
@@ -163,6 +172,7 @@ export async function measureImportCost(
     }
   }
   const of = (kind: keyof typeof kinds): ProcessFootprint => footprint(readings.get(kind) ?? [])
+  const baselineParser = readings.get('holdingBaselineParser')
   return {
     runs,
     bare: of('bare'),
@@ -171,5 +181,9 @@ export async function measureImportCost(
     esm: of('esm'),
     cjs: of('cjs'),
     holding: of('holding'),
+    holdingBaselineParser:
+      baselineParser && tieringFlag !== undefined
+        ? { ...footprint(baselineParser), flag: tieringFlag }
+        : undefined,
   }
 }

@@ -1257,7 +1257,8 @@ function importFigure(x: ImportCostResult | NotMeasured | undefined): {
     const rss = f.rounds.map((r) => r.rssMb)
     return `${mb(Math.min(...rss))}–${mb(Math.max(...rss))}`
   }
-  const rows: [string, ProcessFootprint][] = run
+  const control = run?.holdingBaselineParser
+  const rows: (readonly [string, ProcessFootprint])[] = run
     ? [
         ['a bare node -e 0', run.bare],
         ["import('rxjs') alone, for scale", run.rxjs],
@@ -1265,6 +1266,9 @@ function importFigure(x: ImportCostResult | NotMeasured | undefined): {
         ["import('rx-consul-semaphore'): the ES module build", run.esm],
         ["require('rx-consul-semaphore'): the CommonJS build", run.cjs],
         ['a replica holding one slot, 10 s into its tenure', run.holding],
+        ...(control === undefined
+          ? []
+          : [[`the same replica, control: node ${control.flag}`, control] as const]),
       ]
     : []
   const table: Table = {
@@ -1290,7 +1294,8 @@ function importFigure(x: ImportCostResult | NotMeasured | undefined): {
       : [['not measured', x === undefined ? 'not in this run' : (x as NotMeasured).notMeasured]],
     notes: [
       `Fresh node processes of each kind in turns, ${run?.runs ?? 'n'} rounds (BENCH_IMPORT_RUNS), medians; each process reads its own process.memoryUsage().rss and process.cpuUsage() (user + system since its start) when measured: at once for the bare node, right after the import or require, and 10 s into the tenure for the replica (semaphore({ prefix, limit: 1 }) without a consul option, against the bench's agent; by then V8 has recompiled undici's WebAssembly HTTP parser and collected after it). The package is the built one (dist/), resolved by its name as a user's node_modules gives it; the library's processes import nothing else (the replica loads @opentelemetry/api, installed here, with no SDK).`,
-      "Importing the library loads rxjs's root (its CommonJS build, every operator), which a user composing with rxjs loads anyway: the rxjs row is that part. It loads none of undici until a client is made, then undici's Pool alone (its modules pull in Node's net, http and streams; not its HTTP/2 client, which would bring Node's http2 and tls, for a protocol the library never speaks): the row of rxjs and undici is what any process that talks to Consul through the library loads before a line of the library runs, its floor; both builds are bundles with fp-ts and io-ts inlined (scripts/build.mjs). The replica's RSS falls in two groups about 9 MB apart, from one run to the next: whether the memory of that recompile was given back to the system or kept by the allocator (the min–max column).",
+      "Importing the library loads rxjs's root (its CommonJS build, every operator), which a user composing with rxjs loads anyway: the rxjs row is that part. It loads none of undici until a client is made, then undici's Pool alone (its modules pull in Node's net, http and streams; not its HTTP/2 client, which would bring Node's http2 and tls, for a protocol the library never speaks): the row of rxjs and undici is what any process that talks to Consul through the library loads before a line of the library runs, its floor; both builds are bundles with fp-ts and io-ts inlined (scripts/build.mjs). The replica's RSS can fall in two groups about 9 MB apart, from one run to the next: whether the memory of that recompile was given back to the system or kept by the allocator (the min–max column).",
+      `Control row: the same replica started with the flag the rxsem bin sets (src/cli/v8-flags.ts; only on V8 11 to 13, where it exists), which keeps undici's parser on V8's baseline WebAssembly compiler: the replica's RSS and CPU above it are that recompile's. The library sets no V8 flag; the target is judged on the replica without it.`,
     ],
   }
   const rssTarget = (what: string, f: ProcessFootprint | undefined, mbOver: number): Target => ({

@@ -20,8 +20,20 @@ import { setFlagsFromString } from 'node:v8'
  */
 const tieringBudget = 2_000_000_000
 
+/**
+ * The flag that raises V8's WebAssembly tier-up budget, on the V8 versions known to have it (11 to
+ * 13); undefined elsewhere. The bench starts its control processes with it.
+ *
+ * @param v8Version - A V8 version (default: this process's).
+ * @returns The flag, or undefined.
+ */
+export function wasmTieringBudgetFlag(v8Version: string = process.versions.v8): string | undefined {
+  const v8Major = Number(v8Version.split('.')[0])
+  return v8Major >= 11 && v8Major <= 13 ? `--wasm-tiering-budget=${tieringBudget}` : undefined
+}
+
 /** Raises V8's WebAssembly tier-up budget on V8 11 to 13; elsewhere it does nothing. */
 export function raiseWasmTieringBudget(): void {
-  const v8Major = Number(process.versions.v8.split('.')[0])
-  if (v8Major >= 11 && v8Major <= 13) setFlagsFromString(`--wasm-tiering-budget=${tieringBudget}`)
+  const flag = wasmTieringBudgetFlag()
+  if (flag !== undefined) setFlagsFromString(flag)
 }

@@ -17,6 +17,7 @@
 //         `J <json>`         the report (JobsChildReport in bench/jobs.ts), the last line
 import { subscribe } from 'node:diagnostics_channel'
 import { withSlot } from 'rx-consul-semaphore'
+import { clockTickMs, readThreads, ticksInMs, ticksSince } from './thread-cpu.js'
 import { countRequest, noWrites } from './write-counts.js'
 
 const [prefix = '', limitArg = '10', jobsArg = '1', holdArg = '2'] = process.argv.slice(2)
@@ -41,6 +42,9 @@ let started = 0
 let settled = 0
 let submittedAt: number | undefined
 let cpuBefore: NodeJS.CpuUsage | undefined
+/** The threads' CPU at `go` (bench/thread-cpu.ts), and a tick's length, read before it. */
+let threadsBefore: ReturnType<typeof readThreads>
+const tickMs = clockTickMs()
 let rssBefore = 0
 /** The kernel's peak RSS of this process so far (getrusage's ru_maxrss): no sampling to pay for. */
 const peakRss = (): number => process.resourceUsage().maxRSS * 1024
@@ -137,6 +141,7 @@ function go(): void {
   if (submittedAt !== undefined) return
   rssBefore = process.memoryUsage.rss()
   cpuBefore = process.cpuUsage()
+  threadsBefore = readThreads()
   submittedAt = clock()
   for (let i = 0; i < jobs; i++) void job()
 }
@@ -146,6 +151,7 @@ function report(): void {
   if (reported) return
   reported = true
   const cpu = process.cpuUsage(cpuBefore)
+  const threads = ticksSince(threadsBefore, readThreads())
   const end = clock()
   // Exits once the report is written: stdout is a pipe, and a large report would be cut short.
   process.stdout.write(
@@ -157,6 +163,7 @@ function report(): void {
       rssBeforeMb: rssBefore / 2 ** 20,
       rssPeakMb: peakRss() / 2 ** 20,
       cpuMs: (cpu.user + cpu.system) / 1000,
+      threadsCpuMs: threads && ticksInMs(threads, tickMs),
       failures: Object.fromEntries(failures),
       writes,
       records,

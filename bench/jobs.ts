@@ -28,6 +28,7 @@ import { killTree } from '../test/support/processes.js'
 import { builtChild, repoRoot } from './children.js'
 import { addWrites, writesOf, type WriteCounts } from './write-counts.js'
 import { percentile } from './stats.js'
+import type { ThreadTicks } from './thread-cpu.js'
 
 export interface JobsSetup {
   readonly jobs: number
@@ -207,6 +208,8 @@ export interface JobsFleetRun extends JobsFleetSetup {
   /** The children's CPU, user + system, from `go` to the report, summed, ms. */
   readonly cpuMs: number
   readonly cpuMsPerJob: number
+  /** The same by kind of thread, summed; undefined when a child could not tell. */
+  readonly threadsCpuMs: ThreadTicks | undefined
   readonly writes: WriteCounts
   readonly writesPerJob: number
   readonly perProcess: readonly JobsFleetProcess[]
@@ -230,6 +233,8 @@ export interface JobsChildReport {
   readonly rssBeforeMb: number
   readonly rssPeakMb: number
   readonly cpuMs: number
+  /** The same CPU by kind of thread (bench/thread-cpu.ts); absent where /proc cannot tell. */
+  readonly threadsCpuMs?: ThreadTicks | undefined
   readonly failures: Readonly<Record<string, number>>
   /** The requests the child's client sent from `go` on. */
   readonly writes: WriteCounts
@@ -781,6 +786,16 @@ export function fleetFigures(
   const spanMs = lastEnd(all) - firstGo
   const done = all.length
   const cpuMs = reports.reduce((sum, r) => sum + r.cpuMs, 0)
+  const threadsCpuMs = reports.reduce<ThreadTicks | undefined>(
+    (sum, r) =>
+      sum &&
+      r.threadsCpuMs && {
+        main: sum.main + r.threadsCpuMs.main,
+        v8Workers: sum.v8Workers + r.threadsCpuMs.v8Workers,
+        other: sum.other + r.threadsCpuMs.other,
+      },
+    { main: 0, v8Workers: 0, other: 0 },
+  )
   const failures: Record<string, number> = {}
   for (const r of reports)
     for (const [kind, n] of Object.entries(r.failures)) failures[kind] = (failures[kind] ?? 0) + n
@@ -805,6 +820,7 @@ export function fleetFigures(
     mostAtOnce: mostAtOnce(all),
     cpuMs,
     cpuMsPerJob: cpuMs / done,
+    threadsCpuMs,
     writes,
     writesPerJob: writesOf(writes) / done,
     perProcess,

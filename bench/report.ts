@@ -1079,6 +1079,12 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
           : count(x.mostAtOnce),
       ),
       row("CPU per job done (the children's, summed)", (x) => per(x, x.cpuMs, ' ms')),
+      row("… of it on the main threads / V8's worker threads / the others", (x) => {
+        const t = x.threadsCpuMs
+        return t && x.done > 0
+          ? `${per(x, t.main)} / ${per(x, t.v8Workers)} / ${per(x, t.other)} ms`
+          : '—'
+      }),
       row("… beyond the same setup's smaller size: extra CPU ÷ extra jobs", (x) => {
         const smaller = smallerOf(x)
         return smaller
@@ -1126,6 +1132,7 @@ function jobsFleetFigure(runs: readonly (JobsFleetRun | JobsFleetNotMeasured)[])
       "Jobs per second: the jobs done in every process / (the last job's end − the first child's `go`). Ratios: that ÷ the one-process column with the same total and hold; ÷ the limit's rate, limit × 1000 / hold ms (every slot busy with back-to-back jobs).",
       "Most at once: the intervals (start to end) of every job of every process, swept in time, an end before a start at the same instant. A job runs inside its holding of a slot, so this exceeds the limit only if two holders overlapped (every time is read from the one clock the machine's processes share).",
       "CPU: the children's user + system time (process.cpuUsage) from each one's `go` to its report, summed over the children (a process done early idles until the reports are taken) / jobs done. Writes: as in table 7, every request the children sent from their `go` to their reports, of all processes: PUT session/create, PUT session/destroy, PUT /v1/txn, PUT and DELETE of a key / jobs done; lost = transactions the agent rolled back (409). The same setup at two sizes (4 × 500 and 4 × 2,000 jobs of 20 ms) tells a cost per job from what each process pays once (its first requests, V8 warming up its code): the row \"… beyond the same setup's smaller size\" is the extra CPU of the larger over its extra jobs.",
+      "Threads: each child's CPU from its `go` to its report, thread by thread, from /proc/self/task (Linux; user + system, counted in the kernel's clock ticks, getconf CLK_TCK: 10 ms on Linux): its main thread runs the JavaScript (the library's, undici's, the jobs') and the collections that stop it; V8's worker threads (named V8Worker) run its optimizing compilers (Maglev, TurboFan) and the parts of its collections that run beside the JavaScript; the others are libuv's and Node's own. The three add up to the row above but for the ticks' rounding and a thread that ended before the report.",
       "Apart (a prefix each): the same processes and jobs of 20 ms, each process on a prefix of its own with its share of the limit (rounded down), so that they share nothing but the agent and the 2 cores: the floor of what those processes cost with no coordination between them. Its row of CPU per job divided into the shared prefix's is what the sharing costs. No target is judged on it.",
       "Fairness: a process has jobs queued from its `go` until its last job started (until its report, if not all started). Over the span from the last `go` to the first process out of queued jobs, 2 s windows start every 0.5 s (as many as fit inside the span); in each, a process's slot-time is the run time of its jobs clipped to the window, and its share is that / (every process's slot-time in the window / P): 1 is fair. Min and max over every window and process, with which process (from 0) and the window's start after the span's. A span under 2 s gives one window over the whole span, marked SHORTER. The row beside opens the span only once every process has started a job, leaving each one's start-up (its sessions, its first acquisitions) out, as table 7b does for B's arrival.",
       "Fencing tokens: in each process, the check of table 7 (no token twice, a job started after another ended has a greater token); across the fleet, no token that two jobs (of any processes) ran under. Done → done: each process's last job's end; from the first process's to the last's.",

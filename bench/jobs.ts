@@ -28,7 +28,7 @@ import { killTree } from '../test/support/processes.js'
 import { builtChild, repoRoot } from './children.js'
 import { addWrites, writesOf, type WriteCounts } from './write-counts.js'
 import { percentile } from './stats.js'
-import type { ThreadTicks } from './thread-cpu.js'
+import { addThreadCpu, type ThreadCpu } from './thread-cpu.js'
 
 export interface JobsSetup {
   readonly jobs: number
@@ -209,7 +209,7 @@ export interface JobsFleetRun extends JobsFleetSetup {
   readonly cpuMs: number
   readonly cpuMsPerJob: number
   /** The same by kind of thread, summed; undefined when a child could not tell. */
-  readonly threadsCpuMs: ThreadTicks | undefined
+  readonly threadsCpuMs: ThreadCpu | undefined
   readonly writes: WriteCounts
   readonly writesPerJob: number
   readonly perProcess: readonly JobsFleetProcess[]
@@ -234,7 +234,7 @@ export interface JobsChildReport {
   readonly rssPeakMb: number
   readonly cpuMs: number
   /** The same CPU by kind of thread (bench/thread-cpu.ts); absent where /proc cannot tell. */
-  readonly threadsCpuMs?: ThreadTicks | undefined
+  readonly threadsCpuMs?: ThreadCpu | undefined
   readonly failures: Readonly<Record<string, number>>
   /** The requests the child's client sent from `go` on. */
   readonly writes: WriteCounts
@@ -786,14 +786,8 @@ export function fleetFigures(
   const spanMs = lastEnd(all) - firstGo
   const done = all.length
   const cpuMs = reports.reduce((sum, r) => sum + r.cpuMs, 0)
-  const threadsCpuMs = reports.reduce<ThreadTicks | undefined>(
-    (sum, r) =>
-      sum &&
-      r.threadsCpuMs && {
-        main: sum.main + r.threadsCpuMs.main,
-        v8Workers: sum.v8Workers + r.threadsCpuMs.v8Workers,
-        other: sum.other + r.threadsCpuMs.other,
-      },
+  const threadsCpuMs = reports.reduce<ThreadCpu | undefined>(
+    (sum, r) => sum && r.threadsCpuMs && addThreadCpu(sum, r.threadsCpuMs),
     { main: 0, v8Workers: 0, other: 0 },
   )
   const failures: Record<string, number> = {}

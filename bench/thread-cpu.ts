@@ -5,8 +5,8 @@
 import { execFileSync } from 'node:child_process'
 import { readFileSync, readdirSync } from 'node:fs'
 
-/** CPU by kind of thread (user + system), in clock ticks or, converted, in ms. */
-export interface ThreadTicks {
+/** CPU by kind of thread (user + system): clock ticks as read, ms once converted (`ticksInMs`). */
+export interface ThreadCpu {
   readonly main: number
   readonly v8Workers: number
   readonly other: number
@@ -14,7 +14,7 @@ export interface ThreadTicks {
 
 /** One thread's kind and its user + system ticks, from its `stat` and `comm` files. */
 interface ThreadReading {
-  readonly kind: keyof ThreadTicks
+  readonly kind: keyof ThreadCpu
   readonly ticks: number
 }
 
@@ -34,7 +34,7 @@ export function ticksOfStat(stat: string): number | undefined {
 }
 
 /** The kind of thread `tid` of process `pid`, named `name` (its `comm`). */
-export function kindOfThread(pid: number, tid: number, name: string): keyof ThreadTicks {
+export function kindOfThread(pid: number, tid: number, name: string): keyof ThreadCpu {
   if (tid === pid) return 'main'
   return name === 'V8Worker' ? 'v8Workers' : 'other'
 }
@@ -64,7 +64,7 @@ export function readThreads(): ReadonlyMap<number, ThreadReading> | undefined {
 export function ticksSince(
   before: ReadonlyMap<number, ThreadReading> | undefined,
   now: ReadonlyMap<number, ThreadReading> | undefined,
-): ThreadTicks | undefined {
+): ThreadCpu | undefined {
   if (before === undefined || now === undefined) return undefined
   const spent = { main: 0, v8Workers: 0, other: 0 }
   for (const [tid, thread] of now) {
@@ -84,10 +84,15 @@ export function clockTickMs(): number {
 }
 
 /** `ticks` in ms, a tick being `tickMs`. */
-export function ticksInMs(ticks: ThreadTicks, tickMs: number): ThreadTicks {
+export function ticksInMs(ticks: ThreadCpu, tickMs: number): ThreadCpu {
   return {
     main: ticks.main * tickMs,
     v8Workers: ticks.v8Workers * tickMs,
     other: ticks.other * tickMs,
   }
+}
+
+/** Two readings' sum, kind by kind. */
+export function addThreadCpu(a: ThreadCpu, b: ThreadCpu): ThreadCpu {
+  return { main: a.main + b.main, v8Workers: a.v8Workers + b.v8Workers, other: a.other + b.other }
 }

@@ -9,7 +9,7 @@ import {
   ticksInMs,
   ticksOfStat,
   ticksSince,
-  type ThreadTicks,
+  type ThreadCpu,
 } from '../../bench/thread-cpu.js'
 import { noWrites } from '../../bench/write-counts.js'
 
@@ -41,7 +41,7 @@ describe('kindOfThread', () => {
 })
 
 describe('ticksSince', () => {
-  const threads = (...rows: [number, keyof ThreadTicks, number][]) =>
+  const threads = (...rows: [number, keyof ThreadCpu, number][]) =>
     new Map(rows.map(([tid, kind, ticks]) => [tid, { kind, ticks }]))
 
   it('counts what each kind spent since, a thread started since from zero', () => {
@@ -72,7 +72,7 @@ describe('ticksSince', () => {
 
 describe('fleetFigures: CPU by kind of thread', () => {
   const setup = { processes: 2, jobsPerProcess: 1, limit: 10, holdMs: 20, deadlineMs: 1000 }
-  const child = (threadsCpuMs: ThreadTicks | undefined): JobsChildReport => ({
+  const child = (threadsCpuMs: ThreadCpu | undefined): JobsChildReport => ({
     submittedAt: 0,
     reportedAt: 100,
     submitted: 1,

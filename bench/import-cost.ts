@@ -3,9 +3,9 @@
 // process.memoryUsage().rss and process.cpuUsage() at the moment measured:
 //   node -e 0         a bare node, reading them at once
 //   rxjs              `await import('rxjs')`: what any process that uses rxjs loads, for scale
-//   rxjs and undici   the same, and undici's Pool and its request API as the library's first
-//                     client loads them (src/consul/undici-pool.cts, without undici's HTTP/2
-//                     client, which the library never speaks): the floor of a process that
+//   rxjs and undici   the same, and undici's Pool as the library's first client loads it
+//                     (src/consul/undici-pool.cts, without undici's HTTP/2 client, which the
+//                     library never speaks): the floor of a process that
 //                     talks to Consul with the library, before a line of the library runs
 //   import            `await import('rx-consul-semaphore')` (the ES module build)
 //   require           `require('rx-consul-semaphore')` (the CommonJS build)
@@ -72,7 +72,7 @@ const UNDICI_AS_THE_CLIENT =
   "const require=M.createRequire(process.cwd()+'/');" +
   "const h2=require.resolve('undici/lib/dispatcher/client-h2.js');const s=new M(h2);" +
   's.loaded=true;s.exports=()=>{};require.cache[h2]=s;' +
-  "require('undici/lib/dispatcher/pool.js');require('undici/lib/api/api-request.js');" +
+  "require('undici/lib/dispatcher/pool.js');" +
   'delete require.cache[h2]'
 
 /** How long the replica holds before it reads (see above). */

@@ -148,17 +148,16 @@ for (const [name, [file]] of Object.entries(cjsEntries)) {
 const cli = 'dist/rxsem-cli.cjs'
 const bin = 'dist/rxsem.cjs'
 
-// Of undici the library loads only Pool and its request API, by path, when it makes its first
-// transport (src/consul/undici-pool.cts): undici's index loads all of undici besides (fetch,
-// WebSocket, cookies, caches, mocks), which was two thirds of the bundled bin's start-up and 20 MB
-// of an import. Check that those paths are still what the index exports, so a new undici fails
-// the build rather than falls back to its index (in the library) or breaks (in the bin, below).
+// Of undici the library loads only its Pool, by path, when it makes its first transport
+// (src/consul/undici-pool.cts): undici's index loads all of undici besides (fetch, WebSocket,
+// cookies, caches, mocks), which was two thirds of the bundled bin's start-up and 20 MB of an
+// import. Check that this path is still what the index exports, so a new undici fails the build
+// rather than falls back to its index (in the library) or breaks (in the bin, below).
 const undici = packageDir('undici')
 const undiciCheck = `
 const undici = require('undici')
-if (undici.Pool !== require('undici/lib/dispatcher/pool.js') ||
-    undici.Pool.prototype.request !== require('undici/lib/api/api-request.js')) {
-  console.error("undici's index no longer exports the Pool and request of its lib/: update src/consul/undici-pool.cts and scripts/build.mjs")
+if (undici.Pool !== require('undici/lib/dispatcher/pool.js')) {
+  console.error("undici's index no longer exports the Pool of its lib/: update src/consul/undici-pool.cts and scripts/build.mjs")
   process.exit(1)
 }
 `

@@ -1,58 +1,107 @@
 /**
- * Reading an answer's body, never past the client's `maxResponseBytes`: a body is always read
- * (an unread one keeps its connection busy), but reading stops at the cap and the body is
- * destroyed, which makes undici drop the connection rather than read the rest into nowhere.
+ * One request on undici's connection pool and its answer, read whole but never past the client's
+ * `maxResponseBytes`. The answer arrives through undici's dispatch API, each chunk of its body
+ * handed to this module as it is parsed: no stream per answer (a Readable, its state, its
+ * events), which every answer of a busy client would make and drop. A body is always read (an
+ * unread one keeps its connection busy); past the cap the request is aborted, which makes undici
+ * drop the connection rather than read the rest into nowhere.
  */
-import { finished } from 'node:stream'
 import { StringDecoder } from 'node:string_decoder'
+import type { IncomingHttpHeaders } from 'node:http'
 import type { Dispatcher } from 'undici'
 
-/**
- * The body of `response` as the chunks it arrived in, or undefined when it is larger than `limit`
- * bytes: declared so in its `Content-Length` (then nothing is read), or found so while reading.
- * Either way the body is destroyed.
- */
-export async function readBody(
-  response: Dispatcher.ResponseData,
-  limit: number,
-): Promise<readonly Buffer[] | undefined> {
-  const declared = Number(response.headers['content-length'] ?? Number.NaN)
-  const body = declared > limit ? undefined : await readCapped(response.body, limit)
-  if (body === undefined && !response.body.destroyed) response.body.destroy()
-  return body
-}
+/** What a request got back: its answer, or only the status of one larger than the cap. */
+export type Received =
+  | {
+      readonly type: 'answer'
+      readonly statusCode: number
+      readonly headers: IncomingHttpHeaders
+      /** The body as the chunks it arrived in. */
+      readonly chunks: readonly Buffer[]
+      /** Wall-clock ms the headers arrived. */
+      readonly receivedAt: number
+    }
+  | { readonly type: 'too-large'; readonly statusCode: number }
+
+/** The reason a request is aborted with once its answer passed the cap (never seen outside). */
+class PastTheCap extends Error {}
 
 /**
- * The chunks of the body, or undefined once it passed `limit` bytes (then it is destroyed unread).
- * Read by its `data` events rather than as an async iterator, which makes promises per chunk: every
- * answer of a busy client passes here.
+ * Sends `options` on `pool` and reads the answer, up to `limit` bytes of body: declared larger in
+ * its `Content-Length`, or found so while reading, it is `too-large` and the request is aborted.
+ * `signal` aborts the request (before it has a connection: as soon as it gets one); the promise
+ * then rejects with the signal's reason, as it rejects with undici's error for a failed request.
+ *
+ * @example
+ * const received = await readAnswer(pool, { origin, method: 'GET', path: '/v1/status/leader' },
+ *   signal, 32 * 2 ** 20)
  */
-function readCapped(
-  body: Dispatcher.ResponseData['body'],
+export function readAnswer(
+  pool: Pick<Dispatcher, 'dispatch'>,
+  options: Dispatcher.DispatchOptions,
+  signal: AbortSignal,
   limit: number,
-): Promise<readonly Buffer[] | undefined> {
+): Promise<Received> {
   return new Promise((resolve, reject) => {
+    if (signal.aborted) {
+      reject(reasonOf(signal))
+      return
+    }
+    let controller: Dispatcher.DispatchController | undefined
+    let statusCode = 0
+    let headers: IncomingHttpHeaders = {}
+    let receivedAt = 0
     const chunks: Buffer[] = []
     let size = 0
-    let over = false
-    const take = (chunk: Buffer): void => {
-      size += chunk.length
-      if (size <= limit) {
-        chunks.push(chunk)
-        return
-      }
-      over = true
-      body.off('data', take)
-      body.destroy()
+    let pastTheCap = false
+    const onAbort = (): void => controller?.abort(reasonOf(signal))
+    signal.addEventListener('abort', onAbort, { once: true })
+    const stop = (at: Dispatcher.DispatchController): void => {
+      pastTheCap = true
+      at.abort(new PastTheCap())
     }
-    body.on('data', take)
-    finished(body, (error) => {
-      body.off('data', take)
-      if (over) resolve(undefined)
-      else if (error !== undefined && error !== null) reject(error)
-      else resolve(chunks)
-    })
+    const settled = (): void => signal.removeEventListener('abort', onAbort)
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart: (at) => {
+        controller = at
+        if (signal.aborted) at.abort(reasonOf(signal))
+      },
+      onResponseStart: (at, status, answerHeaders) => {
+        // An informational answer (1xx) comes before the answer itself.
+        if (status < 200) return
+        statusCode = status
+        headers = answerHeaders
+        receivedAt = Date.now()
+        if (Number(answerHeaders['content-length'] ?? Number.NaN) > limit) stop(at)
+      },
+      onResponseData: (at, chunk) => {
+        size += chunk.length
+        if (size > limit) stop(at)
+        else chunks.push(chunk)
+      },
+      onResponseEnd: () => {
+        settled()
+        resolve({ type: 'answer', statusCode, headers, chunks, receivedAt })
+      },
+      onResponseError: (_at, error) => {
+        settled()
+        if (pastTheCap) resolve({ type: 'too-large', statusCode })
+        else reject(error)
+      },
+    }
+    try {
+      pool.dispatch(options, handler)
+    } catch (error) {
+      settled()
+      reject(error)
+    }
   })
+}
+
+/** Why `signal` aborted, as an Error (an AbortSignal's reason may be any value). */
+function reasonOf(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason
+  return reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`)
 }
 
 /**

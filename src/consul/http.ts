@@ -22,7 +22,7 @@ import {
   tooLargeError,
   type RequestNames,
 } from './http-errors.js'
-import { bodyText, readBody } from './http-read-body.js'
+import { bodyText, readAnswer, type Received } from './http-read-body.js'
 import { redact, secretsOf } from './http-redact.js'
 import { isLongPoll, queryOf, type HttpAnswer, type HttpRequest } from './http-request.js'
 import { isHtmlPage, notConsul } from './not-consul.js'
@@ -70,7 +70,7 @@ function authHeaders(config: ResolvedConfig): Record<string, string> {
 
 /** The transport for one client: one undici Pool, bounded, kept alive. */
 export function createTransport(config: ResolvedConfig): Transport {
-  const { Pool, request: poolRequest } = undiciPool()
+  const { Pool } = undiciPool()
   const pool = new Pool(config.origin, {
     connections: config.connections,
     // Reuse connections between polls; a blocking query holds its own for up to its wait.
@@ -140,30 +140,33 @@ export function createTransport(config: ResolvedConfig): Transport {
       // Closed, or given up by its caller, between its admission and now: not sent.
       const stopped = admission.stop()
       if (stopped === 'caller' || stopped === 'closed') return E.left(abortedError(stopped, names))
-      const response = await poolRequest.call(pool, {
-        method: request.method,
-        path: `${request.path}${query}`,
-        headers:
-          request.body === undefined
-            ? headers
-            : headersWith(request.contentType ?? 'application/octet-stream'),
-        body: request.body,
-        signal: admission.signal,
-        // No timers of undici's own: the gate's timeout (admission.signal) bounds the request,
-        // its answer and its body, and is reported as Timeout. undici's would only back it up a
-        // second later, at a cost: a connection's parser makes a new "fast timer" for each
-        // request after the keep-alive timer between two, and a cleared one stays in undici's
-        // list until its next tick, up to a second later; at thousands of requests a second
-        // they were a fifth of what outlived the young collections.
-        headersTimeout: 0,
-        bodyTimeout: 0,
-      })
-      const receivedAt = Date.now()
-      const bytes = await readBody(response, config.maxResponseBytes)
-      if (bytes === undefined) {
-        return E.left(tooLargeError(response.statusCode, config.maxResponseBytes, bare))
+      const received = await readAnswer(
+        pool,
+        {
+          origin: config.origin,
+          method: request.method,
+          path: `${request.path}${query}`,
+          headers:
+            request.body === undefined
+              ? headers
+              : headersWith(request.contentType ?? 'application/octet-stream'),
+          body: request.body ?? null,
+          // No timers of undici's own: the gate's timeout (admission.signal) bounds the request,
+          // its answer and its body, and is reported as Timeout. undici's would only back it up a
+          // second later, at a cost: a connection's parser makes a new "fast timer" for each
+          // request after the keep-alive timer between two, and a cleared one stays in undici's
+          // list until its next tick, up to a second later; at thousands of requests a second
+          // they were a fifth of what outlived the young collections.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        },
+        admission.signal,
+        config.maxResponseBytes,
+      )
+      if (received.type === 'too-large') {
+        return E.left(tooLargeError(received.statusCode, config.maxResponseBytes, bare))
       }
-      return E.right(new BufferedAnswer(response, bytes, names.label, where, receivedAt))
+      return E.right(new BufferedAnswer(received, names.label, where))
     } catch (error) {
       return E.left(
         requestError(error, admission.stop(), { ...names, timeoutMs, origin: config.origin }),
@@ -214,16 +217,18 @@ class BufferedAnswer implements HttpAnswer {
   private text: string | undefined = undefined
   readonly status: number
   readonly headers: HttpAnswer['headers']
+  readonly bytes: readonly Uint8Array[]
+  readonly receivedAt: number
 
   constructor(
-    response: { readonly statusCode: number; readonly headers: HttpAnswer['headers'] },
-    readonly bytes: readonly Uint8Array[],
+    received: Extract<Received, { readonly type: 'answer' }>,
     readonly label: string,
     readonly origin: string,
-    readonly receivedAt: number,
   ) {
-    this.status = response.statusCode
-    this.headers = response.headers
+    this.status = received.statusCode
+    this.headers = received.headers
+    this.bytes = received.chunks
+    this.receivedAt = received.receivedAt
   }
 
   get body(): string {

@@ -24,7 +24,7 @@ export type StopReason = 'caller' | 'timeout' | 'closed'
 export interface GateEntry {
   /**
    * The caller's signal: aborted while the request waits, it takes the request out of the queue;
-   * after its admission, it aborts the admission's signal.
+   * after its admission, it stops the request (`Admitted.onStop`).
    */
   readonly signal?: AbortSignal | undefined
   /** Goes ahead of the requests waiting (a session renewal). */
@@ -38,9 +38,14 @@ export interface GateEntry {
 /** A request admitted: it has a connection until it leaves. */
 export interface Admitted {
   readonly admitted: true
-  /** Aborts when the request's timeout passes, its caller aborts or the gate closes. */
-  readonly signal: AbortSignal
-  /** Which of those aborted `signal`, the first; undefined while none did. */
+  /**
+   * Calls `listener` once the request must stop: its timeout passed, its caller aborted or the
+   * gate closed (at once if one did already; never after the request left). One listener, the
+   * last given: the transport's, which aborts the request in undici. A plain callback rather than
+   * an AbortSignal, which would be an EventTarget and a listener object made for every request.
+   */
+  readonly onStop: (listener: () => void) => void
+  /** Which of those stopped the request, the first; undefined while none did. */
   readonly stop: () => StopReason | undefined
   /**
    * The request is done with its connection: its timer is cancelled and the requests waiting
@@ -66,8 +71,8 @@ export interface ConnectionGate {
    */
   enter(entry: GateEntry): Admission | Promise<Admission>
   /**
-   * Closes the gate: every request waiting is refused (`closed`), every admitted one's signal
-   * aborts (`closed`), and every later entry is refused.
+   * Closes the gate: every request waiting is refused (`closed`), every admitted one is stopped
+   * (`closed`), and every later entry is refused.
    */
   close(): void
 }
@@ -100,7 +105,7 @@ interface Line {
  * const admission = await gate.enter({ signal, urgent: false, poll: false, timeoutMs: 10_000 })
  * if (admission.admitted) {
  *   try {
- *     await send(admission.signal)
+ *     await send(admission.onStop)
  *   } finally {
  *     admission.leave()
  *   }
@@ -147,12 +152,13 @@ export function connectionGate(
   const admit = (entry: GateEntry): Admitted => {
     out++
     if (entry.poll) polls++
-    const controller = new AbortController()
     let stop: StopReason | undefined
+    let onStop: (() => void) | undefined
     let left = false
     const end = (why: StopReason): void => {
-      stop ??= why
-      controller.abort()
+      if (stop !== undefined) return
+      stop = why
+      onStop?.()
     }
     const onCallerAbort = (): void => end('caller')
     const timer: Subscription = scheduler.schedule(() => end('timeout'), entry.timeoutMs)
@@ -160,11 +166,16 @@ export function connectionGate(
     running.push(end)
     return {
       admitted: true,
-      signal: controller.signal,
+      onStop: (listener) => {
+        if (left) return
+        if (stop === undefined) onStop = listener
+        else listener()
+      },
       stop: () => stop,
       leave: () => {
         if (left) return
         left = true
+        onStop = undefined
         timer.unsubscribe()
         entry.signal?.removeEventListener('abort', onCallerAbort)
         // Its place is taken by the last one: the order does not matter.

@@ -26,45 +26,59 @@ export type Received =
 /** The reason a request is aborted with once its answer passed the cap (never seen outside). */
 class PastTheCap extends Error {}
 
+/** The reason a request is aborted with once its admission stopped it. */
+class Stopped extends Error {
+  override readonly name = 'Stopped'
+  constructor() {
+    super('the request was stopped (its timeout, its caller or the client closing)')
+  }
+}
+
+/** How the caller stops a request: `onStop` calls its listener once it must (at once if it must). */
+export type OnStop = (listener: () => void) => void
+
 /**
  * Sends `options` on `pool` and reads the answer, up to `limit` bytes of body: declared larger in
  * its `Content-Length`, or found so while reading, it is `too-large` and the request is aborted.
- * `signal` aborts the request (before it has a connection: as soon as it gets one); the promise
- * then rejects with the signal's reason, as it rejects with undici's error for a failed request.
+ * `onStop` stops the request (before it has a connection: as soon as it gets one; stopped at once,
+ * it is not sent); the promise then rejects, as it rejects with undici's error for a failed
+ * request.
  *
  * @example
  * const received = await readAnswer(pool, { origin, method: 'GET', path: '/v1/status/leader' },
- *   signal, 32 * 2 ** 20)
+ *   admission.onStop, 32 * 2 ** 20)
  */
 export function readAnswer(
   pool: Pick<Dispatcher, 'dispatch'>,
   options: Dispatcher.DispatchOptions,
-  signal: AbortSignal,
+  onStop: OnStop,
   limit: number,
 ): Promise<Received> {
   return new Promise((resolve, reject) => {
-    if (signal.aborted) {
-      reject(reasonOf(signal))
+    let stopped = false
+    let controller: Dispatcher.DispatchController | undefined
+    onStop(() => {
+      stopped = true
+      controller?.abort(new Stopped())
+    })
+    if (stopped) {
+      reject(new Stopped())
       return
     }
-    let controller: Dispatcher.DispatchController | undefined
     let statusCode = 0
     let headers: IncomingHttpHeaders = {}
     let receivedAt = 0
     const chunks: Buffer[] = []
     let size = 0
     let pastTheCap = false
-    const onAbort = (): void => controller?.abort(reasonOf(signal))
-    signal.addEventListener('abort', onAbort, { once: true })
     const stop = (at: Dispatcher.DispatchController): void => {
       pastTheCap = true
       at.abort(new PastTheCap())
     }
-    const settled = (): void => signal.removeEventListener('abort', onAbort)
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart: (at) => {
         controller = at
-        if (signal.aborted) at.abort(reasonOf(signal))
+        if (stopped) at.abort(new Stopped())
       },
       onResponseStart: (at, status, answerHeaders) => {
         // An informational answer (1xx) comes before the answer itself.
@@ -79,29 +93,14 @@ export function readAnswer(
         if (size > limit) stop(at)
         else chunks.push(chunk)
       },
-      onResponseEnd: () => {
-        settled()
-        resolve({ type: 'answer', statusCode, headers, chunks, receivedAt })
-      },
+      onResponseEnd: () => resolve({ type: 'answer', statusCode, headers, chunks, receivedAt }),
       onResponseError: (_at, error) => {
-        settled()
         if (pastTheCap) resolve({ type: 'too-large', statusCode })
         else reject(error)
       },
     }
-    try {
-      pool.dispatch(options, handler)
-    } catch (error) {
-      settled()
-      reject(error)
-    }
+    pool.dispatch(options, handler)
   })
-}
-
-/** Why `signal` aborted, as an Error (an AbortSignal's reason may be any value). */
-function reasonOf(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason
-  return reason instanceof Error ? reason : new Error(`aborted: ${String(reason)}`)
 }
 
 /**

@@ -151,7 +151,7 @@ export function createTransport(config: ResolvedConfig): Transport {
               ? headers
               : headersWith(request.contentType ?? 'application/octet-stream'),
           body: request.body ?? null,
-          // No timers of undici's own: the gate's timeout (admission.signal) bounds the request,
+          // No timers of undici's own: the gate's timeout (admission.onStop) bounds the request,
           // its answer and its body, and is reported as Timeout. undici's would only back it up a
           // second later, at a cost: a connection's parser makes a new "fast timer" for each
           // request after the keep-alive timer between two, and a cleared one stays in undici's
@@ -160,7 +160,7 @@ export function createTransport(config: ResolvedConfig): Transport {
           headersTimeout: 0,
           bodyTimeout: 0,
         },
-        admission.signal,
+        admission.onStop,
         config.maxResponseBytes,
       )
       if (received.type === 'too-large') {

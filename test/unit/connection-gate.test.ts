@@ -173,18 +173,23 @@ describe('connectionGate', () => {
     await advanceBy(scheduler, 3000) // three times the queued request's timeout
     await leave(holder)
     const admission = admissionOf(queued)
-    assert.equal(admission.signal.aborted, false, 'admitted at 3 s, its 1 s has not begun to run')
+    let told = 0
+    admission.onStop(() => told++)
+    assert.equal(told, 0, 'admitted at 3 s, its 1 s has not begun to run')
     await advanceBy(scheduler, 999)
     assert.equal(admission.stop(), undefined)
+    assert.equal(told, 0)
     await leave(queued) // answered in time: it succeeds
     assert.equal(admission.stop(), undefined)
     // The timeout does run from the admission: the next request, never answered, is stopped
     // 1 s after it was admitted, not before.
     const next = admissionOf(late)
+    let nextTold = 0
+    next.onStop(() => nextTold++)
     await advanceBy(scheduler, 999)
-    assert.equal(next.signal.aborted, false)
+    assert.equal(nextTold, 0)
     await advanceBy(scheduler, 1)
-    assert.equal(next.signal.aborted, true)
+    assert.equal(nextTold, 1)
     assert.equal(next.stop(), 'timeout')
     await leave(late)
   })
@@ -243,10 +248,37 @@ describe('connectionGate', () => {
     await settle()
     assert.deepEqual(early.admission, { admitted: false, stop: 'caller' })
     const admission = admissionOf(running)
+    let told = 0
+    admission.onStop(() => told++)
     caller.abort()
-    assert.equal(admission.signal.aborted, true)
+    assert.equal(told, 1)
     assert.equal(admission.stop(), 'caller')
     await leave(running)
+  })
+
+  it('tells the stop once, at once to a listener given after it, and never after the request left', async () => {
+    open(2)
+    const caller = new AbortController()
+    const first = enter('first', { signal: caller.signal, timeoutMs: 1000 })
+    const second = enter('second', { timeoutMs: 1000 })
+    await settle()
+    // The second leaves in time: its listener is never called, not even by the close below.
+    let secondTold = 0
+    admissionOf(second).onStop(() => secondTold++)
+    await leave(second)
+    let told = 0
+    admissionOf(first).onStop(() => told++)
+    caller.abort()
+    await advanceBy(scheduler, 1000) // its timeout passes too: the caller's stop, told once
+    assert.equal(told, 1)
+    assert.equal(admissionOf(first).stop(), 'caller')
+    let toldLate = 0
+    admissionOf(first).onStop(() => toldLate++)
+    assert.equal(toldLate, 1, 'stopped already: told at once')
+    await leave(first)
+    gate.close()
+    await advanceBy(scheduler, 1000)
+    assert.equal(secondTold, 0)
   })
 
   it('on close refuses every request waiting, stops those admitted and refuses later ones', async () => {
@@ -258,17 +290,16 @@ describe('connectionGate', () => {
     const p2 = enter('poll 2', { poll: true })
     await settle()
     assert.deepEqual(admitted, ['a', 'poll'])
+    const told: string[] = []
+    for (const running of [a, p]) admissionOf(running).onStop(() => told.push(running.name))
     gate.close()
     const after = enter('after')
     await settle()
     for (const waiter of [b, renewal, p2, after]) {
       assert.deepEqual(waiter.admission, { admitted: false, stop: 'closed' }, waiter.name)
     }
-    for (const running of [a, p]) {
-      const admission = admissionOf(running)
-      assert.equal(admission.signal.aborted, true, running.name)
-      assert.equal(admission.stop(), 'closed', running.name)
-    }
+    assert.deepEqual(told, ['a', 'poll'])
+    for (const running of [a, p]) assert.equal(admissionOf(running).stop(), 'closed', running.name)
     await leave(a)
     await leave(p)
     assert.deepEqual(admitted, ['a', 'poll'], 'nothing admitted after the close')

@@ -1,6 +1,7 @@
 // Reading one answer through undici's dispatch API (src/consul/http-read-body.ts, readAnswer), on
 // a stand-in dispatcher that plays undici's part: it hands the handler a controller, then the
-// answer's start, its chunks and its end, or an error, as the test says.
+// answer's start, its chunks and its end, or an error, as the test says. The request's stop is a
+// stand-in of the connection gate's `onStop`.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
 import type { Dispatcher } from 'undici'
@@ -34,6 +35,22 @@ function standIn(): Pick<Dispatcher, 'dispatch'> & { handler: Dispatcher.Dispatc
   return pool
 }
 
+/** A stop the test pulls (`stop()`), handed to readAnswer as the gate's `onStop`. */
+function stopper(): { readonly onStop: (listener: () => void) => void; stop(): void } {
+  let listener: (() => void) | undefined
+  let stopped = false
+  return {
+    onStop: (l) => (stopped ? l() : (listener = l)),
+    stop: () => {
+      stopped = true
+      listener?.()
+    },
+  }
+}
+
+/** Never stopped. */
+const running = (): void => {}
+
 const options: Dispatcher.DispatchOptions = {
   origin: 'http://127.0.0.1:8500',
   method: 'GET',
@@ -43,7 +60,7 @@ const options: Dispatcher.DispatchOptions = {
 describe('readAnswer', () => {
   it('gives the status, headers and chunks of an answer, past a 1xx before it', async () => {
     const pool = standIn()
-    const answer = readAnswer(pool, options, new AbortController().signal, 100)
+    const answer = readAnswer(pool, options, running, 100)
     const c = controller()
     pool.handler.onRequestStart?.(c, {})
     // Its headers are not the answer's: a length past the cap there must not stop the read.
@@ -64,7 +81,7 @@ describe('readAnswer', () => {
 
   it('aborts an answer whose Content-Length is past the cap, and says it was too large', async () => {
     const pool = standIn()
-    const answer = readAnswer(pool, options, new AbortController().signal, 100)
+    const answer = readAnswer(pool, options, running, 100)
     const c = controller()
     pool.handler.onRequestStart?.(c, {})
     pool.handler.onResponseStart?.(c, 200, { 'content-length': '101' }, 'OK')
@@ -75,7 +92,7 @@ describe('readAnswer', () => {
 
   it('aborts at the chunk that passes the cap, keeping none past it', async () => {
     const pool = standIn()
-    const answer = readAnswer(pool, options, new AbortController().signal, 4)
+    const answer = readAnswer(pool, options, running, 4)
     const c = controller()
     pool.handler.onRequestStart?.(c, {})
     pool.handler.onResponseStart?.(c, 200, {}, 'OK')
@@ -89,42 +106,42 @@ describe('readAnswer', () => {
 
   it("rejects with undici's error for a failed request", async () => {
     const pool = standIn()
-    const answer = readAnswer(pool, options, new AbortController().signal, 100)
+    const answer = readAnswer(pool, options, running, 100)
     const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })
     // undici reports a connection it could not make before the request has a controller.
     pool.handler.onResponseError?.(undefined as unknown as Dispatcher.DispatchController, refused)
     await assert.rejects(answer, refused)
   })
 
-  it('aborts with the signal: at once once started, at the start when aborted before it', async () => {
+  it('aborts when stopped: at once once started, at the start when stopped before it', async () => {
     const pool = standIn()
-    const stop = new AbortController()
-    const answer = readAnswer(pool, options, stop.signal, 100)
-    const reason = new Error('timed out')
-    stop.abort(reason)
+    const early = stopper()
+    const answer = readAnswer(pool, options, early.onStop, 100)
+    early.stop()
     const c = controller()
     pool.handler.onRequestStart?.(c, {})
-    assert.deepEqual(c.abortedWith, [reason])
-    pool.handler.onResponseError?.(c, reason)
-    await assert.rejects(answer, reason)
+    assert.equal(c.abortedWith.length, 1)
+    pool.handler.onResponseError?.(c, c.abortedWith[0] as Error)
+    await assert.rejects(answer, { name: 'Stopped' })
 
     const later = standIn()
-    const stopLater = new AbortController()
-    const second = readAnswer(later, options, stopLater.signal, 100)
+    const late = stopper()
+    const second = readAnswer(later, options, late.onStop, 100)
     const d = controller()
     later.handler.onRequestStart?.(d, {})
-    stopLater.abort(reason)
-    assert.deepEqual(d.abortedWith, [reason])
-    later.handler.onResponseError?.(d, reason)
-    await assert.rejects(second, reason)
+    assert.equal(d.abortedWith.length, 0)
+    late.stop()
+    assert.equal(d.abortedWith.length, 1)
+    later.handler.onResponseError?.(d, d.abortedWith[0] as Error)
+    await assert.rejects(second, { name: 'Stopped' })
   })
 
-  it('sends nothing for a signal aborted already, and rejects with its reason', async () => {
+  it('sends nothing for a request stopped already, and rejects', async () => {
     let sent = false
     const pool = { dispatch: () => (sent = true) }
-    await assert.rejects(readAnswer(pool, options, AbortSignal.abort(new Error('closed')), 100), {
-      message: 'closed',
-    })
+    const stopped = stopper()
+    stopped.stop()
+    await assert.rejects(readAnswer(pool, options, stopped.onStop, 100), { name: 'Stopped' })
     assert.equal(sent, false)
   })
 })

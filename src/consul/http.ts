@@ -1,12 +1,12 @@
 /**
  * The HTTP transport of the Consul layer, on undici: one bounded connection pool per client, a
- * timeout and an AbortSignal on every request, bodies always read (up to the client's
+ * timeout on every request and its caller's AbortSignal, bodies always read (up to the client's
  * `maxResponseBytes`), and every failure turned into a typed ConsulError with the client's secrets
  * redacted. Nothing here throws or rejects.
  *
  * It composes its parts: the request and answer types (`http-request.ts`), the admission of
- * requests to the pool and their timeouts (`http-connection-gate.ts`), the capped reading of a
- * body (`http-read-body.ts`), the meaning of undici's and Node's error codes (`http-causes.ts`),
+ * requests to the pool and their timeouts (`http-connection-gate.ts`), the sending of a request
+ * and the capped reading of its answer (`http-read-body.ts`), the meaning of undici's and Node's error codes (`http-causes.ts`),
  * the errors with their advice (`http-errors.ts`) and the redaction (`http-redact.ts`).
  */
 import * as E from 'fp-ts/lib/Either.js'

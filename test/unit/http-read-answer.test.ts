@@ -24,12 +24,20 @@ function controller(): Dispatcher.DispatchController & { readonly abortedWith: E
 }
 
 /** A dispatcher that keeps the handler it is given, for the test to drive. */
-function standIn(): Pick<Dispatcher, 'dispatch'> & { handler: Dispatcher.DispatchHandler } {
+function standIn(): Pick<Dispatcher, 'dispatch'> & {
+  handler: Dispatcher.DispatchHandler
+  /** What undici does after an abort: the handler's error, with the reason aborted with. */
+  endAborted(c: ReturnType<typeof controller>): void
+} {
   const pool = {
     handler: {} as Dispatcher.DispatchHandler,
     dispatch: (_options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => {
       pool.handler = handler
       return true
+    },
+    endAborted: (c: ReturnType<typeof controller>) => {
+      assert.equal(c.abortedWith.length, 1, 'aborted once')
+      pool.handler.onResponseError?.(c, c.abortedWith[0] as Error)
     },
   }
   return pool
@@ -85,8 +93,7 @@ describe('readAnswer', () => {
     const c = controller()
     pool.handler.onRequestStart?.(c, {})
     pool.handler.onResponseStart?.(c, 200, { 'content-length': '101' }, 'OK')
-    assert.equal(c.abortedWith.length, 1)
-    pool.handler.onResponseError?.(c, c.abortedWith[0] as Error)
+    pool.endAborted(c)
     assert.deepEqual(await answer, { type: 'too-large', statusCode: 200 })
   })
 
@@ -99,8 +106,7 @@ describe('readAnswer', () => {
     pool.handler.onResponseData?.(c, Buffer.from('abc'))
     assert.equal(c.abortedWith.length, 0)
     pool.handler.onResponseData?.(c, Buffer.from('de'))
-    assert.equal(c.abortedWith.length, 1)
-    pool.handler.onResponseError?.(c, c.abortedWith[0] as Error)
+    pool.endAborted(c)
     assert.deepEqual(await answer, { type: 'too-large', statusCode: 200 })
   })
 
@@ -120,8 +126,7 @@ describe('readAnswer', () => {
     early.stop()
     const c = controller()
     pool.handler.onRequestStart?.(c, {})
-    assert.equal(c.abortedWith.length, 1)
-    pool.handler.onResponseError?.(c, c.abortedWith[0] as Error)
+    pool.endAborted(c)
     await assert.rejects(answer, { name: 'Stopped' })
 
     const later = standIn()
@@ -131,8 +136,7 @@ describe('readAnswer', () => {
     later.handler.onRequestStart?.(d, {})
     assert.equal(d.abortedWith.length, 0)
     late.stop()
-    assert.equal(d.abortedWith.length, 1)
-    later.handler.onResponseError?.(d, d.abortedWith[0] as Error)
+    later.endAborted(d)
     await assert.rejects(second, { name: 'Stopped' })
   })
 

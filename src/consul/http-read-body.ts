@@ -34,7 +34,7 @@ class Stopped extends Error {
   }
 }
 
-/** How the caller stops a request: `onStop` calls its listener once it must (at once if it must). */
+/** How the caller stops a request: it calls the listener once the request must stop. */
 export type OnStop = (listener: () => void) => void
 
 /**

@@ -6,8 +6,9 @@
  *
  * It composes its parts: the request and answer types (`http-request.ts`), the admission of
  * requests to the pool and their timeouts (`http-connection-gate.ts`), the sending of a request
- * and the capped reading of its answer (`http-read-body.ts`), the meaning of undici's and Node's error codes (`http-causes.ts`),
- * the errors with their advice (`http-errors.ts`) and the redaction (`http-redact.ts`).
+ * and the capped reading of its answer (`http-read-body.ts`), the meaning of undici's and Node's
+ * error codes (`http-causes.ts`), the errors with their advice (`http-errors.ts`) and the
+ * redaction (`http-redact.ts`).
  */
 import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
@@ -70,7 +71,7 @@ function authHeaders(config: ResolvedConfig): Record<string, string> {
 
 /** The transport for one client: one undici Pool, bounded, kept alive. */
 export function createTransport(config: ResolvedConfig): Transport {
-  const { Pool } = undiciPool()
+  const Pool = undiciPool()
   const pool = new Pool(config.origin, {
     connections: config.connections,
     // Reuse connections between polls; a blocking query holds its own for up to its wait.

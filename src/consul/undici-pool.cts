@@ -6,8 +6,8 @@
  * cost a process about 20 MB of RSS and more CPU than a bare node takes to start (bench step
  * `import`); the library uses a Pool and its `dispatch` (`http-read-body.ts`). undici has no
  * "exports" map, so its modules load by path; should a later undici move them, the index is loaded
- * instead (heavier, the same classes). A CommonJS module (`.cts`) in both builds, as src/telemetry/otel-api.cts, so that the
- * load is synchronous under `import` and `require` alike.
+ * instead (heavier, the same classes). A CommonJS module (`.cts`) in both builds, as
+ * src/telemetry/otel-api.cts, so that the load is synchronous under `import` and `require` alike.
  *
  * undici's Client loads its HTTP/2 client with it, and that module loads Node's http2, tls and
  * fs/promises: a third of the Pool's CPU and memory, for a protocol the library never
@@ -21,27 +21,20 @@
 import Module = require('node:module')
 import type { Pool } from 'undici'
 
-/** What the transport uses of undici. */
-export interface UndiciPool {
-  readonly Pool: typeof Pool
-}
-
-let loaded: UndiciPool | undefined
+let loaded: typeof Pool | undefined
 
 /**
- * undici's Pool, loaded on the first call.
+ * undici's Pool, loaded on the first call: all the transport uses of undici.
  *
- * @returns It.
+ * @returns The Pool class.
  */
-export function undiciPool(): UndiciPool {
+export function undiciPool(): typeof Pool {
   if (loaded === undefined) {
     /* eslint-disable @typescript-eslint/no-require-imports -- loaded on first use, by path */
     try {
-      loaded = deferHttp2Client(() => ({
-        Pool: require('undici/lib/dispatcher/pool.js') as typeof Pool,
-      }))
+      loaded = deferHttp2Client(() => require('undici/lib/dispatcher/pool.js') as typeof Pool)
     } catch {
-      loaded = { Pool: (require('undici') as typeof import('undici')).Pool }
+      loaded = (require('undici') as typeof import('undici')).Pool
     }
     /* eslint-enable @typescript-eslint/no-require-imports */
   }

@@ -17,6 +17,20 @@ import { joinWithRead, takeOwnKey } from './take-own-key.js'
 
 const utf8 = new TextEncoder()
 
+/** The last value `valueBytes` encoded, and its bytes. */
+let lastValue: { readonly text: string; readonly bytes: Uint8Array } | undefined
+
+/**
+ * A contender key's value as bytes: the same array for the same text as the call before. The
+ * contenders of a process share their value (its `host:pid` by default), and a thousand of them
+ * would each keep a copy of it, with its buffer, for as long as their session lives. Nothing
+ * writes to these bytes: the transactions only read them.
+ */
+function valueBytes(text: string): Uint8Array {
+  if (lastValue?.text !== text) lastValue = { text, bytes: utf8.encode(text) }
+  return lastValue.bytes
+}
+
 /**
  * The index `.lock` was written at, from a committed transaction's results (the check-session
  * result carries the key's earlier index, so pick `.lock`'s own).
@@ -124,7 +138,7 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
   const waiting = waitingFlags(1 + companions.length)
   // The same for every write of the session: made once, not for each job's re-fence.
   const ownKey = contenderKey(prefix, session)
-  const value = utf8.encode(options.value)
+  const value = valueBytes(options.value)
   const lock = lockKey(prefix)
   return (action) => {
     if (action.type === 'Refence' || action.type === 'Rotate') {

@@ -14,7 +14,7 @@ import tseslint from 'typescript-eslint'
 const floorsJson = JSON.parse(readFileSync(new URL('./floors.json', import.meta.url), 'utf8'))
 const FLOORS = /** @type {Floors} */ (floorsJson)
 
-/** Packages a pure module may load: RxJS, fp-ts and io-ts. No undici, no Node module. */
+/** Packages a pure module may load: RxJS, fp-ts and io-ts. No other package, no Node module. */
 const PURE_PACKAGES = '^(?![./]|rxjs$|fp-ts/|io-ts$)'
 
 /** The deepest nesting below a floor's folder that `floorImportGuard` spells out (src/core/a/b/c/x.ts). */

@@ -1,5 +1,5 @@
 // Figure 1, the floor: what Consul itself costs for the steps every handover is made of, through
-// the library's own HTTP client (undici) on loopback.
+// the library's own HTTP client (Node's) on loopback.
 //   CAS write: one `PUT /v1/kv/<key>?cas=<ModifyIndex>`, from sending to the answer.
 //   Wake-up:   a blocking list of a prefix is parked at the agent; another client writes a key
 //              under it; time from that write being sent to the list being answered (so it

@@ -3,23 +3,17 @@
 // process.memoryUsage().rss and process.cpuUsage() at the moment measured:
 //   node -e 0         a bare node, reading them at once
 //   rxjs              `await import('rxjs')`: what any process that uses rxjs loads, for scale
-//   rxjs and undici   the same, and undici's Pool as the library's first client loads it
-//                     (src/consul/undici-pool.cts, without undici's HTTP/2 client, which the
-//                     library never speaks): the floor of a process that
-//                     talks to Consul with the library, before a line of the library runs
+//   rxjs and node:http  the same, and Node's HTTP client, which the library's first client loads
+//                     (src/consul/node-http.cts): the floor of a process that talks to Consul
+//                     with the library, before a line of the library runs
 //   import            `await import('rx-consul-semaphore')` (the ES module build)
 //   require           `require('rx-consul-semaphore')` (the CommonJS build)
 //   holding one slot  an ES module replica: semaphore({ prefix, limit: 1 }) without a `consul`
 //                     option (the default client), reading 10 s after holding$ turned true, then
 //                     close() and exit
-//   its control       the same replica under the flag the rxsem bin sets (src/cli/v8-flags.ts),
-//                     which keeps undici's parser on V8's baseline WebAssembly compiler: what of
-//                     the replica's figures is that recompile (not run where V8 lacks the flag)
-// The 10 s: in the first seconds of a tenure V8 recompiles undici's WebAssembly HTTP parser with
-// its optimizing compiler (the first answers run it past its budget), in background threads that
-// use tens of MB for a moment, and then, the process being idle, its memory reducer collects and
-// shrinks the heap; an idle replica's RSS settles within about 10 s (read at 1, 3, 5, 10 and 20 s,
-// it moved at most 2 MB after 10 s).
+// The 10 s: in the first seconds of a tenure V8 compiles the functions the tenure runs most with
+// its optimizing compilers, in background threads, and then, the process being idle, its memory
+// reducer collects and shrinks the heap; an idle replica's RSS settles within about 10 s.
 // The package is the built one (dist/, `npm run bench` builds first), resolved by its name from
 // the repository root as a user's `node_modules` would give it; the library's processes import
 // nothing else. @opentelemetry/api is installed here (a devDependency), so the replica loads it
@@ -28,7 +22,6 @@
 import { execFile } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { promisify } from 'node:util'
-import { wasmTieringBudgetFlag } from '../src/cli/v8-flags.js'
 import { repoRoot } from './children.js'
 import { percentile } from './stats.js'
 
@@ -50,12 +43,10 @@ export interface ImportCostResult {
   readonly runs: number
   readonly bare: ProcessFootprint
   readonly rxjs: ProcessFootprint
-  readonly rxjsUndici: ProcessFootprint
+  readonly rxjsHttp: ProcessFootprint
   readonly esm: ProcessFootprint
   readonly cjs: ProcessFootprint
   readonly holding: ProcessFootprint
-  /** The replica under the bin's WebAssembly tiering `flag`; undefined where V8 has no such flag. */
-  readonly holdingBaselineParser: (ProcessFootprint & { readonly flag: string }) | undefined
 }
 
 /** Prints the reading as JSON on stdout: the last thing each child does before it exits. */
@@ -63,17 +54,9 @@ const REPORT =
   'const r=process.memoryUsage().rss,c=process.cpuUsage();' +
   'process.stdout.write(JSON.stringify({rssMb:r/1048576,cpuMs:(c.user+c.system)/1000}))'
 
-/**
- * rxjs, then undici's modules as src/consul/undici-pool.cts loads them on the first client: its
- * HTTP/2 client stood in for while the Pool loads (never called here).
- */
-const UNDICI_AS_THE_CLIENT =
-  "await import('rxjs');const M=(await import('node:module')).default;" +
-  "const require=M.createRequire(process.cwd()+'/');" +
-  "const h2=require.resolve('undici/lib/dispatcher/client-h2.js');const s=new M(h2);" +
-  's.loaded=true;s.exports=()=>{};require.cache[h2]=s;' +
-  "require('undici/lib/dispatcher/pool.js');" +
-  'delete require.cache[h2]'
+/** rxjs, then Node's HTTP client, as the library's first client loads it. */
+const HTTP_AS_THE_CLIENT =
+  "await import('rxjs');(await import('node:module')).default.createRequire(import.meta.url)('node:http')"
 
 /** How long the replica holds before it reads (see above). */
 const HOLD_BEFORE_READING_MS = 10_000
@@ -138,18 +121,17 @@ export async function measureImportCost(
   runs: number,
   packageRoot: string = repoRoot,
 ): Promise<ImportCostResult> {
-  const replica = (flags: readonly string[]) => () =>
-    reading(packageRoot, [...flags, '--input-type=module', '-e', HOLDING], {
+  const replica = () =>
+    reading(packageRoot, ['--input-type=module', '-e', HOLDING], {
       CONSUL_HTTP_ADDR: agentAddr,
       BENCH_IMPORT_PREFIX: `rxsem-bench/import/${randomUUID().slice(0, 8)}`,
     })
-  const tieringFlag = wasmTieringBudgetFlag()
   const kinds = {
     bare: () => reading(packageRoot, ['-e', REPORT]),
     rxjs: () =>
       reading(packageRoot, ['--input-type=module', '-e', `await import('rxjs');${REPORT}`]),
-    rxjsUndici: () =>
-      reading(packageRoot, ['--input-type=module', '-e', `${UNDICI_AS_THE_CLIENT};${REPORT}`]),
+    rxjsHttp: () =>
+      reading(packageRoot, ['--input-type=module', '-e', `${HTTP_AS_THE_CLIENT};${REPORT}`]),
     esm: () =>
       reading(packageRoot, [
         '--input-type=module',
@@ -157,8 +139,7 @@ export async function measureImportCost(
         `await import('rx-consul-semaphore');${REPORT}`,
       ]),
     cjs: () => reading(packageRoot, ['-e', `require('rx-consul-semaphore');${REPORT}`]),
-    holding: replica([]),
-    ...(tieringFlag === undefined ? {} : { holdingBaselineParser: replica([tieringFlag]) }),
+    holding: replica,
   }
   const readings = new Map<keyof typeof kinds, ProcessReading[]>()
   for (let round = 0; round < runs; round++) {
@@ -172,18 +153,13 @@ export async function measureImportCost(
     }
   }
   const of = (kind: keyof typeof kinds): ProcessFootprint => footprint(readings.get(kind) ?? [])
-  const baselineParser = readings.get('holdingBaselineParser')
   return {
     runs,
     bare: of('bare'),
     rxjs: of('rxjs'),
-    rxjsUndici: of('rxjsUndici'),
+    rxjsHttp: of('rxjsHttp'),
     esm: of('esm'),
     cjs: of('cjs'),
     holding: of('holding'),
-    holdingBaselineParser:
-      baselineParser && tieringFlag !== undefined
-        ? { ...footprint(baselineParser), flag: tieringFlag }
-        : undefined,
   }
 }

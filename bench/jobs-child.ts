@@ -2,7 +2,8 @@
 // default client (no `consul` option; the address comes from CONSUL_HTTP_ADDR, the agent's),
 // all submitted at once when the parent says `go`, each holding `holdMs` (a timer). The child
 // counts the requests its HTTP client had answered (or failed) from `go` on (bench/write-counts.ts),
-// from undici's diagnostics channels: no proxy between it and the agent takes CPU from the jobs.
+// from Node's HTTP client's diagnostics channels: no proxy between it and the agent takes CPU from
+// the jobs.
 // Like bench/replica-child.ts it is bundled to .cache/bench/ and run by
 // plain node, so that it imports the built package by its name.
 //
@@ -54,22 +55,22 @@ const peakRss = (): number => process.resourceUsage().maxRSS * 1024
  * at the report (a long poll) is not counted.
  */
 const writes = noWrites()
-interface UndiciRequest {
+interface ClientRequest {
   readonly method: string
   readonly path: string
 }
-const count = ({ method, path }: UndiciRequest, status: number): void => {
+const count = ({ method, path }: ClientRequest, status: number): void => {
   if (submittedAt !== undefined) countRequest(writes, method, path, status)
 }
-subscribe('undici:request:headers', (message) => {
+subscribe('http.client.response.finish', (message) => {
   const { request, response } = message as {
-    request: UndiciRequest
+    request: ClientRequest
     response: { statusCode: number }
   }
   count(request, response.statusCode)
 })
-subscribe('undici:request:error', (message) =>
-  count((message as { request: UndiciRequest }).request, 0),
+subscribe('http.client.request.error', (message) =>
+  count((message as { request: ClientRequest }).request, 0),
 )
 
 const hold = (): Promise<void> => new Promise((done) => setTimeout(done, holdMs))

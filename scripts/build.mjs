@@ -48,13 +48,13 @@ const fpTsAndIoTs = {
 // What both builds of the library share. fp-ts and io-ts are bundled, only the functions used
 // (plain functions and data: nothing a user's copy must be identical to; the declarations still
 // take them from the dependencies). rxjs stays the user's rxjs, never bundled: a user's
-// Observables and ours must be of one rxjs. undici and @opentelemetry/api are required, when first
-// needed, by the sources' CommonJS modules (src/**/*.cts).
+// Observables and ours must be of one rxjs. @opentelemetry/api is required, when first needed, by
+// a CommonJS module of the sources (src/telemetry/otel-api.cts).
 const libraryBuild = {
   bundle: true,
   platform: 'node',
   target: 'node20',
-  external: ['rxjs', 'rxjs/*', 'undici', 'undici/*', '@opentelemetry/api'],
+  external: ['rxjs', 'rxjs/*', '@opentelemetry/api'],
   ...fpTsAndIoTs,
   sourcemap: false,
   logLevel: 'warning',
@@ -139,7 +139,7 @@ for (const [name, [file]] of Object.entries(cjsEntries)) {
   )
 }
 
-// The CLI: the CLI and everything it imports (rxjs, fp-ts, io-ts, undici) in one
+// The CLI: the CLI and everything it imports (rxjs, fp-ts, io-ts) in one
 // CommonJS file. Node then reads and compiles one file instead of some 450 (the bench measures the
 // bin's start-up against a bare `node -e 0`). The ES module builds of rxjs and
 // fp-ts are picked so that only the parts the CLI uses are bundled: their CommonJS builds load
@@ -147,21 +147,6 @@ for (const [name, [file]] of Object.entries(cjsEntries)) {
 // The bin itself is a small entry bundled after it (below), which runs it with its code cache.
 const cli = 'dist/rxsem-cli.cjs'
 const bin = 'dist/rxsem.cjs'
-
-// Of undici the library loads only its Pool, by path, when it makes its first transport
-// (src/consul/undici-pool.cts): undici's index loads all of undici besides (fetch, WebSocket,
-// cookies, caches, mocks), which was two thirds of the bundled bin's start-up and 20 MB of an
-// import. Check that this path is still what the index exports, so a new undici fails the build
-// rather than falls back to its index (in the library) or breaks (in the bin, below).
-const undici = packageDir('undici')
-const undiciCheck = `
-const undici = require('undici')
-if (undici.Pool !== require('undici/lib/dispatcher/pool.js')) {
-  console.error("undici's index no longer exports the Pool of its lib/: update src/consul/undici-pool.cts and scripts/build.mjs")
-  process.exit(1)
-}
-`
-execFileSync(process.execPath, ['-e', undiciCheck], { stdio: 'inherit' })
 
 await build({
   entryPoints: ['src/cli/main.ts'],
@@ -176,42 +161,6 @@ await build({
   external: ['@opentelemetry/api'],
   mainFields: fpTsAndIoTs.mainFields,
   alias: { ...fpTsAndIoTs.alias, rxjs: join(packageDir('rxjs'), 'dist/esm') },
-  plugins: [
-    {
-      // undici's HTTP/2 client: its module loads node:http2, and with it tls and fs/promises, a
-      // tenth of what one uncontended `rxsem run` costs over a bare node (bench step
-      // process-cost). undici speaks HTTP/2 only on a connection that negotiated it, which needs
-      // allowH2 or useH2c, and the library's Pool sets neither (src/consul/http.ts; undici's ALPN
-      // then offers http/1.1 alone): left out of the bin, in its place a function that says so
-      // should undici ever call it.
-      name: 'no-undici-h2',
-      setup(esbuild) {
-        esbuild.onResolve({ filter: /^\.\/client-h2\.js$/ }, (args) =>
-          args.importer.startsWith(join(undici, 'lib', 'dispatcher'))
-            ? { path: 'client-h2', namespace: 'undici-h2' }
-            : undefined,
-        )
-        esbuild.onLoad({ filter: /.*/, namespace: 'undici-h2' }, () => ({
-          contents:
-            "module.exports = function connectH2 () { throw new Error('the rxsem bin bundles no HTTP/2 client: the connection negotiated h2, which rxsem never offers') }",
-          loader: 'js',
-        }))
-      },
-    },
-    {
-      // undici's index is only undici-pool.cts's fallback, never taken here (checked above):
-      // left out of the bin.
-      name: 'no-undici-index',
-      setup(esbuild) {
-        esbuild.onResolve({ filter: /^undici$/ }, () => ({ path: 'index', namespace: 'undici' }))
-        esbuild.onLoad({ filter: /.*/, namespace: 'undici' }, () => ({
-          contents: "throw new Error('the rxsem bin bundles no undici index')",
-          loader: 'js',
-          resolveDir: undici,
-        }))
-      },
-    },
-  ],
   logLevel: 'warning',
 })
 // esbuild names each bundled module (in a comment, and in the key of its wrapper) by its path
@@ -229,11 +178,6 @@ const wide = /[\u0100-\uffff]/.exec(readFileSync(cli, 'utf8'))
 if (wide !== null) {
   throw new Error(
     `${cli} holds the character U+${wide[0].codePointAt(0).toString(16).toUpperCase().padStart(4, '0')} at offset ${wide.index}: write it as an escape in the source`,
-  )
-}
-if (readFileSync(cli, 'utf8').includes('require("node:http2")')) {
-  throw new Error(
-    `${cli} loads node:http2: undici's client-h2.js moved or another file needs it; update the no-undici-h2 plugin of scripts/build.mjs`,
   )
 }
 // The bin: sets the CLI's V8 flags and runs the CLI with its code cache (src/cli/bin.ts), which

@@ -1,5 +1,5 @@
 /**
- * Typed errors of the Consul layer. Callers never see a raw undici error: every failure is one of
+ * Typed errors of the Consul layer. Callers never see a raw HTTP client error: every failure is one of
  * these, with a message a person can act on. Messages never contain the ACL token.
  */
 

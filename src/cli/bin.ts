@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `rxsem` bin (dist/rxsem.cjs): sets the CLI's V8 flags, then runs the CLI's bundle
- * (dist/rxsem-cli.cjs, built from `main.ts`) beside it with its code cache (`code-cache.ts`).
+ * The `rxsem` bin (dist/rxsem.cjs): runs the CLI's bundle (dist/rxsem-cli.cjs, built from
+ * `main.ts`) beside it with its code cache (`code-cache.ts`).
  * The build bundles this file on its own, with nothing but Node's modules, and gives it the
  * bundle's hash as RXSEM_BUNDLE_ID.
  *
@@ -9,13 +9,10 @@
  */
 import { join } from 'node:path'
 import { runBundle } from './code-cache.js'
-import { raiseWasmTieringBudget } from './v8-flags.js'
 
 /** The hash of dist/rxsem-cli.cjs, put here by scripts/build.mjs; undefined elsewhere. */
 declare const RXSEM_BUNDLE_ID: string | undefined
 
-// Before the bundle is compiled: V8 refuses a code cache made under other flags.
-raiseWasmTieringBudget()
 runBundle(
   join(__dirname, 'rxsem-cli.cjs'),
   typeof RXSEM_BUNDLE_ID === 'string' ? RXSEM_BUNDLE_ID : undefined,

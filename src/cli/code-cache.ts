@@ -38,7 +38,7 @@ export interface CacheContext {
   readonly env: NodeJS.ProcessEnv
   /** process.argv: the command is its third. */
   readonly argv: readonly string[]
-  /** The V8 flags that are not the bin's own: process.execArgv. */
+  /** The V8 flags of the process: process.execArgv. */
   readonly execArgv: readonly string[]
   /** The user's id (process.getuid()), or undefined where there is none. */
   readonly uid: number | undefined

@@ -15,7 +15,6 @@ import { statusCommand } from './status/command.js'
 import { mainUsage } from './args/usage.js'
 import { UsageError } from './args/parse-flags.js'
 import { watchCommand } from './watch/command.js'
-import { raiseWasmTieringBudget } from './v8-flags.js'
 
 const commands: Readonly<Record<string, (argv: readonly string[]) => Promise<number>>> = {
   doctor: doctorCommand,
@@ -48,7 +47,6 @@ async function main(argv: readonly string[]): Promise<number> {
   return command(rest)
 }
 
-raiseWasmTieringBudget()
 main(process.argv.slice(2)).then(
   (code) => process.exit(code),
   (error: unknown) => {

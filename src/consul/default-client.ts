@@ -6,7 +6,7 @@
  * it, unless a user comes back first: a replica that contends again and again (`withSlot` in a
  * loop, a new `semaphore(...)` per job) keeps its connections and what the client remembers of its
  * prefixes (the `.lock` that the one-transaction join needs) from one tenure to the next. Nothing
- * of an idle client keeps the process alive: the grace timer is unreferenced and undici
+ * of an idle client keeps the process alive: the grace timer is unreferenced and Node's HTTP agent
  * unreferences its idle keep-alive sockets.
  */
 import type { ConsulClient } from './client-api.js'
@@ -17,7 +17,7 @@ import { resolveConfig, type ConsulClientConfig, type ResolvedConfig } from './c
 /**
  * How long the default client stays open after its last user let go: 5 s. A replica that contends
  * again at once, or every few seconds (a job per `semaphore(...)`), finds the same client, so its
- * next tenure reuses the pool's warm connections (undici keeps an idle one for 10 s, so a grace
+ * next tenure reuses the pool's warm connections (the transport keeps an idle one for 10 s, so a grace
  * shorter than that finds them still open) and joins in one transaction (the client remembers the
  * prefix's `.lock`). Longer would keep a pool open for nobody in a process that contends once in a
  * while, with nothing to gain on connections; it never delays a process's exit either way.

@@ -1,6 +1,6 @@
 /**
- * What the errors thrown by undici and Node's sockets mean to the transport, by their `code`: a
- * timeout, an abort, or a server certificate refused (configuration, not weather). An `https`
+ * What the errors of Node's HTTP client and sockets mean to the transport, by their `code`: a
+ * timeout, or a server certificate refused (configuration, not weather). An `https`
  * client talking to an agent that does not speak TLS is told in `tls-mismatch.ts`. The messages
  * that tell a user what to do about each are in `http-errors.ts`.
  */
@@ -25,16 +25,8 @@ export function summarise(error: unknown): CauseSummary {
   return { name: typeof error, code: undefined, message: String(error) }
 }
 
-/** undici's and Node's codes for a request that ran out of time. */
-const TIMEOUT_CODES = new Set([
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'ETIMEDOUT',
-])
-
-/** undici's codes for a request ended by an abort, or by its pool being closed. */
-const ABORT_CODES = new Set(['UND_ERR_ABORTED', 'UND_ERR_DESTROYED', 'UND_ERR_CLOSED'])
+/** Node's codes for a request that ran out of time (the socket's own: the OS gave up). */
+const TIMEOUT_CODES = new Set(['ETIMEDOUT'])
 
 /** Node's codes for a server certificate that failed verification: configuration, not weather. */
 const TLS_VERIFY_CODES = new Set([
@@ -51,14 +43,9 @@ const TLS_VERIFY_CODES = new Set([
   'ERR_TLS_CERT_ALTNAME_INVALID',
 ])
 
-/** Whether `cause` is a timeout of undici's or of the socket's. */
+/** Whether `cause` is a timeout of the socket's. */
 export function timedOut(cause: CauseSummary): boolean {
   return cause.code !== undefined && TIMEOUT_CODES.has(cause.code)
-}
-
-/** Whether `cause` is undici ending a request that was aborted or whose pool closed. */
-export function abortedByUndici(cause: CauseSummary): boolean {
-  return cause.code !== undefined && ABORT_CODES.has(cause.code)
 }
 
 /** Whether `cause` is the agent's certificate failing verification. */

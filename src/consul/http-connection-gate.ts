@@ -2,7 +2,7 @@
  * Admission of a client's requests to its pool of connections, and each admitted request's
  * deadline.
  *
- * At most `connections` requests are given to undici at once; the others wait here, without a
+ * At most `connections` requests are given to the HTTP client at once; the others wait here, without a
  * timer, first in first out, with urgent ones (session renewals: a holder's lease hangs on them)
  * ahead of those waiting but never of those admitted. A request's timeout starts when it is
  * admitted: it measures the agent's answer, not this client's own queue. Timed from the call
@@ -41,7 +41,7 @@ export interface Admitted {
   /**
    * Calls `listener` once the request must stop: its timeout passed, its caller aborted or the
    * gate closed (at once if one did already; never after the request left). One listener, the
-   * last given: the transport's, which aborts the request in undici. A plain callback rather than
+   * last given: the transport's, which destroys the request. A plain callback rather than
    * an AbortSignal, which would be an EventTarget and a listener object made for every request.
    */
   readonly onStop: (listener: () => void) => void

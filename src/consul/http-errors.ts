@@ -6,7 +6,7 @@
  */
 import type { Aborted, ConsulError, DecodeError, TooLarge } from '../base/consul-error.js'
 import { namesAclProblem } from '../base/failure-kinds.js'
-import { abortedByUndici, certificateRefused, summarise, timedOut } from './http-causes.js'
+import { certificateRefused, summarise, timedOut } from './http-causes.js'
 import type { StopReason } from './http-connection-gate.js'
 import type { HttpAnswer, HttpRequest } from './http-request.js'
 import { isForeignStatus, notConsul } from './not-consul.js'
@@ -115,7 +115,7 @@ export function abortedError(why: 'caller' | 'closed', names: RequestNames): Abo
 }
 
 /**
- * The ConsulError of a request sent that came to no answer: `error` is what undici threw, `stop`
+ * The ConsulError of a request sent that came to no answer: `error` is what the request failed with, `stop`
  * what aborted the request if something did, `timeoutMs` its request timeout and `origin` the
  * client's configured address.
  */
@@ -134,8 +134,8 @@ export function requestError(
       message: `${label}: no answer from ${where} within ${timeoutMs} ms`,
     }
   }
-  // Aborted by close(), by the caller, or by undici (whose codes name no reason: the close's).
-  if (stop !== undefined || abortedByUndici(cause)) {
+  // Aborted by close() or by the caller.
+  if (stop !== undefined) {
     return abortedError(stop === 'caller' ? 'caller' : 'closed', request)
   }
   if (certificateRefused(cause)) {

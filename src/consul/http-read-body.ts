@@ -1,14 +1,17 @@
 /**
- * One request on undici's connection pool and its answer, read whole but never past the client's
- * `maxResponseBytes`. The answer arrives through undici's dispatch API, each chunk of its body
- * handed to this module as it is parsed: no stream per answer (a Readable, its state, its
- * events), which every answer of a busy client would make and drop. A body is always read (an
- * unread one keeps its connection busy); past the cap the request is aborted, which makes undici
- * drop the connection rather than read the rest into nowhere.
+ * One request on the transport's keep-alive agent (Node's own HTTP client) and its answer, read
+ * whole but never past the client's `maxResponseBytes`. A body is always read (an unread one keeps
+ * its connection busy); past the cap the request is destroyed, which drops the connection rather
+ * than read the rest into nowhere.
  */
 import { StringDecoder } from 'node:string_decoder'
-import type { IncomingHttpHeaders } from 'node:http'
-import type { Dispatcher } from 'undici'
+import type {
+  ClientRequest,
+  IncomingHttpHeaders,
+  IncomingMessage,
+  OutgoingHttpHeaders,
+  RequestOptions,
+} from 'node:http'
 
 /** What a request got back: its answer, or only the status of one larger than the cap. */
 export type Received =
@@ -23,10 +26,7 @@ export type Received =
     }
   | { readonly type: 'too-large'; readonly statusCode: number }
 
-/** The reason a request is aborted with once its answer passed the cap (never seen outside). */
-class PastTheCap extends Error {}
-
-/** The reason a request is aborted with once its admission stopped it. */
+/** The reason a request is destroyed with once its admission stopped it. */
 class Stopped extends Error {
   override readonly name = 'Stopped'
   constructor() {
@@ -37,69 +37,81 @@ class Stopped extends Error {
 /** How the caller stops a request: it calls the listener once the request must stop. */
 export type OnStop = (listener: () => void) => void
 
+/** What sends a request: `http.request` or `https.request`, as Node has them. */
+export type SendRequest = (
+  options: RequestOptions,
+  onResponse: (response: IncomingMessage) => void,
+) => ClientRequest
+
+/** One request: where it goes (its agent among them), what it says, and its body. */
+export interface AnswerRequest extends RequestOptions {
+  readonly method: string
+  readonly path: string
+  readonly headers: OutgoingHttpHeaders
+  readonly body: string | Uint8Array | null
+}
+
 /**
- * Sends `options` on `pool` and reads the answer, up to `limit` bytes of body: declared larger in
- * its `Content-Length`, or found so while reading, it is `too-large` and the request is aborted.
- * `onStop` stops the request (before it has a connection: as soon as it gets one; stopped at once,
- * it is not sent); the promise then rejects, as it rejects with undici's error for a failed
- * request.
+ * Sends `request` with `send` and reads the answer, up to `limit` bytes of body: declared larger in
+ * its `Content-Length`, or found so while reading, it is `too-large` and the request is destroyed.
+ * `onStop` stops the request (stopped at once, it is not sent); the promise then rejects, as it
+ * rejects with Node's error for a failed request. An informational answer (1xx) is not the answer:
+ * Node's client hands only the final one.
  *
  * @example
- * const received = await readAnswer(pool, { origin, method: 'GET', path: '/v1/status/leader' },
- *   admission.onStop, 32 * 2 ** 20)
+ * const received = await readAnswer(http.request, { agent, host, port, method: 'GET',
+ *   path: '/v1/status/leader', headers: {}, body: null }, admission.onStop, 32 * 2 ** 20)
  */
 export function readAnswer(
-  pool: Pick<Dispatcher, 'dispatch'>,
-  options: Dispatcher.DispatchOptions,
+  send: SendRequest,
+  request: AnswerRequest,
   onStop: OnStop,
   limit: number,
 ): Promise<Received> {
   return new Promise((resolve, reject) => {
     let stopped = false
-    let controller: Dispatcher.DispatchController | undefined
-    onStop(() => {
+    let whenStopped = (): void => {
       stopped = true
-      controller?.abort(new Stopped())
-    })
+    }
+    onStop(() => whenStopped())
     if (stopped) {
       reject(new Stopped())
       return
     }
-    let statusCode = 0
-    let headers: IncomingHttpHeaders = {}
-    let receivedAt = 0
+    const { body, ...options } = request
     const chunks: Buffer[] = []
     let size = 0
-    let pastTheCap = false
-    const stop = (at: Dispatcher.DispatchController): void => {
-      pastTheCap = true
-      at.abort(new PastTheCap())
-    }
-    const handler: Dispatcher.DispatchHandler = {
-      onRequestStart: (at) => {
-        controller = at
-        if (stopped) at.abort(new Stopped())
-      },
-      onResponseStart: (at, status, answerHeaders) => {
-        // An informational answer (1xx) comes before the answer itself.
-        if (status < 200) return
-        statusCode = status
-        headers = answerHeaders
-        receivedAt = Date.now()
-        if (Number(answerHeaders['content-length'] ?? Number.NaN) > limit) stop(at)
-      },
-      onResponseData: (at, chunk) => {
+    const onResponse = (response: IncomingMessage): void => {
+      const statusCode = response.statusCode ?? 0
+      const receivedAt = Date.now()
+      const tooLarge = (): void => {
+        resolve({ type: 'too-large', statusCode })
+        sent.destroy()
+      }
+      if (Number(response.headers['content-length'] ?? Number.NaN) > limit) {
+        tooLarge()
+        return
+      }
+      response.on('data', (chunk: Buffer) => {
         size += chunk.length
-        if (size > limit) stop(at)
+        if (size > limit) tooLarge()
         else chunks.push(chunk)
-      },
-      onResponseEnd: () => resolve({ type: 'answer', statusCode, headers, chunks, receivedAt }),
-      onResponseError: (_at, error) => {
-        if (pastTheCap) resolve({ type: 'too-large', statusCode })
-        else reject(error)
-      },
+      })
+      response.on('end', () =>
+        resolve({ type: 'answer', statusCode, headers: response.headers, chunks, receivedAt }),
+      )
+      // The connection closed before the body's end: the request's own error says how.
+      response.on('error', reject)
     }
-    pool.dispatch(options, handler)
+    const sent = send(options, onResponse)
+    whenStopped = () => {
+      const stop = new Stopped()
+      sent.destroy(stop)
+      reject(stop)
+    }
+    sent.on('error', reject)
+    if (body === null) sent.end()
+    else sent.end(body)
   })
 }
 

@@ -1,13 +1,13 @@
 /**
- * The HTTP transport of the Consul layer, on undici: one bounded connection pool per client, a
+ * The HTTP transport of the Consul layer, on Node's HTTP client: one bounded keep-alive agent per client, a
  * timeout on every request and its caller's AbortSignal, bodies always read (up to the client's
  * `maxResponseBytes`), and every failure turned into a typed ConsulError with the client's secrets
  * redacted. Nothing here throws or rejects.
  *
  * It composes its parts: the request and answer types (`http-request.ts`), the admission of
  * requests to the pool and their timeouts (`http-connection-gate.ts`), the sending of a request
- * and the capped reading of its answer (`http-read-body.ts`), the meaning of undici's and Node's
- * error codes (`http-causes.ts`), the errors with their advice (`http-errors.ts`) and the
+ * and the capped reading of its answer (`http-read-body.ts`), the meaning of Node's error codes
+ * (`http-causes.ts`), the errors with their advice (`http-errors.ts`) and the
  * redaction (`http-redact.ts`).
  */
 import * as E from 'fp-ts/lib/Either.js'
@@ -23,12 +23,12 @@ import {
   tooLargeError,
   type RequestNames,
 } from './http-errors.js'
-import { bodyText, readAnswer, type Received } from './http-read-body.js'
+import { bodyText, readAnswer, type Received, type SendRequest } from './http-read-body.js'
 import { redact, secretsOf } from './http-redact.js'
 import { isLongPoll, queryOf, type HttpAnswer, type HttpRequest } from './http-request.js'
 import { isHtmlPage, notConsul } from './not-consul.js'
 import { requestFeed, type RequestFeed } from './request-feed.js'
-import { undiciPool } from './undici-pool.cjs'
+import { nodeHttp } from './node-http.cjs'
 
 export type { HttpAnswer, HttpRequest } from './http-request.js'
 export { statusError } from './http-errors.js'
@@ -69,17 +69,32 @@ function authHeaders(config: ResolvedConfig): Record<string, string> {
   return headers
 }
 
-/** The transport for one client: one undici Pool, bounded, kept alive. */
+/**
+ * How long an idle connection is kept for the next request: a blocking query holds its own for up
+ * to its wait, and the agent would close one idle for longer than it keeps them anyway.
+ */
+const IDLE_CONNECTION_MS = 10_000
+
+/** The transport for one client: one keep-alive agent, bounded. */
 export function createTransport(config: ResolvedConfig): Transport {
-  const Pool = undiciPool()
-  const pool = new Pool(config.origin, {
-    connections: config.connections,
-    // Reuse connections between polls; a blocking query holds its own for up to its wait.
-    keepAliveTimeout: 10_000,
-    keepAliveMaxTimeout: 60_000,
-    ...(config.socketPath === undefined ? {} : { socketPath: config.socketPath }),
-    ...(config.tls === undefined ? {} : { connect: config.tls }),
+  const url = new URL(config.origin)
+  const http = nodeHttp(url.protocol === 'https:')
+  // The gate lets at most `connections` requests out at once: the agent never queues one.
+  const agent = new http.Agent({
+    keepAlive: true,
+    maxSockets: config.connections,
+    maxFreeSockets: config.connections,
+    // The connection used last goes first: the others go idle, and are closed after a while.
+    scheduling: 'lifo',
+    timeout: IDLE_CONNECTION_MS,
+    ...config.tls,
   })
+  const sendRequest: SendRequest = (options, onResponse) => http.request(options, onResponse)
+  // Where every request goes: an IPv6 host without its brackets; or the agent's unix socket.
+  const target =
+    config.socketPath === undefined
+      ? { agent, host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port }
+      : { agent, socketPath: config.socketPath }
   const secrets = secretsOf(config)
   const headers = authHeaders(config)
   // The headers of a request with a body, one object per content type (not one per request).
@@ -142,9 +157,9 @@ export function createTransport(config: ResolvedConfig): Transport {
       const stopped = admission.stop()
       if (stopped === 'caller' || stopped === 'closed') return E.left(abortedError(stopped, names))
       const received = await readAnswer(
-        pool,
+        sendRequest,
         {
-          origin: config.origin,
+          ...target,
           method: request.method,
           path: `${request.path}${query}`,
           headers:
@@ -152,14 +167,6 @@ export function createTransport(config: ResolvedConfig): Transport {
               ? headers
               : headersWith(request.contentType ?? 'application/octet-stream'),
           body: request.body ?? null,
-          // No timers of undici's own: the gate's timeout (admission.onStop) bounds the request,
-          // its answer and its body, and is reported as Timeout. undici's would only back it up a
-          // second later, at a cost: a connection's parser makes a new "fast timer" for each
-          // request after the keep-alive timer between two, and a cleared one stays in undici's
-          // list until its next tick, up to a second later; at thousands of requests a second
-          // they were a fifth of what outlived the young collections.
-          headersTimeout: 0,
-          bodyTimeout: 0,
         },
         admission.onStop,
         config.maxResponseBytes,
@@ -198,10 +205,11 @@ export function createTransport(config: ResolvedConfig): Transport {
       }
     },
     close: () => {
-      closing ??= (async () => {
+      if (closing === undefined) {
         gate.close()
-        await pool.destroy()
-      })()
+        agent.destroy()
+        closing = Promise.resolve()
+      }
       return closing
     },
   }

@@ -408,7 +408,7 @@ export function watchPrefix(
       pending?.unsubscribe()
       pending = undefined
       cancelOverdue()
-      // Aborting the request in flight is half a millisecond of synchronous work in undici; an
+      // Aborting the request in flight is synchronous work in the HTTP client; an
       // unsubscribe is often part of a release whose write should leave first. The answer of a
       // poll is ignored from now on (the subscriber is closed), so the abort can wait a turn.
       setImmediate(() => abort.abort())

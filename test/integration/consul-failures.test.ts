@@ -131,7 +131,7 @@ describe('Consul client failure paths', () => {
       assert.equal(error._tag, 'Unreachable', name)
       assert.match(
         error.message,
-        /cannot reach the Consul agent at http:\/\/127\.0\.0\.1:\d+ \(UND_ERR_SOCKET/,
+        /cannot reach the Consul agent at http:\/\/127\.0\.0\.1:\d+ \(ECONNRESET: socket hang up/,
       )
     }
   })

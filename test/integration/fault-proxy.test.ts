@@ -5,7 +5,7 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Client } from 'undici'
+import { Agent, request } from 'node:http'
 import { freePort, sharedAgent } from '../support/consul-agent.js'
 import { startFaultProxy, type FaultProxy } from '../support/fault-proxy.js'
 import { testPrefix, type Scope } from '../support/tracked.js'
@@ -288,24 +288,26 @@ describe('the fault proxy', () => {
   })
 
   it('serves many requests over one client keep-alive connection', async () => {
-    const client = new Client(proxy.url)
-    try {
-      for (let i = 0; i < 5; i++) {
-        const { statusCode, body } = await client.request({
-          path: '/v1/status/leader',
-          method: 'GET',
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    const get = (path: string): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const target = new URL(path, proxy.url)
+        request(target, { agent }, (response) => {
+          response.resume()
+          response.on('end', () => resolve(response.statusCode ?? 0))
+          response.on('error', reject)
         })
-        assert.equal(statusCode, 200)
-        await body.text()
-      }
+          .on('error', reject)
+          .end()
+      })
+    try {
+      for (let i = 0; i < 5; i++) assert.equal(await get('/v1/status/leader'), 200)
       proxy.setMode('error500')
-      const { statusCode, body } = await client.request({ path: '/v1/agent/self', method: 'GET' })
-      assert.equal(statusCode, 500)
-      await body.text()
+      assert.equal(await get('/v1/agent/self'), 500)
       assert.equal(proxy.requests().length, 6)
       assert.equal(proxy.openConnections(), 1)
     } finally {
-      await client.close()
+      agent.destroy()
     }
     await until('the connection to close', () => proxy.openConnections() === 0)
   })

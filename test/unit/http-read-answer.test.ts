@@ -1,46 +1,65 @@
-// Reading one answer through undici's dispatch API (src/consul/http-read-body.ts, readAnswer), on
-// a stand-in dispatcher that plays undici's part: it hands the handler a controller, then the
-// answer's start, its chunks and its end, or an error, as the test says. The request's stop is a
-// stand-in of the connection gate's `onStop`.
+// Reading one answer with Node's HTTP client (src/consul/http-read-body.ts, readAnswer), from a
+// server on loopback that writes the bytes each test gives it: an answer after a 1xx, a length
+// past the cap, a chunked body that passes it, no answer at all. The request's stop is a stand-in
+// of the connection gate's `onStop`.
 import assert from 'node:assert/strict'
-import { describe, it } from 'node:test'
-import type { Dispatcher } from 'undici'
-import { readAnswer } from '../../src/consul/http-read-body.js'
+import { once } from 'node:events'
+import { Agent, request } from 'node:http'
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net'
+import { after, before, describe, it } from 'node:test'
+import { readAnswer, type AnswerRequest } from '../../src/consul/http-read-body.js'
 
-/** A controller that records the reason it was aborted with. */
-function controller(): Dispatcher.DispatchController & { readonly abortedWith: Error[] } {
-  const abortedWith: Error[] = []
-  return {
-    abortedWith,
-    get aborted() {
-      return abortedWith.length > 0
-    },
-    paused: false,
-    reason: null,
-    abort: (reason: Error) => void abortedWith.push(reason),
-    pause: () => {},
-    resume: () => {},
-  }
+/** A server that answers each request with `answer` (bytes as they go on the wire), if any. */
+interface RawServer {
+  readonly port: number
+  /** The raw requests it read, each with the connection it came on. */
+  readonly requests: { readonly text: string; readonly socket: Socket }[]
+  /** The connections it accepted, open or closed. */
+  readonly sockets: Socket[]
+  answer: string | undefined
+  close(): Promise<void>
 }
 
-/** A dispatcher that keeps the handler it is given, for the test to drive. */
-function standIn(): Pick<Dispatcher, 'dispatch'> & {
-  handler: Dispatcher.DispatchHandler
-  /** What undici does after an abort: the handler's error, with the reason aborted with. */
-  endAborted(c: ReturnType<typeof controller>): void
-} {
-  const pool = {
-    handler: {} as Dispatcher.DispatchHandler,
-    dispatch: (_options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => {
-      pool.handler = handler
-      return true
+async function rawServer(): Promise<RawServer> {
+  const state = {
+    requests: [] as { text: string; socket: Socket }[],
+    sockets: [] as Socket[],
+    answer: undefined as string | undefined,
+  }
+  const server: Server = createServer((socket) => {
+    state.sockets.push(socket)
+    let text = ''
+    socket.on('data', (chunk) => {
+      text += chunk.toString('latin1')
+      if (!text.includes('\r\n\r\n')) return
+      state.requests.push({ text, socket })
+      text = ''
+      if (state.answer !== undefined) socket.write(state.answer)
+    })
+    socket.on('error', () => {})
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  return {
+    port: (server.address() as AddressInfo).port,
+    get requests() {
+      return state.requests
     },
-    endAborted: (c: ReturnType<typeof controller>) => {
-      assert.equal(c.abortedWith.length, 1, 'aborted once')
-      pool.handler.onResponseError?.(c, c.abortedWith[0] as Error)
+    get sockets() {
+      return state.sockets
+    },
+    get answer() {
+      return state.answer
+    },
+    set answer(value) {
+      state.answer = value
+    },
+    close: async () => {
+      for (const socket of state.sockets) socket.destroy()
+      server.close()
+      await once(server, 'close')
     },
   }
-  return pool
 }
 
 /** A stop the test pulls (`stop()`), handed to readAnswer as the gate's `onStop`. */
@@ -59,93 +78,100 @@ function stopper(): { readonly onStop: (listener: () => void) => void; stop(): v
 /** Never stopped. */
 const running = (): void => {}
 
-const options: Dispatcher.DispatchOptions = {
-  origin: 'http://127.0.0.1:8500',
-  method: 'GET',
-  path: '/',
+/** Resolves once `ok()` holds, checked on each turn of the event loop. */
+async function until(ok: () => boolean): Promise<void> {
+  while (!ok()) await new Promise((resolve) => setImmediate(resolve))
 }
 
+/** Resolves once `socket` is closed. */
+const closed = (socket: Socket): Promise<void> =>
+  socket.closed ? Promise.resolve() : once(socket, 'close').then(() => undefined)
+
 describe('readAnswer', () => {
+  let server: RawServer
+  let agent: Agent
+  const get = (): AnswerRequest => ({
+    agent,
+    host: '127.0.0.1',
+    port: server.port,
+    method: 'GET',
+    path: '/v1/kv/x',
+    headers: {},
+    body: null,
+  })
+
+  before(async () => {
+    server = await rawServer()
+    agent = new Agent({ keepAlive: true, maxSockets: 4 })
+  })
+  after(async () => {
+    agent.destroy()
+    await server.close()
+  })
+
   it('gives the status, headers and chunks of an answer, past a 1xx before it', async () => {
-    const pool = standIn()
-    const answer = readAnswer(pool, options, running, 100)
-    const c = controller()
-    pool.handler.onRequestStart?.(c, {})
-    // Its headers are not the answer's: a length past the cap there must not stop the read.
-    pool.handler.onResponseStart?.(c, 100, { 'content-length': '1000' }, 'Continue')
-    pool.handler.onResponseStart?.(c, 200, { 'x-consul-index': '7' }, 'OK')
-    pool.handler.onResponseData?.(c, Buffer.from('[1,'))
-    pool.handler.onResponseData?.(c, Buffer.from('2]'))
-    pool.handler.onResponseEnd?.(c, {})
-    const received = await answer
-    assert.equal(received.type, 'answer')
+    // The 1xx's headers are not the answer's: a length past the cap there must not stop the read.
+    server.answer =
+      'HTTP/1.1 100 Continue\r\ncontent-length: 1000\r\n\r\n' +
+      'HTTP/1.1 200 OK\r\nX-Consul-Index: 7\r\ntransfer-encoding: chunked\r\n\r\n' +
+      '3\r\n[1,\r\n2\r\n2]\r\n0\r\n\r\n'
+    const received = await readAnswer(request, get(), running, 100)
     assert.ok(received.type === 'answer')
     assert.equal(received.statusCode, 200)
     assert.equal(received.headers['x-consul-index'], '7')
     assert.equal(Buffer.concat(received.chunks).toString(), '[1,2]')
     assert.ok(received.receivedAt > 0)
-    assert.deepEqual(c.abortedWith, [])
   })
 
-  it('aborts an answer whose Content-Length is past the cap, and says it was too large', async () => {
-    const pool = standIn()
-    const answer = readAnswer(pool, options, running, 100)
-    const c = controller()
-    pool.handler.onRequestStart?.(c, {})
-    pool.handler.onResponseStart?.(c, 200, { 'content-length': '101' }, 'OK')
-    pool.endAborted(c)
-    assert.deepEqual(await answer, { type: 'too-large', statusCode: 200 })
+  it('drops an answer whose Content-Length is past the cap, and says it was too large', async () => {
+    server.answer = 'HTTP/1.1 200 OK\r\ncontent-length: 101\r\n\r\n' + 'x'.repeat(10)
+    assert.deepEqual(await readAnswer(request, get(), running, 100), {
+      type: 'too-large',
+      statusCode: 200,
+    })
+    // Its connection is closed, not kept with the rest of the body unread.
+    await closed((server.requests.at(-1) as { socket: Socket }).socket)
   })
 
-  it('aborts at the chunk that passes the cap, keeping none past it', async () => {
-    const pool = standIn()
-    const answer = readAnswer(pool, options, running, 4)
-    const c = controller()
-    pool.handler.onRequestStart?.(c, {})
-    pool.handler.onResponseStart?.(c, 200, {}, 'OK')
-    pool.handler.onResponseData?.(c, Buffer.from('abc'))
-    assert.equal(c.abortedWith.length, 0)
-    pool.handler.onResponseData?.(c, Buffer.from('de'))
-    pool.endAborted(c)
-    assert.deepEqual(await answer, { type: 'too-large', statusCode: 200 })
+  it('drops the answer at the chunk that passes the cap', async () => {
+    server.answer =
+      'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n'
+    assert.deepEqual(await readAnswer(request, get(), running, 4), {
+      type: 'too-large',
+      statusCode: 200,
+    })
   })
 
-  it("rejects with undici's error for a failed request", async () => {
-    const pool = standIn()
-    const answer = readAnswer(pool, options, running, 100)
-    const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })
-    // undici reports a connection it could not make before the request has a controller.
-    pool.handler.onResponseError?.(undefined as unknown as Dispatcher.DispatchController, refused)
-    await assert.rejects(answer, refused)
+  it("rejects with Node's error for a request that reached no one", async () => {
+    const nobody = await rawServer()
+    const port = nobody.port
+    await nobody.close()
+    await assert.rejects(readAnswer(request, { ...get(), port }, running, 100), {
+      code: 'ECONNREFUSED',
+    })
   })
 
-  it('aborts when stopped: at once once started, at the start when stopped before it', async () => {
-    const pool = standIn()
-    const early = stopper()
-    const answer = readAnswer(pool, options, early.onStop, 100)
-    early.stop()
-    const c = controller()
-    pool.handler.onRequestStart?.(c, {})
-    pool.endAborted(c)
+  it('rejects when stopped while it waits for its answer, and closes its connection', async () => {
+    server.answer = undefined
+    const asked = server.requests.length
+    const stop = stopper()
+    const answer = readAnswer(request, get(), stop.onStop, 100)
+    await until(() => server.requests.length > asked)
+    const { socket } = server.requests.at(-1) as { socket: Socket }
+    stop.stop()
     await assert.rejects(answer, { name: 'Stopped' })
-
-    const later = standIn()
-    const late = stopper()
-    const second = readAnswer(later, options, late.onStop, 100)
-    const d = controller()
-    later.handler.onRequestStart?.(d, {})
-    assert.equal(d.abortedWith.length, 0)
-    late.stop()
-    later.endAborted(d)
-    await assert.rejects(second, { name: 'Stopped' })
+    await closed(socket)
   })
 
   it('sends nothing for a request stopped already, and rejects', async () => {
     let sent = false
-    const pool = { dispatch: () => (sent = true) }
-    const stopped = stopper()
-    stopped.stop()
-    await assert.rejects(readAnswer(pool, options, stopped.onStop, 100), { name: 'Stopped' })
+    const send: typeof request = ((...args: Parameters<typeof request>) => {
+      sent = true
+      return request(...args)
+    }) as typeof request
+    const stop = stopper()
+    stop.stop()
+    await assert.rejects(readAnswer(send, get(), stop.onStop, 100), { name: 'Stopped' })
     assert.equal(sent, false)
   })
 })

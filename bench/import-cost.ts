@@ -56,7 +56,8 @@ const REPORT =
 
 /** rxjs, then Node's HTTP client, as the library's first client loads it. */
 const HTTP_AS_THE_CLIENT =
-  "await import('rxjs');(await import('node:module')).default.createRequire(import.meta.url)('node:http')"
+  "await import('rxjs');" +
+  "(await import('node:module')).default.createRequire(import.meta.url)('node:http')"
 
 /** How long the replica holds before it reads (see above). */
 const HOLD_BEFORE_READING_MS = 10_000

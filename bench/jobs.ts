@@ -1,9 +1,9 @@
 // Figure 7, pooled jobs: many `withSlot` jobs of one process on one prefix, the way a fleet-wide
 // concurrency limit is used. The jobs run in child processes (bench/jobs-child.ts) on the default
 // client (no `consul` option), which talks to the agent directly (CONSUL_HTTP_ADDR); each child
-// counts the requests its client sends, with their answers' status, from Node's HTTP client's
-// diagnostics channels, so that no proxy competes with the jobs for the CPU. The child runs the built package
-// under plain node.
+// counts the requests its client sends, with their answers' status, from the diagnostics channels
+// of Node's HTTP client, so that no proxy competes with the jobs for the CPU. The child runs the
+// built package under plain node.
 //   jobs:       one process, limit 10, N jobs submitted at once, each holding 2 ms. Until every
 //               job settled or the deadline: jobs done, wall time, jobs/s, the most sessions of
 //               the prefix in Consul at once (/v1/session/list read on the agent directly, every

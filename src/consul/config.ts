@@ -125,7 +125,10 @@ export interface ConsulClientConfig {
  * ```
  */
 export interface ResolvedConfig {
-  /** Origin of the agent's HTTP API, e.g. `http://127.0.0.1:8500` (`http://localhost` for a unix socket). */
+  /**
+   * Origin of the agent's HTTP API, e.g. `http://127.0.0.1:8500` (`http://localhost` for a unix
+   * socket).
+   */
   readonly origin: string
   /** Path of the agent's unix socket, when the address is `unix://…`; undefined for TCP. */
   readonly socketPath: string | undefined

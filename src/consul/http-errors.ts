@@ -115,9 +115,9 @@ export function abortedError(why: 'caller' | 'closed', names: RequestNames): Abo
 }
 
 /**
- * The ConsulError of a request sent that came to no answer: `error` is what the request failed with, `stop`
- * what aborted the request if something did, `timeoutMs` its request timeout and `origin` the
- * client's configured address.
+ * The ConsulError of a request sent that came to no answer: `error` is what the request failed
+ * with, `stop` what aborted the request if something did, `timeoutMs` its request timeout and
+ * `origin` the client's configured address.
  */
 export function requestError(
   error: unknown,

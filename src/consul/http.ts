@@ -1,8 +1,8 @@
 /**
- * The HTTP transport of the Consul layer, on Node's HTTP client: one bounded keep-alive agent per client, a
- * timeout on every request and its caller's AbortSignal, bodies always read (up to the client's
- * `maxResponseBytes`), and every failure turned into a typed ConsulError with the client's secrets
- * redacted. Nothing here throws or rejects.
+ * The HTTP transport of the Consul layer, on Node's HTTP client: one bounded keep-alive agent per
+ * client, a timeout on every request and its caller's AbortSignal, bodies always read (up to the
+ * client's `maxResponseBytes`), and every failure turned into a typed ConsulError with the client's
+ * secrets redacted. Nothing here throws or rejects.
  *
  * It composes its parts: the request and answer types (`http-request.ts`), the admission of
  * requests to the pool and their timeouts (`http-connection-gate.ts`), the sending of a request
@@ -89,7 +89,7 @@ export function createTransport(config: ResolvedConfig): Transport {
     timeout: IDLE_CONNECTION_MS,
     ...config.tls,
   })
-  const sendRequest: SendRequest = (options, onResponse) => http.request(options, onResponse)
+  const sendRequest: SendRequest = http.request
   // Where every request goes: an IPv6 host without its brackets; or the agent's unix socket.
   const target =
     config.socketPath === undefined

@@ -183,7 +183,7 @@ describe('the default client', { timeout: SUITE_TIMEOUT_MS }, () => {
       }
       // The later tenures reuse the connections of the client they share, but not all of them: a
       // tenure's long poll is aborted at its release unless the release's own write answered it
-      // first, and undici closes an aborted request's connection, so a tenure may open one again
+      // first, and an aborted request's connection is closed, so a tenure may open one again
       // (or two, as many as a first tenure that happened to send its calls one at a time: seen 2
       // then 2; 4 1 1 0 1 1). Fewer than two per later tenure on the whole, then: a client made
       // anew for each tenure opens at least two (its long poll's, and its calls' beside it).

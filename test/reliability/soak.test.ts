@@ -28,7 +28,7 @@ function resources(): Map<string, number> {
   return counts
 }
 
-/** Open file descriptors that are sockets (undici's pooled sockets are unref'd: not "active"). */
+/** Open file descriptors that are sockets (idle keep-alive sockets are unref'd: not "active"). */
 function openSockets(): number {
   let n = 0
   for (const fd of readdirSync('/proc/self/fd')) {

@@ -1,6 +1,6 @@
 /**
- * Typed errors of the Consul layer. Callers never see a raw HTTP client error: every failure is one of
- * these, with a message a person can act on. Messages never contain the ACL token.
+ * Typed errors of the Consul layer. Callers never see a raw HTTP client error: every failure is one
+ * of these, with a message a person can act on. Messages never contain the ACL token.
  */
 
 interface ErrorBase {

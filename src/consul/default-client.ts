@@ -19,8 +19,9 @@ import { resolveConfig, type ConsulClientConfig, type ResolvedConfig } from './c
  * again at once, or every few seconds (a job per `semaphore(...)`), finds the same client, so its
  * next tenure reuses the client's warm connections (the transport keeps an idle one for 10 s, so a
  * grace shorter than that finds them still open) and joins in one transaction (the client
- * remembers the prefix's `.lock`). Longer would keep a pool open for nobody in a process that contends once in a
- * while, with nothing to gain on connections; it never delays a process's exit either way.
+ * remembers the prefix's `.lock`). Longer would keep a pool open for nobody in a process that
+ * contends once in a while, with nothing to gain on connections; it never delays a process's exit
+ * either way.
  */
 export const DEFAULT_CLIENT_IDLE_GRACE_MS = 5000
 

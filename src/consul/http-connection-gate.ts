@@ -4,8 +4,8 @@
  *
  * At most `connections` requests are given to the HTTP client at once; the others wait here,
  * without a timer, first in first out, with urgent ones (session renewals: a holder's lease hangs
- * on them) ahead of those waiting but never of those admitted. A request's timeout starts when it is
- * admitted: it measures the agent's answer, not this client's own queue. Timed from the call
+ * on them) ahead of those waiting but never of those admitted. A request's timeout starts when it
+ * is admitted: it measures the agent's answer, not this client's own queue. Timed from the call
  * instead, the last of a burst (thousands of contenders' writes, long polls) would time out
  * unsent and be sent again, which makes the queue longer still: 10,000 contenders on one prefix
  * would never all get their keys in.

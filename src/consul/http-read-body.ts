@@ -43,16 +43,15 @@ export type SendRequest = (
   onResponse: (response: IncomingMessage) => void,
 ) => ClientRequest
 
-/** One request: where it goes (its agent among them), what it says, and its body. */
+/** One request, but its body: where it goes (its agent among them) and what it says. */
 export interface AnswerRequest extends RequestOptions {
   readonly method: string
   readonly path: string
   readonly headers: OutgoingHttpHeaders
-  readonly body: string | Uint8Array | null
 }
 
 /**
- * Sends `request` with `send` and reads the answer, up to `limit` bytes of body: declared larger in
+ * Sends `request` with `body` (null: none) by `send` and reads the answer, up to `limit` bytes of body: declared larger in
  * its `Content-Length`, or found so while reading, it is `too-large` and the request is destroyed.
  * `onStop` stops the request (stopped at once, it is not sent); the promise then rejects, as it
  * rejects with Node's error for a failed request. An informational answer (1xx) is not the answer:
@@ -60,11 +59,12 @@ export interface AnswerRequest extends RequestOptions {
  *
  * @example
  * const received = await readAnswer(http.request, { agent, host, port, method: 'GET',
- *   path: '/v1/status/leader', headers: {}, body: null }, admission.onStop, 32 * 2 ** 20)
+ *   path: '/v1/status/leader', headers: {} }, null, admission.onStop, 32 * 2 ** 20)
  */
 export function readAnswer(
   send: SendRequest,
   request: AnswerRequest,
+  body: string | Uint8Array | null,
   onStop: OnStop,
   limit: number,
 ): Promise<Received> {
@@ -78,7 +78,6 @@ export function readAnswer(
       reject(new Stopped())
       return
     }
-    const { body, ...options } = request
     const chunks: Buffer[] = []
     let size = 0
     const onResponse = (response: IncomingMessage): void => {
@@ -103,7 +102,7 @@ export function readAnswer(
       // The connection closed before the body's end: the request's own error says how.
       response.on('error', reject)
     }
-    const sent = send(options, onResponse)
+    const sent = send(request, onResponse)
     whenStopped = () => {
       const stop = new Stopped()
       sent.destroy(stop)

@@ -166,8 +166,8 @@ export function createTransport(config: ResolvedConfig): Transport {
             request.body === undefined
               ? headers
               : headersWith(request.contentType ?? 'application/octet-stream'),
-          body: request.body ?? null,
         },
+        request.body ?? null,
         admission.onStop,
         config.maxResponseBytes,
       )

@@ -180,8 +180,9 @@ describe('Consul HTTP transport', () => {
     try {
       await until(() => proxy.openConnections() === 0, 'earlier connections to close', 15_000)
       for (let i = 0; i < 20; i++) await ok(consul.kv.get(`${prefix}/missing`))
-      // Still open after the calls ended (kept alive), and reused: not one per call. (The client may
-      // open a second one when the next call starts before the first connection is free again.)
+      // Still open after the calls ended (kept alive), and reused: not one per call. (The client
+      // may open a second one when the next call starts before the first connection is free
+      // again.)
       const open = proxy.openConnections()
       assert.ok(open >= 1 && open <= 2, `${open} connections for 20 calls`)
     } finally {

@@ -97,7 +97,6 @@ describe('readAnswer', () => {
     method: 'GET',
     path: '/v1/kv/x',
     headers: {},
-    body: null,
   })
 
   before(async () => {
@@ -115,7 +114,7 @@ describe('readAnswer', () => {
       'HTTP/1.1 100 Continue\r\ncontent-length: 1000\r\n\r\n' +
       'HTTP/1.1 200 OK\r\nX-Consul-Index: 7\r\ntransfer-encoding: chunked\r\n\r\n' +
       '3\r\n[1,\r\n2\r\n2]\r\n0\r\n\r\n'
-    const received = await readAnswer(request, get(), running, 100)
+    const received = await readAnswer(request, get(), null, running, 100)
     assert.ok(received.type === 'answer')
     assert.equal(received.statusCode, 200)
     assert.equal(received.headers['x-consul-index'], '7')
@@ -125,7 +124,7 @@ describe('readAnswer', () => {
 
   it('drops an answer whose Content-Length is past the cap, and says it was too large', async () => {
     server.answer = 'HTTP/1.1 200 OK\r\ncontent-length: 101\r\n\r\n' + 'x'.repeat(10)
-    assert.deepEqual(await readAnswer(request, get(), running, 100), {
+    assert.deepEqual(await readAnswer(request, get(), null, running, 100), {
       type: 'too-large',
       statusCode: 200,
     })
@@ -136,7 +135,7 @@ describe('readAnswer', () => {
   it('drops the answer at the chunk that passes the cap', async () => {
     server.answer =
       'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n'
-    assert.deepEqual(await readAnswer(request, get(), running, 4), {
+    assert.deepEqual(await readAnswer(request, get(), null, running, 4), {
       type: 'too-large',
       statusCode: 200,
     })
@@ -146,7 +145,7 @@ describe('readAnswer', () => {
     const nobody = await rawServer()
     const port = nobody.port
     await nobody.close()
-    await assert.rejects(readAnswer(request, { ...get(), port }, running, 100), {
+    await assert.rejects(readAnswer(request, { ...get(), port }, null, running, 100), {
       code: 'ECONNREFUSED',
     })
   })
@@ -155,7 +154,7 @@ describe('readAnswer', () => {
     server.answer = undefined
     const asked = server.requests.length
     const stop = stopper()
-    const answer = readAnswer(request, get(), stop.onStop, 100)
+    const answer = readAnswer(request, get(), null, stop.onStop, 100)
     await until(() => server.requests.length > asked)
     const { socket } = server.requests.at(-1) as { socket: Socket }
     stop.stop()
@@ -171,7 +170,7 @@ describe('readAnswer', () => {
     }) as typeof request
     const stop = stopper()
     stop.stop()
-    await assert.rejects(readAnswer(send, get(), stop.onStop, 100), { name: 'Stopped' })
+    await assert.rejects(readAnswer(send, get(), null, stop.onStop, 100), { name: 'Stopped' })
     assert.equal(sent, false)
   })
 })

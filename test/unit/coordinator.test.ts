@@ -60,6 +60,24 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
   const reach = (sem: Semaphore, ok: (s: SemaphoreState) => boolean): Promise<SemaphoreState> =>
     firstValueFrom(sem.state$.pipe(filter(ok)))
 
+  /**
+   * The indexes of `sems` in the order of the queue: their keys by the index that made them,
+   * then by key (keys of one client taken together share the index of their transaction).
+   */
+  const queueOrder = async (sems: readonly Semaphore[]): Promise<number[]> => {
+    const keys = await Promise.all(
+      sems.map(
+        async (sem) => `${prefix}/${(await reach(sem, (st) => st.contending)).session as string}`,
+      ),
+    )
+    const made = new Map(double.entries(`${prefix}/`).map((e) => [e.key, e.createIndex]))
+    return [...sems.keys()].sort((a, b) => {
+      const [ka, kb] = [keys[a] as string, keys[b] as string]
+      const [ia, ib] = [made.get(ka) as bigint, made.get(kb) as bigint]
+      return ia !== ib ? (ia < ib ? -1 : 1) : ka < kb ? -1 : 1
+    })
+  }
+
   it('drops holding the moment the watch fails, and takes it back (restored) when it answers again', async () => {
     const holder = contender()
     const seen = follow(holder)
@@ -133,11 +151,18 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
         await new Promise((done) => setTimeout(done, 2))
       }
     }
-    const secondTheirs = (await reach(theirs[2] as Semaphore, (s) => s.session !== undefined))
-      .session as string
-    assert.deepEqual(await polls(), [`${prefix}/${secondTheirs}`], 'one poll, on the key ahead')
-    // Hand over one by one: everyone is served, in the order they came.
     const everyone = [...theirs, ...ours]
+    const sessions = await Promise.all(
+      everyone.map(async (s) => (await reach(s, (st) => st.contending)).session as string),
+    )
+    const queue = await queueOrder(everyone)
+    assert.deepEqual(queue.slice(0, 3).sort(), [0, 1, 2], 'theirs came first')
+    assert.deepEqual(
+      await polls(),
+      [`${prefix}/${sessions[queue[2] as number] as string}`],
+      'one poll, on the key ahead',
+    )
+    // Hand over one by one: everyone is served, in the order of the queue.
     const order: number[] = []
     const left = new Set(everyone.keys())
     while (left.size > 0) {
@@ -148,7 +173,7 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
       left.delete(next)
       await (everyone[next] as Semaphore).close()
     }
-    assert.deepEqual(order, [0, 1, 2, 3, 4, 5, 6, 7])
+    assert.deepEqual(order, queue)
     assert.equal(coordinatorCount(), 0, 'the coordinators are gone with their last contenders')
     assert.equal(double.sessions().length, 0)
   })
@@ -210,7 +235,8 @@ describe('the prefix coordinator, in virtual time on the Consul double', () => {
       )
       for (const s of theirs) follow(s)
       await Promise.all(theirs.map((s) => reach(s, (st) => st.contending)))
-      const ahead = `${prefix}/${(await reach(theirs[2] as Semaphore, (s) => s.session !== undefined)).session as string}`
+      const last = theirs[(await queueOrder(theirs))[2] as number] as Semaphore
+      const ahead = `${prefix}/${(await reach(last, (s) => s.session !== undefined)).session as string}`
       const keyPoll = double.hold('kv.list', {
         when: (c) =>
           c.client === 'client' &&

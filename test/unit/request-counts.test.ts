@@ -528,22 +528,25 @@ describe('request counts, in virtual time on the Consul double', () => {
         'h1 and h2 hold',
         () => h1.seen.last?.holding === true && h2.seen.last?.holding === true,
       )
-      const waiters = [contender('w1'), contender('w2'), contender('w3')]
-      await until('the waiters queue', () =>
-        waiters.every((w) => (w.seen.last as SemaphoreState | undefined)?.rank !== undefined),
-      )
+      const joined = [contender('w1'), contender('w2'), contender('w3')]
+      const rank = (w: (typeof joined)[number]): number | undefined =>
+        (w.seen.last as SemaphoreState | undefined)?.rank
+      await until('the waiters queue', () => joined.every((w) => rank(w) !== undefined))
       await quiet()
+      // In the order of the queue (keys taken together in one transaction share its index, and
+      // go by key).
+      const waiters = [...joined].sort((a, b) => (rank(a) as number) - (rank(b) as number))
       requests()
       const lostBefore = rolledBack()
       // Both close in the same turn, on the same last snapshot: built on it alone, both would
       // hand their slot to w1 on the same index, and one would lose.
       await Promise.all([close(h1.sem), close(h2.sem)])
-      await until('w1 and w2 hold', () => waiters[0]?.seen.last?.holding === true)
-      await until('w2 holds', () => waiters[1]?.seen.last?.holding === true)
+      await until('the first in line holds', () => waiters[0]?.seen.last?.holding === true)
+      await until('the second in line holds', () => waiters[1]?.seen.last?.holding === true)
       const lines = requests().filter((line) => !line.includes('GET /v1/kv/svc/counted?recurse'))
       assert.deepEqual(lines, [
         // Each a hand-off (its heir's key checked, .lock CASed, its own key deleted, the heir's
-        // marked), the second built on what the first answered: to w2.
+        // marked), the second built on what the first answered: to the second in line.
         `a: ${TXN}`,
         `a: ${TXN}`,
         'a: PUT /v1/session/destroy/<h1>',

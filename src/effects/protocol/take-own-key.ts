@@ -4,6 +4,7 @@ import type { ConsulClient } from '../../consul/client-api.js'
 import type { KVSnapshot } from '../../base/kv-snapshot.js'
 import type { ContenderEvent } from '../../core/events.js'
 import { fromCall, retryTransient, rightOf } from '../call-policy.js'
+import { takeKey } from './own-key-batch.js'
 import { prefixAfterWrite } from './prefix-after-write.js'
 import { endOnSessionGone } from './session-gone.js'
 
@@ -22,8 +23,9 @@ export interface OwnKeyWrite {
 
 /**
  * A contender's `NotContending` write, for both performers: `?acquire=<session>` of its own key
- * with its flags, which emits nothing when it is taken (the next snapshot shows the key). Answered
- * false, it asks whether the session still exists, since after an invalidation Consul refuses a
+ * with its flags, which emits nothing when it is taken (the next snapshot shows the key). Keys of
+ * one client taken while another of its keys is on its way go together (`own-key-batch.ts`).
+ * Answered false, it asks whether the session still exists, since after an invalidation Consul refuses a
  * key for the session's lock-delay before it even looks at the session: gone → `session-gone`;
  * still there → the same write again after `BACKOFF.recheck`. Transient failures are retried
  * (`retryTransient`), and a 500 `invalid session` ends as `session-gone` (`endOnSessionGone`).
@@ -40,8 +42,8 @@ export interface OwnKeyWrite {
  */
 export function takeOwnKey(write: OwnKeyWrite): Observable<ContenderEvent> {
   const { client, key, value, flags, session, scheduler, random } = write
-  const take: Observable<ContenderEvent> = rightOf((signal) =>
-    client.kv.put(key, value, { acquire: session, flags, signal }),
+  const take: Observable<ContenderEvent> = rightOf(
+    takeKey(client, { key, value, flags, session }),
   ).pipe(
     retryTransient(scheduler, random),
     mergeMap((acquired) =>

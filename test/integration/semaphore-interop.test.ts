@@ -421,6 +421,119 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     }
   })
 
+  it('writes the keys of ours that join together in one transaction, behind a consul lock -n 2 waiter first in line: never more than 2 holders, Go served first', async (t) => {
+    const prefix = testPrefix(t, agent.url, 'interop-batch')
+    const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))
+    const recorder = new SafetyRecorder(2, () => Date.now())
+    const proxy = await startFaultProxy(agent.addr)
+    // The first key of ours written alone waits 300 ms at the proxy: the keys of the others,
+    // asked for meanwhile, go together in one transaction.
+    proxy.setMode({
+      when: { method: 'PUT', pathPrefix: `/v1/kv/${prefix}/`, query: /(^|&)acquire=/ },
+      then: { latencyMs: 300 },
+    })
+    const client = createConsulClient({ address: proxy.addr, env: {} })
+    const subs: Subscription[] = []
+    const done: Promise<void>[] = []
+    const ours = ['a', 'b', 'c', 'd', 'e', 'f']
+    try {
+      const goRuns = 3
+      const goLog = (i: number) => join(dir, `go-${i}.log`)
+      const exits = startGoContenders(prefix, dir, {
+        runs: goRuns,
+        limit: 2,
+        holdS: 'until released',
+      })
+      const started = () =>
+        Array.from({ length: goRuns }, (_, i) => i).filter((i) => childStarted(goLog(i)))
+      const goWaiter = await eventually(
+        'two consul locks hold, the third waits',
+        async () => {
+          const { waiting } = await queueAt(agent.url, prefix)
+          const holding = started()
+          if (holding.length !== 2 || waiting.length !== 1) return undefined
+          return [0, 1, 2].find((i) => !holding.includes(i))
+        },
+        60_000,
+      )
+      for (const who of ours) {
+        const sem = semaphore({ prefix, limit: 2, consul: client, value: who })
+        done.push(
+          new Promise<void>((resolve, reject) => {
+            subs.push(
+              sem.holding$.subscribe({
+                next: (holding) => {
+                  recorder.record(who, holding)
+                  if (holding)
+                    void sleep(100)
+                      .then(() => sem.close())
+                      .then(resolve, reject)
+                },
+                error: reject,
+              }),
+            )
+          }),
+        )
+      }
+      const queued = await eventually(
+        'ours queued behind the consul lock waiter',
+        async () => {
+          const queue = await queueAt(agent.url, prefix)
+          return queue.waiting.length === 1 + ours.length ? queue : undefined
+        },
+        60_000,
+      )
+      const line = queued.waiting.map((c) => (ours.includes(c.value) ? c.value : 'go'))
+      assert.equal(line[0], 'go', `the consul lock waiter first: ${line.join(' ')}`)
+      const together = proxy
+        .requests()
+        .filter(
+          (q) =>
+            q.method === 'PUT' &&
+            q.path === '/v1/txn' &&
+            (q.sent?.match(/"Verb":"lock"/g)?.length ?? 0) >= 2,
+        )
+      assert.ok(together.length >= 1, 'keys of ours went together in one transaction')
+      assert.ok(
+        together.every((q) => q.answer?.status === 200),
+        'every such transaction committed',
+      )
+
+      // The consul locks holding leave; the one waiting takes a slot before any of ours.
+      for (const i of started()) releaseGo(dir, i)
+      await eventually(
+        'the third consul lock holds',
+        () => childStarted(goLog(goWaiter)) || undefined,
+        60_000,
+      )
+      releaseGo(dir, goWaiter)
+      const codes = await Promise.all(exits)
+      await Promise.all(done)
+      for (let i = 0; i < goRuns; i++) {
+        for (const interval of childIntervals(goLog(i))) {
+          recorder.addInterval({ who: `go${i}`, ...interval })
+        }
+      }
+      assert.deepEqual(codes, [0, 0, 0], 'every consul lock ran its child and exited 0')
+      const intervals = recorder.intervals()
+      assert.equal(intervals.length, goRuns + ours.length, 'every contender held once')
+      const thirdGo = intervals.find((i) => i.who === `go${goWaiter}`)?.from ?? Infinity
+      for (const mine of intervals.filter((i) => ours.includes(i.who))) {
+        assert.ok(mine.from >= thirdGo, `${mine.who} held only after the consul lock ahead of it`)
+      }
+      assert.ok(recorder.maxConcurrent() <= 2, `at most 2 at once, saw ${recorder.maxConcurrent()}`)
+    } finally {
+      subs.forEach((s) => s.unsubscribe())
+      rmSync(dir, { recursive: true, force: true })
+      await client.close()
+      await proxy.close()
+      await eventually('every key gone but .lock', async () => {
+        const keys = (await listPrefix(agent.url, prefix)).map((e) => e.Key)
+        return keys.every((k) => k === `${prefix}/.lock`) ? true : undefined
+      })
+    }
+  })
+
   it('shares limit 2 with a consul lock -n 2 holder: one of ours beside it, the other after it', async (t) => {
     const prefix = testPrefix(t, agent.url, 'interop-wait')
     const dir = mkdtempSync(join(tmpdir(), 'rxsem-interop-'))

@@ -6,7 +6,12 @@ import * as E from 'fp-ts/lib/Either.js'
 import { SEMAPHORE_FLAGS } from '../../src/base/flags.js'
 import type { ConsulClient } from '../../src/consul/client-api.js'
 import { takeKey, type OwnKey } from '../../src/effects/protocol/own-key-batch.js'
-import { createConsulDouble, unreachable, type ConsulDouble } from '../support/consul-double.js'
+import {
+  createConsulDouble,
+  httpFailure,
+  unreachable,
+  type ConsulDouble,
+} from '../support/consul-double.js'
 
 const prefix = 'svc/batched'
 const flags = BigInt(SEMAPHORE_FLAGS) + 1n
@@ -105,6 +110,33 @@ describe('own keys taken at once on one client', () => {
     assert.deepEqual(
       txns[1]?.keys,
       [b, d].map((w) => (w as OwnKey).key),
+    )
+    assert.deepEqual(
+      double
+        .calls()
+        .filter((call) => call.method === 'kv.put' && call.keys[0] === stolen.key)
+        .map((call) => call.answer),
+      ['ok', 'false'],
+      "the thief's write, then the refused key again alone, as a plain write: its caller's answer",
+    )
+  })
+
+  it('sends each key of a transaction refused as a whole for another reason than a transient one alone', async () => {
+    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map(ownKey))
+    const gate = double.hold('kv.put')
+    const first = take(a as OwnKey)
+    await gate.reached
+    const refused = httpFailure(413, 'Request body too large')
+    double.fail('kv.txn', refused)
+    const rest = [b, c].map((w) => take(w as OwnKey))
+    gate.release()
+    assert.deepEqual(await Promise.all([first, ...rest]), [true, true, true].map(E.right))
+    assert.deepEqual(
+      double
+        .calls()
+        .filter((call) => call.method === 'kv.put' || call.method === 'kv.txn')
+        .map((call) => `${call.method} ${call.answer ?? ''}`),
+      ['kv.put ok', `kv.txn ${refused._tag}`, 'kv.put ok', 'kv.put ok'],
     )
   })
 

@@ -7,19 +7,23 @@
  * as the plain `?acquire=` write it always was.
  *
  * ```
- * take(a) ─► PUT a?acquire= ──────────────► true / false
+ * take(a) ─► PUT a?acquire= ──────────────► its answer
  * take(b), take(c), take(d) while it flies ─► PUT /v1/txn [lock b, lock c, lock d]
- *   committed ─► true for each
- *   rolled back ─► false for each operation Consul names; the others go again with the next
+ *   committed ──────────────────────────────► true for each
+ *   rolled back, c named ───────────────────► c alone (PUT c?acquire=, its answer); b, d again
+ *   failed (unreachable, timeout, 5xx) ─────► that error for each
+ *   failed otherwise (403, 413, ...) ───────► each alone
  * ```
  *
- * Each key gets the answer a plain write would give: taken (true), refused (false: the key is
- * locked by another session, its lock-delay runs, or the session is gone, which the caller then
- * asks Consul about), or the request's ConsulError, which the caller retries as its own.
+ * Each caller gets the answer its own plain write gets: taken (true), refused (false), or that
+ * request's ConsulError, which it then handles (retries, reports) as its own. A key the
+ * transaction could not take therefore goes again alone, whatever Consul named as the reason
+ * (another session's lock, the lock-delay, a session gone, a key the token may not write).
  */
 import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
 import type { ConsulError } from '../../base/consul-error.js'
+import { isTransient } from '../../base/failure-kinds.js'
 import { TXN_OPS_EVERY_VERSION } from '../../base/txn-ops-limit.js'
 import type { TxnOp } from '../../base/txn.js'
 import type { ConsulClient } from '../../consul/client-api.js'
@@ -44,6 +48,8 @@ interface Waiting {
   readonly bytes: Uint8Array
   readonly signal: AbortSignal
   readonly answer: (result: E.Either<ConsulError, boolean>) => void
+  /** Sent as a plain write of its own: a transaction could not take it. */
+  alone: boolean
 }
 
 const utf8 = new TextEncoder()
@@ -58,7 +64,7 @@ class OwnKeyBatch {
   take(write: OwnKey, signal: AbortSignal): Promise<E.Either<ConsulError, boolean>> {
     return new Promise((answer) => {
       const bytes = utf8.encode(write.value)
-      this.waiting.push({ write, bytes, signal, answer })
+      this.waiting.push({ write, bytes, signal, answer, alone: false })
       if (!this.flying) this.send()
     })
   }
@@ -76,8 +82,9 @@ class OwnKeyBatch {
   }
 
   /**
-   * The next keys to send, oldest first: at most one transaction's operations on every Consul
-   * version and `MAX_BATCH_VALUE_BYTES` of values; keys whose callers gave up are dropped.
+   * The next keys to send, oldest first: one to send alone, or at most one transaction's
+   * operations on every Consul version and `MAX_BATCH_VALUE_BYTES` of values. Keys whose callers
+   * gave up are dropped unsent (their calls were unsubscribed: nobody waits for the answer).
    */
   private nextBatch(): Waiting[] {
     const { waiting } = this
@@ -89,10 +96,13 @@ class OwnKeyBatch {
         waiting.shift()
         continue
       }
-      if (batch.length > 0 && bytes + next.bytes.length > MAX_BATCH_VALUE_BYTES) break
+      if (batch.length > 0 && (next.alone || bytes + next.bytes.length > MAX_BATCH_VALUE_BYTES)) {
+        break
+      }
       bytes += next.bytes.length
       batch.push(next)
       waiting.shift()
+      if (next.alone) break
     }
     return batch
   }
@@ -116,22 +126,36 @@ class OwnKeyBatch {
     }))
     const result = await this.client.kv.txn(ops)()
     if (E.isLeft(result)) {
-      for (const { answer } of batch) answer(result)
+      const error = result.left
+      if (isTransient(error) || error._tag === 'Aborted') {
+        for (const { answer } of batch) answer(result)
+      } else this.again(batch, () => true)
       return
     }
     if (result.right.committed) {
       for (const { answer } of batch) answer(E.right(true))
       return
     }
-    // Rolled back: the keys Consul names were refused; the others were not written, only
-    // undone with them, and go first in the next batch.
-    const refused = new Set(result.right.errors.map((error) => error.opIndex))
-    const again: Waiting[] = []
+    // Rolled back: the keys Consul names go alone; the others were not written, only undone
+    // with them, and go again in the next transaction.
+    const named = new Set(result.right.errors.map((error) => error.opIndex))
+    this.again(batch, (index) => named.size === 0 || named.has(index))
+  }
+
+  /**
+   * Puts `batch` back at the head of the queue: first, one by one, those `alone` picks, to be
+   * sent alone; then the others, in order, for the next transaction.
+   */
+  private again(batch: readonly Waiting[], alone: (index: number) => boolean): void {
+    const apart: Waiting[] = []
+    const rest: Waiting[] = []
     batch.forEach((waiting, index) => {
-      if (refused.size === 0 || refused.has(index)) waiting.answer(E.right(false))
-      else again.push(waiting)
+      if (alone(index)) {
+        waiting.alone = true
+        apart.push(waiting)
+      } else rest.push(waiting)
     })
-    this.waiting.unshift(...again)
+    this.waiting.unshift(...apart, ...rest)
   }
 }
 

@@ -55,11 +55,12 @@ export type TxnOp =
     }
   /**
    * Read the key into the results (the transaction fails if it does not exist), read every key
-   * under a prefix (`get-tree`, which fails nothing), or delete the key unconditionally.
+   * under a prefix (`get-tree`, which fails nothing), delete the key unconditionally, or roll
+   * back if the key exists (`check-not-exists`).
    */
   | {
-      /** Discriminant: read one key, read a prefix, or delete. */
-      readonly verb: 'get' | 'get-tree' | 'delete'
+      /** Discriminant: read one key, read a prefix, delete, or check that the key is absent. */
+      readonly verb: 'get' | 'get-tree' | 'delete' | 'check-not-exists'
       /** The key to read or delete, or the prefix to read. */
       readonly key: string
     }

@@ -23,6 +23,7 @@ const VERB: Readonly<Record<TxnOp['verb'], string>> = {
   'delete-cas': 'delete-cas',
   'check-index': 'check-index',
   'check-session': 'check-session',
+  'check-not-exists': 'check-not-exists',
 }
 
 /** `{"KV":{...}}` for one operation, or why it cannot be sent. */

@@ -34,7 +34,7 @@ describe('own keys taken at once on one client', () => {
   }
   const ownKey = async (name: string): Promise<OwnKey> => {
     const id = await session(name)
-    return { key: `${prefix}/${id}`, value: name, flags, session: id }
+    return { key: `${prefix}/${id}`, value: name, flags, session: id, mayExist: false }
   }
   const take = (write: OwnKey, signal = new AbortController().signal) =>
     takeKey(client, write)(signal)()
@@ -43,6 +43,10 @@ describe('own keys taken at once on one client', () => {
       .calls()
       .filter((c) => c.method === 'kv.put' || c.method === 'kv.txn')
       .map((c) => `${c.method} ${c.args}`)
+  /** The keys a transaction wrote (each is checked absent, then locked). */
+  const keysOf = (call: { readonly keys: readonly string[] } | undefined): string[] => [
+    ...new Set(call?.keys ?? []),
+  ]
   const lockedBy = (key: string): string | undefined =>
     double.entries(`${prefix}/`).find((e) => e.key === key)?.session
 
@@ -76,7 +80,7 @@ describe('own keys taken at once on one client', () => {
       `one write, then one transaction: ${writes().join(' | ')}`,
     )
     assert.deepEqual(
-      sent[1]?.keys,
+      keysOf(sent[1]),
       [b, c, d].map((w) => (w as OwnKey).key),
     )
     for (const w of [a, b, c, d]) assert.equal(lockedBy((w as OwnKey).key), (w as OwnKey).session)
@@ -87,19 +91,23 @@ describe('own keys taken at once on one client', () => {
     )
   })
 
-  it('answers false for a key Consul refuses in the transaction, and takes the others after', async () => {
+  it("gives a key whose lock the transaction refused the plain write's answer, and takes the others after", async () => {
     const [a, b, c, d] = await Promise.all(['a', 'b', 'c', 'd'].map(ownKey))
-    // c's key is another session's already: its lock in the transaction fails.
-    const thief = await session('thief')
-    const stolen = c as OwnKey
-    assert.deepEqual(await client.kv.put(stolen.key, 'thief', { acquire: thief })(), E.right(true))
+    // c's session is gone: its lock in the transaction fails.
+    const gone = c as OwnKey
+    assert.ok(E.isRight(await client.session.destroy(gone.session)()))
     const gate = double.hold('kv.put', { when: (call) => call.keys[0] === (a as OwnKey).key })
     const first = take(a as OwnKey)
     await gate.reached
     const rest = [b, c, d].map((w) => take(w as OwnKey))
     gate.release()
-    assert.deepEqual(await Promise.all([first, ...rest]), [true, true, false, true].map(E.right))
-    assert.equal(lockedBy(stolen.key), thief, 'the refused key is left as it was')
+    const answers = await Promise.all([first, ...rest])
+    assert.deepEqual([answers[0], answers[1], answers[3]], [true, true, true].map(E.right))
+    const refused = answers[2]
+    assert.ok(refused !== undefined && E.isLeft(refused), 'c: the plain write fails')
+    assert.equal(refused.left._tag, 'ServerError')
+    assert.match(refused.left.message, /invalid session/)
+    assert.equal(lockedBy(gone.key), undefined, 'the refused key is not written')
     for (const w of [a, b, d]) assert.equal(lockedBy((w as OwnKey).key), (w as OwnKey).session)
     const txns = double.calls().filter((call) => call.method === 'kv.txn')
     assert.deepEqual(
@@ -108,16 +116,52 @@ describe('own keys taken at once on one client', () => {
       `the refused key out, the others again: ${writes().join(' | ')}`,
     )
     assert.deepEqual(
-      txns[1]?.keys,
+      keysOf(txns[1]),
       [b, d].map((w) => (w as OwnKey).key),
     )
     assert.deepEqual(
       double
         .calls()
-        .filter((call) => call.method === 'kv.put' && call.keys[0] === stolen.key)
+        .filter((call) => call.method === 'kv.put' && call.keys[0] === gone.key)
         .map((call) => call.answer),
-      ['ok', 'false'],
-      "the thief's write, then the refused key again alone, as a plain write: its caller's answer",
+      ['ServerError'],
+      'the refused key went again alone, as the plain write',
+    )
+  })
+
+  it('leaves a key that may exist and does as it is, answered taken; writes it where it is absent', async () => {
+    const [a, b, c] = await Promise.all(['a', 'b', 'c'].map(ownKey))
+    const held = a as OwnKey
+    assert.deepEqual(await take(held), E.right(true))
+    // A release marks a's key as a holder's: a write of it that may meet it must not undo that.
+    double.put(held.key, 'marked', { flags: 7n })
+    const marked = double.entries(`${prefix}/`).find((e) => e.key === held.key)
+    assert.deepEqual(await take({ ...held, mayExist: true }), E.right(true))
+    assert.deepEqual(
+      double.entries(`${prefix}/`).find((e) => e.key === held.key),
+      marked,
+      'left as it was',
+    )
+    // The same in a transaction with others: the key that exists is taken, the others written.
+    const gate = double.hold('kv.txn')
+    const first = take({ ...(b as OwnKey), mayExist: true })
+    await gate.reached
+    const rest = [{ ...held, mayExist: true }, c as OwnKey].map((w) => take(w))
+    gate.release()
+    assert.deepEqual(await Promise.all([first, ...rest]), [true, true, true].map(E.right))
+    assert.deepEqual(
+      double.entries(`${prefix}/`).find((e) => e.key === held.key),
+      marked,
+      'still as it was',
+    )
+    assert.equal(lockedBy((c as OwnKey).key), (c as OwnKey).session)
+    assert.deepEqual(
+      double
+        .calls()
+        .filter((call) => call.method === 'kv.put' || call.method === 'kv.txn')
+        .map((call) => `${call.method} ${call.answer ?? ''}`),
+      ['kv.put ok', 'kv.txn rolled back', 'kv.txn ok', 'kv.txn rolled back', 'kv.put ok'],
+      `a, then a and b alone, then [a, c]: a found; c, a first write, alone: ${writes().join(' | ')}`,
     )
   })
 
@@ -136,7 +180,7 @@ describe('own keys taken at once on one client', () => {
         .calls()
         .filter((call) => call.method === 'kv.put' || call.method === 'kv.txn')
         .map((call) => `${call.method} ${call.answer ?? ''}`),
-      ['kv.put ok', `kv.txn ${refused._tag}`, 'kv.put ok', 'kv.put ok'],
+      ['kv.put ok', `kv.txn ${refused._tag}`, 'kv.txn ok', 'kv.txn ok'],
     )
   })
 
@@ -181,7 +225,7 @@ describe('own keys taken at once on one client', () => {
     )
   })
 
-  it('sends at most 64 keys in one transaction, the rest in the next', async () => {
+  it('sends at most 32 keys (64 operations) in one transaction, the rest in the next', async () => {
     const keys = await Promise.all(Array.from({ length: 70 }, (_, i) => ownKey(`k${i}`)))
     const gate = double.hold('kv.put')
     const first = take(keys[0] as OwnKey)
@@ -194,8 +238,8 @@ describe('own keys taken at once on one client', () => {
       .calls()
       .filter((call) => call.method === 'kv.put' || call.method === 'kv.txn')
     assert.deepEqual(
-      sent.map((call) => `${call.method} ${call.keys.length}`),
-      ['kv.put 1', 'kv.txn 64', 'kv.txn 5'],
+      sent.map((call) => `${call.method} ${keysOf(call).length}`),
+      ['kv.put 1', 'kv.txn 32', 'kv.txn 32', 'kv.txn 5'],
     )
   })
 })

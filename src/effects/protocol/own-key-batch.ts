@@ -1,24 +1,31 @@
 /**
  * Contenders' own keys taken at once on one client go to Consul together: while one such write
- * of the client is in flight, the keys asked for meanwhile wait, and go next in one transaction
- * of `lock` operations. A thousand contenders of one process that join together (a job server
- * starting, a pool filling its slots) then cost Consul a few dozen writes instead of a thousand,
- * and the process as many requests. A key asked for while none is in flight goes at once, alone,
- * as the plain `?acquire=` write it always was.
+ * of the client is in flight, the keys asked for meanwhile wait, and go next in one transaction.
+ * A thousand contenders of one process that join together (a job server starting, a pool filling
+ * its slots) then cost Consul a few dozen writes instead of a thousand, and the process as many
+ * requests.
+ *
+ * A key is written only where it does not exist: in a transaction each key is a
+ * `check-not-exists` then a `lock` with its session, and a key that exists is left as it is and
+ * answered taken (it is named after the session, so only this contender writes it). A write that
+ * may meet its key (`mayExist`: a retry, a key asked for again on a snapshot that did not show it)
+ * must never rewrite a key a release has meanwhile marked as a holder's. Only the first write of
+ * a session's key, asked for while nothing is in flight, goes as the plain `?acquire=` write.
  *
  * ```
- * take(a) ─► PUT a?acquire= ──────────────► its answer
- * take(b), take(c), take(d) while it flies ─► PUT /v1/txn [lock b, lock c, lock d]
- *   committed ──────────────────────────────► true for each
- *   rolled back, c named ───────────────────► c alone (PUT c?acquire=, its answer); b, d again
- *   failed (unreachable, timeout, 5xx) ─────► that error for each
- *   failed otherwise (403, 413, ...) ───────► each alone
+ * take(a) ─► PUT a?acquire= ─────────────────► its answer (first write, nothing in flight)
+ * take(b), take(c), take(d) while it flies ──► PUT /v1/txn [absent b, lock b, absent c, ...]
+ *   committed ───────────────────────────────► true for each
+ *   rolled back: c exists ───────────────────► true for c (left as it is); b, d again
+ *   rolled back: c's lock refused ───────────► c alone (PUT c?acquire=, its answer); b, d again
+ *   failed (unreachable, timeout, 5xx) ──────► that error for each
+ *   failed otherwise (403, 413, ...) ────────► each alone, in a transaction of its own
  * ```
  *
- * Each caller gets the answer its own plain write gets: taken (true), refused (false), or that
- * request's ConsulError, which it then handles (retries, reports) as its own. A key the
- * transaction could not take therefore goes again alone, whatever Consul named as the reason
- * (another session's lock, the lock-delay, a session gone, a key the token may not write).
+ * Each caller gets the answer its own write would get: taken (true), refused (false), or that
+ * request's ConsulError, which it then handles (retries, reports) as its own. A key whose lock a
+ * transaction refused goes again alone as the plain write (it was absent then), whatever Consul
+ * named as the reason (the lock-delay, a session gone, a key the token may not write).
  */
 import * as E from 'fp-ts/lib/Either.js'
 import type * as TE from 'fp-ts/lib/TaskEither.js'
@@ -34,6 +41,8 @@ export interface OwnKey {
   readonly value: string
   readonly flags: bigint
   readonly session: string
+  /** The key may exist already (see the top of this file): it is written only where it does not. */
+  readonly mayExist: boolean
 }
 
 /**
@@ -48,8 +57,10 @@ interface Waiting {
   readonly bytes: Uint8Array
   readonly signal: AbortSignal
   readonly answer: (result: E.Either<ConsulError, boolean>) => void
-  /** Sent as a plain write of its own: a transaction could not take it. */
+  /** Sent by itself: the plain write when `plain`, else a transaction of its own. */
   alone: boolean
+  /** Sent as the plain `?acquire=` write when it goes by itself. */
+  plain: boolean
 }
 
 const utf8 = new TextEncoder()
@@ -64,17 +75,18 @@ class OwnKeyBatch {
   take(write: OwnKey, signal: AbortSignal): Promise<E.Either<ConsulError, boolean>> {
     return new Promise((answer) => {
       const bytes = utf8.encode(write.value)
-      this.waiting.push({ write, bytes, signal, answer, alone: false })
+      this.waiting.push({ write, bytes, signal, answer, alone: false, plain: !write.mayExist })
       if (!this.flying) this.send()
     })
   }
 
-  /** Sends what waits: one key as a plain write, several as one transaction. */
+  /** Sends what waits: one key that may go plainly as the plain write, else one transaction. */
   private send(): void {
     const batch = this.nextBatch()
     if (batch.length === 0) return
     this.flying = true
-    const sent = batch.length === 1 ? this.sendOne(batch[0] as Waiting) : this.sendMany(batch)
+    const one = batch.length === 1 ? (batch[0] as Waiting) : undefined
+    const sent = one?.plain === true ? this.sendOne(one) : this.sendMany(batch)
     void sent.then(() => {
       this.flying = false
       this.send()
@@ -82,15 +94,15 @@ class OwnKeyBatch {
   }
 
   /**
-   * The next keys to send, oldest first: one to send alone, or at most one transaction's
-   * operations on every Consul version and `MAX_BATCH_VALUE_BYTES` of values. Keys whose callers
+   * The next keys to send, oldest first: one to send alone, or as many as one transaction holds
+   * on every Consul version (two operations each) and `MAX_BATCH_VALUE_BYTES` of values. Keys whose callers
    * gave up are dropped unsent (their calls were unsubscribed: nobody waits for the answer).
    */
   private nextBatch(): Waiting[] {
     const { waiting } = this
     const batch: Waiting[] = []
     let bytes = 0
-    while (waiting.length > 0 && batch.length < TXN_OPS_EVERY_VERSION) {
+    while (waiting.length > 0 && batch.length < TXN_OPS_EVERY_VERSION / 2) {
       const next = waiting[0] as Waiting
       if (next.signal.aborted) {
         waiting.shift()
@@ -113,47 +125,59 @@ class OwnKeyBatch {
   }
 
   /**
-   * One transaction for `batch`. Not aborted by any one caller, whose key may then be written
-   * after it gave up, as a plain write already on its way would be.
+   * One transaction for `batch`: each key written where it does not exist. Not aborted by any one
+   * caller, whose key may then be written after it gave up, as a plain write already on its way
+   * would be.
    */
   private async sendMany(batch: readonly Waiting[]): Promise<void> {
-    const ops: TxnOp[] = batch.map(({ write, bytes }) => ({
-      verb: 'lock',
-      key: write.key,
-      value: bytes,
-      flags: write.flags,
-      session: write.session,
-    }))
+    const ops: TxnOp[] = batch.flatMap(({ write, bytes }): TxnOp[] => [
+      { verb: 'check-not-exists', key: write.key },
+      { verb: 'lock', key: write.key, value: bytes, flags: write.flags, session: write.session },
+    ])
     const result = await this.client.kv.txn(ops)()
     if (E.isLeft(result)) {
       const error = result.left
-      if (isTransient(error) || error._tag === 'Aborted') {
+      if (isTransient(error) || error._tag === 'Aborted' || batch.length === 1) {
         for (const { answer } of batch) answer(result)
-      } else this.again(batch, () => true)
+      } else this.again(batch, () => 'alone')
       return
     }
     if (result.right.committed) {
       for (const { answer } of batch) answer(E.right(true))
       return
     }
-    // Rolled back: the keys Consul names go alone; the others were not written, only undone
-    // with them, and go again in the next transaction.
-    const named = new Set(result.right.errors.map((error) => error.opIndex))
-    this.again(batch, (index) => named.size === 0 || named.has(index))
+    // Rolled back: a key found to exist is taken already; a key whose lock was refused goes
+    // alone, as the plain write; the others were not written, only undone with them, and go again.
+    const failed = new Set(result.right.errors.map((error) => error.opIndex))
+    if (failed.size === 0) {
+      // A rollback that names no operation: refused, which each caller checks and retries.
+      for (const { answer } of batch) answer(E.right(false))
+      return
+    }
+    this.again(batch, (index) => {
+      if (failed.has(2 * index)) return 'exists'
+      return failed.has(2 * index + 1) ? 'plain' : 'again'
+    })
   }
 
   /**
-   * Puts `batch` back at the head of the queue: first, one by one, those `alone` picks, to be
-   * sent alone; then the others, in order, for the next transaction.
+   * Answers each key of `batch` or puts it back at the head of the queue, as `fate` says: found
+   * to exist (answered taken), to go alone as the plain write, to go alone in a transaction, or
+   * to go again with the others; those going alone first, one by one.
    */
-  private again(batch: readonly Waiting[], alone: (index: number) => boolean): void {
+  private again(
+    batch: readonly Waiting[],
+    fate: (index: number) => 'exists' | 'plain' | 'alone' | 'again',
+  ): void {
     const apart: Waiting[] = []
     const rest: Waiting[] = []
     batch.forEach((waiting, index) => {
-      if (alone(index)) {
-        waiting.alone = true
-        apart.push(waiting)
-      } else rest.push(waiting)
+      const next = fate(index)
+      if (next === 'exists') return waiting.answer(E.right(true))
+      if (next === 'again') return void rest.push(waiting)
+      waiting.alone = true
+      waiting.plain = next === 'plain'
+      apart.push(waiting)
     })
     this.waiting.unshift(...apart, ...rest)
   }
@@ -166,7 +190,7 @@ const batches = new WeakMap<ConsulClient, OwnKeyBatch>()
  * the other keys of the client taken meanwhile (see the top of this file).
  *
  * @example
- * const taken = await takeKey(client, { key, value: 'web-1', flags, session })(signal)()
+ * const taken = await takeKey(client, { key, value: 'web-1', flags, session, mayExist: false })(signal)()
  * @returns The call: true when the key is taken, false when refused, else the ConsulError.
  */
 export function takeKey(

@@ -140,6 +140,18 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
   const ownKey = contenderKey(prefix, session)
   const value = valueBytes(options.value)
   const lock = lockKey(prefix)
+  // One for the session: after its first write, each one is made only where the key is absent.
+  const takeKeyOfSession = takeOwnKey({
+    client,
+    key: ownKey,
+    value: options.value,
+    // The semaphore's flags plus one: "this contender takes a slot handed to it directly"; for
+    // several permits, how many it asks for.
+    flags: waiting,
+    session,
+    scheduler,
+    random,
+  })
   return (action) => {
     if (action.type === 'Refence' || action.type === 'Rotate') {
       const ops = refenceOps(prefix, ownKey, session, value, action, waiting)
@@ -204,17 +216,7 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
         ),
       )
     }
-    return takeOwnKey({
-      client,
-      key: ownKey,
-      value: options.value,
-      // The semaphore's flags plus one: "this contender takes a slot handed to it directly"; for
-      // several permits, how many it asks for.
-      flags: waiting,
-      session,
-      scheduler,
-      random,
-    })
+    return takeKeyOfSession
   }
 }
 

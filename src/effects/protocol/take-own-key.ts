@@ -24,8 +24,10 @@ export interface OwnKeyWrite {
 /**
  * A contender's `NotContending` write, for both performers: `?acquire=<session>` of its own key
  * with its flags, which emits nothing when it is taken (the next snapshot shows the key). Keys of
- * one client taken while another of its keys is on its way go together (`own-key-batch.ts`).
- * Answered false, it asks whether the session still exists, since after an invalidation Consul refuses a
+ * one client taken while another of its keys is on its way go together, and every write after the
+ * first of the Observable (one per session) is made only where the key does not exist, so that
+ * none rewrites a key a release marked as a holder's meanwhile (`own-key-batch.ts`). Answered
+ * false, it asks whether the session still exists, since after an invalidation Consul refuses a
  * key for the session's lock-delay before it even looks at the session: gone → `session-gone`;
  * still there → the same write again after `BACKOFF.recheck`. Transient failures are retried
  * (`retryTransient`), and a 500 `invalid session` ends as `session-gone` (`endOnSessionGone`).
@@ -42,9 +44,14 @@ export interface OwnKeyWrite {
  */
 export function takeOwnKey(write: OwnKeyWrite): Observable<ContenderEvent> {
   const { client, key, value, flags, session, scheduler, random } = write
-  const take: Observable<ContenderEvent> = rightOf(
-    takeKey(client, { key, value, flags, session }),
-  ).pipe(
+  // After its first attempt the key may be there (an answer lost, a snapshot from before it):
+  // every later write of it is made only where it does not exist (`own-key-batch.ts`).
+  let tried = false
+  const take: Observable<ContenderEvent> = rightOf((signal) => {
+    const mayExist = tried
+    tried = true
+    return takeKey(client, { key, value, flags, session, mayExist })(signal)
+  }).pipe(
     retryTransient(scheduler, random),
     mergeMap((acquired) =>
       acquired

@@ -79,6 +79,9 @@ export function applyTxn(state: ConsulState, ops: readonly TxnOpBody[], now: num
       case 'get':
         if (!state.entries.has(op.Key)) return failed(`key ${key} doesn't exist`)
         return result(true)
+      case 'check-not-exists':
+        if (state.entries.has(op.Key)) return failed(`key ${key} exists`)
+        return
       case 'get-tree':
         for (const entry of state.list(op.Key).entries) results.push({ entry, withValue: true })
         return

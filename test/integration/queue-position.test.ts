@@ -21,7 +21,7 @@ interface Waited {
 describe('queue position and estimated wait', () => {
   const agent = agentSuite()
 
-  it('shows each waiter fewer or as many ahead as before, 0 when it acquires, and an estimate within 2x of its real wait', async (t) => {
+  it('shows each waiter fewer or as many ahead as before, fewer than the limit when it acquires, and an estimate within 2x of its real wait', async (t) => {
     const prefix = testPrefix(t, agent.url, 'queue-position')
     const limit = 2
     // Long enough that a scheduling stall of the loaded machine is small beside a wait.
@@ -67,10 +67,11 @@ describe('queue position and estimated wait', () => {
           `contender ${i} saw ranks ${record.ranks.join(' ')}`,
         )
       }
+      // Next in line (0) when one slot frees; when the holders that started together free both
+      // slots at once, the one behind it (1) takes the other.
       if (record.ranks.length > 0) {
-        assert.equal(
-          record.ranks.at(-1),
-          0,
+        assert.ok(
+          (record.ranks.at(-1) as number) < limit,
           `contender ${i} acquired at rank ${record.ranks.at(-1)}`,
         )
       }

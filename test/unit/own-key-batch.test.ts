@@ -3,9 +3,12 @@
 import assert from 'node:assert/strict'
 import { afterEach, beforeEach, describe, it } from 'node:test'
 import * as E from 'fp-ts/lib/Either.js'
-import { SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import { lastValueFrom } from 'rxjs'
+import { HOLDER_FLAGS, SEMAPHORE_FLAGS } from '../../src/base/flags.js'
+import type { ContenderAction } from '../../src/core/contender/contender-state-model.js'
 import type { ConsulClient } from '../../src/consul/client-api.js'
 import { takeKey, type OwnKey } from '../../src/effects/protocol/own-key-batch.js'
+import { semaphorePerformer } from '../../src/effects/protocol/semaphore-performer.js'
 import {
   createConsulDouble,
   httpFailure,
@@ -242,4 +245,49 @@ describe('own keys taken at once on one client', () => {
       ['kv.put 1', 'kv.txn 32', 'kv.txn 32', 'kv.txn 5'],
     )
   })
+})
+
+describe("a session's own key, written by the semaphore's performer", () => {
+  let double: ConsulDouble
+  beforeEach(() => {
+    double = createConsulDouble()
+  })
+  afterEach(async () => {
+    await double.close()
+  })
+
+  const notContending = { type: 'NotContending' } as unknown as ContenderAction
+  const keyWrites = () =>
+    double
+      .calls()
+      .filter((c) => c.method === 'kv.put' || c.method === 'kv.txn')
+      .map((c) => `${c.method} ${c.answer ?? ''}`)
+
+  for (const keyMayExist of [false, true]) {
+    it(`writes it plainly only the first time, and only for a session it created (keyMayExist ${keyMayExist}); never over a key marked meanwhile`, async () => {
+      const created = await double.client.session.create({ name: 'w', ttl: '60s' })()
+      assert.ok(E.isRight(created))
+      const session = created.right
+      const perform = semaphorePerformer({
+        client: double.client,
+        prefix,
+        session,
+        value: 'w',
+        keyMayExist,
+      })
+      await lastValueFrom(perform(notContending), { defaultValue: undefined })
+      // A release marks the key as a holder's; the contender, on a snapshot from before its
+      // write, asks for its key again.
+      const key = `${prefix}/${session}`
+      double.put(key, 'w', { flags: HOLDER_FLAGS })
+      const marked = double.entries(`${prefix}/`).find((e) => e.key === key)
+      await lastValueFrom(perform(notContending), { defaultValue: undefined })
+      assert.deepEqual(
+        double.entries(`${prefix}/`).find((e) => e.key === key),
+        marked,
+        'the marked key is left as it was',
+      )
+      assert.deepEqual(keyWrites(), [keyMayExist ? 'kv.txn ok' : 'kv.put ok', 'kv.txn rolled back'])
+    })
+  }
 })

@@ -184,6 +184,11 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
   private readonly permits: number
   private readonly ttlMs: number
   private readonly adoptedSession: string | undefined
+  /**
+   * The last session this port created, while it has not joined with it: its own key cannot be
+   * in Consul before its first write (`keyMayExist`).
+   */
+  private createdSession: string | undefined
   private readonly startupTimeoutMs: number
   private readonly leaseMarginMs: number
   private readonly onRelease: ContendOptions['onRelease']
@@ -264,6 +269,10 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
   /** The companions of one of its sessions (none with one permit). */
   companionsOf(session: string): readonly string[] {
     return this.companions?.get(session) ?? NONE
+  }
+
+  keyMayExist(session: string): boolean {
+    return session !== this.createdSession
   }
 
   watchesOwnKey(): boolean {
@@ -373,6 +382,8 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
   join(session: string): Observable<KVSnapshot | undefined> {
     const join = this.protocol.join
     if (join === undefined) throw new Error(`the ${this.protocol.kind} protocol has no join`)
+    // The join writes the key: whatever became of it, the key may be there now.
+    if (session === this.createdSession) this.createdSession = undefined
     const done = this.coordinator.value.startJoin()
     return join(this, session).pipe(finalize(done))
   }
@@ -461,7 +472,10 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
     const create = () => client.session.create({ ...this.request, signal })()
     if (permits === 1) {
       const answer = create().then(
-        E.map((session: string): SessionGrant => ({ session, ttlMs, sentAt })),
+        E.map((session: string): SessionGrant => {
+          this.createdSession = session
+          return { session, ttlMs, sentAt }
+        }),
       )
       return { answer, adopted: false }
     }
@@ -477,6 +491,7 @@ export class ConsulPort implements ContenderPort, ProtocolMember {
         return failed
       }
       const [session = '', ...rest] = sessions
+      this.createdSession = session
       ;(this.companions ??= new Map()).set(session, rest)
       return E.right<unknown, SessionGrant>({ session, ttlMs, sentAt })
     })

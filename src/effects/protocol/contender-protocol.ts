@@ -40,6 +40,11 @@ export interface ProtocolMember {
   /** The companions of one of its sessions (`ContenderStateOptions.companionsOf`). */
   readonly companionsOf: (session: string) => readonly string[]
   /**
+   * Whether one of its sessions' own key may be in Consul before the performer's first write of
+   * it: false only for a session the member created and did not join with. Default true.
+   */
+  readonly keyMayExist?: ((session: string) => boolean) | undefined
+  /**
    * Whether the prefix's watch long-polls only this member's key now
    * (`PrefixCoordinator.watchesOwnKey`): its last snapshot may then be seconds old. Default false.
    */
@@ -73,6 +78,11 @@ export interface PerformerOptions {
   readonly scheduler?: SchedulerLike | undefined
   /** Source of the jitter of the write retries (and waits), in [0, 1); default Math.random. */
   readonly random?: (() => number) | undefined
+  /**
+   * Whether the session's own key may be in Consul before its first write (`keyMayExist` of the
+   * member): every write of it is then made only where it is absent. Default true.
+   */
+  readonly keyMayExist?: boolean | undefined
 }
 
 /**

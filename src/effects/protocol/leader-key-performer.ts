@@ -108,6 +108,7 @@ export function leaderKeyPerformer(options: LeaderKeyPerformerOptions): Performe
     session,
     scheduler,
     random,
+    mayExist: options.keyMayExist ?? true,
   })
   return (action) => {
     if (action.type === 'NotContending') return takeWaiterKey

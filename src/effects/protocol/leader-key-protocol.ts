@@ -59,6 +59,7 @@ export const leaderKeyProtocol: ContenderProtocol = {
       queued: queues(contender),
       scheduler: contender.scheduler,
       acquiring: contender.acquiring?.bind(contender),
+      keyMayExist: contender.keyMayExist?.(session) ?? true,
     }),
   // A session Consul has ended holds nothing: the key was released with it (behavior `release`).
   release: (contender, session, _lastSeen, keepSession) =>

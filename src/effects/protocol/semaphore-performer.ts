@@ -151,6 +151,7 @@ export function semaphorePerformer(options: SemaphorePerformerOptions): Performe
     session,
     scheduler,
     random,
+    mayExist: options.keyMayExist ?? true,
   })
   return (action) => {
     if (action.type === 'Refence' || action.type === 'Rotate') {

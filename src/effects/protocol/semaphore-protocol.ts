@@ -44,6 +44,7 @@ export const semaphoreProtocol: ContenderProtocol = {
       scheduler: contender.scheduler,
       fresh: contender.fresh,
       companions: contender.companionsOf(session),
+      keyMayExist: contender.keyMayExist?.(session) ?? true,
     }),
   // None yet, or a semaphore's it can read, of its limit unless it follows the limit `.lock`
   // states (never a prefix held by `consul lock`).

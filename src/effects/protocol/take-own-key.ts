@@ -19,6 +19,8 @@ export interface OwnKeyWrite {
   readonly session: string
   readonly scheduler: SchedulerLike
   readonly random?: (() => number) | undefined
+  /** The key may be in Consul before this Observable's first write of it. Default false. */
+  readonly mayExist?: boolean | undefined
 }
 
 /**
@@ -46,7 +48,7 @@ export function takeOwnKey(write: OwnKeyWrite): Observable<ContenderEvent> {
   const { client, key, value, flags, session, scheduler, random } = write
   // After its first attempt the key may be there (an answer lost, a snapshot from before it):
   // every later write of it is made only where it does not exist (`own-key-batch.ts`).
-  let tried = false
+  let tried = write.mayExist === true
   const take: Observable<ContenderEvent> = rightOf((signal) => {
     const mayExist = tried
     tried = true

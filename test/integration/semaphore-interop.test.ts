@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { after, describe, it } from 'node:test'
-import { filter, firstValueFrom, type Subscription } from 'rxjs'
+import { filter, firstValueFrom, type Observable, type Subscription } from 'rxjs'
 import {
   createConsulClient,
   semaphore,
@@ -85,6 +85,33 @@ async function queueAt(
     holders: contenders.filter((c) => listed.has(c.session)),
     waiting: contenders.filter((c) => !listed.has(c.session)),
   }
+}
+
+/**
+ * Records `sem`'s holding in `recorder` as `who`, and closes it once it has held and `hold()`
+ * resolved; resolves then (or rejects with its error). `subs` gets the subscription.
+ */
+function holdOnce(
+  sem: { readonly holding$: Observable<boolean>; close(): Promise<void> },
+  who: string,
+  recorder: SafetyRecorder,
+  subs: Subscription[],
+  hold: () => Promise<unknown>,
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    subs.push(
+      sem.holding$.subscribe({
+        next: (holding) => {
+          recorder.record(who, holding)
+          if (holding)
+            void hold()
+              .then(() => sem.close())
+              .then(resolve, reject)
+        },
+        error: reject,
+      }),
+    )
+  })
 }
 
 describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () => {
@@ -185,22 +212,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
     for (let i = 0; i < ours; i++) {
       const who = `rx${i}`
       const sem = semaphore({ prefix, limit: 3, consul: agent.client, value: who })
-      done.push(
-        new Promise<void>((resolve, reject) => {
-          subs.push(
-            sem.holding$.subscribe({
-              next: (holding) => {
-                recorder.record(who, holding)
-                if (holding)
-                  void Promise.all([sleep(400), overlapSeen()])
-                    .then(() => sem.close())
-                    .then(resolve, reject)
-              },
-              error: reject,
-            }),
-          )
-        }),
-      )
+      done.push(holdOnce(sem, who, recorder, subs, () => Promise.all([sleep(400), overlapSeen()])))
     }
 
     const codes = await Promise.all(exits)
@@ -257,20 +269,8 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
           value: who,
           fairness: { graceMs: 60_000 },
         })
-        let sub: Subscription | undefined
-        const held = new Promise<void>((resolve, reject) => {
-          sub = sem.holding$.subscribe({
-            next: (holding) => {
-              recorder.record(who, holding)
-              if (holding)
-                void hold()
-                  .then(() => sem.close())
-                  .then(resolve, reject)
-            },
-            error: reject,
-          })
-        })
-        done.push(held.finally(() => sub?.unsubscribe()))
+        const subs: Subscription[] = []
+        done.push(holdOnce(sem, who, recorder, subs, hold).finally(() => subs[0]?.unsubscribe()))
       }
       const kind = (c: { value: string }) =>
         ['a', 'b', 'c', 'd', 'e'].includes(c.value) ? c.value : 'go'
@@ -458,22 +458,7 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       )
       for (const who of ours) {
         const sem = semaphore({ prefix, limit: 2, consul: client, value: who })
-        done.push(
-          new Promise<void>((resolve, reject) => {
-            subs.push(
-              sem.holding$.subscribe({
-                next: (holding) => {
-                  recorder.record(who, holding)
-                  if (holding)
-                    void sleep(100)
-                      .then(() => sem.close())
-                      .then(resolve, reject)
-                },
-                error: reject,
-              }),
-            )
-          }),
-        )
+        done.push(holdOnce(sem, who, recorder, subs, () => sleep(100)))
       }
       const queued = await eventually(
         'ours queued behind the consul lock waiter',

@@ -9,8 +9,9 @@
  * `check-not-exists` then a `lock` with its session, and a key that exists is left as it is and
  * answered taken (it is named after the session, so only this contender writes it). A write that
  * may meet its key (`mayExist`: a retry, a key asked for again on a snapshot that did not show it)
- * must never rewrite a key a release has meanwhile marked as a holder's. Only the first write of
- * a session's key, asked for while nothing is in flight, goes as the plain `?acquire=` write.
+ * must never rewrite a key a release has meanwhile marked as a holder's. Only a key that cannot
+ * exist yet (the first write of a session the contender created, and did not join with), asked
+ * for while nothing is in flight, goes as the plain `?acquire=` write.
  *
  * ```
  * take(a) ─► PUT a?acquire= ─────────────────► its answer (first write, nothing in flight)
@@ -65,6 +66,9 @@ interface Waiting {
 
 const utf8 = new TextEncoder()
 
+/** The operations of one key in a transaction: its lock, after a check that it is absent. */
+const opsOf = (write: OwnKey): number => (write.mayExist ? 2 : 1)
+
 /** The keys of one client waiting for its write in flight, and whether one is. */
 class OwnKeyBatch {
   private readonly waiting: Waiting[] = []
@@ -95,23 +99,31 @@ class OwnKeyBatch {
 
   /**
    * The next keys to send, oldest first: one to send alone, or as many as one transaction holds
-   * on every Consul version (two operations each) and `MAX_BATCH_VALUE_BYTES` of values. Keys whose callers
-   * gave up are dropped unsent (their calls were unsubscribed: nobody waits for the answer).
+   * on every Consul version (two operations each) and `MAX_BATCH_VALUE_BYTES` of values. Keys
+   * whose callers gave up are dropped unsent (their calls were unsubscribed: nobody waits).
    */
   private nextBatch(): Waiting[] {
     const { waiting } = this
     const batch: Waiting[] = []
     let bytes = 0
-    while (waiting.length > 0 && batch.length < TXN_OPS_EVERY_VERSION / 2) {
+    let ops = 0
+    while (waiting.length > 0) {
       const next = waiting[0] as Waiting
       if (next.signal.aborted) {
         waiting.shift()
         continue
       }
-      if (batch.length > 0 && (next.alone || bytes + next.bytes.length > MAX_BATCH_VALUE_BYTES)) {
+      const more = opsOf(next.write)
+      if (
+        batch.length > 0 &&
+        (next.alone ||
+          ops + more > TXN_OPS_EVERY_VERSION ||
+          bytes + next.bytes.length > MAX_BATCH_VALUE_BYTES)
+      ) {
         break
       }
       bytes += next.bytes.length
+      ops += more
       batch.push(next)
       waiting.shift()
       if (next.alone) break
@@ -130,10 +142,23 @@ class OwnKeyBatch {
    * would be.
    */
   private async sendMany(batch: readonly Waiting[]): Promise<void> {
-    const ops: TxnOp[] = batch.flatMap(({ write, bytes }): TxnOp[] => [
-      { verb: 'check-not-exists', key: write.key },
-      { verb: 'lock', key: write.key, value: bytes, flags: write.flags, session: write.session },
-    ])
+    // Each key's operations, and which key each operation is of.
+    const ops: TxnOp[] = []
+    const keyOf: number[] = []
+    batch.forEach(({ write, bytes }, index) => {
+      if (write.mayExist) {
+        ops.push({ verb: 'check-not-exists', key: write.key })
+        keyOf.push(index)
+      }
+      ops.push({
+        verb: 'lock',
+        key: write.key,
+        value: bytes,
+        flags: write.flags,
+        session: write.session,
+      })
+      keyOf.push(index)
+    })
     const result = await this.client.kv.txn(ops)()
     if (E.isLeft(result)) {
       const error = result.left
@@ -154,10 +179,12 @@ class OwnKeyBatch {
       for (const { answer } of batch) answer(E.right(false))
       return
     }
-    this.again(batch, (index) => {
-      if (failed.has(2 * index)) return 'exists'
-      return failed.has(2 * index + 1) ? 'plain' : 'again'
-    })
+    const fates = new Map<number, 'exists' | 'plain'>()
+    for (const op of failed) {
+      const index = keyOf[op]
+      if (index !== undefined) fates.set(index, ops[op]?.verb === 'lock' ? 'plain' : 'exists')
+    }
+    this.again(batch, (index) => fates.get(index) ?? 'again')
   }
 
   /**
@@ -190,7 +217,8 @@ const batches = new WeakMap<ConsulClient, OwnKeyBatch>()
  * the other keys of the client taken meanwhile (see the top of this file).
  *
  * @example
- * const taken = await takeKey(client, { key, value: 'web-1', flags, session, mayExist: false })(signal)()
+ * const write = { key, value: 'web-1', flags, session, mayExist: false }
+ * const taken = await takeKey(client, write)(signal)()
  * @returns The call: true when the key is taken, false when refused, else the ConsulError.
  */
 export function takeKey(

@@ -15,7 +15,8 @@
  *
  * ```
  * take(a) ─► PUT a?acquire= ─────────────────► its answer (first write, nothing in flight)
- * take(b), take(c), take(d) while it flies ──► PUT /v1/txn [absent b, lock b, absent c, ...]
+ * take(b), take(c), take(d) while it flies ──► PUT /v1/txn [lock b, absent c, lock c, lock d]
+ *                                               (c may exist: checked absent first)
  *   committed ───────────────────────────────► true for each
  *   rolled back: c exists ───────────────────► true for c (left as it is); b, d again
  *   rolled back: c's lock refused ───────────► c alone (PUT c?acquire=, its answer); b, d again
@@ -66,7 +67,7 @@ interface Waiting {
 
 const utf8 = new TextEncoder()
 
-/** The operations of one key in a transaction: its lock, after a check that it is absent. */
+/** The operations of a key in a transaction: its lock, after an absence check if it may exist. */
 const opsOf = (write: OwnKey): number => (write.mayExist ? 2 : 1)
 
 /** The keys of one client waiting for its write in flight, and whether one is. */
@@ -99,8 +100,8 @@ class OwnKeyBatch {
 
   /**
    * The next keys to send, oldest first: one to send alone, or as many as one transaction holds
-   * on every Consul version (two operations each) and `MAX_BATCH_VALUE_BYTES` of values. Keys
-   * whose callers gave up are dropped unsent (their calls were unsubscribed: nobody waits).
+   * on every Consul version (`opsOf` each) and `MAX_BATCH_VALUE_BYTES` of values. Keys whose
+   * callers gave up are dropped unsent (their calls were unsubscribed: nobody waits).
    */
   private nextBatch(): Waiting[] {
     const { waiting } = this

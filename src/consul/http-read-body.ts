@@ -51,11 +51,11 @@ export interface AnswerRequest extends RequestOptions {
 }
 
 /**
- * Sends `request` with `body` (null: none) by `send` and reads the answer, up to `limit` bytes of body: declared larger in
- * its `Content-Length`, or found so while reading, it is `too-large` and the request is destroyed.
- * `onStop` stops the request (stopped at once, it is not sent); the promise then rejects, as it
- * rejects with Node's error for a failed request. An informational answer (1xx) is not the answer:
- * Node's client hands only the final one.
+ * Sends `request` with `body` (null: none) by `send` and reads the answer, up to `limit` bytes
+ * of body: declared larger in its `Content-Length`, or found so while reading, it is `too-large`
+ * and the request is destroyed. `onStop` stops the request (stopped at once, it is not sent); the
+ * promise then rejects, as it rejects with Node's error for a failed request. An informational
+ * answer (1xx) is not the answer: Node's client hands only the final one.
  *
  * @example
  * const received = await readAnswer(http.request, { agent, host, port, method: 'GET',

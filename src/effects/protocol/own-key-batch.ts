@@ -56,7 +56,6 @@ const MAX_BATCH_VALUE_BYTES = 256 * 1024
 
 interface Waiting {
   readonly write: OwnKey
-  readonly bytes: Uint8Array
   readonly signal: AbortSignal
   readonly answer: (result: E.Either<ConsulError, boolean>) => void
   /** Sent by itself: the plain write when `plain`, else a transaction of its own. */
@@ -66,6 +65,20 @@ interface Waiting {
 }
 
 const utf8 = new TextEncoder()
+
+/** The last value `valueBytes` encoded, and its bytes. */
+let lastValue: { readonly text: string; readonly bytes: Uint8Array } | undefined
+
+/**
+ * A contender key's value as bytes: the same array for the same text as the call before. The
+ * contenders of a process share their value (its `host:pid` by default), and a thousand of them
+ * would each keep a copy of it, with its buffer, for as long as their session lives. Nothing
+ * writes to these bytes: the transactions only read them.
+ */
+export function valueBytes(text: string): Uint8Array {
+  if (lastValue?.text !== text) lastValue = { text, bytes: utf8.encode(text) }
+  return lastValue.bytes
+}
 
 /** The operations of a key in a transaction: its lock, after an absence check if it may exist. */
 const opsOf = (write: OwnKey): number => (write.mayExist ? 2 : 1)
@@ -79,8 +92,7 @@ class OwnKeyBatch {
 
   take(write: OwnKey, signal: AbortSignal): Promise<E.Either<ConsulError, boolean>> {
     return new Promise((answer) => {
-      const bytes = utf8.encode(write.value)
-      this.waiting.push({ write, bytes, signal, answer, alone: false, plain: !write.mayExist })
+      this.waiting.push({ write, signal, answer, alone: false, plain: !write.mayExist })
       if (!this.flying) this.send()
     })
   }
@@ -115,15 +127,14 @@ class OwnKeyBatch {
         continue
       }
       const more = opsOf(next.write)
+      const size = valueBytes(next.write.value).length
       if (
         batch.length > 0 &&
-        (next.alone ||
-          ops + more > TXN_OPS_EVERY_VERSION ||
-          bytes + next.bytes.length > MAX_BATCH_VALUE_BYTES)
+        (next.alone || ops + more > TXN_OPS_EVERY_VERSION || bytes + size > MAX_BATCH_VALUE_BYTES)
       ) {
         break
       }
-      bytes += next.bytes.length
+      bytes += size
       ops += more
       batch.push(next)
       waiting.shift()
@@ -146,7 +157,7 @@ class OwnKeyBatch {
     // Each key's operations, and which key each operation is of.
     const ops: TxnOp[] = []
     const keyOf: number[] = []
-    batch.forEach(({ write, bytes }, index) => {
+    batch.forEach(({ write }, index) => {
       if (write.mayExist) {
         ops.push({ verb: 'check-not-exists', key: write.key })
         keyOf.push(index)
@@ -154,7 +165,7 @@ class OwnKeyBatch {
       ops.push({
         verb: 'lock',
         key: write.key,
-        value: bytes,
+        value: valueBytes(write.value),
         flags: write.flags,
         session: write.session,
       })

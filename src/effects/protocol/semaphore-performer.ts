@@ -13,23 +13,8 @@ import type { ContenderEvent } from '../../core/events.js'
 import { retryTransient, rightOf } from '../call-policy.js'
 import type { FreshLock } from '../fresh-lock.js'
 import type { Performer, PerformerOptions } from './contender-protocol.js'
+import { valueBytes } from './own-key-batch.js'
 import { joinWithRead, takeOwnKey } from './take-own-key.js'
-
-const utf8 = new TextEncoder()
-
-/** The last value `valueBytes` encoded, and its bytes. */
-let lastValue: { readonly text: string; readonly bytes: Uint8Array } | undefined
-
-/**
- * A contender key's value as bytes: the same array for the same text as the call before. The
- * contenders of a process share their value (its `host:pid` by default), and a thousand of them
- * would each keep a copy of it, with its buffer, for as long as their session lives. Nothing
- * writes to these bytes: the transactions only read them.
- */
-function valueBytes(text: string): Uint8Array {
-  if (lastValue?.text !== text) lastValue = { text, bytes: utf8.encode(text) }
-  return lastValue.bytes
-}
 
 /**
  * The index `.lock` was written at, from a committed transaction's results (the check-session

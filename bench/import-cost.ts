@@ -3,8 +3,8 @@
 // process.memoryUsage().rss and process.cpuUsage() at the moment measured:
 //   node -e 0         a bare node, reading them at once
 //   rxjs              `await import('rxjs')`: what any process that uses rxjs loads, for scale
-//   rxjs and node:http  the same, and Node's HTTP client, which the library's first client loads
-//                     (src/consul/node-http.cts): the floor of a process that talks to Consul
+//   rxjs and node:net  the same, and Node's sockets, which the library's first connection loads
+//                     (src/consul/node-net.cts): the floor of a process that talks to Consul
 //                     with the library, before a line of the library runs
 //   import            `await import('rx-consul-semaphore')` (the ES module build)
 //   require           `require('rx-consul-semaphore')` (the CommonJS build)
@@ -54,10 +54,10 @@ const REPORT =
   'const r=process.memoryUsage().rss,c=process.cpuUsage();' +
   'process.stdout.write(JSON.stringify({rssMb:r/1048576,cpuMs:(c.user+c.system)/1000}))'
 
-/** rxjs, then Node's HTTP client, as the library's first client loads it. */
-const HTTP_AS_THE_CLIENT =
+/** rxjs, then Node's sockets, as the library's first connection loads them. */
+const SOCKETS_AS_THE_CLIENT =
   "await import('rxjs');" +
-  "(await import('node:module')).default.createRequire(import.meta.url)('node:http')"
+  "(await import('node:module')).default.createRequire(import.meta.url)('node:net')"
 
 /** How long the replica holds before it reads (see above). */
 const HOLD_BEFORE_READING_MS = 10_000
@@ -132,7 +132,7 @@ export async function measureImportCost(
     rxjs: () =>
       reading(packageRoot, ['--input-type=module', '-e', `await import('rxjs');${REPORT}`]),
     rxjsHttp: () =>
-      reading(packageRoot, ['--input-type=module', '-e', `${HTTP_AS_THE_CLIENT};${REPORT}`]),
+      reading(packageRoot, ['--input-type=module', '-e', `${SOCKETS_AS_THE_CLIENT};${REPORT}`]),
     esm: () =>
       reading(packageRoot, [
         '--input-type=module',

@@ -2,7 +2,7 @@
 // default client (no `consul` option; the address comes from CONSUL_HTTP_ADDR, the agent's),
 // all submitted at once when the parent says `go`, each holding `holdMs` (a timer). The child
 // counts the requests its HTTP client had answered (or failed) from `go` on (bench/write-counts.ts),
-// from Node's HTTP client's diagnostics channels: no proxy between it and the agent takes CPU from
+// from the library's diagnostics channels of its requests (docs/observability.md): no proxy between it and the agent takes CPU from
 // the jobs.
 // Like bench/replica-child.ts it is bundled to .cache/bench/ and run by
 // plain node, so that it imports the built package by its name.
@@ -62,14 +62,14 @@ interface ClientRequest {
 const count = ({ method, path }: ClientRequest, status: number): void => {
   if (submittedAt !== undefined) countRequest(writes, method, path, status)
 }
-subscribe('http.client.response.finish', (message) => {
+subscribe('rx-consul-semaphore:http.request.finish', (message) => {
   const { request, response } = message as {
     request: ClientRequest
     response: { statusCode: number }
   }
   count(request, response.statusCode)
 })
-subscribe('http.client.request.error', (message) =>
+subscribe('rx-consul-semaphore:http.request.error', (message) =>
   count((message as { request: ClientRequest }).request, 0),
 )
 

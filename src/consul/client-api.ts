@@ -1,7 +1,7 @@
 /**
  * The capability interface of the Consul layer: what the rest of the library may ask of Consul.
  * The effects layer depends on this interface; `createConsulClient` (src/consul/client.ts)
- * implements it on Node's HTTP client against a real agent.
+ * implements it on HTTP/1.1 connections of its own against a real agent.
  *
  * Every call takes an optional AbortSignal and answers with a TaskEither: a typed ConsulError on
  * the left, never a thrown or rejected raw error.

@@ -1,5 +1,5 @@
 /**
- * `createConsulClient`: the ConsulClient on Node's HTTP client against a real agent.
+ * `createConsulClient`: the ConsulClient on HTTP/1.1 connections of its own, against a real agent.
  */
 import type { ConsulClient, WatchOptions } from './client-api.js'
 import { runCloseHooks } from './close-hooks.js'

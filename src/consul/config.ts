@@ -351,10 +351,15 @@ export function resolveConfig(options: ConsulClientConfig = {}): ResolvedConfig 
   // The token file wins over the token (Go client); an empty file is ignored, as there.
   const fileToken = tokenFile && readSecretFile(tokenFile.value, tokenFile.name, 'token').trim()
   const token = fileToken || tokenSetting?.value || undefined
-  if (token !== undefined && /[\r\n]/.test(token)) {
+  // It goes in a header line: no line break, no other control character, nothing past U+00FF.
+  const unsendable = token === undefined ? null : /[^\t\x20-\x7e\x80-\xff]/.exec(token)
+  if (unsendable !== null) {
+    const what = /[\r\n]/.test(unsendable[0])
+      ? 'a line break'
+      : `the character U+${(unsendable[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, '0')}, which cannot go in an HTTP header`
     throw new ConsulConfigError(
       tokenFile && fileToken ? tokenFile.name : (tokenSetting?.name ?? 'token'),
-      'the ACL token contains a line break; remove it',
+      `the ACL token contains ${what}; remove it`,
     )
   }
 

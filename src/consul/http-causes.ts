@@ -1,5 +1,5 @@
 /**
- * What the errors of Node's HTTP client and sockets mean to the transport, by their `code`: a
+ * What the errors of the transport's sockets and parser mean to it, by their `code`: a
  * timeout, or a server certificate refused (configuration, not weather). An `https`
  * client talking to an agent that does not speak TLS is told in `tls-mismatch.ts`. The messages
  * that tell a user what to do about each are in `http-errors.ts`.

@@ -1,12 +1,13 @@
 /**
- * The HTTP transport of the Consul layer, on Node's HTTP client: one bounded keep-alive agent per
- * client, a timeout on every request and its caller's AbortSignal, bodies always read (up to the
- * client's `maxResponseBytes`), and every failure turned into a typed ConsulError with the client's
- * secrets redacted. Nothing here throws or rejects.
+ * The HTTP transport of the Consul layer: kept-alive HTTP/1.1 connections to the agent, bounded,
+ * a timeout on every request and its caller's AbortSignal, bodies always read (up to the client's
+ * `maxResponseBytes`), and every failure turned into a typed ConsulError with the client's secrets
+ * redacted. Nothing here throws or rejects.
  *
  * It composes its parts: the request and answer types (`http-request.ts`), the admission of
- * requests to the pool and their timeouts (`http-connection-gate.ts`), the sending of a request
- * and the capped reading of its answer (`http-read-body.ts`), the meaning of Node's error codes
+ * requests to the connections and their timeouts (`http-connection-gate.ts`), the connections,
+ * the sending of a request and the capped reading of its answer (`http-wire.ts`, with
+ * `http-response-parser.ts`), the body's text (`http-read-body.ts`), the meaning of error codes
  * (`http-causes.ts`), the errors with their advice (`http-errors.ts`) and the
  * redaction (`http-redact.ts`).
  */
@@ -23,12 +24,13 @@ import {
   tooLargeError,
   type RequestNames,
 } from './http-errors.js'
-import { bodyText, readAnswer, type Received, type SendRequest } from './http-read-body.js'
+import { bodyText } from './http-read-body.js'
+import { createWire, headerLines, type Received } from './http-wire.js'
 import { redact, secretsOf } from './http-redact.js'
 import { isLongPoll, queryOf, type HttpAnswer, type HttpRequest } from './http-request.js'
 import { isHtmlPage, notConsul } from './not-consul.js'
 import { requestFeed, type RequestFeed } from './request-feed.js'
-import { nodeHttp } from './node-http.cjs'
+import { connector } from './http-connect.js'
 
 export type { HttpAnswer, HttpRequest } from './http-request.js'
 export { statusError } from './http-errors.js'
@@ -75,38 +77,23 @@ function authHeaders(config: ResolvedConfig): Record<string, string> {
  */
 const IDLE_CONNECTION_MS = 10_000
 
-/** The transport for one client: one keep-alive agent, bounded. */
+/** The transport for one client: its kept-alive connections, at most `connections` at once. */
 export function createTransport(config: ResolvedConfig): Transport {
-  const url = new URL(config.origin)
-  const http = nodeHttp(url.protocol === 'https:')
   // The gate lets at most `connections` requests out at once: the agent never queues one.
-  const agent = new http.Agent({
-    keepAlive: true,
-    maxSockets: config.connections,
-    maxFreeSockets: config.connections,
-    // The connection used last goes first: the others go idle, and are closed after a while.
-    scheduling: 'lifo',
-    timeout: IDLE_CONNECTION_MS,
-    ...config.tls,
-  })
-  const sendRequest: SendRequest = http.request
-  // Where every request goes: an IPv6 host without its brackets; or the agent's unix socket.
-  const target =
-    config.socketPath === undefined
-      ? { agent, host: url.hostname.replace(/^\[(.*)\]$/, '$1'), port: url.port }
-      : { agent, socketPath: config.socketPath }
+  const wire = createWire({ ...connector(config), idleMs: IDLE_CONNECTION_MS })
   const secrets = secretsOf(config)
   const headers = authHeaders(config)
-  // The headers of a request with a body, one object per content type (not one per request).
-  const bodyHeaders = new Map<string, Record<string, string>>()
-  const headersWith = (contentType: string): Record<string, string> => {
+  // The header lines of a request with a body, once per content type (not once per request).
+  const bodyHeaders = new Map<string, string>()
+  const headersWith = (contentType: string): string => {
     let known = bodyHeaders.get(contentType)
     if (known === undefined) {
-      known = { ...headers, 'Content-Type': contentType }
+      known = headerLines({ ...headers, 'Content-Type': contentType })
       bodyHeaders.set(contentType, known)
     }
     return known
   }
+  const bareHeaders = headerLines(headers)
   const requests = requestFeed()
   const where = config.socketPath === undefined ? config.origin : `unix://${config.socketPath}`
   // The pool gets at most `connections` requests at once; the rest wait in the gate, untimed.
@@ -156,15 +143,13 @@ export function createTransport(config: ResolvedConfig): Transport {
       // Closed, or given up by its caller, between its admission and now: not sent.
       const stopped = admission.stop()
       if (stopped === 'caller' || stopped === 'closed') return E.left(abortedError(stopped, names))
-      const received = await readAnswer(
-        sendRequest,
+      const received = await wire.send(
         {
-          ...target,
           method: request.method,
           path: `${request.path}${query}`,
-          headers:
+          headerLines:
             request.body === undefined
-              ? headers
+              ? bareHeaders
               : headersWith(request.contentType ?? 'application/octet-stream'),
         },
         request.body ?? null,
@@ -207,7 +192,7 @@ export function createTransport(config: ResolvedConfig): Transport {
     close: () => {
       if (closing === undefined) {
         gate.close()
-        agent.destroy()
+        wire.destroy()
         closing = Promise.resolve()
       }
       return closing

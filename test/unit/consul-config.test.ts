@@ -255,6 +255,12 @@ describe('Consul client configuration', () => {
       /line break/,
     ],
     [
+      'a token with a control character',
+      env({ CONSUL_HTTP_TOKEN: 'a\u0001b' }),
+      'CONSUL_HTTP_TOKEN',
+      /U\+0001, which cannot go in an HTTP header/,
+    ],
+    [
       'an unknown consistency mode',
       { consistency: 'eventual' as never, env: {} },
       'options.consistency',

@@ -259,7 +259,7 @@ describe('package exports', () => {
           const { stdout } = await run(process.execPath, [copy, command, '--help'], opts)
           assert.match(stdout, new RegExp(`^Usage: rxsem ${command} `))
         }
-        // A real request (node:http, fp-ts, io-ts, rxjs all at work), to an address nobody serves.
+        // A real request (the HTTP wire, fp-ts, io-ts, rxjs all at work), to an address nobody serves.
         const failed = await run(
           process.execPath,
           [copy, 'status', '--prefix', 'p', '--http-addr', '127.0.0.1:1'],

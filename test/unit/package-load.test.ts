@@ -1,7 +1,7 @@
 // What loading the package loads, in plain Node on the build (`npm test` builds dist/ first): none
-// of Node's HTTP client until a client is made, and then `node:http`, or `node:https` for an agent
-// spoken to over TLS, and nothing of HTTP/2. The bench's `import` step measures what an import
-// costs (bench/import-cost.ts).
+// of Node's HTTP client ever (the library speaks HTTP/1.1 on its own sockets), `node:net` once a
+// client connects, and `node:tls` with it for an agent spoken to over TLS. The bench's `import`
+// step measures what an import costs (bench/import-cost.ts).
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -12,9 +12,9 @@ import { builtFile } from '../support/build.js'
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const run = promisify(execFile)
 
-/** Prints which of Node's HTTP modules the process has loaded. */
+/** Prints which of Node's HTTP and socket modules the process has loaded. */
 const LOADED_HTTP = `console.log(JSON.stringify(process.moduleLoadList
-  .filter((m) => /^NativeModule (http|https|http2|tls)$/.test(m))
+  .filter((m) => /^NativeModule (_?http\\w*|https|http2|net|tls)$/.test(m))
   .map((m) => m.slice('NativeModule '.length)).sort()))`
 
 /** Runs `code` in a fresh plain Node at the package root. */
@@ -46,20 +46,35 @@ describe('loading the package', () => {
       assert.deepEqual(await httpLoadedBy(type, load[type]), [])
     })
 
-    it(`loads node:http alone when a client of an http address is made (${type})`, async () => {
+    it(`loads nothing of them when a client of an http address is made (${type})`, async () => {
       const loaded = await httpLoadedBy(
         type,
         `${load[type]} const client = m.createConsulClient({ address: '127.0.0.1:1' }); void client.close();`,
       )
-      assert.deepEqual(loaded, ['http'])
+      assert.deepEqual(loaded, [])
     })
 
-    it(`loads node:https and tls, not http2, for an https address (${type})`, async () => {
+    it(`loads node:net alone once a client of an http address connects (${type})`, async () => {
+      // Port 1 on loopback refuses: the read fails, once its connection was tried.
+      const { stdout } = await runIn(
+        type,
+        `${load[type]} (async () => {
+          const client = m.createConsulClient({ address: '127.0.0.1:1' });
+          const answer = await client.kv.get('x')();
+          if (answer._tag !== 'Left') throw new Error('port 1 answered');
+          await client.close();
+          ${LOADED_HTTP}
+        })()`,
+      )
+      assert.deepEqual(JSON.parse(stdout), ['net'])
+    })
+
+    it(`loads node:net and tls, and nothing of HTTP, for an https address (${type})`, async () => {
       const loaded = await httpLoadedBy(
         type,
         `${load[type]} const client = m.createConsulClient({ address: 'https://127.0.0.1:1' }); void client.close();`,
       )
-      assert.deepEqual(loaded, ['https', 'tls'])
+      assert.deepEqual(loaded, ['net', 'tls'])
     })
   }
 

@@ -46,6 +46,12 @@ export interface WireRequest {
    * every request of a client, so they are checked and joined once.
    */
   readonly headerLines: string
+  /**
+   * A long poll (a blocking query): it holds its connection until the agent has news. When it
+   * takes the last idle one, another is opened beside it, so that the write that the news calls
+   * for (a release, a CAS) does not wait for a connection to be made.
+   */
+  readonly poll?: boolean
 }
 
 export interface WireOptions {
@@ -55,6 +61,8 @@ export interface WireOptions {
   readonly host: string
   /** How long an idle connection is kept for the next request. */
   readonly idleMs: number
+  /** The most connections a spare is opened within (the client's `connections`). */
+  readonly connections: number
 }
 
 export interface Wire {
@@ -143,11 +151,16 @@ interface Exchange {
  * The wire of one client.
  *
  * @example
- * const wire = createWire({ connect: () => net.connect(8500, '127.0.0.1'), host: '127.0.0.1:8500', idleMs: 10_000 })
+ * const wire = createWire({
+ *   connect: () => net.connect(8500, '127.0.0.1'),
+ *   host: '127.0.0.1:8500',
+ *   idleMs: 10_000,
+ *   connections: 16,
+ * })
  * const received = await wire.send({ method: 'GET', path: '/v1/status/leader', headerLines: '' }, null, () => {}, 2 ** 20)
  */
 export function createWire(options: WireOptions): Wire {
-  const { connect, host, idleMs } = options
+  const { connect, host, idleMs, connections } = options
   /** Idle connections, the one freed last at the end. */
   const idle: Connection[] = []
   const all = new Set<Connection>()
@@ -240,6 +253,8 @@ export function createWire(options: WireOptions): Wire {
       const connection = take()
       const { socket } = connection
       socket.ref()
+      // A spare for the write a long poll's answer calls for (see WireRequest.poll).
+      if (request.poll === true && idle.length === 0 && all.size < connections) free(open())
       let settled = false
       const settle = (outcome: Received | Error): void => {
         if (settled) return

@@ -80,7 +80,11 @@ const IDLE_CONNECTION_MS = 10_000
 /** The transport for one client: its kept-alive connections, at most `connections` at once. */
 export function createTransport(config: ResolvedConfig): Transport {
   // The gate lets at most `connections` requests out at once: the agent never queues one.
-  const wire = createWire({ ...connector(config), idleMs: IDLE_CONNECTION_MS })
+  const wire = createWire({
+    ...connector(config),
+    idleMs: IDLE_CONNECTION_MS,
+    connections: config.connections,
+  })
   const secrets = secretsOf(config)
   const headers = authHeaders(config)
   // The header lines of a request with a body, once per content type (not once per request).
@@ -129,10 +133,11 @@ export function createTransport(config: ResolvedConfig): Transport {
     const bare = `${request.method} ${request.path}`
     const names: RequestNames = { label: `${bare}${query}`, bare, where }
     const timeoutMs = request.timeoutMs ?? config.requestTimeoutMs
+    const poll = isLongPoll(request)
     const entered = gate.enter({
       signal: request.signal,
       urgent: request.urgent === true,
-      poll: isLongPoll(request),
+      poll,
       timeoutMs,
     })
     // Admitted at once, it is sent in this turn: a release or an acquisition goes out before the
@@ -147,6 +152,7 @@ export function createTransport(config: ResolvedConfig): Transport {
         {
           method: request.method,
           path: `${request.path}${query}`,
+          poll,
           headerLines:
             request.body === undefined
               ? bareHeaders

@@ -2,9 +2,11 @@
 // rule on the public state, and the watch frame's layout.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
+import { EMPTY, NEVER, of, Subject } from 'rxjs'
 import { splitAtCommand, UsageError } from '../../src/cli/args/parse-flags.js'
 import { planRun, runFlagSpec, type RunPlan } from '../../src/cli/run/plan.js'
 import { tryOnceVerdictOf } from '../../src/cli/run/contender.js'
+import { waitForSlot } from '../../src/cli/run/phases.js'
 import { describeTransition } from '../../src/cli/run/transitions.js'
 import type { SemaphoreState } from '../../src/recipes/semaphore.js'
 import { renderFrame, type WatchView } from '../../src/cli/watch/frame.js'
@@ -213,5 +215,57 @@ describe('rxsem run --verbose on a failed watch', () => {
     const lines = messages(held, dropped)
     assert.ok(lines.includes('watch disconnected; retrying'))
     assert.ok(lines.includes('slot dropped (watch-failed)'))
+  })
+})
+
+describe('rxsem run waiting for a slot', () => {
+  const waiting: SemaphoreState = {
+    holding: false,
+    reason: undefined,
+    session: 'abcdef0123',
+    contending: true,
+    fencingToken: undefined,
+    holders: ['0123abcdef'],
+    waiting: [],
+    rank: 1,
+    estimatedWaitMs: undefined,
+    limit: 1,
+    connected: true,
+    leaseDeadline: 1000,
+  }
+  const held: SemaphoreState = {
+    ...waiting,
+    holding: true,
+    fencingToken: 9n,
+    holders: ['abcdef0123'],
+  }
+  const plan = { timeoutMs: undefined, prefix: 'jobs' }
+
+  it('hands the held state to onHeld in its own emission, before later subscribers see it', async () => {
+    const state$ = new Subject<SemaphoreState>()
+    const seen: string[] = []
+    const waited = waitForSlot(state$, NEVER, plan, EMPTY, (state) =>
+      seen.push(`onHeld ${state.fencingToken}`),
+    )
+    state$.subscribe((state) => seen.push(`narrator holding=${state.holding}`))
+    state$.next(waiting)
+    state$.next(held)
+    state$.next({ ...held, fencingToken: 10n })
+    assert.deepEqual(await waited, { type: 'held', state: held })
+    assert.deepEqual(seen, [
+      'narrator holding=false',
+      'onHeld 9',
+      'narrator holding=true',
+      'narrator holding=true',
+    ])
+  })
+
+  it('does not call onHeld when the wait ends otherwise', async () => {
+    const state$ = new Subject<SemaphoreState>()
+    let called = 0
+    const waited = waitForSlot(state$, of<NodeJS.Signals>('SIGTERM'), plan, EMPTY, () => called++)
+    state$.next(held)
+    assert.deepEqual(await waited, { type: 'signal', signal: 'SIGTERM' })
+    assert.equal(called, 0)
   })
 })

@@ -129,7 +129,7 @@ describe('createWire', () => {
   let receivedBytes: number
   let clientEvents: EventEmitter
 
-  const wireTo = (options: { idleMs?: number; port?: number } = {}): Wire => {
+  const wireTo = (options: { idleMs?: number; port?: number; connections?: number } = {}): Wire => {
     const port = options.port ?? server.port
     const wire = createWire({
       connect: () => {
@@ -144,6 +144,7 @@ describe('createWire', () => {
       },
       host: `127.0.0.1:${port}`,
       idleMs: options.idleMs ?? 10_000,
+      connections: options.connections ?? 16,
     })
     wires.push(wire)
     return wire
@@ -427,7 +428,7 @@ describe('createWire', () => {
         `import { createWire } from ${JSON.stringify(wire)}\n` +
         `const port = ${server.port}\n` +
         `const wire = createWire({\n` +
-        `  connect: () => connect(port, '127.0.0.1'), host: 'x', idleMs: 600000,\n` +
+        `  connect: () => connect(port, '127.0.0.1'), host: 'x', idleMs: 600000, connections: 2,\n` +
         `})\n` +
         `const request = { method: 'GET', path: '/', headerLines: '' }\n` +
         `const received = await wire.send(request, null, () => {}, 100)\n` +
@@ -453,6 +454,59 @@ describe('createWire', () => {
       } finally {
         if (child.exitCode === null) child.kill()
       }
+    })
+
+    it('opens a spare beside a long poll that takes the last idle connection, used next', async () => {
+      server.answer = undefined
+      const wire = wireTo()
+      const poll = wire.send({ ...GET, path: '/poll', poll: true }, null, running, 100)
+      assert.equal(clients.length, 2, 'the poll and its spare')
+      const polled = await server.request(1)
+      // The next request goes on the spare, at once: no connection is made for it.
+      const write = wire.send({ method: 'PUT', path: '/write', headerLines: '' }, 'x', running, 100)
+      assert.equal(clients.length, 2)
+      const written = await server.request(2)
+      assert.notEqual(written.socket, polled.socket)
+      written.socket.write(OK)
+      polled.socket.write(OK)
+      await Promise.all([write, poll])
+      assert.equal(server.sockets.length, 2)
+    })
+
+    it('opens no spare for a long poll that finds another idle, nor for other requests', async () => {
+      server.answer = undefined
+      const wire = wireTo()
+      const first = wire.send({ ...GET, path: '/a' }, null, running, 100)
+      const second = wire.send({ ...GET, path: '/b' }, null, running, 100)
+      assert.equal(clients.length, 2, 'a request that is no long poll opens none')
+      await server.request(2)
+      for (const request of server.requests) request.socket.write(OK)
+      await Promise.all([first, second])
+      // Two idle now: the poll takes one and leaves the other.
+      const poll = wire.send({ ...GET, path: '/poll', poll: true }, null, running, 100)
+      assert.equal(clients.length, 2)
+      ;(await server.request(3)).socket.write(OK)
+      await poll
+    })
+
+    it('opens no spare past its connections', async () => {
+      server.answer = undefined
+      const wire = wireTo({ connections: 1 })
+      const poll = wire.send({ ...GET, path: '/poll', poll: true }, null, running, 100)
+      assert.equal(clients.length, 1)
+      ;(await server.request(1)).socket.write(OK)
+      await poll
+    })
+
+    it('closes an unused spare after idleMs like any idle connection', async () => {
+      server.answer = undefined
+      const wire = wireTo({ idleMs: 50 })
+      const poll = wire.send({ ...GET, path: '/poll', poll: true }, null, running, 100)
+      const spare = clients[1] as Socket
+      await closed(spare)
+      ;(await server.request(1)).socket.write(OK)
+      await poll
+      assert.equal(server.requests.length, 1)
     })
 
     it('drops an idle connection on which the server sends a byte, and opens another', async () => {

@@ -21,8 +21,9 @@ import type { ConsulClient } from '../../consul/client-api.js'
 import type { ConsulError } from '../../base/consul-error.js'
 import { lockKey } from '../../core/keys/lock-key.js'
 import { rememberLock } from '../../effects/coordinator/prefix-coordinator.js'
-import { prepareChildGroup, exitStatusOf, type ChildExit } from './child-group.js'
+import { prepareChildGroup, exitStatusOf, type ChildExit, type ChildGroup } from './child-group.js'
 import { createContender, type CliContender, type Lease } from './contender.js'
+import type { SemaphoreState } from '../../recipes/semaphore.js'
 import {
   createReporter,
   describeError,
@@ -149,20 +150,10 @@ async function runGuarded(
   const contender = createContender({ ...plan, consul: client })
   const state$ = states(contender)
   health?.follow(state$)
-  let previous: Parameters<typeof describeTransition>[0]
-  const narrator = state$.subscribe({
-    next: (state) => {
-      for (const line of describeTransition(previous, state, plan.timeoutMs !== 0)) {
-        report[line.level](line.message)
-      }
-      previous = state
-    },
-    // Errors are reported by the phase that sees them.
-    error: () => {},
-  })
   // The watchdog learns every new lease deadline of the held session while the command runs.
   let lease: Lease | undefined
   let guarding = false
+  let previous: Parameters<typeof describeTransition>[0]
   const leases = contender.lease$.subscribe((next) => {
     lease = next
     if (guarding && next !== undefined && previous?.holding && next.session === previous.session) {
@@ -176,8 +167,38 @@ async function runGuarded(
     shell: plan.shell,
     env: { ...process.env, CONSUL_LOCK_HELD: 'true', RXSEM_PREFIX: plan.prefix },
   })
+  /** The command, once started: in the emission of the first held state, before it is told. */
+  let launched: ChildGroup | undefined
+  const start = (state: SemaphoreState): void => {
+    const initial = lease?.session === state.session ? lease : undefined
+    // Without a lease deadline the command could not be guarded: the 'held' case says so.
+    if (initial === undefined) return
+    launched = prepared.start(
+      {
+        RXSEM_SESSION: state.session ?? '',
+        RXSEM_FENCING_TOKEN: state.fencingToken?.toString() ?? '',
+        RXSEM_LEASE_DEADLINE_MS: String(Math.floor(initial.deadlineMs)),
+      },
+      (pgid) => {
+        watchdog.guard(pgid, (lease ?? initial).deadlineMs)
+        guarding = true
+      },
+    )
+  }
+  const waiting = waitForSlot(state$, signals.received, plan, watchdogTrouble(watchdog), start)
+  // Subscribed after the wait for a slot, so that the command starts before the news is told.
+  const narrator = state$.subscribe({
+    next: (state) => {
+      for (const line of describeTransition(previous, state, plan.timeoutMs !== 0)) {
+        report[line.level](line.message)
+      }
+      previous = state
+    },
+    // Errors are reported by the phase that sees them.
+    error: () => {},
+  })
   try {
-    const waited = await waitForSlot(state$, signals.received, plan, watchdogTrouble(watchdog))
+    const waited = await waiting
     switch (waited.type) {
       case 'failed':
         report.error(describeError(waited.error))
@@ -195,26 +216,14 @@ async function runGuarded(
         break
     }
 
-    const { state } = waited
-    const initial = lease?.session === state.session ? lease : undefined
-    if (initial === undefined) {
+    const child = launched
+    if (child === undefined) {
       report.error(
-        `no lease deadline is known for session ${state.session ?? '(none)'}, so the command cannot be guarded; started nothing. Please report this.`,
+        `no lease deadline is known for session ${waited.state.session ?? '(none)'}, so the command cannot be guarded; started nothing. Please report this.`,
       )
       await release(contender, report)
       return ExitCode.Error
     }
-    const child = prepared.start(
-      {
-        RXSEM_SESSION: state.session ?? '',
-        RXSEM_FENCING_TOKEN: state.fencingToken?.toString() ?? '',
-        RXSEM_LEASE_DEADLINE_MS: String(Math.floor(initial.deadlineMs)),
-      },
-      (pgid) => {
-        watchdog.guard(pgid, (lease ?? initial).deadlineMs)
-        guarding = true
-      },
-    )
     report.detail(
       `started ${JSON.stringify(plan.command.join(' '))} as process group ${child.pid}, guarded by watchdog ${watchdog.pid}`,
     )

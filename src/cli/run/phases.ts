@@ -17,6 +17,7 @@ import {
   merge,
   mergeMap,
   of,
+  tap,
   timer,
   type Observable,
 } from 'rxjs'
@@ -53,13 +54,16 @@ export const TRY_ONCE_BACKSTOP_MS = 10_000
  * Waits for the first of: a held slot, an error (of the contender, or one `trouble` emits, such as
  * the watchdog's), the timeout, a signal. With `--timeout 0` (a try-once contender, see
  * `createContender`), "not held" by the try-once rule, or the contender's end before it held, is
- * a timeout at once.
+ * a timeout at once. `onHeld` gets the held state in its own emission when the wait ends with it,
+ * before the state's later subscribers and before the promise settles: the command's start goes
+ * out first.
  */
 export function waitForSlot(
   state$: Observable<SemaphoreState>,
   signals: Observable<NodeJS.Signals>,
   plan: { readonly timeoutMs: number | undefined; readonly prefix: string },
   trouble: Observable<unknown> = EMPTY,
+  onHeld: (state: SemaphoreState) => void = () => {},
 ): Promise<Waited> {
   const { timeoutMs, prefix } = plan
   const tryOnce = timeoutMs === 0
@@ -105,6 +109,11 @@ export function waitForSlot(
       deadline,
       signals.pipe(map((signal): Waited => ({ type: 'signal', signal }))),
       trouble.pipe(map((error): Waited => ({ type: 'failed', error }))),
+    ).pipe(
+      // Only the first verdict gets here: firstValueFrom unsubscribes once it has one.
+      tap((waited) => {
+        if (waited.type === 'held') onHeld(waited.state)
+      }),
     ),
   )
 }

@@ -1,5 +1,5 @@
-// Figure 5d: `exclusive(...)` over many distinct task keys on one long-lived client (issue 23: a
-// registry that kept one entry per task key grew the heap by about 1.5 KB a key, for good). A child
+// Figure 5d: `exclusive(...)` over many distinct task keys on one long-lived client: the heap
+// must come back to where it started, however many distinct keys were served. A child
 // process (bench/exclusive-worker.ts, --expose-gc) serves the keys against the agent and reports
 // its live heap before the first task and once every key was given back; the target is the
 // start again, within 5 MB.

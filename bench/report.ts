@@ -428,7 +428,7 @@ export function buildTables(r: BenchResults): { tables: Table[]; targets: Target
     ],
     notes: [
       "Churn: every holder releases 100 ms after it acquired and a new contender takes its place. CPU is the whole process during the churn (releases, new sessions, renewals, every contender's state updates) divided by the acquisitions (CPU per release) or by the blocking-list answers the proxy passed (per snapshot).",
-      "RSS added: the worker's RSS once every contender waits or holds, minus its RSS before the first contender (the library's build loaded, as users run it; the figures before issue 23 loaded the sources through tsx, whose transform adds a name property to every closure).",
+      "RSS added: the worker's RSS once every contender waits or holds, minus its RSS before the first contender (the library's build loaded, as users run it).",
       'Per contender: what the contenders added to the worker (steady state minus before the first contender) / contenders. Heap after a full GC: process.memoryUsage().heapUsed. Heap snapshot (setups of at most 1,000 contenders): the sum of the self sizes of the objects in a V8 heap snapshot, which holds only live objects; subscribers: live objects of the classes Subscriber, SafeSubscriber and OperatorSubscriber (every RxJS 7 subscriber is one; operators make OperatorSubscribers, subscribe() a SafeSubscriber), counts before → at steady state in parentheses.',
     ],
   })
@@ -1482,7 +1482,7 @@ function replicasFigure(r: BenchResults): { table: Table; targets: Target[] } {
       for (const way of [SHARED_CLIENT, DEFAULT_CLIENT]) {
         const lib = find(way, topology, n)
         const both = lib && cl ? { lib, cl } : undefined
-        // The default client is what issue 25 measured and set targets for.
+        // The default client is what most replicas run: its targets are the stricter ones.
         const handoverShare = way === DEFAULT_CLIENT ? 0.3 : 0.5
         targets.push(
           {

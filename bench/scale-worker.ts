@@ -12,7 +12,7 @@ import type { Semaphore } from '../src/recipes/semaphore.js'
 
 // The library as users run it: the build (`npm run bench` builds first), not the sources through
 // tsx, whose transform gives every closure a name property (about a third more heap per
-// contender). BENCH_LIB=src measures the sources instead, as the figures before issue 23 were.
+// contender). BENCH_LIB=src measures the sources instead.
 const library = (
   process.env['BENCH_LIB'] === 'src'
     ? await import('../src/index.js')

@@ -139,6 +139,48 @@ describe('rxsem run', { concurrency: 4, timeout: SUITE_TIMEOUT_MS }, () => {
     await assertCleanConsul(prefix, name)
   })
 
+  it('says it holds the slot before the command it hands the slot to can print', async (t) => {
+    const prefix = testPrefix(t, consul.url, 'cli-order')
+    const go = file('go')
+    const holder = start([
+      'run',
+      '--prefix',
+      prefix,
+      '--limit',
+      '1',
+      '--shell',
+      '--',
+      `while [ ! -e ${go} ]; do sleep 0.05; done`,
+    ])
+    await eventually(
+      'the first holds',
+      async () => ((await holders(prefix)).length === 1 ? true : undefined),
+      CLI_START_MS,
+    )
+    // A waiter, handed the slot: its command starts in the turn rxsem learns it holds.
+    const waiter = start([
+      'run',
+      '--prefix',
+      prefix,
+      '--limit',
+      '1',
+      '--shell',
+      '--',
+      'echo command-output >&2',
+    ])
+    await eventually(
+      'the second waits',
+      () => (waiter.stderr().includes('waiting for a slot') ? true : undefined),
+      CLI_START_MS,
+    )
+    writeFileSync(go, '')
+    assert.equal(await holder.exited, 0, holder.stderr())
+    assert.equal(await waiter.exited, 0, waiter.stderr())
+    const said = waiter.stderr()
+    const told = said.indexOf('rxsem: holding slot')
+    assert.ok(told >= 0 && said.indexOf('command-output') > told, said)
+  })
+
   it('exits 0 after a successful command, 128+n after one killed by signal n, 127 for a missing one', async (t) => {
     const prefix = testPrefix(t, consul.url, 'cli-codes')
     const name = `cli-codes ${prefix}`

@@ -167,7 +167,7 @@ async function runGuarded(
     shell: plan.shell,
     env: { ...process.env, CONSUL_LOCK_HELD: 'true', RXSEM_PREFIX: plan.prefix },
   })
-  /** The command, once started: in the emission of the first held state, before it is told. */
+  /** The command, once started: in the emission of the first held state, right after it is told. */
   let launched: ChildGroup | undefined
   const start = (state: SemaphoreState): void => {
     const initial = lease?.session === state.session ? lease : undefined
@@ -185,8 +185,7 @@ async function runGuarded(
       },
     )
   }
-  const waiting = waitForSlot(state$, signals.received, plan, watchdogTrouble(watchdog), start)
-  // Subscribed after the wait for a slot, so that the command starts before the news is told.
+  // Subscribed before the wait for a slot: "holding slot" is told before the command can print.
   const narrator = state$.subscribe({
     next: (state) => {
       for (const line of describeTransition(previous, state, plan.timeoutMs !== 0)) {
@@ -198,7 +197,13 @@ async function runGuarded(
     error: () => {},
   })
   try {
-    const waited = await waiting
+    const waited = await waitForSlot(
+      state$,
+      signals.received,
+      plan,
+      watchdogTrouble(watchdog),
+      start,
+    )
     switch (waited.type) {
       case 'failed':
         report.error(describeError(waited.error))

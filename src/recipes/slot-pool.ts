@@ -157,12 +157,14 @@ export class SlotPool {
    * worker's, and its session expires by its TTL).
    */
   private pump(): Promise<void> {
-    let free = 0
-    // `forEach` rather than `for...of`: no iterator result per worker on every pump.
-    this.workers.forEach((worker) => {
-      if (this.queued > 0) this.offer(worker)
-      if (worker.job === undefined && !worker.closing) free++
-    })
+    // `forEach` rather than `for...of`, with a callback made once: a pump per `withSlot` call
+    // allocates nothing (no iterator result per worker, no closure). A job started here may call
+    // `withSlot` at once, and so pump within this pump: the count of this one is kept aside.
+    const outer = this.free
+    this.free = 0
+    this.workers.forEach(this.offerTo)
+    let free = this.free
+    this.free = outer
     while (this.queued > free && this.workers.size < this.maxWorkers) {
       this.spawn()
       free++
@@ -172,8 +174,17 @@ export class SlotPool {
     for (const worker of this.workers) {
       if (worker.job === undefined) retired.push(this.retire(worker).catch(() => undefined))
     }
-    if (this.workers.size === 0) pools.delete(this.key)
+    if (this.workers.size === 0) dropPool(this.key)
     return retired.length === 0 ? SETTLED : Promise.all(retired).then(() => undefined)
+  }
+
+  /** `pump`'s count of the workers free for a job. */
+  private free = 0
+
+  /** `pump`'s step for each worker: offers it the next job, counts it if free. */
+  private readonly offerTo = (worker: Worker): void => {
+    if (this.queued > 0) this.offer(worker)
+    if (worker.job === undefined && !worker.closing) this.free++
   }
 
   /** Starts the next queued job on `worker` if it holds a token no job has run under. */
@@ -411,22 +422,48 @@ const pools = new Map<string, SlotPool>()
 
 /**
  * The pool of `options`' client, prefix and options, made on first use (the options validated
- * then) and dropped once it has neither jobs nor workers.
+ * then) and dropped once it has neither jobs nor workers. `options` may carry more than the
+ * semaphore's (a job's own, as `withSlot` has them): only the semaphore's make the pool's key
+ * and its contenders.
  *
  * @example
  * ```ts
  * slotPool({ prefix: 'service/db/lock', limit: 3 }).submit(job)
  * ```
- * @param options - The semaphore's options, without the job's own.
- * @param checkMore - The job's own options, checked each call (with the semaphore's, the first).
+ * @param options - The semaphore's options, and perhaps the job's own.
+ * @param checkMore - The job's own options, checked each call (with the semaphore's, the first);
+ *   none when it has nothing to check.
  * @returns The pool.
  * @throws SemaphoreError('InvalidOptions') naming every wrong option.
  */
 export function slotPool(
   options: SemaphoreOptions,
-  checkMore: (report: ReportProblem) => void,
+  checkMore?: (report: ReportProblem) => void,
 ): SlotPool {
-  const checkJob = (report: ReportProblem): void => {
+  const key = poolKey(options)
+  const known = pools.get(key)
+  if (known !== undefined) {
+    // Most calls have nothing to check once their pool exists: no check is made for them.
+    if (options.session !== undefined || checkMore !== undefined) {
+      validated(jobCheck(options, checkMore))
+    }
+    return known
+  }
+  const check = jobCheck(options, checkMore)
+  const { limit, permits } = resolveSemaphoreOptions(options, 'rx-consul-semaphore', check)
+  // Workers of several permits each: the process holds at most `limit` slots, as with one.
+  const own = semaphoreOptionsOf(options)
+  const pool = new SlotPool(key, own, Math.floor(limit / permits), options.prefix)
+  pools.set(key, pool)
+  return pool
+}
+
+/** The checks of a job's options beyond the semaphore's: its pool makes the sessions. */
+function jobCheck(
+  options: SemaphoreOptions,
+  checkMore: ((report: ReportProblem) => void) | undefined,
+): (report: ReportProblem) => void {
+  return (report) => {
     // A pool's workers each make a session, and keep it across jobs: none is anybody else's.
     if (options.session !== undefined) {
       report(
@@ -434,19 +471,21 @@ export function slotPool(
         'withSlot makes the sessions of its workers itself; use semaphore() or tryAcquire() with an existing session.',
       )
     }
-    checkMore(report)
+    checkMore?.(report)
   }
-  const key = poolKey(options)
-  const known = pools.get(key)
-  if (known !== undefined) {
-    validated(checkJob)
-    return known
-  }
-  const { limit, permits } = resolveSemaphoreOptions(options, 'rx-consul-semaphore', checkJob)
-  // Workers of several permits each: the process holds at most `limit` slots, as with one.
-  const pool = new SlotPool(key, options, Math.floor(limit / permits), options.prefix)
-  pools.set(key, pool)
-  return pool
+}
+
+/** The semaphore's options among `options` (those a pool's contenders are made with). */
+function semaphoreOptionsOf(options: SemaphoreOptions): SemaphoreOptions {
+  const own: Record<string, unknown> = {}
+  for (const name of KEY_NAMES) if (name in options) own[name] = options[name]
+  return own as unknown as SemaphoreOptions
+}
+
+/** A pool without jobs or workers leaves the map, and the key memo (`lastKey`) if it is its. */
+function dropPool(key: string): void {
+  pools.delete(key)
+  if (lastKey?.key === key) lastKey = undefined
 }
 
 /** How many pools the process has now (for tests and benchmarks). */
@@ -467,18 +506,53 @@ function objectId(value: object): number {
 const KEY_NAMES = Object.keys(SEMAPHORE_OPTION_NAMES).sort() as (keyof SemaphoreOptions)[]
 
 /**
+ * The last key `poolKey` made, and the option values it was made of, when none of them is a value
+ * the key compares by value (a plain object or array, which could have changed since): a call
+ * whose values are the same (===) has the same key. Most calls repeat the options of the one
+ * before (`withSlot({ prefix, limit }, job)` in a loop), and a key built anew allocates a string
+ * per option name, more than the job itself: with ten thousand calls at once, enough to make V8
+ * grow its young generation to the maximum.
+ */
+let lastKey: { readonly values: readonly unknown[]; readonly key: string } | undefined
+
+/**
  * The pool key of a set of options: plain values by value (object keys sorted), anything else (a
  * client, a scheduler, a telemetry provider, a function) by identity. Jobs share a pool only when
- * every option is the same. Built from the known option names in a fixed order, so that a call
- * with only primitive options (the common `{ prefix, limit }`) costs one short string.
+ * every option is the same. Built from the known option names in a fixed order.
  */
 function poolKey(options: SemaphoreOptions): string {
+  const last = lastKey
+  if (last !== undefined && sameValues(options, last.values)) return last.key
+  const values: unknown[] = []
+  let byIdentity = true
   let key = ''
   for (const name of KEY_NAMES) {
-    const value = name === 'prefix' ? withoutTrailingSlashes(options.prefix) : options[name]
+    const raw = options[name]
+    values.push(raw)
+    if (comparedByValue(raw)) byIdentity = false
+    const value = name === 'prefix' ? withoutTrailingSlashes(options.prefix) : raw
     key += `${value === undefined ? '' : keyPart(value)}\u0000`
   }
+  lastKey = byIdentity ? { values, key } : undefined
   return key
+}
+
+/** Whether `options` has `values` (KEY_NAMES' order, as given) for its semaphore options. */
+function sameValues(options: SemaphoreOptions, values: readonly unknown[]): boolean {
+  // An indexed loop: nothing allocated, in whatever tier V8 runs it.
+  for (let i = 0; i < KEY_NAMES.length; i++) {
+    if (options[KEY_NAMES[i] as keyof SemaphoreOptions] !== values[i]) return false
+  }
+  return true
+}
+
+/** Whether a key names `value` by its content (see `plainKey`), not by its identity. */
+function comparedByValue(value: unknown): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    (Array.isArray(value) || Object.getPrototypeOf(value) === Object.prototype)
+  )
 }
 
 function keyPart(value: unknown): string {

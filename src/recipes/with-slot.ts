@@ -59,17 +59,19 @@ export function withSlot<T>(
   options: WithSlotOptions,
   work: (signal: AbortSignal, slot: SlotGuard) => Promise<T>,
 ): Promise<T> {
-  const { signal: caller, waitTimeout, ...semaphoreOptions } = options
+  const { signal: caller, waitTimeout } = options
   let waitTimeoutMs = Infinity
   let pool: SlotPool
   try {
     rejectUnknownOptions(options, 'withSlot', WITH_SLOT_OPTION_NAMES)
     // The wait's bound is checked with the semaphore's options: one error names every problem.
-    pool = slotPool(semaphoreOptions, (report) => {
-      if (waitTimeout !== undefined) {
-        waitTimeoutMs = checkTimeout('waitTimeout', waitTimeout, report)
-      }
-    })
+    // The pool takes the semaphore's options out of `options` itself (no copy per call).
+    pool = slotPool(
+      options,
+      waitTimeout === undefined
+        ? undefined
+        : (report) => void (waitTimeoutMs = checkTimeout('waitTimeout', waitTimeout, report)),
+    )
   } catch (error: unknown) {
     return Promise.reject(error)
   }

@@ -39,6 +39,30 @@ describe('slotPool: which calls share a pool', () => {
     )
   })
 
+  it('should tell apart two calls with the same array whose content changed in between', () => {
+    const serviceChecks = [{ id: 'web' }]
+    const a = poolOf({ prefix: 'key/e', limit: 2, serviceChecks })
+    assert.equal(poolOf({ prefix: 'key/e', limit: 2, serviceChecks }), a)
+    serviceChecks[0] = { id: 'db' }
+    assert.notEqual(poolOf({ prefix: 'key/e', limit: 2, serviceChecks }), a)
+  })
+
+  it('should find the pool of the options before last, whatever came in between', () => {
+    const a = poolOf({ prefix: 'key/f', limit: 2 })
+    const b = poolOf({ prefix: 'key/f', limit: 5 })
+    assert.notEqual(b, a)
+    assert.equal(poolOf({ limit: 2, prefix: 'key/f/' }), a)
+    assert.equal(poolOf({ prefix: 'key/f', limit: 5 }), b)
+  })
+
+  it("should make the pool with the semaphore's options only, not the job's own", () => {
+    const pool = slotPool(
+      { prefix: 'key/g', limit: 2, waitTimeout: '5s' } as SemaphoreOptions,
+      none,
+    ) as unknown as { options: Record<string, unknown> }
+    assert.deepEqual(pool.options, { prefix: 'key/g', limit: 2 })
+  })
+
   it('should compare other objects by identity', () => {
     const a = poolOf({ prefix: 'key/d', limit: 2, scheduler: asyncScheduler })
     assert.equal(poolOf({ prefix: 'key/d', limit: 2, scheduler: asyncScheduler }), a)

@@ -510,8 +510,7 @@ const KEY_NAMES = Object.keys(SEMAPHORE_OPTION_NAMES).sort() as (keyof Semaphore
  * the key compares by value (a plain object or array, which could have changed since): a call
  * whose values are the same (===) has the same key. Most calls repeat the options of the one
  * before (`withSlot({ prefix, limit }, job)` in a loop), and a key built anew allocates a string
- * per option name, more than the job itself: with ten thousand calls at once, enough to make V8
- * grow its young generation to the maximum.
+ * per option name: more than the rest of the call.
  */
 let lastKey: { readonly values: readonly unknown[]; readonly key: string } | undefined
 

@@ -21,6 +21,12 @@ import {
   type OwnWrites,
 } from '../../src/core/semaphore/own-writes.js'
 import { prefixView } from '../../src/core/semaphore/prefix-view.js'
+import type { ContenderInput } from '../../src/core/contender/contender-input.js'
+import {
+  initialContenderState,
+  type ContenderState,
+} from '../../src/core/contender/contender-state-model.js'
+import { contenderStep } from '../../src/core/contender/contender-step.js'
 import { bytes, contenderEntry, lockEntry, snapshotOf } from '../../marbles/support/snapshot.js'
 
 const prefix = 'svc/lock'
@@ -29,6 +35,12 @@ const ours = (session: string, createIndex: bigint, flags = CONTENDER_FLAGS): KV
   contenderEntry(prefix, session, createIndex, { flags, value: bytes(session) })
 const lockOf = (holders: readonly string[], index: bigint): KVEntry =>
   lockEntry(prefix, `{"Limit":2,"Holders":{${holders.map((h) => `"${h}":true`).join(',')}}}`, index)
+const sessionCreated = (session: string): ContenderInput => ({
+  type: 'session-created',
+  session,
+  ttlMs: 10_000,
+  sentAt: 0,
+})
 const holdersOf = (view: ReturnType<typeof prefixView>): readonly string[] =>
   E.isRight(view) ? view.right.view.liveHolders : assert.fail('no view')
 const waitingOf = (view: ReturnType<typeof prefixView>): readonly string[] =>
@@ -228,5 +240,47 @@ describe('the freshest prefix a process knows (own writes over the listing)', ()
       staleCas(known, undefined, prefix, [{ verb: 'get', key: `${prefix}/.lock` }]),
       false,
     )
+  })
+})
+
+describe("a contender's fencing token on the freshest prefix", () => {
+  const contender = { prefix, limit: 2 }
+  const step = (state: ContenderState, input: ContenderInput, now: number): ContenderState =>
+    contenderStep(state, input, now, contender).state
+  /** w1 of this process, waiting on the listing at 40. */
+  const waitingW1 = (): ContenderState => {
+    const created = step(initialContenderState, sessionCreated('w1'), 0)
+    const waiting = step(created, { type: 'snapshot', snapshot: listing }, 1)
+    assert.equal(waiting.decision?.type, 'Wait')
+    return waiting
+  }
+  /**
+   * Other processes: a hands its slot to w1 at 41 (w1's key marked at 41), b to w2 at 43. This
+   * process only reads `.lock` at 43 (a Refence of another of its contenders), not w1's key.
+   */
+  const lockAt43 = lockOf(['w1', 'w2'], 43n)
+  const overlaid = freshestPrefix(listing, prefix, learnLock(undefined, prefix, lockAt43))
+
+  it("takes no token from a .lock newer than the keys: its index is another holder's token", () => {
+    const state = step(waitingW1(), { type: 'snapshot', snapshot: overlaid }, 2)
+    assert.equal(state.decision?.type, 'Held', '.lock at 43 lists w1')
+    assert.equal(state.fencingToken, undefined, 'not 43, the index of the write that admitted w2')
+    assert.equal(state.holding, false, 'no token known: not holding yet')
+    assert.equal(state.write, undefined, 'and nothing to write: the listing will tell')
+  })
+
+  it('holds under the index on its own key once the listing shows the hand-off', () => {
+    const overlaidFirst = step(waitingW1(), { type: 'snapshot', snapshot: overlaid }, 2)
+    const caughtUp = snapshotOf(
+      [
+        lockAt43,
+        { ...ours('w1', 10n, HOLDER_FLAGS), modifyIndex: 41n },
+        { ...ours('w2', 11n, HOLDER_FLAGS), modifyIndex: 43n },
+      ],
+      43n,
+    )
+    const state = step(overlaidFirst, { type: 'snapshot', snapshot: caughtUp }, 3)
+    assert.equal(state.holding, true)
+    assert.equal(state.fencingToken, 41n, "the hand-off's index, w1's own")
   })
 })

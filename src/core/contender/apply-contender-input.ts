@@ -5,6 +5,7 @@ import type { ContenderState, ContenderStateOptions } from './contender-state-mo
 import { decidePatiently } from './decide-patiently.js'
 import { isPrefixProblem } from './is-prefix-problem.js'
 import { leaseDeadline } from './lease-deadline.js'
+import { unjudgedHolders } from '../semaphore/own-writes.js'
 import { keepsSlot, withinQuantum } from '../semaphore/refencing.js'
 
 /** What a tenure (one stretch of being listed in `.lock`) leaves behind when it ends. */
@@ -258,8 +259,25 @@ function redecide(
   }
   if (s.retired !== undefined) return decided
   if (decision.type !== 'Held') return { ...decided, ...tenureEnded }
-  // First seen holding in a snapshot: the index on its own key (a hand-off, or its own CAS whose
-  // answer was lost) when there is one, otherwise `.lock`'s.
-  const token = s.fencingToken ?? decision.acquiredAt ?? decision.view.lockIndex
+  const token = s.fencingToken ?? tokenOfHolder(snapshot, s.session, decision)
+  // Listed by a `.lock` newer than the listing under it: held, but by a write the process did not
+  // make, whose index (the token) only the listing that shows it tells. Until then, not holding.
+  if (token === undefined) return decided
   return { ...decided, listed: true, fencingToken: token }
+}
+
+/**
+ * The fencing token of a contender first seen holding in `snapshot`: the index on its own key (a
+ * hand-off, or its own CAS whose answer was lost) when there is one, otherwise `.lock`'s (a lock
+ * the write of `.lock` itself gave, as the single-key lock's). Undefined when `.lock` is newer than
+ * the keys beside it (an overlaid snapshot) and lists the contender since then: `.lock`'s index is
+ * then the last write of it, maybe another contender's acquisition and token, not this one's.
+ */
+function tokenOfHolder(
+  snapshot: KVSnapshot,
+  session: string,
+  decision: Extract<Decision, { type: 'Held' }>,
+): bigint | undefined {
+  if (decision.acquiredAt !== undefined) return decision.acquiredAt
+  return unjudgedHolders(snapshot)?.has(session) === true ? undefined : decision.view.lockIndex
 }

@@ -45,9 +45,15 @@ const bytes = new TextEncoder().encode('migrated')
 
 const consul = createConsulClient() // CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN, ... as Consul's CLI reads them
 
-// At most 3 processes run the migration worker at once.
+// At most 3 processes run the migration worker at once; it runs only while the slot is held.
 const sem = semaphore({ prefix: 'service/db/lock', limit: 3, consul })
-sem.holding$.pipe(switchMap((held) => (held ? worker$ : EMPTY))).subscribe(console.log)
+const worked = lastValueFrom(
+  sem.holding$.pipe(
+    switchMap((held) => (held ? worker$ : EMPTY)),
+    tap(console.log),
+    take(3), // the worker's three steps
+  ),
+)
 
 // Who holds, who waits, and a fencing token for the guarded resource. A waiter's `rank` is how
 // many are ahead of it (0: next), and `estimatedWaitMs` its expected wait from the recent
@@ -61,6 +67,7 @@ sem.state$.subscribe((s) => {
 await firstValueFrom(sem.holding$.pipe(filter(Boolean)))
 await sem.fencedTxn([{ verb: 'set', key: 'service/db/state', value: bytes }])
 
+await worked
 await sem.close() // CAS out of .lock, delete the contender key, destroy the session
 
 // Metrics and spans (acquisitions, wait and hold times, losses, requests) go to an OpenTelemetry

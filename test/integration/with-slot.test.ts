@@ -1,7 +1,7 @@
 // withSlot: the Promise helper for callers who do not use RxJS.
 import assert from 'node:assert/strict'
 import { describe, it } from 'node:test'
-import { SemaphoreError, semaphore, withSlot } from '../../src/index.js'
+import { SemaphoreError, createConsulClient, semaphore, withSlot } from '../../src/index.js'
 import { agentSuite } from '../support/agent-suite.js'
 import { testPrefix } from '../support/tracked.js'
 import {
@@ -58,6 +58,41 @@ describe('withSlot', () => {
         `job ${i} started under ${job.token} after a job under ${job.endedBefore} had ended`,
       )
     }
+    await noSessionsNamed(agent.url, name)
+  })
+
+  it('gives every job a token no other job ran under, across processes that share the limit', async (t) => {
+    // Three clients are three processes: each has its own watch of the prefix and its own view of
+    // `.lock` beyond it (its writes' answers). Their slots change hands between them all along.
+    const prefix = testPrefix(t, agent.url, 'with-slot-fleet')
+    const clients = [0, 1, 2].map(() => createConsulClient({ address: agent.addr }))
+    const name = `fleet ${prefix}`
+    const tokens = new Map<string, string>()
+    const shared: string[] = []
+    let running = 0
+    let most = 0
+    try {
+      await Promise.all(
+        clients.flatMap((consul, p) =>
+          Array.from({ length: 150 }, (_, j) =>
+            withSlot({ prefix, limit: 4, consul, sessionName: name }, async (_, slot) => {
+              const token = String(slot.assertHolding())
+              const other = tokens.get(token)
+              if (other !== undefined) shared.push(`${token}: ${other} and p${p} job ${j}`)
+              tokens.set(token, `p${p} job ${j}`)
+              most = Math.max(most, ++running)
+              await new Promise((done) => setTimeout(done, 1 + (j % 3)))
+              running--
+            }),
+          ),
+        ),
+      )
+    } finally {
+      await Promise.all(clients.map((client) => client.close()))
+    }
+    assert.deepEqual(shared, [], 'jobs that ran under the same token')
+    assert.equal(tokens.size, 450)
+    assert.ok(most <= 4, `${most} jobs ran at once at limit 4`)
     await noSessionsNamed(agent.url, name)
   })
 

@@ -168,7 +168,8 @@ export interface CountedGrace {
  * - `acquiring`: its turn: the CAS of `.lock` is asked for or in flight (`TryAcquire`);
  * - `holding`: `holding` is true (with `rideThrough`, also while its watch is down: `connected`
  *   false and `lastFailure` tell that it rides on its lease);
- * - `doubtful`: `.lock` lists it, but the watch, the lease or the session is in doubt;
+ * - `doubtful`: `.lock` lists it, but the watch, the lease or the session is in doubt, or its
+ *   fencing token is still to come (a listing older than the `.lock` that lists it);
  * - `stopped`: the prefix has a problem no retry fixes (conflict, limit conflict, corrupt);
  * - `retired`: released, or its session is gone; no more writes for this session.
  */

@@ -88,6 +88,20 @@ async function queueAt(
 }
 
 /**
+ * The holders a committed transaction of ours wrote to `<prefix>/.lock` (its `cas`), from the
+ * body the proxy forwarded; undefined for any other request.
+ */
+function lockWrittenBy(sent: string | undefined, prefix: string): string[] | undefined {
+  if (sent === undefined || !sent.startsWith('[')) return undefined
+  const ops = JSON.parse(sent) as { KV?: { Verb?: string; Key?: string; Value?: string } }[]
+  const cas = ops.find((op) => op.KV?.Verb === 'cas' && op.KV.Key === `${prefix}/.lock`)
+  const value = cas?.KV?.Value
+  return value === undefined
+    ? undefined
+    : holdersOf(JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as unknown)
+}
+
+/**
  * Records `sem`'s holding in `recorder` as `who`, and closes it once it has held and `hold()`
  * resolved; resolves then (or rejects with its error). `subs` gets the subscription.
  */
@@ -484,13 +498,19 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
         'every such transaction committed',
       )
 
-      // The consul locks holding leave; the one waiting takes a slot before any of ours.
+      // The consul locks holding leave; the one waiting takes a slot before any of ours: every
+      // write of `.lock` of ours while it holds lists it.
+      const goSession = queued.waiting[0]?.session ?? assert.fail('no consul lock waiter')
       for (const i of started()) releaseGo(dir, i)
       await eventually(
         'the third consul lock holds',
         () => childStarted(goLog(goWaiter)) || undefined,
         60_000,
       )
+      const oursWhileGoHolds = proxy.requests().flatMap((q) => {
+        const written = q.answer?.status === 200 ? lockWrittenBy(q.sent, prefix) : undefined
+        return written === undefined ? [] : [written]
+      })
       releaseGo(dir, goWaiter)
       const codes = await Promise.all(exits)
       await Promise.all(done)
@@ -502,9 +522,11 @@ describe('semaphore next to consul lock -n', { timeout: SUITE_TIMEOUT_MS }, () =
       assert.deepEqual(codes, [0, 0, 0], 'every consul lock ran its child and exited 0')
       const intervals = recorder.intervals()
       assert.equal(intervals.length, goRuns + ours.length, 'every contender held once')
-      const thirdGo = intervals.find((i) => i.who === `go${goWaiter}`)?.from ?? Infinity
-      for (const mine of intervals.filter((i) => ours.includes(i.who))) {
-        assert.ok(mine.from >= thirdGo, `${mine.who} held only after the consul lock ahead of it`)
+      for (const holders of oursWhileGoHolds) {
+        assert.ok(
+          holders.includes(goSession),
+          `a write of ours listed ${holders.join(', ')}: one of ours held before the consul lock ahead of it`,
+        )
       }
       assert.ok(recorder.maxConcurrent() <= 2, `at most 2 at once, saw ${recorder.maxConcurrent()}`)
     } finally {

@@ -26,6 +26,7 @@ import {
   eventually,
   holdersOf,
   listPrefix,
+  lockBody,
   putRaw,
   sessionsNamed,
 } from '../support/observe.js'
@@ -94,11 +95,8 @@ async function queueAt(
 function lockWrittenBy(sent: string | undefined, prefix: string): string[] | undefined {
   if (sent === undefined || !sent.startsWith('[')) return undefined
   const ops = JSON.parse(sent) as { KV?: { Verb?: string; Key?: string; Value?: string } }[]
-  const cas = ops.find((op) => op.KV?.Verb === 'cas' && op.KV.Key === `${prefix}/.lock`)
-  const value = cas?.KV?.Value
-  return value === undefined
-    ? undefined
-    : holdersOf(JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as unknown)
+  const cas = ops.find((op) => op.KV?.Verb === 'cas' && op.KV.Key === `${prefix}/.lock`)?.KV
+  return cas?.Value === undefined ? undefined : holdersOf(lockBody({ Value: cas.Value }))
 }
 
 /**

@@ -42,7 +42,7 @@ export async function readLock(
 }
 
 /** The decoded JSON body of a `.lock` entry, or undefined when its value is empty. */
-export function lockBody(entry: RawEntry): unknown {
+export function lockBody(entry: Pick<RawEntry, 'Value'>): unknown {
   const text = entry.Value === null ? '' : Buffer.from(entry.Value, 'base64').toString('utf8')
   return text === '' ? undefined : (JSON.parse(text) as unknown)
 }

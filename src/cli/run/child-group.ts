@@ -94,20 +94,23 @@ function exitOf(child: ChildProcess): Promise<ChildExit> {
   })
 }
 
+/** Sends `signal` to process group `pgid` (0: none, a test); false when the group is gone. */
+function signalGroupOf(pgid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pgid, signal)
+    return true
+  } catch (error) {
+    // EPERM: a member changed its uid; it exists, and there is nothing more this process can do.
+    return (error as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
 /** The group led by `child` (its pid is the group's id), which ends as `exited` says. */
 function childGroupOf(child: ChildProcess, exited: Promise<ChildExit>): ChildGroup {
   const pid = child.pid
 
-  const signalGroup = (signal: NodeJS.Signals | 0): boolean => {
-    if (pid === undefined) return false
-    try {
-      process.kill(-pid, signal)
-      return true
-    } catch (error) {
-      // EPERM: a member changed its uid; it exists, and there is nothing more this process can do.
-      return (error as NodeJS.ErrnoException).code === 'EPERM'
-    }
-  }
+  const signalGroup = (signal: NodeJS.Signals | 0): boolean =>
+    pid !== undefined && signalGroupOf(pid, signal)
 
   let ended = false
   void exited.then(() => (ended = true))
@@ -233,18 +236,14 @@ export function prepareChildGroup(spec: ChildSpec): PreparedChild {
 const NO_GROUP = 2 ** 22 + 1
 
 /**
- * Asks once, while the slot is awaited, whether a group that cannot exist is there. The check that
- * the command's group is gone, once the command has exited, fails with ESRCH, and the first failed
- * system call of a Node process builds Node's table of error names and runs its error's code for
- * the first time: about half a millisecond that the release of the slot, and so the next holder,
- * would wait for. Signal 0 only asks: nothing is sent to any process.
+ * Runs the group check once, while the slot is awaited, on a group that cannot exist. The check
+ * that the command's group is gone, once the command has exited, fails with ESRCH, and the first
+ * failed system call of a Node process builds Node's table of error names and runs its error's
+ * code for the first time: about half a millisecond that the release of the slot, and so the next
+ * holder, would wait for. Signal 0 only asks: nothing is sent to any process.
  */
 function warmGroupCheck(): void {
-  try {
-    process.kill(-NO_GROUP, 0)
-  } catch {
-    // ESRCH, as asked.
-  }
+  signalGroupOf(NO_GROUP, 0)
 }
 
 /**

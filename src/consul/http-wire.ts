@@ -104,6 +104,13 @@ class Stopped extends Error {
 const finished = channel('rx-consul-semaphore:http.request.finish')
 const failed = channel('rx-consul-semaphore:http.request.error')
 
+/**
+ * Milliseconds on the monotonic clock. Not `performance.now()`: Node's `performance` global loads
+ * perf_hooks and its timing modules on first use, a fixed cost (about a millisecond) that a
+ * short-lived `rxsem run` would pay for two idle-connection timestamps.
+ */
+const monotonicMs = (): number => Number(process.hrtime.bigint()) / 1e6
+
 /** `headers` as request header lines, each ending in CRLF; throws on a name or value that cannot go. */
 export function headerLines(headers: Readonly<Record<string, string>>): string {
   let lines = ''
@@ -135,7 +142,7 @@ interface Connection {
   readonly socket: Socket
   /** The exchange on it, or undefined while it is idle. */
   exchange: Exchange | undefined
-  /** When it went idle (ms, the monotonic clock). */
+  /** When it went idle (ms, the monotonic clock: `monotonicMs`). */
   idleSince: number
 }
 
@@ -170,7 +177,7 @@ export function createWire(options: WireOptions): Wire {
   /** Closes the connections idle for `idleMs`; runs while some are idle. */
   const sweepIdle = (): void => {
     sweep = undefined
-    const now = performance.now()
+    const now = monotonicMs()
     while (idle.length > 0 && now - (idle[0] as Connection).idleSince >= idleMs) {
       ;(idle.shift() as Connection).socket.destroy()
     }
@@ -179,7 +186,7 @@ export function createWire(options: WireOptions): Wire {
   const armSweep = (): void => {
     if (sweep !== undefined || idle.length === 0) return
     const oldest = idle[0] as Connection
-    sweep = setTimeout(sweepIdle, Math.max(1, oldest.idleSince + idleMs - performance.now()))
+    sweep = setTimeout(sweepIdle, Math.max(1, oldest.idleSince + idleMs - monotonicMs()))
     sweep.unref()
   }
 
@@ -215,7 +222,7 @@ export function createWire(options: WireOptions): Wire {
       connection.socket.destroy()
       return
     }
-    connection.idleSince = performance.now()
+    connection.idleSince = monotonicMs()
     // An idle connection keeps no process alive (Node's client does the same).
     connection.socket.unref()
     idle.push(connection)

@@ -1,7 +1,8 @@
 // What loading the package loads, in plain Node on the build (`npm test` builds dist/ first): none
 // of Node's HTTP client ever (the library speaks HTTP/1.1 on its own sockets), `node:net` once a
-// client connects, and `node:tls` with it for an agent spoken to over TLS. The bench's `import`
-// step measures what an import costs (bench/import-cost.ts).
+// client connects, and `node:tls` with it for an agent spoken to over TLS; nor perf_hooks. The
+// rxsem bin loads Node's HTTP modules only for its health endpoint. The bench's `import` step
+// measures what an import costs (bench/import-cost.ts).
 import assert from 'node:assert/strict'
 import { execFile } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
@@ -77,6 +78,51 @@ describe('loading the package', () => {
       assert.deepEqual(loaded, ['net', 'tls'])
     })
   }
+
+  /** An agent of one answer: an empty listing, to whatever is asked. */
+  const ONE_ANSWER =
+    "'HTTP/1.1 200 OK\\r\\nContent-Type: application/json\\r\\nX-Consul-Index: 7\\r\\nContent-Length: 2\\r\\n\\r\\n[]'"
+
+  for (const type of ['module', 'commonjs'] as const) {
+    it(`loads neither HTTP nor timing modules for a whole exchange (${type})`, async () => {
+      // A server on loopback in the same process answers once; the client's connection carries
+      // the whole exchange, then idles (stamped on the monotonic clock, not by perf_hooks).
+      const { stdout } = await runIn(
+        type,
+        `${load[type]} (async () => {
+          const net = await import('node:net');
+          const server = net.createServer((socket) => socket.once('data', () => socket.write(${ONE_ANSWER})));
+          await new Promise((listening) => server.listen(0, '127.0.0.1', listening));
+          const client = m.createConsulClient({ address: '127.0.0.1:' + server.address().port });
+          const answer = await client.kv.list('x')();
+          if (answer._tag !== 'Right') throw new Error('no answer: ' + JSON.stringify(answer));
+          await client.close();
+          server.close();
+          console.log(JSON.stringify(process.moduleLoadList.filter((m) => /perf_hooks|_?http\\w*$/.test(m))));
+        })()`,
+      )
+      assert.deepEqual(JSON.parse(stdout), [])
+    })
+  }
+
+  it('the rxsem bin loads no HTTP module unless --health-addr asks for its endpoint', async () => {
+    // Whatever the bundle requires at its top level is loaded on every run; `--help` runs nothing
+    // else. Printed at exit, by a preload of this process's own.
+    const atExit = `process.on('exit', () => process.stderr.write('LOADED ' + JSON.stringify(process.moduleLoadList.filter((m) => /perf_hooks|_?http\\w*$/.test(m))) + '\\n'))`
+    const { stderr } = await run(
+      process.execPath,
+      [
+        '--import',
+        `data:text/javascript,${encodeURIComponent(atExit)}`,
+        builtFile('dist/rxsem.cjs'),
+        'run',
+        '--help',
+      ],
+      { cwd: root, env: { PATH: process.env['PATH'] ?? '', NODE_DISABLE_COMPILE_CACHE: '1' } },
+    )
+    const loaded = /^LOADED (.*)$/m.exec(stderr)?.[1]
+    assert.deepEqual(JSON.parse(loaded ?? 'null'), [])
+  })
 
   it("imports Node's modules without their ES module faces (no fs/promises, no readline)", async () => {
     // An ES module import of node:fs reads every export of fs, `promises` among them, which loads

@@ -14,12 +14,13 @@
  * the contender and closed with the command; it is never on the path from the command's exit to
  * the release.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import type { Observable, Subscription } from 'rxjs'
 import type { SemaphoreState } from '../../recipes/semaphore.js'
 import { badValue, UsageError } from '../args/parse-flags.js'
 import { describeError } from '../report.js'
+import { nodeHttp } from './node-http.cjs'
 
 /** Where the endpoint listens: `--health-addr`'s host (all interfaces when empty) and port. */
 export interface HealthAddress {
@@ -86,7 +87,9 @@ export async function startHealthServer(
 ): Promise<HealthServer> {
   let health: Health = { phase: 'starting' }
   let following: Subscription | undefined
-  const server = createServer((request, response) => answer(request, response, health, now))
+  const server = nodeHttp().createServer((request, response) =>
+    answer(request, response, health, now),
+  )
   // A probe's keep-alive connection must not hold the close up.
   server.keepAliveTimeout = 1000
   await new Promise<void>((listening, failed) => {

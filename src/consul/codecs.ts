@@ -152,8 +152,8 @@ const uint64Of = (u: unknown): bigint | undefined =>
 export function kvEntriesJsonOf(u: unknown): KVEntryJson[] | undefined {
   if (!Array.isArray(u)) return undefined
   const entries: KVEntryJson[] = []
-  for (const item of u) {
-    const entry = kvEntryJsonOf(item)
+  for (let i = 0; i < u.length; i++) {
+    const entry = kvEntryJsonOf(u[i])
     if (entry === undefined) return undefined
     entries.push(entry)
   }
@@ -167,7 +167,8 @@ export function txnAnswerJsonOf(u: unknown): TxnAnswerJson | undefined {
   let results: { KV: KVEntryJson }[] | null | undefined
   if (Array.isArray(Results)) {
     results = []
-    for (const result of Results) {
+    for (let i = 0; i < Results.length; i++) {
+      const result: unknown = Results[i]
       const kv =
         typeof result === 'object' && result !== null
           ? kvEntryJsonOf((result as Record<string, unknown>)['KV'])
@@ -183,7 +184,8 @@ export function txnAnswerJsonOf(u: unknown): TxnAnswerJson | undefined {
   if (Errors === null || Errors === undefined) return { Results: results, Errors }
   if (!Array.isArray(Errors)) return undefined
   const errors: { OpIndex: number; What: string }[] = []
-  for (const error of Errors) {
+  for (let i = 0; i < Errors.length; i++) {
+    const error: unknown = Errors[i]
     if (typeof error !== 'object' || error === null) return undefined
     const { OpIndex, What } = error as Record<string, unknown>
     if (typeof OpIndex !== 'number' || typeof What !== 'string') return undefined

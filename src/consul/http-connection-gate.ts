@@ -191,7 +191,8 @@ export function connectionGate(
 
   /** Admits the requests waiting that fit, in order (a long poll that does not is passed over). */
   const admitWaiting = (): void => {
-    for (const line of lines) {
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i] as (typeof lines)[number]
       const { items } = line
       for (let at = line.head; at < items.length && out < connections; at++) {
         const waiter = items[at] as Waiter

@@ -54,20 +54,19 @@ export function isLongPoll(request: HttpRequest): boolean {
  * with `?`.
  */
 export function queryOf(request: HttpRequest, config: ResolvedConfig): string {
-  const query: HttpRequest['query'] = {
-    ...request.query,
-    dc: config.datacenter,
-    ns: config.namespace,
-    partition: config.partition,
-    ...(request.method === 'GET' && request.consistency === 'consistent'
-      ? { consistent: true as const }
-      : {}),
-    ...(request.method === 'GET' && request.consistency === 'stale'
-      ? { stale: true as const }
-      : {}),
+  // Built as it goes (every request has one): no merged object, no array of entries.
+  let query = ''
+  const add = (name: string, value: string | true | undefined): void => {
+    if (value === undefined) return
+    const part = value === true ? name : `${name}=${encodeURIComponent(value)}`
+    query = query === '' ? `?${part}` : `${query}&${part}`
   }
-  const parts = Object.entries(query).flatMap(([name, value]) =>
-    value === undefined ? [] : [value === true ? name : `${name}=${encodeURIComponent(value)}`],
-  )
-  return parts.length === 0 ? '' : `?${parts.join('&')}`
+  const own = request.query
+  if (own !== undefined) for (const name in own) add(name, own[name])
+  add('dc', config.datacenter)
+  add('ns', config.namespace)
+  add('partition', config.partition)
+  if (request.method === 'GET' && request.consistency === 'consistent') add('consistent', true)
+  if (request.method === 'GET' && request.consistency === 'stale') add('stale', true)
+  return query
 }

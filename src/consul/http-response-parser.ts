@@ -351,7 +351,8 @@ function overflow(kind: LineKind, limit: number): HttpParseError {
 function headersOf(lines: readonly string[]): IncomingHttpHeaders {
   // No prototype: a header named __proto__ is a header like any other.
   const headers = Object.create(null) as Record<string, string>
-  for (const line of lines) {
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string
     const colon = line.indexOf(':')
     const name = colon > 0 ? line.slice(0, colon) : ''
     // A line that starts with a space or a tab would fold into the previous one (obsolete).

@@ -13,7 +13,8 @@ export function joinKey(...segments: readonly string[]): string {
   // Segments that are already clean (the prefixes and names the library joins on every write)
   // join as they are: the same result, without splitting and rejoining.
   let clean = ''
-  for (const segment of segments) {
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i] as string
     if (segment === '') continue
     if (NEEDS_CLEANING.test(segment)) return cleanJoin(segments)
     clean = clean === '' ? segment : `${clean}/${segment}`

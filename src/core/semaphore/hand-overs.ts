@@ -65,7 +65,7 @@ export function noteHandOvers(
   if (before === holders) return log
   if (before === undefined) return { intervals: log.intervals, last: log.last, holders }
   let added = 0
-  for (const holder of holders) if (!before.includes(holder)) added++
+  for (let i = 0; i < holders.length; i++) if (!before.includes(holders[i] as string)) added++
   if (added === 0) return { intervals: log.intervals, last: log.last, holders }
   const intervals = [...log.intervals]
   if (log.last !== undefined) intervals.push(at - log.last)

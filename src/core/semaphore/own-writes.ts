@@ -73,7 +73,11 @@ export function learnTxn(
   const lock = lockKey(prefix)
   // The last result of each key: a check earlier in the transaction answers with the key before.
   const answered = new Map<string, KVEntry>()
-  for (const entry of result.results) answered.set(entry.key, entry)
+  const results = result.results
+  for (let i = 0; i < results.length; i++) {
+    const entry = results[i] as KVEntry
+    answered.set(entry.key, entry)
+  }
   const cas = ops.find(
     (op): op is Extract<TxnOp, { verb: 'cas' }> => op.verb === 'cas' && op.key === lock,
   )
@@ -93,7 +97,8 @@ export function learnTxn(
     keys ??= new Map(before)
     keys.set(key, write)
   }
-  for (const op of ops) {
+  for (let i = 0; i < ops.length; i++) {
+    const op = ops[i] as TxnOp
     if (op.key === lock) continue
     if (op.verb === 'delete') note(op.key, { index, entry: null })
     else if (op.verb === 'set' || op.verb === 'lock') {
@@ -235,7 +240,8 @@ export function freshestPrefix(
     if (write.index > listing.index) changes.set(changed, write.entry)
   }
   const entries: KVEntry[] = []
-  for (const entry of listing.entries) {
+  for (let i = 0; i < listing.entries.length; i++) {
+    const entry = listing.entries[i] as KVEntry
     const change = changes.get(entry.key)
     if (change === undefined) entries.push(entry)
     else {
@@ -253,8 +259,11 @@ export function freshestPrefix(
   if (added) entries.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0))
   const before = new Set(listed.right.record?.holders ?? [])
   const unjudged = new Set<string>()
-  for (const holder of now.right.record?.holders ?? [])
+  const holders = now.right.record?.holders ?? []
+  for (let i = 0; i < holders.length; i++) {
+    const holder = holders[i] as string
     if (!before.has(holder)) unjudged.add(holder)
+  }
   const overlaid: OverlaidSnapshot = { index: listing.index, entries, listing, unjudged }
   return overlaid
 }

@@ -131,7 +131,10 @@ export function prefixView(
     nextTurn,
   }
   const ranks = new Map<string, number>()
-  for (const contender of view.waiting) ranks.set(contender.session, contender.rank)
+  for (let i = 0; i < view.waiting.length; i++) {
+    const contender = view.waiting[i] as RankedContender
+    ranks.set(contender.session, contender.rank)
+  }
   return E.right({ view, holders, ranks, limitConflict, contenders, acquired, revokes })
 }
 
@@ -159,7 +162,9 @@ function ownKeys(
   const revokeDir = revokeKey(parent, '')
   const revokeStart = revokeDir.length + 1
   let revokes: Map<string, KVEntry> | undefined
-  for (const entry of snapshot.entries) {
+  const entries = snapshot.entries
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i] as KVEntry
     if (entry.key.length > revokeStart && entry.key.startsWith(revokeDir)) {
       const name = revokedSession(entry.key, revokeStart)
       if (name !== undefined) (revokes ??= new Map()).set(name, entry)
@@ -227,14 +232,16 @@ function sharedHolders(
   // As many processes as holders: each holds one slot.
   if (held.size === liveHolders.length) return []
   const shared = new Map<string, number>()
-  for (const entry of holding) {
+  for (let i = 0; i < holding.length; i++) {
+    const entry = holding[i] as KVEntry
     const process = processOf(entry)
     const slots = process === undefined ? 0 : (held.get(process) ?? 0)
     if (slots > 1) shared.set(entry.session ?? '', slots)
   }
   if (shared.size === 0) return []
   const listed: SharedHolder[] = []
-  for (const session of liveHolders) {
+  for (let i = 0; i < liveHolders.length; i++) {
+    const session = liveHolders[i] as string
     const slots = shared.get(session)
     if (slots !== undefined) listed.push({ session, slots })
   }

@@ -25,7 +25,8 @@ export function pruneHolders(
 ): PrunedHolders {
   const liveHolders: string[] = []
   const deadHolders: string[] = []
-  for (const holder of holders) {
+  for (let i = 0; i < holders.length; i++) {
+    const holder = holders[i] as string
     const alive = live.has(holder) || unjudged?.has(holder) === true
     ;(alive ? liveHolders : deadHolders).push(holder)
   }

@@ -27,7 +27,8 @@ export function waitingContenders(
 ): readonly RankedContender[] {
   const childOf = directChild(prefix)
   const keys: KVEntry[] = []
-  for (const entry of entries) {
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i] as KVEntry
     const id = childOf(entry.key)
     if (id !== undefined && id !== LOCK_KEY_NAME && entry.session === id) keys.push(entry)
   }
@@ -64,7 +65,10 @@ export function splitByHolding(
 ): { readonly waiting: KVEntry[]; readonly holding: readonly KVEntry[] } {
   const waiting: KVEntry[] = []
   const holding: KVEntry[] = []
-  for (const entry of keys) (holders.has(entry.session ?? '') ? holding : waiting).push(entry)
+  for (let i = 0; i < keys.length; i++) {
+    const entry = keys[i] as KVEntry
+    ;(holders.has(entry.session ?? '') ? holding : waiting).push(entry)
+  }
   return { waiting, holding }
 }
 
@@ -108,14 +112,18 @@ function inEarlierOrder(waiting: KVEntry[], previous: EarlierQueue | undefined):
   if (previous === undefined || previous.waiting.length === 0) return waiting
   const placed: (KVEntry | undefined)[] = new Array<KVEntry | undefined>(previous.waiting.length)
   const rest: KVEntry[] = []
-  for (const entry of waiting) {
+  for (let i = 0; i < waiting.length; i++) {
+    const entry = waiting[i] as KVEntry
     const rank = previous.ranks.get(entry.session ?? '')
     if (rank === undefined || placed[rank] !== undefined) rest.push(entry)
     else placed[rank] = entry
   }
   const laidOut: KVEntry[] = []
-  for (const entry of placed) if (entry !== undefined) laidOut.push(entry)
-  for (const entry of rest) laidOut.push(entry)
+  for (let i = 0; i < placed.length; i++) {
+    const entry = placed[i]
+    if (entry !== undefined) laidOut.push(entry)
+  }
+  for (let i = 0; i < rest.length; i++) laidOut.push(rest[i] as KVEntry)
   return laidOut
 }
 
@@ -143,8 +151,8 @@ function valueOf(entry: KVEntry): string | null {
  */
 export function slotsByProcess(holding: readonly KVEntry[]): ReadonlyMap<string, number> {
   const held = new Map<string, number>()
-  for (const entry of holding) {
-    const process = processOf(entry)
+  for (let i = 0; i < holding.length; i++) {
+    const process = processOf(holding[i] as KVEntry)
     if (process !== undefined) held.set(process, (held.get(process) ?? 0) + 1)
   }
   return held
@@ -197,7 +205,8 @@ function sortByTurn(
   const epochs: number[] = []
   let barriers = 0
   let inTurns = true
-  for (const entry of waiting) {
+  for (let i = 0; i < waiting.length; i++) {
+    const entry = waiting[i] as KVEntry
     const value = valueOf(entry)
     const process = processNamed(value)
     let turn = 0

@@ -297,13 +297,15 @@ export class PrefixCoordinator {
       this.failing = marked
     }
     // A copy: a member may leave, or another join, while the event is handed out.
-    for (const member of [...this.watching]) member.onWatch(given)
+    const members = [...this.watching]
+    for (let i = 0; i < members.length; i++) members[i]?.onWatch(given)
     if (marked.type === 'snapshot') this.retarget()
   }
 
   /** A slot handed to the member asleep on its key: it holds before the listing that follows. */
   private hand(handed: Handed): void {
-    for (const member of [...this.watching]) member.onWatch(handed)
+    const members = [...this.watching]
+    for (let i = 0; i < members.length; i++) members[i]?.onWatch(handed)
   }
 
   private fail(error: unknown): void {

@@ -23,7 +23,10 @@ import { joinWithRead, takeOwnKey } from './take-own-key.js'
 function writtenIndex(results: readonly KVEntry[], key: string): bigint | undefined {
   // The last: a check of the same key earlier in the transaction answers with its index before.
   let index: bigint | undefined
-  for (const entry of results) if (entry.key === key) index = entry.modifyIndex
+  for (let i = 0; i < results.length; i++) {
+    const entry = results[i] as KVEntry
+    if (entry.key === key) index = entry.modifyIndex
+  }
   return index
 }
 

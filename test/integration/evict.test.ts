@@ -5,7 +5,7 @@
 // refused with nothing written; a CAS lost to a concurrent write is read again and retried.
 import assert from 'node:assert/strict'
 import { after, describe, it } from 'node:test'
-import { filter, firstValueFrom } from 'rxjs'
+import { filter, firstValueFrom, ReplaySubject, tap, timeout } from 'rxjs'
 import {
   createConsulClient,
   evict,
@@ -13,6 +13,7 @@ import {
   semaphore,
   SemaphoreError,
   type ConsulClient,
+  type LeaderElectionState,
 } from '../../src/index.js'
 import { holdingConsulLock, startConsulLock, stopAllConsulLocks } from '../support/cli.js'
 import { agentSuite } from '../support/agent-suite.js'
@@ -27,7 +28,7 @@ import {
   SEMAPHORE_FLAGS,
 } from '../support/observe.js'
 import { SUITE_TIMEOUT_MS } from '../support/processes.js'
-import { onEnd, testPrefix, tracked } from '../support/tracked.js'
+import { keep, onEnd, testPrefix, tracked } from '../support/tracked.js'
 
 describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
   after(() => stopAllConsulLocks())
@@ -231,6 +232,24 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
     )
     const leader = leaderElection({ prefix, consul: agent.client, value: 'next' })
     onEnd(t, () => leader.close())
+    // What the next leader went through, for the message should it not lead in time.
+    const started = performance.now()
+    const seen: string[] = []
+    const states = new ReplaySubject<LeaderElectionState>(1)
+    keep(
+      t,
+      leader.state$
+        .pipe(
+          tap((s) => {
+            const at = (performance.now() - started).toFixed(0)
+            const who = s.leader === null ? 'no one' : `session ${s.leader.session}`
+            const { lastError: e } = s
+            const error = e === undefined ? '' : `, failing ${e.during}: ${e.message}`
+            seen.push(`${at} ms: session ${s.session}, holding ${s.holding}, led by ${who}${error}`)
+          }),
+        )
+        .subscribe(states),
+    )
     const eviction = await evict({ prefix, session: acquired.Session ?? '', consul: agent.client })
     assert.equal(eviction.lock, 'leader')
     assert.ok(
@@ -242,8 +261,21 @@ describe('evict', { timeout: SUITE_TIMEOUT_MS }, () => {
       new Promise<string>((done) => setTimeout(() => done('still running'), 20_000)),
     ])
     assert.notEqual(code, 'still running', 'consul lock ended once its lock was released')
-    // The next leader waits out the evicted session's lock-delay (Go's default, 15 s).
-    const next = await firstValueFrom(leader.state$.pipe(filter((s) => s.holding)))
+    // The next leader waits out the evicted session's lock-delay (Go's default, 15 s), then
+    // takes the key within about a second (its retries back off to 1 s).
+    const next = await firstValueFrom(
+      states.pipe(
+        filter((s) => s.holding),
+        timeout({
+          first: 60_000,
+          with: async () =>
+            assert.fail(
+              `no next leader 60 s after the eviction; its states: ${seen.join('; ')}; ` +
+                `the prefix: ${JSON.stringify(await listPrefix(agent.url, prefix))}`,
+            ),
+        }),
+      ),
+    )
     assert.ok(
       eviction.floor < (next.fencingToken ?? 0n),
       `the next leader's token ${next.fencingToken} is above the floor ${eviction.floor}`,

@@ -113,18 +113,24 @@ export async function sessionsNamed(url: string, namePrefix: string): Promise<Ra
 
 /**
  * Waits until no session whose name starts with `namePrefix` is left (a released contender's
- * session may linger on the process's shelf for a moment before it is destroyed).
+ * session may linger on the process's shelf for a moment before it is destroyed). On a timeout,
+ * the error shows the sessions still there as Consul lists them (index of creation, TTL).
  */
-export function noSessionsNamed(
+export async function noSessionsNamed(
   url: string,
   namePrefix: string,
   timeoutMs?: number,
 ): Promise<true> {
-  return eventually(
-    `no session named ${namePrefix}`,
-    async () => ((await sessionsNamed(url, namePrefix)).length === 0 ? true : undefined),
-    timeoutMs,
-  )
+  try {
+    return await eventually(
+      `no session named ${namePrefix}`,
+      async () => ((await sessionsNamed(url, namePrefix)).length === 0 ? true : undefined),
+      timeoutMs,
+    )
+  } catch (error) {
+    const left = JSON.stringify(await sessionsNamed(url, namePrefix))
+    throw new Error(`${(error as Error).message}; left: ${left}`, { cause: error })
+  }
 }
 
 export async function createRawSession(url: string, body: object): Promise<string> {

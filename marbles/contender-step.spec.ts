@@ -10,7 +10,6 @@ import type {
   ContenderAction,
   ContenderStateOptions,
 } from '../src/core/contender/contender-state-model.js'
-import type { ContenderInput } from '../src/core/contender/contender-input.js'
 import { contenderStep, type ContenderCommand } from '../src/core/contender/contender-step.js'
 import { initialContenderState } from '../src/core/contender/contender-state-model.js'
 import type { ContenderEvent, Decision } from '../src/core/events.js'
@@ -20,7 +19,6 @@ import {
   created,
   disconnected,
   releaseRequested,
-  renewed,
   seen,
   sessionGone,
 } from './support/events.js'
@@ -159,30 +157,6 @@ describe('contenderStep: the commands', () => {
       b: 'write:TryAcquire@0',
       c: 'cancel',
     })
-  })
-
-  it('should ask for the write again when a renewal answers just after a wake-up that came early', () => {
-    // A host timer can fire a little before its time: the wake-up set for the lease deadline (900)
-    // runs at 899.5 and counts as 900, so the lease has lapsed and the write is dropped. The renewal
-    // that answers at 899.7, before 900 on the clock, revives the lease: the write is asked again.
-    const steps: [ContenderInput, number][] = [
-      [events['c'] as ContenderEvent, 0],
-      [events['w'] as ContenderEvent, 2],
-      [{ type: 'wake' }, 899.5],
-      [renewed(1000, 899), 899.7],
-    ]
-    let state = initialContenderState
-    const said = steps.map(([input, at]) => {
-      const step = contenderStep(state, input, at, one)
-      state = step.state
-      return step.commands.map(show).join(' ')
-    })
-    assert.deepEqual(said, [
-      'wake@900',
-      'write:TryAcquire@0',
-      'cancel wake@none',
-      'write:TryAcquire@0 wake@1799',
-    ])
   })
 
   it('should wake at the lease deadline with no event, and drop the hold there', () => {

@@ -91,7 +91,7 @@ export function applyContenderInput(
     }
     case 'session-renewed': {
       if (s.session === undefined || s.retired !== undefined) return s
-      const lapsed = s.leaseDeadline === undefined || now >= s.leaseDeadline || lapsedAtLastStep(s)
+      const lapsed = s.leaseDeadline === undefined || now >= s.leaseDeadline
       const leased = { ...s, leaseDeadline: leaseDeadline(input.sentAt, input.ttlMs, options) }
       // A late renewal revives a lapsed lease: decide again, the wait may have missed a slot.
       return lapsed && leased.snapshot !== undefined
@@ -280,15 +280,4 @@ function tokenOfHolder(
 ): bigint | undefined {
   if (decision.acquiredAt !== undefined) return decision.acquiredAt
   return unjudgedHolders(snapshot)?.has(session) === true ? undefined : decision.view.lockIndex
-}
-
-/**
- * Whether the last step found the lease lapsed, whatever the clock says now: a wake-up that fired
- * a little before the deadline counts as the deadline (`contenderStep`) and drops the write, and a
- * renewal answering right after it, still before the deadline on the clock, must revive the lease.
- * Derived from the step's own wake-up: while the lease is valid it wakes at the deadline at the
- * latest (`settleContender`), and once the lease lapsed it no longer counts the deadline.
- */
-function lapsedAtLastStep(s: ContenderState): boolean {
-  return s.leaseDeadline !== undefined && (s.wakeAt === undefined || s.wakeAt > s.leaseDeadline)
 }
